@@ -1,0 +1,701 @@
+"""BSL chunker: one :class:`~daemon.model.Chunk` per method plus one for module-level code.
+
+Method boundaries come from two independent sources that are cross-checked:
+
+* **tree-sitter** (grammar ``tree-sitter-hbk`` 0.1.11, chosen by measurement: see
+  ``grammars/README.md`` and :mod:`daemon.grammar_survey`) with the query
+  ``grammars/bsl/methods.scm``; it gives each definition's first and last row.
+* **a careful line scan** (:func:`scan_method_headers`): a declaration header is a line whose
+  first token (after optional same-line ``&Directive`` prefixes) is ``[Асинх|Async]
+  Процедура|Функция|Procedure|Function <Name>``. A line inside a ``"`` string always starts
+  with ``|`` (BSL has no other way to continue a string over a line break, QUIRKS §8) and a
+  comment line starts with ``//``, so neither can match. End keywords
+  (``КонецПроцедуры``/``КонецФункции``/``EndProcedure``/``EndFunction``) are searched in the
+  line's code part, with string literals (``""`` escapes, ``|`` continuation lines) and
+  ``//`` comments masked.
+
+The scan decides *which* methods exist (it never misses a header because of an ERROR node
+elsewhere, and reads names from the source, which matters because both grammars truncate
+identifiers at ``ё``/``Ё``: ``ПолучитьСчёт`` parses as ``ПолучитьСч``). The tree decides
+*where* each one ends when its end row is a real end keyword before the next header;
+otherwise the scan's first end keyword after the header is used, and failing that the method
+runs up to the next header. A definition the tree finds on a line the scan does not (e.g.
+``...; Процедура Б()`` after other code) is kept too, if no other method covers that line.
+
+Headers, doc comments, directives, annotations and regions are read from the text (they are
+line-oriented in BSL and survive any parse error). Line numbers are computed on ``"\\n"``; a
+``"\\r"`` is whitespace; a leading BOM is stripped and is not a column (QUIRKS §1, §2).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import threading
+from pathlib import Path
+
+import tree_sitter
+import tree_sitter_hbk
+
+from daemon.model import Chunk
+from daemon.names import fold
+
+__all__ = [
+    "chunk_module",
+    "scan_method_headers",
+    "load_query",
+    "language",
+    "parser",
+    "DIRECTIVES",
+]
+
+# ---------------------------------------------------------------------------------------
+# grammar and queries
+# ---------------------------------------------------------------------------------------
+
+_LANGUAGE = tree_sitter.Language(tree_sitter_hbk.language())
+_tls = threading.local()
+_queries: dict[str, tree_sitter.Query] = {}
+_queries_lock = threading.Lock()
+
+
+def language() -> tree_sitter.Language:
+    """The BSL tree-sitter language (``tree-sitter-hbk`` 0.1.11), shared (immutable)."""
+    return _LANGUAGE
+
+
+def parser() -> tree_sitter.Parser:
+    """This thread's BSL parser (tree-sitter parsers are not thread-safe: one per thread)."""
+    p = getattr(_tls, "parser", None)
+    if p is None:
+        p = _tls.parser = tree_sitter.Parser(_LANGUAGE)
+    return p
+
+
+def grammar_dir() -> Path:
+    """Folder holding the ``.scm`` queries.
+
+    An installed wheel has them at ``daemon/_grammars/bsl`` (``pyproject.toml``
+    force-includes ``grammars`` as ``daemon/_grammars``); a source checkout or an editable
+    install reads ``<repo>/grammars/bsl``.
+    """
+    import daemon
+
+    installed = Path(daemon.__file__).resolve().parent / "_grammars" / "bsl"
+    if installed.is_dir():
+        return installed
+    return Path(__file__).resolve().parent.parent / "grammars" / "bsl"
+
+
+def load_query(name: str) -> tree_sitter.Query:
+    """Compile (once, then cached) the query ``grammars/bsl/<name>.scm``.
+
+    ``name`` is one of ``methods``, ``regions``, ``annotations``, ``comments``. Raises
+    ``FileNotFoundError`` if the file is missing and ``tree_sitter.QueryError`` if it does
+    not compile against the grammar.
+    """
+    q = _queries.get(name)
+    if q is None:
+        with _queries_lock:
+            q = _queries.get(name)
+            if q is None:
+                src = (grammar_dir() / f"{name}.scm").read_text(encoding="utf-8")
+                q = _queries[name] = tree_sitter.Query(_LANGUAGE, src)
+    return q
+
+
+def _query_cursor(name: str) -> tree_sitter.QueryCursor:
+    cursors = getattr(_tls, "cursors", None)
+    if cursors is None:
+        cursors = _tls.cursors = {}
+    c = cursors.get(name)
+    if c is None:
+        c = cursors[name] = tree_sitter.QueryCursor(load_query(name))
+    return c
+
+
+# ---------------------------------------------------------------------------------------
+# line scanner
+# ---------------------------------------------------------------------------------------
+
+_WS = "[ \\t\\f\\v\\r\\u00a0]"
+#: A declaration header at the start of a line. Groups: ``async``, ``kw``, ``name``.
+#: Same-line directives (``&НаСервере Процедура А()``) are allowed before the keyword, and
+#: ``Асинх`` may sit on the previous line (any whitespace between it and the keyword).
+_HEADER_RE = re.compile(
+    rf"""^{_WS}*
+    (?:&\w+{_WS}*(?:\([^()\n]*\))?{_WS}*)*
+    (?:(?P<async>Асинх|Async)\s+)?
+    (?P<kw>Процедура|Функция|Procedure|Function){_WS}+
+    (?P<name>[^\W\d]\w*)
+    (?=\s*\(|{_WS}*$|{_WS}*//)""",
+    re.IGNORECASE | re.MULTILINE | re.VERBOSE,
+)
+_END_RE = re.compile(
+    r"(?<!\w)(?:КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)(?!\w)", re.IGNORECASE
+)
+_REGION_RE = re.compile(
+    rf"^{_WS}*#{_WS}*(?:(?P<open>Область|Region)(?!\w){_WS}*(?P<name>\w*)|(?P<close>КонецОбласти|EndRegion)(?!\w))",
+    re.IGNORECASE | re.MULTILINE,
+)
+_EXPORT_RE = re.compile(r"\s*(Экспорт|Export)(?!\w)", re.IGNORECASE)
+_NAME_RE = re.compile(r"\w+")
+_STRING_OR_COMMENT_RE = re.compile(r'"|//')
+
+#: Compilation directives (the execution context of a method or variable), folded.
+#: Every other ``&Name`` before a method (``&Вместо("X")``, ``&After("X")``, ``&Тест``...)
+#: is an annotation.
+DIRECTIVES = frozenset(
+    fold(d)
+    for d in (
+        "&НаКлиенте",
+        "&НаСервере",
+        "&НаСервереБезКонтекста",
+        "&НаКлиентеНаСервереБезКонтекста",
+        "&НаКлиентеНаСервере",
+        "&AtClient",
+        "&AtServer",
+        "&AtServerNoContext",
+        "&AtClientAtServerNoContext",
+        "&AtClientAtServer",
+    )
+)
+
+
+def _code_part(line: str, keep_strings: bool = False) -> str:
+    """``line`` with string literals blanked (same length) and any ``//`` comment cut off.
+
+    With ``keep_strings`` the literals are kept as written (only the comment is cut).
+
+    A line whose first non-blank character is ``|`` continues a string opened on an
+    earlier line (QUIRKS §8), so it starts inside a string. ``""`` inside a string is an
+    escaped quote (handled by toggling twice).
+    """
+    stripped = line.lstrip()
+    in_string = stripped.startswith("|")
+    if not in_string and '"' not in line:
+        k = line.find("//")
+        return line if k < 0 else line[:k]
+    out = []
+    pos = 0
+    n = len(line)
+    if in_string:
+        start = n - len(stripped) + 1
+        out.append(line[:start] if keep_strings else " " * start)
+        pos = start
+    while pos < n:
+        if in_string:
+            k = line.find('"', pos)
+            if k < 0:
+                out.append(line[pos:] if keep_strings else " " * (n - pos))
+                break
+            out.append(line[pos : k + 1] if keep_strings else " " * (k - pos + 1))
+            pos = k + 1
+            in_string = False
+        else:
+            m = _STRING_OR_COMMENT_RE.search(line, pos)
+            if m is None:
+                out.append(line[pos:])
+                break
+            out.append(line[pos : m.start()])
+            if m.group() == "//":
+                break
+            out.append('"' if keep_strings else " ")
+            pos = m.end()
+            in_string = True
+    return "".join(out)
+
+
+class _Header:
+    __slots__ = ("line", "name", "kw", "is_async", "name_line", "name_col", "kw_line", "kw_col", "sig_start", "name_off")
+
+    def __init__(self, line, name, kw, is_async, name_line, name_col, kw_line, kw_col, sig_start, name_off):
+        self.line = line  # 0-based line where the header match starts
+        self.name = name
+        self.kw = kw
+        self.is_async = is_async
+        self.name_line = name_line  # 0-based
+        self.name_col = name_col  # index into that line (code points)
+        self.kw_line = kw_line  # 0-based line of the first keyword (Асинх or Процедура)
+        self.kw_col = kw_col
+        self.sig_start = sig_start  # offset in the text where the signature starts
+        self.name_off = name_off  # offset in the text of the name
+
+
+def _strip_bom(text: str) -> str:
+    return text[1:] if text.startswith("\ufeff") else text
+
+
+def _line_starts(text: str) -> list[int]:
+    starts = [0]
+    find = text.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    return starts
+
+
+def _scan_headers(text: str, starts: list[int]) -> list[_Header]:
+    heads: list[_Header] = []
+    for m in _HEADER_RE.finditer(text):
+        line = bisect.bisect_right(starts, m.start()) - 1
+        kw_off = m.start("async") if m.group("async") else m.start("kw")
+        kw_line = bisect.bisect_right(starts, kw_off) - 1
+        name_off = m.start("name")
+        name_line = bisect.bisect_right(starts, name_off) - 1
+        heads.append(
+            _Header(
+                line,
+                m.group("name"),
+                m.group("kw"),
+                bool(m.group("async")),
+                name_line,
+                name_off - starts[name_line],
+                kw_line,
+                kw_off - starts[kw_line],
+                kw_off,
+                name_off,
+            )
+        )
+    return heads
+
+
+def scan_method_headers(text: str) -> list[tuple[int, str]]:
+    """Careful line scan for method declarations: ``[(line, name), ...]`` in file order.
+
+    ``line`` is the 1-based line of the declaration keyword (``Асинх`` if present), ``name``
+    the method name exactly as written (with ``ё`` intact). ``text`` is the decoded module
+    (a leading BOM is ignored; CRLF or LF). Headers inside ``//`` comments or inside
+    ``|``-continued string literals are not reported. Never raises for any ``str``.
+    """
+    text = _strip_bom(text)
+    starts = _line_starts(text)
+    return [(h.kw_line + 1, h.name) for h in _scan_headers(text, starts)]
+
+
+def _scan_ends(text: str, lines: list[str], starts: list[int]) -> list[int]:
+    """0-based lines holding an end keyword in code (not in a string or comment)."""
+    rows: list[int] = []
+    last_row = -1
+    code = ""
+    for m in _END_RE.finditer(text):
+        row = bisect.bisect_right(starts, m.start()) - 1
+        if row != last_row:
+            code = _code_part(lines[row])
+            last_row = row
+        col = m.start() - starts[row]
+        if code[col : col + 1] == text[m.start()] and (not rows or rows[-1] != row):
+            rows.append(row)
+    return rows
+
+
+def _scan_regions(text: str, starts: list[int]) -> list[tuple[int, str | None]]:
+    """``[(line0, name-or-None-for-close)]`` for ``#Область``/``#КонецОбласти`` lines."""
+    out: list[tuple[int, str | None]] = []
+    for m in _REGION_RE.finditer(text):
+        row = bisect.bisect_right(starts, m.start()) - 1
+        out.append((row, m.group("name") if m.group("open") else None))
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# header parsing
+# ---------------------------------------------------------------------------------------
+
+
+def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool, int]:
+    """Read the header from ``h.sig_start``: ``(signature, params, export, end_offset)``.
+
+    The parameter list is matched with string- and comment-awareness (a default value may
+    be ``")"``; a comment may follow a parameter on a multi-line header). ``limit`` bounds
+    the search (offset of the next header or end of text).
+    """
+    name_end = h.name_off + len(h.name)
+    i = name_end
+    n = min(len(text), limit)
+    while i < n and text[i] in " \t\r\n\f\v\u00a0":
+        i += 1
+    if i >= n or text[i] != "(":
+        eol = text.find("\n", name_end)
+        eol = n if eol < 0 or eol > n else eol
+        sig = " ".join(text[h.sig_start:name_end].split())
+        return sig, "", False, name_end
+    open_pos = i
+    depth = 0
+    in_string = False
+    pieces: list[str] = []
+    seg_start = i + 1
+    close_pos = -1
+    while i < n:
+        c = text[i]
+        if in_string:
+            if c == '"':
+                in_string = False
+        elif c == '"':
+            in_string = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                close_pos = i
+                break
+        elif c == "/" and text.startswith("//", i):
+            pieces.append(text[seg_start:i])
+            j = text.find("\n", i)
+            if j < 0 or j >= n:
+                break
+            i = j
+            seg_start = j
+            continue
+        i += 1
+    if close_pos < 0:
+        # unterminated parameter list: take the rest of the header line
+        eol = text.find("\n", open_pos)
+        eol = n if eol < 0 or eol > n else eol
+        raw = text[open_pos + 1 : eol]
+        k = raw.find("//")
+        raw = raw if k < 0 else raw[:k]
+        params = " ".join(raw.split())
+        sig = " ".join((text[h.sig_start:open_pos] + "(" + raw).split())
+        return sig, params, False, eol
+    pieces.append(text[seg_start:close_pos])
+    params = " ".join("".join(pieces).split())
+    end = close_pos + 1
+    export = False
+    m = _EXPORT_RE.match(text, end)
+    if m and m.end() <= n:
+        export = True
+        end = m.end()
+    head = text[h.sig_start:open_pos]
+    sig = " ".join(head.split()) + "(" + params + ")"
+    if export:
+        sig += " " + m.group(1)
+    return sig, params, export, end
+
+
+def _utf16_len(s: str) -> int:
+    if s.isascii():
+        return len(s)
+    return len(s.encode("utf-16-le")) // 2
+
+
+# ---------------------------------------------------------------------------------------
+# tree
+# ---------------------------------------------------------------------------------------
+
+_END_TYPES = frozenset(("ENDPROCEDURE_KEYWORD", "ENDFUNCTION_KEYWORD"))
+
+
+def _tree_methods(data: bytes) -> dict[int, tuple[int, bool, object]]:
+    """``{first_row: (end_row, closed, node)}`` for every method definition in the tree.
+
+    ``closed`` is true when the definition's last child is a real (not MISSING) end keyword.
+    The query runs in C; only the method nodes cross into Python.
+    """
+    tree = parser().parse(data)
+    caps = _query_cursor("methods").captures(tree.root_node)
+    out: dict[int, tuple[int, bool, object]] = {}
+    for node in caps.get("method", ()):
+        last = node.child(node.child_count - 1)
+        closed = last is not None and last.type in _END_TYPES and not last.is_missing
+        row = node.start_point.row
+        end_row = (last.start_point.row if closed else node.end_point.row)
+        prev = out.get(row)
+        if prev is None or (closed and not prev[1]):
+            out[row] = (end_row, closed, node)
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# chunking
+# ---------------------------------------------------------------------------------------
+
+
+class _Method:
+    __slots__ = ("h", "start", "end", "doc", "directives", "annotations", "sig", "params", "export", "sig_end_line")
+
+
+def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
+    """Walk up from the header over ``//`` and ``&`` lines (no blank line in between).
+
+    Returns ``(block_start0, doc_lines, directives, annotations)``. ``floor`` is the last
+    line of the previous method (never crossed).
+    """
+    i = header_line - 1
+    block = header_line
+    while i > floor:
+        s = lines[i].strip()
+        if s.startswith("//") or s.startswith("&"):
+            block = i
+            i -= 1
+        else:
+            break
+    doc: list[str] = []
+    directives: list[str] = []
+    annotations: list[str] = []
+    for j in range(block, header_line):
+        s = lines[j].strip()
+        if s.startswith("//"):
+            doc.append(lines[j].rstrip().lstrip())
+        else:
+            _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
+    return block, doc, directives, annotations
+
+
+_ANNOT_RE = re.compile(r'&\w+(?:\s*\((?:[^()"]|"[^"]*")*\))?')
+
+
+def _split_annotations(code: str, directives: list[str], annotations: list[str]) -> None:
+    for m in _ANNOT_RE.finditer(code):
+        a = m.group()
+        name = a.split("(", 1)[0].rstrip()
+        (directives if fold(name) in DIRECTIVES else annotations).append(a)
+
+
+def chunk_module(
+    text: str,
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    max_lines: int = 400,
+) -> list[Chunk]:
+    """Split one BSL module into method chunks plus one module-level chunk.
+
+    ``text``: the decoded module (``str``; a leading ``"\\ufeff"`` is stripped and is not a
+    column; CRLF and LF give identical results). ``path``/``owner``/``object_type``/
+    ``module_kind`` are copied into every chunk (conventions: :mod:`daemon.model`).
+    ``max_lines``: a method longer than this (lines, doc comment included) is split into parts
+    ``1..n``, each repeating the doc comment, directives and signature before its slice.
+
+    Returns the chunks in file order: one per method (kind ``"procedure"``/``"function"``,
+    id ``"<path>::<Name>"``, ``@2``… for repeated names (compared with :func:`fold`),
+    ``#<part>`` for parts), then, if there is any code outside methods other than comments
+    and preprocessor lines, one ``"module"`` chunk (name ``"<module>"``, symbol ``None``)
+    whose text is every non-blank line outside methods. Empty or BOM-only text gives ``[]``.
+    Never raises on odd input (binary-ish text yields whatever headers can be found).
+    """
+    text = _strip_bom(text)
+    if not text.strip():
+        return []
+    lines = [ln[:-1] if ln.endswith("\r") else ln for ln in text.split("\n")]
+    starts = _line_starts(text)
+    nlines = len(lines)
+
+    heads = _scan_headers(text, starts)
+    ends = _scan_ends(text, lines, starts)
+    try:
+        tree = _tree_methods(text.encode("utf-8", "replace"))
+    except Exception:  # pragma: no cover - tree-sitter never raises on input text
+        tree = {}
+
+    # tree-only definitions (a header the line scan cannot see, e.g. after other code)
+    scanned_rows = {h.kw_line for h in heads}
+    extra: list[_Header] = []
+    for row, (_end_row, _closed, node) in tree.items():
+        if row in scanned_rows:
+            continue
+        h = _header_from_node(node, lines, starts)
+        if h is not None:
+            extra.append(h)
+    if extra:
+        heads = sorted(heads + extra, key=lambda h: (h.kw_line, h.kw_col))
+
+    methods: list[_Method] = []
+    prev_end = -1
+    for idx, h in enumerate(heads):
+        if h.kw_line <= prev_end:  # inside the previous method (tree-only duplicate)
+            continue
+        nxt = heads[idx + 1].kw_line if idx + 1 < len(heads) else nlines
+        limit = starts[nxt] if nxt < nlines else len(text)
+        sig, params, export, sig_end_off = _parse_signature(text, h, limit)
+        sig_end_line = bisect.bisect_right(starts, max(sig_end_off - 1, h.sig_start)) - 1
+        # end line: tree first, then scanned end keyword, then up to the next header
+        end = -1
+        t = tree.get(h.kw_line)
+        if t is not None and t[1] and sig_end_line <= t[0] < nxt:
+            k = bisect.bisect_left(ends, t[0])
+            if k < len(ends) and ends[k] == t[0]:
+                end = t[0]
+        if end < 0:
+            k = bisect.bisect_left(ends, sig_end_line if sig_end_line < nxt else h.kw_line)
+            if k < len(ends) and ends[k] < nxt:
+                end = ends[k]
+        if end < 0:
+            end = nxt - 1
+            while end > sig_end_line:
+                s = lines[end].strip()
+                if not s or s.startswith("//") or s.startswith("&") or s.startswith("#"):
+                    end -= 1
+                else:
+                    break
+        block, doc, directives, annotations = _classify_above(lines, h.line, prev_end)
+        if h.line < h.kw_line or lines[h.line].lstrip().startswith("&"):
+            # same-line directives before the keyword
+            _split_annotations(_code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None],
+                               directives, annotations)
+        m = _Method()
+        m.h, m.start, m.end = h, block, max(end, sig_end_line)
+        m.doc, m.directives, m.annotations = doc, directives, annotations
+        m.sig, m.params, m.export, m.sig_end_line = sig, params, export, sig_end_line
+        methods.append(m)
+        prev_end = m.end
+
+    # regions
+    region_events = _scan_regions(text, starts)
+    chunks: list[Chunk] = []
+    seen: dict[str, int] = {}
+    stack: list[str] = []
+    ev = 0
+    for m in methods:
+        while ev < len(region_events) and region_events[ev][0] < m.h.kw_line:
+            row, name = region_events[ev]
+            if name is None:
+                if stack:
+                    stack.pop()
+            else:
+                stack.append(name)
+            ev += 1
+        h = m.h
+        key = fold(h.name)
+        seen[key] = seen.get(key, 0) + 1
+        base_id = f"{path}::{h.name}" + (f"@{seen[key]}" if seen[key] > 1 else "")
+        name_line = lines[h.name_line]
+        c0 = _utf16_len(name_line[: h.name_col])
+        name_range = (h.name_line, c0, h.name_line, c0 + _utf16_len(h.name))
+        kind = "function" if fold(h.kw) in ("функция", "function") else "procedure"
+        common = dict(
+            path=path,
+            kind=kind,
+            name=h.name,
+            owner=owner,
+            object_type=object_type,
+            module_kind=module_kind,
+            symbol=h.name,
+            export=m.export,
+            is_async=h.is_async,
+            params=m.params,
+            directives=m.directives,
+            annotations=m.annotations,
+            region=list(stack),
+            doc="\n".join(m.doc),
+            signature=m.sig,
+            name_range=name_range,
+        )
+        total = m.end - m.start + 1
+        if total <= max_lines:
+            chunks.append(
+                Chunk(id=base_id, start_line=m.start + 1, end_line=m.end + 1,
+                      text=_join(lines, m.start, m.end), **common)
+            )
+            continue
+        prefix_end = min(m.sig_end_line, m.end)
+        prefix = lines[m.start : prefix_end + 1]
+        body_start = prefix_end + 1
+        size = max(max_lines - len(prefix), max(max_lines // 4, 1))
+        part = 0
+        pos = body_start
+        while pos <= m.end:
+            part += 1
+            stop = min(pos + size - 1, m.end)
+            if stop < m.end:
+                stop = _soft_break(lines, pos, stop)
+            if part == 1:
+                txt = _join(lines, m.start, stop)
+                s_line = m.start
+            else:
+                txt = "\n".join(prefix).replace("\r", "") + "\n" + _join(lines, pos, stop)
+                s_line = pos
+            chunks.append(
+                Chunk(id=f"{base_id}#{part}", part=part, start_line=s_line + 1, end_line=stop + 1,
+                      text=txt, **common)
+            )
+            pos = stop + 1
+
+    module = _module_chunk(lines, methods, path, owner, object_type, module_kind)
+    if module is not None:
+        chunks.append(module)
+    return chunks
+
+
+def _soft_break(lines: list[str], pos: int, stop: int) -> int:
+    """Move a part boundary back to a blank line in the last fifth of the slice, if any."""
+    floor = stop - max((stop - pos) // 5, 1)
+    for j in range(stop, floor, -1):
+        if not lines[j].strip():
+            return j
+    return stop
+
+
+def _join(lines: list[str], a: int, b: int) -> str:
+    s = "\n".join(lines[a : b + 1])
+    return s.replace("\r", "") if "\r" in s else s
+
+
+def _header_from_node(node, lines: list[str], starts: list[int]) -> _Header | None:
+    """A header for a definition found only by the tree (name re-read from the source)."""
+    name_node = node.child_by_field_name("name")
+    if name_node is None or name_node.is_missing:
+        return None
+    first = node.child(0)
+    kw_node = first
+    is_async = first is not None and first.type == "ASYNC_KEYWORD"
+    if is_async:
+        kw_node = node.child(1)
+    if kw_node is None or kw_node.type not in ("PROCEDURE_KEYWORD", "FUNCTION_KEYWORD"):
+        return None
+    row = first.start_point.row
+    if row >= len(lines):
+        return None
+    line = lines[row]
+    col = len(line.encode("utf-8", "replace")[: first.start_point.column].decode("utf-8", "replace"))
+    nrow = name_node.start_point.row
+    nline = lines[nrow]
+    ncol = len(nline.encode("utf-8", "replace")[: name_node.start_point.column].decode("utf-8", "replace"))
+    mm = _NAME_RE.match(nline, ncol)
+    if mm is None:
+        return None
+    kw_row = kw_node.start_point.row
+    kline = lines[kw_row]
+    kcol = len(kline.encode("utf-8", "replace")[: kw_node.start_point.column].decode("utf-8", "replace"))
+    km = _NAME_RE.match(kline, kcol)
+    kw = km.group() if km else ("Функция" if kw_node.type == "FUNCTION_KEYWORD" else "Процедура")
+    return _Header(row, mm.group(), kw, is_async, nrow, ncol, row, col, starts[row] + col, starts[nrow] + ncol)
+
+
+def _module_chunk(lines, methods, path, owner, object_type, module_kind) -> Chunk | None:
+    inside = bytearray(len(lines))
+    for m in methods:
+        inside[m.start : m.end + 1] = b"\x01" * (m.end - m.start + 1)
+    kept: list[int] = []
+    has_code = False
+    for i, ln in enumerate(lines):
+        if inside[i]:
+            continue
+        s = ln.strip()
+        if not s:
+            continue
+        kept.append(i)
+        if not has_code and not s.startswith("//") and not s.startswith("#"):
+            has_code = True
+    if not has_code:
+        return None
+    text = "\n".join(lines[i] for i in kept).replace("\r", "")
+    first = kept[0]
+    return Chunk(
+        id=f"{path}::<module>",
+        path=path,
+        kind="module",
+        name="<module>",
+        owner=owner,
+        object_type=object_type,
+        module_kind=module_kind,
+        symbol=None,
+        start_line=first + 1,
+        end_line=kept[-1] + 1,
+        name_range=(first, 0, first, 0),
+        text=text,
+    )

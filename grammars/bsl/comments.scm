@@ -1,0 +1,2 @@
+; Line comments `// ...` (the only comment form in BSL).
+(line_comment) @comment
