@@ -1,0 +1,818 @@
+"""Scanning an export: which files to index, what each one is, and how to read it.
+
+Two layouts are recognised (see ``shared/corpora/QUIRKS.md`` §13 and §15):
+
+* **Designer** "dump to files": ``Configuration.xml`` at the export root; object
+  descriptors ``<Folder>/<Name>.xml``; modules under ``<Folder>/<Name>/Ext/…``;
+  configuration modules under ``Ext/``.
+* **1C:EDT**: one or more projects, each with ``src/Configuration/Configuration.mdo``;
+  descriptors ``src/<Folder>/<Name>/<Name>.mdo`` with the modules beside them (no ``Ext/``).
+  A repository may hold several projects (YAxUnit has four).
+
+Folder names are English in both layouts and in both script variants; the owner strings
+use the Russian singular type (``ОбщийМодуль.Common`` in the English SSL), as fixed by
+:mod:`daemon.model`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+import msgspec
+
+from .model import Skip
+
+# ----------------------------------------------------------------------------- object types
+
+#: Designer/EDT folder name -> (Russian singular type, English singular type).
+#: The Russian name is what ``Chunk.owner`` / ``Chunk.object_type`` use; the English one is
+#: the class name of the XML element (``<Catalog>``, ``<mdclass:Catalog>``) and of
+#: references such as ``Catalog.Пользователи`` in ``Configuration.xml``. Names follow the
+#: 1C:Enterprise 8.3 metadata object model (``Метаданные.<Коллекция>``).
+OBJECT_TYPES: dict[str, tuple[str, str]] = {
+    "CommonModules": ("ОбщийМодуль", "CommonModule"),
+    "Catalogs": ("Справочник", "Catalog"),
+    "Documents": ("Документ", "Document"),
+    "DocumentJournals": ("ЖурналДокументов", "DocumentJournal"),
+    "DocumentNumerators": ("НумераторДокументов", "DocumentNumerator"),
+    "Sequences": ("Последовательность", "Sequence"),
+    "Enums": ("Перечисление", "Enum"),
+    "Constants": ("Константа", "Constant"),
+    "Reports": ("Отчет", "Report"),
+    "DataProcessors": ("Обработка", "DataProcessor"),
+    "InformationRegisters": ("РегистрСведений", "InformationRegister"),
+    "AccumulationRegisters": ("РегистрНакопления", "AccumulationRegister"),
+    "AccountingRegisters": ("РегистрБухгалтерии", "AccountingRegister"),
+    "CalculationRegisters": ("РегистрРасчета", "CalculationRegister"),
+    "ChartsOfCharacteristicTypes": ("ПланВидовХарактеристик", "ChartOfCharacteristicTypes"),
+    "ChartsOfAccounts": ("ПланСчетов", "ChartOfAccounts"),
+    "ChartsOfCalculationTypes": ("ПланВидовРасчета", "ChartOfCalculationTypes"),
+    "BusinessProcesses": ("БизнесПроцесс", "BusinessProcess"),
+    "Tasks": ("Задача", "Task"),
+    "ExchangePlans": ("ПланОбмена", "ExchangePlan"),
+    "CommonForms": ("ОбщаяФорма", "CommonForm"),
+    "CommonCommands": ("ОбщаяКоманда", "CommonCommand"),
+    "CommonTemplates": ("ОбщийМакет", "CommonTemplate"),
+    "CommonPictures": ("ОбщаяКартинка", "CommonPicture"),
+    "CommonAttributes": ("ОбщийРеквизит", "CommonAttribute"),
+    "EventSubscriptions": ("ПодпискаНаСобытие", "EventSubscription"),
+    "ScheduledJobs": ("РегламентноеЗадание", "ScheduledJob"),
+    "SessionParameters": ("ПараметрСеанса", "SessionParameter"),
+    "FunctionalOptions": ("ФункциональнаяОпция", "FunctionalOption"),
+    "FunctionalOptionsParameters": ("ПараметрФункциональныхОпций", "FunctionalOptionsParameter"),
+    "DefinedTypes": ("ОпределяемыйТип", "DefinedType"),
+    "SettingsStorages": ("ХранилищеНастроек", "SettingsStorage"),
+    "FilterCriteria": ("КритерийОтбора", "FilterCriterion"),
+    "HTTPServices": ("HTTPСервис", "HTTPService"),
+    "WebServices": ("WebСервис", "WebService"),
+    "WSReferences": ("WSСсылка", "WSReference"),
+    "XDTOPackages": ("ПакетXDTO", "XDTOPackage"),
+    "Subsystems": ("Подсистема", "Subsystem"),
+    "Roles": ("Роль", "Role"),
+    "Languages": ("Язык", "Language"),
+    "StyleItems": ("ЭлементСтиля", "StyleItem"),
+    "Styles": ("Стиль", "Style"),
+    "CommandGroups": ("ГруппаКоманд", "CommandGroup"),
+    "Interfaces": ("Интерфейс", "Interface"),
+    "ExternalDataSources": ("ВнешнийИсточникДанных", "ExternalDataSource"),
+    "IntegrationServices": ("СервисИнтеграции", "IntegrationService"),
+    "Bots": ("Бот", "Bot"),
+    "PaletteColors": ("ЦветПалитры", "PaletteColor"),
+}
+
+#: Russian plural collection names (``Метаданные.Справочники``, ``Справочники.X`` in code),
+#: accepted as aliases by :func:`normalize_object_type`.
+_RU_PLURALS: dict[str, str] = {
+    "ОбщиеМодули": "CommonModules",
+    "Справочники": "Catalogs",
+    "Документы": "Documents",
+    "ЖурналыДокументов": "DocumentJournals",
+    "НумераторыДокументов": "DocumentNumerators",
+    "Последовательности": "Sequences",
+    "Перечисления": "Enums",
+    "Константы": "Constants",
+    "Отчеты": "Reports",
+    "Обработки": "DataProcessors",
+    "РегистрыСведений": "InformationRegisters",
+    "РегистрыНакопления": "AccumulationRegisters",
+    "РегистрыБухгалтерии": "AccountingRegisters",
+    "РегистрыРасчета": "CalculationRegisters",
+    "ПланыВидовХарактеристик": "ChartsOfCharacteristicTypes",
+    "ПланыСчетов": "ChartsOfAccounts",
+    "ПланыВидовРасчета": "ChartsOfCalculationTypes",
+    "БизнесПроцессы": "BusinessProcesses",
+    "Задачи": "Tasks",
+    "ПланыОбмена": "ExchangePlans",
+    "ОбщиеФормы": "CommonForms",
+    "ОбщиеКоманды": "CommonCommands",
+    "ОбщиеМакеты": "CommonTemplates",
+    "ОбщиеКартинки": "CommonPictures",
+    "ОбщиеРеквизиты": "CommonAttributes",
+    "ПодпискиНаСобытия": "EventSubscriptions",
+    "РегламентныеЗадания": "ScheduledJobs",
+    "ПараметрыСеанса": "SessionParameters",
+    "ФункциональныеОпции": "FunctionalOptions",
+    "ПараметрыФункциональныхОпций": "FunctionalOptionsParameters",
+    "ОпределяемыеТипы": "DefinedTypes",
+    "ХранилищаНастроек": "SettingsStorages",
+    "КритерииОтбора": "FilterCriteria",
+    "HTTPСервисы": "HTTPServices",
+    "WebСервисы": "WebServices",
+    "WSСсылки": "WSReferences",
+    "ПакетыXDTO": "XDTOPackages",
+    "Подсистемы": "Subsystems",
+    "Роли": "Roles",
+    "Языки": "Languages",
+    "ЭлементыСтиля": "StyleItems",
+    "Стили": "Styles",
+    "ГруппыКоманд": "CommandGroups",
+    "Интерфейсы": "Interfaces",
+    "ВнешниеИсточникиДанных": "ExternalDataSources",
+    "СервисыИнтеграции": "IntegrationServices",
+    "Боты": "Bots",
+    "ЦветаПалитры": "PaletteColors",
+}
+
+#: Pseudo type of the configuration's own modules (``Ext/SessionModule.bsl``).
+CONFIGURATION = "Конфигурация"
+
+#: Sub-object folders inside an object folder -> the Russian word used in ``owner``
+#: (``Справочник.X.Форма.F``, ``Справочник.X.Команда.C``; 1C full-name notation).
+SUB_FOLDERS: dict[str, str] = {
+    "Forms": "Форма",
+    "Commands": "Команда",
+    "Recalculations": "Перерасчет",
+    "Tables": "Таблица",
+    "Cubes": "Куб",
+    "Subsystems": "Подсистема",
+}
+
+_RU_BY_EN = {en: ru for ru, en in OBJECT_TYPES.values()}
+_EN_BY_RU = {ru: en for ru, en in OBJECT_TYPES.values()}
+_FOLDER_BY_EN = {en: folder for folder, (_ru, en) in OBJECT_TYPES.items()}
+_FOLDER_BY_RU = {ru: folder for folder, (ru, _en) in OBJECT_TYPES.items()}
+_YO = str.maketrans({"ё": "е", "Ё": "Е"})
+
+
+def _key(s: str) -> str:
+    return unicodedata.normalize("NFC", s).strip().translate(_YO).casefold()
+
+
+def object_type_aliases() -> dict[str, str]:
+    """All accepted spellings of an object type, folded, -> the Russian singular type.
+
+    Keys are ``str.casefold()``-ed, NFC, with ``ё`` folded to ``е``: the Russian singular
+    (``справочник``), the English singular (``catalog``), the folder / English plural
+    (``catalogs``) and the Russian plural (``справочники``); plus ``конфигурация`` /
+    ``configuration`` for the configuration modules. Built fresh on each call (cheap, ~200
+    entries); :func:`normalize_object_type` uses a cached copy.
+    """
+    out: dict[str, str] = {}
+    for folder, (ru, en) in OBJECT_TYPES.items():
+        for alias in (folder, ru, en):
+            out[_key(alias)] = ru
+    for plural, folder in _RU_PLURALS.items():
+        out[_key(plural)] = OBJECT_TYPES[folder][0]
+    out[_key(CONFIGURATION)] = CONFIGURATION
+    out[_key("Configuration")] = CONFIGURATION
+    return out
+
+
+_ALIASES = object_type_aliases()
+
+
+def normalize_object_type(s: str) -> str | None:
+    """Map any spelling of an object type to the Russian singular, or ``None`` if unknown.
+
+    Case-insensitive, ``ё``-insensitive: ``"Catalog"``, ``"catalogs"``, ``"Справочник"``,
+    ``"Справочники"`` -> ``"Справочник"``; ``"Configuration"`` -> ``"Конфигурация"``.
+    Used by search filters and by qualified queries like ``Catalog.Users``.
+    """
+    if not s:
+        return None
+    return _ALIASES.get(_key(s))
+
+
+def english_type(ru_type: str) -> str | None:
+    """English singular type for a Russian singular one (``Справочник`` -> ``Catalog``),
+    ``Configuration`` for ``Конфигурация``; ``None`` if unknown."""
+    if ru_type == CONFIGURATION:
+        return "Configuration"
+    return _EN_BY_RU.get(ru_type)
+
+
+def type_folder(type_name: str) -> str | None:
+    """Folder name (``Catalogs``) for a Russian or English singular type, or ``None``."""
+    return _FOLDER_BY_EN.get(type_name) or _FOLDER_BY_RU.get(type_name)
+
+
+# ----------------------------------------------------------------------------- structs
+
+
+class ProjectInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One configuration or extension inside an export.
+
+    * ``path``: project folder relative to the export root, ``""`` for the root itself
+      (Designer, or an EDT project opened directly); ``src``: the folder holding the type
+      folders (``"exts/yaxunit/src"``; ``""`` for Designer).
+    * ``name``: the configuration name (``Configuration.xml`` ``<Name>`` /
+      ``Configuration.mdo`` ``<name>``); ``project_name``: the EDT ``.project`` name.
+    * ``is_extension`` / ``name_prefix`` / ``purpose``: from ``ConfigurationExtensionPurpose``
+      and ``NamePrefix`` (``AddOn`` / ``Customization`` / ``Patch``).
+    * ``script_variant``: ``Russian`` / ``English`` when the descriptor says so;
+      ``version``: the Designer dump format version (``2.20``).
+    """
+
+    path: str
+    src: str = ""
+    name: str = ""
+    project_name: str = ""
+    is_extension: bool = False
+    name_prefix: str = ""
+    purpose: str = ""
+    script_variant: str = ""
+    version: str = ""
+
+
+class ExportInfo(msgspec.Struct, kw_only=True):
+    """What kind of export a root is: ``format`` is ``"designer"``, ``"edt"`` or ``"unknown"``."""
+
+    format: str
+    projects: list[ProjectInfo] = []
+
+
+class ModuleIdentity(msgspec.Struct, frozen=True):
+    """Who owns a module: ``owner`` (``ОбщийМодуль.X``, ``Справочник.X.Форма.F``,
+    ``Конфигурация``), its Russian ``object_type`` and ``module_kind`` (one of
+    :data:`daemon.model.MODULE_KINDS`; ``""`` for a metadata descriptor)."""
+
+    owner: str
+    object_type: str
+    module_kind: str
+
+
+class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One file to index (a ``.bsl`` module or an object descriptor).
+
+    * ``path``: relative to the export root, forward slashes, NFC (model convention);
+      ``disk_path`` is set only when the on-disk spelling differs (an NFD file system):
+      open files with :meth:`fs_path`.
+    * ``owner`` / ``object_type`` / ``module_kind``: see :class:`ModuleIdentity`
+      (``module_kind`` is ``""`` for descriptors).
+    * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``).
+    * ``project``: the EDT project folder (``"exts/yaxunit"``), ``""`` otherwise.
+    * ``deps``: other files a descriptor's chunks read (Designer form / template
+      descriptors ``<Folder>/<Name>/Forms/<F>.xml`` that give their synonyms).
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+    owner: str = ""
+    object_type: str = ""
+    module_kind: str = ""
+    project: str = ""
+    disk_path: str = ""
+    deps: list[str] = []
+
+    @property
+    def identity(self) -> ModuleIdentity:
+        return ModuleIdentity(self.owner, self.object_type, self.module_kind)
+
+    def fs_path(self, root: Path) -> Path:
+        """Absolute path on disk (``root / disk_path or path``)."""
+        return Path(root) / (self.disk_path or self.path)
+
+
+class ScanResult(msgspec.Struct, kw_only=True):
+    """Output of :func:`scan_export`; all lists sorted by ``path``."""
+
+    info: ExportInfo
+    modules: list[SourceFile] = []
+    metadata: list[SourceFile] = []
+    skipped: list[Skip] = []
+
+
+class SkipFile(Exception):
+    """A file that should not be indexed. ``reason`` is a :class:`daemon.model.Skip`
+    reason code (``binary``, ``too_large``, ``undecodable``); ``detail`` a sentence."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+    def to_skip(self, path: str) -> Skip:
+        return Skip(path, self.reason, self.detail)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def content_hash(data: bytes) -> str:
+    """BLAKE2b with a 16-byte digest, as 32 lowercase hex characters (change detection)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def decode_bytes(data: bytes) -> tuple[str, str]:
+    """Decode file content; see :func:`read_text` for the rules and errors.
+
+    Returns ``(text, encoding)`` with ``encoding`` one of ``"utf-8-sig"`` (BOM present,
+    stripped), ``"utf-8"``, ``"utf-16"`` (BOM present, stripped), ``"cp1251"``.
+    """
+    if data.startswith(_UTF8_BOM):
+        try:
+            return data[3:].decode("utf-8"), "utf-8-sig"
+        except UnicodeDecodeError as exc:
+            raise SkipFile("undecodable", f"UTF-8 BOM but invalid UTF-8 at byte {exc.start + 3}") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError as exc:
+            raise SkipFile("undecodable", f"UTF-16 BOM but invalid UTF-16 at byte {exc.start}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SkipFile("binary", f"NUL byte at offset {nul}")
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1251"), "cp1251"
+    except UnicodeDecodeError as exc:
+        raise SkipFile("undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})") from None
+
+
+def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
+    """Read a text file as 1C tools write it: ``(text, encoding_used)``.
+
+    Rules (``QUIRKS.md`` §1: Designer dumps are UTF-8 with BOM, EDT files UTF-8 without;
+    old hand-made files may be Windows-1251):
+
+    * a UTF-8 BOM is stripped (encoding ``"utf-8-sig"``); a UTF-16 BOM is honoured
+      (``"utf-16"``); otherwise UTF-8 is tried (``"utf-8"``), then cp1251 (``"cp1251"``).
+    * line endings are kept as they are (CRLF stays CRLF), so line numbers match the file.
+
+    Raises :class:`SkipFile` with reason ``too_large`` (size > ``max_bytes``, checked before
+    reading), ``binary`` (a NUL byte and no UTF-16 BOM), ``undecodable`` (neither encoding
+    fits; cp1251 only fails on byte 0x98), or ``unreadable`` (``OSError``).
+    """
+    try:
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise SkipFile("too_large", f"{size} bytes > limit {max_bytes}")
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise SkipFile("unreadable", str(exc)) from None
+    if len(data) > max_bytes:  # grew while we looked
+        raise SkipFile("too_large", f"more than {max_bytes} bytes")
+    return decode_bytes(data)
+
+
+# ----------------------------------------------------------------------------- identity
+
+_CONFIG_MODULES = {
+    "SessionModule.bsl": "session",
+    "ManagedApplicationModule.bsl": "managed_application",
+    "OrdinaryApplicationModule.bsl": "ordinary_application",
+    "ExternalConnectionModule.bsl": "external_connection",
+}
+_FILE_KINDS = {
+    "ObjectModule.bsl": "object",
+    "ManagerModule.bsl": "manager",
+    "RecordSetModule.bsl": "recordset",
+    "ValueManagerModule.bsl": "value_manager",
+    "CommandModule.bsl": "command",
+}
+_MODULE_BSL_KIND = {  # "Module.bsl" directly in an object folder
+    "CommonModules": "common",
+    "HTTPServices": "http_service",
+    "WebServices": "web_service",
+    "CommonForms": "form",
+}
+
+
+def _nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def _edt_type_index(parts: list[str]) -> int | None:
+    """Index of the type folder in an EDT path: the component after ``src`` that is a known
+    type folder or ``Configuration``; or the first component when the root is ``src``."""
+    for i, p in enumerate(parts[:-1]):
+        if (p in OBJECT_TYPES or p == "Configuration") and (i == 0 or parts[i - 1] == "src"):
+            return i
+    return None
+
+
+def module_identity(rel_path: str, fmt: str) -> ModuleIdentity | None:
+    """Identity of a ``.bsl`` file from its path (``None`` only for a non-``.bsl`` path).
+
+    ``rel_path`` is relative to the export root (``/`` or ``\\`` separators; normalised to
+    NFC). ``fmt`` is ``"designer"`` or ``"edt"`` (``"unknown"`` is treated as Designer with
+    an EDT fallback). Layouts (``QUIRKS.md`` §13, §15):
+
+    * Designer ``CommonModules/X/Ext/Module.bsl`` -> (``ОбщийМодуль.X``, ``ОбщийМодуль``,
+      ``common``); ``<Folder>/X/Ext/{Object,Manager,RecordSet,ValueManager}Module.bsl``;
+      ``<Folder>/X/Forms/F/Ext/Form/Module.bsl`` -> ``<Тип>.X.Форма.F`` ``form``;
+      ``<Folder>/X/Commands/C/Ext/CommandModule.bsl`` -> ``<Тип>.X.Команда.C`` ``command``;
+      ``CommonForms/F/Ext/Form/Module.bsl``; ``CommonCommands/C/Ext/CommandModule.bsl``;
+      ``HTTPServices``/``WebServices`` ``X/Ext/Module.bsl``; ``Ext/<Kind>Module.bsl`` ->
+      ``Конфигурация``.
+    * EDT: the same below ``<project>/src/`` without ``Ext/`` (and without ``Form/``):
+      ``src/Catalogs/X/Forms/F/Module.bsl``, ``src/Configuration/SessionModule.bsl``.
+
+    Anything else gets ``module_kind`` ``"other"`` with a best-effort owner (the object
+    folder if one is recognisable, else ``""``).
+    """
+    rel = _nfc(rel_path.replace("\\", "/")).strip("/")
+    if not rel.lower().endswith(".bsl"):
+        return None
+    parts = rel.split("/")
+    fname = parts[-1]
+    if fmt == "edt":
+        ident = _edt_identity(parts, fname)
+        return ident or ModuleIdentity("", "", "other")
+    ident = _designer_identity(parts, fname)
+    if ident is None and fmt != "designer":
+        ident = _edt_identity(parts, fname)
+    return ident or ModuleIdentity("", "", "other")
+
+
+def _object_identity(parts: list[str], fname: str, tail_ok) -> ModuleIdentity | None:
+    """Shared walk for both layouts. ``parts[0]`` is the type folder, ``parts[1]`` the
+    object; then (sub-folder, name) pairs; ``tail_ok(rest, kind)`` validates what is left."""
+    folder = parts[0]
+    if folder not in OBJECT_TYPES or len(parts) < 3:
+        return None
+    ru = OBJECT_TYPES[folder][0]
+    owner = [ru, parts[1]]
+    i = 2
+    last_sub = None
+    while i + 2 < len(parts) and parts[i] in SUB_FOLDERS:
+        owner += [SUB_FOLDERS[parts[i]], parts[i + 1]]
+        last_sub = parts[i]
+        i += 2
+    rest = parts[i:]
+    if fname in _FILE_KINDS:
+        kind = _FILE_KINDS[fname]
+    elif fname == "Module.bsl":
+        if last_sub == "Forms":
+            kind = "form"
+        elif last_sub is None:
+            kind = _MODULE_BSL_KIND.get(folder, "other")
+        else:
+            kind = "other"
+    else:
+        kind = "other"
+    if kind != "other" and not tail_ok(rest, kind):
+        kind = "other"
+    return ModuleIdentity(".".join(owner), ru, kind)
+
+
+def _designer_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
+    if len(parts) == 2 and parts[0] == "Ext":
+        kind = _CONFIG_MODULES.get(fname)
+        return ModuleIdentity(CONFIGURATION, CONFIGURATION, kind) if kind else None
+
+    def ok(rest: list[str], kind: str) -> bool:
+        if kind == "form":
+            return rest == ["Ext", "Form", "Module.bsl"]
+        return rest == ["Ext", fname]
+
+    return _object_identity(parts, fname, ok)
+
+
+def _edt_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
+    i = _edt_type_index(parts)
+    if i is None:
+        return None
+    sub = parts[i:]
+    if sub[0] == "Configuration":
+        kind = _CONFIG_MODULES.get(fname) if len(sub) == 2 else None
+        return ModuleIdentity(CONFIGURATION, CONFIGURATION, kind or "other")
+    return _object_identity(sub, fname, lambda rest, kind: rest == [fname])
+
+
+# ----------------------------------------------------------------------------- detection
+
+_SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
+
+
+def _read_head(path: str, limit: int = 64 * 1024) -> str:
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return ""
+    if data.startswith(_UTF8_BOM):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _tag(text: str, name: str) -> str:
+    m = re.search(rf"<{name}>([^<]*)</{name}>", text)
+    return m.group(1).strip() if m else ""
+
+
+def _designer_project(root: Path) -> ProjectInfo:
+    # The properties we need sit in the first few KB (before <ChildObjects>).
+    head = _read_head(str(root / "Configuration.xml"))
+    props = head.split("<ChildObjects>", 1)[0]
+    m = re.search(r'<MetaDataObject\b[^>]*\bversion="([^"]+)"', head)
+    purpose = _tag(props, "ConfigurationExtensionPurpose")
+    return ProjectInfo(
+        path="",
+        name=_nfc(_tag(props, "Name")),
+        is_extension=bool(purpose),
+        name_prefix=_nfc(_tag(props, "NamePrefix")),
+        purpose=purpose,
+        script_variant=_tag(props, "ScriptVariant"),
+        version=m.group(1) if m else "",
+    )
+
+
+def _edt_project(root: Path, rel_src: str) -> ProjectInfo:
+    src = root / rel_src if rel_src else root
+    proj_dir = src.parent if src.name == "src" else src
+    rel_proj = os.path.relpath(proj_dir, root).replace(os.sep, "/")
+    rel_proj = "" if rel_proj == "." else rel_proj
+    head = _read_head(str(src / "Configuration" / "Configuration.mdo"))
+    # top-level <name> of the configuration: the first one, before any <languages> block
+    purpose = _tag(head, "configurationExtensionPurpose")
+    dot_project = _read_head(str(proj_dir / ".project"), 4096)
+    pmf = _read_head(str(proj_dir / "DT-INF" / "PROJECT.PMF"), 4096)
+    return ProjectInfo(
+        path=_nfc(rel_proj),
+        src=_nfc(rel_src),
+        name=_nfc(_tag(head, "name")),
+        project_name=_nfc(_tag(dot_project, "name")),
+        is_extension=bool(purpose) or "Base-Project:" in pmf or "<extension " in head.split("<languages", 1)[0],
+        name_prefix=_nfc(_tag(head, "namePrefix")),
+        purpose=purpose,
+        script_variant=_tag(head, "scriptVariant"),
+    )
+
+
+def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
+    """Relative ``src`` folders (``"exts/yaxunit/src"``) holding ``Configuration/Configuration.mdo``."""
+    found: list[str] = []
+    if (root / "Configuration" / "Configuration.mdo").is_file():
+        return [""]
+
+    def walk(d: str, rel: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            return
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False) or e.name in _SKIP_DIRS:
+                continue
+            sub = f"{rel}/{e.name}" if rel else e.name
+            if e.name == "src" and os.path.isfile(os.path.join(e.path, "Configuration", "Configuration.mdo")):
+                found.append(sub)
+                continue  # a project's src holds no further projects
+            if depth < max_depth and not e.name.startswith("."):
+                walk(e.path, sub, depth + 1)
+
+    walk(str(root), "", 0)
+    return sorted(found)
+
+
+def detect_export(root: Path) -> ExportInfo:
+    """Detect the layout of ``root``.
+
+    * ``"designer"``: ``Configuration.xml`` at the root; one project with ``path=""``.
+    * ``"edt"``: one or more ``src/Configuration/Configuration.mdo`` below the root (up to
+      6 folder levels, hidden folders and ``.git``/``.bsl-lens`` not searched), or
+      ``Configuration/Configuration.mdo`` directly in the root (the root is a ``src``);
+      projects sorted by path.
+    * ``"unknown"``: neither; no projects (the scanner still indexes every ``.bsl``).
+    """
+    root = Path(root)
+    if (root / "Configuration.xml").is_file():
+        return ExportInfo(format="designer", projects=[_designer_project(root)])
+    srcs = _find_edt_srcs(root)
+    if srcs:
+        return ExportInfo(format="edt", projects=[_edt_project(root, s) for s in srcs])
+    return ExportInfo(format="unknown", projects=[])
+
+
+# ----------------------------------------------------------------------------- scanning
+
+_SNIFF_BYTES = 8000  # like git's binary heuristic: a NUL in the first 8000 bytes
+
+
+def _sniff_binary(path: str) -> int:
+    """Offset of a NUL byte in the head of the file, or -1 (UTF-16 with BOM is text)."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return -1
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return -1
+    return head.find(b"\x00")
+
+
+def _metadata_identity(parts: list[str]) -> tuple[str, str] | None:
+    """(owner, object_type) for a descriptor path below the type folder, or None.
+
+    Designer: ``[Folder, Name.xml]`` and nested subsystems
+    ``[Subsystems, A, Subsystems, B.xml]``; EDT: ``[Folder, Name, Name.mdo]`` and
+    ``[Subsystems, A, Subsystems, B, B.mdo]``."""
+    folder = parts[0]
+    if folder not in OBJECT_TYPES:
+        return None
+    ru = OBJECT_TYPES[folder][0]
+    fname = parts[-1]
+    if fname.endswith(".xml"):
+        names = parts[1:-1] + [fname[:-4]]
+    elif fname.endswith(".mdo"):
+        if len(parts) < 3 or parts[-2] != fname[:-4]:
+            return None
+        names = parts[1:-1]
+    else:
+        return None
+    # names: [A] or [A, Subsystems, B, Subsystems, C, ...] (only subsystems nest)
+    if len(names) % 2 != 1:
+        return None
+    owner = [ru, names[0]]
+    for k in range(1, len(names), 2):
+        if folder != "Subsystems" or names[k] != "Subsystems":
+            return None
+        owner += [ru, names[k + 1]]
+    return ".".join(owner), ru
+
+
+def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
+    """Walk ``root`` once (``os.scandir``) and classify every file.
+
+    * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
+      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules
+      (``QUIRKS.md`` §15) and are skipped with reason ``edt_template``; other ``.bsl``
+      outside a project ``src`` are still indexed (kind ``other``).
+    * ``metadata``: top-level object descriptors only: Designer ``<Folder>/<Name>.xml`` and
+      nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
+      (also nested subsystems). Not ``Configuration.xml``/``.mdo``, ``Ext/*.xml``,
+      ``Forms/*.xml``, ``Form.xml``, ``Template.xml``, ``Rights.xml`` …; Designer form and
+      template descriptors are attached to their owner as ``deps``.
+    * ``skipped``: ``too_large`` (size > ``max_file_bytes``), ``binary`` (a ``.bsl`` with a
+      NUL in its first 8000 bytes; :func:`read_text` checks the whole file later),
+      ``edt_template``.
+
+    Folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered; symlinks are
+    not followed. Paths are NFC; all lists are sorted by path. I/O errors on single entries
+    are ignored (the file is simply not listed).
+    """
+    root = Path(root)
+    info = detect_export(root)
+    fmt = info.format
+    srcs = sorted((p.src for p in info.projects if fmt == "edt"), key=len, reverse=True)
+    src_project = {p.src: p.path for p in info.projects}
+    modules: list[SourceFile] = []
+    metadata: list[SourceFile] = []
+    skipped: list[Skip] = []
+    deps: dict[str, list[str]] = {}
+
+    def project_of(rel: str) -> tuple[str, str] | None:
+        """(src prefix, project path) of an EDT path, or None if outside every src."""
+        for s in srcs:
+            if s == "":
+                return "", src_project[s]
+            if rel.startswith(s + "/"):
+                return s, src_project[s]
+        return None
+
+    stack: list[tuple[str, str]] = [(str(root), "")]
+    while stack:
+        dpath, drel = stack.pop()
+        try:
+            it = os.scandir(dpath)
+        except OSError:
+            continue
+        with it:
+            for e in it:
+                name = e.name
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                raw_rel = f"{drel}/{name}" if drel else name
+                if is_dir:
+                    if name not in _SKIP_DIRS:
+                        stack.append((e.path, raw_rel))
+                    continue
+                lower = name.lower()
+                is_bsl = lower.endswith(".bsl")
+                if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
+                    continue
+                rel = _nfc(raw_rel)
+                disk = raw_rel if raw_rel != rel else ""
+                if is_bsl:
+                    _scan_bsl(e, rel, disk, fmt, project_of, max_file_bytes, modules, skipped)
+                else:
+                    _scan_descriptor(e, rel, disk, fmt, project_of, max_file_bytes, metadata, skipped, deps)
+    for src in metadata:
+        d = deps.get(src.path)
+        if d:
+            src.deps = sorted(d)
+    modules.sort(key=lambda s: s.path)
+    metadata.sort(key=lambda s: s.path)
+    skipped.sort(key=lambda s: (s.path, s.reason))
+    return ScanResult(info=info, modules=modules, metadata=metadata, skipped=skipped)
+
+
+def _stat(e: os.DirEntry) -> os.stat_result | None:
+    try:
+        return e.stat(follow_symlinks=False)
+    except OSError:
+        return None
+
+
+def _scan_bsl(e, rel, disk, fmt, project_of, max_bytes, modules, skipped) -> None:
+    parts = rel.split("/")
+    project = ""
+    if fmt == "edt":
+        if ".settings" in parts[:-1]:
+            skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
+            return
+        po = project_of(rel)
+        if po is not None:
+            project = po[1]
+    st = _stat(e)
+    if st is None:
+        return
+    if st.st_size > max_bytes:
+        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
+        return
+    nul = _sniff_binary(e.path)
+    if nul >= 0:
+        skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}"))
+        return
+    ident = module_identity(rel, fmt) or ModuleIdentity("", "", "other")
+    modules.append(
+        SourceFile(
+            path=rel,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            owner=ident.owner,
+            object_type=ident.object_type,
+            module_kind=ident.module_kind,
+            project=project,
+            disk_path=disk,
+        )
+    )
+
+
+def _scan_descriptor(e, rel, disk, fmt, project_of, max_bytes, metadata, skipped, deps) -> None:
+    parts = rel.split("/")
+    project = ""
+    if fmt == "edt":
+        if not rel.endswith(".mdo"):
+            return
+        po = project_of(rel)
+        if po is None:
+            return
+        src, project = po
+        sub = parts[len(src.split("/")) :] if src else parts
+    elif fmt == "designer":
+        if not rel.endswith(".xml"):
+            return
+        sub = parts
+        # form / template descriptors feed their owner's chunks
+        if len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+            deps.setdefault(f"{parts[0]}/{parts[1]}.xml", []).append(rel)
+            return
+    else:
+        return
+    if len(sub) < 2:
+        return
+    ident = _metadata_identity(sub)
+    if ident is None:
+        return
+    st = _stat(e)
+    if st is None:
+        return
+    if st.st_size > max_bytes:
+        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
+        return
+    metadata.append(
+        SourceFile(
+            path=rel,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            owner=ident[0],
+            object_type=ident[1],
+            project=project,
+            disk_path=disk,
+        )
+    )
