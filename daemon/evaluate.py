@@ -1,0 +1,122 @@
+"""Retrieval quality against a graded gold set, exactly as ``shared/eval/README.md`` defines.
+
+Per query and level (``symbol``: key = (path, symbol); ``file``: key = path, grade = max over
+the file's items): deduplicate the ranked hits before the cut, take the top 10,
+gain = 2^grade − 1, DCG@10 = Σ gain_i / log2(i + 1) (1-based i), IDCG@10 over the gold items
+sorted by grade; MRR@10 = 1 / rank of the first hit with grade ≥ 1; Recall@10 = distinct gold
+keys in the top 10 / gold keys; Hit@1 = first hit has grade 3. Scores are macro-averaged
+over queries, overall and per intent.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import unicodedata
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+
+METRICS = ("ndcg@10", "mrr@10", "recall@10", "hit@1")
+LEVELS = ("symbol", "file")
+
+
+def _p(path: str) -> str:
+    path = path.replace("\\", "/")
+    while path.startswith("./"):
+        path = path[2:]
+    return unicodedata.normalize("NFC", path)
+
+
+def _s(sym: str | None) -> str | None:
+    return None if sym is None else unicodedata.normalize("NFC", sym).casefold()
+
+
+def score(entry: dict, hits: Sequence[tuple[str, str | None]], level: str = "symbol", k: int = 10) -> dict[str, float]:
+    """Score one gold entry against ranked hits ``[(path, symbol_or_None), ...]``.
+
+    This is the reference implementation from ``shared/eval/README.md`` (kept verbatim in
+    behaviour). Returns ``{"ndcg@10", "mrr@10", "recall@10", "hit@1"}``, each in [0, 1].
+    Raises ``ValueError`` for an unknown level.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level must be one of {LEVELS}, got {level!r}")
+    key = (lambda p, s: (_p(p), _s(s))) if level == "symbol" else (lambda p, s: _p(p))
+    grade: dict = {}
+    for r in entry["relevant"]:
+        kk = key(r["path"], r["symbol"])
+        grade[kk] = max(grade.get(kk, 0), r["grade"])
+    seen, ranked = set(), []
+    for p, s in hits:
+        kk = key(p, s)
+        if kk not in seen:
+            seen.add(kk)
+            ranked.append(kk)
+    ranked = ranked[:k]
+    gains = [2 ** grade.get(kk, 0) - 1 for kk in ranked]
+    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
+    ideal = sorted((2**g - 1 for g in grade.values()), reverse=True)[:k]
+    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
+    first = next((i for i, kk in enumerate(ranked) if grade.get(kk, 0) >= 1), None)
+    return {
+        "ndcg@10": dcg / idcg if idcg else 0.0,
+        "mrr@10": 0.0 if first is None else 1.0 / (first + 1),
+        "recall@10": sum(1 for kk in ranked if kk in grade) / len(grade),
+        "hit@1": 1.0 if ranked and grade.get(ranked[0], 0) == 3 else 0.0,
+    }
+
+
+def load_gold(path: Path, corpus: str | None = None) -> list[dict]:
+    """Read a gold JSONL file; keep only entries whose ``corpus`` equals ``corpus`` if given.
+
+    Raises ``ValueError`` naming the line for a line that is not a JSON object with
+    ``query``, ``intent`` and ``relevant``.
+    """
+    out = []
+    with open(path, encoding="utf-8") as fh:
+        for n, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
+            if not isinstance(entry, dict) or not {"query", "intent", "relevant"} <= entry.keys():
+                raise ValueError(f"{path}:{n}: a gold entry needs query, intent and relevant")
+            if corpus is None or entry.get("corpus") == corpus:
+                out.append(entry)
+    return out
+
+
+def evaluate(
+    entries: Iterable[dict],
+    run: Callable[[str], Sequence[tuple[str, str | None]]],
+) -> dict:
+    """Run every gold query through ``run(query) -> ranked [(path, symbol)]`` and average.
+
+    Returns ``{"n": count, "overall": {level: {metric: mean}}, "by_intent": {intent: {"n":
+    count, level: {metric: mean}}}, "per_query": [{"id", "intent", level: {...}}]}``.
+    """
+    per_query = []
+    for entry in entries:
+        hits = list(run(entry["query"]))
+        row = {"id": entry.get("id"), "query": entry["query"], "intent": entry["intent"]}
+        for level in LEVELS:
+            row[level] = score(entry, hits, level)
+        per_query.append(row)
+
+    def mean(rows: list[dict]) -> dict:
+        return {
+            level: {m: (sum(r[level][m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
+            for level in LEVELS
+        }
+
+    by_intent: dict[str, list[dict]] = defaultdict(list)
+    for row in per_query:
+        by_intent[row["intent"]].append(row)
+    return {
+        "n": len(per_query),
+        "overall": mean(per_query),
+        "by_intent": {i: {"n": len(rows), **mean(rows)} for i, rows in sorted(by_intent.items())},
+        "per_query": per_query,
+    }

@@ -1,0 +1,94 @@
+"""Atomic, versioned persistence of the index directory.
+
+Layout of an index directory (one per export root)::
+
+    manifest.json      versions and fingerprints (schema, tokenizer, grammar, embedder)
+    chunks.msgpack     file records and chunks
+    lexical.msgpack    BM25 and symbol-name channel state
+    dense/             hnswlib index + key map (daemon.dense)
+    embeddings.*       embedding cache (daemon.embed)
+
+Every file is written to a temporary name in the same directory, flushed, fsynced and
+``os.replace``d over the old one, so a reader (or a restart after ``kill -9``) sees either
+the old or the new file, never a torn one. A file that fails to decode raises
+:class:`SnapshotError`; the engine then rebuilds that part instead of crashing.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import platformdirs
+
+
+class SnapshotError(Exception):
+    """A persisted file is missing, damaged or of another version; rebuild that part."""
+
+
+def default_index_dir(root: Path) -> Path:
+    """The index directory for an export root: ``<user cache dir>/bsl-lens/<name>-<hash>``.
+
+    ``<hash>`` is the first 12 hex digits of sha256 of the resolved root path, so two roots
+    with the same folder name do not collide. The cache dir comes from ``platformdirs``
+    (``~/.cache/bsl-lens`` on Linux, ``%LOCALAPPDATA%\\bsl-lens\\Cache`` on Windows).
+    """
+    resolved = str(Path(root).resolve())
+    digest = hashlib.sha256(resolved.encode("utf-8")).hexdigest()[:12]
+    return Path(platformdirs.user_cache_dir("bsl-lens", appauthor=False)) / f"{Path(resolved).name}-{digest}"
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` atomically (temp file in the same dir, fsync, os.replace)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def write_msgpack(path: Path, obj: Any) -> None:
+    """Encode ``obj`` with msgspec msgpack and write it atomically."""
+    atomic_write_bytes(path, msgspec.msgpack.encode(obj))
+
+
+def read_msgpack(path: Path, type_: Any = Any) -> Any:
+    """Read and decode a msgpack file into ``type_``.
+
+    Raises :class:`SnapshotError` if the file is missing or does not decode/validate.
+    """
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise SnapshotError(f"{path.name}: cannot read ({exc})") from exc
+    try:
+        return msgspec.msgpack.decode(data, type=type_)
+    except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+        raise SnapshotError(f"{path.name}: damaged ({exc})") from exc
+
+
+def write_json(path: Path, obj: Any) -> None:
+    """Write ``obj`` as pretty UTF-8 JSON, atomically."""
+    atomic_write_bytes(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True).encode("utf-8"))
+
+
+def read_json(path: Path) -> Any:
+    """Read a JSON file; raises :class:`SnapshotError` if missing or damaged."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SnapshotError(f"{path.name}: {exc}") from exc
