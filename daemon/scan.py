@@ -542,9 +542,10 @@ def _designer_project(root: Path) -> ProjectInfo:
 
 def _edt_project(root: Path, rel_src: str) -> ProjectInfo:
     src = root / rel_src if rel_src else root
+    # the project folder holds src/ (and .project); when the root *is* a src folder, the
+    # project path is still "" (nothing above the root is part of the export)
     proj_dir = src.parent if src.name == "src" else src
-    rel_proj = os.path.relpath(proj_dir, root).replace(os.sep, "/")
-    rel_proj = "" if rel_proj == "." else rel_proj
+    rel_proj = rel_src.rpartition("/")[0] if "/" in rel_src else ""
     head = _read_head(str(src / "Configuration" / "Configuration.mdo"))
     # top-level <name> of the configuration: the first one, before any <languages> block
     purpose = _tag(head, "configurationExtensionPurpose")

@@ -1,0 +1,426 @@
+"""Scanner tests on the real corpora (and on small files made in tmp_path for encodings)."""
+
+from __future__ import annotations
+
+import os
+import time
+import unicodedata
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from daemon.model import MODULE_KINDS
+from daemon.scan import (
+    CONFIGURATION,
+    OBJECT_TYPES,
+    ModuleIdentity,
+    SkipFile,
+    content_hash,
+    detect_export,
+    english_type,
+    module_identity,
+    normalize_object_type,
+    object_type_aliases,
+    read_text,
+    scan_export,
+    type_folder,
+)
+
+# ----------------------------------------------------------------------------- object types
+
+
+def test_object_types_cover_the_brief_and_are_consistent():
+    for folder in (
+        "CommonModules", "Catalogs", "Documents", "InformationRegisters", "AccumulationRegisters",
+        "AccountingRegisters", "CalculationRegisters", "ChartsOfCharacteristicTypes", "ChartsOfAccounts",
+        "ChartsOfCalculationTypes", "BusinessProcesses", "Tasks", "ExchangePlans", "Enums", "Constants",
+        "Reports", "DataProcessors", "DocumentJournals", "CommonForms", "CommonCommands", "CommonTemplates",
+        "CommonPictures", "CommonAttributes", "EventSubscriptions", "ScheduledJobs", "SessionParameters",
+        "FunctionalOptions", "FunctionalOptionsParameters", "DefinedTypes", "SettingsStorages",
+        "FilterCriteria", "HTTPServices", "WebServices", "XDTOPackages", "Subsystems", "Roles", "Languages",
+        "StyleItems", "CommandGroups", "DocumentNumerators", "Sequences", "ExternalDataSources",
+        "IntegrationServices", "Bots", "WSReferences", "Styles", "Interfaces",
+    ):
+        assert folder in OBJECT_TYPES, folder
+    assert OBJECT_TYPES["CommonModules"] == ("ОбщийМодуль", "CommonModule")
+    assert OBJECT_TYPES["ChartsOfCharacteristicTypes"][0] == "ПланВидовХарактеристик"
+    assert OBJECT_TYPES["DataProcessors"][0] == "Обработка"
+    assert OBJECT_TYPES["EventSubscriptions"][0] == "ПодпискаНаСобытие"
+    assert OBJECT_TYPES["ScheduledJobs"][0] == "РегламентноеЗадание"
+    assert OBJECT_TYPES["HTTPServices"][0] == "HTTPСервис"
+    assert OBJECT_TYPES["WebServices"][0] == "WebСервис"
+    ru = [v[0] for v in OBJECT_TYPES.values()]
+    en = [v[1] for v in OBJECT_TYPES.values()]
+    assert len(set(ru)) == len(ru) and len(set(en)) == len(en)
+    for folder, (r, e) in OBJECT_TYPES.items():
+        assert normalize_object_type(folder) == r
+        assert normalize_object_type(r) == r
+        assert normalize_object_type(e) == r
+        assert english_type(r) == e
+        assert type_folder(r) == folder and type_folder(e) == folder
+
+
+@pytest.mark.parametrize(
+    "alias, expected",
+    [
+        ("Catalog", "Справочник"),
+        ("catalogs", "Справочник"),
+        ("CATALOG", "Справочник"),
+        ("справочник", "Справочник"),
+        ("Справочники", "Справочник"),
+        ("  Document ", "Документ"),
+        ("РегистрыСведений", "РегистрСведений"),
+        ("informationregister", "РегистрСведений"),
+        ("Отчёт", "Отчет"),  # ё typed for е
+        ("ОТЧЕТЫ", "Отчет"),
+        ("httpservice", "HTTPСервис"),
+        ("ПакетXDTO", "ПакетXDTO"),
+        ("Configuration", CONFIGURATION),
+        ("Конфигурация", CONFIGURATION),
+        ("Nonsense", None),
+        ("", None),
+    ],
+)
+def test_normalize_object_type(alias, expected):
+    assert normalize_object_type(alias) == expected
+
+
+def test_object_type_aliases_shape():
+    aliases = object_type_aliases()
+    assert aliases["catalog"] == "Справочник"
+    assert all(k == k.casefold() for k in aliases)
+    assert english_type(CONFIGURATION) == "Configuration"
+    assert english_type("Нечто") is None
+
+
+# ----------------------------------------------------------------------------- detection
+
+
+def test_detect_designer_ru(ssl_ru):
+    info = detect_export(ssl_ru)
+    assert info.format == "designer"
+    (p,) = info.projects
+    assert p.path == "" and p.name == "БиблиотекаСтандартныхПодсистем"
+    assert p.script_variant == "Russian" and p.version == "2.20" and not p.is_extension
+
+
+def test_detect_designer_en(ssl_en):
+    info = detect_export(ssl_en)
+    assert info.format == "designer"
+    (p,) = info.projects
+    assert p.script_variant == "English" and p.version == "2.18"
+
+
+def test_detect_edt_multi_project(yaxunit):
+    info = detect_export(yaxunit)
+    assert info.format == "edt"
+    by_path = {p.path: p for p in info.projects}
+    assert sorted(by_path) == ["exts/smoke", "exts/yaxunit", "fixtures/demo-configuration", "tests"]
+    y = by_path["exts/yaxunit"]
+    assert y.src == "exts/yaxunit/src" and y.name == "YAXUNIT"
+    assert y.is_extension and y.name_prefix == "ЮТ" and y.purpose == "AddOn"
+    t = by_path["tests"]
+    assert t.is_extension and t.name_prefix == "Расш1_" and t.purpose == "Customization"
+    d = by_path["fixtures/demo-configuration"]
+    assert not d.is_extension and d.name == "ДемонстрационноеПриложение" and d.script_variant == "Russian"
+
+
+def test_detect_edt_project_root_and_unknown(tmp_path):
+    (tmp_path / "src" / "Configuration").mkdir(parents=True)
+    (tmp_path / "src" / "Configuration" / "Configuration.mdo").write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<mdclass:Configuration xmlns:mdclass="x">\n  <name>Demo</name>\n'
+        "</mdclass:Configuration>\n",
+        encoding="utf-8",
+    )
+    info = detect_export(tmp_path)
+    assert info.format == "edt"
+    assert [(p.path, p.src, p.name) for p in info.projects] == [("", "src", "Demo")]
+    # the root may also be the src folder itself
+    info = detect_export(tmp_path / "src")
+    assert [(p.path, p.src) for p in info.projects] == [("", "")]
+    assert module_identity("CommonModules/X/Module.bsl", "edt") == ModuleIdentity("ОбщийМодуль.X", "ОбщийМодуль", "common")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert detect_export(empty).format == "unknown"
+
+
+# ----------------------------------------------------------------------------- module identity
+
+
+@pytest.mark.parametrize(
+    "rel, fmt, expected",
+    [
+        ("CommonModules/ОбщегоНазначения/Ext/Module.bsl", "designer", ("ОбщийМодуль.ОбщегоНазначения", "ОбщийМодуль", "common")),
+        ("Catalogs/Пользователи/Ext/ObjectModule.bsl", "designer", ("Справочник.Пользователи", "Справочник", "object")),
+        ("Catalogs/Пользователи/Ext/ManagerModule.bsl", "designer", ("Справочник.Пользователи", "Справочник", "manager")),
+        ("InformationRegisters/КурсыВалют/Ext/RecordSetModule.bsl", "designer", ("РегистрСведений.КурсыВалют", "РегистрСведений", "recordset")),
+        ("Constants/ИспользоватьПочтовыйКлиент/Ext/ValueManagerModule.bsl", "designer", ("Константа.ИспользоватьПочтовыйКлиент", "Константа", "value_manager")),
+        ("Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl", "designer", ("Справочник.Пользователи.Форма.ФормаЭлемента", "Справочник", "form")),
+        ("CommonForms/Вопрос/Ext/Form/Module.bsl", "designer", ("ОбщаяФорма.Вопрос", "ОбщаяФорма", "form")),
+        ("Catalogs/Пользователи/Commands/ПользователиИнформационнойБазы/Ext/CommandModule.bsl", "designer", ("Справочник.Пользователи.Команда.ПользователиИнформационнойБазы", "Справочник", "command")),
+        ("CommonCommands/ИсторияИзменений/Ext/CommandModule.bsl", "designer", ("ОбщаяКоманда.ИсторияИзменений", "ОбщаяКоманда", "command")),
+        ("Ext/SessionModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "session")),
+        ("Ext/ManagedApplicationModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "managed_application")),
+        ("Ext/OrdinaryApplicationModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "ordinary_application")),
+        ("Ext/ExternalConnectionModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "external_connection")),
+        ("HTTPServices/ОткрытаяАвторизацияПочтовогоСервиса/Ext/Module.bsl", "designer", ("HTTPСервис.ОткрытаяАвторизацияПочтовогоСервиса", "HTTPСервис", "http_service")),
+        ("WebServices/Exchange/Ext/Module.bsl", "designer", ("WebСервис.Exchange", "WebСервис", "web_service")),
+        ("CalculationRegisters/Начисления/Recalculations/Перерасчет1/Ext/RecordSetModule.bsl", "designer", ("РегистрРасчета.Начисления.Перерасчет.Перерасчет1", "РегистрРасчета", "recordset")),
+        # English corpus: same folders, English names, Russian type in the owner
+        ("CommonModules/Common/Ext/Module.bsl", "designer", ("ОбщийМодуль.Common", "ОбщийМодуль", "common")),
+        ("Catalogs/Users/Forms/ItemForm/Ext/Form/Module.bsl", "designer", ("Справочник.Users.Форма.ItemForm", "Справочник", "form")),
+        # EDT, multi-project prefixes
+        ("exts/yaxunit/src/CommonModules/ЮТест/Module.bsl", "edt", ("ОбщийМодуль.ЮТест", "ОбщийМодуль", "common")),
+        ("fixtures/demo-configuration/src/Catalogs/Контрагенты/ObjectModule.bsl", "edt", ("Справочник.Контрагенты", "Справочник", "object")),
+        ("fixtures/demo-configuration/src/Catalogs/Контрагенты/Forms/ФормаЭлемента/Module.bsl", "edt", ("Справочник.Контрагенты.Форма.ФормаЭлемента", "Справочник", "form")),
+        ("fixtures/demo-configuration/src/Configuration/SessionModule.bsl", "edt", (CONFIGURATION, CONFIGURATION, "session")),
+        ("exts/yaxunit/src/Configuration/ManagedApplicationModule.bsl", "edt", (CONFIGURATION, CONFIGURATION, "managed_application")),
+        ("exts/yaxunit/src/CommonForms/ЮТЗапускТестов/Module.bsl", "edt", ("ОбщаяФорма.ЮТЗапускТестов", "ОбщаяФорма", "form")),
+        ("fixtures/demo-configuration/src/Catalogs/Товары/Commands/ПечатьШтрихкода/CommandModule.bsl", "edt", ("Справочник.Товары.Команда.ПечатьШтрихкода", "Справочник", "command")),
+        ("tests/src/Documents/ПриходТовара/ObjectModule.bsl", "edt", ("Документ.ПриходТовара", "Документ", "object")),
+        ("fixtures/demo-configuration/src/HTTPServices/ОписанияТоваров/Module.bsl", "edt", ("HTTPСервис.ОписанияТоваров", "HTTPСервис", "http_service")),
+        # unknown layouts: still an identity, kind "other"
+        ("Catalogs/X/Ext/Strange/ObjectModule.bsl", "designer", ("Справочник.X", "Справочник", "other")),
+        ("Catalogs/X/Module.bsl", "designer", ("Справочник.X", "Справочник", "other")),
+        ("scripts/build.bsl", "designer", ("", "", "other")),
+        ("exts/yaxunit/.settings/templates/common_module.bsl", "edt", ("", "", "other")),
+        ("Ext/Other.bsl", "designer", ("", "", "other")),
+        ("exts/yaxunit/src/Configuration/Unknown.bsl", "edt", (CONFIGURATION, CONFIGURATION, "other")),
+        # unknown format: Designer rules, then EDT rules
+        ("CommonModules/X/Ext/Module.bsl", "unknown", ("ОбщийМодуль.X", "ОбщийМодуль", "common")),
+        ("p/src/CommonModules/X/Module.bsl", "unknown", ("ОбщийМодуль.X", "ОбщийМодуль", "common")),
+    ],
+)
+def test_module_identity_layouts(rel, fmt, expected):
+    assert module_identity(rel, fmt) == ModuleIdentity(*expected)
+
+
+def test_module_identity_normalises_paths():
+    nfd = unicodedata.normalize("NFD", "CommonModules/Пользователи/Ext/Module.bsl")
+    ident = module_identity(nfd, "designer")
+    assert ident.owner == "ОбщийМодуль.Пользователи"
+    assert unicodedata.is_normalized("NFC", ident.owner)
+    assert module_identity("CommonModules\\X\\Ext\\Module.bsl", "designer").owner == "ОбщийМодуль.X"
+    assert module_identity("Catalogs/X.xml", "designer") is None
+
+
+@pytest.mark.parametrize("fixture", ["ssl_ru", "ssl_en", "yaxunit"])
+def test_every_module_of_every_corpus_has_an_identity(fixture, request):
+    root: Path = request.getfixturevalue(fixture)
+    scan = scan_export(root)
+    on_disk = sorted(
+        unicodedata.normalize("NFC", os.path.relpath(os.path.join(dp, f), root).replace(os.sep, "/"))
+        for dp, _dirs, files in os.walk(root)
+        for f in files
+        if f.endswith(".bsl")
+    )
+    listed = [m.path for m in scan.modules] + [s.path for s in scan.skipped if s.path.endswith(".bsl")]
+    assert sorted(listed) == on_disk  # every .bsl is either a module or a reported skip
+    fmt = scan.info.format
+    for m in scan.modules:
+        ident = module_identity(m.path, fmt)
+        assert ident is not None, m.path
+        assert ident == m.identity
+        assert m.module_kind in MODULE_KINDS
+        # every module of these real exports sits in a known layout
+        assert m.module_kind != "other", m.path
+        assert m.owner == m.object_type or m.owner.startswith(m.object_type + "."), m.path
+        if m.object_type != CONFIGURATION:
+            folder = type_folder(m.object_type)
+            parts = m.path.split("/")
+            assert folder in parts
+            name = parts[parts.index(folder) + 1]
+            assert m.owner.split(".")[1] == name
+        if m.module_kind == "form" and m.object_type != "ОбщаяФорма":
+            assert ".Форма." in m.owner, m.path
+        if m.module_kind == "command" and m.object_type != "ОбщаяКоманда":
+            assert ".Команда." in m.owner, m.path
+
+
+def test_module_kind_counts_match_the_corpus_readme(ssl_ru, ssl_en, yaxunit):
+    # File-name counts taken independently with os.walk (the per-name counts in
+    # shared/corpora/README.md, e.g. "Module.bsl 1,235", do not match this subset: on disk
+    # there are 1,212 Module.bsl, 301 ManagerModule, 145 ObjectModule, 134 CommandModule).
+    names = Counter(f for _dp, _d, files in os.walk(ssl_ru) for f in files if f.endswith(".bsl"))
+    assert names["Module.bsl"] == 1212 and names["ManagerModule.bsl"] == 301
+    kinds = Counter(m.module_kind for m in scan_export(ssl_ru).modules)
+    assert kinds["common"] + kinds["form"] + kinds["http_service"] + kinds["web_service"] == names["Module.bsl"]
+    assert kinds["common"] == 561  # README: all 561 CommonModules
+    assert kinds["manager"] == names["ManagerModule.bsl"] and kinds["object"] == names["ObjectModule.bsl"]
+    assert kinds["command"] == names["CommandModule.bsl"] and kinds["recordset"] == names["RecordSetModule.bsl"]
+    assert kinds["value_manager"] == names["ValueManagerModule.bsl"]
+    assert kinds["session"] == kinds["managed_application"] == kinds["external_connection"] == 1
+    en = scan_export(ssl_en)
+    assert len(en.modules) == 1097
+    assert {m.owner for m in en.modules if m.path == "CommonModules/Common/Ext/Module.bsl"} == {"ОбщийМодуль.Common"}
+    y = scan_export(yaxunit)
+    projects = Counter(m.project for m in y.modules)
+    # README: 133 / 3 / 63 / 117 .bsl per project, minus the two .settings templates
+    assert projects == {"exts/yaxunit": 132, "exts/smoke": 3, "tests": 62, "fixtures/demo-configuration": 117}
+
+
+# ----------------------------------------------------------------------------- scanning
+
+
+def test_scan_counts_and_order(ssl_ru, ssl_en, yaxunit):
+    ru = scan_export(ssl_ru)
+    assert len(ru.modules) == 1926  # README: .bsl files
+    # README: 2,503 top-level descriptors + 84 nested subsystems (87 subsystem descriptors, 3 top-level)
+    assert len(ru.metadata) == 2503 + 84
+    assert ru.skipped == []
+    assert [m.path for m in ru.modules] == sorted(m.path for m in ru.modules)
+    assert [m.path for m in ru.metadata] == sorted(m.path for m in ru.metadata)
+    paths = {m.path for m in ru.metadata}
+    assert "Catalogs/Пользователи.xml" in paths
+    assert "Subsystems/Администрирование/Subsystems/КонтрольРаботыПользователей.xml" in paths
+    for bad in ("Configuration.xml", "Catalogs/Пользователи/Forms/ФормаЭлемента.xml",
+                "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form.xml", "Roles/ПолныеПрава/Ext/Rights.xml"):
+        assert bad not in paths
+    nested = next(m for m in ru.metadata if m.path == "Subsystems/Администрирование/Subsystems/КонтрольРаботыПользователей.xml")
+    assert nested.owner == "Подсистема.Администрирование.Подсистема.КонтрольРаботыПользователей"
+    users = next(m for m in ru.metadata if m.path == "Catalogs/Пользователи.xml")
+    assert (users.owner, users.object_type, users.module_kind) == ("Справочник.Пользователи", "Справочник", "")
+    assert "Catalogs/Пользователи/Forms/ФормаЭлемента.xml" in users.deps
+    assert all(m.size > 0 and m.mtime_ns > 0 for m in ru.modules[:50])
+
+    en = scan_export(ssl_en)
+    assert len(en.modules) == 1097 and len(en.metadata) == 1441
+
+    y = scan_export(yaxunit)
+    # README: 456 .mdo = 429 top-level + 4 Configuration.mdo + 23 nested subsystems
+    assert len(y.metadata) == 429 + 23
+    kontr = next(m for m in y.metadata if m.path == "fixtures/demo-configuration/src/Catalogs/Контрагенты/Контрагенты.mdo")
+    assert kontr.owner == "Справочник.Контрагенты" and kontr.project == "fixtures/demo-configuration"
+    assert not any(m.path.endswith("Configuration.mdo") for m in y.metadata)
+    assert any(m.owner == "Подсистема.ТоварныеЗапасы.Подсистема.Цены" for m in y.metadata)
+
+
+def test_scan_skips_edt_templates(yaxunit):
+    scan = scan_export(yaxunit)
+    templates = [s for s in scan.skipped if s.reason == "edt_template"]
+    assert sorted(s.path for s in templates) == [
+        "exts/yaxunit/.settings/templates/common_module.bsl",
+        "tests/.settings/templates/common_module.bsl",
+    ]
+    assert not any("/.settings/" in m.path for m in scan.modules)
+    assert len(scan.modules) == 316 - 2
+
+
+def test_scan_is_fast(ssl_ru):
+    scan_export(ssl_ru)  # warm the OS cache
+    t = time.perf_counter()
+    scan_export(ssl_ru)
+    elapsed = time.perf_counter() - t
+    print(f"scan ssl31-ru: {elapsed * 1000:.0f} ms")
+    assert elapsed < 2.0  # typically ~0.15 s warm for 7,479 files
+
+
+def _designer_skeleton(root: Path) -> None:
+    (root / "Configuration.xml").write_bytes(b"\xef\xbb\xbf<?xml version=\"1.0\"?><MetaDataObject version=\"2.20\"/>")
+    for rel in ("CommonModules/A/Ext", "CommonModules/B/Ext", "Catalogs/C/Ext", ".git/objects", ".bsl-lens", "Ext"):
+        (root / rel).mkdir(parents=True, exist_ok=True)
+
+
+def test_scan_skip_reasons_and_ignored_folders(tmp_path):
+    _designer_skeleton(tmp_path)
+    (tmp_path / "CommonModules/A/Ext/Module.bsl").write_bytes(b"\xef\xbb\xbfProcedure A()\r\nEndProcedure\r\n")
+    (tmp_path / "CommonModules/B/Ext/Module.bsl").write_bytes(b"Proc\x00edure")
+    (tmp_path / "Catalogs/C/Ext/ObjectModule.bsl").write_bytes(b"x" * 2000)
+    (tmp_path / ".git/objects/Module.bsl").write_text("ignored")
+    (tmp_path / ".bsl-lens/Module.bsl").write_text("ignored")
+    (tmp_path / "CommonModules/A.xml").write_text("<x/>")
+    (tmp_path / "Ext/SessionModule.bsl").write_text("")
+    scan = scan_export(tmp_path, max_file_bytes=1000)
+    assert [m.path for m in scan.modules] == ["CommonModules/A/Ext/Module.bsl", "Ext/SessionModule.bsl"]
+    assert [(s.path, s.reason) for s in scan.skipped] == [
+        ("Catalogs/C/Ext/ObjectModule.bsl", "too_large"),
+        ("CommonModules/B/Ext/Module.bsl", "binary"),
+    ]
+    assert [m.path for m in scan.metadata] == ["CommonModules/A.xml"]
+    assert scan.modules[1].module_kind == "session"
+
+
+def test_scan_nfd_names_are_reported_in_nfc(tmp_path):
+    _designer_skeleton(tmp_path)
+    nfd_name = unicodedata.normalize("NFD", "Йогурт")
+    d = tmp_path / "CommonModules" / nfd_name / "Ext"
+    d.mkdir(parents=True)
+    (d / "Module.bsl").write_text("// x", encoding="utf-8")
+    scan = scan_export(tmp_path)
+    m = next(m for m in scan.modules if "Ext/Module.bsl" in m.path and "Йогурт" in unicodedata.normalize("NFC", m.path))
+    assert m.path == "CommonModules/Йогурт/Ext/Module.bsl"
+    assert m.owner == "ОбщийМодуль.Йогурт"
+    assert m.fs_path(tmp_path).is_file()
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def test_read_text_utf8_bom_and_crlf(tmp_path):
+    f = tmp_path / "a.bsl"
+    f.write_bytes(b"\xef\xbb\xbf#\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd1\x8c X\r\n\r\n#\xd0\x9a\xd0\xbe\xd0\xbd\xd0\xb5\xd1\x86\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd0\xb8\r\n")
+    text, enc = read_text(f, 1000)
+    assert enc == "utf-8-sig"
+    assert text.startswith("#Область X\r\n")  # BOM stripped, CRLF kept
+    assert text.splitlines() == ["#Область X", "", "#КонецОбласти"]
+
+
+def test_read_text_plain_utf8_bom_only_and_empty(tmp_path):
+    f = tmp_path / "b.bsl"
+    f.write_bytes("Процедура А()\nКонецПроцедуры\n".encode())
+    assert read_text(f, 1000) == ("Процедура А()\nКонецПроцедуры\n", "utf-8")
+    f.write_bytes(b"\xef\xbb\xbf")  # 117 ru modules are BOM-only
+    assert read_text(f, 1000) == ("", "utf-8-sig")
+    f.write_bytes(b"")
+    assert read_text(f, 1000) == ("", "utf-8")
+
+
+def test_read_text_cp1251(tmp_path):
+    f = tmp_path / "c.bsl"
+    f.write_bytes("Процедура Тест() Экспорт\r\nКонецПроцедуры".encode("cp1251"))
+    text, enc = read_text(f, 1000)
+    assert enc == "cp1251"
+    assert text.startswith("Процедура Тест() Экспорт")
+
+
+def test_read_text_utf16_with_bom(tmp_path):
+    f = tmp_path / "d.bsl"
+    f.write_bytes("Процедура П()".encode("utf-16"))
+    assert read_text(f, 1000) == ("Процедура П()", "utf-16")
+
+
+def test_read_text_errors(tmp_path):
+    f = tmp_path / "e.bsl"
+    f.write_bytes(b"abc\x00def")
+    with pytest.raises(SkipFile) as e:
+        read_text(f, 1000)
+    assert e.value.reason == "binary" and "offset 3" in e.value.detail
+    f.write_bytes(b"x" * 1001)
+    with pytest.raises(SkipFile) as e:
+        read_text(f, 1000)
+    assert e.value.reason == "too_large"
+    assert e.value.to_skip("e.bsl").reason == "too_large"
+    f.write_bytes(b"\xd0\x98\x98 ok")  # invalid UTF-8 and 0x98 is unassigned in cp1251
+    with pytest.raises(SkipFile) as e:
+        read_text(f, 1000)
+    assert e.value.reason == "undecodable"
+    f.write_bytes(b"\xef\xbb\xbf\xff\xfe")  # BOM promises UTF-8, content is not
+    with pytest.raises(SkipFile) as e:
+        read_text(f, 1000)
+    assert e.value.reason == "undecodable"
+    with pytest.raises(SkipFile) as e:
+        read_text(tmp_path / "missing.bsl", 1000)
+    assert e.value.reason == "unreadable"
+
+
+def test_read_text_real_module(ssl_ru):
+    text, enc = read_text(ssl_ru / "CommonModules/ОбщегоНазначения/Ext/Module.bsl", 8 * 2**20)
+    assert enc == "utf-8-sig" and not text.startswith("\ufeff")
+    assert "Функция ЗначениеРеквизитаОбъекта(" in text
+
+
+def test_content_hash():
+    h = content_hash(b"abc")
+    assert len(h) == 32 and int(h, 16) >= 0
+    assert h == content_hash(b"abc") != content_hash(b"abd")
