@@ -1,0 +1,609 @@
+"""BSL chunker (:mod:`daemon.bsl`): real tree-sitter, no mocks.
+
+Inline sources cover every fault listed in the chunker brief (ё truncation, multi-line
+headers, mixed keywords, async, extension annotations, ERROR bodies, headers in comments and
+strings, ``#Если`` in bodies, BOM/empty/garbage input); corpus files are read in place.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections import Counter
+from pathlib import Path
+
+import msgspec
+import pytest
+import tree_sitter
+import tree_sitter_bsl
+import tree_sitter_hbk
+
+from daemon.bsl import chunk_module, scan_method_headers
+
+# --------------------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------------------
+
+
+def methods(text: str, **kw) -> list:
+    return [c for c in chunk_module(text, path="m.bsl", **kw) if c.kind != "module"]
+
+
+def by_name(text: str, **kw) -> dict:
+    return {c.name: c for c in methods(text, **kw)}
+
+
+def utf16(s: str) -> int:
+    return len(s.encode("utf-16-le")) // 2
+
+
+def raw_tree(mod, src: str):
+    return tree_sitter.Parser(tree_sitter.Language(mod.language())).parse(src.encode("utf-8"))
+
+
+_REF_HEADER = re.compile(
+    r"^\s*(?:&\w+\s*(?:\([^()]*\))?\s*)*(?:(?:Асинх|Async)\s+)?(?:Процедура|Функция|Procedure|Function)\s+(\w+)",
+    re.IGNORECASE,
+)
+_REF_TOKENS = re.compile(r'""|"|//')
+
+
+def reference_scan(text: str) -> list[tuple[int, str]]:
+    """An independent careful scanner: carries the string state across lines (``|``
+    continuations, ``""`` escapes, ``//`` comments) and reports headers on lines that start
+    outside a string and outside a comment. Written separately from daemon.bsl on purpose."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    out = []
+    in_string = False
+    for i, line in enumerate(text.split("\n")):
+        stripped = line.lstrip()
+        pos = 0
+        if in_string:
+            if stripped.startswith("|"):
+                pos = len(line) - len(stripped) + 1
+            elif stripped.startswith("//") or not stripped:
+                continue
+            else:  # malformed: the string was never closed; resync
+                in_string = False
+        if not in_string:
+            m = _REF_HEADER.match(line)
+            if m:
+                out.append((i + 1, m.group(1)))
+        for t in _REF_TOKENS.finditer(line, pos):
+            tok = t.group()
+            if in_string:
+                if tok == '"':
+                    in_string = False
+            elif tok == "//":
+                break
+            elif tok == '"':
+                in_string = True
+            elif tok == '""':  # an empty string literal outside a string
+                pass
+    return out
+
+
+# --------------------------------------------------------------------------------------
+# faults, inline
+# --------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mod", [tree_sitter_hbk, tree_sitter_bsl], ids=["hbk", "bsl"])
+def test_yo_truncation_in_both_grammars_names_from_source(mod):
+    src = "Функция ПолучитьСчёт(Ёлка) Экспорт\n\tВозврат Ёлка;\nКонецФункции\n\nПроцедура Следующая()\nКонецПроцедуры\n"
+    name_node = raw_tree(mod, src).root_node.child(0).child_by_field_name("name")
+    assert name_node.text.decode() == "ПолучитьСч"  # the grammar fault this guards against
+    got = by_name(src)
+    c = got["ПолучитьСчёт"]
+    assert c.id == "m.bsl::ПолучитьСчёт" and c.symbol == "ПолучитьСчёт"
+    assert c.params == "Ёлка" and c.export
+    assert c.name_range == (0, 8, 0, 8 + len("ПолучитьСчёт"))
+    assert c.signature == "Функция ПолучитьСчёт(Ёлка) Экспорт"
+    assert "Следующая" in got
+    assert scan_method_headers(src) == [(1, "ПолучитьСчёт"), (5, "Следующая")]
+
+
+def test_multiline_header_export_on_later_line():
+    src = (
+        "Асинх Функция ПодключитьКомпонентуИзМакетаАсинх(Идентификатор, ПолноеИмяМакета,\n"
+        "\tПараметрыПодключения = Неопределено) Экспорт\n"
+        "\tВозврат Неопределено;\n"
+        "КонецФункции\n"
+        "Процедура НекорректныйСостав(Элемент,\n"
+        "\t\t\tНавигационнаяСсылка, // комментарий к параметру\n"
+        "\t\t\tСтандартнаяОбработка)\n"
+        "КонецПроцедуры\n"
+    )
+    got = by_name(src)
+    f = got["ПодключитьКомпонентуИзМакетаАсинх"]
+    assert f.export and f.is_async and f.kind == "function"
+    assert f.params == "Идентификатор, ПолноеИмяМакета, ПараметрыПодключения = Неопределено"
+    assert f.signature == (
+        "Асинх Функция ПодключитьКомпонентуИзМакетаАсинх(Идентификатор, ПолноеИмяМакета, "
+        "ПараметрыПодключения = Неопределено) Экспорт"
+    )
+    assert (f.start_line, f.end_line) == (1, 4)
+    p = got["НекорректныйСостав"]
+    assert not p.export
+    assert p.params == "Элемент, НавигационнаяСсылка, СтандартнаяОбработка"
+    assert (p.start_line, p.end_line) == (5, 8)
+
+
+def test_mixed_russian_and_english_keywords():
+    src = (
+        "&После(\"ПриНачалеРаботыСистемы\")\n"
+        "Процедура ЮТПриНачалеРаботыСистемы()\n"
+        "\tа = 1;\n"
+        "КонецПроцедуры\n"
+        "\n"
+        "&After(\"OnStart\")\n"
+        "Procedure ЮТOnStart()\n"
+        "\tЮТПриНачалеРаботыСистемы();\n"
+        "EndProcedure\n"
+        "function F(x) export\n"
+        "  return x;\n"
+        "endfunction\n"
+        "ФУНКЦИЯ Г() КОНЕЦФУНКЦИИ\n"
+    )
+    got = by_name(src)
+    assert list(got) == ["ЮТПриНачалеРаботыСистемы", "ЮТOnStart", "F", "Г"]
+    assert got["ЮТOnStart"].annotations == ['&After("OnStart")']
+    assert (got["ЮТOnStart"].start_line, got["ЮТOnStart"].end_line) == (6, 9)
+    assert got["F"].kind == "function" and got["F"].export and got["F"].signature == "function F(x) export"
+    assert (got["Г"].start_line, got["Г"].end_line) == (13, 13)
+
+
+def test_async_methods():
+    src = (
+        "&НаКлиенте\n"
+        "Асинх Процедура ПослеЧтения(Результат, ДополнительныеПараметры) Экспорт\n"
+        "\tСвойства = Ждать Получить(Результат);\n"
+        "КонецПроцедуры\n"
+        "Async Function InstallAsync(Name, Parameters = Undefined) Export\n"
+        "\tReturn Await Install(Name);\n"
+        "EndFunction\n"
+        "Процедура НеАсинх()\nКонецПроцедуры\n"
+    )
+    got = by_name(src)
+    a = got["ПослеЧтения"]
+    assert a.is_async and a.export and a.directives == ["&НаКлиенте"] and a.kind == "procedure"
+    assert a.signature.startswith("Асинх Процедура ПослеЧтения(")
+    assert (a.start_line, a.end_line) == (1, 4)
+    assert a.name_range == (1, len("Асинх Процедура "), 1, len("Асинх Процедура ПослеЧтения"))
+    b = got["InstallAsync"]
+    assert b.is_async and b.kind == "function" and b.params == "Name, Parameters = Undefined"
+    assert not got["НеАсинх"].is_async
+
+
+def test_extension_annotations_and_directives():
+    src = (
+        "// Документация\n"
+        "&НаСервере\n"
+        "&Вместо(\"ОбработкаПроведения\")\n"
+        "Процедура Расш1_ОбработкаПроведения(Отказ, Режим)\n"
+        "\tПродолжитьВызов(Отказ, Режим);\n"
+        "КонецПроцедуры\n"
+        "&Перед(\"А\")\nПроцедура Расш1_А()\nКонецПроцедуры\n"
+        "&ИзменениеИКонтроль(\"Б\")\nФункция Расш1_Б()\nКонецФункции\n"
+        "&AtServer\n&Instead(\"C\")\nProcedure Ext_C()\nEndProcedure\n"
+        "&ChangeAndValidate(\"D\")\nFunction Ext_D()\nEndFunction\n"
+        "&Тест\n&НаКлиентеНаСервереБезКонтекста\nПроцедура ТестовыйМетод() Экспорт\nКонецПроцедуры\n"
+        "&НаКлиенте Процедура НаОднойСтроке() КонецПроцедуры\n"
+    )
+    got = by_name(src)
+    a = got["Расш1_ОбработкаПроведения"]
+    assert a.directives == ["&НаСервере"]
+    assert a.annotations == ['&Вместо("ОбработкаПроведения")']
+    assert a.doc == "// Документация" and a.start_line == 1
+    assert got["Расш1_А"].annotations == ['&Перед("А")']
+    assert got["Расш1_Б"].annotations == ['&ИзменениеИКонтроль("Б")']
+    assert got["Ext_C"].directives == ["&AtServer"] and got["Ext_C"].annotations == ['&Instead("C")']
+    assert got["Ext_D"].annotations == ['&ChangeAndValidate("D")']
+    t = got["ТестовыйМетод"]
+    assert t.annotations == ["&Тест"] and t.directives == ["&НаКлиентеНаСервереБезКонтекста"]
+    o = got["НаОднойСтроке"]
+    assert o.directives == ["&НаКлиенте"] and o.signature == "Процедура НаОднойСтроке()"
+    assert o.name_range[1] == len("&НаКлиенте Процедура ")
+
+
+# Bodies (and one header) that tree-sitter-bsl 0.1.6 and/or tree-sitter-hbk 0.1.11 mis-parse.
+BROKEN_BODIES = {
+    "bare_raise": "\tВызватьИсключение;",
+    "paren_return": "\tВозврат (1 + 2) * 3;",
+    "double_semicolon": "\tа = 1;;",
+    "new_call_form": '\tа = Новый("Структура");',
+    "date_literal": "\tа = '2017.03.23 10:45:25';",
+    "indexed_call": "\tПланыОбмена[Имя].Метод(1, 2);",
+    "unbalanced_if": "\tЕсли а Тогда\n\t\tб = 1;",
+    "garbage": "\t@@@ ??? %%% ) ( ]]",
+    "stray_end": "\tКонецЕсли;\n\tКонецЦикла;",
+}
+
+
+@pytest.mark.parametrize("body", list(BROKEN_BODIES.values()), ids=list(BROKEN_BODIES))
+def test_broken_body_never_hides_neighbours(body):
+    src = (
+        "Процедура Перед()\n\tа = 1;\nКонецПроцедуры\n\n"
+        "// Сломанная\n"
+        "Функция СломанныйМетодЁ(П) Экспорт\n" + body + "\nКонецФункции\n\n"
+        "Процедура После() Экспорт\n\tб = 2;\nКонецПроцедуры\n"
+    )
+    got = by_name(src)
+    assert list(got) == ["Перед", "СломанныйМетодЁ", "После"]
+    broken = got["СломанныйМетодЁ"]
+    n_body = body.count("\n") + 1
+    assert (broken.start_line, broken.end_line) == (5, 7 + n_body)
+    assert broken.doc == "// Сломанная" and broken.export
+    assert broken.text.endswith("КонецФункции")
+    after = got["После"]
+    assert (after.start_line, after.end_line) == (9 + n_body, 11 + n_body)
+
+
+def test_grammar_faults_still_present_and_handled():
+    """Documents which inputs break which grammar, and that the chunker does not care."""
+    cases = {
+        "Процедура А()\n\tВызватьИсключение;\nКонецПроцедуры\n": (True, True),
+        "Процедура А(П = -1)\nКонецПроцедуры\n": (True, True),
+        "&Тест\nПроцедура А()\nКонецПроцедуры\n": (True, True),
+        "Функция А()\n\tВозврат (1 + 2) * 3;\nКонецФункции\n": (False, True),
+        "Процедура А()\n\tа = 1;;\nКонецПроцедуры\n": (False, True),
+        'Процедура А()\n\tа = Новый("Структура");\nКонецПроцедуры\n': (False, True),
+        "Процедура А()\n\tа = '2017.03.23 10:45:25';\nКонецПроцедуры\n": (False, True),
+    }
+    for src, (hbk_err, bsl_err) in cases.items():
+        assert raw_tree(tree_sitter_hbk, src).root_node.has_error is hbk_err, src
+        assert raw_tree(tree_sitter_bsl, src).root_node.has_error is bsl_err, src
+        full = src + "Процедура Б()\nКонецПроцедуры\n"
+        assert [c.name for c in methods(full)] == ["А", "Б"], src
+    a = by_name("Процедура А(П = -1, Т = \")\") Экспорт\nКонецПроцедуры\n")["А"]
+    assert a.params == 'П = -1, Т = ")"' and a.export
+
+
+def test_headers_in_comments_and_strings_are_not_methods():
+    src = (
+        "Процедура Настоящая()\n"
+        "\t// Процедура ВКомментарии()\n"
+        "\tТекст = \"\n"
+        "\t|Процедура ВСтроке()\n"
+        "\t|Функция ЕщеВСтроке() КонецФункции\n"
+        "\t|КонецПроцедуры\n"
+        "\t|\"\"КонецПроцедуры\"\" // не комментарий\n"
+        "\t|\";\n"
+        "\tСообщить(\"КонецПроцедуры\"); // КонецПроцедуры\n"
+        "КонецПроцедуры\n"
+        "//Функция Закомментированная()\n"
+        "//КонецФункции\n"
+        "Функция Вторая()\nКонецФункции\n"
+    )
+    got = methods(src)
+    assert [c.name for c in got] == ["Настоящая", "Вторая"]
+    assert (got[0].start_line, got[0].end_line) == (1, 10)
+    assert got[1].doc == "//Функция Закомментированная()\n//КонецФункции"
+    assert scan_method_headers(src) == [(1, "Настоящая"), (13, "Вторая")]
+
+
+def test_preprocessor_inside_body_column0_and_indented():
+    src = (
+        "Процедура А() Экспорт\n"
+        "#Если НЕ МобильныйАвтономныйСервер Тогда\n"
+        "\tЕсли Условие()\n"
+        "\t   И Не ТранзакцияАктивна() Тогда\n"
+        "#Иначе\n"
+        "\t\tСообщение.Сообщить();\n"
+        "#КонецЕсли\n"
+        "КонецПроцедуры\n"
+        "Процедура ПроверитьПочту(Параметры) Экспорт\n"
+        "\t\n"
+        "\t#Если Не ВебКлиент И Не МобильныйКлиент Тогда\n"
+        "\tПроверить();\n"
+        "\t#КонецЕсли\n"
+        "КонецПроцедуры\n"
+    )
+    got = methods(src)
+    assert [(c.name, c.start_line, c.end_line) for c in got] == [("А", 1, 8), ("ПроверитьПочту", 9, 14)]
+    assert all(c.kind == "procedure" for c in chunk_module(src, path="m.bsl"))  # no module chunk
+
+
+def test_empty_bom_only_and_whitespace():
+    assert chunk_module("", path="m.bsl") == []
+    assert chunk_module("\ufeff", path="m.bsl") == []
+    assert chunk_module(b"\xef\xbb\xbf".decode("utf-8"), path="m.bsl") == []
+    assert chunk_module("\ufeff\r\n  \r\n", path="m.bsl") == []
+    assert scan_method_headers("") == [] and scan_method_headers("\ufeff") == []
+
+
+def test_comments_and_regions_only_give_no_module_chunk():
+    src = "// Copyright\n\n#Область ПрограммныйИнтерфейс\n// пусто\n#КонецОбласти\n"
+    assert chunk_module(src, path="m.bsl") == []
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        bytes(range(256)).decode("latin-1"),
+        (bytes(range(256)) * 7).decode("utf-8", "replace"),
+        "\x00\x00Процедура\x00 А(\n",
+        "Процедура",
+        "Процедура А(",
+        "Процедура А(\"",
+        "Функция Ф(П = \"\n|\n",
+        "КонецПроцедуры\nКонецФункции\n",
+        "&\n&&&(\nПроцедура Б()",
+        "#Область\n#КонецОбласти\n#КонецОбласти\n#Область Х",
+        "\ud800 Процедура Суррогат() КонецПроцедуры",
+        "İİİ\nПроцедура А()\nКонецПроцедуры\n",
+        "\r\r\r\n\r",
+    ],
+)
+def test_garbage_never_raises(text):
+    chunks = chunk_module(text, path="g.bsl")
+    for c in chunks:
+        msgspec.json.encode(c)  # serialisable (no lone surrogates break the socket)
+    scan_method_headers(text)
+
+
+def test_lowercase_length_change_fallback():
+    """str.lower() lengthens "İ": the offset-based fast path must fall back, not misplace."""
+    src = "// İİİİ\nПроцедура А() // İ\nКонецПроцедуры\nФункция Б()\n\tВозврат \"İ\";\nКонецФункции\n"
+    got = methods(src)
+    assert [(c.name, c.start_line, c.end_line) for c in got] == [("А", 1, 3), ("Б", 4, 6)]
+
+
+def test_duplicate_names_get_suffix():
+    src = (
+        "#Если Сервер Тогда\n"
+        "Процедура Дубль() Экспорт\nКонецПроцедуры\n"
+        "#Иначе\n"
+        "Процедура дубль() Экспорт\nКонецПроцедуры\n"
+        "#КонецЕсли\n"
+        "Процедура ДУБЛЬ()\nКонецПроцедуры\n"
+    )
+    ids = [c.id for c in methods(src)]
+    assert ids == ["m.bsl::Дубль", "m.bsl::дубль@2", "m.bsl::ДУБЛЬ@3"]
+
+
+def test_doc_comment_rules():
+    src = (
+        "// Copyright (c) 2025, ООО 1С-Софт\n"
+        "// CC BY 4.0\n"
+        "\n"
+        "Процедура БезДокументации()\nКонецПроцедуры\n"
+        "\n"
+        "// Описание.\n"
+        "//\n"
+        "// Параметры:\n"
+        "//   П - Строка\n"
+        "//@skip-check not-allowed-pragma\n"
+        "&НаСервере\n"
+        "Процедура СДокументацией(П)\nКонецПроцедуры\n"
+        "\n"
+        "// отделено пустой строкой\n"
+        "\n"
+        "&НаКлиенте\n"
+        "Процедура ДокументацияОтделена()\nКонецПроцедуры\n"
+    )
+    got = by_name(src)
+    assert got["БезДокументации"].doc == "" and got["БезДокументации"].start_line == 4
+    d = got["СДокументацией"]
+    assert d.doc == "// Описание.\n//\n// Параметры:\n//   П - Строка\n//@skip-check not-allowed-pragma"
+    assert d.start_line == 7 and d.text.startswith("// Описание.\n")
+    e = got["ДокументацияОтделена"]
+    assert e.doc == "" and e.start_line == 18 and e.directives == ["&НаКлиенте"]
+
+
+def test_regions_nest_and_open_inside_if():
+    src = (
+        "#Область ПрограммныйИнтерфейс\n"
+        "#Область ОповещениеПользователя\n"
+        "Процедура А() Экспорт\nКонецПроцедуры\n"
+        "#КонецОбласти\n"
+        "#Если НЕ МобильныйАвтономныйСервер Тогда\n"
+        "#Область ДанныеВБазе\n"
+        "Процедура Б() Экспорт\nКонецПроцедуры\n"
+        "#КонецОбласти\n"
+        "#КонецЕсли\n"
+        "#КонецОбласти\n"
+        "#Region Private\n"
+        "Procedure C()\nEndProcedure\n"
+        "#EndRegion\n"
+        "Процедура Вне()\nКонецПроцедуры\n"
+    )
+    got = by_name(src)
+    assert got["А"].region == ["ПрограммныйИнтерфейс", "ОповещениеПользователя"]
+    assert got["Б"].region == ["ПрограммныйИнтерфейс", "ДанныеВБазе"]
+    assert got["C"].region == ["Private"]
+    assert got["Вне"].region == []
+
+
+def test_module_chunk_holds_variables_and_raise():
+    src = (
+        "// Copyright\n"
+        "\n"
+        "#Если Сервер Или ТолстыйКлиентОбычноеПриложение Тогда\n"
+        "&НаКлиенте\n"
+        "Перем ПолучательПеретаскиваемогоЗначения, АдресПараметров;\n"
+        "Процедура А()\nКонецПроцедуры\n"
+        "#Иначе\n"
+        "ВызватьИсключение НСтр(\"ru = 'Недопустимый вызов объекта на клиенте.'\");\n"
+        "#КонецЕсли\n"
+    )
+    chunks = chunk_module(src, path="m.bsl", owner="Справочник.Х", object_type="Справочник", module_kind="object")
+    mod = chunks[-1]
+    assert mod.kind == "module" and mod.id == "m.bsl::<module>" and mod.name == "<module>"
+    assert mod.owner == "Справочник.Х" and mod.module_kind == "object"
+    assert "Перем ПолучательПеретаскиваемогоЗначения" in mod.text and "&НаКлиенте" in mod.text
+    assert "ВызватьИсключение НСтр" in mod.text
+    assert "Процедура А" not in mod.text
+    assert (mod.start_line, mod.end_line) == (1, 10)
+    a = chunks[0]
+    assert a.name == "А" and a.start_line == 6  # "&НаКлиенте" belongs to Перем, not to А
+    assert a.directives == [] and a.owner == "Справочник.Х" and a.object_type == "Справочник"
+
+
+def test_long_method_split_into_parts():
+    body = "\n".join(f"\tа{i} = {i};" for i in range(1, 31))
+    src = (
+        "Процедура Короткая()\nКонецПроцедуры\n"
+        "// Док\n&НаСервере\nФункция Длинная(А,\n\tБ) Экспорт\n" + body + "\nКонецФункции\n"
+    )
+    chunks = methods(src, max_lines=12)
+    assert chunks[0].part == 0 and chunks[0].id == "m.bsl::Короткая"
+    parts = chunks[1:]
+    n = len(parts)
+    assert n >= 3
+    assert [p.id for p in parts] == [f"m.bsl::Длинная#{i}" for i in range(1, n + 1)]
+    assert [p.part for p in parts] == list(range(1, n + 1))
+    prefix = "// Док\n&НаСервере\nФункция Длинная(А,\n\tБ) Экспорт\n"
+    for p in parts:
+        assert p.text.startswith(prefix)
+        assert p.name == "Длинная" and p.signature == "Функция Длинная(А, Б) Экспорт"
+        assert len(p.text.split("\n")) <= 12
+    assert parts[0].start_line == 3
+    for a, b in zip(parts, parts[1:]):
+        assert b.start_line == a.end_line + 1
+    assert parts[-1].end_line == 3 + 4 + 30
+    assert parts[-1].text.endswith("КонецФункции")
+    # every body line appears in exactly one part
+    all_lines = [ln for p in parts for ln in p.text.split("\n")[4:]]
+    assert all_lines == src.split("\n")[6:-1]
+    # a method of exactly max_lines is not split
+    assert [c.part for c in methods(src, max_lines=36)] == [0, 0]
+
+
+def test_utf16_name_range_cyrillic_astral_and_bom():
+    src = "\ufeffПроцедура Первая()\nКонецПроцедуры\n&Вместо(\"😀Ё\") Функция Вторая()\nКонецФункции\n"
+    got = by_name(src)
+    assert got["Первая"].name_range == (0, 10, 0, 16)  # the BOM is not a column
+    prefix = '&Вместо("😀Ё") Функция '
+    assert utf16(prefix) == len(prefix) + 1  # the emoji is two UTF-16 units
+    assert got["Вторая"].name_range == (2, utf16(prefix), 2, utf16(prefix) + 6)
+
+
+def test_crlf_and_lf_give_identical_chunks():
+    src = (
+        "// Док\r\n&НаСервере\r\nПроцедура А(П1,\r\n\tП2) Экспорт\r\n\tТекст = \"\r\n\t|ВЫБРАТЬ\";\r\n"
+        "КонецПроцедуры\r\nПерем Х;\r\n"
+    )
+    assert chunk_module(src, path="m.bsl") == chunk_module(src.replace("\r\n", "\n"), path="m.bsl")
+    assert all("\r" not in c.text for c in chunk_module(src, path="m.bsl"))
+
+
+# --------------------------------------------------------------------------------------
+# corpus files, read in place
+# --------------------------------------------------------------------------------------
+
+
+def read(p: Path) -> str:
+    """The module as on disk (CRLF kept: ``Path.read_text`` would translate newlines)."""
+    return p.read_bytes().decode("utf-8")
+
+
+def test_corpus_common_module(ssl_ru):
+    p = ssl_ru / "CommonModules/ОбщегоНазначения/Ext/Module.bsl"
+    text = read(p)
+    chunks = chunk_module(text, path="CommonModules/ОбщегоНазначения/Ext/Module.bsl",
+                          owner="ОбщийМодуль.ОбщегоНазначения", object_type="ОбщийМодуль",
+                          module_kind="common")
+    got = {c.name: c for c in chunks if c.part <= 1}
+    c = got["СообщитьПользователю"]
+    assert c.export and c.kind == "procedure"
+    assert c.region[:2] == ["ПрограммныйИнтерфейс", "ОповещениеПользователя"]
+    assert c.doc.startswith("//") and c.text.startswith(c.doc)
+    lines = text.lstrip("\ufeff").split("\n")
+    assert lines[c.end_line - 1].strip() == "КонецПроцедуры"
+    assert re.match(r"\s*Процедура СообщитьПользователю\(", lines[c.name_range[0]])
+    z = got["ЗначениеРеквизитаОбъекта"]
+    assert z.kind == "function" and z.export and "ДанныеВБазе" in z.region
+    assert all(ch.owner == "ОбщийМодуль.ОбщегоНазначения" for ch in chunks)
+    assert len({ch.id for ch in chunks}) == len(chunks)
+    # the #Если at column 0 inside СообщитьПользователю does not split it
+    assert "#Иначе" in c.text and c.text.rstrip().endswith("КонецПроцедуры")
+
+
+def test_corpus_form_module_directives(ssl_ru):
+    text = read(ssl_ru / "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl")
+    got = {c.name: c for c in chunk_module(text, path="f.bsl", module_kind="form")}
+    c = got["ПриЧтенииНаСервере"]
+    assert c.directives == ["&НаСервере"] and c.params == "ТекущийОбъект"
+    assert c.name_range[0] == 297  # 0-based line of "Процедура ПриЧтенииНаСервере" (line 298)
+    assert sum(1 for ch in got.values() if "&НаКлиенте" in ch.directives) > 10
+
+
+def test_corpus_async_function_at_line_1173(ssl_ru):
+    text = read(ssl_ru / "CommonModules/ОбщегоНазначенияКлиент/Ext/Module.bsl")
+    got = {c.name: c for c in chunk_module(text, path="c.bsl")}
+    c = got["УстановитьКомпонентуИзМакетаАсинх"]
+    assert c.is_async and c.export and c.kind == "function"
+    assert c.name_range == (1172, 14, 1172, 14 + len("УстановитьКомпонентуИзМакетаАсинх"))
+    assert c.signature == (
+        "Асинх Функция УстановитьКомпонентуИзМакетаАсинх(ПолноеИмяМакета, "
+        "ПараметрыУстановки = Неопределено) Экспорт"
+    )
+    m = got["ПодключитьКомпонентуИзМакетаАсинх"]
+    assert m.is_async and m.export and m.signature.endswith(") Экспорт")
+
+
+def test_corpus_yaxunit_mixed_keywords_and_after(yaxunit):
+    text = read(yaxunit / "exts/yaxunit/src/Configuration/ManagedApplicationModule.bsl")
+    got = {c.name: c for c in chunk_module(text, path="a.bsl", module_kind="managed_application")}
+    a = got["ЮТПриНачалеРаботыСистемы"]
+    assert a.annotations == ['&После("ПриНачалеРаботыСистемы")']
+    assert a.doc == (
+        "// Используется для перехвата управления расширением после отработки запуска приложения\n"
+        "//@skip-check not-allowed-pragma"
+    )
+    assert a.start_line == 40 and a.text.startswith(a.doc + "\n&После(")
+    e = got["ЮТOnStart"]
+    assert e.annotations == ['&After("OnStart")'] and e.kind == "procedure"
+    assert e.text.endswith("EndProcedure") and e.end_line == 54
+
+
+def test_corpus_yaxunit_instead(yaxunit):
+    text = read(yaxunit / "tests/src/Documents/ПриходТовара/ObjectModule.bsl")
+    got = {c.name: c for c in chunk_module(text, path="o.bsl", module_kind="object")}
+    c = got["Расш1_ОбработкаПроведения"]
+    assert c.annotations == ['&Вместо("ОбработкаПроведения")']
+    assert c.params == "Отказ, Режим" and c.name_range[0] == 19
+    assert "ПродолжитьВызов(Отказ, Режим);" in c.text
+
+
+def test_corpus_crlf_and_lf_identical(ssl_ru):
+    text = read(ssl_ru / "CommonModules/ОбщегоНазначенияКлиент/Ext/Module.bsl")
+    assert "\r\n" in text
+    assert chunk_module(text, path="x") == chunk_module(text.replace("\r\n", "\n"), path="x")
+
+
+def _corpus_modules(root: Path) -> list[Path]:
+    return sorted(p for p in root.rglob("*.bsl") if ".settings" not in p.parts)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", ["ssl_ru", "ssl_en", "yaxunit"])
+def test_whole_corpus_matches_careful_line_scan(corpus, request):
+    root: Path = request.getfixturevalue(corpus)
+    files = _corpus_modules(root)
+    texts = [(p.relative_to(root).as_posix(), read(p)) for p in files]
+    t0 = time.perf_counter()
+    chunked = [(rel, chunk_module(text, path=rel)) for rel, text in texts]
+    elapsed = time.perf_counter() - t0
+    got: Counter = Counter()
+    want: Counter = Counter()
+    scanned: Counter = Counter()
+    for (rel, text), (_, chunks) in zip(texts, chunked):
+        for c in chunks:
+            if c.kind != "module" and c.part <= 1:
+                got[(rel, c.name)] += 1
+        for _line, name in reference_scan(text):
+            want[(rel, name)] += 1
+        for _line, name in scan_method_headers(text):
+            scanned[(rel, name)] += 1
+        ids = [c.id for c in chunks]
+        assert len(ids) == len(set(ids)), rel
+    assert got == want, (sorted((want - got).items())[:10], sorted((got - want).items())[:10])
+    assert scanned == want
+    if corpus == "ssl_ru":
+        assert sum(want.values()) == 31577  # shared/eval/README.md: all method declarations
+        assert elapsed < 30, elapsed
+    elif corpus == "ssl_en":
+        assert sum(want.values()) == 20500
