@@ -281,6 +281,7 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     @property
     def identity(self) -> ModuleIdentity:
+        """``(owner, object_type, module_kind)`` as a :class:`ModuleIdentity`."""
         return ModuleIdentity(self.owner, self.object_type, self.module_kind)
 
     def fs_path(self, root: Path) -> Path:
@@ -307,6 +308,7 @@ class SkipFile(Exception):
         self.detail = detail
 
     def to_skip(self, path: str) -> Skip:
+        """The :class:`daemon.model.Skip` record for ``path`` (relative, NFC)."""
         return Skip(path, self.reason, self.detail)
 
 
