@@ -582,6 +582,9 @@ def _chunk_doc(doc, data: bytes, source: SourceFile, fmt: str, root: Path | None
             v = _value(els)
             if v:
                 props[key] = v
+    belonging = node.first_text("ObjectBelonging")  # extensions: "Adopted" (borrowed) objects
+    if belonging:
+        props["ObjectBelonging"] = belonging
     types = _types(node.get("Type")[0]) if cls in _TYPED_OBJECTS and node.get("Type") else []
 
     # sibling descriptors of Designer forms/templates (synonym, FormType/TemplateType)

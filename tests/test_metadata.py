@@ -356,6 +356,8 @@ def test_edt_document_register_and_services(yaxunit):
     cm = _chunk(yaxunit, "exts/yaxunit/src/CommonModules/ЮТест/ЮТест.mdo")[None]
     assert cm.properties["ClientManagedApplication"] == "true" and cm.properties["Server"] == "true"
     assert cm.synonym == {"ru": "Тест"}
+    adopted = _chunk(yaxunit, "tests/src/Catalogs/Встречи/Встречи.mdo")[None]
+    assert adopted.properties["ObjectBelonging"] == "Adopted"  # QUIRKS §6: borrowed into an extension
     chunks, skips = _all_chunks(yaxunit)
     assert skips == []
     assert Counter(c.kind for c in chunks)["object"] == 452
