@@ -23,8 +23,9 @@ runs up to the next header. A definition the tree finds on a line the scan does 
 ``...; Процедура Б()`` after other code) is kept too, if no other method covers that line.
 
 Headers, doc comments, directives, annotations and regions are read from the text (they are
-line-oriented in BSL and survive any parse error). Line numbers are computed on ``"\\n"``; a
-``"\\r"`` is whitespace; a leading BOM is stripped and is not a column (QUIRKS §1, §2).
+line-oriented in BSL and survive any parse error). Lines are split at ``"\\r\\n"``, ``"\\n"``
+or a lone ``"\\r"`` (see :func:`_normalize`), so CRLF and LF give identical lines; a leading
+BOM is stripped and is not a column (QUIRKS §1, §2).
 """
 
 from __future__ import annotations
@@ -224,15 +225,19 @@ class _Header:
 
 
 def _normalize(text: str) -> str:
-    """Strip a leading BOM and turn CRLF into LF (a ``"\\r"`` is whitespace: QUIRKS §1-2).
+    """Strip a leading BOM and make ``"\\n"`` the only line break.
 
-    Only the ``"\\r"`` right before a ``"\\n"`` is removed, so line numbers and columns
-    are those of the original text and CRLF/LF inputs become identical.
+    A line break is ``"\\r\\n"``, ``"\\n"`` or a lone ``"\\r"`` (the LSP definition, also
+    1C's and EDT's): CRLF and LF inputs give identical lines and columns (QUIRKS §1-2), and a
+    module saved with bare CR line ends (one in yaxunit-edt) still has one line per line
+    instead of a few huge ones. The BOM is not a column.
     """
     if text.startswith("\ufeff"):
         text = text[1:]
     if "\r" in text:
         text = text.replace("\r\n", "\n")
+        if "\r" in text:
+            text = text.replace("\r", "\n")
     return text
 
 
@@ -279,7 +284,9 @@ class _Scan:
             if m is None:
                 continue
             if m.start("kw") == pos or (m.group("async") and m.start("async") == pos):
-                found[m.start("kw")] = m  # the Асинх match wins over its keyword line
+                prev = found.get(m.start("kw"))
+                if prev is None or not prev.group("async"):  # "Асинх\nПроцедура": Асинх wins
+                    found[m.start("kw")] = m
         heads: list[_Header] = []
         row = self.row
         for _, m in sorted(found.items()):
@@ -301,7 +308,6 @@ class _Scan:
                     name_off,
                 )
             )
-        # an "Асинх" line followed by a keyword line: drop the keyword-only duplicate
         return heads
 
     def ends(self) -> list[int]:
@@ -516,7 +522,7 @@ def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int
     for j in range(block, header_line):
         s = lines[j].strip()
         if s.startswith("//"):
-            doc.append(lines[j].replace("\r", ""))
+            doc.append(lines[j])
         else:
             _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
     return block, doc, directives, annotations
@@ -691,7 +697,7 @@ def chunk_module(
                 txt = _join(lines, m.start, stop)
                 s_line = m.start
             else:
-                txt = "\n".join(prefix).replace("\r", "") + "\n" + _join(lines, pos, stop)
+                txt = "\n".join(prefix) + "\n" + _join(lines, pos, stop)
                 s_line = pos
             chunks.append(
                 Chunk(id=f"{base_id}#{part}", part=part, start_line=s_line + 1, end_line=stop + 1,
@@ -715,8 +721,7 @@ def _soft_break(lines: list[str], pos: int, stop: int) -> int:
 
 
 def _join(lines: list[str], a: int, b: int) -> str:
-    s = "\n".join(lines[a : b + 1])
-    return s.replace("\r", "") if "\r" in s else s
+    return "\n".join(lines[a : b + 1])
 
 
 def _header_from_node(node, lines: list[str], starts: list[int]) -> _Header | None:
@@ -768,7 +773,7 @@ def _module_chunk(lines, methods, path, owner, object_type, module_kind) -> Chun
         pos = max(pos, end + 1)
     if not has_code:
         return None
-    text = "\n".join(lines[i] for i in kept).replace("\r", "")
+    text = "\n".join(lines[i] for i in kept)
     first = kept[0]
     return Chunk(
         id=f"{path}::<module>",

@@ -51,9 +51,11 @@ _REF_TOKENS = re.compile(r'""|"|//')
 def reference_scan(text: str) -> list[tuple[int, str]]:
     """An independent careful scanner: carries the string state across lines (``|``
     continuations, ``""`` escapes, ``//`` comments) and reports headers on lines that start
-    outside a string and outside a comment. Written separately from daemon.bsl on purpose."""
+    outside a string and outside a comment. Written separately from daemon.bsl on purpose.
+    Line breaks: CRLF, LF or a lone CR (the LSP definition)."""
     if text.startswith("\ufeff"):
         text = text[1:]
+    text = re.sub(r"\r\n?", "\n", text)
     out = []
     in_string = False
     for i, line in enumerate(text.split("\n")):
@@ -258,6 +260,41 @@ def test_grammar_faults_still_present_and_handled():
         assert [c.name for c in methods(full)] == ["А", "Б"], src
     a = by_name("Процедура А(П = -1, Т = \")\") Экспорт\nКонецПроцедуры\n")["А"]
     assert a.params == 'П = -1, Т = ")"' and a.export
+
+
+def test_raise_without_semicolon_before_endtry_flattens_hbk_tree():
+    """yaxunit-edt exts/smoke ДТОткрытиеФорм: ``ВызватьИсключение`` with no ``;`` right before
+    ``КонецПопытки`` makes tree-sitter-hbk lose the definitions that follow; the scan recovers."""
+    src = (
+        "Процедура Первая()\n"
+        "\tПопытка\n\t\tа = 1;\n\tИсключение\n\t\tВызватьИсключение\n\tКонецПопытки;\n"
+        "\tЮТест.ОжидаетЧто(а)\n\t\t.НеРавно(Неопределено);\n"
+        "КонецПроцедуры\n\n"
+        "Функция Вторая(Форма)\n\tВозврат ТипЗнч(Форма) = Тип(\"УправляемаяФорма\");\nКонецФункции\n"
+    )
+    assert [(c.name, c.start_line, c.end_line) for c in methods(src)] == [("Первая", 1, 9), ("Вторая", 11, 13)]
+
+
+def test_unterminated_method_stops_before_next_doc():
+    src = "// Д1\nПроцедура А()\n\tа = 1;\n\n// Д2\n&НаКлиенте\nПроцедура Б()\nКонецПроцедуры\n"
+    got = methods(src)
+    assert [(c.name, c.start_line, c.end_line) for c in got] == [("А", 1, 3), ("Б", 5, 8)]
+    assert got[1].doc == "// Д2" and got[1].directives == ["&НаКлиенте"]
+
+
+def test_async_keyword_on_its_own_line():
+    src = "Асинх\nПроцедура А(П) Экспорт\nКонецПроцедуры\n"
+    (c,) = chunk_module(src, path="m.bsl")
+    assert c.is_async and c.export and c.signature == "Асинх Процедура А(П) Экспорт"
+    assert (c.start_line, c.end_line) == (1, 3) and c.name_range == (1, 10, 1, 11)
+    assert scan_method_headers(src) == [(1, "А")]
+
+
+def test_bare_cr_line_ends_are_line_breaks():
+    lf = "// Д\nПроцедура А()\n\tа = 1;\nКонецПроцедуры\nФункция Б()\nКонецФункции\n"
+    for variant in (lf.replace("\n", "\r"), lf.replace("\n", "\r\n"), "\ufeff" + lf):
+        assert chunk_module(variant, path="m.bsl") == chunk_module(lf, path="m.bsl")
+    assert scan_method_headers(lf.replace("\n", "\r")) == [(2, "А"), (5, "Б")]
 
 
 def test_headers_in_comments_and_strings_are_not_methods():
@@ -572,6 +609,36 @@ def test_corpus_crlf_and_lf_identical(ssl_ru):
     text = read(ssl_ru / "CommonModules/ОбщегоНазначенияКлиент/Ext/Module.bsl")
     assert "\r\n" in text
     assert chunk_module(text, path="x") == chunk_module(text.replace("\r\n", "\n"), path="x")
+
+
+def test_corpus_bare_cr_module(yaxunit):
+    """fixtures/demo-configuration РасходТовара/ObjectModule.bsl ends its lines with a bare CR
+    (326 CR, 2 CRLF): its methods are still found, one line per CR."""
+    text = read(yaxunit / "fixtures/demo-configuration/src/Documents/РасходТовара/ObjectModule.bsl")
+    assert text.count("\r") > 100 * max(text.count("\n"), 1)
+    got = {c.name: c for c in chunk_module(text, path="o.bsl")}
+    assert {"ОбработкаПроведения", "ОбработкаЗаполнения", "КонтрольОстатков", "ПечатнаяФорма"} <= set(got)
+    c = got["ОбработкаПроведения"]
+    assert c.text.startswith(("Процедура", "//", "&")) and c.text.endswith("КонецПроцедуры")
+    assert c.end_line - c.start_line < 100
+
+
+def test_corpus_hbk_flattened_module_recovered(yaxunit):
+    text = read(yaxunit / "exts/smoke/src/CommonModules/ДТОткрытиеФорм/Module.bsl")
+    tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_hbk.language())).parse(text.encode())
+    raw = [n.child_by_field_name("name").text.decode() for n in tree.root_node.children
+           if n.type in ("procedure_definition", "function_definition")]
+    assert "ОткрытьЗакрытьФорму" not in raw  # the grammar loses it
+    got = {c.name: c for c in chunk_module(text, path="m.bsl")}
+    lines = bsl_lines(text)
+    for name, kw in (("ОткрытьЗакрытьФорму", "КонецПроцедуры"), ("ЭтоУправляемаяФорма", "КонецФункции")):
+        c = got[name]
+        assert lines[c.end_line - 1].strip() == kw
+        assert lines[c.name_range[0]].lstrip().startswith(("Процедура " + name, "Функция " + name))
+
+
+def bsl_lines(text: str) -> list[str]:
+    return re.sub(r"\r\n?", "\n", text.lstrip("\ufeff")).split("\n")
 
 
 def _corpus_modules(root: Path) -> list[Path]:
