@@ -252,7 +252,7 @@ class _Scan:
         # str.lower() keeps offsets except for a few characters (e.g. "İ" -> "i̇")
         self.low = low if len(low) == len(text) else None
         self.lines = text.split("\n")
-        self.starts = list(accumulate((len(ln) + 1 for ln in self.lines[:-1]), initial=0))
+        self.starts = list(accumulate(map((1).__add__, map(len, self.lines[:-1])), initial=0))
 
     def row(self, offset: int) -> int:
         """0-based line of a text offset."""
@@ -394,6 +394,12 @@ def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool,
         sig = " ".join(text[h.sig_start:name_end].split())
         return sig, "", False, name_end
     open_pos = i
+    simple = _SIMPLE_PARAMS_RE.match(text, i)
+    if simple is not None and simple.end() <= n:
+        # fast path: one-line list without strings, comments or nested parentheses
+        close_pos = simple.end() - 1
+        params = " ".join(simple.group(1).split())
+        return _finish_signature(text, h, open_pos, close_pos, params, n)
     depth = 0
     in_string = False
     pieces: list[str] = []
@@ -434,14 +440,20 @@ def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool,
         return sig, params, False, eol
     pieces.append(text[seg_start:close_pos])
     params = " ".join("".join(pieces).split())
+    return _finish_signature(text, h, open_pos, close_pos, params, n)
+
+
+_SIMPLE_PARAMS_RE = re.compile(r'\(([^()"/\n]*)\)')
+
+
+def _finish_signature(text: str, h: _Header, open_pos: int, close_pos: int, params: str, n: int):
     end = close_pos + 1
     export = False
     m = _EXPORT_RE.match(text, end)
     if m and m.end() <= n:
         export = True
         end = m.end()
-    head = text[h.sig_start:open_pos]
-    sig = " ".join(head.split()) + "(" + params + ")"
+    sig = " ".join(text[h.sig_start:open_pos].split()) + "(" + params + ")"
     if export:
         sig += " " + m.group(1)
     return sig, params, export, end
@@ -656,7 +668,7 @@ def chunk_module(
         name_line = lines[h.name_line]
         c0 = _utf16_len(name_line[: h.name_col])
         name_range = (h.name_line, c0, h.name_line, c0 + _utf16_len(h.name))
-        kind = "function" if fold(h.kw) in ("функция", "function") else "procedure"
+        kind = "function" if h.kw[:1] in "ФфFf" else "procedure"
         common = dict(
             path=path,
             kind=kind,
