@@ -713,7 +713,7 @@ def chunk_module(
                 s_line = pos
             chunks.append(
                 Chunk(id=f"{base_id}#{part}", part=part, start_line=s_line + 1, end_line=stop + 1,
-                      text=txt, **common)
+                      text=txt, **_own_lists(common))
             )
             pos = stop + 1
 
@@ -721,6 +721,11 @@ def chunk_module(
     if module is not None:
         chunks.append(module)
     return chunks
+
+
+def _own_lists(common: dict) -> dict:
+    """A copy of the shared keyword arguments whose list values are not shared between parts."""
+    return {k: (list(v) if isinstance(v, list) else v) for k, v in common.items()}
 
 
 def _soft_break(lines: list[str], pos: int, stop: int) -> int:

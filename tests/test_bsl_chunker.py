@@ -371,6 +371,8 @@ def test_comments_and_regions_only_give_no_module_chunk():
         "\ud800 Процедура Суррогат() КонецПроцедуры",
         "İİİ\nПроцедура А()\nКонецПроцедуры\n",
         "\r\r\r\n\r",
+        "#Если Клиент Тогда\nПроцедура А()\n#Иначе\nПроцедура А() Экспорт\n#КонецЕсли\n\tа = 1;\nКонецПроцедуры\n",
+        "Процедура А() КонецПроцедуры Процедура Б() КонецПроцедуры",
     ],
 )
 def test_garbage_never_raises(text):
@@ -398,6 +400,15 @@ def test_duplicate_names_get_suffix():
     )
     ids = [c.id for c in methods(src)]
     assert ids == ["m.bsl::Дубль", "m.bsl::дубль@2", "m.bsl::ДУБЛЬ@3"]
+
+
+def test_header_variants_in_preprocessor_branches_share_one_body():
+    """``#Если`` choosing between two headers of one method: both are reported (@2), the
+    body goes with the last header, the first is header-only (no end keyword before the
+    next header)."""
+    src = "#Если Клиент Тогда\nПроцедура А()\n#Иначе\nПроцедура А() Экспорт\n#КонецЕсли\n\tа = 1;\nКонецПроцедуры\n"
+    got = [(c.id, c.start_line, c.end_line, c.export) for c in methods(src)]
+    assert got == [("m.bsl::А", 2, 2, False), ("m.bsl::А@2", 4, 7, True)]
 
 
 def test_doc_comment_rules():
@@ -639,6 +650,18 @@ def test_corpus_hbk_flattened_module_recovered(yaxunit):
 
 def bsl_lines(text: str) -> list[str]:
     return re.sub(r"\r\n?", "\n", text.lstrip("\ufeff")).split("\n")
+
+
+def test_threads_give_the_same_chunks(ssl_ru):
+    """One parser per thread: concurrent chunking equals sequential chunking."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    files = sorted((ssl_ru / "CommonModules").glob("*/Ext/Module.bsl"))[:40]
+    texts = [read(p) for p in files]
+    want = [chunk_module(t, path=str(i)) for i, t in enumerate(texts)]
+    with ThreadPoolExecutor(4) as pool:
+        got = list(pool.map(lambda it: chunk_module(it[1], path=str(it[0])), enumerate(texts)))
+    assert got == want
 
 
 def _corpus_modules(root: Path) -> list[Path]:
