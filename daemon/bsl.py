@@ -389,9 +389,7 @@ def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool,
     n = min(len(text), limit)
     while i < n and text[i] in " \t\r\n\f\v\u00a0":
         i += 1
-    if i >= n or text[i] != "(":
-        eol = text.find("\n", name_end)
-        eol = n if eol < 0 or eol > n else eol
+    if i >= n or text[i] != "(":  # no parameter list at all (broken header)
         sig = " ".join(text[h.sig_start:name_end].split())
         return sig, "", False, name_end
     open_pos = i
@@ -519,6 +517,9 @@ _CONTAINER_TYPES = frozenset(("preprocessor", "ERROR"))
 
 
 class _Method:
+    """One method found in a module: its header, 0-based line span (doc comment included)
+    and what was read around the header."""
+
     __slots__ = ("h", "start", "end", "doc", "directives", "annotations", "sig", "params", "export", "sig_end_line")
 
 
