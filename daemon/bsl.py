@@ -581,7 +581,8 @@ def chunk_module(
     id ``"<path>::<Name>"``, ``@2``… for repeated names (compared with :func:`fold`),
     ``#<part>`` for parts), then, if there is any code outside methods other than comments
     and preprocessor lines, one ``"module"`` chunk (name ``"<module>"``, symbol ``None``)
-    whose text is every non-blank line outside methods. Empty or BOM-only text gives ``[]``.
+    whose text is every non-blank line outside methods (less the leading copyright comment
+    block, when a blank line separates it). Empty or BOM-only text gives ``[]``.
     Never raises on odd input (binary-ish text yields whatever headers can be found).
     """
     text = _normalize(text)
@@ -783,11 +784,18 @@ def _header_from_node(node, lines: list[str], starts: list[int]) -> _Header | No
 
 
 def _module_chunk(lines, methods, path, owner, object_type, module_kind) -> Chunk | None:
-    """The module-level chunk: every non-blank line outside methods, or ``None`` when those
-    lines are only comments and preprocessor lines (``#Область``, ``#Если``...)."""
+    """The module-level chunk: every non-blank line outside methods except the leading
+    copyright comment block, or ``None`` when those lines are only comments and
+    preprocessor lines (``#Область``, ``#Если``...)."""
     kept: list[int] = []
     has_code = False
+    # the module's leading comment block, when a blank line ends it, is the copyright/licence
+    # header (QUIRKS §16): boilerplate repeated in every module, left out of the text
     pos = 0
+    while pos < len(lines) and lines[pos].lstrip().startswith("//"):
+        pos += 1
+    if pos == 0 or pos >= len(lines) or lines[pos].strip():
+        pos = 0
     bounds = [(m.start, m.end) for m in methods] + [(len(lines), len(lines))]
     for start, end in bounds:
         for i in range(pos, start):

@@ -483,7 +483,8 @@ def test_module_chunk_holds_variables_and_raise():
     assert "Перем ПолучательПеретаскиваемогоЗначения" in mod.text and "&НаКлиенте" in mod.text
     assert "ВызватьИсключение НСтр" in mod.text
     assert "Процедура А" not in mod.text
-    assert (mod.start_line, mod.end_line) == (1, 10)
+    assert (mod.start_line, mod.end_line) == (3, 10)
+    assert "Copyright" not in mod.text  # the module header comment is boilerplate
     a = chunks[0]
     assert a.name == "А" and a.start_line == 6  # "&НаКлиенте" belongs to Перем, not to А
     assert a.directives == [] and a.owner == "Справочник.Х" and a.object_type == "Справочник"
