@@ -15,8 +15,15 @@ from pathlib import Path
 import msgspec
 import pytest
 import tree_sitter
-import tree_sitter_bsl
 import tree_sitter_hbk
+
+# tree-sitter-bsl is only the rejected candidate grammar (grammars/README.md): not a project
+# dependency, so the checks that pin its faults are skipped where it is not installed.
+try:
+    import tree_sitter_bsl
+except ImportError:  # pragma: no cover
+    tree_sitter_bsl = None
+needs_bsl_grammar = pytest.mark.skipif(tree_sitter_bsl is None, reason="tree-sitter-bsl not installed")
 
 from daemon.bsl import chunk_module, scan_method_headers
 
@@ -91,7 +98,9 @@ def reference_scan(text: str) -> list[tuple[int, str]]:
 # --------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("mod", [tree_sitter_hbk, tree_sitter_bsl], ids=["hbk", "bsl"])
+@pytest.mark.parametrize(
+    "mod", [tree_sitter_hbk, pytest.param(tree_sitter_bsl, marks=needs_bsl_grammar)], ids=["hbk", "bsl"]
+)
 def test_yo_truncation_in_both_grammars_names_from_source(mod):
     src = "Функция ПолучитьСчёт(Ёлка) Экспорт\n\tВозврат Ёлка;\nКонецФункции\n\nПроцедура Следующая()\nКонецПроцедуры\n"
     name_node = raw_tree(mod, src).root_node.child(0).child_by_field_name("name")
@@ -255,7 +264,8 @@ def test_grammar_faults_still_present_and_handled():
     }
     for src, (hbk_err, bsl_err) in cases.items():
         assert raw_tree(tree_sitter_hbk, src).root_node.has_error is hbk_err, src
-        assert raw_tree(tree_sitter_bsl, src).root_node.has_error is bsl_err, src
+        if tree_sitter_bsl is not None:
+            assert raw_tree(tree_sitter_bsl, src).root_node.has_error is bsl_err, src
         full = src + "Процедура Б()\nКонецПроцедуры\n"
         assert [c.name for c in methods(full)] == ["А", "Б"], src
     a = by_name("Процедура А(П = -1, Т = \")\") Экспорт\nКонецПроцедуры\n")["А"]
