@@ -476,25 +476,29 @@ def _doc_lines(doc: str) -> list[str]:
     return out
 
 
-def _method_body_lines(chunk: Chunk) -> list[str]:
-    """Code lines of a method after its header, stripped, blank lines and the closing
-    ``КонецПроцедуры``/``КонецФункции`` dropped."""
+def _split_header(chunk: Chunk) -> tuple[str, str]:
+    """(signature, body text) of a method chunk. Uses ``chunk.signature`` when it is found in
+    the text; otherwise the header is taken from the first ``Процедура``/``Функция`` line to
+    the line where its parentheses balance."""
     text = chunk.text
-    body = ""
     if chunk.signature and chunk.signature in text:
-        body = text[text.index(chunk.signature) + len(chunk.signature) :]
-    else:
-        lines = text.splitlines()
-        for i, line in enumerate(lines):
-            if _METHOD_KW_RE.match(line):
-                # The header runs to the line whose parentheses balance.
-                depth = 0
-                for j in range(i, len(lines)):
-                    depth += lines[j].count("(") - lines[j].count(")")
-                    if depth <= 0 and "(" in "".join(lines[i : j + 1]):
-                        body = "\n".join(lines[j + 1 :])
-                        break
-                break
+        return chunk.signature, text[text.index(chunk.signature) + len(chunk.signature) :]
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if _METHOD_KW_RE.match(line):
+            depth, opened = 0, False
+            for j in range(i, len(lines)):
+                depth += lines[j].count("(") - lines[j].count(")")
+                opened = opened or "(" in lines[j]
+                if opened and depth <= 0:
+                    return "\n".join(lines[i : j + 1]), "\n".join(lines[j + 1 :])
+            return "\n".join(lines[i:]), ""
+    return chunk.signature, ""
+
+
+def _method_body_lines(body: str) -> list[str]:
+    """Code lines of a method body, stripped; blank lines and the closing
+    ``КонецПроцедуры``/``КонецФункции`` dropped."""
     out = []
     for line in body.splitlines():
         s = line.strip()
@@ -542,15 +546,11 @@ def _assemble(head: list[str], tail: Iterable[str], max_chars: int) -> str:
 
 def _code_text(chunk: Chunk, max_chars: int) -> str:
     title = _cut_words(_phrase(chunk.name), max_chars)
-    signature = _collapse(chunk.signature)
-    if not signature:
-        for line in chunk.text.splitlines():
-            if _METHOD_KW_RE.match(line):
-                signature = _collapse(line)
-                break
+    signature, body = _split_header(chunk)
+    signature = _collapse(signature)
     doc = _doc_lines(chunk.doc) if chunk.part <= 1 else []
     tail = [*doc, signature] if signature else doc
-    return _assemble([title], [*tail, *_method_body_lines(chunk)], max_chars)
+    return _assemble([title], [*tail, *_method_body_lines(body)], max_chars)
 
 
 def _module_text(chunk: Chunk, max_chars: int) -> str:
