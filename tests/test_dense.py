@@ -71,6 +71,30 @@ def test_k_larger_than_live_count_with_deletions():
     assert sorted(k for k, _ in res) == keys[45:]
 
 
+class _FailingKnn:
+    """Delegates to the real hnswlib index but makes knn_query fail the way hnswlib does when
+    it cannot fill k (a graph cut off by deletions)."""
+
+    def __init__(self, real):
+        self.real = real
+
+    def knn_query(self, *args, **kwargs):
+        raise RuntimeError("Cannot return the results in a contiguous 2D array. Probably ef or M is too small")
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_search_falls_back_to_exact_when_hnswlib_cannot_fill_k():
+    index, keys, vectors = filled(3000)
+    q = unit(1, seed=21)[0]
+    expected = index.search_exact(q, 10)
+    index._index = _FailingKnn(index._index)
+    assert index.search(q, 10) == expected
+    allowed = set(keys[::5])  # 20%: would go through hnswlib's filter
+    assert index.search(q, 10, allow=allowed.__contains__) == index.search_exact(q, 10, allow=allowed.__contains__)
+
+
 def test_input_validation():
     index, _, _ = filled(5)
     with pytest.raises(ValueError):
