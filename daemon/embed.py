@@ -110,6 +110,9 @@ class Embedder(Protocol):
     * ``encode_queries(texts)`` / ``encode_passages(texts)``: ``(len(texts), dim)`` float32,
       rows L2-normalised (so inner product == cosine); an empty list gives ``(0, dim)``.
       Queries and passages may be embedded differently (e5 prefixes).
+
+    ``isinstance(obj, Embedder)`` works, but on Python 3.11 it reads ``dim`` and
+    ``fingerprint``, which loads the model (and hashes its weights).
     """
 
     name: str
@@ -670,8 +673,8 @@ class EmbeddingCache:
     """Vectors of embedded texts under one embedder fingerprint, keyed by :func:`text_hash`.
 
     Rows are stored in one growable float32 matrix (``dim`` floats = 1.5 KB per text for 384
-    dims; ~100 MB for 66k chunks). Not thread-safe for concurrent writers: an internal lock
-    serialises ``put_many`` / ``get_many`` / ``save`` / ``retain``.
+    dims; ~100 MB for 66k chunks; the matrix grows by doubling). Thread-safe: an internal
+    lock serialises ``put_many`` / ``get_many`` / ``save`` / ``retain``.
 
     File format (``save``): ``b"BSLLENS-EMB\\x01"``, a little-endian uint32 header length,
     a msgpack header (version, fingerprint, dim, count, raw key digests, blake2b checksum of

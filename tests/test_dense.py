@@ -95,6 +95,33 @@ def test_search_falls_back_to_exact_when_hnswlib_cannot_fill_k():
     assert index.search(q, 10, allow=allowed.__contains__) == index.search_exact(q, 10, allow=allowed.__contains__)
 
 
+class _FailingAdd:
+    def __init__(self, real):
+        self.real = real
+
+    def add_items(self, *args, **kwargs):
+        raise RuntimeError("simulated hnswlib failure")
+
+    def __getattr__(self, name):
+        return getattr(self.real, name)
+
+
+def test_failed_add_leaves_the_map_consistent(tmp_path):
+    index, keys, vectors = filled(50)
+    index.remove(keys[:5])
+    real = index._index
+    index._index = _FailingAdd(real)
+    with pytest.raises(RuntimeError, match="simulated"):
+        index.upsert(["new1", "new2", "k10"] + [f"x{i}" for i in range(10)], unit(13, seed=30))
+    index._index = real
+    assert len(index) == 45 and "new1" not in index and "k10" in index
+    index.save(tmp_path)
+    loaded = DenseIndex.load(tmp_path, DIM)
+    assert len(loaded) == 45
+    loaded.upsert(["new1"], unit(1, seed=31))
+    assert loaded.slots == 50 and loaded.search(unit(1, seed=31)[0], 1)[0][0] == "new1"
+
+
 def test_input_validation():
     index, _, _ = filled(5)
     with pytest.raises(ValueError):
