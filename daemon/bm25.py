@@ -112,6 +112,27 @@ class BM25Index:
         """Number of distinct terms that occur in at least one live document."""
         return self._n_live_terms
 
+    def df(self, term: str) -> int:
+        """Number of live documents containing ``term`` (0 if unknown). With the tokenizer's
+        pair tokens, ``df("модуль.метод")`` counts the chunks that call ``Модуль.Метод``."""
+        tid = self._term_id.get(term)
+        return 0 if tid is None else self._df[tid]
+
+    def coverage(self, query_tokens: list[str]) -> float:
+        """Share of the distinct query tokens that occur in at least one live document, in
+        [0, 1] (0.0 for an empty query or index).
+
+        A cheap "does this channel have anything to say" signal for fusion: an English
+        question over Russian code has most of its tokens unknown, and a full-weight vote for
+        whatever few tokens happen to match adds noise (``shared/research/peer_baseline.md``,
+        trap 3).
+        """
+        distinct = set(query_tokens)
+        if not distinct or not self._slot:
+            return 0.0
+        known = sum(1 for t in distinct if self.df(t) > 0)
+        return known / len(distinct)
+
     def keys(self) -> list[str]:
         """Live document keys, in insertion order (after compaction: still that order)."""
         return [k for k in self._keys if k is not None]

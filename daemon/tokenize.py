@@ -65,7 +65,19 @@ import Stemmer
 
 from daemon.names import fold, split_words
 
-__all__ = ["FUNCTION_WORDS", "KEYWORDS", "STOPWORDS", "clear_caches", "tokenize", "tokenize_query"]
+__all__ = [
+    "FUNCTION_WORDS",
+    "KEYWORDS",
+    "STOPWORDS",
+    "TOKENIZER_VERSION",
+    "clear_caches",
+    "tokenize",
+    "tokenize_query",
+]
+
+#: Bumped whenever a rule changes the tokens of some text; persisted indexes built with another
+#: version must be rebuilt (the engine stores it in its manifest).
+TOKENIZER_VERSION = 1
 
 #: A compound: words joined by "." or "-" (no spaces). ``\w`` covers Cyrillic, Latin,
 #: digits and "_" (``re`` is Unicode-aware for ``str`` patterns).

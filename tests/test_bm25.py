@@ -196,6 +196,21 @@ def test_corrupt_state_is_rejected():
             BM25Index.from_state(s)
 
 
+def test_df_and_coverage_follow_live_documents():
+    index = BM25Index()
+    index.add("a", ["x", "y", "x"])
+    index.add("b", ["y"])
+    assert index.df("x") == 1 and index.df("y") == 2 and index.df("zzz") == 0
+    assert index.coverage(["x", "zzz"]) == 0.5
+    assert index.coverage(["x", "x", "y"]) == 1.0  # distinct tokens
+    assert index.coverage([]) == 0.0
+    index.remove("a")
+    assert index.df("x") == 0 and index.df("y") == 1
+    assert index.coverage(["x", "y"]) == 0.5
+    index.remove("b")
+    assert index.coverage(["y"]) == 0.0
+
+
 def test_invalid_parameters():
     with pytest.raises(ValueError):
         BM25Index(k1=0)
