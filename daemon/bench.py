@@ -1,0 +1,222 @@
+"""``bsl-lens bench``: speed and memory of the engine on one export root.
+
+Measures, in one process on the current machine (numbers are only comparable on the same
+machine; the README says which one):
+
+* cold lexical index: scan + chunk + BM25 + names channel into an empty index dir;
+* warm load: :meth:`Engine.open` of the saved index (lexical and, if present, dense);
+* embed throughput: the raw embedder vs the engine pipeline (embed text, cache, hnswlib
+  upsert) on the same sample of chunks, passages/s, interleaved twice;
+* the dense side filled from the embedding cache of an existing index of the root (made by
+  ``bsl-lens index ROOT``; ``--index-dir`` names it), so query latencies are measured on the
+  full dense index without hours of embedding;
+* query latency p50/p95: the names channel alone (symbol lookup, in-process), and each
+  search mode end to end (hybrid includes embedding the query);
+* peak RSS of the process, and the index size on disk.
+
+``--scale N`` first builds an ERP-sized tree by replicating the root N times under
+renamed objects (symlinked files, renamed object folders), then measures the lexical side
+on it (the dense side of such a tree takes hours to embed on 2 cores and is not run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .names import split_words
+
+
+def _pct(values: list[float], q: float) -> float:
+    if not values:
+        return float("nan")
+    values = sorted(values)
+    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+
+
+def _peak_rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+
+
+def _dir_size_mb(path: Path) -> float:
+    return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
+
+
+def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
+    """Replicate a Designer export ``n`` times under ``dest``: copy ``i`` renames every
+    object folder and descriptor ``X`` to ``X_<i>`` (copy 1 keeps the names). Files are
+    symlinks to the originals, so the tree costs almost no disk. Returns ``dest``."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in root.iterdir():
+        if entry.is_file():
+            (dest / entry.name).symlink_to(entry)
+    for type_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        if type_dir.name == "Ext":
+            (dest / "Ext").symlink_to(type_dir, target_is_directory=True)
+            continue
+        out_type = dest / type_dir.name
+        out_type.mkdir(exist_ok=True)
+        for i in range(1, n + 1):
+            suffix = "" if i == 1 else f"_{i}"
+            for obj in type_dir.iterdir():
+                if obj.is_dir():
+                    (out_type / f"{obj.name}{suffix}").symlink_to(obj, target_is_directory=True)
+                elif obj.suffix == ".xml":
+                    (out_type / f"{obj.stem}{suffix}.xml").symlink_to(obj)
+    return dest
+
+
+def run_bench(args) -> int:
+    from .cli import _make_embedder
+    from .embed import text_hash
+    from .engine import Engine, EngineConfig
+    from .store import default_index_dir
+    from .tokenize import tokenize_query
+
+    root = Path(args.root).resolve()
+    work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
+    out: dict = {"root": str(root), "scale": args.scale, "cpu_count": os.cpu_count()}
+    try:
+        if args.scale > 1:
+            t = time.perf_counter()
+            root = build_scaled_tree(root, args.scale, work / "tree")
+            out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
+        embedder = None if args.scale > 1 else _make_embedder(args.embedder)
+        config = EngineConfig(stem=args.stem)
+        idx = work / "index"
+
+        # cold lexical index
+        t = time.perf_counter()
+        eng = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
+        rep = eng.refresh()
+        out["cold_lexical_index_s"] = round(time.perf_counter() - t, 2)
+        t = time.perf_counter()
+        eng.save()
+        out["save_s"] = round(time.perf_counter() - t, 2)
+        out["stats"] = {k: v for k, v in eng.stats().items() if k not in ("index_dir", "root")}
+        out["files_skipped"] = len(rep.skipped)
+
+        rng = random.Random(42)
+        methods = [c for c in eng.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1]
+        sample = rng.sample(methods, min(args.queries, len(methods)))
+        sym_queries = []
+        for c in sample:
+            words = split_words(c.name)
+            form = rng.randrange(3)
+            if form == 0 or len(words) < 2:
+                sym_queries.append(c.name)
+            elif form == 1:
+                sym_queries.append(c.name[: max(3, len(c.name) * 2 // 3)])
+            else:
+                sym_queries.append("".join(w[:3] for w in words[:3]))
+        nl_queries = []
+        for c in sample:
+            doc = " ".join(w for w in c.doc.replace("/", " ").split() if w.isalpha())[:60]
+            nl_queries.append(doc or " ".join(split_words(c.name)).lower())
+
+        # names channel alone, in-process
+        lat = []
+        for q in sym_queries:
+            t = time.perf_counter()
+            eng.names.search(q, 50)
+            lat.append((time.perf_counter() - t) * 1000)
+        out["symbol_lookup_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
+        lat = []
+        for q in nl_queries:
+            t = time.perf_counter()
+            eng.bm25.search(tokenize_query(q, stem=config.stem), 100)
+            lat.append((time.perf_counter() - t) * 1000)
+        out["bm25_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
+
+        # embed throughput: the raw embedder vs the pipeline (embed text + cache + hnswlib
+        # upsert) on the same chunks, interleaved twice so machine noise hits both alike
+        if embedder is not None:
+            from .dense import DenseIndex
+            from .embed import EmbeddingCache, embed_chunks, embed_text
+
+            pool = rng.sample(list(eng.chunks.values()), min(args.embed_sample, len(eng.chunks)))
+            embedder.encode_passages([embed_text(c, config.embed_max_chars) for c in pool[:4]])  # load, warm up
+            raw_t = pipe_t = 0.0
+            for _ in range(2):
+                t = time.perf_counter()
+                texts = [embed_text(c, config.embed_max_chars) for c in pool]
+                for i in range(0, len(texts), 32):
+                    embedder.encode_passages(texts[i : i + 32])
+                raw_t += time.perf_counter() - t
+                t = time.perf_counter()
+                texts = [embed_text(c, config.embed_max_chars) for c in pool]
+                vecs = embed_chunks(embedder, EmbeddingCache.for_embedder(embedder), texts, batch_size=32)
+                DenseIndex(embedder.dim).upsert([c.id for c in pool], vecs)
+                pipe_t += time.perf_counter() - t
+            n = 2 * len(pool)
+            out["embed_passages_per_s"] = {
+                "raw": round(n / raw_t, 2),
+                "pipeline": round(n / pipe_t, 2),
+                "ratio": round(raw_t / pipe_t, 3),
+                "n": len(pool),
+            }
+
+            # the dense side from the embedding cache of an existing index of this root (run
+            # `bsl-lens index ROOT` once): only hnswlib work here, no model calls
+            src = Path(args.index_dir) if args.index_dir else default_index_dir(root)
+            eng.cache = EmbeddingCache.load(src / "embeddings.bin", embedder.fingerprint, embedder.dim)
+            pending = eng.dense_pending()
+            hashes = {text_hash(embed_text(eng.chunks[c], config.embed_max_chars)) for c in pending}
+            cached = sum(1 for h in hashes if h in eng.cache)
+            out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
+            if hashes and cached / len(hashes) >= 0.98:
+                t = time.perf_counter()
+                eng.embed_pending(save_every_s=1e9)
+                out["dense_fill_from_cache_s"] = round(time.perf_counter() - t, 2)
+            lat_modes = {}
+            for mode in ("lexical", "vector", "hybrid"):
+                lat = []
+                for q in nl_queries[:100]:
+                    t = time.perf_counter()
+                    eng.search(q, mode=mode, top_k=10)
+                    lat.append((time.perf_counter() - t) * 1000)
+                lat_modes[mode] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}
+            lat = []
+            for q in sym_queries:
+                t = time.perf_counter()
+                eng.search(q, mode="hybrid", top_k=10)
+                lat.append((time.perf_counter() - t) * 1000)
+            lat_modes["hybrid_name_queries"] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}
+            out["query_ms"] = lat_modes
+            out["dense_in_query_run"] = f"{len(eng.embedded)} of {len(eng.chunks)} chunks"
+        else:
+            lat = []
+            for q in nl_queries[:100]:
+                t = time.perf_counter()
+                eng.search(q, mode="lexical", top_k=10)
+                lat.append((time.perf_counter() - t) * 1000)
+            out["query_ms"] = {"lexical": {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}}
+        eng.save()
+        del eng
+
+        # warm load (lexical + dense) into this process
+        t = time.perf_counter()
+        eng2 = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
+        out["warm_load_s"] = round(time.perf_counter() - t, 2)
+        out["warm_load_dense"] = f"{len(eng2.embedded)} vectors"
+        t = time.perf_counter()
+        eng2.search(sym_queries[0], mode="lexical", top_k=10)
+        out["first_query_after_load_ms"] = round((time.perf_counter() - t) * 1000, 2)
+        out["index_size_mb"] = round(_dir_size_mb(idx), 1)
+        out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    if args.json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for k, v in out.items():
+            print(f"{k}: {v}")
+    return 0
