@@ -92,13 +92,21 @@ def test_kinds_order_exact_prefix_camelhump_substring():
     # exact (despite the lowest boost) > prefix > camelhump ("Зап|Жур" -> Запись|Журнала) > substring
     hits = idx.search("ЗаписатьЖурнал", 10)
     assert _keys(hits) == ["exact", "prefix"]  # "записатьжурнал" is no substring of the others
-    hits = idx.search("ЗапЖур", 10)
-    assert _keys(hits) == ["prefix", "exact", "hump"][:0] or _kinds(hits) == ["camelhump"] * 3
+    hits = idx.search("ЗапЖур", 10)  # Зап|Жур: three CamelHump matches, ordered by boost, length
+    assert _kinds(hits) == ["camelhump"] * 3
+    assert _keys(hits) == ["prefix", "hump", "exact"]  # boost 9 (shorter name first), then -5
     hits = idx.search("ЗаписьЖурнала", 10)
     assert _keys(hits) == ["hump", "sub"]
     assert _kinds(hits) == ["prefix", "substring"]
     scores = [s for _, s, _ in hits]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_match_kinds_are_the_documented_four():
+    assert MATCH_KINDS == ("exact", "prefix", "camelhump", "substring")
+    idx = _index(NAMES)
+    for q in ["ЗначениеРеквизитаОбъекта", "ЗначениеРекв", "ЗнРекОб", "реквизитаобъекта"]:
+        assert set(_kinds(idx.search(q, 10))) <= set(MATCH_KINDS)
 
 
 def test_exact_beats_prefix_and_scores_are_banded():
