@@ -51,8 +51,9 @@ frequency matters for BM25.
 
 Speed: expansion of one raw compound is cached (:func:`functools.lru_cache`); identifiers
 repeat so much that tokenizing all 31,577 method texts of ssl31-ru (35.7 M characters,
-~67 MB of UTF-8) takes about 3.3 s with cold caches and 1.6 s warm on one core; the caches
-hold at most 2 × 262,144 entries (about 100 MB when full; ssl31-ru fills 165k + 89k).
+~67 MB of UTF-8) takes 2.3-3.3 s with cold caches and 1.1-1.7 s warm on one core of the
+(shared, loaded) dev box. The caches are plain dicts of at most 262,144 entries each, dropped
+when full; ssl31-ru fills 165k compound + 89k word entries, ~70 MB with interned tokens.
 """
 
 from __future__ import annotations
@@ -151,7 +152,7 @@ _compound_caches: dict[tuple[bool, bool, bool], dict[str, tuple[str, ...]]] = {}
 
 
 def clear_caches() -> None:
-    """Drop the expansion caches (about 120 MB after tokenizing all of ssl31-ru; each cache
+    """Drop the expansion caches (about 70 MB after tokenizing all of ssl31-ru; each cache
     is also dropped by itself when it exceeds 262,144 entries). Call after a bulk index build;
     later incremental updates refill only what they need."""
     _word_caches.clear()
