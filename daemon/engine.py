@@ -592,8 +592,11 @@ class Engine:
         t0 = time.perf_counter()
         query = query.strip()
         qvec = None
-        if mode != "lexical" and self.embedder is not None and query:
-            qvec = self.embedder.encode_queries([query])[0]
+        if mode != "lexical" and self.embedder is not None and query and len(self.dense):
+            if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):
+                pass  # a name query the names channel answers in full: skip the ~5 ms query embedding
+            else:
+                qvec = self.embedder.encode_queries([query])[0]
         with self.lock:
             allow = self._allow(filters)
             channels, weights, match = self._channels(query, mode, qvec, allow)
@@ -652,6 +655,13 @@ class Engine:
             channels["dense"] = [k for k, _ in res]
             weights["dense"] = 1.0
         return channels, weights, match
+
+    def _names_fill(self, query: str, top_k: int, filters: Filters | None) -> bool:
+        """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
+        hits for ``query``: then those are the whole answer (see :func:`_names_first`)."""
+        with self.lock:
+            res = self.names.search(query, top_k, allow=self._allow(filters))
+        return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
 
     def _meta_allow(self, allow, types: tuple[str, ...]):
         chunks = self.chunks
