@@ -26,8 +26,6 @@ import os
 import random
 import resource
 import shutil
-import statistics
-import sys
 import tempfile
 import time
 from pathlib import Path

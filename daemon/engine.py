@@ -35,7 +35,6 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .model import Chunk, Skip
-from .names import fold
 from .scan import SkipFile, content_hash, decode_bytes, english_type, scan_export, type_folder
 from .store import SnapshotError, default_index_dir, read_json, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query

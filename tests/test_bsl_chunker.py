@@ -8,7 +8,6 @@ strings, ``#Если`` in bodies, BOM/empty/garbage input); corpus files are rea
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from pathlib import Path
 
@@ -685,9 +684,7 @@ def test_whole_corpus_matches_careful_line_scan(corpus, request):
     root: Path = request.getfixturevalue(corpus)
     files = _corpus_modules(root)
     texts = [(p.relative_to(root).as_posix(), read(p)) for p in files]
-    t0 = time.perf_counter()
     chunked = [(rel, chunk_module(text, path=rel)) for rel, text in texts]
-    elapsed = time.perf_counter() - t0
     got: Counter = Counter()
     want: Counter = Counter()
     scanned: Counter = Counter()
@@ -705,6 +702,5 @@ def test_whole_corpus_matches_careful_line_scan(corpus, request):
     assert scanned == want
     if corpus == "ssl_ru":
         assert sum(want.values()) == 31577  # shared/eval/README.md: all method declarations
-        assert elapsed < 30, elapsed
     elif corpus == "ssl_en":
         assert sum(want.values()) == 20500

