@@ -20,6 +20,7 @@ fuses all three with weighted RRF (:func:`daemon.fusion.rrf`). The weights are t
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -49,6 +50,9 @@ SCOPES = ("all", "code", "metadata")
 #: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
 #: metadata (:mod:`daemon.intent`); measured on the dev metadata queries (README).
 META_WEIGHT = 1.0
+#: RRF weight of the lexical channels for a query in another script than the code
+#: (measured on the dev crosslingual queries: README, "Quality").
+CROSS_SCRIPT_WEIGHT = 0.25
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -198,6 +202,7 @@ class Engine:
         self.dense = None
         self.cache = None
         self._dirty = False
+        self._script_cache: tuple[int, float] = (-1, 0.5)
         if embedder is not None:
             from .dense import DenseIndex
             from .embed import EmbeddingCache
@@ -641,19 +646,46 @@ class Engine:
             qtok = tokenize_query(query, stem=self.config.stem)
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow)
             channels["bm25"] = [k for k, _ in res]
-            weights["bm25"] = self.bm25.coverage(qtok) if hasattr(self.bm25, "coverage") else 1.0
+            weights["bm25"] = self._lexical_weight(query)
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
                 res = self.meta.search(qtok, CHANNEL_DEPTH, allow=self._meta_allow(allow, intent.object_types))
                 if not res and intent.object_types:
                     res = self.meta.search(qtok, CHANNEL_DEPTH, allow=allow)
                 channels["meta"] = [k for k, _ in res]
-                weights["meta"] = META_WEIGHT
+                weights["meta"] = META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             res = self.dense.search(qvec, CHANNEL_DEPTH, allow=allow)
             channels["dense"] = [k for k, _ in res]
             weights["dense"] = 1.0
         return channels, weights, match
+
+    def _lexical_weight(self, query: str) -> float:
+        """RRF weight of the lexical channels for a natural-language query: 1, or
+        :data:`CROSS_SCRIPT_WEIGHT` when the query is written in another script than the code
+        (an English question over a Russian configuration), where BM25 only matches stray
+        English words in comments and strings and would vote with noise
+        (research/peer_baseline.md, trap 3)."""
+        q_cyr, q_lat = _script_counts(query)
+        if q_cyr + q_lat == 0:
+            return 1.0
+        corpus_cyrillic = self._corpus_cyrillic_share()
+        query_cyrillic = q_cyr / (q_cyr + q_lat)
+        if abs(query_cyrillic - corpus_cyrillic) > 0.5:
+            return CROSS_SCRIPT_WEIGHT
+        return 1.0
+
+    def _corpus_cyrillic_share(self) -> float:
+        """Share of Cyrillic letters in the method and object names (cached per chunk count)."""
+        n = len(self.chunks)
+        if self._script_cache[0] != n:
+            cyr = lat = 0
+            for c in self.chunks.values():
+                a, b = _script_counts(c.name)
+                cyr += a
+                lat += b
+            self._script_cache = (n, cyr / (cyr + lat) if cyr + lat else 0.5)
+        return self._script_cache[1]
 
     def _names_fill(self, query: str, top_k: int, filters: Filters | None) -> bool:
         """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
@@ -739,6 +771,15 @@ def _names_first(fused: list, match: dict[str, str]) -> list:
     first.sort(key=lambda t: t[2]["names"])
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
     return first + rest
+
+
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_LAT = re.compile(r"[a-zA-Z]")
+
+
+def _script_counts(text: str) -> tuple[int, int]:
+    """(Cyrillic letters, Latin letters) in ``text``."""
+    return len(_CYR.findall(text)), len(_LAT.findall(text))
 
 
 def _moved_only(prev: Chunk, new: Chunk) -> bool:
