@@ -15,7 +15,7 @@ machine; the README says which one):
 * peak RSS of the process, and the index size on disk.
 
 ``--scale N`` first builds an ERP-sized tree by replicating the root N times under
-renamed objects (symlinked files, renamed object folders), then measures the lexical side
+renamed objects (hard-linked files, renamed object folders), then measures the lexical side
 on it (the dense side of such a tree takes hours to embed on 2 cores and is not run).
 """
 
@@ -48,27 +48,36 @@ def _dir_size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 2**20
 
 
+def _link_or_copy(src: Path, dst: Path) -> None:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        os.link(src, dst)
+    except OSError:
+        shutil.copy2(src, dst)
+
+
 def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
-    """Replicate a Designer export ``n`` times under ``dest``: copy ``i`` renames every
-    object folder and descriptor ``X`` to ``X_<i>`` (copy 1 keeps the names). Files are
-    symlinks to the originals, so the tree costs almost no disk. Returns ``dest``."""
+    """Replicate a Designer export ``n`` times under ``dest``: copy ``i`` renames every object
+    folder and descriptor ``X`` to ``X_<i>`` (copy 1 keeps the names). Only what the engine
+    reads is replicated (descriptors and ``.bsl`` modules); files are hard links where the
+    file system allows (the scanner does not follow symlinks), copies otherwise. Returns
+    ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in root.iterdir():
         if entry.is_file():
-            (dest / entry.name).symlink_to(entry)
-    for type_dir in sorted(p for p in root.iterdir() if p.is_dir()):
-        if type_dir.name == "Ext":
-            (dest / "Ext").symlink_to(type_dir, target_is_directory=True)
-            continue
-        out_type = dest / type_dir.name
-        out_type.mkdir(exist_ok=True)
+            _link_or_copy(entry, dest / entry.name)
+    for f in (root / "Ext").glob("*.bsl"):
+        _link_or_copy(f, dest / "Ext" / f.name)
+    for type_dir in sorted(p for p in root.iterdir() if p.is_dir() and p.name != "Ext"):
+        descriptors = sorted(type_dir.glob("*.xml"))
         for i in range(1, n + 1):
             suffix = "" if i == 1 else f"_{i}"
-            for obj in type_dir.iterdir():
+            for desc in descriptors:
+                _link_or_copy(desc, dest / type_dir.name / f"{desc.stem}{suffix}.xml")
+                obj = type_dir / desc.stem
                 if obj.is_dir():
-                    (out_type / f"{obj.name}{suffix}").symlink_to(obj, target_is_directory=True)
-                elif obj.suffix == ".xml":
-                    (out_type / f"{obj.stem}{suffix}.xml").symlink_to(obj)
+                    for bsl in obj.rglob("*.bsl"):
+                        _link_or_copy(bsl, dest / type_dir.name / f"{desc.stem}{suffix}" / bsl.relative_to(obj))
     return dest
 
 
