@@ -10,8 +10,6 @@ from __future__ import annotations
 import re
 import unicodedata
 
-_YO = str.maketrans({"ё": "е", "Ё": "Е"})
-
 # A word inside an identifier: an uppercase run not followed by lowercase (an acronym such
 # as "ИНН", "HTTP", "XML"), a capitalised or lowercase word, or a digit run.
 # Works for Cyrillic and Latin alike: "ИННСоответствуетТребованиям" ->
@@ -32,10 +30,18 @@ _SPLIT_RE = re.compile(
 def fold(text: str) -> str:
     """Fold for comparison: Unicode NFC, ``ё``→``е``, then ``str.casefold``.
 
+    Computed as NFC, casefold, then ``ё``→``е`` (the same result for every string:
+    casefold maps per character and only ``Ё``/``ё`` fold to ``ё``; checked for every code
+    point by ``tests/test_tokenize.py``), with ASCII text just lowercased. ``str.translate``
+    with a mapping was 3/4 of the old cost: 2.9 → 0.8 µs for ``ЗначениеРеквизитаОбъекта``,
+    0.8 → 0.12 µs for ``HTTPConnection`` (one core of the loaded 2-core dev box).
+
     >>> fold("ПолучитьСчёт") == fold("получитьсчет")
     True
     """
-    return unicodedata.normalize("NFC", text).translate(_YO).casefold()
+    if text.isascii():
+        return text.lower()
+    return unicodedata.normalize("NFC", text).casefold().replace("ё", "е")
 
 
 def split_words(identifier: str) -> list[str]:

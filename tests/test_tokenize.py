@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import os
+import random
+import sys
+import unicodedata
 
 import pytest
 
 from daemon import tokenize as tok
+from daemon.names import fold
 from daemon.tokenize import FUNCTION_WORDS, KEYWORDS, clear_caches, tokenize, tokenize_query
 
 
@@ -39,6 +43,24 @@ def test_case_and_yo_are_folded():
     assert tokenize("ОтчётПоВерсииОбъекта") == tokenize("ОтчетПоВерсииОбъекта")
     assert tokenize("ОтчётПоВерсииОбъекта")[0] == "отчетповерсииобъекта"
     assert tokenize_query("ОТЧЁТ") == ["отчет"]
+
+
+def _fold_reference(text: str) -> str:
+    """``fold`` as defined: NFC, ``ё``→``е``, casefold (the implementation reorders it)."""
+    return unicodedata.normalize("NFC", text).translate(str.maketrans({"ё": "е", "Ё": "Е"})).casefold()
+
+
+def test_fold_matches_its_definition_for_every_code_point():
+    for cp in range(sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        c = chr(cp)
+        assert fold(c) == _fold_reference(c), hex(cp)
+    rng = random.Random(3)
+    pool = [chr(c) for c in [*range(32, 128), *range(0x400, 0x460), 0x308, 0x306, 0x301, 0x130, 0x3A3, 0xDF, 0x1E9E]]
+    for _ in range(20000):
+        s = "".join(rng.choice(pool) for _ in range(rng.randrange(8)))
+        assert fold(s) == _fold_reference(s), repr(s)
 
 
 def test_dotted_names_give_parts_and_adjacent_pairs():
