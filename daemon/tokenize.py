@@ -52,10 +52,11 @@ frequency matters for BM25.
 Speed: expansion of one raw compound is cached (a dict whose ``__missing__`` expands, so a
 known compound costs no Python call and the token list is concatenated in C); identifiers
 repeat so much that tokenizing all 38,570 chunk texts of ssl31-ru (methods, module headers,
-metadata; 35.7 M characters) takes 1.9 s (2.1 s stemmed) of CPU with cold caches and 1.1 s
+metadata; 35.7 M characters) takes 1.9 s (2.0 s stemmed) of CPU with cold caches and 1.1 s
 (1.2 s) warm on one core of the (shared, loaded) dev box, two thirds of that the
-``re.findall`` of the compounds (was 2.7 / 1.4 s before the C-level concatenation and the
-faster :func:`daemon.names.fold`). The caches are plain dicts of at most 262,144 entries each, dropped
+``re.findall`` of the compounds (cold was 2.4 / 2.6 s before the faster
+:func:`daemon.names.fold`; the C-level concatenation measured no faster than a Python loop
+over the compounds, warm 1.1 s either way). The caches are plain dicts of at most 262,144 entries each, dropped
 when full; ssl31-ru fills 165k compound + 89k word entries, ~70 MB with interned tokens.
 """
 
