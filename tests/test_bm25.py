@@ -90,6 +90,53 @@ def test_incremental_ops_match_rebuild_and_oracle(monkeypatch):
         assert index.search(q, 10) == rebuilt.search(q, 10)
 
 
+@pytest.mark.parametrize("merge_min", [1, 64, 10**9])
+def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, merge_min):
+    """The posting layouts (CSR block, per-term tails, the add buffer; documents loaded by
+    from_state, whose term ids come from the block) give the scores of a fresh index at
+    every step: merge_min 1 merges on every read, 10**9 never (tails only)."""
+    monkeypatch.setattr(bm25_mod, "_MERGE_MIN_ROWS", merge_min)
+    monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 30)
+    rng = random.Random(11)
+    fresh = _random_docs(random.Random(12), 300)
+    index = BM25Index(K1, B)
+    live: dict[str, list[str]] = {}
+    checks = 0
+    for step in range(1200):
+        op = rng.random()
+        if op < 0.5 or not live:
+            k = f"doc{rng.randrange(200):04d}"
+            toks = fresh[f"doc{rng.randrange(300):04d}"]
+            index.add(k, toks)  # add or replace
+            live[k] = toks
+        elif op < 0.85:
+            k = rng.choice(sorted(live))
+            assert index.remove(k)
+            del live[k]
+        elif op < 0.9:
+            state = msgspec.msgpack.decode(msgspec.msgpack.encode(index.to_state()), type=BM25State)
+            index = BM25Index.from_state(state)
+        else:
+            checks += 1
+            rebuilt = BM25Index(K1, B)
+            for k, toks in live.items():
+                rebuilt.add(k, toks)
+            q = rng.choice(QUERIES)
+            assert index.scores(q) == rebuilt.scores(q), step
+            assert index.search(q, 20) == rebuilt.search(q, 20), step
+            assert index.n_terms == rebuilt.n_terms and index.df("w1") == rebuilt.df("w1")
+            assert sorted(index.keys()) == sorted(rebuilt.keys())
+    assert checks > 50
+
+
+def test_stable_argsort_of_wide_keys():
+    rng = np.random.default_rng(4)
+    for high in (50, 70_000, 2**32 - 1):
+        keys = rng.integers(0, high, 5000, endpoint=True).astype(np.uint32)
+        assert np.array_equal(bm25_mod._stable_argsort(keys), np.argsort(keys, kind="stable"))
+    assert bm25_mod._stable_argsort(np.zeros(0, dtype=np.uint32)).size == 0
+
+
 def test_remove_all_then_reuse():
     index = BM25Index()
     for k, toks in _random_docs(random.Random(3), 50).items():
