@@ -90,12 +90,14 @@ def test_incremental_ops_match_rebuild_and_oracle(monkeypatch):
         assert index.search(q, 10) == rebuilt.search(q, 10)
 
 
-@pytest.mark.parametrize("merge_min", [1, 64, 10**9])
-def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, merge_min):
+@pytest.mark.parametrize(("merge_min", "scans"), [(1, 0), (64, 3), (10**9, 32), (64, 10**9)])
+def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, merge_min, scans):
     """The posting layouts (CSR block, per-term tails, the add buffer; documents loaded by
-    from_state, whose term ids come from the block) give the scores of a fresh index at
-    every step: merge_min 1 merges on every read, 10**9 never (tails only)."""
+    from_state, whose term ids come from the block by a scan or from its doc index) give the
+    scores of a fresh index at every step: merge_min 1 merges on every read, 10**9 never
+    (tails only)."""
     monkeypatch.setattr(bm25_mod, "_MERGE_MIN_ROWS", merge_min)
+    monkeypatch.setattr(bm25_mod, "_BLOCK_SCANS", scans)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 30)
     rng = random.Random(11)
     fresh = _random_docs(random.Random(12), 300)
