@@ -22,6 +22,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import msgspec  # noqa: E402
 
 from . import __version__  # noqa: E402
+from .model import MODULE_KINDS  # noqa: E402
 
 log = logging.getLogger("bsl_lens")
 
@@ -56,6 +57,15 @@ def cmd_index(args) -> int:
     eng = _open(args, embedder=not args.no_dense)
     t0 = time.perf_counter()
     rep = eng.refresh(progress=_progress)
+    if not eng.files:
+        print(
+            f"bsl-lens: error: no 1C export under {eng.root}: no Configuration.xml, no "
+            "src/Configuration/Configuration.mdo and no .bsl modules",
+            file=sys.stderr,
+        )
+        return 1
+    if eng.format == "unknown":
+        print("warning: neither a Designer dump nor an EDT project; indexing the .bsl files found", file=sys.stderr)
     eng.save()
     print(
         f"lexical: {rep.files_changed} files (re)chunked, {rep.files_removed} removed, "
@@ -63,7 +73,11 @@ def cmd_index(args) -> int:
         file=sys.stderr,
     )
     if not args.no_dense:
-        n = eng.embed_pending(progress=_progress)
+        try:
+            n = eng.embed_pending(progress=_progress)
+        except KeyboardInterrupt:
+            eng.save()  # keep every vector embedded so far; the next run resumes
+            raise
         eng.save()
         print(f"dense: {n} chunks embedded", file=sys.stderr)
     st = eng.stats()
@@ -109,7 +123,7 @@ def cmd_search(args) -> int:
     for i, h in enumerate(res.hits, 1):
         what = h.symbol or h.name
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
-        print(f"{i:2}. {h.path}:{h.start_line}  {what}  [{h.owner}]  ({ranks})")
+        print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]  ({ranks})")
         if args.snippets and h.snippet:
             for line in h.snippet.splitlines()[:6]:
                 print(f"      {line}")
@@ -128,6 +142,21 @@ def cmd_eval(args) -> int:
         print(f"no gold entries for corpus {corpus!r} in {args.gold}", file=sys.stderr)
         return 1
     modes = args.modes.split(",")
+    bad = [m for m in modes if m not in ("lexical", "vector", "hybrid")]
+    if bad:
+        print(f"bsl-lens: error: unknown mode(s) {bad}; use lexical, vector, hybrid", file=sys.stderr)
+        return 1
+    if args.embedder == "none" and any(m != "lexical" for m in modes):
+        print("bsl-lens: error: vector and hybrid modes need an embedder; use --modes lexical with --embedder none", file=sys.stderr)
+        return 1
+    root = Path(args.root)
+    missing = sorted({r["path"] for e in entries for r in e["relevant"] if not (root / r["path"]).exists()})
+    if missing:
+        print(
+            f"warning: {len(missing)} gold paths do not exist under {root} (e.g. {missing[0]}); "
+            "is this the right root for --corpus?",
+            file=sys.stderr,
+        )
     eng = _open(args, embedder=any(m != "lexical" for m in modes))
     if not args.no_refresh:
         eng.refresh()
@@ -168,7 +197,7 @@ def format_eval_table(results: dict) -> str:
     """A Markdown table: nDCG@10 symbol/file level per mode, overall and per intent, plus
     Hit@1 and MRR@10 at symbol level and latency."""
     intents = sorted({i for r in results.values() for i in r["by_intent"]})
-    head = "| mode | all | " + " | ".join(f"{i} (n={results[next(iter(results))]['by_intent'][i]['n']})" for i in intents)
+    head = "| mode (nDCG@10 symbol / file level) | all | " + " | ".join(f"{i} (n={results[next(iter(results))]['by_intent'][i]['n']})" for i in intents)
     head += " | Hit@1 | MRR@10 | Recall@10 | p50 / p95 ms |"
     lines = [head, "|" + "---|" * (len(intents) + 6)]
     for mode, r in results.items():
@@ -262,7 +291,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
     sp.add_argument("--scope", choices=("all", "code", "metadata"), default="all")
     sp.add_argument("--object-type", help="Справочник / Catalog / Catalogs ...")
-    sp.add_argument("--module-kind", help="common, object, manager, form, ...")
+    sp.add_argument("--module-kind", choices=MODULE_KINDS, metavar="KIND", help="one of: " + ", ".join(MODULE_KINDS))
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")
     sp.add_argument("--export-only", action="store_true", help="only exported methods (and metadata)")
     sp.add_argument("--snippets", action="store_true", help="show doc comment and signature")
@@ -299,7 +328,13 @@ def main(argv: list[str] | None = None) -> int:
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
         return args.func(args)
-    except (FileNotFoundError, ValueError) as exc:
+    except (OSError, ValueError) as exc:
+        if isinstance(exc, BrokenPipeError):  # `bsl-lens search ... | head`: not an error
+            try:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - swallow the final flush
+            except OSError:
+                pass
+            return 0
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return 1
     except KeyboardInterrupt:

@@ -19,7 +19,9 @@ fuses all three with weighted RRF (:func:`daemon.fusion.rrf`). The weights are t
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import unicodedata
 import re
 import threading
 import time
@@ -35,7 +37,7 @@ from .bsl import chunk_module
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
-from .model import Chunk, Skip
+from .model import MODULE_KINDS, Chunk, Skip
 from .scan import SkipFile, content_hash, decode_bytes, english_type, scan_export, type_folder
 from .store import SnapshotError, default_index_dir, read_json, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
@@ -45,7 +47,7 @@ log = logging.getLogger("bsl_lens.engine")
 
 #: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
 #: carries its derived arrays, see daemon.symbols.SymbolState).
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MODES = ("hybrid", "lexical", "vector")
 SCOPES = ("all", "code", "metadata")
 #: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
@@ -173,7 +175,6 @@ class _Lexical(msgspec.Struct):
 class _Snapshot(msgspec.Struct):
     files: dict[str, FileRecord]
     chunks: list[Chunk]
-    embedded: dict[str, str]  # chunk id -> hash of the text its vector was made from
     skipped: list[Skip] = []
 
 
@@ -214,6 +215,7 @@ class Engine:
         self.dense = None
         self.cache = None
         self._dirty = False
+        self._dense_dirty = False
         self._script_cache: tuple[int, float] = (-1, 0.5)
         if embedder is not None:
             from .dense import DenseIndex
@@ -243,6 +245,7 @@ class Engine:
             raise FileNotFoundError(f"export root is not a directory: {root}")
         engine = cls(root, index_dir or default_index_dir(root), config or EngineConfig(), embedder)
         engine._load()
+        engine._load_dense()
         return engine
 
     def _manifest(self) -> dict:
@@ -253,7 +256,6 @@ class Engine:
             "schema": SCHEMA_VERSION,
             "tokenizer": getattr(tok, "TOKENIZER_VERSION", 1),
             "lexical": self.config.lexical_fingerprint(),
-            "embedder": self.embedder.fingerprint if self.embedder else None,
             "root": str(self.root),
         }
 
@@ -294,35 +296,82 @@ class Engine:
         self.skipped = snap.skipped
         self.bm25, self.meta, self.names = bm25, meta, names
         self.format = manifest.get("format", "unknown")
-        if self.embedder is not None and manifest.get("embedder") == self.embedder.fingerprint:
-            from .dense import DenseIndex, DenseIndexError
-            from .embed import EmbeddingCache
-
-            self.cache = EmbeddingCache.load(d / "embeddings.bin", self.embedder.fingerprint, self.embedder.dim)
-            try:
-                self.dense = DenseIndex.load(d / "dense", self.embedder.dim)
-                self.embedded = {k: v for k, v in snap.embedded.items() if k in self.dense and k in self.chunks}
-            except DenseIndexError as exc:
-                log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
-                self.embedded = {}
         log.info("loaded snapshot: %d files, %d chunks in %.2fs", len(self.files), len(self.chunks), time.perf_counter() - t0)
 
+    def _dense_paths(self) -> tuple[Path, Path, Path]:
+        """(hnswlib dir, embedded-map file, embedding cache file) of the current embedder.
+
+        Each embedder has its own files (named by a hash of its fingerprint), so a lexical-only
+        run, a damaged lexical snapshot or a switch to another model and back never throws
+        away vectors that took an hour to compute.
+        """
+        tag = hashlib.sha256(self.embedder.fingerprint.encode("utf-8")).hexdigest()[:12]
+        d = self.index_dir
+        return d / f"dense-{tag}", d / f"dense-{tag}" / "embedded.msgpack", d / f"embeddings-{tag}.bin"
+
+    def _load_dense(self) -> None:
+        """Load the embedding cache and the dense index of the current embedder, if any.
+
+        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned
+        by :meth:`_prune_dense`; chunks whose text changed are re-embedded by
+        :meth:`embed_pending` (from the cache when the text was seen before).
+        """
+        if self.embedder is None:
+            return
+        from .dense import DenseIndex, DenseIndexError
+        from .embed import EmbeddingCache
+
+        dense_dir, embedded_file, cache_file = self._dense_paths()
+        self.cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
+        if not dense_dir.exists():
+            return
+        try:
+            dense = DenseIndex.load(dense_dir, self.embedder.dim)
+            embedded = read_msgpack(embedded_file, dict[str, str])
+        except (DenseIndexError, SnapshotError) as exc:
+            log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
+            return
+        self.dense = dense
+        self.embedded = {k: v for k, v in embedded.items() if k in dense}
+        stray = [k for k in dense.keys() if k not in self.embedded]
+        if stray:
+            dense.remove(stray)
+
+    def _prune_dense(self) -> None:
+        """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild)."""
+        if self.dense is None:
+            return
+        gone = [k for k in self.embedded if k not in self.chunks]
+        if gone:
+            self.dense.remove(gone)
+            for k in gone:
+                del self.embedded[k]
+            self._dense_dirty = True
+
     def save(self) -> None:
-        """Persist everything atomically (see :mod:`daemon.store`). Cheap when nothing changed."""
+        """Persist everything atomically (see :mod:`daemon.store`).
+
+        Writes only what changed: the lexical snapshot after a refresh that changed something,
+        the dense files after new vectors. A lexical-only engine never touches the dense files.
+        """
         with self.lock:
             d = self.index_dir
             d.mkdir(parents=True, exist_ok=True)
+            wrote = False
             if self._dirty or not (d / "chunks.msgpack").exists():
-                write_msgpack(
-                    d / "chunks.msgpack",
-                    _Snapshot(self.files, list(self.chunks.values()), self.embedded, self.skipped),
-                )
+                write_msgpack(d / "chunks.msgpack", _Snapshot(self.files, list(self.chunks.values()), self.skipped))
                 write_msgpack(d / "lexical.msgpack", _Lexical(self.bm25.to_state(), self.meta.to_state(), self.names.to_state()))
-            if self.dense is not None:
-                self.dense.save(d / "dense")
-                self.cache.save(d / "embeddings.bin")
-            write_json(d / "manifest.json", {**self._manifest(), "format": self.format, "saved_at": time.time()})
+                wrote = True
+            if self.dense is not None and self._dense_dirty:
+                dense_dir, embedded_file, cache_file = self._dense_paths()
+                self.dense.save(dense_dir)
+                write_msgpack(embedded_file, self.embedded)
+                self.cache.save(cache_file)
+                wrote = True
+            if wrote or not (d / "manifest.json").exists():
+                write_json(d / "manifest.json", {**self._manifest(), "format": self.format, "saved_at": time.time()})
             self._dirty = False
+            self._dense_dirty = False
 
     # ------------------------------------------------------------------ indexing
     def refresh(self, progress: Callable[[str, int, int], None] | None = None) -> RefreshReport:
@@ -378,6 +427,8 @@ class Engine:
             self.bm25.flush()
             self.meta.flush()
             self.names.flush()
+            with self.lock:
+                self._prune_dense()
             report.seconds = time.perf_counter() - t0
             return report
         finally:
@@ -513,6 +564,7 @@ class Engine:
         if self.dense is not None and cid in self.embedded:
             self.dense.remove([cid])
             self.embedded.pop(cid, None)
+            self._dense_dirty = True
 
     # ------------------------------------------------------------------ dense side
     def dense_pending(self) -> list[str]:
@@ -546,6 +598,8 @@ class Engine:
             return 0
         from .embed import embed_chunks, embed_text, text_hash
 
+        with self.lock:
+            self._prune_dense()
         pending = self.dense_pending()
         if limit is not None:
             pending = pending[:limit]
@@ -563,7 +617,7 @@ class Engine:
                     self.dense.upsert([x[0] for x in live], np.stack([x[2] for x in live]))
                     for cid, t, _ in live:
                         self.embedded[cid] = text_hash(t)
-                    self._dirty = True
+                    self._dense_dirty = True
             done += len(ids)
             if progress:
                 progress("embed", done, total)
@@ -585,6 +639,9 @@ class Engine:
             otype = normalize_object_type(f.object_type)
             if otype is None:
                 raise ValueError(f"unknown object type {f.object_type!r}")
+        prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
+        if f.module_kind and f.module_kind not in MODULE_KINDS:
+            raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")
         chunks = self.chunks
 
         def allow(cid: str) -> bool:
@@ -597,13 +654,28 @@ class Engine:
                 return False
             if f.module_kind and c.module_kind != f.module_kind:
                 return False
-            if f.path_prefix and not c.path.startswith(f.path_prefix):
+            if prefix and not c.path.startswith(prefix):
                 return False
             if f.export_only and not (c.export or not c.is_code):
                 return False
             return True
 
         return allow
+
+    def _normalize_prefix(self, prefix: str) -> str:
+        """A path prefix relative to the root, forward slashes, NFC; an absolute prefix inside
+        the root is made relative; ``ValueError`` for one outside it."""
+        p = prefix.replace("\\", "/")
+        if Path(p).is_absolute():
+            try:
+                p = Path(p).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"path prefix {prefix!r} is outside the export root {self.root}") from None
+            if p == ".":
+                p = ""
+        while p.startswith("./"):
+            p = p[2:]
+        return unicodedata.normalize("NFC", p)
 
     def search(
         self,
@@ -633,6 +705,8 @@ class Engine:
             raise ValueError(f"top_k must be in 1..1000, got {top_k}")
         t0 = time.perf_counter()
         query = query.strip()
+        if not any(ch.isalnum() for ch in query):
+            query = ""  # nothing to search for: punctuation or whitespace only
         qvec = None
         if mode != "lexical" and self.embedder is not None and query and len(self.dense):
             if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):

@@ -69,10 +69,14 @@ def score(entry: dict, hits: Sequence[tuple[str, str | None]], level: str = "sym
 def load_gold(path: Path, corpus: str | None = None) -> list[dict]:
     """Read a gold JSONL file; keep only entries whose ``corpus`` equals ``corpus`` if given.
 
-    Raises ``ValueError`` naming the line for a line that is not a JSON object with
-    ``query``, ``intent`` and ``relevant``.
+    Raises ``ValueError`` naming the line for a line that is not a gold entry: a JSON object
+    with a string ``query``, a string ``intent`` and a non-empty list ``relevant`` of
+    ``{"path": str, "symbol": str | null, "grade": 0..3}``. ``OSError`` if it cannot be read.
     """
     out = []
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"{path}: is a directory, not a gold JSONL file")
     with open(path, encoding="utf-8") as fh:
         for n, line in enumerate(fh, 1):
             if not line.strip():
@@ -81,11 +85,30 @@ def load_gold(path: Path, corpus: str | None = None) -> list[dict]:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
-            if not isinstance(entry, dict) or not {"query", "intent", "relevant"} <= entry.keys():
-                raise ValueError(f"{path}:{n}: a gold entry needs query, intent and relevant")
+            problem = _entry_problem(entry)
+            if problem:
+                raise ValueError(f"{path}:{n}: {problem}")
             if corpus is None or entry.get("corpus") == corpus:
                 out.append(entry)
     return out
+
+
+def _entry_problem(entry) -> str | None:
+    if not isinstance(entry, dict) or not {"query", "intent", "relevant"} <= entry.keys():
+        return "a gold entry needs query, intent and relevant"
+    if not isinstance(entry["query"], str) or not isinstance(entry["intent"], str):
+        return "query and intent must be strings"
+    rel = entry["relevant"]
+    if not isinstance(rel, list) or not rel:
+        return "relevant must be a non-empty list"
+    for r in rel:
+        if not isinstance(r, dict) or not isinstance(r.get("path"), str) or "symbol" not in r:
+            return 'each relevant item needs "path" (string) and "symbol" (string or null)'
+        if r["symbol"] is not None and not isinstance(r["symbol"], str):
+            return '"symbol" must be a string or null'
+        if not isinstance(r.get("grade"), int) or isinstance(r["grade"], bool) or not 0 <= r["grade"] <= 3:
+            return '"grade" must be an integer 0..3'
+    return None
 
 
 def evaluate(

@@ -240,25 +240,52 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
     assert warm.refresh().files_changed == 0
 
     # a damaged dense index is rebuilt from the embedding cache: no passage re-embedded
-    for f in (idx / "dense").iterdir():
+    (dense_dir,) = idx.glob("dense-*")
+    for f in dense_dir.iterdir():
         f.write_bytes(b"garbage")
     before = counting.passages
     rebuilt = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    rebuilt.refresh()
     rebuilt.embed_pending()
+    rebuilt.save()
     assert counting.passages == before
     assert [h.id for h in rebuilt.search(q).hits] == [h for h, _ in want]
 
-    # a damaged chunk snapshot means a lexical rebuild, never a crash or a wrong answer
+    # lexical-only runs (--no-dense, --embedder none, --no-stem) never throw vectors away
+    lexical = Engine.open(work_copy, index_dir=idx, config=EngineConfig(stem=False))
+    lexical.refresh()
+    lexical.save()
+    back = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    back.refresh()
+    assert back.dense_pending() == []
+    assert counting.passages == before
+
+    # a damaged chunk snapshot means a lexical rebuild, never a crash, a wrong answer or a
+    # lost vector
     (idx / "chunks.msgpack").write_bytes(b"\x93not msgpack")
     again = Engine.open(work_copy, index_dir=idx, embedder=counting)
     assert len(again.chunks) == 0
     again.refresh()
     assert len(again.chunks) == len(eng.chunks)
+    assert again.embed_pending() == 0 and counting.passages == before
+    assert [h.id for h in again.search(q).hits] == [h for h, _ in want]
 
-    # another embedder's index is not used for vectors
-    (idx / "manifest.json").write_text(
-        (idx / "manifest.json").read_text(encoding="utf-8").replace(embedder.fingerprint, "other-model"),
-        encoding="utf-8",
-    )
-    other = Engine.open(work_copy, index_dir=idx, embedder=embedder)
-    assert other.embedded == {}
+
+def test_removed_chunks_leave_no_vectors(work_copy, tmp_path, embedder):
+    idx = tmp_path / "idx"
+    eng = Engine.open(work_copy, index_dir=idx, embedder=embedder)
+    eng.refresh()
+    eng.embed_pending()
+    eng.save()
+    gone = {c.id for c in eng.chunks.values() if c.path.startswith("CommonModules/СтроковыеФункцииДемо/")}
+    assert gone
+    shutil.rmtree(work_copy / "CommonModules/СтроковыеФункцииДемо")
+    # a lexical-only run notices the removal; the dense files are not touched by it ...
+    lexical = Engine.open(work_copy, index_dir=idx)
+    lexical.refresh()
+    lexical.save()
+    # ... and the next dense-capable open prunes the orphaned vectors
+    again = Engine.open(work_copy, index_dir=idx, embedder=embedder)
+    again.refresh()
+    assert not gone & set(again.embedded) and not any(k in again.dense for k in gone)
+    assert all(h.id not in gone for h in again.search("сумма прописью", mode="vector", top_k=50).hits)
