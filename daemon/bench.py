@@ -174,15 +174,20 @@ def run_bench(args) -> int:
             # the dense side from the embedding cache of an existing index of this root (run
             # `bsl-lens index ROOT` once): only hnswlib work here, no model calls
             src = Path(args.index_dir) if args.index_dir else default_index_dir(root)
-            eng.cache = EmbeddingCache.load(src / "embeddings.bin", embedder.fingerprint, embedder.dim)
+            cache_file = Engine(root, src, config, embedder)._dense_paths()[2]
+            eng.cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
             pending = eng.dense_pending()
             hashes = {text_hash(embed_text(eng.chunks[c], config.embed_max_chars)) for c in pending}
             cached = sum(1 for h in hashes if h in eng.cache)
             out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
-            if hashes and cached / len(hashes) >= 0.98:
+            if not hashes or cached / len(hashes) < 0.98:
+                out["dense_note"] = "vector/hybrid latency skipped: no complete embedding cache for this root (run `bsl-lens index ROOT` first)"
+                embedder = None
+            else:
                 t = time.perf_counter()
                 eng.embed_pending(save_every_s=1e9)
                 out["dense_fill_from_cache_s"] = round(time.perf_counter() - t, 2)
+        if embedder is not None:
             lat_modes = {}
             for mode in ("lexical", "vector", "hybrid"):
                 lat = []
