@@ -16,9 +16,11 @@ use the Russian singular type (``ОбщийМодуль.Common`` in the English 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import os
 import re
+import stat
 import unicodedata
 from pathlib import Path
 
@@ -259,8 +261,10 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One file to index (a ``.bsl`` module or an object descriptor).
 
     * ``path``: relative to the export root, forward slashes, NFC (model convention);
-      ``disk_path`` is set only when the on-disk spelling differs (an NFD file system):
-      open files with :meth:`fs_path`.
+      ``disk_path``: the on-disk relative path, set whenever it differs from ``path`` (a
+      folder or file named in NFD, as macOS tools and some archives write them), ``""``
+      otherwise. Open files with :meth:`fs_path`, never ``root / path``: on Linux the NFC
+      spelling of an NFD name does not exist. Clients that open a hit need it too.
     * ``owner`` / ``object_type`` / ``module_kind``: see :class:`ModuleIdentity`
       (``module_kind`` is ``""`` for descriptors).
     * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``).
@@ -285,22 +289,33 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
         return ModuleIdentity(self.owner, self.object_type, self.module_kind)
 
     def fs_path(self, root: Path) -> Path:
-        """Absolute path on disk (``root / disk_path or path``)."""
+        """Path on disk: ``root / (disk_path or path)``."""
         return Path(root) / (self.disk_path or self.path)
 
 
 class ScanResult(msgspec.Struct, kw_only=True):
-    """Output of :func:`scan_export`; all lists sorted by ``path``."""
+    """Output of :func:`scan_export`; all lists sorted by ``path``.
+
+    ``unreadable_dirs``: folders (relative, NFC, ``""`` for the root itself) whose listing
+    failed or stopped part-way (``PermissionError``, ``EIO``, ``ENAMETOOLONG`` …), plus
+    entries whose type could not be determined. Their contents are *unknown*, not gone:
+    ``modules``/``metadata`` hold only what was listed before the error, so a caller that
+    reconciles an index with the scan must keep what it had indexed below these folders
+    instead of deleting it. Each one also has a ``Skip(path, "unreadable", detail)`` in
+    ``skipped``. (A single file whose ``stat`` failed is only a ``Skip(path, "unreadable")``.)
+    """
 
     info: ExportInfo
     modules: list[SourceFile] = []
     metadata: list[SourceFile] = []
     skipped: list[Skip] = []
+    unreadable_dirs: list[str] = []
 
 
 class SkipFile(Exception):
     """A file that should not be indexed. ``reason`` is a :class:`daemon.model.Skip`
-    reason code (``binary``, ``too_large``, ``undecodable``); ``detail`` a sentence."""
+    reason code (``binary``, ``too_large``, ``undecodable``, ``unreadable``, ``symlink``,
+    ``not_regular``); ``detail`` a sentence."""
 
     def __init__(self, reason: str, detail: str = ""):
         super().__init__(f"{reason}: {detail}" if detail else reason)
@@ -352,6 +367,89 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
         raise SkipFile("undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})") from None
 
 
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)  # a final symlink fails with ELOOP instead of being followed
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once instead of waiting for a writer
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "special file"
+
+
+def _link_detail(path: str | os.PathLike) -> str:
+    try:
+        return f"symbolic link to {os.readlink(path)}; links are not followed"
+    except OSError:
+        return "symbolic link; links are not followed"
+
+
+def _not_regular_detail(mode: int) -> str:
+    return f"a {_file_kind(mode)}, not a regular file; not opened"
+
+
+def _open_regular(path: str | os.PathLike) -> int:
+    """File descriptor of the regular file ``path``, opened without following a symlink in
+    the last component and without blocking on a FIFO. Raises :class:`SkipFile` with
+    reason ``symlink``, ``not_regular`` or ``unreadable``."""
+    if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):  # no O_NOFOLLOW (Windows)
+        raise SkipFile("symlink", _link_detail(path))
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+            raise SkipFile("symlink", _link_detail(path)) from None
+        raise SkipFile("unreadable", str(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise SkipFile("unreadable", str(exc)) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise SkipFile("not_regular", _not_regular_detail(mode))
+    return fd
+
+
+def read_regular_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file; never follows a symlink (in the last
+    path component) and never blocks on a FIFO or device: use this, not ``open`` /
+    ``Path.read_bytes``, to read a file the scanner listed (it may have been replaced since).
+
+    Raises :class:`SkipFile`: ``symlink`` (detail: where it points), ``not_regular``
+    (FIFO, socket, device, folder), ``unreadable`` (``OSError``), ``too_large`` (more than
+    ``max_bytes``, when given; checked before reading).
+    """
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if max_bytes is None:
+                return fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise SkipFile("too_large", f"{size} bytes > limit {max_bytes}")
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise SkipFile("unreadable", str(exc)) from None
+    if len(data) > max_bytes:  # grew while we looked
+        raise SkipFile("too_large", f"more than {max_bytes} bytes")
+    return data
+
+
 def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
     """Read a text file as 1C tools write it: ``(text, encoding_used)``.
 
@@ -364,19 +462,11 @@ def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
 
     Raises :class:`SkipFile` with reason ``too_large`` (size > ``max_bytes``, checked before
     reading), ``binary`` (a NUL byte and no UTF-16 BOM), ``undecodable`` (neither encoding
-    fits; cp1251 only fails on byte 0x98), or ``unreadable`` (``OSError``).
+    fits; cp1251 only fails on byte 0x98), ``unreadable`` (``OSError``), ``symlink`` or
+    ``not_regular`` (see :func:`read_regular_bytes`: links are not followed, FIFOs and
+    devices are not opened).
     """
-    try:
-        with open(path, "rb") as fh:
-            size = os.fstat(fh.fileno()).st_size
-            if size > max_bytes:
-                raise SkipFile("too_large", f"{size} bytes > limit {max_bytes}")
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise SkipFile("unreadable", str(exc)) from None
-    if len(data) > max_bytes:  # grew while we looked
-        raise SkipFile("too_large", f"more than {max_bytes} bytes")
-    return decode_bytes(data)
+    return decode_bytes(read_regular_bytes(path, max_bytes))
 
 
 # ----------------------------------------------------------------------------- identity
@@ -511,13 +601,32 @@ _SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
 
 def _read_head(path: str, limit: int = 64 * 1024) -> str:
     try:
-        with open(path, "rb") as fh:
+        fd = _open_regular(path)
+    except SkipFile:
+        return ""
+    try:
+        with os.fdopen(fd, "rb") as fh:
             data = fh.read(limit)
     except OSError:
         return ""
     if data.startswith(_UTF8_BOM):
         data = data[3:]
     return data.decode("utf-8", errors="replace")
+
+
+def _is_regular(base: str | os.PathLike, *parts: str) -> bool:
+    """True when ``base/parts…`` is a regular file reached through real folders: no
+    component below ``base`` is a symlink (``lstat`` each)."""
+    p = os.fspath(base)
+    for i, part in enumerate(parts):
+        p = os.path.join(p, part)
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) if i == len(parts) - 1 else stat.S_ISDIR(mode)):
+            return False
+    return True
 
 
 def _tag(text: str, name: str) -> str:
@@ -568,7 +677,7 @@ def _edt_project(root: Path, rel_src: str) -> ProjectInfo:
 def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
     """Relative ``src`` folders (``"exts/yaxunit/src"``) holding ``Configuration/Configuration.mdo``."""
     found: list[str] = []
-    if (root / "Configuration" / "Configuration.mdo").is_file():
+    if _is_regular(root, "Configuration", "Configuration.mdo"):
         return [""]
 
     def walk(d: str, rel: str, depth: int) -> None:
@@ -580,7 +689,7 @@ def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
             if not e.is_dir(follow_symlinks=False) or e.name in _SKIP_DIRS:
                 continue
             sub = f"{rel}/{e.name}" if rel else e.name
-            if e.name == "src" and os.path.isfile(os.path.join(e.path, "Configuration", "Configuration.mdo")):
+            if e.name == "src" and _is_regular(e.path, "Configuration", "Configuration.mdo"):
                 found.append(sub)
                 continue  # a project's src holds no further projects
             if depth < max_depth and not e.name.startswith("."):
@@ -599,9 +708,12 @@ def detect_export(root: Path) -> ExportInfo:
       ``Configuration/Configuration.mdo`` directly in the root (the root is a ``src``);
       projects sorted by path.
     * ``"unknown"``: neither; no projects (the scanner still indexes every ``.bsl``).
+
+    Like the scanner, detection follows no symlink below ``root``: a linked
+    ``Configuration.xml`` or ``Configuration`` folder does not count.
     """
     root = Path(root)
-    if (root / "Configuration.xml").is_file():
+    if _is_regular(root, "Configuration.xml"):
         return ExportInfo(format="designer", projects=[_designer_project(root)])
     srcs = _find_edt_srcs(root)
     if srcs:
@@ -615,9 +727,17 @@ _SNIFF_BYTES = 8000  # like git's binary heuristic: a NUL in the first 8000 byte
 
 
 def _sniff_binary(path: str) -> int:
-    """Offset of a NUL byte in the head of the file, or -1 (UTF-16 with BOM is text)."""
+    """Offset of a NUL byte in the head of the file, or -1 (UTF-16 with BOM is text).
+    Raises :class:`SkipFile` (``symlink``/``not_regular``) if the file was replaced by one
+    since it was listed; other read errors are left to the reader (-1)."""
     try:
-        with open(path, "rb") as fh:
+        fd = _open_regular(path)
+    except SkipFile as exc:
+        if exc.reason == "unreadable":
+            return -1
+        raise
+    try:
+        with os.fdopen(fd, "rb") as fh:
             head = fh.read(_SNIFF_BYTES)
     except OSError:
         return -1
@@ -667,14 +787,27 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
       nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
       (also nested subsystems). Not ``Configuration.xml``/``.mdo``, ``Ext/*.xml``,
       ``Forms/*.xml``, ``Form.xml``, ``Template.xml``, ``Rights.xml`` …; Designer form and
-      template descriptors are attached to their owner as ``deps``.
+      template descriptors are attached to their owner as ``deps`` (NFC paths, like
+      ``path``).
     * ``skipped``: ``too_large`` (size > ``max_file_bytes``), ``binary`` (a ``.bsl`` with a
       NUL in its first 8000 bytes; :func:`read_text` checks the whole file later),
-      ``edt_template``.
+      ``edt_template``; ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor
+      or a folder that is a symbolic link; detail: where it points); ``not_regular`` (a
+      FIFO, socket or device with such a name; never opened); ``unreadable`` (a folder
+      that could not be listed, completely or part-way, also for ``ENAMETOOLONG``, or a
+      file whose ``stat`` failed).
+    * ``unreadable_dirs``: the folders behind the ``unreadable`` folder skips (``""`` for
+      the root); see :class:`ScanResult`: what was indexed below them must be kept.
 
-    Folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered; symlinks are
-    not followed. Paths are NFC; all lists are sorted by path. I/O errors on single entries
-    are ignored (the file is simply not listed).
+    Symlinks are never followed, neither to files nor to folders (only ``root`` itself may
+    be one); folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered.
+
+    Paths are NFC (:mod:`daemon.model`); when the name on disk differs (an NFD folder or
+    file name), ``SourceFile.disk_path`` holds the on-disk relative path. **Callers must
+    open files with** ``SourceFile.fs_path(root)`` (best through :func:`read_regular_bytes`,
+    which does not follow a link or block on a FIFO that replaced the file since the scan),
+    never ``root / path``. All lists are sorted by path. This never raises for what it
+    finds on disk.
     """
     root = Path(root)
     info = detect_export(root)
@@ -684,6 +817,7 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
     modules: list[SourceFile] = []
     metadata: list[SourceFile] = []
     skipped: list[Skip] = []
+    unreadable_dirs: list[str] = []
     deps: dict[str, list[str]] = {}
 
     def project_of(rel: str) -> tuple[str, str] | None:
@@ -695,21 +829,36 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
                 return s, src_project[s]
         return None
 
+    def unreadable(rel: str, detail: str) -> None:
+        skipped.append(Skip(rel, "unreadable", detail))
+        unreadable_dirs.append(rel)
+
     stack: list[tuple[str, str]] = [(str(root), "")]
     while stack:
         dpath, drel = stack.pop()
         try:
             it = os.scandir(dpath)
-        except OSError:
+        except OSError as exc:
+            unreadable(_nfc(drel), f"cannot list the folder: {exc}")
             continue
         with it:
-            for e in it:
+            while True:
+                try:
+                    e = next(it)
+                except StopIteration:
+                    break
+                except OSError as exc:  # readdir failed part-way (e.g. /proc/1/map_files)
+                    unreadable(_nfc(drel), f"listing the folder failed part-way, its other entries are unknown: {exc}")
+                    break
                 name = e.name
+                raw_rel = f"{drel}/{name}" if drel else name
                 try:
                     is_dir = e.is_dir(follow_symlinks=False)
-                except OSError:
+                    is_link = not is_dir and e.is_symlink()
+                    is_file = not is_dir and not is_link and e.is_file(follow_symlinks=False)
+                except OSError as exc:  # could be a folder: its contents are unknown
+                    unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
                     continue
-                raw_rel = f"{drel}/{name}" if drel else name
                 if is_dir:
                     if name not in _SKIP_DIRS:
                         stack.append((e.path, raw_rel))
@@ -717,13 +866,16 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
                 lower = name.lower()
                 is_bsl = lower.endswith(".bsl")
                 if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
+                    if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
+                        skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + _link_detail(e.path)))
                     continue
                 rel = _nfc(raw_rel)
                 disk = raw_rel if raw_rel != rel else ""
+                special = None if is_file else _special(e, is_link)
                 if is_bsl:
-                    _scan_bsl(e, rel, disk, fmt, project_of, max_file_bytes, modules, skipped)
+                    _scan_bsl(e, rel, disk, special, fmt, project_of, max_file_bytes, modules, skipped)
                 else:
-                    _scan_descriptor(e, rel, disk, fmt, project_of, max_file_bytes, metadata, skipped, deps)
+                    _scan_descriptor(e, rel, disk, special, fmt, project_of, max_file_bytes, metadata, skipped, deps)
     for src in metadata:
         d = deps.get(src.path)
         if d:
@@ -731,17 +883,31 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
     modules.sort(key=lambda s: s.path)
     metadata.sort(key=lambda s: s.path)
     skipped.sort(key=lambda s: (s.path, s.reason))
-    return ScanResult(info=info, modules=modules, metadata=metadata, skipped=skipped)
+    return ScanResult(
+        info=info, modules=modules, metadata=metadata, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
+    )
 
 
-def _stat(e: os.DirEntry) -> os.stat_result | None:
+def _special(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
+    """(reason, detail) for an entry that is not a regular file (nor a folder)."""
+    if is_link:
+        return "symlink", _link_detail(e.path)
+    try:
+        mode = e.stat(follow_symlinks=False).st_mode
+    except OSError as exc:
+        return "unreadable", str(exc)
+    return "not_regular", _not_regular_detail(mode)
+
+
+def _stat(e: os.DirEntry, rel: str, skipped: list[Skip]) -> os.stat_result | None:
     try:
         return e.stat(follow_symlinks=False)
-    except OSError:
+    except OSError as exc:
+        skipped.append(Skip(rel, "unreadable", str(exc)))
         return None
 
 
-def _scan_bsl(e, rel, disk, fmt, project_of, max_bytes, modules, skipped) -> None:
+def _scan_bsl(e, rel, disk, special, fmt, project_of, max_bytes, modules, skipped) -> None:
     parts = rel.split("/")
     project = ""
     if fmt == "edt":
@@ -751,13 +917,20 @@ def _scan_bsl(e, rel, disk, fmt, project_of, max_bytes, modules, skipped) -> Non
         po = project_of(rel)
         if po is not None:
             project = po[1]
-    st = _stat(e)
+    if special is not None:
+        skipped.append(Skip(rel, *special))
+        return
+    st = _stat(e, rel, skipped)
     if st is None:
         return
     if st.st_size > max_bytes:
         skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
         return
-    nul = _sniff_binary(e.path)
+    try:
+        nul = _sniff_binary(e.path)
+    except SkipFile as exc:  # replaced by a link / FIFO since it was listed
+        skipped.append(exc.to_skip(rel))
+        return
     if nul >= 0:
         skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}"))
         return
@@ -776,7 +949,7 @@ def _scan_bsl(e, rel, disk, fmt, project_of, max_bytes, modules, skipped) -> Non
     )
 
 
-def _scan_descriptor(e, rel, disk, fmt, project_of, max_bytes, metadata, skipped, deps) -> None:
+def _scan_descriptor(e, rel, disk, special, fmt, project_of, max_bytes, metadata, skipped, deps) -> None:
     parts = rel.split("/")
     project = ""
     if fmt == "edt":
@@ -793,6 +966,9 @@ def _scan_descriptor(e, rel, disk, fmt, project_of, max_bytes, metadata, skipped
         sub = parts
         # form / template descriptors feed their owner's chunks
         if len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+            if special is not None:  # the metadata chunker will not read it either
+                skipped.append(Skip(rel, *special))
+                return
             deps.setdefault(f"{parts[0]}/{parts[1]}.xml", []).append(rel)
             return
     else:
@@ -802,7 +978,10 @@ def _scan_descriptor(e, rel, disk, fmt, project_of, max_bytes, metadata, skipped
     ident = _metadata_identity(sub)
     if ident is None:
         return
-    st = _stat(e)
+    if special is not None:
+        skipped.append(Skip(rel, *special))
+        return
+    st = _stat(e, rel, skipped)
     if st is None:
         return
     if st.st_size > max_bytes:

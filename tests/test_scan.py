@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 import unicodedata
 from collections import Counter
@@ -22,6 +23,7 @@ from daemon.scan import (
     module_identity,
     normalize_object_type,
     object_type_aliases,
+    read_regular_bytes,
     read_text,
     scan_export,
     type_folder,
@@ -351,6 +353,278 @@ def test_scan_nfd_names_are_reported_in_nfc(tmp_path):
     assert m.path == "CommonModules/Йогурт/Ext/Module.bsl"
     assert m.owner == "ОбщийМодуль.Йогурт"
     assert m.fs_path(tmp_path).is_file()
+
+
+# ----------------------------------------------------------------------------- links, special files, unreadable folders
+
+_CATALOG_XML = (
+    '<?xml version="1.0" encoding="UTF-8"?>\n'
+    '<MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses" version="2.20">\n'
+    "<Catalog><Properties><Name>{name}</Name></Properties><ChildObjects>{children}</ChildObjects></Catalog>\n"
+    "</MetaDataObject>\n"
+)
+
+
+def test_scan_never_follows_symlinks(tmp_path):
+    root = tmp_path / "export"
+    outside = tmp_path / "outside"
+    (outside / "Lib/Ext").mkdir(parents=True)
+    (outside / "secret.txt").write_text("Процедура Секрет() КонецПроцедуры", encoding="utf-8")
+    (outside / "Чужой.xml").write_text(_CATALOG_XML.format(name="Чужой", children=""), encoding="utf-8")
+    (outside / "Lib/Ext/Module.bsl").write_text("Процедура Чужая() КонецПроцедуры", encoding="utf-8")
+    root.mkdir()
+    _designer_skeleton(root)
+    (root / "CommonModules/A/Ext/Module.bsl").write_text("// ok", encoding="utf-8")
+    links = {
+        "CommonModules/A/Ext/Link.bsl": "/etc/passwd",
+        "CommonModules/B/Ext/Module.bsl": str(outside / "secret.txt"),
+        "Catalogs/Валюты.xml": str(outside / "Чужой.xml"),
+        "Catalogs/Висячий.xml": str(outside / "nowhere.xml"),  # dangling
+        "CommonModules/Lib": str(outside / "Lib"),  # a folder
+        "CommonModules/Рядом.bsl": "A/Ext/Module.bsl",  # relative, inside the root: still not followed
+    }
+    for rel, target in links.items():
+        os.symlink(target, root / rel)
+    (root / "Catalogs/C/Forms").mkdir(parents=True)
+    (root / "Catalogs/C.xml").write_text(_CATALOG_XML.format(name="C", children="<Form>Ф</Form>"), encoding="utf-8")
+    os.symlink(outside / "Чужой.xml", root / "Catalogs/C/Forms/Ф.xml")  # a form descriptor (dependency)
+
+    scan = scan_export(root)
+    assert [m.path for m in scan.modules] == ["CommonModules/A/Ext/Module.bsl"]
+    assert [m.path for m in scan.metadata] == ["Catalogs/C.xml"]
+    assert scan.metadata[0].deps == []
+    by = {s.path: s for s in scan.skipped}
+    assert {p: s.reason for p, s in by.items()} == {
+        **{p: "symlink" for p in links},
+        "Catalogs/C/Forms/Ф.xml": "symlink",
+    }
+    for rel, target in links.items():
+        assert target in by[rel].detail, rel  # where it points
+    assert scan.unreadable_dirs == []
+    # reading through the public helpers does not follow a link either
+    with pytest.raises(SkipFile) as e:
+        read_text(root / "CommonModules/A/Ext/Link.bsl", 1000)
+    assert e.value.reason == "symlink" and "/etc/passwd" in e.value.detail
+    with pytest.raises(SkipFile) as e:
+        read_regular_bytes(root / "Catalogs/Валюты.xml")
+    assert e.value.reason == "symlink"
+
+
+def test_symlinked_configuration_is_not_followed(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "Configuration.xml").write_bytes(b'<MetaDataObject version="2.20"/>')
+    root = tmp_path / "export"
+    (root / "CommonModules/A/Ext").mkdir(parents=True)
+    (root / "CommonModules/A/Ext/Module.bsl").write_text("// ok", encoding="utf-8")
+    os.symlink(outside / "Configuration.xml", root / "Configuration.xml")
+    assert detect_export(root).format == "unknown"
+    edt = tmp_path / "edt"
+    (edt / "p/src").mkdir(parents=True)
+    (outside / "Configuration").mkdir()
+    (outside / "Configuration/Configuration.mdo").write_text("<mdclass:Configuration/>")
+    os.symlink(outside / "Configuration", edt / "p/src/Configuration")
+    assert detect_export(edt).format == "unknown"
+
+
+def _fifo(path: Path, payload: bytes) -> int:
+    """A FIFO at ``path`` with ``payload`` waiting in it; returns a read-write fd that keeps
+    it open, so that code which wrongly opens and reads it gets data instead of hanging."""
+    os.mkfifo(path)
+    fd = os.open(path, os.O_RDWR | os.O_NONBLOCK)
+    os.write(fd, payload)
+    return fd
+
+
+def test_scan_skips_fifos_and_other_special_files_without_opening_them(tmp_path):
+    _designer_skeleton(tmp_path)
+    (tmp_path / "CommonModules/A/Ext/Module.bsl").write_text("// ok", encoding="utf-8")
+    fds = [
+        _fifo(tmp_path / "CommonModules/B/Ext/Module.bsl", b"x" * 9000),
+        _fifo(tmp_path / "Catalogs/Труба.xml", _CATALOG_XML.format(name="Труба", children="").encode()),
+    ]
+    try:
+        scan = scan_export(tmp_path)
+        assert [m.path for m in scan.modules] == ["CommonModules/A/Ext/Module.bsl"]
+        assert [m.path for m in scan.metadata] == []
+        assert [(s.path, s.reason) for s in scan.skipped] == [
+            ("Catalogs/Труба.xml", "not_regular"),
+            ("CommonModules/B/Ext/Module.bsl", "not_regular"),
+        ]
+        assert all("FIFO" in s.detail for s in scan.skipped)
+        # the FIFO was not opened and read: its content is still there
+        assert len(os.read(fds[0], 20000)) == 9000
+        with pytest.raises(SkipFile) as e:
+            read_text(tmp_path / "CommonModules/B/Ext/Module.bsl", 20000)
+        assert e.value.reason == "not_regular"
+        with pytest.raises(SkipFile) as e:
+            read_regular_bytes(tmp_path / "CommonModules")  # a folder is not a regular file either
+        assert e.value.reason == "not_regular"
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def test_scan_fifo_without_a_writer_does_not_hang(tmp_path):
+    # the case the tester hit: opening this FIFO for reading would block forever
+    _designer_skeleton(tmp_path)
+    os.mkfifo(tmp_path / "CommonModules/A/Ext/Module.bsl")
+    os.mkfifo(tmp_path / "Configuration.xml.tmp")
+    os.mkfifo(tmp_path / "CommonModules/A.xml")
+    scan = scan_export(tmp_path)
+    assert scan.modules == [] and scan.metadata == []
+    assert {(s.path, s.reason) for s in scan.skipped} == {
+        ("CommonModules/A/Ext/Module.bsl", "not_regular"),
+        ("CommonModules/A.xml", "not_regular"),
+    }
+
+
+def test_scan_unlistable_folder_is_a_skip_and_listed(tmp_path, monkeypatch):
+    _designer_skeleton(tmp_path)
+    for rel in ("CommonModules/A/Ext/Module.bsl", "CommonModules/B/Ext/Module.bsl"):
+        (tmp_path / rel).write_text("// ok", encoding="utf-8")
+    blocked = str(tmp_path / "CommonModules" / "B")
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == blocked:
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    scan = scan_export(tmp_path)
+    assert [m.path for m in scan.modules] == ["CommonModules/A/Ext/Module.bsl"]
+    assert [(s.path, s.reason) for s in scan.skipped] == [("CommonModules/B", "unreadable")]
+    assert "Permission denied" in scan.skipped[0].detail
+    assert scan.unreadable_dirs == ["CommonModules/B"]
+
+
+def test_scan_unlistable_root(tmp_path, monkeypatch):
+    _designer_skeleton(tmp_path)
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        if os.fspath(path) == str(tmp_path):
+            raise PermissionError(13, "Permission denied", os.fspath(path))
+        return real_scandir(path)
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    scan = scan_export(tmp_path)
+    assert scan.modules == [] and scan.unreadable_dirs == [""]
+    assert [(s.path, s.reason) for s in scan.skipped] == [("", "unreadable")]
+
+
+class _FailingScandir:
+    """Wraps a real ``os.scandir`` iterator; raises ``exc`` after ``n`` entries (as reading
+    ``/proc/1`` does: the folder opens, ``readdir`` fails on ``map_files``)."""
+
+    def __init__(self, it, n: int, exc: OSError):
+        self.it, self.n, self.exc = it, n, exc
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *a):
+        self.it.close()
+
+    def close(self):
+        self.it.close()
+
+    def __iter__(self):
+        return self
+
+    def __next__(self):
+        if self.n == 0:
+            raise self.exc
+        self.n -= 1
+        return next(self.it)
+
+
+def test_scan_folder_failing_while_listed_is_a_skip_not_a_traceback(tmp_path, monkeypatch):
+    _designer_skeleton(tmp_path)
+    for name in ("A", "B", "C", "D"):
+        (tmp_path / f"CommonModules/{name}/Ext").mkdir(parents=True, exist_ok=True)
+        (tmp_path / f"CommonModules/{name}/Ext/Module.bsl").write_text("// ok", encoding="utf-8")
+    target = str(tmp_path / "CommonModules")
+    real_scandir = os.scandir
+
+    def scandir(path="."):
+        it = real_scandir(path)
+        if os.fspath(path) == target:
+            return _FailingScandir(it, 2, PermissionError(13, "Permission denied", target + "/map_files"))
+        return it
+
+    monkeypatch.setattr(os, "scandir", scandir)
+    scan = scan_export(tmp_path)
+    assert len(scan.modules) == 2  # the two folders listed before the error
+    assert [(s.path, s.reason) for s in scan.skipped] == [("CommonModules", "unreadable")]
+    assert "map_files" in scan.skipped[0].detail
+    assert scan.unreadable_dirs == ["CommonModules"]
+
+
+def test_scan_over_long_path_is_an_unreadable_skip(tmp_path):
+    _designer_skeleton(tmp_path)
+    # nest 250-character folders with dir_fd until the path is longer than PATH_MAX (4096)
+    names = ["d" * 250] * 18
+    fd = os.open(tmp_path / "CommonModules", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for n in names:
+            os.mkdir(n, dir_fd=fd)
+            nfd = os.open(n, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nfd
+        os.close(os.open("Module.bsl", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd))
+    finally:
+        os.close(fd)
+    try:
+        scan = scan_export(tmp_path)
+    finally:
+        shutil.rmtree(tmp_path / "CommonModules" / names[0])  # fd-based, copes with the depth
+    assert scan.modules == []
+    [skip] = scan.skipped
+    assert skip.reason == "unreadable" and "too long" in skip.detail.lower()
+    assert skip.path.startswith("CommonModules/ddd") and len(str(tmp_path / skip.path)) > 4000
+    assert scan.unreadable_dirs == [skip.path]
+
+
+def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
+    from daemon.metadata import chunk_metadata
+
+    nfd = unicodedata.normalize("NFD", "Йогурт")
+    nfc = "Йогурт"
+    assert nfd != nfc
+    _designer_skeleton(tmp_path)
+    (tmp_path / "CommonModules" / nfd / "Ext").mkdir(parents=True)
+    (tmp_path / "CommonModules" / nfd / "Ext/Module.bsl").write_text("Процедура П() КонецПроцедуры", encoding="utf-8")
+    (tmp_path / "CommonModules" / f"{nfd}.xml").write_text(
+        '<MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses"><CommonModule><Properties><Name>Йогурт</Name>'
+        "</Properties></CommonModule></MetaDataObject>",
+        encoding="utf-8",
+    )
+    (tmp_path / "Catalogs" / nfd / "Forms").mkdir(parents=True)
+    (tmp_path / "Catalogs" / f"{nfd}.xml").write_text(_CATALOG_XML.format(name=nfc, children="<Form>Ф</Form>"), encoding="utf-8")
+    (tmp_path / "Catalogs" / nfd / "Forms/Ф.xml").write_text(
+        '<MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses"><Form><Properties><Name>Ф</Name><Synonym>'
+        '<v8:item xmlns:v8="http://v8.1c.ru/8.1/data/core"><v8:lang>ru</v8:lang><v8:content>Форма йогурта</v8:content>'
+        "</v8:item></Synonym></Properties></Form></MetaDataObject>",
+        encoding="utf-8",
+    )
+    scan = scan_export(tmp_path)
+    assert scan.skipped == []
+    files = scan.modules + scan.metadata
+    assert sorted(f.path for f in files) == [
+        "Catalogs/Йогурт.xml", "CommonModules/Йогурт.xml", "CommonModules/Йогурт/Ext/Module.bsl"
+    ]
+    for f in files:
+        assert unicodedata.is_normalized("NFC", f.path)
+        assert f.disk_path == f.path.replace(nfc, nfd)  # the on-disk spelling, relative
+        assert (tmp_path / f.disk_path).is_file() and f.fs_path(tmp_path) == tmp_path / f.disk_path
+        assert not (tmp_path / f.path).exists()  # the NFC path alone would not open
+    cat = next(f for f in scan.metadata if f.path == "Catalogs/Йогурт.xml")
+    assert cat.deps == ["Catalogs/Йогурт/Forms/Ф.xml"]  # NFC, like every path
+    chunks, skips = chunk_metadata(tmp_path, cat, scan.info.format)
+    assert skips == [] and chunks[0].path == "Catalogs/Йогурт.xml"
+    assert {c.symbol: c for c in chunks}["Форма:Ф"].synonym == {"ru": "Форма йогурта"}
 
 
 # ----------------------------------------------------------------------------- reading
