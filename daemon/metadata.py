@@ -25,16 +25,22 @@ Parsing uses lxml with one parser per thread (no DTDs, no network, no entity exp
 from __future__ import annotations
 
 import os
+import stat
 import threading
+import unicodedata
 from pathlib import Path
 
 from lxml import etree
 
 from .model import Chunk, Skip
 from .names import fold, split_words
-from .scan import CONFIGURATION, OBJECT_TYPES, SourceFile, type_folder
+from .scan import CONFIGURATION, OBJECT_TYPES, SkipFile, SourceFile, english_type, read_regular_bytes, type_folder
 
 MD = "{http://v8.1c.ru/8.3/MDClasses}"
+#: Namespace of Designer descriptors (``<MetaDataObject xmlns=…>`` and the object inside).
+MD_NS = "http://v8.1c.ru/8.3/MDClasses"
+#: Namespace of EDT ``.mdo`` root elements (``<mdclass:Catalog xmlns:mdclass=…>``).
+EDT_NS = "http://g5.1c.ru/v8/dt/metadata/mdclass"
 
 #: Designer ``<ChildObjects>`` element -> (chunk kind, Russian symbol prefix).
 FIELD_KINDS: dict[str, tuple[str, str]] = {
@@ -513,8 +519,16 @@ def chunk_metadata(root: Path, source: SourceFile, fmt: str) -> tuple[list[Chunk
     Returns ``(chunks, skips)``: the object chunk first, then field chunks in document
     order. On a file that cannot be read or parsed (truncated, half-written, not XML) it
     returns ``([], [Skip(path, "invalid_xml" | "unreadable" | "parse_failed", detail)])``
-    with the parser's message, never raising. A broken Designer form/template descriptor
-    only costs that form's synonym and adds an ``invalid_xml`` skip for it.
+    with the parser's message, never raising. Well-formed XML that is not a 1C object
+    descriptor returns ``([], [Skip(path, "not_metadata", detail)])``: the root must be a
+    Designer ``<MetaDataObject>`` of namespace :data:`MD_NS` whose first element is the
+    object element in that namespace, or an EDT ``<mdclass:…>`` element of namespace
+    :data:`EDT_NS`; the object element must be the class of ``source.object_type``
+    (``<Catalog>`` for ``Справочник``), or any known class when ``object_type`` is empty.
+    The file is read with :func:`daemon.scan.read_regular_bytes`: a symlink or a FIFO gives
+    ``Skip(path, "symlink" | "not_regular")``. A broken Designer form/template descriptor
+    only costs that form's synonym and adds an ``invalid_xml`` skip for it (``symlink`` /
+    ``not_regular`` when it, or its ``Forms``/``Templates`` folder, is not a plain one).
 
     Lines are 1-based (lxml ``sourceline``); ``end_line`` is derived from the next
     sibling's start (exact for the pretty-printed files 1C tools write); ``name_range`` is
@@ -523,9 +537,9 @@ def chunk_metadata(root: Path, source: SourceFile, fmt: str) -> tuple[list[Chunk
     root = Path(root)
     path = source.path
     try:
-        data = source.fs_path(root).read_bytes()
-    except OSError as exc:
-        return [], [Skip(path, "unreadable", str(exc))]
+        data = read_regular_bytes(source.fs_path(root))
+    except SkipFile as exc:
+        return [], [exc.to_skip(path)]
     return chunk_metadata_bytes(data, source, fmt, root=root)
 
 
@@ -542,7 +556,13 @@ def chunk_metadata_bytes(
     except Exception as exc:  # ValueError on odd input, MemoryError …
         return [], [Skip(path, "invalid_xml", f"{type(exc).__name__}: {exc}")]
     try:
-        return _chunk_doc(doc, data, source, fmt, root)
+        obj_el, designer, problem = _checked_object(doc, english_type(source.object_type) if source.object_type else None)
+    except Exception as exc:
+        return [], [Skip(path, "parse_failed", f"{type(exc).__name__}: {exc}")]
+    if obj_el is None:
+        return [], [Skip(path, "not_metadata", problem)]
+    try:
+        return _chunk_doc(obj_el, designer, data, source, fmt, root)
     except Exception as exc:  # a chunker bug must not stop indexing
         return [], [Skip(path, "parse_failed", f"{type(exc).__name__}: {exc}")]
 
@@ -557,11 +577,43 @@ def _object_element(doc):
     return doc, False
 
 
-def _chunk_doc(doc, data: bytes, source: SourceFile, fmt: str, root: Path | None):
+def _ns(el) -> str:
+    tag = el.tag
+    return tag[1 : tag.index("}")] if tag[0] == "{" else ""
+
+
+def _checked_object(doc, expected: str | None):
+    """``(object element, is_designer, "")`` when ``doc`` is a 1C object descriptor whose
+    object class is ``expected`` (English singular; any known class when ``None``), else
+    ``(None, False, why)``."""
+    root_ns, root_ln = _ns(doc), _ln(doc)
+    if root_ln == "MetaDataObject" and root_ns == MD_NS:
+        el = next((ch for ch in doc if isinstance(ch.tag, str)), None)
+        if el is None:
+            return None, False, "no metadata object inside <MetaDataObject>"
+        designer = True
+        where = f"<MetaDataObject> holds <{_ln(el)}>" + (f" of namespace {_ns(el)!r}" if _ns(el) != MD_NS else "")
+        if _ns(el) != MD_NS:
+            el = None
+    elif root_ns == EDT_NS:
+        el, designer = doc, False
+        where = f"root element <mdclass:{root_ln}>"
+    else:
+        shown = f"<{root_ln}>" + (f" of namespace {root_ns!r}" if root_ns else " without a namespace")
+        return None, False, (
+            f"root element {shown} is not a 1C metadata object: expected <MetaDataObject xmlns=\"{MD_NS}\">"
+            f" or an <mdclass:…> element of {EDT_NS}"
+        )
+    if el is not None:
+        cls = _ln(el)
+        if (cls == expected) if expected else (cls in _RU_BY_EN or cls == "Configuration"):
+            return el, designer, ""
+    want = f"<{expected}>" if expected else "a 1C metadata object class"
+    return None, False, f"{where}, expected {want}"
+
+
+def _chunk_doc(obj_el, designer: bool, data: bytes, source: SourceFile, fmt: str, root: Path | None):
     path = source.path
-    obj_el, designer = _object_element(doc)
-    if obj_el is None:
-        return [], [Skip(path, "invalid_xml", "no metadata object inside <MetaDataObject>")]
     cls = _ln(obj_el)
     node = _Node(obj_el, designer)
     lines = _Lines(data)
@@ -704,21 +756,34 @@ def _url_template(child: _Node, designer: bool) -> tuple[str, str]:
     return value, value
 
 
-def _sibling_descriptor(sdir: Path, kind: str, name: str, owner_path: str, skips: list[Skip]):
-    """Synonym and FormType/TemplateType from ``<Folder>/<Name>/Forms/<F>.xml``."""
-    sub = "Forms" if kind == "Form" else "Templates"
-    f = sdir / sub / f"{name}.xml"
+def _is_real_dir(p: Path) -> bool:
     try:
-        data = f.read_bytes()
+        return stat.S_ISDIR(os.lstat(p).st_mode)
     except OSError:
+        return False
+
+
+def _sibling_descriptor(sdir: Path, kind: str, name: str, owner_path: str, skips: list[Skip]):
+    """Synonym and FormType/TemplateType from ``<Folder>/<Name>/Forms/<F>.xml``; read only
+    through real folders (no symlinked object or ``Forms`` folder) and never through a
+    link or from a FIFO."""
+    sub = "Forms" if kind == "Form" else "Templates"
+    if not (_is_real_dir(sdir) and _is_real_dir(sdir / sub)):
         return {}, {}
+    f = sdir / sub / f"{name}.xml"
     rel = owner_path[: -len(".xml")] + f"/{sub}/{name}.xml"
+    try:
+        data = read_regular_bytes(f)
+    except SkipFile as exc:
+        if exc.reason != "unreadable":  # absent is normal; links and FIFOs are noted
+            skips.append(exc.to_skip(rel))
+        return {}, {}
     try:
         doc = etree.fromstring(data, _parser())
     except Exception as exc:
         skips.append(Skip(rel, "invalid_xml", str(exc)))
         return {}, {}
-    el, designer = _object_element(doc)
+    el, designer, _problem = _checked_object(doc, kind)
     if el is None:
         return {}, {}
     n = _Node(el, designer)
@@ -825,12 +890,17 @@ def missing_objects(root: Path) -> list[Skip]:
     export such as the ssl31-ru subset lists 104 dropped roles and 32 data processors).
     Unknown element names are ignored; an unreadable or invalid configuration descriptor
     returns ``[Skip(path, "invalid_xml" | "unreadable", detail)]``. Sorted by path.
+
+    Names are compared in NFC: an object whose folder or file is named in NFD on disk is
+    found (and an EDT project in an NFD-named folder is read). A descriptor that is a
+    symlink counts as present (the scanner reports it as a ``symlink`` skip).
     """
     from .scan import detect_export
 
     root = Path(root)
     info = detect_export(root)
     out: list[Skip] = []
+    disk = _DiskNames(root)
     if info.format == "designer":
         cfg = root / "Configuration.xml"
         doc = _parse_file(cfg, "Configuration.xml", out)
@@ -844,14 +914,14 @@ def missing_objects(root: Path) -> list[Skip]:
             if not folder or not name:
                 continue
             rel = f"{folder}/{name}.xml"
-            if not os.path.isfile(root / rel):
+            if disk.find(rel) is None:
                 out.append(Skip(rel, "missing_on_disk", f"Configuration.xml lists {_ln(ch)}.{name}; {rel} is not on disk"))
     elif info.format == "edt":
         collections = {f.lower(): f for f in OBJECT_TYPES}
         for proj in info.projects:
             src = proj.src
             cfg_rel = f"{src}/Configuration/Configuration.mdo" if src else "Configuration/Configuration.mdo"
-            doc = _parse_file(root / cfg_rel, cfg_rel, out)
+            doc = _parse_file(disk.find(cfg_rel) or root / cfg_rel, cfg_rel, out)
             if doc is None:
                 continue
             for ch in doc:
@@ -863,17 +933,57 @@ def missing_objects(root: Path) -> list[Skip]:
                 if not folder or not name or "." in name:
                     continue
                 rel = f"{src}/{folder}/{name}/{name}.mdo" if src else f"{folder}/{name}/{name}.mdo"
-                if not os.path.isfile(root / rel):
+                if disk.find(rel) is None:
                     out.append(Skip(rel, "missing_on_disk", f"{cfg_rel} lists {ref}; {rel} is not on disk"))
     out.sort(key=lambda s: s.path)
     return out
 
 
+class _DiskNames:
+    """Finds a relative NFC path on disk whatever normalisation its names have there (Linux
+    file systems keep names as written; an NFD folder is not found under its NFC name).
+    Tries the path as given and in NFD, then walks it component by component comparing
+    NFC forms (folder listings cached: only missing paths pay for it)."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self._listings: dict[Path, dict[str, str]] = {}
+
+    def _listing(self, d: Path) -> dict[str, str]:
+        names = self._listings.get(d)
+        if names is None:
+            names = {}
+            try:
+                with os.scandir(d) as it:
+                    for e in it:
+                        names.setdefault(unicodedata.normalize("NFC", e.name), e.name)
+            except OSError:
+                pass
+            self._listings[d] = names
+        return names
+
+    def find(self, rel: str) -> Path | None:
+        """The on-disk path of ``rel`` (exists, as a link too), or ``None``."""
+        p = self.root / rel
+        if os.path.lexists(p):
+            return p
+        nfd = unicodedata.normalize("NFD", rel)
+        if nfd != rel and os.path.lexists(self.root / nfd):
+            return self.root / nfd
+        cur = self.root
+        for part in unicodedata.normalize("NFC", rel).split("/"):
+            actual = self._listing(cur).get(part)
+            if actual is None:
+                return None
+            cur = cur / actual
+        return cur
+
+
 def _parse_file(full: Path, rel: str, out: list[Skip]):
     try:
-        data = full.read_bytes()
-    except OSError as exc:
-        out.append(Skip(rel, "unreadable", str(exc)))
+        data = read_regular_bytes(full)
+    except SkipFile as exc:
+        out.append(exc.to_skip(rel))
         return None
     try:
         return etree.fromstring(data, _parser())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import time
 import xml.etree.ElementTree as ET
 from collections import Counter
@@ -383,7 +384,7 @@ def test_truncated_and_invalid_xml_become_skips(ssl_ru, tmp_path):
         assert skips[0].path == rel and skips[0].detail  # the parser's message
     empty_obj = b'<?xml version="1.0"?><MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses"/>'
     chunks, skips = chunk_metadata_bytes(empty_obj, SourceFile(path="Catalogs/E.xml", size=1, mtime_ns=1), "designer")
-    assert chunks == [] and skips[0].reason == "invalid_xml"
+    assert chunks == [] and skips[0].reason == "not_metadata"  # well-formed, but no object inside
     missing = SourceFile(path="Catalogs/Нет.xml", size=1, mtime_ns=1)
     chunks, skips = chunk_metadata(tmp_path, missing, "designer")
     assert chunks == [] and skips[0].reason == "unreadable"
@@ -399,6 +400,121 @@ def test_broken_form_descriptor_costs_only_its_synonym(ssl_ru, tmp_path):
     by = {c.symbol: c for c in chunks}
     assert by["Форма:ФормаЭлемента"].synonym == {}
     assert [(s.path, s.reason) for s in skips] == [("Catalogs/Пользователи/Forms/ФормаЭлемента.xml", "invalid_xml")]
+
+
+_MD = "http://v8.1c.ru/8.3/MDClasses"
+_EDT = "http://g5.1c.ru/v8/dt/metadata/mdclass"
+
+
+def test_valid_xml_that_is_not_a_1c_object_is_not_metadata(tmp_path):
+    rel = "Catalogs/Валюты.xml"
+    source = SourceFile(path=rel, size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
+    props = "<Properties><Name>Валюты</Name></Properties>"
+    cases = {
+        "foreign root": b"<foo><bar/></foo>",
+        "no namespace": f"<MetaDataObject><Catalog>{props}</Catalog></MetaDataObject>".encode(),
+        "other namespace": f'<MetaDataObject xmlns="urn:x"><Catalog>{props}</Catalog></MetaDataObject>'.encode(),
+        "foreign object element": f'<MetaDataObject xmlns="{_MD}"><foo>{props}</foo></MetaDataObject>'.encode(),
+        "another type": f'<MetaDataObject xmlns="{_MD}"><Document>{props}</Document></MetaDataObject>'.encode(),
+        "empty": f'<MetaDataObject xmlns="{_MD}"/>'.encode(),
+        "EDT element of another namespace": b'<m:Catalog xmlns:m="urn:x"><name>X</name></m:Catalog>',
+        "EDT element without namespace": b"<Catalog><name>X</name></Catalog>",
+        "EDT element of another type": f'<mdclass:Document xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Document>'.encode(),
+        "EDT non-object element": f'<mdclass:Foo xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Foo>'.encode(),
+    }
+    for case, data in cases.items():
+        chunks, skips = chunk_metadata_bytes(data, source, "designer")
+        assert chunks == [], case
+        assert [(s.path, s.reason) for s in skips] == [(rel, "not_metadata")], case
+        assert skips[0].detail, case
+    # the same through chunk_metadata (the tester's case), in both formats
+    (tmp_path / "Catalogs").mkdir()
+    (tmp_path / rel).write_bytes(b"<foo><bar/></foo>")
+    chunks, skips = chunk_metadata(tmp_path, source, "designer")
+    assert chunks == [] and [(s.path, s.reason) for s in skips] == [(rel, "not_metadata")]
+    mdo = SourceFile(path="src/Catalogs/Валюты/Валюты.mdo", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
+    chunks, skips = chunk_metadata_bytes(b"<foo><bar/></foo>", mdo, "edt")
+    assert chunks == [] and [s.reason for s in skips] == ["not_metadata"]
+    # genuine minimal objects still chunk, in both formats; without a known type any 1C class is accepted
+    good = f'<MetaDataObject xmlns="{_MD}"><Catalog>{props}</Catalog></MetaDataObject>'.encode()
+    chunks, skips = chunk_metadata_bytes(good, source, "designer")
+    assert skips == [] and chunks[0].owner == "Справочник.Валюты"
+    edt = f'<mdclass:Catalog xmlns:mdclass="{_EDT}"><name>Валюты</name></mdclass:Catalog>'.encode()
+    chunks, skips = chunk_metadata_bytes(edt, mdo, "edt")
+    assert skips == [] and chunks[0].owner == "Справочник.Валюты"
+    bare = SourceFile(path="Catalogs/Валюты.xml", size=1, mtime_ns=1)
+    chunks, skips = chunk_metadata_bytes(good, bare, "designer")
+    assert skips == [] and chunks[0].object_type == "Справочник"
+    chunks, skips = chunk_metadata_bytes(b"<foo/>", bare, "designer")
+    assert chunks == [] and [s.reason for s in skips] == ["not_metadata"]
+
+
+def test_descriptor_reads_do_not_follow_links_or_open_fifos(ssl_ru, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    form = f'<MetaDataObject xmlns="{_MD}"><Form><Properties><Name>ФормаЭлемента</Name><Synonym>' \
+        '<v8:item xmlns:v8="http://v8.1c.ru/8.1/data/core"><v8:lang>ru</v8:lang><v8:content>Чужой синоним</v8:content>' \
+        "</v8:item></Synonym></Properties></Form></MetaDataObject>"
+    (outside / "form.xml").write_text(form, encoding="utf-8")
+    (outside / "users.xml").write_bytes((ssl_ru / "Catalogs/Пользователи.xml").read_bytes())
+    root = tmp_path / "export"
+    (root / "Catalogs/Пользователи/Forms").mkdir(parents=True)
+    (root / "Catalogs/Пользователи.xml").write_bytes((ssl_ru / "Catalogs/Пользователи.xml").read_bytes())
+    os.symlink(outside / "form.xml", root / "Catalogs/Пользователи/Forms/ФормаЭлемента.xml")
+    users = SourceFile(path="Catalogs/Пользователи.xml", size=1, mtime_ns=1, owner="Справочник.Пользователи",
+                       object_type="Справочник")
+    chunks, skips = chunk_metadata(root, users, "designer")
+    assert {c.symbol: c for c in chunks}["Форма:ФормаЭлемента"].synonym == {}
+    assert [(s.path, s.reason) for s in skips] == [("Catalogs/Пользователи/Forms/ФормаЭлемента.xml", "symlink")]
+    # a linked Forms folder is not entered either
+    os.unlink(root / "Catalogs/Пользователи/Forms/ФормаЭлемента.xml")
+    os.rmdir(root / "Catalogs/Пользователи/Forms")
+    (outside / "Forms").mkdir()
+    (outside / "Forms/ФормаЭлемента.xml").write_text(form, encoding="utf-8")
+    os.symlink(outside / "Forms", root / "Catalogs/Пользователи/Forms")
+    chunks, skips = chunk_metadata(root, users, "designer")
+    assert {c.symbol: c for c in chunks}["Форма:ФормаЭлемента"].synonym == {}
+    # the descriptor itself: a link is a skip, a FIFO is not opened
+    (root / "Catalogs/Валюты.xml").symlink_to(outside / "users.xml")
+    link = SourceFile(path="Catalogs/Валюты.xml", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
+    chunks, skips = chunk_metadata(root, link, "designer")
+    assert chunks == [] and [s.reason for s in skips] == ["symlink"] and str(outside / "users.xml") in skips[0].detail
+    os.mkfifo(root / "Catalogs/Труба.xml")
+    fifo = SourceFile(path="Catalogs/Труба.xml", size=1, mtime_ns=1, owner="Справочник.Труба", object_type="Справочник")
+    chunks, skips = chunk_metadata(root, fifo, "designer")
+    assert chunks == [] and [s.reason for s in skips] == ["not_regular"]
+
+
+def test_missing_objects_finds_nfd_named_objects_and_edt_projects(tmp_path):
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "Йогурт")
+    proj = tmp_path / nfd / "src"
+    (proj / "Configuration").mkdir(parents=True)
+    (proj / "Configuration/Configuration.mdo").write_text(
+        f'<mdclass:Configuration xmlns:mdclass="{_EDT}"><name>К</name><catalogs>Catalog.Йогурт</catalogs>'
+        "<catalogs>Catalog.Нет</catalogs></mdclass:Configuration>",
+        encoding="utf-8",
+    )
+    (proj / "Catalogs" / nfd).mkdir(parents=True)
+    (proj / "Catalogs" / nfd / f"{nfd}.mdo").write_text(
+        f'<mdclass:Catalog xmlns:mdclass="{_EDT}"><name>Йогурт</name></mdclass:Catalog>', encoding="utf-8"
+    )
+    notes = missing_objects(tmp_path)
+    assert [(s.path, s.reason) for s in notes] == [("Йогурт/src/Catalogs/Нет/Нет.mdo", "missing_on_disk")]
+    # Designer: Configuration.xml names the objects in NFC, the dump wrote NFD names
+    designer = tmp_path / "designer"
+    (designer / "CommonModules" / nfd).mkdir(parents=True)
+    (designer / "Configuration.xml").write_text(
+        f'<MetaDataObject xmlns="{_MD}"><Configuration><Properties><Name>К</Name></Properties><ChildObjects>'
+        "<Catalog>Йогурт</Catalog><CommonModule>Йогурт</CommonModule><Catalog>Нет</Catalog>"
+        "</ChildObjects></Configuration></MetaDataObject>",
+        encoding="utf-8",
+    )
+    (designer / "Catalogs").mkdir()
+    (designer / "Catalogs" / f"{nfd}.xml").write_bytes(b"<x/>")
+    (designer / "CommonModules" / f"{nfd}.xml").write_bytes(b"<x/>")
+    assert [s.path for s in missing_objects(designer)] == ["Catalogs/Нет.xml"]
 
 
 # ----------------------------------------------------------------------------- missing objects
