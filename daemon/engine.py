@@ -38,7 +38,15 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .model import MODULE_KINDS, Chunk, Skip
-from .scan import SkipFile, content_hash, decode_bytes, english_type, scan_export, type_folder
+from .scan import (
+    SkipFile,
+    content_hash,
+    decode_bytes,
+    english_type,
+    read_regular_bytes,
+    scan_export,
+    type_folder,
+)
 from .store import SnapshotError, default_index_dir, read_json, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
 from .tokenize import tokenize, tokenize_query
@@ -413,7 +421,12 @@ class Engine:
                 result = self._index_file(kind, src, rec, report)
                 if isinstance(result, Skip):
                     skipped.append(result)
+            # files under a folder that could not be listed are kept, not deleted
+            blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
+            keep_all = "" in scan.unreadable_dirs
             for path in [p for p in self.files if p not in seen]:
+                if keep_all or (blocked and path.startswith(blocked)):
+                    continue
                 self._drop_file(path, report)
                 report.files_removed += 1
             if progress:
@@ -463,11 +476,11 @@ class Engine:
         return report
 
     def _index_file(self, kind: str, src, rec: FileRecord | None, report: RefreshReport) -> Skip | None:
-        full = src.fs_path(self.root)
         try:
-            data = full.read_bytes()
-        except OSError as exc:
-            return Skip(src.path, "unreadable", str(exc))
+            # no symlinks, no FIFOs swapped in after the scan; a size cap before reading
+            data = read_regular_bytes(src.fs_path(self.root), self.config.max_file_bytes)
+        except SkipFile as exc:
+            return exc.to_skip(src.path)
         digest = content_hash(data)
         if rec is not None and rec.hash == digest:
             with self.lock:

@@ -125,7 +125,8 @@ class Skip(msgspec.Struct, frozen=True):
     """A file (or metadata object) the scanner or a chunker did not index, and why.
 
     ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
-    ``edt_template``, ``invalid_xml``, ``missing_on_disk``, ``parse_failed``);
+    ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
+    ``not_metadata``, ``missing_on_disk``, ``parse_failed``);
     ``detail`` is a human sentence for logs and ``status``.
     """
 
