@@ -304,6 +304,9 @@ class Engine:
         self.skipped = snap.skipped
         self.bm25, self.meta, self.names = bm25, meta, names
         self.format = manifest.get("format", "unknown")
+        share = manifest.get("cyrillic_share")
+        if isinstance(share, (int, float)):
+            self._script_cache = (len(self.chunks), float(share))
         log.info("loaded snapshot: %d files, %d chunks in %.2fs", len(self.files), len(self.chunks), time.perf_counter() - t0)
 
     def _dense_paths(self) -> tuple[Path, Path, Path]:
@@ -377,7 +380,15 @@ class Engine:
                 self.cache.save(cache_file)
                 wrote = True
             if wrote or not (d / "manifest.json").exists():
-                write_json(d / "manifest.json", {**self._manifest(), "format": self.format, "saved_at": time.time()})
+                write_json(
+                    d / "manifest.json",
+                    {
+                        **self._manifest(),
+                        "format": self.format,
+                        "cyrillic_share": self._corpus_cyrillic_share(),
+                        "saved_at": time.time(),
+                    },
+                )
             self._dirty = False
             self._dense_dirty = False
 
