@@ -63,11 +63,13 @@ SCOPES = ("all", "code", "metadata")
 META_WEIGHT = 1.0
 #: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
 #: for metadata questions (0 disables it); measured on the dev set (README).
-DENSE_WEIGHT = 1.0
-META_DENSE_WEIGHT = 0.0
+DENSE_WEIGHT = 0.35
+META_DENSE_WEIGHT = 1.0
+#: The metadata dense channel reads the top CHANNEL_DEPTH * META_DENSE_DEPTH dense hits.
+META_DENSE_DEPTH = 10
 #: RRF weight of the lexical channels for a query in another script than the code
 #: (measured on the dev crosslingual queries: README, "Quality").
-CROSS_SCRIPT_WEIGHT = 0.25
+CROSS_SCRIPT_WEIGHT = 0.0
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -792,16 +794,17 @@ class Engine:
                 channels["meta"] = [k for k, _ in res]
                 weights["meta"] = META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
-            res = self.dense.search(qvec, CHANNEL_DEPTH, allow=allow)
-            channels["dense"] = [k for k, _ in res]
+            intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
+            meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
+            # one hnswlib search serves both channels: the metadata channel is the dense
+            # ranking restricted to metadata chunks (of the named types), read off a deeper list
+            res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=allow)
+            channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             weights["dense"] = DENSE_WEIGHT
-            if mode == "hybrid" and META_DENSE_WEIGHT:
-                intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
-                if intent is not None and intent.metadata:
-                    meta_allow = self._meta_dense_allow(allow, intent.object_types)
-                    res = self.dense.search(qvec, CHANNEL_DEPTH, allow=meta_allow)
-                    channels["meta_dense"] = [k for k, _ in res]
-                    weights["meta_dense"] = META_DENSE_WEIGHT
+            if meta:
+                meta_allow = self._meta_dense_allow(None, intent.object_types)
+                channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
+                weights["meta_dense"] = META_DENSE_WEIGHT
         return channels, weights, match
 
     def _lexical_weight(self, query: str) -> float:
