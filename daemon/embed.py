@@ -29,7 +29,6 @@ import importlib.resources
 import logging
 import os
 import re
-import tempfile
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
@@ -39,6 +38,7 @@ import msgspec
 import numpy as np
 
 from .model import CODE_KINDS, Chunk
+from .store import atomic_write_bytes
 from .names import split_words
 
 log = logging.getLogger(__name__)
@@ -772,7 +772,7 @@ class EmbeddingCache:
                 checksum=hashlib.blake2b(blob, digest_size=16).hexdigest(),
             )
         head = msgspec.msgpack.encode(header)
-        _atomic_write(path, [_CACHE_MAGIC, len(head).to_bytes(4, "little"), head, blob])
+        atomic_write_bytes(path, b"".join((_CACHE_MAGIC, len(head).to_bytes(4, "little"), head, blob)))
 
     @classmethod
     def load(cls, path: str | Path, fingerprint: str, dim: int) -> EmbeddingCache:
@@ -827,26 +827,6 @@ class EmbeddingCache:
         cache._rows = {h: i for i, h in enumerate(keys)}
         cache._data = matrix
         return cache
-
-
-def _atomic_write(path: Path, pieces: Sequence[bytes]) -> None:
-    """Write ``pieces`` to ``path`` through a temporary file in the same directory + fsync +
-    ``os.replace``: readers see the old or the new file, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            for piece in pieces:
-                fh.write(piece)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 # --------------------------------------------------------------------------------------

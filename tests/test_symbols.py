@@ -5,11 +5,10 @@ symbol queries on the real ssl31-ru / ssl31-en code."""
 from __future__ import annotations
 
 import json
-import math
 import os
 import random
 import re
-import unicodedata
+import math
 from collections import Counter
 
 import msgspec
@@ -18,6 +17,7 @@ import pytest
 
 from daemon.names import fold, split_words
 from daemon import symbols as symbols_mod
+from daemon.evaluate import score
 from daemon.symbols import (
     BOOST_RESOLUTION,
     MATCH_KINDS,
@@ -616,44 +616,6 @@ def _build_real_index(root):
 
 
 # Reference scoring, copied verbatim from shared/eval/README.md ("Scoring").
-def _p(path):
-    path = path.replace("\\", "/")
-    while path.startswith("./"):
-        path = path[2:]
-    return unicodedata.normalize("NFC", path)
-
-
-def _s(sym):
-    return None if sym is None else unicodedata.normalize("NFC", sym).casefold()
-
-
-def score(entry, hits, level="symbol", k=10):
-    """entry: one gold object; hits: ranked list of (path, symbol-or-None)."""
-    key = (lambda p, s: (_p(p), _s(s))) if level == "symbol" else (lambda p, s: _p(p))
-    grade = {}
-    for r in entry["relevant"]:
-        kk = key(r["path"], r["symbol"])
-        grade[kk] = max(grade.get(kk, 0), r["grade"])  # file level: max grade per path
-    seen, ranked = set(), []
-    for p, s in hits:  # dedup before the cut-off
-        kk = key(p, s)
-        if kk not in seen:
-            seen.add(kk)
-            ranked.append(kk)
-    ranked = ranked[:k]
-    gains = [2 ** grade.get(kk, 0) - 1 for kk in ranked]
-    dcg = sum(g / math.log2(i + 2) for i, g in enumerate(gains))
-    ideal = sorted((2 ** g - 1 for g in grade.values()), reverse=True)[:k]
-    idcg = sum(g / math.log2(i + 2) for i, g in enumerate(ideal))
-    first = next((i for i, kk in enumerate(ranked) if grade.get(kk, 0) >= 1), None)
-    return {
-        "ndcg@10": dcg / idcg if idcg else 0.0,
-        "mrr@10": 0.0 if first is None else 1.0 / (first + 1),
-        "recall@10": sum(1 for kk in ranked if kk in grade) / len(grade),
-        "hit@1": 1.0 if ranked and grade.get(ranked[0], 0) == 3 else 0.0,
-    }
-
-
 def _gold(corpus: str) -> list[dict]:
     path = EVAL_DIR / "gold_dev.jsonl"
     if not path.exists():
