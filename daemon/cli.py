@@ -236,7 +236,7 @@ def cmd_demo(args) -> int:
         print(f"» {q}")
         for i, h in enumerate(res.hits, 1):
             ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
-            print(f"   {i}. {h.owner} · {h.symbol or h.name}  ({h.path}:{h.start_line}; {ranks})")
+            print(f"   {i}. {h.owner} · {h.symbol or h.name}  ({h.path}:{h.name_range[0] + 1}; {ranks})")
         print()
     return 0
 
