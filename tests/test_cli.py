@@ -1,0 +1,116 @@
+"""The ``bsl-lens`` command line as a user runs it: a real subprocess per command, on a copy
+of the bundled sample export, with its own index dir."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from daemon.cli import sample_export_dir
+
+SAMPLE = sample_export_dir()
+
+
+def run(*args: str, check: bool = True, env: dict | None = None) -> subprocess.CompletedProcess:
+    proc = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, **(env or {})},
+    )
+    if check:
+        assert proc.returncode == 0, (proc.returncode, proc.stdout[-2000:], proc.stderr[-2000:])
+    return proc
+
+
+@pytest.fixture()
+def export(tmp_path) -> Path:
+    dst = tmp_path / "export"
+    shutil.copytree(SAMPLE, dst)
+    return dst
+
+
+def test_index_search_json_and_eval(export, tmp_path):
+    idx = str(tmp_path / "idx")
+    out = run("index", str(export), "--index-dir", idx, "--no-dense")
+    assert "15 modules, 68 methods" in out.stdout
+    assert "missing_on_disk" in out.stdout
+
+    res = json.loads(run("search", str(export), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json").stdout)
+    top = res["hits"][0]
+    assert (top["path"], top["symbol"], top["match"]) == (
+        "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl",
+        "ИННСоответствуетТребованиям",
+        "prefix",
+    )
+    assert top["ranks"]["names"] == 1
+    meta = json.loads(
+        run("search", str(export), "телефон контактного лица", "--index-dir", idx, "--mode", "lexical", "--json",
+            "--scope", "metadata").stdout
+    )
+    assert meta["hits"][0]["symbol"] == "Реквизит:КонтактныеЛица.Телефон"
+    assert all(h["path"].endswith(".xml") for h in meta["hits"])
+
+    text = run("search", str(export), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical").stdout
+    assert text.splitlines()[0].startswith(" 1. Documents/РеализацияТоваров/Ext/ManagerModule.bsl:")
+    assert "ПолучитьСчётНаОплату" in text.splitlines()[0]
+
+    # the sample's query set has no "corpus" field: eval says so instead of scoring nothing
+    block = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8").split("```jsonl", 1)[1].split("```", 1)[0]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(block.strip() + "\n", encoding="utf-8")
+    rep = run("eval", str(export), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+              check=False)
+    assert rep.returncode == 1 and "no gold entries" in rep.stderr
+
+
+def test_eval_on_gold_entries_with_corpus(export, tmp_path):
+    idx = str(tmp_path / "idx")
+    block = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8").split("```jsonl", 1)[1].split("```", 1)[0]
+    rows = [dict(json.loads(line), corpus="export") for line in block.splitlines() if line.strip()]
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
+    rep = json.loads(
+        run("eval", str(export), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+            "--json").stdout
+    )
+    lex = rep["modes"]["lexical"]
+    assert lex["n"] == 10
+    assert lex["by_intent"]["symbol"]["symbol"]["hit@1"] == 1.0
+    assert lex["overall"]["symbol"]["ndcg@10"] > 0.6
+
+
+def test_clear_errors_never_tracebacks(export, tmp_path):
+    afile = tmp_path / "a-file"
+    afile.write_text("x")
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    cases = [
+        (["search", str(export), "x", "--mode", "fuzzy"], 2, "invalid choice"),
+        (["search", str(export), "x", "--module-kind", "Manager"], 2, "invalid choice"),
+        (["search", str(tmp_path / "nope"), "x", "--embedder", "none"], 1, "not a directory"),
+        (["index", str(export), "--index-dir", str(afile), "--no-dense"], 1, "error"),
+        (["index", str(empty), "--index-dir", str(tmp_path / "i2"), "--no-dense"], 1, "no 1C export"),
+        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 1, "top_k"),
+        (["eval", str(export), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
+        (["eval", str(export), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
+    ]
+    for args, code, message in cases:
+        proc = run(*args, check=False)
+        assert proc.returncode == code, (args, proc.returncode, proc.stderr)
+        assert message in proc.stderr, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr, (args, proc.stderr)
+
+
+def test_demo_runs_on_the_bundled_sample(tmp_path):
+    out = run("demo", "--index-dir", str(tmp_path / "idx")).stdout
+    assert "15 modules, 68 methods" in out
+    first = out.split("» где считается НДС с авансов", 1)[1].splitlines()[1]
+    assert "НДССАвансаПолученного" in first
