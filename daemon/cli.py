@@ -260,6 +260,7 @@ def cmd_bench(args) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo."""
     p = argparse.ArgumentParser(prog="bsl-lens", description="Local search for 1C:Enterprise configuration exports.")
     p.add_argument("--version", action="version", version=f"bsl-lens {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -323,6 +324,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Console entry point. Returns the exit code: 0 success, 1 a command failed (message on
+    stderr, no traceback for bad input or OS errors), 2 bad usage, 130 interrupted."""
     args = build_parser().parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -102,6 +102,8 @@ class EngineConfig(msgspec.Struct, kw_only=True):
     bm25_b: float = 0.3
 
     def lexical_fingerprint(self) -> str:
+        """The settings that change the lexical index; a mismatch with the saved manifest
+        means a lexical rebuild."""
         return f"lines={self.max_method_lines};stem={self.stem};k1={self.bm25_k1};b={self.bm25_b}"
 
 
