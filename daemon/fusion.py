@@ -1,7 +1,8 @@
 """Reciprocal Rank Fusion of ranked channel lists.
 
 RRF (Cormack, Clarke & Büttcher, SIGIR 2009): ``score(d) = Σ_c w_c / (k + rank_c(d))`` with
-1-based ranks; the paper's ``k = 60`` is the default. Channel weights ``w_c`` default to 1;
+1-based ranks; the paper's ``k = 60`` is the default (measured on the dev gold set, hybrid
+nDCG@10: 0.562 at k = 20, 0.564 at 60, 0.553 at 120). Channel weights ``w_c`` default to 1;
 the engine lowers the weight of a channel that has little to say about a query (see
 :func:`daemon.engine.Engine.search`), so it does not cast a full vote with noise.
 """
