@@ -790,7 +790,7 @@ class Engine:
             weights["bm25"] = self._lexical_weight(query)
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
-                res = self.meta.search(qtok, CHANNEL_DEPTH, allow=self._meta_allow(allow, intent.object_types))
+                res = self.meta.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow))
                 if not res and intent.object_types:
                     res = self.meta.search(qtok, CHANNEL_DEPTH, allow=allow)
                 channels["meta"] = [k for k, _ in res]
@@ -804,7 +804,7 @@ class Engine:
             channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             weights["dense"] = DENSE_WEIGHT
             if meta:
-                meta_allow = self._meta_dense_allow(None, intent.object_types)
+                meta_allow = self._metadata_filter(intent.object_types)
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
                 weights["meta_dense"] = META_DENSE_WEIGHT
         return channels, weights, match
@@ -843,30 +843,18 @@ class Engine:
             res = self.names.search(query, top_k, allow=self._allow(filters))
         return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
 
-    def _meta_dense_allow(self, allow, types: tuple[str, ...]):
+    def _metadata_filter(self, types: tuple[str, ...], allow=None):
+        """Predicate over chunk ids: metadata chunks (of ``types`` when given) that ``allow``
+        also accepts; used by the metadata BM25 and metadata dense channels."""
         chunks = self.chunks
 
-        def meta_allow(cid: str) -> bool:
+        def metadata_only(cid: str) -> bool:
             c = chunks.get(cid)
             if c is None or c.is_code or (types and c.object_type not in types):
                 return False
             return allow is None or allow(cid)
 
-        return meta_allow
-
-    def _meta_allow(self, allow, types: tuple[str, ...]):
-        chunks = self.chunks
-
-        if not types:
-            return allow
-
-        def meta_allow(cid: str) -> bool:
-            c = chunks.get(cid)
-            if c is None or c.object_type not in types:
-                return False
-            return allow is None or allow(cid)
-
-        return meta_allow
+        return metadata_only
 
     def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str) -> Hit:
         return Hit(

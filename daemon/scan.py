@@ -899,6 +899,15 @@ def _special(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
     return "not_regular", _not_regular_detail(mode)
 
 
+def _stat_within(e, rel: str, skipped: list[Skip], max_bytes: int):
+    """``_stat`` plus the size cap: ``None`` (and a ``too_large`` skip) above ``max_bytes``."""
+    st = _stat(e, rel, skipped)
+    if st is not None and st.st_size > max_bytes:
+        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
+        return None
+    return st
+
+
 def _stat(e: os.DirEntry, rel: str, skipped: list[Skip]) -> os.stat_result | None:
     try:
         return e.stat(follow_symlinks=False)
@@ -920,11 +929,8 @@ def _scan_bsl(e, rel, disk, special, fmt, project_of, max_bytes, modules, skippe
     if special is not None:
         skipped.append(Skip(rel, *special))
         return
-    st = _stat(e, rel, skipped)
+    st = _stat_within(e, rel, skipped, max_bytes)
     if st is None:
-        return
-    if st.st_size > max_bytes:
-        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
         return
     try:
         nul = _sniff_binary(e.path)
@@ -981,11 +987,8 @@ def _scan_descriptor(e, rel, disk, special, fmt, project_of, max_bytes, metadata
     if special is not None:
         skipped.append(Skip(rel, *special))
         return
-    st = _stat(e, rel, skipped)
+    st = _stat_within(e, rel, skipped, max_bytes)
     if st is None:
-        return
-    if st.st_size > max_bytes:
-        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
         return
     metadata.append(
         SourceFile(
