@@ -22,6 +22,7 @@ import os
 import re
 import stat
 import unicodedata
+from collections.abc import Iterable
 from pathlib import Path
 
 import msgspec
@@ -810,7 +811,113 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
     finds on disk.
     """
     root = Path(root)
-    info = detect_export(root)
+    return _scan(root, detect_export(root), [("", True, None)], max_file_bytes)
+
+
+def scan_paths(
+    root: Path,
+    info: ExportInfo,
+    files: Iterable[str] = (),
+    dirs: Iterable[str] = (),
+    *,
+    max_file_bytes: int = 8 * 2**20,
+) -> ScanResult:
+    """:func:`scan_export` restricted to some files and folders (the watcher's batches).
+
+    ``files`` and ``dirs`` are relative to ``root`` (NFC or on-disk spelling; ``/`` or
+    ``\\``); ``info`` is the :class:`ExportInfo` of the last full scan (a change of
+    ``Configuration.xml``/``.mdo`` needs a full scan instead). Each file is classified by
+    the same rules as in a full scan by listing its folder; each folder is walked
+    recursively. A Designer form or template descriptor (``T/X/Forms/F.xml``) brings in its
+    owner descriptor ``T/X.xml``, and a descriptor brings in its ``Forms``/``Templates``
+    folders, so ``SourceFile.deps`` is complete. Costs O(listed folders), not O(export).
+
+    Returns a :class:`ScanResult` holding only what lies at the given files or under the
+    given folders (plus owner descriptors); a path that does not exist is simply absent.
+    """
+    root = Path(root)
+    fmt = info.format
+    want_files: set[str] = set()
+    tasks: dict[str, tuple[bool, set[str] | None]] = {}
+
+    def add_dir(rel: str, recursive: bool, name: str | None) -> None:
+        """Visit ``rel``: all of it (name None) or just ``name``; merged with earlier visits."""
+        prev_rec, prev_names = tasks.get(rel, (False, set()))
+        if name is None or prev_names is None:
+            names = None
+        else:
+            names = prev_names | {name}
+        tasks[rel] = (recursive or prev_rec, names)
+
+    def add_descriptor(rel: str) -> None:
+        want_files.add(rel)
+        parent, _, name = rel.rpartition("/")
+        add_dir(parent, False, name)
+        if fmt == "designer" and rel.endswith(".xml"):
+            stem = rel[:-4]
+            add_dir(stem + "/Forms", False, None)
+            add_dir(stem + "/Templates", False, None)
+
+    for raw in files:
+        rel = _nfc(str(raw).replace("\\", "/")).strip("/")
+        if not rel:
+            continue
+        parts = rel.split("/")
+        if fmt == "designer" and len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+            add_descriptor(f"{parts[0]}/{parts[1]}.xml")
+            continue
+        want_files.add(rel)
+        parent, _, name = rel.rpartition("/")
+        add_dir(parent, False, name)
+        if rel.lower().endswith((".xml", ".mdo")):
+            add_descriptor(rel)
+    want_dirs = []
+    for raw in dirs:
+        rel = _nfc(str(raw).replace("\\", "/")).strip("/")
+        want_dirs.append(rel)
+        add_dir(rel, True, None)
+    starts = [(rel, rec, names) for rel, (rec, names) in tasks.items()]
+    res = _scan(root, info, starts, max_file_bytes, missing_ok=True)
+    prefixes = tuple(d + "/" for d in want_dirs if d)
+    everything = "" in want_dirs
+
+    def wanted(path: str) -> bool:
+        return everything or path in want_files or (bool(prefixes) and path.startswith(prefixes))
+
+    res.modules = [s for s in res.modules if wanted(s.path)]
+    res.metadata = [s for s in res.metadata if wanted(s.path)]
+    res.skipped = [s for s in res.skipped if wanted(s.path)]
+    return res
+
+
+def _disk_dir(root: Path, rel: str) -> str | None:
+    """The on-disk spelling of the folder ``rel`` (NFC), or None if it does not exist.
+    Resolves NFD-named components by listing their parent."""
+    if not rel:
+        return ""
+    if os.path.isdir(os.path.join(root, rel)) and not os.path.islink(os.path.join(root, rel)):
+        return rel
+    cur = ""
+    for part in rel.split("/"):
+        cand = f"{cur}/{part}" if cur else part
+        full = os.path.join(root, cand)
+        if not (os.path.isdir(full) and not os.path.islink(full)):
+            try:
+                names = os.listdir(os.path.join(root, cur) if cur else root)
+            except OSError:
+                return None
+            match = [n for n in names if _nfc(n) == part]
+            if not match:
+                return None
+            cand = f"{cur}/{match[0]}" if cur else match[0]
+        cur = cand
+    return cur
+
+
+def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_ok: bool = False) -> ScanResult:
+    """The walk behind :func:`scan_export` and :func:`scan_paths`. ``starts`` is a list of
+    ``(relative folder, recursive, names or None)``: a non-recursive start with ``names``
+    looks only at those entries of the folder (NFC names)."""
     fmt = info.format
     srcs = sorted((p.src for p in info.projects if fmt == "edt"), key=len, reverse=True)
     src_project = {p.src: p.path for p in info.projects}
@@ -833,12 +940,21 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
         skipped.append(Skip(rel, "unreadable", detail))
         unreadable_dirs.append(rel)
 
-    stack: list[tuple[str, str]] = [(str(root), "")]
+    stack: list[tuple[str, str, bool, set[str] | None]] = []
+    for rel, recursive, names in starts:
+        disk = _disk_dir(root, rel) if missing_ok else rel
+        if disk is None:
+            continue
+        if missing_ok and disk and any(p in _SKIP_DIRS for p in disk.split("/")):
+            continue
+        stack.append((os.path.join(root, disk) if disk else str(root), disk, recursive, names))
     while stack:
-        dpath, drel = stack.pop()
+        dpath, drel, recursive, only = stack.pop()
         try:
             it = os.scandir(dpath)
         except OSError as exc:
+            if missing_ok and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue
             unreadable(_nfc(drel), f"cannot list the folder: {exc}")
             continue
         with it:
@@ -851,6 +967,8 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
                     unreadable(_nfc(drel), f"listing the folder failed part-way, its other entries are unknown: {exc}")
                     break
                 name = e.name
+                if only is not None and _nfc(name) not in only:
+                    continue
                 raw_rel = f"{drel}/{name}" if drel else name
                 try:
                     is_dir = e.is_dir(follow_symlinks=False)
@@ -860,8 +978,8 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
                     unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
                     continue
                 if is_dir:
-                    if name not in _SKIP_DIRS:
-                        stack.append((e.path, raw_rel))
+                    if recursive and name not in _SKIP_DIRS:
+                        stack.append((e.path, raw_rel, True, None))
                     continue
                 lower = name.lower()
                 is_bsl = lower.endswith(".bsl")

@@ -697,3 +697,45 @@ def test_content_hash():
     h = content_hash(b"abc")
     assert len(h) == 32 and int(h, 16) >= 0
     assert h == content_hash(b"abc") != content_hash(b"abd")
+
+
+# ----------------------------------------------------------------------------- scan_paths
+
+
+@pytest.mark.parametrize("fixture", ["ssl_ru", "yaxunit"])
+def test_scan_paths_agrees_with_a_full_scan(fixture, request):
+    """A targeted scan of some files and folders classifies them exactly like a full scan
+    (identity, deps of descriptors), and finds nothing outside what it was asked for."""
+    from daemon.scan import scan_paths
+
+    root = request.getfixturevalue(fixture)
+    full = scan_export(root)
+    by_path = {s.path: s for s in full.modules + full.metadata}
+    files = [s.path for s in full.modules[::97]] + [s.path for s in full.metadata[::131]]
+    forms = [d for s in full.metadata for d in s.deps][:3]  # a form descriptor brings its owner
+    dirs = sorted({s.path.rsplit("/", 2)[0] for s in full.modules[5::400]})
+    part = scan_paths(root, full.info, files + forms + ["no/such/file.bsl"], dirs)
+    got = {s.path: s for s in part.modules + part.metadata}
+    expected = set(files) | {p for p in by_path if any(p.startswith(d + "/") for d in dirs)}
+    expected |= {s.path for s in full.metadata if set(s.deps) & set(forms)}
+    assert set(got) == expected
+    for path, src in got.items():
+        assert src == by_path[path], path
+
+
+def test_scan_paths_resolves_nfd_folders(tmp_path):
+    from daemon.scan import scan_paths
+
+    root = tmp_path / "root"
+    (root / "CommonModules").mkdir(parents=True)
+    (root / "Configuration.xml").write_text("<MetaDataObject/>", encoding="utf-8")
+    nfd = unicodedata.normalize("NFD", "Общий")  # "й" decomposes
+    mod = root / "CommonModules" / nfd / "Ext"
+    mod.mkdir(parents=True)
+    (mod / "Module.bsl").write_text("Процедура А() КонецПроцедуры\n", encoding="utf-8")
+    info = detect_export(root)
+    res = scan_paths(root, info, ["CommonModules/Общий/Ext/Module.bsl"])
+    assert [s.path for s in res.modules] == ["CommonModules/Общий/Ext/Module.bsl"]
+    assert res.modules[0].fs_path(root).exists()
+    res = scan_paths(root, info, [], ["CommonModules/Общий"])
+    assert [s.owner for s in res.modules] == ["ОбщийМодуль.Общий"]
