@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import os
 import unicodedata
 import re
 import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -55,7 +57,7 @@ log = logging.getLogger("bsl_lens.engine")
 
 #: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
 #: carries its derived arrays, see daemon.symbols.SymbolState).
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
 MODES = ("hybrid", "lexical", "vector")
 SCOPES = ("all", "code", "metadata")
 #: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
@@ -70,6 +72,8 @@ META_DENSE_DEPTH = 10
 #: RRF weight of the lexical channels for a query in another script than the code
 #: (measured on the dev crosslingual queries: README, "Quality").
 CROSS_SCRIPT_WEIGHT = 0.0
+#: The lexical snapshot file in the index directory (see :meth:`Engine.save_lexical`).
+SNAPSHOT_FILE = "snapshot.msgpack"
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -117,6 +121,7 @@ class FileRecord(msgspec.Struct, kw_only=True):
     mtime_ns: int
     chunk_ids: list[str] = []
     encoding: str = "utf-8"
+    deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
 
 
 class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -178,6 +183,40 @@ class RefreshReport(msgspec.Struct, kw_only=True):
     seconds: float = 0.0
 
 
+class FileUpdate(msgspec.Struct):
+    """One file's new state, computed by :meth:`Engine.prepare` outside the lock.
+    ``chunks`` None: the content is unchanged (a ``touch``), only the stat is refreshed.
+    ``tokens``: BM25 tokens of the chunks that are new or changed (not merely moved)."""
+
+    path: str
+    kind: str
+    digest: str
+    size: int
+    mtime_ns: int
+    encoding: str
+    chunks: list[Chunk] | None
+    tokens: dict[str, list[str]] = {}
+    deps: str = ""
+
+
+class ChangeSet(msgspec.Struct, kw_only=True):
+    """What one reconcile changes (:meth:`Engine.prepare`), applied by :meth:`Engine.apply`.
+
+    ``full``: a whole-export scan (its skip list replaces the old one; files not seen are
+    removed); otherwise only ``paths`` and the subtrees of ``dirs`` were looked at.
+    """
+
+    full: bool
+    info: Any
+    paths: tuple[str, ...] = ()
+    dirs: tuple[str, ...] = ()
+    updates: list[FileUpdate] = []
+    removed: list[str] = []
+    skipped: list[Skip] = []
+    files_seen: int = 0
+    seconds: float = 0.0
+
+
 class _Lexical(msgspec.Struct):
     bm25: BM25State
     meta: BM25State
@@ -185,8 +224,13 @@ class _Lexical(msgspec.Struct):
 
 
 class _Snapshot(msgspec.Struct):
+    """``snapshot.msgpack``: everything of the lexical side in one file, so one atomic
+    rename commits it (two files could be caught half-written by a ``kill -9``)."""
+
+    manifest: dict[str, Any]
     files: dict[str, FileRecord]
     chunks: list[Chunk]
+    lexical: _Lexical
     skipped: list[Skip] = []
 
 
@@ -229,6 +273,7 @@ class Engine:
         self._dirty = False
         self._dense_dirty = False
         self._script_cache: tuple[int, float] = (-1, 0.5)
+        self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         if embedder is not None:
             from .dense import DenseIndex
             from .embed import EmbeddingCache
@@ -273,29 +318,25 @@ class Engine:
 
     def _load(self) -> None:
         d = self.index_dir
-        try:
-            manifest = read_json(d / "manifest.json")
-        except SnapshotError:
-            return
-        want = self._manifest()
-        lexical_ok = all(manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical"))
-        if not lexical_ok:
-            log.warning("index in %s is from another version or settings; rebuilding", d)
+        if not (d / SNAPSHOT_FILE).exists():
             return
         t0 = time.perf_counter()
         import gc
 
         # decoding creates ~40k chunk structs and their containers: cyclic GC passes over
         # them would cost a third of the decode time (measured: 0.47 -> 0.26 s CPU for
-        # ssl31-ru's chunks.msgpack), and none of it is garbage
+        # ssl31-ru's chunks), and none of it is garbage
         gc_on = gc.isenabled()
         gc.disable()
         try:
-            snap = read_msgpack(d / "chunks.msgpack", _Snapshot)
-            lex = read_msgpack(d / "lexical.msgpack", _Lexical)
-            bm25 = BM25Index.from_state(lex.bm25)
-            meta = BM25Index.from_state(lex.meta)
-            names = SymbolIndex.from_state(lex.names)
+            snap = read_msgpack(d / SNAPSHOT_FILE, _Snapshot)
+            want = self._manifest()
+            if not all(snap.manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical")):
+                log.warning("index in %s is from another version or settings; rebuilding", d)
+                return
+            bm25 = BM25Index.from_state(snap.lexical.bm25)
+            meta = BM25Index.from_state(snap.lexical.meta)
+            names = SymbolIndex.from_state(snap.lexical.names)
             chunks = {c.id: c for c in snap.chunks}
         except (SnapshotError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             log.warning("lexical snapshot unusable (%s); rebuilding", exc)
@@ -307,8 +348,8 @@ class Engine:
         self.chunks = chunks
         self.skipped = snap.skipped
         self.bm25, self.meta, self.names = bm25, meta, names
-        self.format = manifest.get("format", "unknown")
-        share = manifest.get("cyrillic_share")
+        self.format = snap.manifest.get("format", "unknown")
+        share = snap.manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
             self._script_cache = (len(self.chunks), float(share))
         log.info("loaded snapshot: %d files, %d chunks in %.2fs", len(self.files), len(self.chunks), time.perf_counter() - t0)
@@ -364,144 +405,204 @@ class Engine:
             self._dense_dirty = True
 
     def save(self) -> None:
-        """Persist everything atomically (see :mod:`daemon.store`).
+        """Persist everything that changed: :meth:`save_lexical` then :meth:`save_dense`."""
+        self.save_lexical()
+        self.save_dense()
 
-        Writes only what changed: the lexical snapshot after a refresh that changed something,
-        the dense files after new vectors. A lexical-only engine never touches the dense files.
+    def save_lexical(self) -> bool:
+        """Write ``snapshot.msgpack`` (file records, chunks, BM25 and names state) if the
+        lexical side changed since the last save; returns True if it wrote.
+
+        One file, written atomically (:func:`daemon.store.atomic_write_bytes`), so a crash
+        leaves the old or the new snapshot, never a mix. Encoding runs without the engine
+        lock: call it from the writer thread (the only one that changes the lexical side);
+        readers are never blocked by it. ssl31-ru: ~180 MB, see README "Benchmarks".
         """
+        d = self.index_dir
+        if not self._dirty and (d / SNAPSHOT_FILE).exists():
+            return False
+        d.mkdir(parents=True, exist_ok=True)
+        self._dirty = False  # changes made while we write mark it dirty again
+        try:
+            manifest = {
+                **self._manifest(),
+                "format": self.format,
+                "cyrillic_share": self._corpus_cyrillic_share(),
+                "saved_at": time.time(),
+            }
+            snap = _Snapshot(
+                manifest=manifest,
+                files=self.files,
+                chunks=list(self.chunks.values()),
+                lexical=_Lexical(self.bm25.to_state(), self.meta.to_state(), self.names.to_state()),
+                skipped=self.skipped,
+            )
+            write_msgpack(d / SNAPSHOT_FILE, snap)
+            write_json(d / "manifest.json", manifest)  # for people and tools; the snapshot carries its own
+        except BaseException:
+            self._dirty = True
+            raise
+        return True
+
+    def save_dense(self) -> bool:
+        """Write the dense index, its chunk-to-text-hash map and the embedding cache if new
+        vectors came in since the last save; returns True if it wrote.
+
+        Each file is atomic; a crash between them is repaired on load (:meth:`_load_dense`
+        drops vectors without a map entry and the other way round; the cache re-fills the
+        rest without the model). Safe from any thread: takes the engine lock only to copy
+        the map, hnswlib's own lock while it writes the graph.
+        """
+        if self.dense is None or not self._dense_dirty:
+            return False
         with self.lock:
-            d = self.index_dir
-            d.mkdir(parents=True, exist_ok=True)
-            wrote = False
-            if self._dirty or not (d / "chunks.msgpack").exists():
-                write_msgpack(d / "chunks.msgpack", _Snapshot(self.files, list(self.chunks.values()), self.skipped))
-                write_msgpack(d / "lexical.msgpack", _Lexical(self.bm25.to_state(), self.meta.to_state(), self.names.to_state()))
-                wrote = True
-            if self.dense is not None and self._dense_dirty:
-                dense_dir, embedded_file, cache_file = self._dense_paths()
-                self.dense.save(dense_dir)
-                write_msgpack(embedded_file, self.embedded)
-                self.cache.save(cache_file)
-                wrote = True
-            if wrote or not (d / "manifest.json").exists():
-                write_json(
-                    d / "manifest.json",
-                    {
-                        **self._manifest(),
-                        "format": self.format,
-                        "cyrillic_share": self._corpus_cyrillic_share(),
-                        "saved_at": time.time(),
-                    },
-                )
-            self._dirty = False
             self._dense_dirty = False
+            embedded = dict(self.embedded)
+        try:
+            dense_dir, embedded_file, cache_file = self._dense_paths()
+            self.cache.save(cache_file)
+            self.dense.save(dense_dir)
+            write_msgpack(embedded_file, embedded)
+        except BaseException:
+            self._dense_dirty = True
+            raise
+        return True
 
     # ------------------------------------------------------------------ indexing
     def refresh(self, progress: Callable[[str, int, int], None] | None = None) -> RefreshReport:
         """Reconcile the index with the disk: scan, re-chunk changed files, drop removed ones.
 
-        A file is re-read only if its size or mtime changed, and re-chunked only if its
-        content hash changed (so ``touch`` costs nothing). Chunks are diffed by id and text:
-        BM25 and the names channel are updated per changed chunk, O(its terms). Dense
+        :meth:`prepare` (read, hash, chunk, tokenize; no lock held) then :meth:`apply` (one
+        batch under the lock). A file is re-read only if its size or mtime changed (for a
+        descriptor also those of its form/template descriptors), and re-chunked only if its
+        content hash changed (so ``touch`` costs nothing). Chunks are diffed by id and
+        text: BM25 and the names channel are updated per changed chunk, O(its terms). Dense
         vectors are not computed here; :meth:`embed_pending` does that.
 
         ``progress(stage, done, total)`` is called now and then. Bad files become
         :class:`Skip` records in the report and in :attr:`skipped`; this never raises for
         file content.
         """
+        return self.apply(self.prepare(progress=progress))
+
+    def update_paths(self, rel_paths: Iterable[str], dirs: Iterable[str] = ()) -> RefreshReport:
+        """Re-index just these files and folders (relative to the root, NFC or on-disk
+        spelling); what no longer exists is removed, a folder's whole subtree is reconciled.
+
+        The watcher's path: costs O(the files named), not O(export) (:func:`daemon.scan.scan_paths`).
+        A change of ``Configuration.xml`` or an EDT ``Configuration.mdo`` falls back to a full
+        :meth:`refresh` (the export's layout may have changed).
+        """
+        return self.apply(self.prepare(rel_paths, dirs))
+
+    # The writer's two steps ------------------------------------------------------------
+    def prepare(
+        self,
+        paths: Iterable[str] | None = None,
+        dirs: Iterable[str] = (),
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> "ChangeSet":
+        """Work out what a reconcile changes, without touching the indexes (no lock held).
+
+        ``paths is None``: the whole export (:func:`daemon.scan.scan_export`); otherwise only
+        ``paths`` and the subtrees of ``dirs`` (:func:`daemon.scan.scan_paths`). Reads,
+        hashes, chunks and tokenizes every file whose size or mtime changed, so that
+        :meth:`apply` only swaps results in. Must run on the writer thread (it reads the
+        current records, which only the writer changes). Never raises for file content.
+        """
         import gc
 
         # a bulk build allocates millions of objects that all stay alive (chunks, token
         # tuples, index rows): with the cyclic GC on, its passes over them cost ~1.5 s of
-        # ~13 s CPU for ssl31-ru; it is back on when the refresh ends
+        # ~13 s CPU for ssl31-ru
         gc_on = gc.isenabled()
         gc.disable()
         try:
-            t0 = time.perf_counter()
-            report = RefreshReport()
-            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
-            self.format = scan.info.format
-            skipped: list[Skip] = list(scan.skipped)
-            sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
-            report.files_seen = len(sources)
-            seen: set[str] = set()
-            total = len(sources)
-            for n, (kind, src) in enumerate(sources, 1):
-                seen.add(src.path)
-                if progress and n % 200 == 0:
-                    progress("chunk", n, total)
-                rec = self.files.get(src.path)
-                if rec is not None and rec.size == src.size and rec.mtime_ns == src.mtime_ns:
-                    continue
-                result = self._index_file(kind, src, rec, report)
-                if isinstance(result, Skip):
-                    skipped.append(result)
-            # files under a folder that could not be listed are kept, not deleted
-            blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
-            keep_all = "" in scan.unreadable_dirs
-            for path in [p for p in self.files if p not in seen]:
-                if keep_all or (blocked and path.startswith(blocked)):
-                    continue
-                self._drop_file(path, report)
-                report.files_removed += 1
-            if progress:
-                progress("chunk", total, total)
-            from .metadata import missing_objects
-
-            skipped.extend(missing_objects(self.root))
-            self.skipped = skipped
-            report.skipped = skipped
-            # write buffered index additions now, not in the first search
-            self.bm25.flush()
-            self.meta.flush()
-            self.names.flush()
-            with self.lock:
-                self._prune_dense()
-            report.seconds = time.perf_counter() - t0
-            return report
+            return self._prepare(paths, dirs, progress)
         finally:
             if gc_on:
                 gc.enable()
 
-    def update_paths(self, rel_paths: Iterable[str]) -> RefreshReport:
-        """Re-index just these files (relative paths); a path that no longer exists is removed.
+    def _prepare(self, paths, dirs, progress) -> "ChangeSet":
+        from .scan import detect_export, scan_paths
 
-        Used by the watcher; cheaper than :meth:`refresh` for a handful of changes.
-        """
         t0 = time.perf_counter()
-        report = RefreshReport()
-        scan = None
-        for rel in rel_paths:
-            full = self.root / rel
-            if not full.exists():
-                if rel in self.files:
-                    self._drop_file(rel, report)
-                    report.files_removed += 1
+        full = paths is None
+        paths = [] if paths is None else [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
+        dirs = [unicodedata.normalize("NFC", str(d).replace("\\", "/")).strip("/") for d in dirs]
+        if not full and (self._info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
+            full = True
+        if full:
+            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
+        else:
+            scan = scan_paths(self.root, self._info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
+        cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
+        skipped: list[Skip] = list(scan.skipped)
+        sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
+        cs.files_seen = len(sources)
+        seen: set[str] = set()
+        total = len(sources)
+        for n, (kind, src) in enumerate(sources, 1):
+            seen.add(src.path)
+            if progress and n % 200 == 0:
+                progress("chunk", n, total)
+            rec = self.files.get(src.path)
+            deps = self._deps_sig(src) if kind == "metadata" else ""
+            if rec is not None and rec.size == src.size and rec.mtime_ns == src.mtime_ns and rec.deps == deps:
                 continue
-            if scan is None:  # identity of a file comes from the scanner's rules
-                scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
-                by_path = {s.path: ("bsl", s) for s in scan.modules}
-                by_path.update({s.path: ("metadata", s) for s in scan.metadata})
-            if rel in by_path:
-                kind, src = by_path[rel]
-                result = self._index_file(kind, src, self.files.get(rel), report)
-                if isinstance(result, Skip):
-                    report.skipped.append(result)
-        report.seconds = time.perf_counter() - t0
-        return report
+            result = self._read_file(kind, src, rec, deps, scan.info.format)
+            if isinstance(result, Skip):
+                skipped.append(result)
+            elif result is not None:
+                cs.updates.append(result)
+        # files under a folder that could not be listed are kept, not deleted
+        blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
+        keep_all = "" in scan.unreadable_dirs
+        if full:
+            candidates = list(self.files)
+        else:
+            prefixes = tuple(d + "/" for d in dirs if d)
+            candidates = [p for p in paths if p in self.files]
+            if prefixes:
+                candidates += [p for p in self.files if p.startswith(prefixes)]
+        for path in dict.fromkeys(candidates):
+            if path in seen or keep_all or (blocked and path.startswith(blocked)):
+                continue
+            cs.removed.append(path)
+        if progress:
+            progress("chunk", total, total)
+        if full:
+            from .metadata import missing_objects
 
-    def _index_file(self, kind: str, src, rec: FileRecord | None, report: RefreshReport) -> Skip | None:
+            skipped.extend(missing_objects(self.root))
+        cs.skipped = skipped
+        cs.seconds = time.perf_counter() - t0
+        return cs
+
+    def _deps_sig(self, src) -> str:
+        """Signature (size, mtime) of a descriptor's form/template descriptors: a change of
+        ``Forms/<F>.xml`` re-chunks its owner object."""
+        if not src.deps:
+            return ""
+        h = hashlib.blake2b(digest_size=8)
+        for dep in src.deps:
+            try:
+                st = os.stat(self.root / dep, follow_symlinks=False)
+                h.update(f"{dep}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
+            except OSError:
+                h.update(f"{dep}\0-\n".encode("utf-8", "surrogatepass"))
+        return h.hexdigest()
+
+    def _read_file(self, kind: str, src, rec: FileRecord | None, deps: str, fmt: str) -> "FileUpdate | Skip | None":
         try:
             # no symlinks, no FIFOs swapped in after the scan; a size cap before reading
             data = read_regular_bytes(src.fs_path(self.root), self.config.max_file_bytes)
         except SkipFile as exc:
             return exc.to_skip(src.path)
         digest = content_hash(data)
-        if rec is not None and rec.hash == digest:
-            with self.lock:
-                rec.size, rec.mtime_ns = src.size, src.mtime_ns
-                self._dirty = True
-            return None
+        if rec is not None and rec.hash == digest and rec.deps == deps:
+            return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, rec.encoding, None, deps=deps)
         encoding = "utf-8"
         if kind == "bsl":
             try:
@@ -523,20 +624,65 @@ class Engine:
                 log.exception("chunking %s failed", src.path)
                 return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
         else:
-            chunks, skips = chunk_metadata_bytes(data, src, self.format, root=self.root)
+            chunks, skips = chunk_metadata_bytes(data, src, fmt, root=self.root)
             if skips and not chunks:
                 # invalid or half-written XML: keep what we had (no mass deletion); retried later
                 return skips[0]
-        with self.lock:
-            self._apply_file(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, report)
-        report.files_changed += 1
-        return None
+        tokens = {}
+        for c in chunks:
+            prev = self.chunks.get(c.id)
+            if prev is None or (prev != c and not _moved_only(prev, c)):
+                tokens[c.id] = self._bm25_tokens(c)
+        return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, tokens=tokens, deps=deps)
 
-    def _apply_file(self, path, kind, digest, size, mtime_ns, encoding, chunks: list[Chunk], report) -> None:
-        old = self.files.get(path)
+    def apply(self, cs: "ChangeSet") -> RefreshReport:
+        """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a
+        reader sees the index before or after it, never half of it. Must run on the writer
+        thread, right after the :meth:`prepare` it belongs to."""
+        t0 = time.perf_counter()
+        report = RefreshReport(files_seen=cs.files_seen)
+        with self.lock:
+            self._info = cs.info
+            self.format = cs.info.format
+            for u in cs.updates:
+                if u.chunks is None:
+                    rec = self.files.get(u.path)
+                    if rec is not None:
+                        rec.size, rec.mtime_ns, rec.deps = u.size, u.mtime_ns, u.deps
+                        self._dirty = True
+                    continue
+                if self._apply_file(u, report):
+                    report.files_changed += 1
+            for path in cs.removed:
+                self._drop_file(path, report)
+                report.files_removed += 1
+            if cs.full:
+                self.skipped = list(cs.skipped)
+            else:
+                touched = set(cs.paths) | {u.path for u in cs.updates} | set(cs.removed)
+                prefixes = tuple(d + "/" for d in cs.dirs if d)
+                kept = [
+                    k for k in self.skipped if k.path not in touched and not (prefixes and k.path.startswith(prefixes))
+                ]
+                self.skipped = kept + list(cs.skipped)
+                if cs.skipped or len(kept) != len(self.skipped) - len(cs.skipped):
+                    self._dirty = True
+            report.skipped = list(cs.skipped)
+            # write buffered index additions now, not in the first search
+            self.bm25.flush()
+            self.meta.flush()
+            self.names.flush()
+            self._prune_dense()
+        report.seconds = cs.seconds + time.perf_counter() - t0
+        return report
+
+    def _apply_file(self, u: "FileUpdate", report: RefreshReport) -> bool:
+        """Swap one file's chunks in; True if any chunk was added, changed or removed."""
+        before = (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
+        old = self.files.get(u.path)
         old_ids = set(old.chunk_ids) if old else set()
         new_ids = []
-        for c in chunks:
+        for c in u.chunks:
             new_ids.append(c.id)
             prev = self.chunks.get(c.id)
             if prev is not None and prev == c:
@@ -549,14 +695,22 @@ class Engine:
                 report.chunks_added += 1
             else:
                 report.chunks_changed += 1
-            self._add_chunk(c)
+            self._add_chunk(c, u.tokens.get(c.id))
         for cid in old_ids - set(new_ids):
             self._remove_chunk(cid)
             report.chunks_removed += 1
-        self.files[path] = FileRecord(
-            path=path, kind=kind, hash=digest, size=size, mtime_ns=mtime_ns, chunk_ids=new_ids, encoding=encoding
+        self.files[u.path] = FileRecord(
+            path=u.path,
+            kind=u.kind,
+            hash=u.digest,
+            size=u.size,
+            mtime_ns=u.mtime_ns,
+            chunk_ids=new_ids,
+            encoding=u.encoding,
+            deps=u.deps,
         )
         self._dirty = True
+        return old is None or before != (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
 
     def _drop_file(self, path: str, report: RefreshReport) -> None:
         with self.lock:
@@ -572,9 +726,10 @@ class Engine:
         head = c.owner if c.is_code else ""
         return tokenize(f"{head}\n{c.text}", stem=self.config.stem)
 
-    def _add_chunk(self, c: Chunk) -> None:
+    def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
         self.chunks[c.id] = c
-        tokens = self._bm25_tokens(c)
+        if tokens is None:
+            tokens = self._bm25_tokens(c)
         self.bm25.add(c.id, tokens)
         if not c.is_code:
             self.meta.add(c.id, tokens)
@@ -928,6 +1083,12 @@ _LAT = re.compile(r"[a-zA-Z]")
 def _script_counts(text: str) -> tuple[int, int]:
     """(Cyrillic letters, Latin letters) in ``text``."""
     return len(_CYR.findall(text)), len(_LAT.findall(text))
+
+
+def _is_configuration(rel: str) -> bool:
+    """True for the configuration's own descriptor (Designer ``Configuration.xml``, EDT
+    ``.../Configuration/Configuration.mdo``) or a folder holding it: the layout may change."""
+    return rel == "Configuration.xml" or rel.endswith("Configuration.mdo") or rel == "Configuration" or rel.endswith("/Configuration")
 
 
 def _moved_only(prev: Chunk, new: Chunk) -> bool:

@@ -2,11 +2,12 @@
 
 Layout of an index directory (one per export root)::
 
-    manifest.json      versions and fingerprints (schema, tokenizer, grammar, embedder)
-    chunks.msgpack     file records and chunks
-    lexical.msgpack    BM25 and symbol-name channel state
-    dense/             hnswlib index + key map (daemon.dense)
-    embeddings.*       embedding cache (daemon.embed)
+    snapshot.msgpack   manifest, file records, chunks, BM25 and symbol-name channel state
+                       (one file: one atomic rename commits the whole lexical side)
+    manifest.json      a readable copy of the snapshot's manifest (versions, fingerprints)
+    dense-<tag>/       hnswlib index + key map + chunk->text-hash map, per embedder
+    embeddings-<tag>.bin  embedding cache, per embedder (daemon.embed)
+    daemon.json, daemon.lock, spawn.lock, daemon.log   the running daemon (daemon.runtime)
 
 Every file is written to a temporary name in the same directory, flushed, fsynced and
 ``os.replace``d over the old one, so a reader (or a restart after ``kill -9``) sees either

@@ -262,7 +262,7 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
 
     # a damaged chunk snapshot means a lexical rebuild, never a crash, a wrong answer or a
     # lost vector
-    (idx / "chunks.msgpack").write_bytes(b"\x93not msgpack")
+    (idx / "snapshot.msgpack").write_bytes(b"\x93not msgpack")
     again = Engine.open(work_copy, index_dir=idx, embedder=counting)
     assert len(again.chunks) == 0
     again.refresh()
