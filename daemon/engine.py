@@ -181,6 +181,7 @@ class RefreshReport(msgspec.Struct, kw_only=True):
     chunks_removed: int = 0
     skipped: list[Skip] = []
     seconds: float = 0.0
+    changed_ids: list[str] = []  # chunks added or changed (their vectors are due)
 
 
 class FileUpdate(msgspec.Struct):
@@ -695,6 +696,7 @@ class Engine:
                 report.chunks_added += 1
             else:
                 report.chunks_changed += 1
+            report.changed_ids.append(c.id)
             self._add_chunk(c, u.tokens.get(c.id))
         for cid in old_ids - set(new_ids):
             self._remove_chunk(cid)
@@ -779,8 +781,6 @@ class Engine:
         """
         if self.embedder is None:
             return 0
-        from .embed import embed_chunks, embed_text, text_hash
-
         with self.lock:
             self._prune_dense()
         pending = self.dense_pending()
@@ -790,24 +790,58 @@ class Engine:
         last_save = time.monotonic()
         step = batch_size * 8
         for i in range(0, total, step):
-            with self.lock:
-                ids = [cid for cid in pending[i : i + step] if cid in self.chunks]
-                texts = [embed_text(self.chunks[cid], self.config.embed_max_chars) for cid in ids]
-            vecs = embed_chunks(self.embedder, self.cache, texts, batch_size=batch_size)
-            with self.lock:
-                live = [(cid, t, v) for cid, t, v in zip(ids, texts, vecs) if cid in self.chunks]
-                if live:
-                    self.dense.upsert([x[0] for x in live], np.stack([x[2] for x in live]))
-                    for cid, t, _ in live:
-                        self.embedded[cid] = text_hash(t)
-                    self._dense_dirty = True
-            done += len(ids)
+            self.embed_ids(pending[i : i + step], batch_size=batch_size)
+            done += len(pending[i : i + step])
             if progress:
-                progress("embed", done, total)
+                progress("embed", min(done, total), total)
             if time.monotonic() - last_save > save_every_s:
                 self.save()
                 last_save = time.monotonic()
         return done
+
+    def embed_ids(self, ids: Iterable[str], *, batch_size: int = 32, embedder=None) -> int:
+        """Embed these chunks (those that still exist and whose vector is missing or stale)
+        and upsert their vectors; returns how many vectors were set.
+
+        ``embedder``: another instance of the same model (same fingerprint) to compute the
+        passages with, so that a long background batch does not hold the query embedder's
+        lock (the daemon's dense thread; see :class:`daemon.service.Service`). The engine lock
+        is held only to read the texts and to upsert, never while the model runs.
+        """
+        if self.embedder is None:
+            return 0
+        from .embed import embed_chunks, embed_text, text_hash
+
+        model = embedder or self.embedder
+        if model is not self.embedder and model.fingerprint != self.embedder.fingerprint:
+            raise ValueError("embed_ids: the passage embedder is another model than the engine's")
+        with self.lock:
+            todo = []
+            for cid in ids:
+                c = self.chunks.get(cid)
+                if c is None:
+                    continue
+                t = embed_text(c, self.config.embed_max_chars)
+                h = text_hash(t)
+                if self.embedded.get(cid) != h:
+                    todo.append((cid, t, h))
+        if not todo:
+            return 0
+        vecs = embed_chunks(model, self.cache, [t for _, t, _ in todo], batch_size=batch_size)
+        with self.lock:
+            live = []
+            for (cid, t, h), v in zip(todo, vecs):
+                c = self.chunks.get(cid)
+                # the chunk may have changed or gone while the model ran: then its new text
+                # is (or will be) queued again
+                if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
+                    live.append((cid, h, v))
+            if live:
+                self.dense.upsert([x[0] for x in live], np.stack([x[2] for x in live]))
+                for cid, h, _ in live:
+                    self.embedded[cid] = h
+                self._dense_dirty = True
+        return len(live)
 
     # ------------------------------------------------------------------ search
     def _allow(self, f: Filters | None) -> Callable[[str], bool] | None:

