@@ -264,6 +264,9 @@ class Engine:
         self.files: dict[str, FileRecord] = {}
         self.chunks: dict[str, Chunk] = {}
         self.embedded: dict[str, str] = {}
+        # chunks whose text changed since their vector was made: the old vector still
+        # answers (it is close) until embed_ids replaces it, but it is not counted as done
+        self.stale_vectors: set[str] = set()
         self.skipped: list[Skip] = []
         self.format = "unknown"
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
@@ -729,6 +732,8 @@ class Engine:
         return tokenize(f"{head}\n{c.text}", stem=self.config.stem)
 
     def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
+        if c.id in self.embedded:
+            self.stale_vectors.add(c.id)
         self.chunks[c.id] = c
         if tokens is None:
             tokens = self._bm25_tokens(c)
@@ -743,6 +748,7 @@ class Engine:
 
     def _remove_chunk(self, cid: str) -> None:
         self.chunks.pop(cid, None)
+        self.stale_vectors.discard(cid)
         self.bm25.remove(cid)
         self.meta.remove(cid)
         self.names.remove(cid)
@@ -752,18 +758,29 @@ class Engine:
             self._dense_dirty = True
 
     # ------------------------------------------------------------------ dense side
+    def dense_done(self) -> int:
+        """Chunks whose vector was made from their current text (the ``done`` of dense
+        progress; a chunk edited since counts again once re-embedded)."""
+        return len(self.embedded) - len(self.stale_vectors)
+
     def dense_pending(self) -> list[str]:
-        """Ids of chunks whose vector is missing or was made from another text."""
+        """Ids of chunks whose vector is missing or was made from another text; also
+        refreshes :attr:`stale_vectors`. The texts are hashed outside the lock (~40k chunks:
+        about a second), so queries are not held up."""
         if self.embedder is None:
             return []
         from .embed import embed_text, text_hash
 
         with self.lock:
-            out = []
-            for cid, c in self.chunks.items():
-                if self.embedded.get(cid) != text_hash(embed_text(c, self.config.embed_max_chars)):
-                    out.append(cid)
-            return out
+            items = list(self.chunks.items())
+            embedded = dict(self.embedded)
+        out = []
+        for cid, c in items:
+            if embedded.get(cid) != text_hash(embed_text(c, self.config.embed_max_chars)):
+                out.append(cid)
+        with self.lock:
+            self.stale_vectors = {cid for cid in out if cid in self.embedded}
+        return out
 
     def embed_pending(
         self,
@@ -840,6 +857,7 @@ class Engine:
                 self.dense.upsert([x[0] for x in live], np.stack([x[2] for x in live]))
                 for cid, h, _ in live:
                     self.embedded[cid] = h
+                    self.stale_vectors.discard(cid)
                 self._dense_dirty = True
         return len(live)
 
@@ -953,7 +971,7 @@ class Engine:
                 mode=mode,
                 hits=hits,
                 total=len(seen),
-                dense_done=len(self.embedded),
+                dense_done=self.dense_done(),
                 dense_total=len(self.chunks) if self.embedder else 0,
                 took_ms=(time.perf_counter() - t0) * 1000,
             )
@@ -1086,7 +1104,7 @@ class Engine:
                 "metadata_chunks": meta,
                 "chunks": len(self.chunks),
                 "bm25_terms": self.bm25.n_terms,
-                "dense_done": len(self.embedded),
+                "dense_done": self.dense_done(),
                 "dense_total": len(self.chunks) if self.embedder else 0,
                 "embedder": self.embedder.name if self.embedder else None,
                 "skipped": len(self.skipped),
