@@ -41,6 +41,7 @@ from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .model import MODULE_KINDS, Chunk, Skip
 from .scan import (
+    ExportInfo,
     SkipFile,
     content_hash,
     decode_bytes,
@@ -74,6 +75,16 @@ META_DENSE_DEPTH = 10
 CROSS_SCRIPT_WEIGHT = 0.0
 #: The lexical snapshot file in the index directory (see :meth:`Engine.save_lexical`).
 SNAPSHOT_FILE = "snapshot.msgpack"
+#: The lexical journal (changes since the snapshot; :mod:`daemon.journal`), and when a new
+#: snapshot is due instead: a journal over 64 MB (a frame holds the changed file's chunks:
+#: ~1 MB for an edit of a 1 MB module; replaying 64 MB at start costs ~0.3 s) or a batch of
+#: more than 300 files (a first index or a checkout: one snapshot is cheaper).
+JOURNAL_FILE = "journal.bin"
+JOURNAL_MAX_BYTES = 64 * 2**20
+JOURNAL_MAX_FILES = 300
+#: Dense journal: a snapshot of the dense side is due after this many journaled vectors
+#: (4096 x 1.5 KB = 6 MB; replaying them into hnswlib at start takes well under a second).
+DENSE_JOURNAL_MAX = 4096
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -208,7 +219,7 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     """
 
     full: bool
-    info: Any
+    info: ExportInfo | None = None
     paths: tuple[str, ...] = ()
     dirs: tuple[str, ...] = ()
     updates: list[FileUpdate] = []
@@ -216,6 +227,22 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     skipped: list[Skip] = []
     files_seen: int = 0
     seconds: float = 0.0
+
+
+class _DenseMeta(msgspec.Struct):
+    """``dense-<tag>/embedded.msgpack``: which text each vector was made from, and the
+    generation its journal must carry (:mod:`daemon.journal`)."""
+
+    generation: str
+    embedded: dict[str, str]
+
+
+class _DenseEntry(msgspec.Struct, array_like=True):
+    """One dense journal frame: vectors set by one :meth:`Engine.embed_ids` call."""
+
+    ids: list[str]
+    hashes: list[str]
+    vectors: bytes  # float32 little-endian, len(ids) x dim
 
 
 class _Lexical(msgspec.Struct):
@@ -278,6 +305,13 @@ class Engine:
         self._dense_dirty = False
         self._script_cache: tuple[int, float] = (-1, 0.5)
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
+        # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
+        self.journal_on = False
+        self.generation = ""  # of the lexical snapshot on disk
+        self.dense_generation = ""
+        self.compact_due = False  # the lexical journal is big: write a snapshot soon
+        self.dense_compact_due = False
+        self._dense_journal_vectors = 0
         if embedder is not None:
             from .dense import DenseIndex
             from .embed import EmbeddingCache
@@ -294,19 +328,22 @@ class Engine:
         index_dir: Path | None = None,
         config: EngineConfig | None = None,
         embedder=None,
+        load_dense: bool = True,
     ) -> "Engine":
         """Create an engine for ``root`` and load its persisted snapshot when compatible.
 
         A missing, damaged or mismatched snapshot part is logged and rebuilt by the next
         :meth:`refresh` / :meth:`embed_pending`; it never raises. Raises ``FileNotFoundError``
-        if ``root`` is not a directory.
+        if ``root`` is not a directory. ``load_dense=False`` leaves the dense side empty
+        until :meth:`load_dense` (the daemon answers lexical queries meanwhile).
         """
         root = Path(root)
         if not root.is_dir():
             raise FileNotFoundError(f"export root is not a directory: {root}")
         engine = cls(root, index_dir or default_index_dir(root), config or EngineConfig(), embedder)
         engine._load()
-        engine._load_dense()
+        if load_dense:
+            engine.load_dense()
         return engine
 
     def _manifest(self) -> dict:
@@ -356,7 +393,37 @@ class Engine:
         share = snap.manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
             self._script_cache = (len(self.chunks), float(share))
-        log.info("loaded snapshot: %d files, %d chunks in %.2fs", len(self.files), len(self.chunks), time.perf_counter() - t0)
+        info = snap.manifest.get("info")
+        if isinstance(info, dict):
+            try:
+                self._info = msgspec.convert(info, ExportInfo)
+            except msgspec.ValidationError:
+                self._info = None
+        self.generation = str(snap.manifest.get("generation", ""))
+        replayed = self._replay_journal()
+        log.info(
+            "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
+            len(self.files), len(self.chunks), replayed, time.perf_counter() - t0,
+        )
+
+    def _replay_journal(self) -> int:
+        """Apply the lexical journal of the loaded snapshot's generation; returns the number
+        of batches replayed. A batch that does not decode ends the replay (the rest is
+        redone by the reconcile with the disk)."""
+        from . import journal
+
+        if not self.generation:
+            return 0
+        n = 0
+        for payload in journal.read(self.index_dir / JOURNAL_FILE, self.generation):
+            try:
+                cs = msgspec.msgpack.decode(payload, type=ChangeSet)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                log.warning("journal batch %d does not decode (%s); replay stops", n + 1, exc)
+                break
+            self.apply(cs, journal=False)
+            n += 1
+        return n
 
     def _dense_paths(self) -> tuple[Path, Path, Path]:
         """(hnswlib dir, embedded-map file, embedding cache file) of the current embedder.
@@ -369,12 +436,14 @@ class Engine:
         d = self.index_dir
         return d / f"dense-{tag}", d / f"dense-{tag}" / "embedded.msgpack", d / f"embeddings-{tag}.bin"
 
-    def _load_dense(self) -> None:
+    def load_dense(self) -> None:
         """Load the embedding cache and the dense index of the current embedder, if any.
 
-        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned
-        by :meth:`_prune_dense`; chunks whose text changed are re-embedded by
-        :meth:`embed_pending` (from the cache when the text was seen before).
+        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned;
+        chunks whose text changed are re-embedded by :meth:`embed_pending` / :meth:`embed_ids`
+        (from the cache when the text was seen before). Loads into locals and swaps them in
+        under the lock, so queries meanwhile use the (empty) dense side, never a half-loaded
+        one. Never raises for damaged files (logged; the cache rebuilds the index).
         """
         if self.embedder is None:
             return
@@ -382,20 +451,61 @@ class Engine:
         from .embed import EmbeddingCache
 
         dense_dir, embedded_file, cache_file = self._dense_paths()
-        self.cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
-        if not dense_dir.exists():
+        cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
+        dense, meta = None, None
+        if dense_dir.exists():
+            try:
+                dense = DenseIndex.load(dense_dir, self.embedder.dim)
+                try:
+                    meta = read_msgpack(embedded_file, _DenseMeta)
+                except SnapshotError:  # written before the journal existed: a bare map
+                    meta = _DenseMeta("", read_msgpack(embedded_file, dict[str, str]))
+            except (DenseIndexError, SnapshotError) as exc:
+                log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
+                dense, meta = None, None
+        if dense is None:
+            with self.lock:
+                self.cache = cache
             return
-        try:
-            dense = DenseIndex.load(dense_dir, self.embedder.dim)
-            embedded = read_msgpack(embedded_file, dict[str, str])
-        except (DenseIndexError, SnapshotError) as exc:
-            log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
-            return
-        self.dense = dense
-        self.embedded = {k: v for k, v in embedded.items() if k in dense}
-        stray = [k for k in dense.keys() if k not in self.embedded]
+        embedded = {k: v for k, v in meta.embedded.items() if k in dense}
+        stray = [k for k in dense.keys() if k not in embedded]
         if stray:
             dense.remove(stray)
+        replayed = self._replay_dense_journal(dense_dir, meta.generation, dense, cache, embedded)
+        with self.lock:
+            self.cache = cache
+            self.dense = dense
+            self.dense_generation = meta.generation
+            self.embedded = embedded
+            self._dense_journal_vectors = replayed
+            if replayed:
+                self._dense_dirty = True
+            if self.files:  # never prune against an empty (unloaded, rebuilding) lexical side
+                self._prune_dense()
+
+    def _replay_dense_journal(self, dense_dir: Path, generation: str, dense, cache, embedded: dict[str, str]) -> int:
+        """Upsert the vectors journaled since the dense snapshot into ``dense`` (and ``cache``,
+        ``embedded``); returns how many."""
+        from . import journal
+
+        if not generation:
+            return 0
+        n = 0
+        for payload in journal.read(dense_dir / JOURNAL_FILE, generation):
+            try:
+                e = msgspec.msgpack.decode(payload, type=_DenseEntry)
+                vecs = np.frombuffer(e.vectors, dtype="<f4").reshape(len(e.ids), self.embedder.dim)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                log.warning("dense journal frame does not decode (%s); replay stops", exc)
+                break
+            dense.upsert(e.ids, vecs)
+            cache.put_many(e.hashes, vecs)
+            for cid, h in zip(e.ids, e.hashes):
+                embedded[cid] = h
+            n += len(e.ids)
+        if n:
+            log.info("replayed %d journaled vectors", n)
+        return n
 
     def _prune_dense(self) -> None:
         """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild)."""
@@ -425,14 +535,19 @@ class Engine:
         d = self.index_dir
         if not self._dirty and (d / SNAPSHOT_FILE).exists():
             return False
+        from . import journal
+
         d.mkdir(parents=True, exist_ok=True)
         self._dirty = False  # changes made while we write mark it dirty again
+        generation = journal.new_generation()
         try:
             manifest = {
                 **self._manifest(),
                 "format": self.format,
+                "info": msgspec.to_builtins(self._info) if self._info is not None else None,
                 "cyrillic_share": self._corpus_cyrillic_share(),
                 "saved_at": time.time(),
+                "generation": generation,
             }
             snap = _Snapshot(
                 manifest=manifest,
@@ -442,7 +557,13 @@ class Engine:
                 skipped=self.skipped,
             )
             write_msgpack(d / SNAPSHOT_FILE, snap)
+            # the snapshot holds everything the journal held: start a new, empty one
+            journal.reset(d / JOURNAL_FILE, generation)
+            self.generation = generation
+            self.compact_due = False
             write_json(d / "manifest.json", manifest)  # for people and tools; the snapshot carries its own
+            for legacy in ("chunks.msgpack", "lexical.msgpack"):  # schema <= 4
+                (d / legacy).unlink(missing_ok=True)
         except BaseException:
             self._dirty = True
             raise
@@ -452,21 +573,29 @@ class Engine:
         """Write the dense index, its chunk-to-text-hash map and the embedding cache if new
         vectors came in since the last save; returns True if it wrote.
 
-        Each file is atomic; a crash between them is repaired on load (:meth:`_load_dense`
+        Each file is atomic; a crash between them is repaired on load (:meth:`load_dense`
         drops vectors without a map entry and the other way round; the cache re-fills the
         rest without the model). Safe from any thread: takes the engine lock only to copy
         the map, hnswlib's own lock while it writes the graph.
         """
+        from . import journal
+
         if self.dense is None or not self._dense_dirty:
             return False
+        generation = journal.new_generation()
         with self.lock:
             self._dense_dirty = False
             embedded = dict(self.embedded)
-        try:
+            # vectors set after this point go to the next generation's journal
             dense_dir, embedded_file, cache_file = self._dense_paths()
+        try:
             self.cache.save(cache_file)
             self.dense.save(dense_dir)
-            write_msgpack(embedded_file, embedded)
+            write_msgpack(embedded_file, _DenseMeta(generation, embedded))
+            journal.reset(dense_dir / JOURNAL_FILE, generation)
+            self.dense_generation = generation
+            self.dense_compact_due = False
+            self._dense_journal_vectors = 0
         except BaseException:
             self._dense_dirty = True
             raise
@@ -639,15 +768,16 @@ class Engine:
                 tokens[c.id] = self._bm25_tokens(c)
         return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, tokens=tokens, deps=deps)
 
-    def apply(self, cs: "ChangeSet") -> RefreshReport:
+    def apply(self, cs: "ChangeSet", *, journal: bool = True) -> RefreshReport:
         """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a
         reader sees the index before or after it, never half of it. Must run on the writer
         thread, right after the :meth:`prepare` it belongs to."""
         t0 = time.perf_counter()
         report = RefreshReport(files_seen=cs.files_seen)
         with self.lock:
-            self._info = cs.info
-            self.format = cs.info.format
+            if cs.info is not None:
+                self._info = cs.info
+                self.format = cs.info.format
             for u in cs.updates:
                 if u.chunks is None:
                     rec = self.files.get(u.path)
@@ -677,8 +807,33 @@ class Engine:
             self.meta.flush()
             self.names.flush()
             self._prune_dense()
+        if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
+            self._journal_append(cs)
         report.seconds = cs.seconds + time.perf_counter() - t0
         return report
+
+    def _journal_append(self, cs: "ChangeSet") -> None:
+        """Append a batch to the lexical journal; a big batch (a first index, a checkout)
+        asks for a snapshot instead (:attr:`compact_due`)."""
+        from . import journal
+
+        if self.compact_due or not self.generation:
+            self.compact_due = True
+            return
+        if len(cs.updates) > JOURNAL_MAX_FILES:
+            self.compact_due = True
+            return
+        slim = msgspec.structs.replace(
+            cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates]
+        )
+        try:
+            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(slim))
+        except OSError as exc:
+            log.warning("journal append failed (%s); a snapshot is written instead", exc)
+            self.compact_due = True
+            return
+        if size > JOURNAL_MAX_BYTES:
+            self.compact_due = True
 
     def _apply_file(self, u: "FileUpdate", report: RefreshReport) -> bool:
         """Swap one file's chunks in; True if any chunk was added, changed or removed."""
@@ -733,7 +888,13 @@ class Engine:
 
     def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
         if c.id in self.embedded:
-            self.stale_vectors.add(c.id)
+            from .embed import embed_text, text_hash
+
+            # only the embedded head counts: an edit deep in a long method keeps its vector
+            if self.embedded[c.id] != text_hash(embed_text(c, self.config.embed_max_chars)):
+                self.stale_vectors.add(c.id)
+            else:
+                self.stale_vectors.discard(c.id)
         self.chunks[c.id] = c
         if tokens is None:
             tokens = self._bm25_tokens(c)
@@ -854,12 +1015,33 @@ class Engine:
                 if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
                     live.append((cid, h, v))
             if live:
-                self.dense.upsert([x[0] for x in live], np.stack([x[2] for x in live]))
+                mat = np.stack([x[2] for x in live]).astype(np.float32)
+                self.dense.upsert([x[0] for x in live], mat)
                 for cid, h, _ in live:
                     self.embedded[cid] = h
                     self.stale_vectors.discard(cid)
                 self._dense_dirty = True
+        if live and self.journal_on:
+            self._dense_journal_append(live, mat)
         return len(live)
+
+    def _dense_journal_append(self, live, mat: np.ndarray) -> None:
+        from . import journal
+
+        if not self.dense_generation or self.dense_compact_due:
+            self.dense_compact_due = True
+            return
+        dense_dir, _, _ = self._dense_paths()
+        entry = _DenseEntry([x[0] for x in live], [x[1] for x in live], np.ascontiguousarray(mat, dtype="<f4").tobytes())
+        try:
+            journal.append(dense_dir / JOURNAL_FILE, msgspec.msgpack.encode(entry))
+        except OSError as exc:
+            log.warning("dense journal append failed (%s); a dense snapshot is written instead", exc)
+            self.dense_compact_due = True
+            return
+        self._dense_journal_vectors += len(live)
+        if self._dense_journal_vectors > DENSE_JOURNAL_MAX:
+            self.dense_compact_due = True
 
     # ------------------------------------------------------------------ search
     def _allow(self, f: Filters | None) -> Callable[[str], bool] | None:

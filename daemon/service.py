@@ -9,12 +9,13 @@ Threads:
   the disk, the watcher's batches, ``reindex`` requests and a periodic reconcile by hash.
   Each job is :meth:`Engine.prepare` (read, chunk, tokenize; no lock) then
   :meth:`Engine.apply` (one batch under the engine lock). Jobs queued while one runs are
-  merged into one (a checkout storm becomes a single reconcile). It also writes the lexical
-  snapshot, :data:`SAVE_QUIET_S` after the last change and at least every
-  :data:`SAVE_MAX_S` while changes keep coming.
+  merged into one (a checkout storm becomes a single reconcile). Every applied batch is
+  appended to the journal at once; the full snapshot is rewritten when the journal grows
+  or after :data:`COMPACT_IDLE_S` quiet seconds (:mod:`daemon.journal`).
 * **dense**: embeds chunks whose text changed, changed ones first, then the backlog of a
   first index, in small batches with its own model instance (so a query never waits for a
-  batch), and saves the dense side every :data:`DENSE_SAVE_S`.
+  batch); its vectors go to the dense journal per batch and into a dense snapshot every
+  4096 vectors or when quiet.
 * **watcher** (:mod:`daemon.watcher`): debounced file events -> writer jobs.
 
 Queries run on the caller's thread against the engine (its lock makes every batch atomic
@@ -44,13 +45,11 @@ from .symbols import is_identifier_query
 
 log = logging.getLogger("bsl_lens.service")
 
-#: Save the lexical snapshot this long after the last change (seconds) ...
-SAVE_QUIET_S = 2.0
-#: ... and at least this often while changes keep coming: a ``kill -9`` loses at most this
-#: much lexical work, which the next start redoes from the files anyway (they are the truth).
-SAVE_MAX_S = 10.0
-#: Save the dense side (vectors are the expensive part) this often while embedding.
-DENSE_SAVE_S = 15.0
+#: Every applied batch goes to the journal at once (:mod:`daemon.journal`: a ``kill -9``
+#: loses nothing that was applied); the journal is folded into a full snapshot when the
+#: engine asks (:attr:`Engine.compact_due`) or after this many quiet seconds. A snapshot of
+#: ssl31-ru takes ~0.7 s of the writer's time, which is why it is not written per edit.
+COMPACT_IDLE_S = 60.0
 #: Full reconcile by content hash this often (catches events the watcher missed). A
 #: reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and stats.
 RECONCILE_S = 120.0
@@ -72,6 +71,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     model: str | None = None
     done: int = 0
     total: int = 0
+    pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
     rate_per_s: float = 0.0
     eta_s: float | None = None
 
@@ -280,6 +280,8 @@ class Service:
         self._closed = False
         self._first_reconcile_done = threading.Event()
         self._passage_embedder = None
+        self._dense_inflight = 0
+        self._backlog_due = False
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -295,7 +297,12 @@ class Service:
 
             embedder = make_embedder(self.embedder_spec)
         t0 = time.perf_counter()
-        self.engine = Engine.open(self.root, index_dir=self.index_dir, config=self.config, embedder=embedder)
+        # the lexical side first: queries are answered from it while the dense thread loads
+        # the vectors (warm start to first answer, README "Benchmarks")
+        self.engine = Engine.open(
+            self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
+        )
+        self.engine.journal_on = True
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
@@ -441,22 +448,17 @@ class Service:
 
     def _writer_loop(self) -> None:
         eng = self.engine
-        dirty_since: float | None = None
-        last_change = 0.0
+        last_change = time.monotonic()
         last_reconcile = time.monotonic()
         while not self._stop.is_set():
-            now = time.monotonic()
-            wait = 0.5
-            if dirty_since is not None:
-                wait = max(0.01, min(last_change + SAVE_QUIET_S, dirty_since + SAVE_MAX_S) - now)
-            job = self._next_job(wait)
+            job = self._next_job(0.5)
             if job is None:
                 break
+            now = time.monotonic()
             if job is False:
-                now = time.monotonic()
-                if dirty_since is not None and (now - last_change >= SAVE_QUIET_S or now - dirty_since >= SAVE_MAX_S):
+                # idle: fold the journal into a snapshot once things have been quiet a while
+                if eng._dirty and now - last_change >= COMPACT_IDLE_S:
                     self._save_lexical()
-                    dirty_since = None
                 if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
                     self._jobs.put(_Job(full=True, reason="periodic"))
                     last_reconcile = now
@@ -471,14 +473,14 @@ class Service:
                 self._busy.clear()
             if job.full:
                 last_reconcile = time.monotonic()
-            if report is not None and (report.files_changed or report.files_removed or eng._dirty):
+            if report is not None and (report.files_changed or report.files_removed):
                 last_change = time.monotonic()
-                dirty_since = dirty_since or last_change
-            if not self._first_reconcile_done.is_set() and job.full:
+            first = not self._first_reconcile_done.is_set() and job.full
+            if eng.compact_due or (first and not eng.generation):
+                self._save_lexical()
+            if first:
                 self._first_reconcile_done.set()
                 self._set_state("ready")
-                self._save_lexical()  # a first index is worth keeping at once
-                dirty_since = None
                 self._queue_backlog()
             self._notify_idle()
 
@@ -563,16 +565,21 @@ class Service:
 
     # ------------------------------------------------------------------ dense
     def _queue_backlog(self) -> None:
+        """Ask the dense thread to work out the backlog (hashing every chunk's head takes
+        ~1 s for ssl31-ru: not on the writer's time)."""
         if self.engine.embedder is None:
             return
-        pending = self.engine.dense_pending()
-        self._dense_backlog = collections.deque(pending)
+        self._backlog_due = True
         self._dense_wake.set()
 
     def _dense_loop(self) -> None:
         from .embed import make_embedder
 
         eng = self.engine
+        t0 = time.perf_counter()
+        eng.load_dense()
+        log.info("dense side loaded in %.2fs: %d vectors", time.perf_counter() - t0, len(eng.embedded))
+        self._emit("progress", {"stage": "load_dense", "done": len(eng.embedded), "total": len(eng.chunks)})
         # a second instance of the model for passages: its lock is not the query's lock,
         # so a hybrid query never waits behind a background batch
         try:
@@ -582,20 +589,23 @@ class Service:
         except Exception:
             log.exception("second embedder instance failed; sharing the query embedder")
             self._passage_embedder = None
-        last_save = time.monotonic()
+        last_vector = time.monotonic()
         while not self._stop.is_set():
+            if self._backlog_due:
+                self._backlog_due = False
+                self._dense_backlog = collections.deque(eng.dense_pending())
             ids: list[str] = []
             while self._dense_priority and len(ids) < DENSE_BATCH:
                 ids.append(self._dense_priority.popleft())
             while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
                 ids.append(self._dense_backlog.popleft())
             if not ids:
-                if eng._dense_dirty:
+                if eng._dense_dirty and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
-                    last_save = time.monotonic()
                 self._dense_wake.wait(1.0)
                 self._dense_wake.clear()
                 continue
+            self._dense_inflight = len(ids)
             try:
                 n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
             except Exception as exc:
@@ -603,12 +613,14 @@ class Service:
                 self.last_error = f"embedding: {type(exc).__name__}: {exc}"
                 self._stop.wait(5.0)
                 continue
+            finally:
+                self._dense_inflight = 0
             if n:
-                self._dense_rate.append((time.monotonic(), n))
-                self._progress("embed", len(eng.embedded), len(eng.chunks))
-            if time.monotonic() - last_save >= DENSE_SAVE_S:
+                last_vector = time.monotonic()
+                self._dense_rate.append((last_vector, n))
+                self._progress("embed", eng.dense_done(), len(eng.chunks))
+            if eng.dense_compact_due:
                 self._save_dense()
-                last_save = time.monotonic()
 
     def _save_dense(self) -> None:
         try:
@@ -859,6 +871,7 @@ class Service:
             dense.embedder = self.embedder_spec
             dense.model = getattr(eng.embedder, "name", None)
             dense.done, dense.total = st["dense_done"], st["dense_total"]
+            dense.pending = len(self._dense_priority) + len(self._dense_backlog) + self._dense_inflight
             now = time.monotonic()
             recent = [(t, n) for t, n in self._dense_rate if now - t <= 60]
             if recent:
