@@ -1,0 +1,341 @@
+"""The daemon's wire protocol: NDJSON messages shaped like JSON-RPC 2.0, encoded with msgspec.
+
+One message per line (UTF-8 JSON, ``\\n``-terminated; msgspec never emits a raw newline
+inside a value). Three shapes share one connection::
+
+    request   {"jsonrpc":"2.0","id":1,"method":"search","params":{"query":"НДС"}}
+    response  {"jsonrpc":"2.0","id":1,"result":{...}}
+              {"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"...","data":{...}}}
+    push      {"jsonrpc":"2.0","method":"progress","params":{...}}          (no id)
+
+The first request on a connection must be ``hello`` (:class:`HelloParams`); a client that
+speaks another :data:`PROTOCOL_VERSION` gets :data:`VERSION_MISMATCH` and should ask the
+user to restart the daemon. Every method's params are a struct with
+``forbid_unknown_fields=True``: an unknown or mistyped parameter is :data:`INVALID_PARAMS`
+with the field named in the message. Pushes (``progress``, ``indexed``, ``state``) go only
+to connections that said ``subscribe: true`` in ``hello``; their params are the dicts the
+:class:`daemon.service.Service` listener receives.
+
+Result types of the query methods live in :mod:`daemon.engine`, :mod:`daemon.model` and
+:mod:`daemon.service`; :func:`result_type` imports them lazily so a client that only
+checks ``status`` does not pay for the service module at import time.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Annotated, Any, NamedTuple
+
+import msgspec
+
+from .engine import Filters
+
+#: Bump on any incompatible change to a method, its params or its result.
+PROTOCOL_VERSION = 1
+
+#: Longest request line the daemon reads (bytes, newline included); longer gets
+#: :data:`REQUEST_TOO_LARGE` and the connection is closed. Responses are not limited.
+MAX_REQUEST_BYTES = 1 << 20
+
+# JSON-RPC 2.0 standard codes.
+PARSE_ERROR = -32700  # the line is not JSON
+INVALID_REQUEST = -32600  # JSON, but not a request object (no method, no id, hello missing)
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602  # unknown/missing/mistyped param, or the service raised ValueError
+INTERNAL_ERROR = -32603  # any other exception; data = {"type", "traceback"}
+# bsl-lens codes.
+NOT_FOUND = -32001  # the service raised LookupError (no such chunk, module, object)
+VERSION_MISMATCH = -32002  # hello with another PROTOCOL_VERSION: restart the daemon
+SHUTTING_DOWN = -32003  # the daemon is stopping and takes no new requests
+REQUEST_TOO_LARGE = -32004  # request line > MAX_REQUEST_BYTES; the connection is closed
+
+#: Push notification methods (server -> client, no id).
+PUSH_METHODS = ("progress", "indexed", "state")
+
+
+# ------------------------------------------------------------------------------ envelope
+class ErrorObject(msgspec.Struct, omit_defaults=True):
+    """The ``error`` member of a failed response."""
+
+    code: int
+    message: str
+    data: Any = None
+
+
+class Message(msgspec.Struct, omit_defaults=True):
+    """Any message on the wire; which members are set tells its shape.
+
+    ``params``/``result`` stay raw JSON (an empty :class:`msgspec.Raw` when absent) so they
+    can be decoded into the method's own type afterwards, with precise error paths.
+    """
+
+    jsonrpc: str = "2.0"
+    id: int | str | None = None
+    method: str | None = None
+    params: msgspec.Raw = msgspec.Raw()
+    result: msgspec.Raw = msgspec.Raw()
+    error: ErrorObject | None = None
+
+    @property
+    def is_request(self) -> bool:
+        return self.method is not None and self.id is not None
+
+    @property
+    def is_push(self) -> bool:
+        return self.method is not None and self.id is None
+
+
+class _Request(msgspec.Struct, omit_defaults=True):
+    jsonrpc: str
+    id: int | str
+    method: str
+    params: Any = None
+
+
+class _Result(msgspec.Struct):
+    jsonrpc: str
+    id: int | str | None
+    result: Any
+
+
+class _Error(msgspec.Struct):
+    jsonrpc: str
+    id: int | str | None
+    error: ErrorObject
+
+
+class _Push(msgspec.Struct):
+    jsonrpc: str
+    method: str
+    params: Any
+
+
+_encoder = msgspec.json.Encoder()
+_decoder = msgspec.json.Decoder(Message)
+
+
+def encode_request(id: int | str, method: str, params: Any = None) -> bytes:
+    """One request line (``\\n`` included). ``params``: a struct, a dict or None."""
+    return _encoder.encode(_Request("2.0", id, method, params)) + b"\n"
+
+
+def encode_result(id: int | str | None, result: Any) -> bytes:
+    """One success response line. ``result`` is anything msgspec encodes (structs, dicts)."""
+    return _encoder.encode(_Result("2.0", id, result)) + b"\n"
+
+
+def encode_error(id: int | str | None, code: int, message: str, data: Any = None) -> bytes:
+    """One error response line; ``id`` is None when the request's id could not be read."""
+    return _encoder.encode(_Error("2.0", id, ErrorObject(code, message, data))) + b"\n"
+
+
+def encode_push(method: str, params: Any) -> bytes:
+    """One push notification line (no id)."""
+    return _encoder.encode(_Push("2.0", method, params)) + b"\n"
+
+
+def decode_message(line: bytes) -> Message:
+    """Decode one line into a :class:`Message`.
+
+    Raises ``msgspec.DecodeError`` (not JSON: :data:`PARSE_ERROR`) or
+    ``msgspec.ValidationError`` (JSON of the wrong shape: :data:`INVALID_REQUEST`).
+    """
+    return _decoder.decode(line)
+
+
+def decode_raw(raw: msgspec.Raw, type_: Any) -> Any:
+    """Decode a raw ``params``/``result`` member into ``type_``; absent decodes as ``{}``
+    for struct types (all-default params) and as None otherwise."""
+    data = bytes(raw) if len(raw) else b"null"
+    if data == b"null" and isinstance(type_, type) and issubclass(type_, msgspec.Struct):
+        data = b"{}"
+    return msgspec.json.decode(data, type=type_)
+
+
+# ------------------------------------------------------------------------------ params
+class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    pass
+
+
+class WireFilters(Filters, forbid_unknown_fields=True):
+    """:class:`daemon.engine.Filters` as a parameter: same fields, unknown ones rejected."""
+
+
+TopK = Annotated[int, msgspec.Meta(ge=1, le=1000)]
+Limit = Annotated[int, msgspec.Meta(ge=1, le=10000)]
+Line = Annotated[int, msgspec.Meta(ge=1)]
+Seconds = Annotated[float, msgspec.Meta(ge=0, le=3600)]
+
+
+class HelloParams(_Params):
+    """First request on every connection. ``token`` is only checked on Windows (TCP)."""
+
+    protocol: int
+    client: str = ""  # "cli", "lsp", "mcp", "tests": for the daemon log
+    version: str = ""  # the client's bsl-lens version, logged
+    subscribe: bool = False  # receive progress/indexed/state pushes on this connection
+    token: str = ""
+
+
+class SearchParams(_Params):
+    query: str
+    mode: str = "hybrid"  # hybrid | lexical | vector (ValueError otherwise -> -32602)
+    top_k: TopK = 10
+    filters: WireFilters | None = None
+
+
+class SymbolsParams(_Params):
+    query: str
+    limit: Limit = 128
+    filters: WireFilters | None = None
+
+
+class GetChunkParams(_Params):
+    chunk_id: str
+
+
+class GetMethodParams(_Params):
+    name: str  # "Модуль.Метод", or a bare method name together with path
+    path: str | None = None
+
+
+class ReadModuleParams(_Params):
+    path: str  # relative to the export root
+    start_line: Line = 1  # 1-based, inclusive
+    end_line: Line | None = None  # inclusive; None = to the end
+
+
+class DescribeObjectParams(_Params):
+    name: str  # "Справочник.Пользователи" | "Catalog.Users"
+
+
+class DocumentSymbolsParams(_Params):
+    path: str
+
+
+class StatusParams(_Params):
+    pass
+
+
+class ReindexParams(_Params):
+    full: bool = False  # a full reconcile with the disk instead of the given paths
+    paths: list[str] | None = None  # relative to the root; None with full=False = reconcile
+
+
+class WaitIdleParams(_Params):
+    timeout: Seconds = 30.0
+
+
+class ShutdownParams(_Params):
+    pass
+
+
+# ------------------------------------------------------------------------------ results
+class HelloResult(msgspec.Struct, kw_only=True):
+    """Who answered: enough for a client to report and to check it found the right daemon."""
+
+    protocol: int
+    version: str  # daemon.__version__ of the daemon process
+    pid: int
+    root: str  # resolved export root
+    index_dir: str
+    started_at: float  # time.time() when the daemon started serving (epoch seconds)
+    socket: str = ""  # Unix socket path, or "tcp:127.0.0.1:<port>" on Windows
+    log: str = ""  # the daemon's log file
+
+
+class DaemonInfo(msgspec.Struct, kw_only=True):
+    """The server's own part of ``status`` (the service's part is :class:`StatusResult.service`)."""
+
+    pid: int
+    version: str
+    protocol: int
+    root: str
+    index_dir: str
+    socket: str
+    log: str
+    started_at: float  # epoch seconds
+    uptime_s: float  # seconds since started_at
+    connections: int  # open client connections right now
+    requests: int  # requests answered since start (errors included)
+    errors: int  # of which error replies
+
+
+class StatusResult(msgspec.Struct, kw_only=True):
+    """``status`` result: the daemon's own facts plus ``Service.status()``.
+
+    On the wire ``service`` is the :class:`daemon.service.Status` object; the clients
+    convert it back into that struct (``DaemonClient.status``).
+    """
+
+    daemon: DaemonInfo
+    service: Any
+
+
+class Ack(msgspec.Struct):
+    """Result of methods that only start something (``reindex``, ``shutdown``)."""
+
+    ok: bool = True
+
+
+class WaitIdleResult(msgspec.Struct):
+    idle: bool  # False when the timeout passed first
+
+
+# ------------------------------------------------------------------------------ methods
+class MethodSpec(NamedTuple):
+    params: type[msgspec.Struct]
+    result: str  # "module:Name" (resolved by result_type), "list[module:Name]" or a local name
+
+
+#: Every method the daemon serves: its params struct and its result type.
+METHODS: dict[str, MethodSpec] = {
+    "hello": MethodSpec(HelloParams, "HelloResult"),
+    "search": MethodSpec(SearchParams, "daemon.engine:SearchResult"),
+    "symbols": MethodSpec(SymbolsParams, "daemon.engine:SearchResult"),
+    "get_chunk": MethodSpec(GetChunkParams, "daemon.model:Chunk"),
+    "get_method": MethodSpec(GetMethodParams, "daemon.service:MethodInfo"),
+    "read_module": MethodSpec(ReadModuleParams, "daemon.service:ModuleText"),
+    "describe_object": MethodSpec(DescribeObjectParams, "daemon.service:ObjectDescription"),
+    "document_symbols": MethodSpec(DocumentSymbolsParams, "list[daemon.model:Chunk]"),
+    "status": MethodSpec(StatusParams, "StatusResult"),
+    "reindex": MethodSpec(ReindexParams, "Ack"),
+    "wait_idle": MethodSpec(WaitIdleParams, "WaitIdleResult"),
+    "shutdown": MethodSpec(ShutdownParams, "Ack"),
+}
+
+_result_types: dict[str, Any] = {}
+
+
+def result_type(method: str) -> Any:
+    """The type a method's result decodes into (imports daemon.service on first use).
+
+    Raises KeyError for a method not in :data:`METHODS`.
+    """
+    spec = METHODS[method].result
+    if spec not in _result_types:
+        inner = spec[5:-1] if spec.startswith("list[") else spec
+        if ":" in inner:
+            mod, name = inner.split(":")
+            tp = getattr(importlib.import_module(mod), name)
+        else:
+            tp = globals()[inner]
+        _result_types[spec] = list[tp] if spec.startswith("list[") else tp
+    return _result_types[spec]
+
+
+def status_type() -> Any:
+    """:class:`daemon.service.Status` (imported lazily)."""
+    return importlib.import_module("daemon.service").Status
+
+
+def field_of(exc: msgspec.ValidationError) -> str | None:
+    """The parameter a msgspec validation error is about, as a dotted path: ``topk`` for
+    "unknown field `topk`", ``filters.scopee`` for one inside ``filters``, ``top_k`` for
+    "Expected `int`, got `str` - at `$.top_k`"; None when the error names no field."""
+    text = str(exc)
+    m = re.search(r"field `([^`]*)`", text)
+    at = re.search(r"- at `\$\.?([^`]*)`", text)
+    parts = [x for x in ((at.group(1) if at else ""), (m.group(1) if m else "")) if x]
+    return ".".join(parts) if parts else None

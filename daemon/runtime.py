@@ -1,0 +1,432 @@
+"""Where a root's daemon lives and whether it is alive: state files, locks, socket, spawn.
+
+Per export root (files in its index dir, ``--index-dir`` or
+:func:`daemon.store.default_index_dir`)::
+
+    daemon.json   DaemonState: pid, socket, version, protocol, root, index_dir, log, started_at
+                  (written once the socket accepts; unlinked first thing on shutdown)
+    daemon.lock   flock held exclusively by the live daemon for its whole life; the holder
+                  writes its pid into it. The ONLY liveness test: a pid in a file is never
+                  trusted on its own.
+    spawn.lock    flock held by a client while it spawns a daemon and waits for it, so two
+                  clients starting at once give one daemon
+    daemon.log    the daemon's log (the spawned process's stderr is appended to it too)
+
+Per user, independent of environment variables so a client with an empty environment
+finds the daemon: ``/tmp/bsl-lens-<uid>/`` (mode 0700, owned by us, not a symlink) holds
+``<key>.sock`` (mode 0600) and the pointer ``<key>.json`` = ``{"root", "index_dir",
+"socket"}``, where ``key`` = the first 16 hex digits of sha256 of the resolved root path.
+The pointer lets a client that was not told ``--index-dir`` (or runs with another
+``XDG_CACHE_HOME``) find the index dir, and with it the lock and the log.
+
+Windows has no Unix sockets in Python's asyncio: the daemon listens on loopback TCP
+(127.0.0.1, random port, in ``daemon.json``) and writes a random token to ``daemon.token``
+in the index dir (created owner-only); clients send it in ``hello``. Locks use
+``msvcrt.locking``. That path is minimal and untested here (no Windows machine in CI).
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import logging
+import os
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import msgspec
+
+from .store import atomic_write_bytes, default_index_dir
+
+log = logging.getLogger("bsl_lens.runtime")
+
+WINDOWS = sys.platform == "win32"
+
+if WINDOWS:  # pragma: no cover - not testable here
+    import msvcrt
+else:
+    import fcntl
+
+STATE_FILE = "daemon.json"
+LOCK_FILE = "daemon.lock"
+SPAWN_LOCK_FILE = "spawn.lock"
+LOG_FILE = "daemon.log"
+TOKEN_FILE = "daemon.token"
+#: A log bigger than this is moved to ``daemon.log.1`` when a client spawns a new daemon.
+LOG_ROTATE_BYTES = 8 << 20
+
+
+class DaemonState(msgspec.Struct, kw_only=True):
+    """Contents of ``daemon.json``: how to reach the daemon and who it claims to be."""
+
+    pid: int
+    socket: str  # Unix socket path; "" on Windows
+    version: str
+    protocol: int
+    root: str
+    index_dir: str
+    log: str
+    started_at: float  # epoch seconds
+    port: int = 0  # Windows: loopback TCP port
+
+
+class Paths(msgspec.Struct, kw_only=True, frozen=True):
+    """Every file of one root's daemon (all absolute)."""
+
+    root: Path
+    index_dir: Path
+    state: Path
+    lock: Path
+    spawn_lock: Path
+    log: Path
+    token: Path
+    socket: Path
+    pointer: Path
+
+
+class RuntimeDirError(OSError):
+    """The per-user socket directory is unsafe (not ours, a symlink, group/world access)."""
+
+
+# ------------------------------------------------------------------------------ locations
+def resolve_root(root: str | os.PathLike) -> Path:
+    """The export root as an absolute, symlink-resolved path (the daemon's identity)."""
+    return Path(root).expanduser().resolve()
+
+
+def root_key(root: Path) -> str:
+    """First 16 hex digits of sha256 of the resolved root path (socket and pointer name)."""
+    return hashlib.sha256(str(resolve_root(root)).encode("utf-8")).hexdigest()[:16]
+
+
+def socket_dir() -> Path:
+    """``/tmp/bsl-lens-<uid>`` on POSIX (never ``$TMPDIR``: it must not depend on the
+    environment); ``%TEMP%\\bsl-lens-<user>`` on Windows (pointer files only)."""
+    if WINDOWS:  # pragma: no cover
+        return Path(tempfile.gettempdir()) / f"bsl-lens-{os.environ.get('USERNAME', 'user')}"
+    return Path("/tmp") / f"bsl-lens-{os.getuid()}"
+
+
+def ensure_socket_dir() -> Path:
+    """Create :func:`socket_dir` with mode 0700 if missing and check it is safe to use.
+
+    Raises :class:`RuntimeDirError` if it is a symlink, not a directory, owned by another
+    user, or accessible by group/others (another user could then replace our socket).
+    """
+    d = socket_dir()
+    try:
+        d.mkdir(mode=0o700)
+    except FileExistsError:
+        pass
+    if WINDOWS:  # pragma: no cover
+        return d
+    st = os.lstat(d)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise RuntimeDirError(f"{d} is not a directory (a symlink?): remove it")
+    if st.st_uid != os.getuid():
+        raise RuntimeDirError(f"{d} belongs to uid {st.st_uid}, not to us ({os.getuid()})")
+    if st.st_mode & 0o077:
+        os.chmod(d, 0o700)
+    return d
+
+
+def paths_for(root: str | os.PathLike, index_dir: str | os.PathLike | None = None) -> Paths:
+    """All state paths of the daemon for ``root``.
+
+    ``index_dir`` given: that one. Otherwise the pointer file's index dir when the pointer
+    names this root, else :func:`daemon.store.default_index_dir`. Creates nothing.
+    """
+    root = resolve_root(root)
+    key = root_key(root)
+    sdir = socket_dir()
+    pointer = sdir / f"{key}.json"
+    if index_dir is not None:
+        idx = Path(index_dir).expanduser().resolve()
+    else:
+        idx = None
+        p = read_pointer(pointer)
+        if p is not None and p.get("root") == str(root) and p.get("index_dir"):
+            idx = Path(p["index_dir"])
+        if idx is None:
+            idx = default_index_dir(root)
+    return Paths(
+        root=root,
+        index_dir=idx,
+        state=idx / STATE_FILE,
+        lock=idx / LOCK_FILE,
+        spawn_lock=idx / SPAWN_LOCK_FILE,
+        log=idx / LOG_FILE,
+        token=idx / TOKEN_FILE,
+        socket=sdir / f"{key}.sock",
+        pointer=pointer,
+    )
+
+
+# ------------------------------------------------------------------------------ state files
+def read_pointer(path: Path) -> dict | None:
+    """The pointer file's dict, or None if missing or unreadable."""
+    try:
+        data = msgspec.json.decode(path.read_bytes())
+    except (OSError, msgspec.DecodeError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def write_pointer(paths: Paths) -> None:
+    """Write ``<key>.json`` = {"root", "index_dir", "socket"} (atomic, mode 0600)."""
+    data = {"root": str(paths.root), "index_dir": str(paths.index_dir), "socket": str(paths.socket)}
+    atomic_write_bytes(paths.pointer, msgspec.json.encode(data))
+
+
+def read_state(paths: Paths) -> DaemonState | None:
+    """``daemon.json`` decoded, or None if missing or damaged (it is a hint, not proof of life)."""
+    try:
+        return msgspec.json.decode(paths.state.read_bytes(), type=DaemonState)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def write_state(paths: Paths, state: DaemonState) -> None:
+    """Write ``daemon.json`` atomically."""
+    atomic_write_bytes(paths.state, msgspec.json.encode(state))
+
+
+def unlink_quietly(path: Path) -> None:
+    """``path.unlink()`` ignoring a missing file (and any OSError, logged at debug level)."""
+    try:
+        path.unlink()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        log.debug("cannot remove %s: %s", path, exc)
+
+
+def remove_daemon_files(paths: Paths) -> None:
+    """Remove ``daemon.json``, the socket, the token and the pointer (if it points at this
+    index dir). Call only while holding ``daemon.lock`` or after checking it is free."""
+    unlink_quietly(paths.state)
+    unlink_quietly(paths.socket)
+    unlink_quietly(paths.token)
+    p = read_pointer(paths.pointer)
+    if p is None or p.get("index_dir") == str(paths.index_dir):
+        unlink_quietly(paths.pointer)
+
+
+def clean_stale(paths: Paths) -> bool:
+    """If no daemon holds ``daemon.lock``, remove what a killed one left behind.
+
+    Returns True if something was removed. Never touches the files of a live daemon.
+    """
+    if lock_is_held(paths.lock):
+        return False
+    stale = any(p.exists() for p in (paths.state, paths.socket))
+    if stale:
+        log.info("removing stale daemon files of %s (no process holds %s)", paths.root, paths.lock)
+        remove_daemon_files(paths)
+    return stale
+
+
+# ------------------------------------------------------------------------------ locks
+class FileLock:
+    """An exclusive advisory lock on a file: ``flock`` on POSIX, ``msvcrt.locking`` on Windows.
+
+    The lock belongs to the open file description: it is released when :meth:`release` is
+    called or the process dies (``kill -9`` included), which is what makes it a liveness
+    test. Not reentrant; not thread-safe.
+    """
+
+    def __init__(self, path: Path):
+        self.path = Path(path)
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def try_acquire(self) -> bool:
+        """Take the lock without waiting; False if another process holds it."""
+        if self._fd is not None:
+            return True
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if WINDOWS:  # pragma: no cover
+                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            os.close(fd)
+            if exc.errno in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK) or WINDOWS:
+                return False
+            raise
+        self._fd = fd
+        return True
+
+    def acquire(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds for the lock (polling 10 ms doubling to 200 ms)."""
+        deadline = time.monotonic() + timeout
+        delay = 0.01
+        while not self.try_acquire():
+            now = time.monotonic()
+            if now >= deadline:
+                return False
+            time.sleep(min(delay, deadline - now))
+            delay = min(delay * 2, 0.2)
+        return True
+
+    def write_pid(self) -> None:
+        """Record our pid in the lock file (for ``daemon stop``'s last-resort signal)."""
+        assert self._fd is not None
+        os.ftruncate(self._fd, 0)
+        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        """Release and close; idempotent."""
+        fd, self._fd = self._fd, None
+        if fd is None:
+            return
+        try:
+            if WINDOWS:  # pragma: no cover
+                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+            else:
+                fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+
+    def __enter__(self) -> FileLock:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+
+def lock_is_held(path: Path) -> bool:
+    """True if some process holds the lock on ``path`` right now (a missing file: False).
+
+    Probes with a non-blocking lock of our own, released at once. In the daemon process
+    itself (which holds it through another descriptor) this also says True.
+    """
+    if not path.exists():
+        return False
+    probe = FileLock(path)
+    try:
+        if probe.try_acquire():
+            return False
+        return True
+    finally:
+        probe.release()
+
+
+def lock_holder(path: Path) -> int | None:
+    """The pid holding the lock on ``path``, or None if it is free.
+
+    On Linux read from ``/proc/locks`` (by inode); elsewhere the pid the holder wrote into
+    the file (:meth:`FileLock.write_pid`). None also when held but the pid is unknown.
+    """
+    if not lock_is_held(path):
+        return None
+    try:
+        ino = os.stat(path).st_ino
+        with open("/proc/locks", encoding="ascii") as fh:
+            for line in fh:
+                parts = line.split()
+                # "1: FLOCK  ADVISORY  WRITE 12345 08:01:1234567 0 EOF"
+                if len(parts) >= 6 and parts[1] == "FLOCK" and parts[5].rsplit(":", 1)[-1] == str(ino):
+                    return int(parts[4])
+    except (OSError, ValueError):
+        pass
+    try:
+        return int(path.read_text(encoding="ascii").strip() or 0) or None
+    except (OSError, ValueError):
+        return None
+
+
+# ------------------------------------------------------------------------------ spawning
+def daemon_command(root: Path, index_dir: Path, args: list[str]) -> list[str]:
+    """``[python, -m, daemon.cli, daemon, run, ROOT, --index-dir, DIR, *args]``."""
+    return [sys.executable, "-m", "daemon.cli", "daemon", "run", str(root), "--index-dir", str(index_dir), *args]
+
+
+def log_file_of(paths: Paths, args: list[str]) -> Path:
+    """The log a daemon started with ``args`` writes: ``--log-file``'s value, else
+    ``paths.log``."""
+    if "--log-file" in args[:-1]:
+        return Path(args[args.index("--log-file") + 1])
+    return paths.log
+
+
+def spawn_daemon(paths: Paths, args: list[str]) -> subprocess.Popen:
+    """Start ``daemon run`` for ``paths.root`` detached from the caller.
+
+    New session (no controlling terminal, not killed by the caller's Ctrl-C), stdin/stdout
+    on /dev/null, stderr appended to the log (:func:`log_file_of`; rotated to ``.1`` beyond
+    :data:`LOG_ROTATE_BYTES`), where the daemon's own logging then goes too. The package's parent directory is prepended to
+    ``PYTHONPATH`` so ``-m daemon.cli`` imports even from a source checkout with an empty
+    environment. The caller must not wait on the process; a daemon thread reaps it.
+    """
+    paths.index_dir.mkdir(parents=True, exist_ok=True)
+    log_path = log_file_of(paths, args)
+    try:
+        if log_path.stat().st_size > LOG_ROTATE_BYTES:
+            os.replace(log_path, log_path.with_name(log_path.name + ".1"))
+    except OSError:
+        pass
+    env = dict(os.environ)
+    pkg_parent = str(Path(__file__).resolve().parent.parent)
+    env["PYTHONPATH"] = os.pathsep.join([pkg_parent] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    cmd = daemon_command(paths.root, paths.index_dir, args)
+    log.info("spawning %s", " ".join(cmd))
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_path, "ab") as err:
+        kwargs: dict = {}
+        if WINDOWS:  # pragma: no cover
+            kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS
+        else:
+            kwargs["start_new_session"] = True
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=err,
+            cwd=str(paths.index_dir),
+            env=env,
+            **kwargs,
+        )
+    return proc
+
+
+def tail(path: Path, lines: int = 20, max_bytes: int = 16384) -> str:
+    """The last ``lines`` lines of a text file ("" if unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            size = fh.tell()
+            fh.seek(max(0, size - max_bytes))
+            data = fh.read()
+    except OSError:
+        return ""
+    return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
+
+
+def write_token(paths: Paths) -> str:  # pragma: no cover - Windows only
+    """Create ``daemon.token`` with a fresh random token (owner-only create mode)."""
+    import secrets
+
+    token = secrets.token_hex(16)
+    unlink_quietly(paths.token)
+    fd = os.open(paths.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(token)
+    return token
+
+
+def read_token(paths: Paths) -> str:
+    """The token from ``daemon.token`` ("" if absent: POSIX)."""
+    try:
+        return paths.token.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
