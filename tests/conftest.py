@@ -41,3 +41,24 @@ def ssl_en() -> Path:
 def yaxunit() -> Path:
     """``shared/corpora/yaxunit-edt``: four 1C:EDT projects (read-only)."""
     return _corpus("yaxunit-edt")
+
+
+@pytest.fixture()
+def sample_root(tmp_path) -> Path:
+    """A private copy of the bundled sample export (daemon/sample_export) in ``tmp_path``."""
+    from daemon_helpers import copy_sample
+
+    return copy_sample(tmp_path / "export")
+
+
+@pytest.fixture()
+def daemons(tmp_path):
+    """Factory of real daemon processes (tests/daemon_helpers.py: ``daemons.start(root,
+    *args) -> DaemonHandle``); every daemon it started or adopted is stopped at teardown."""
+    from daemon_helpers import Daemons
+
+    factory = Daemons(tmp_path)
+    try:
+        yield factory
+    finally:
+        factory.close()
