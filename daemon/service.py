@@ -56,6 +56,11 @@ RECONCILE_S = 120.0
 #: Batch size of background embedding: ~16 method heads take ~1 s on 2 cores, the longest a
 #: changed method waits behind the backlog.
 DENSE_BATCH = 16
+#: A watcher batch with more changed files than this is a storm (see Service._absorb_storm):
+#: one full reconcile after the events stop, instead of many partial batches.
+STORM_FILES = 200
+STORM_QUIET_S = 0.5
+STORM_MAX_S = 60.0
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
@@ -123,6 +128,7 @@ class Status(msgspec.Struct, kw_only=True):
     stale_count: int
     skipped: dict[str, int]  # skipped files by reason
     last_index: dict[str, float | int] = {}
+    counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
     last_saved_at: float | None = None
     last_error: str | None = None
     rss_bytes: int = 0
@@ -262,6 +268,7 @@ class Service:
         self.started_at = time.time()
         self.last_error: str | None = None
         self.last_index: dict[str, float | int] = {}
+        self.counters = {"jobs": 0, "full_reconciles": 0, "storms": 0, "vectors_embedded": 0}
         self.last_saved_at: float | None = None
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
         self._queued_paths: set[str] = set()
@@ -465,6 +472,8 @@ class Service:
                 self._notify_idle()
                 continue
             self._busy.set()
+            if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
+                job = self._absorb_storm(job)
             try:
                 report = self._run_job(job)
             finally:
@@ -484,6 +493,40 @@ class Service:
                 self._queue_backlog()
             self._notify_idle()
 
+    def _absorb_storm(self, job: _Job) -> _Job:
+        """A burst of many changed files (a ``git checkout``, a Designer dump): wait until
+        the events stop (no new batch and nothing pending in the watcher for
+        :data:`STORM_QUIET_S`, at most :data:`STORM_MAX_S`), then reconcile the whole export
+        once. Queries keep seeing the old, consistent index meanwhile, never a mix of
+        branches."""
+        self.counters["storms"] += 1
+        log.info("storm of %d changed paths: waiting for the events to stop", len(job.paths))
+        deadline = time.monotonic() + STORM_MAX_S
+        quiet_since = time.monotonic()
+        while time.monotonic() < deadline and not self._stop.is_set():
+            try:
+                more = self._jobs.get(timeout=0.05)
+            except queue.Empty:
+                more = False
+            if more is None:
+                self._jobs.put(None)
+                break
+            if more is not False:
+                job.paths |= more.paths
+                job.dirs |= more.dirs
+                if more.first_event is not None and job.first_event is not None:
+                    job.first_event = min(job.first_event, more.first_event)
+                quiet_since = time.monotonic()
+                continue
+            if self.watcher is not None and self.watcher.pending:
+                quiet_since = time.monotonic()
+                continue
+            if time.monotonic() - quiet_since >= STORM_QUIET_S:
+                break
+        job.full = True
+        job.reason = "storm"
+        return job
+
     def _run_job(self, job: _Job):
         eng = self.engine
         try:
@@ -497,6 +540,9 @@ class Service:
             self.last_error = f"indexing ({job.reason}): {type(exc).__name__}: {exc}"
             return None
         done = time.monotonic()
+        self.counters["jobs"] += 1
+        if job.full:
+            self.counters["full_reconciles"] += 1
         latency_ms = None
         if job.first_event is not None:
             latency_ms = (done - job.first_event) * 1000
@@ -583,12 +629,13 @@ class Service:
         # a second instance of the model for passages: its lock is not the query's lock,
         # so a hybrid query never waits behind a background batch
         try:
-            self._passage_embedder = make_embedder(self.embedder_spec)
-            if self._passage_embedder.fingerprint != eng.embedder.fingerprint:
-                self._passage_embedder = None
+            second = make_embedder(self.embedder_spec)
+            if second.fingerprint != eng.embedder.fingerprint:
+                second = eng.embedder
         except Exception:
             log.exception("second embedder instance failed; sharing the query embedder")
-            self._passage_embedder = None
+            second = eng.embedder
+        self._passage_embedder = _Counting(second, self.counters)
         last_vector = time.monotonic()
         while not self._stop.is_set():
             if self._backlog_due:
@@ -914,11 +961,29 @@ class Service:
             stale_count=len(stale_all),
             skipped=skipped,
             last_index=dict(self.last_index),
+            counters=dict(self.counters),
             last_saved_at=self.last_saved_at,
             last_error=self.last_error or (w.last_error if w is not None else None),
             rss_bytes=_rss(),
             index_bytes=_dir_size(self.index_dir),
         )
+
+
+class _Counting:
+    """An embedder that counts the passages it computes (``counters["vectors_embedded"]``):
+    status shows that a ``touch`` storm or a restart re-embeds nothing."""
+
+    def __init__(self, inner, counters: dict[str, int]) -> None:
+        self._inner = inner
+        self._counters = counters
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def encode_passages(self, texts: list[str]):
+        out = self._inner.encode_passages(texts)
+        self._counters["vectors_embedded"] += len(texts)
+        return out
 
 
 def _rss() -> int:
