@@ -1,0 +1,529 @@
+"""daemon.watcher on real temp directories with the real watchdog observers.
+
+No file system is mocked. Where a failure must be simulated (inotify limits, a dead
+reader thread, a kernel queue overflow) the test patches one watchdog method and lets
+everything else run for real. Every wait is a poll with a generous deadline.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import shutil
+import sys
+import threading
+import time
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from daemon import watcher as W
+from daemon.watcher import ChangeBatch, Watcher, is_temp_name
+
+# watchdog's harmless "Callback with id ... already exists" (see daemon/watcher.py); pytest
+# resets the module's own filter for each test
+pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
+linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify-specific")
+DEADLINE = 10.0
+
+
+class Collector:
+    """on_batch target: keeps batches, checks on_batch is never re-entered."""
+
+    def __init__(self) -> None:
+        self.batches: list[ChangeBatch] = []
+        self.lock = threading.Lock()
+        self.active = 0
+        self.overlapped = False
+
+    def __call__(self, batch: ChangeBatch) -> None:
+        with self.lock:
+            self.active += 1
+            self.overlapped |= self.active > 1
+        try:
+            self.batches.append(batch)
+        finally:
+            with self.lock:
+                self.active -= 1
+
+    @property
+    def paths(self) -> set[str]:
+        return set().union(*(b.paths for b in list(self.batches)))
+
+    @property
+    def dirs(self) -> set[str]:
+        return set().union(*(b.dirs for b in list(self.batches)))
+
+    @property
+    def overflow(self) -> bool:
+        return any(b.overflow for b in list(self.batches))
+
+    def wait(self, pred, timeout: float = DEADLINE) -> bool:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if pred():
+                return True
+            time.sleep(0.01)
+        return pred()
+
+    def wait_paths(self, *paths: str, timeout: float = DEADLINE) -> None:
+        ok = self.wait(lambda: set(paths) <= self.paths, timeout)
+        assert ok, f"missing {set(paths) - self.paths}; got {self.paths}"
+
+
+def wait_until(pred, timeout: float = DEADLINE) -> bool:
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        if pred():
+            return True
+        time.sleep(0.01)
+    return pred()
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    """A small Designer-like export with a .git folder."""
+    root = tmp_path / "export"
+    for rel, text in {
+        "Configuration.xml": "<cfg/>",
+        "CommonModules/Общий.xml": "<m/>",
+        "CommonModules/Общий/Ext/Module.bsl": "Процедура А() КонецПроцедуры",
+        "Catalogs/Товары.xml": "<c/>",
+        "Catalogs/Товары/Ext/ObjectModule.bsl": "Процедура Б() КонецПроцедуры",
+        "Catalogs/Товары/Forms/Форма/Ext/Form/Module.bsl": "&НаКлиенте\nПроцедура В() КонецПроцедуры",
+        ".git/HEAD": "ref: refs/heads/main",
+    }.items():
+        p = root / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.fixture
+def make_watcher():
+    started: list[Watcher] = []
+
+    def make(root: Path, cb, **kw) -> Watcher:
+        w = Watcher(root, cb, **kw)
+        started.append(w)
+        w.start()
+        return w
+
+    yield make
+    for w in started:
+        w.stop()
+
+
+def atomic_save(path: Path, text: str, tmp_name: str) -> None:
+    tmp = path.with_name(tmp_name)
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write(text)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+# ---------------------------------------------------------------- native events
+
+
+def test_modify_create_delete(export: Path, make_watcher) -> None:
+    c = Collector()
+    w = make_watcher(export, c)
+    assert w.mode == "native" and w.degraded is None
+    (export / "CommonModules/Общий/Ext/Module.bsl").write_text("// changed", encoding="utf-8")
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    (export / "CommonModules/Новый.xml").write_text("<m/>", encoding="utf-8")
+    c.wait_paths("CommonModules/Новый.xml")
+    (export / "Catalogs/Товары/Ext/ObjectModule.bsl").unlink()
+    c.wait_paths("Catalogs/Товары/Ext/ObjectModule.bsl")
+    b = c.batches[0]
+    assert b.events >= 1 and b.first_event <= b.last_event and not b.overflow
+    assert not c.overlapped
+    assert wait_until(lambda: w.pending == 0)
+
+
+def test_atomic_save_twice_reports_the_real_path(export: Path, make_watcher) -> None:
+    c = Collector()
+    make_watcher(export, c)
+    target = export / "CommonModules/Общий/Ext/Module.bsl"
+    atomic_save(target, "// save 1", "Module.bsl.tmp")  # write tmp, rename over
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    n = len(c.batches)
+    atomic_save(target, "// save 2", ".Module.bsl.swp")  # vim-like swap name
+    assert c.wait(lambda: len(c.batches) > n and "CommonModules/Общий/Ext/Module.bsl" in c.batches[-1].paths)
+    assert c.paths == {"CommonModules/Общий/Ext/Module.bsl"}  # never the temp names
+    assert target.read_text(encoding="utf-8") == "// save 2"
+
+
+def test_rename_module_reports_both_ends(export: Path, make_watcher) -> None:
+    c = Collector()
+    make_watcher(export, c)
+    os.rename(export / "CommonModules/Общий.xml", export / "CommonModules/Общий2.xml")
+    c.wait_paths("CommonModules/Общий.xml", "CommonModules/Общий2.xml")
+    # backup-by-rename (X -> X~): only the real end is reported
+    os.rename(export / "Catalogs/Товары.xml", export / "Catalogs/Товары.xml~")
+    c.wait_paths("Catalogs/Товары.xml")
+    assert not any(p.endswith("~") for p in c.paths)
+
+
+def test_delete_and_rename_object_folder(export: Path, make_watcher) -> None:
+    c = Collector()
+    make_watcher(export, c)
+    os.rename(export / "Catalogs/Товары", export / "Catalogs/Продукты")
+    assert c.wait(lambda: {"Catalogs/Товары", "Catalogs/Продукты"} <= c.dirs), c.dirs
+    shutil.rmtree(export / "CommonModules/Общий")
+    assert c.wait(lambda: "CommonModules/Общий" in c.dirs), c.dirs
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    # a folder created with content
+    new = export / "Documents/Заказ/Ext"
+    new.mkdir(parents=True)
+    (new / "ObjectModule.bsl").write_text("//", encoding="utf-8")
+    assert c.wait(lambda: "Documents/Заказ" in c.dirs or "Documents" in c.dirs), c.dirs
+
+
+@pytest.mark.parametrize("mode", ["auto", "polling"])
+def test_ignored_places_produce_nothing(export: Path, make_watcher, mode: str) -> None:
+    index = export / "index"  # an index dir inside the root, not a dot-dir
+    index.mkdir()
+    c = Collector()
+    make_watcher(export, c, ignore=[index, export.parent / "elsewhere"], mode=mode, poll_interval_s=0.1)
+    mod = export / "CommonModules/Общий/Ext"
+    (export / ".git/objects").mkdir()
+    (export / ".git/objects/ab.xml").write_text("x")
+    (export / ".git/index").write_text("x")
+    (export / ".idea").mkdir()
+    (export / ".idea/workspace.xml").write_text("x")
+    (index / "chunks.xml").write_text("x")
+    (index / "sub").mkdir()
+    (index / "sub/a.bsl").write_text("x")
+    for name in (".#Module.bsl", "#Module.bsl#", "Module.bsl~", "Module.bsl.swp", ".Module.bsl.swx",
+                 "4913", "Module.bsl.tmp", "Module.bsl.bak", "Module.bsl.orig", "notes.txt", "Form.bin"):
+        (mod / name).write_text("x")
+        (mod / name).unlink()
+    sentinel = export / "CommonModules/Общий/Ext/Module.bsl"
+    sentinel.write_text("// sentinel", encoding="utf-8")
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    assert c.paths == {"CommonModules/Общий/Ext/Module.bsl"}
+    assert c.dirs == set()
+
+
+def test_storm_of_2000_writes_arrives_whole_in_few_batches(export: Path, make_watcher) -> None:
+    c = Collector()
+    w = make_watcher(export, c)
+    expected = set()
+    for i in range(40):
+        (export / f"CommonModules/M{i}/Ext").mkdir(parents=True)
+    assert c.wait(lambda: len(c.dirs) >= 40)
+    c.batches.clear()
+    for i in range(2000):
+        rel = f"CommonModules/M{i % 40}/Ext/Module{i}.bsl"
+        (export / rel).write_text(f"// {i}\n", encoding="utf-8")
+        expected.add(rel)
+    assert c.wait(lambda: expected <= c.paths, 30), len(expected - c.paths)
+    assert c.paths == expected
+    assert len(c.batches) <= 30, [len(b.paths) for b in c.batches]  # not one per file
+    assert sum(b.events for b in c.batches) >= 2000
+    assert wait_until(lambda: w.pending == 0)
+    assert not c.overlapped
+
+
+def test_change_during_on_batch_goes_to_a_later_batch(export: Path, make_watcher) -> None:
+    entered = threading.Event()
+    release = threading.Event()
+    batches: list[ChangeBatch] = []
+
+    def slow(batch: ChangeBatch) -> None:
+        batches.append(batch)
+        if len(batches) == 1:
+            entered.set()
+            release.wait(DEADLINE)
+
+    w = make_watcher(export, slow)
+    (export / "Catalogs/Товары.xml").write_text("<c>1</c>")
+    assert entered.wait(DEADLINE)
+    (export / "CommonModules/Общий.xml").write_text("<m>2</m>")
+    assert wait_until(lambda: w.pending >= 2)  # the running batch plus the buffered change
+    time.sleep(0.1)  # several quiet periods: still nothing may be delivered concurrently
+    assert len(batches) == 1
+    release.set()
+    assert wait_until(lambda: any("CommonModules/Общий.xml" in b.paths for b in batches[1:]))
+    assert "CommonModules/Общий.xml" not in batches[0].paths
+
+
+def test_on_batch_exception_is_logged_and_watching_goes_on(export: Path, make_watcher, caplog) -> None:
+    seen: list[ChangeBatch] = []
+
+    def flaky(batch: ChangeBatch) -> None:
+        seen.append(batch)
+        if len(seen) == 1:
+            raise RuntimeError("service hiccup")
+
+    w = make_watcher(export, flaky)
+    (export / "Catalogs/Товары.xml").write_text("<c>1</c>")
+    assert wait_until(lambda: len(seen) == 1)
+    assert wait_until(lambda: w.last_error is not None and "service hiccup" in w.last_error)
+    (export / "CommonModules/Общий.xml").write_text("<m>2</m>")
+    assert wait_until(lambda: any("CommonModules/Общий.xml" in b.paths for b in seen))
+    assert "on_batch failed" in caplog.text
+
+
+def test_continuous_storm_is_flushed_before_it_ends(export: Path, make_watcher) -> None:
+    delivered: list[float] = []
+    c = Collector()
+
+    def cb(batch: ChangeBatch) -> None:
+        delivered.append(time.monotonic())
+        c(batch)
+
+    make_watcher(export, cb, quiet_s=0.2, max_delay_s=0.3)
+    d = export / "CommonModules/Общий/Ext"
+    end = time.monotonic() + 1.5
+    i = 0
+    while time.monotonic() < end:  # a write every 20 ms: never 200 ms of silence
+        (d / f"S{i}.bsl").write_text(str(i))
+        i += 1
+        time.sleep(0.02)
+    assert delivered and delivered[0] < end
+    c.wait_paths(*(f"CommonModules/Общий/Ext/S{k}.bsl" for k in range(i)))
+
+
+def test_nfd_names_are_reported_as_nfc(export: Path, make_watcher) -> None:
+    c = Collector()
+    make_watcher(export, c)
+    folder = unicodedata.normalize("NFD", "Справочники/Йогурты")
+    name = unicodedata.normalize("NFD", "МодульЁлки.bsl")
+    assert folder != unicodedata.normalize("NFC", folder)
+    (export / folder).mkdir(parents=True)
+    (export / folder / name).write_text("//", encoding="utf-8")
+    c.wait_paths("Справочники/Йогурты/МодульЁлки.bsl")
+    assert all(p == unicodedata.normalize("NFC", p) for p in c.paths | c.dirs)
+
+
+def test_paths_are_relative_posix_and_inside_root(export: Path, make_watcher) -> None:
+    c = Collector()
+    make_watcher(export, c)
+    (export / "Catalogs/Товары/Ext/ObjectModule.bsl").write_text("//")
+    outside = export.parent / "outside.bsl"
+    outside.write_text("//")
+    os.rename(outside, export / "Catalogs/Пришёл.bsl")  # moved in from outside the root
+    (export / "Catalogs/Ушёл.xml").write_text("x")
+    os.rename(export / "Catalogs/Ушёл.xml", export.parent / "gone.xml")  # moved out
+    c.wait_paths("Catalogs/Товары/Ext/ObjectModule.bsl", "Catalogs/Пришёл.bsl", "Catalogs/Ушёл.xml")
+    for p in c.paths | c.dirs:
+        assert not p.startswith("/") and "\\" not in p and ".." not in p.split("/"), p
+
+
+def test_stop_is_idempotent_fast_and_callable_from_on_batch(export: Path) -> None:
+    holder: list[Watcher] = []
+
+    def stop_from_callback(batch: ChangeBatch) -> None:
+        holder[0].stop()
+
+    w = Watcher(export, stop_from_callback)
+    holder.append(w)
+    w.start()
+    with pytest.raises(RuntimeError):
+        w.start()
+    (export / "Catalogs/Товары.xml").write_text("<c>1</c>")
+    assert wait_until(lambda: w.mode == "off")
+    t0 = time.monotonic()
+    w.stop()
+    w.stop()
+    assert time.monotonic() - t0 < 5
+    assert wait_until(lambda: w.pending == 0)  # the batch whose on_batch called stop() is done
+    assert wait_until(lambda: not any(t.name.startswith("bsl-lens-watch") for t in threading.enumerate()))
+
+
+def test_bad_arguments(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        Watcher(tmp_path, print, mode="inotify")
+    with pytest.raises(ValueError):
+        Watcher(tmp_path, print, quiet_s=0)
+    with pytest.raises(ValueError):
+        Watcher(tmp_path, print, quiet_s=1.0, max_delay_s=0.5)
+    with pytest.raises(FileNotFoundError):
+        Watcher(tmp_path / "missing", print).start()
+
+
+def test_temp_names() -> None:
+    for name in ("X.bsl~", ".#X.bsl", "#X.bsl#", "X.bsl.swp", ".X.bsl.SWP", "X.swx", "4913", "X.bsl.tmp",
+                 ".X.bsl.abc.tmp", "X.bak", "X.orig"):
+        assert is_temp_name(name), name
+    for name in ("Module.bsl", "Form.xml", "X.mdo", "4914", ".project"):
+        assert not is_temp_name(name), name
+
+
+# ---------------------------------------------------------------- polling and fallbacks
+
+
+def test_forced_polling(export: Path, make_watcher) -> None:
+    c = Collector()
+    w = make_watcher(export, c, mode="polling", poll_interval_s=0.1)
+    assert w.mode == "polling" and w.degraded is None
+    (export / "CommonModules/Общий/Ext/Module.bsl").write_text("// changed, longer than before")
+    (export / "CommonModules/Новый.xml").write_text("<m/>")
+    (export / "Catalogs/Товары/Ext/ObjectModule.bsl").unlink()
+    (export / ".git/index.xml").write_text("x")
+    c.wait_paths(
+        "CommonModules/Общий/Ext/Module.bsl", "CommonModules/Новый.xml", "Catalogs/Товары/Ext/ObjectModule.bsl"
+    )
+    atomic_save(export / "Catalogs/Товары.xml", "<c>2</c>", "Товары.xml.tmp")
+    os.rename(export / "Catalogs/Товары", export / "Catalogs/Продукты")
+    assert c.wait(lambda: {"Catalogs/Товары", "Catalogs/Продукты"} <= c.dirs), c.dirs
+    c.wait_paths("Catalogs/Товары.xml")
+    assert not any(p.startswith(".git") for p in c.paths)
+    assert not c.overflow
+
+
+@linux_only
+@pytest.mark.parametrize("method", ["schedule", "start"])
+def test_inotify_limit_at_start_falls_back_to_polling(export: Path, make_watcher, monkeypatch, method) -> None:
+    def no_watches(self, *a, **kw):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(W.NativeObserver, method, no_watches)
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    assert w.mode == "polling"
+    assert w.degraded and "ENOSPC" in w.degraded and "max_user_watches" in w.degraded
+    (export / "CommonModules/Общий.xml").write_text("<m>polled</m>")
+    c.wait_paths("CommonModules/Общий.xml")
+
+
+@linux_only
+def test_inotify_instance_limit_falls_back_to_polling(export: Path, make_watcher, monkeypatch) -> None:
+    from watchdog.observers import inotify_c
+
+    def no_instance(cls):
+        raise OSError(errno.EMFILE, "inotify instance limit reached")
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "_create_inotify_fd", classmethod(no_instance))
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    assert w.mode == "polling" and "EMFILE" in w.degraded
+    (export / "CommonModules/Общий.xml").write_text("<m>polled</m>")
+    c.wait_paths("CommonModules/Общий.xml")
+
+
+@linux_only
+def test_native_mode_does_not_fall_back(export: Path, monkeypatch) -> None:
+    def no_watches(self, *a, **kw):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(W.NativeObserver, "schedule", no_watches)
+    w = Watcher(export, print, mode="native")
+    with pytest.raises(OSError) as ei:
+        w.start()
+    assert ei.value.errno == errno.ENOSPC
+    w.stop()
+
+
+@linux_only
+def test_watch_limit_on_a_subfolder_is_not_silent(export: Path, make_watcher, monkeypatch) -> None:
+    """watchdog skips sub-folders it cannot watch without a word; the watcher must not."""
+    from watchdog.observers import inotify_c
+
+    orig = inotify_c.InotifyFD._get_or_create_watch
+    limit = threading.Event()
+
+    def limited(self, path, mask):
+        if limit.is_set() or b"Catalogs" in path:
+            raise OSError(errno.ENOSPC, "inotify watch limit reached")
+        return orig(self, path, mask)
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "_get_or_create_watch", limited)
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    assert w.mode == "polling" and "ENOSPC" in w.degraded  # at start
+    w.stop()
+
+    # later: a new folder cannot be watched -> switch to polling and ask for a reconcile
+    monkeypatch.setattr(inotify_c.InotifyFD, "_get_or_create_watch", lambda self, p, m: (
+        limited(self, p, m) if limit.is_set() else orig(self, p, m)))
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    assert w.mode == "native"
+    limit.set()
+    (export / "Documents").mkdir()
+    assert c.wait(lambda: c.overflow), c.batches
+    assert w.mode == "polling" and "ENOSPC" in w.degraded and "Documents" in w.degraded
+    (export / "Documents/Заказ.xml").write_text("<d/>")
+    c.wait_paths("Documents/Заказ.xml")
+
+
+@linux_only
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
+def test_dead_observer_thread_restarts_in_polling_with_overflow(export: Path, make_watcher, monkeypatch) -> None:
+    from watchdog.observers import inotify_c
+
+    orig = inotify_c.InotifyFD.read_events
+    boom = threading.Event()
+
+    def read_events(self, *a, **kw):
+        if boom.is_set():
+            raise RuntimeError("reader exploded")
+        return orig(self, *a, **kw)
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "read_events", read_events)
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    assert w.mode == "native"
+    boom.set()
+    (export / "Catalogs/Товары.xml").write_text("<c>wake the reader</c>")
+    assert c.wait(lambda: c.overflow)
+    assert w.mode == "polling"
+    assert w.last_error and "reader exploded" in w.last_error
+    assert w.degraded and "reader exploded" in w.degraded
+    (export / "CommonModules/Общий.xml").write_text("<m>polled</m>")
+    c.wait_paths("CommonModules/Общий.xml")
+
+
+@linux_only
+def test_kernel_queue_overflow_is_reported(export: Path, make_watcher, monkeypatch) -> None:
+    """A real IN_Q_OVERFLOW: hold watchdog's reader until the kernel queue overflows."""
+    try:
+        max_q = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    except OSError:
+        pytest.skip("no /proc/sys/fs/inotify/max_queued_events")
+    if max_q > 65536:
+        pytest.skip(f"max_queued_events={max_q}: too many files to write")
+    from watchdog.observers import inotify_c
+
+    orig = inotify_c.InotifyFD.handle_event
+    gate = threading.Event()
+    gate.set()
+
+    def gated(self, event):
+        gate.wait(DEADLINE)
+        return orig(self, event)
+
+    monkeypatch.setattr(inotify_c.InotifyFD, "handle_event", gated)
+    c = Collector()
+    w = make_watcher(export, c)
+    assert w.mode == "native"
+    d = export / "CommonModules/Общий/Ext"
+    gate.clear()
+    n = (max_q + 4096) // 2  # >= 2 events per file: create, close-write (+ modify)
+    for i in range(n):
+        (d / f"F{i}.txt").write_bytes(b"x")  # not reported: only the overflow matters
+    gate.set()
+    assert c.wait(lambda: c.overflow, 30)
+    assert w.mode == "native"
+    (export / "CommonModules/Общий.xml").write_text("<m>after</m>")  # watches were rebuilt
+    c.wait_paths("CommonModules/Общий.xml")
+
+
+def test_root_deleted_and_recreated(export: Path, make_watcher) -> None:
+    c = Collector()
+    w = make_watcher(export, c, poll_interval_s=0.1)
+    shutil.rmtree(export)
+    assert c.wait(lambda: c.overflow)
+    assert wait_until(lambda: w.mode == "off")  # the watch is lost while the root is missing
+    assert w.last_error and "gone" in w.last_error
+    n = len(c.batches)
+    export.mkdir()
+    assert c.wait(lambda: any(b.overflow for b in c.batches[n:]), 15)  # restarted: reconcile
+    assert w.mode == "native"
+    (export / "Recreated.xml").write_text("<cfg/>")
+    c.wait_paths("Recreated.xml")
