@@ -79,10 +79,12 @@ class Message(msgspec.Struct, omit_defaults=True):
 
     @property
     def is_request(self) -> bool:
+        """A request: has a method and an id."""
         return self.method is not None and self.id is not None
 
     @property
     def is_push(self) -> bool:
+        """A push notification: a method without an id."""
         return self.method is not None and self.id is None
 
 

@@ -245,6 +245,7 @@ class FileLock:
 
     @property
     def held(self) -> bool:
+        """True while this object holds the lock."""
         return self._fd is not None
 
     def try_acquire(self) -> bool:
@@ -282,7 +283,8 @@ class FileLock:
         """Record our pid in the lock file (for ``daemon stop``'s last-resort signal)."""
         assert self._fd is not None
         os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, f"{os.getpid()}\n".encode(), 0)
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        os.write(self._fd, f"{os.getpid()}\n".encode())
 
     def release(self) -> None:
         """Release and close; idempotent."""

@@ -446,28 +446,39 @@ class Server:
         )
 
     # -------------------------------------------------------------------- commands (pool threads)
+    # Each takes the method's params struct (daemon.protocol) and returns what the Service
+    # returns; ValueError -> -32602, LookupError -> -32001, anything else -> -32603.
     def cmd_search(self, p):
+        """``Service.search`` -> ``SearchResult``."""
         return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters)
 
     def cmd_symbols(self, p):
+        """``Service.symbols`` -> ``SearchResult`` (names first)."""
         return self.service.symbols(p.query, limit=p.limit, filters=p.filters)
 
     def cmd_get_chunk(self, p):
+        """``Service.get_chunk`` -> ``Chunk``."""
         return self.service.get_chunk(p.chunk_id)
 
     def cmd_get_method(self, p):
+        """``Service.get_method`` -> ``MethodInfo``."""
         return self.service.get_method(p.name, p.path)
 
     def cmd_read_module(self, p):
+        """``Service.read_module`` -> ``ModuleText``."""
         return self.service.read_module(p.path, p.start_line, p.end_line)
 
     def cmd_describe_object(self, p):
+        """``Service.describe_object`` -> ``ObjectDescription``."""
         return self.service.describe_object(p.name)
 
     def cmd_document_symbols(self, p):
+        """``Service.document_symbols`` -> ``list[Chunk]``."""
         return self.service.document_symbols(p.path)
 
     def cmd_status(self, p) -> StatusResult:
+        """The server's counters (``DaemonInfo``: uptime from ``info.started_at``, open
+        connections, requests and error replies since start) plus ``Service.status()``."""
         i = self.info
         daemon = DaemonInfo(
             pid=i.pid,
@@ -486,10 +497,12 @@ class Server:
         return StatusResult(daemon=daemon, service=self.service.status())
 
     def cmd_reindex(self, p) -> Ack:
+        """``Service.reindex`` (queues and returns at once)."""
         self.service.reindex(full=p.full, paths=p.paths)
         return Ack()
 
     def cmd_wait_idle(self, p) -> WaitIdleResult:
+        """``Service.wait_idle(timeout)``; runs on its own thread, not the bounded pool."""
         return WaitIdleResult(idle=bool(self.service.wait_idle(p.timeout)))
 
 
