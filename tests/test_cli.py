@@ -43,7 +43,7 @@ def test_index_search_json_and_eval(export, tmp_path):
     assert "15 modules, 68 methods" in out.stdout
     assert "missing_on_disk" in out.stdout
 
-    res = json.loads(run("search", str(export), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json").stdout)
+    res = json.loads(run("search", str(export), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json", "--standalone").stdout)
     top = res["hits"][0]
     assert (top["path"], top["symbol"], top["match"]) == (
         "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl",
@@ -53,12 +53,12 @@ def test_index_search_json_and_eval(export, tmp_path):
     assert top["ranks"]["names"] == 1
     meta = json.loads(
         run("search", str(export), "телефон контактного лица", "--index-dir", idx, "--mode", "lexical", "--json",
-            "--scope", "metadata").stdout
+            "--scope", "metadata", "--standalone").stdout
     )
     assert meta["hits"][0]["symbol"] == "Реквизит:КонтактныеЛица.Телефон"
     assert all(h["path"].endswith(".xml") for h in meta["hits"])
 
-    text = run("search", str(export), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical").stdout
+    text = run("search", str(export), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical", "--standalone").stdout
     assert text.splitlines()[0].startswith(" 1. Documents/РеализацияТоваров/Ext/ManagerModule.bsl:")
     assert "ПолучитьСчётНаОплату" in text.splitlines()[0]
 
@@ -95,10 +95,11 @@ def test_clear_errors_never_tracebacks(export, tmp_path):
     cases = [
         (["search", str(export), "x", "--mode", "fuzzy"], 2, "invalid choice"),
         (["search", str(export), "x", "--module-kind", "Manager"], 2, "invalid choice"),
-        (["search", str(tmp_path / "nope"), "x", "--embedder", "none"], 1, "not a directory"),
+        (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--standalone"], 1, "not a directory"),
+        (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--no-spawn"], 1, "error"),
         (["index", str(export), "--index-dir", str(afile), "--no-dense"], 1, "error"),
         (["index", str(empty), "--index-dir", str(tmp_path / "i2"), "--no-dense"], 1, "no 1C export"),
-        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 1, "top_k"),
+        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3"), "--standalone"], 1, "top_k"),
         (["eval", str(export), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
         (["eval", str(export), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
     ]
@@ -114,3 +115,22 @@ def test_demo_runs_on_the_bundled_sample(tmp_path):
     assert "15 modules, 68 methods" in out
     first = out.split("» где считается НДС с авансов", 1)[1].splitlines()[1]
     assert "НДССАвансаПолученного" in first
+
+
+def test_search_goes_through_the_daemon_and_spawns_it(export, tmp_path, daemons):
+    """Without --standalone, search starts the root's daemon (waiting for its first index),
+    and the next search reuses it; --no-spawn refuses when none runs."""
+    idx = tmp_path / "idx-daemon"
+    args = ("search", str(export), "ИННСоотв", "--index-dir", str(idx), "--embedder", "none", "--mode", "lexical", "--json")
+    refused = run("search", str(export), "x", "--index-dir", str(idx), "--no-spawn", check=False)
+    assert refused.returncode == 1 and "no bsl-lens daemon" in refused.stderr
+    try:
+        first = json.loads(run(*args).stdout)
+    finally:
+        d = daemons.adopt(export, idx)
+    assert first["hits"][0]["name"] == "ИННСоответствуетТребованиям"
+    assert d.alive()
+    again = json.loads(run(*args, "--no-spawn").stdout)
+    assert again["hits"] == first["hits"]
+    with d.client() as c:
+        assert c.hello.pid == d.pid
