@@ -43,6 +43,7 @@ from .model import MODULE_KINDS, Chunk, Skip
 from .scan import (
     ExportInfo,
     SkipFile,
+    SourceFile,
     content_hash,
     decode_bytes,
     english_type,
@@ -85,6 +86,10 @@ JOURNAL_MAX_FILES = 300
 #: Dense journal: a snapshot of the dense side is due after this many journaled vectors
 #: (4096 x 1.5 KB = 6 MB; replaying them into hnswlib at start takes well under a second).
 DENSE_JOURNAL_MAX = 4096
+#: Reconciles of at least this many changed files are chunked in :attr:`Engine.pool`'s worker
+#: processes (below it, the round trip costs more than it saves), in batches of POOL_BATCH.
+POOL_MIN_FILES = 16
+POOL_BATCH = 32
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -307,6 +312,9 @@ class Engine:
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
+        # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
+        self.pool = None
+        self.pool_broken = False
         self.generation = ""  # of the lexical snapshot on disk
         self.dense_generation = ""
         self.compact_due = False  # the lexical journal is big: write a snapshot soon
@@ -676,18 +684,28 @@ class Engine:
         cs.files_seen = len(sources)
         seen: set[str] = set()
         total = len(sources)
-        for n, (kind, src) in enumerate(sources, 1):
+        todo = []
+        for kind, src in sources:
             seen.add(src.path)
-            if progress and n % 200 == 0:
-                progress("chunk", n, total)
             rec = self.files.get(src.path)
             deps = self._deps_sig(src) if kind == "metadata" else ""
             if rec is not None and rec.size == src.size and rec.mtime_ns == src.mtime_ns and rec.deps == deps:
                 continue
-            result = self._read_file(kind, src, rec, deps, scan.info.format)
+            todo.append((kind, src, rec, deps))
+        fmt = scan.info.format
+        pool = self.pool if len(todo) >= POOL_MIN_FILES else None
+        results = self._chunk_in_pool(pool, todo, fmt) if pool is not None else None
+        done = total - len(todo)
+        if results is None:  # in this thread: a few files, no pool, or the pool failed
+            results = (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo)
+        for n, result in enumerate(results, 1):
+            if progress and (done + n) % 200 == 0:
+                progress("chunk", done + n, total)
             if isinstance(result, Skip):
                 skipped.append(result)
             elif result is not None:
+                if result.chunks is not None and pool is not None:
+                    result.tokens = self._changed_tokens(result)
                 cs.updates.append(result)
         # files under a folder that could not be listed are kept, not deleted
         blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
@@ -728,45 +746,52 @@ class Engine:
         return h.hexdigest()
 
     def _read_file(self, kind: str, src, rec: FileRecord | None, deps: str, fmt: str) -> "FileUpdate | Skip | None":
-        try:
-            # no symlinks, no FIFOs swapped in after the scan; a size cap before reading
-            data = read_regular_bytes(src.fs_path(self.root), self.config.max_file_bytes)
-        except SkipFile as exc:
-            return exc.to_skip(src.path)
-        digest = content_hash(data)
-        if rec is not None and rec.hash == digest and rec.deps == deps:
-            return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, rec.encoding, None, deps=deps)
-        encoding = "utf-8"
-        if kind == "bsl":
-            try:
-                if len(data) > self.config.max_file_bytes:
-                    raise SkipFile("too_large", f"{len(data)} bytes > {self.config.max_file_bytes}")
-                text, encoding = decode_bytes(data)
-            except SkipFile as exc:
-                return Skip(src.path, exc.reason, exc.detail)
-            try:
-                chunks = chunk_module(
-                    text,
-                    path=src.path,
-                    owner=src.owner,
-                    object_type=src.object_type,
-                    module_kind=src.module_kind,
-                    max_lines=self.config.max_method_lines,
-                )
-            except Exception as exc:  # a chunker bug must not stop the index
-                log.exception("chunking %s failed", src.path)
-                return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
-        else:
-            chunks, skips = chunk_metadata_bytes(data, src, fmt, root=self.root)
-            if skips and not chunks:
-                # invalid or half-written XML: keep what we had (no mass deletion); retried later
-                return skips[0]
-        tokens = {}
-        for c in chunks:
+        """Read and chunk one file in this thread; BM25 tokens only for chunks that are new
+        or changed (what :meth:`apply` needs)."""
+        result = read_source(self.root, self.config, kind, src, rec, deps, fmt)
+        if isinstance(result, FileUpdate) and result.chunks is not None:
+            result.tokens = {
+                c.id: self._bm25_tokens(c)
+                for c in result.chunks
+                if (prev := self.chunks.get(c.id)) is None or (prev != c and not _moved_only(prev, c))
+            }
+        return result
+
+    def _changed_tokens(self, u: "FileUpdate") -> dict[str, list[str]]:
+        """Of the tokens a worker computed for every chunk, keep those :meth:`apply` needs."""
+        out = {}
+        for c in u.chunks:
             prev = self.chunks.get(c.id)
             if prev is None or (prev != c and not _moved_only(prev, c)):
-                tokens[c.id] = self._bm25_tokens(c)
-        return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, tokens=tokens, deps=deps)
+                out[c.id] = u.tokens.get(c.id) or self._bm25_tokens(c)
+        return out
+
+    def _chunk_in_pool(self, pool, todo, fmt: str) -> list | None:
+        """Chunk ``todo`` in the worker processes of ``pool`` (batches of
+        :data:`POOL_BATCH` files), in order. None if the pool is broken (a worker died, e.g.
+        a crash in a native parser): the caller then chunks in its own thread."""
+        from concurrent.futures.process import BrokenProcessPool
+
+        cfg = msgspec.msgpack.encode(self.config)
+        futures = []
+        try:
+            for i in range(0, len(todo), POOL_BATCH):
+                items = [
+                    _WorkItem(kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps)
+                    for kind, src, rec, deps in todo[i : i + POOL_BATCH]
+                ]
+                futures.append(pool.submit(_chunk_batch, str(self.root), cfg, fmt, msgspec.msgpack.encode(items)))
+            out: list = []
+            for f in futures:
+                batch = msgspec.msgpack.decode(f.result(), type=_WorkResult)
+                out.extend(batch.results())
+            return out
+        except (BrokenProcessPool, OSError, RuntimeError) as exc:
+            log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
+            for f in futures:
+                f.cancel()
+            self.pool_broken = True
+            return None
 
     def apply(self, cs: "ChangeSet", *, journal: bool = True) -> RefreshReport:
         """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a
@@ -1317,6 +1342,108 @@ _LAT = re.compile(r"[a-zA-Z]")
 def _script_counts(text: str) -> tuple[int, int]:
     """(Cyrillic letters, Latin letters) in ``text``."""
     return len(_CYR.findall(text)), len(_LAT.findall(text))
+
+
+def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str, fmt: str) -> "FileUpdate | Skip":
+    """Read, hash and chunk one file (a ``.bsl`` module or a descriptor); no tokens.
+
+    ``rec``: the file's current :class:`FileRecord` (or anything with ``hash``, ``deps``,
+    ``encoding``), None if new. Same content and dependencies as ``rec``: a
+    :class:`FileUpdate` with ``chunks=None`` (only the stat changed). Unreadable, binary,
+    undecodable or invalid files: a :class:`Skip` (an invalid descriptor keeps its old
+    chunks: no mass deletion on a half-written XML). Never raises for file content.
+    """
+    try:
+        # no symlinks, no FIFOs swapped in after the scan; a size cap before reading
+        data = read_regular_bytes(src.fs_path(root), config.max_file_bytes)
+    except SkipFile as exc:
+        return exc.to_skip(src.path)
+    digest = content_hash(data)
+    if rec is not None and rec.hash == digest and rec.deps == deps:
+        return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, rec.encoding or "utf-8", None, deps=deps)
+    encoding = "utf-8"
+    if kind == "bsl":
+        try:
+            if len(data) > config.max_file_bytes:
+                raise SkipFile("too_large", f"{len(data)} bytes > {config.max_file_bytes}")
+            text, encoding = decode_bytes(data)
+        except SkipFile as exc:
+            return Skip(src.path, exc.reason, exc.detail)
+        try:
+            chunks = chunk_module(
+                text,
+                path=src.path,
+                owner=src.owner,
+                object_type=src.object_type,
+                module_kind=src.module_kind,
+                max_lines=config.max_method_lines,
+            )
+        except Exception as exc:  # a chunker bug must not stop the index
+            log.exception("chunking %s failed", src.path)
+            return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
+    else:
+        chunks, skips = chunk_metadata_bytes(data, src, fmt, root=root)
+        if skips and not chunks:
+            # invalid or half-written XML: keep what we had (no mass deletion); retried later
+            return skips[0]
+    return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, deps=deps)
+
+
+class _WorkItem(msgspec.Struct, array_like=True):
+    kind: str
+    src: SourceFile
+    rec_hash: str
+    rec_deps: str
+    rec_encoding: str
+    deps: str
+
+
+class _WorkResult(msgspec.Struct):
+    updates: list[tuple[int, FileUpdate]]  # (position in the batch, result)
+    skips: list[tuple[int, Skip]]
+
+    def results(self) -> list:
+        out: list = [None] * (len(self.updates) + len(self.skips))
+        for i, r in self.updates:
+            out[i] = r
+        for i, r in self.skips:
+            out[i] = r
+        return out
+
+
+class _Rec(msgspec.Struct):
+    hash: str
+    deps: str
+    encoding: str
+
+
+def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
+    """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk
+    and tokenize a batch of files; msgpack in and out (cheaper than pickling structs)."""
+    cfg = msgspec.msgpack.decode(config, type=EngineConfig)
+    res = _WorkResult([], [])
+    for i, it in enumerate(msgspec.msgpack.decode(items, type=list[_WorkItem])):
+        rec = _Rec(it.rec_hash, it.rec_deps, it.rec_encoding) if it.rec_hash else None
+        r = read_source(Path(root), cfg, it.kind, it.src, rec, it.deps, fmt)
+        if isinstance(r, Skip):
+            res.skips.append((i, r))
+            continue
+        if r.chunks is not None:
+            r.tokens = {c.id: tokenize(f"{c.owner if c.is_code else ''}\n{c.text}", stem=cfg.stem) for c in r.chunks}
+        res.updates.append((i, r))
+    return msgspec.msgpack.encode(res)
+
+
+def make_pool(workers: int | None = None):
+    """A process pool for :attr:`Engine.pool`: ``workers`` processes (default: the CPU count,
+    at most 4), started with ``spawn`` (the daemon has threads; forking them is unsafe).
+    Chunking in workers keeps the daemon's GIL free for queries during a big reindex and
+    uses every core for a first index."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    n = workers or min(4, os.cpu_count() or 1)
+    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
 
 
 def _is_configuration(rel: str) -> bool:

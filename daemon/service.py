@@ -315,6 +315,11 @@ class Service:
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
+        # big reconciles (a first index, a checkout) are chunked in worker processes: the
+        # daemon's GIL stays free for queries, and a first index uses every core
+        from .engine import make_pool
+
+        self.engine.pool = make_pool()
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
@@ -372,6 +377,8 @@ class Service:
         self._dense_wake.set()
         for t in self._threads:
             t.join(timeout=30)
+        if self.engine is not None and self.engine.pool is not None:
+            self.engine.pool.shutdown(wait=True, cancel_futures=True)
         if self.engine is not None:
             try:
                 self.engine.save()
@@ -537,6 +544,11 @@ class Service:
 
     def _run_job(self, job: _Job):
         eng = self.engine
+        if eng.pool_broken:  # a worker died (e.g. a native crash on some file): a fresh pool
+            from .engine import make_pool
+
+            old, eng.pool, eng.pool_broken = eng.pool, make_pool(), False
+            old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
                 cs = eng.prepare(progress=self._progress)

@@ -289,3 +289,36 @@ def test_removed_chunks_leave_no_vectors(work_copy, tmp_path, embedder):
     again.refresh()
     assert not gone & set(again.embedded) and not any(k in again.dense for k in gone)
     assert all(h.id not in gone for h in again.search("сумма прописью", mode="vector", top_k=50).hits)
+
+
+def test_chunking_in_worker_processes_gives_the_same_index(work_copy, tmp_path):
+    """A reconcile of many files is chunked in a process pool (daemon.engine.make_pool);
+    the index is the same as when chunking in the caller's thread. A pool whose workers
+    died falls back to the caller's thread and is flagged for replacement."""
+    import os
+    import signal
+
+    from daemon.engine import POOL_MIN_FILES, make_pool
+
+    plain = Engine.open(work_copy, index_dir=tmp_path / "a")
+    plain.refresh()
+    assert len(plain.files) >= POOL_MIN_FILES
+    pooled = Engine.open(work_copy, index_dir=tmp_path / "b")
+    pooled.pool = make_pool(2)
+    try:
+        pooled.refresh()
+        assert not pooled.pool_broken
+        assert pooled.chunks == plain.chunks
+        assert {p: r.hash for p, r in pooled.files.items()} == {p: r.hash for p, r in plain.files.items()}
+        for q in ("курс валюты", "ИННСоотв"):
+            assert pooled.search(q, mode="lexical").hits == plain.search(q, mode="lexical").hits
+        # kill the workers: the next big reconcile still completes, in this thread
+        for pid in list(pooled.pool._processes):
+            os.kill(pid, signal.SIGKILL)
+        broken = Engine.open(work_copy, index_dir=tmp_path / "c")
+        broken.pool = pooled.pool
+        broken.refresh()
+        assert broken.pool_broken
+        assert broken.chunks == plain.chunks
+    finally:
+        pooled.pool.shutdown(wait=False, cancel_futures=True)
