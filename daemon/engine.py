@@ -693,19 +693,17 @@ class Engine:
                 continue
             todo.append((kind, src, rec, deps))
         fmt = scan.info.format
-        pool = self.pool if len(todo) >= POOL_MIN_FILES else None
-        results = self._chunk_in_pool(pool, todo, fmt) if pool is not None else None
-        done = total - len(todo)
-        if results is None:  # in this thread: a few files, no pool, or the pool failed
+        if self.pool is not None and len(todo) >= POOL_MIN_FILES:
+            results = self._chunk_in_pool(self.pool, todo, fmt)
+        else:  # a few files, or no pool: in this thread
             results = (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo)
+        done = total - len(todo)
         for n, result in enumerate(results, 1):
             if progress and (done + n) % 200 == 0:
                 progress("chunk", done + n, total)
             if isinstance(result, Skip):
                 skipped.append(result)
             elif result is not None:
-                if result.chunks is not None and pool is not None:
-                    result.tokens = self._changed_tokens(result)
                 cs.updates.append(result)
         # files under a folder that could not be listed are kept, not deleted
         blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
@@ -766,10 +764,13 @@ class Engine:
                 out[c.id] = u.tokens.get(c.id) or self._bm25_tokens(c)
         return out
 
-    def _chunk_in_pool(self, pool, todo, fmt: str) -> list | None:
+    def _chunk_in_pool(self, pool, todo, fmt: str):
         """Chunk ``todo`` in the worker processes of ``pool`` (batches of
-        :data:`POOL_BATCH` files), in order. None if the pool is broken (a worker died, e.g.
-        a crash in a native parser): the caller then chunks in its own thread."""
+        :data:`POOL_BATCH` files); yields the results in order, each with only the tokens
+        :meth:`apply` needs (the rest are dropped as each batch arrives, so a checkout of
+        2,000 modules does not hold every chunk's tokens at once). If the pool breaks (a
+        worker died, e.g. a crash in a native parser), the rest is chunked in this thread
+        and :attr:`pool_broken` is set for the owner to replace the pool."""
         from concurrent.futures.process import BrokenProcessPool
 
         cfg = msgspec.msgpack.encode(self.config)
@@ -781,17 +782,28 @@ class Engine:
                     for kind, src, rec, deps in todo[i : i + POOL_BATCH]
                 ]
                 futures.append(pool.submit(_chunk_batch, str(self.root), cfg, fmt, msgspec.msgpack.encode(items)))
-            out: list = []
-            for f in futures:
-                batch = msgspec.msgpack.decode(f.result(), type=_WorkResult)
-                out.extend(batch.results())
-            return out
         except (BrokenProcessPool, OSError, RuntimeError) as exc:
-            log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
-            for f in futures:
-                f.cancel()
+            log.warning("worker processes unavailable (%s); chunking in the daemon instead", exc)
             self.pool_broken = True
-            return None
+            futures = []
+        for k in range(0, len(todo), POOL_BATCH):
+            batch_todo = todo[k : k + POOL_BATCH]
+            results = None
+            if not self.pool_broken and k // POOL_BATCH < len(futures):
+                try:
+                    results = msgspec.msgpack.decode(futures[k // POOL_BATCH].result(), type=_WorkResult).results()
+                except (BrokenProcessPool, OSError, RuntimeError) as exc:
+                    log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
+                    self.pool_broken = True
+                    for f in futures:
+                        f.cancel()
+            if results is None:
+                yield from (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in batch_todo)
+                continue
+            for r in results:
+                if isinstance(r, FileUpdate) and r.chunks is not None:
+                    r.tokens = self._changed_tokens(r)
+                yield r
 
     def apply(self, cs: "ChangeSet", *, journal: bool = True) -> RefreshReport:
         """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a

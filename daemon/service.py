@@ -61,6 +61,9 @@ DENSE_BATCH = 16
 STORM_FILES = 200
 STORM_QUIET_S = 0.5
 STORM_MAX_S = 60.0
+#: Worker processes that chunk big reconciles (see Engine.pool): one, so that a checkout
+#: being re-indexed leaves the second core of a 2-core machine to the queries.
+POOL_WORKERS = 1
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
@@ -315,11 +318,12 @@ class Service:
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
-        # big reconciles (a first index, a checkout) are chunked in worker processes: the
-        # daemon's GIL stays free for queries, and a first index uses every core
+        # big reconciles (a first index, a checkout) are chunked in a worker process: the
+        # daemon's GIL stays free for queries; one worker leaves a core for them (2-core
+        # machines are the target)
         from .engine import make_pool
 
-        self.engine.pool = make_pool()
+        self.engine.pool = make_pool(POOL_WORKERS)
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
@@ -547,7 +551,7 @@ class Service:
         if eng.pool_broken:  # a worker died (e.g. a native crash on some file): a fresh pool
             from .engine import make_pool
 
-            old, eng.pool, eng.pool_broken = eng.pool, make_pool(), False
+            old, eng.pool, eng.pool_broken = eng.pool, make_pool(POOL_WORKERS), False
             old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
