@@ -748,21 +748,30 @@ class Engine:
         or changed (what :meth:`apply` needs)."""
         result = read_source(self.root, self.config, kind, src, rec, deps, fmt)
         if isinstance(result, FileUpdate) and result.chunks is not None:
-            result.tokens = {
-                c.id: self._bm25_tokens(c)
-                for c in result.chunks
-                if (prev := self.chunks.get(c.id)) is None or (prev != c and not _moved_only(prev, c))
-            }
+            self._settle(result, {})
         return result
 
     def _changed_tokens(self, u: "FileUpdate") -> dict[str, list[str]]:
-        """Of the tokens a worker computed for every chunk, keep those :meth:`apply` needs."""
-        out = {}
-        for c in u.chunks:
+        """Of the tokens a worker computed for every chunk, keep those :meth:`apply` needs
+        (and share unchanged chunks with the index, see :meth:`_settle`)."""
+        self._settle(u, u.tokens)
+        return u.tokens
+
+    def _settle(self, u: "FileUpdate", computed: dict[str, list[str]]) -> None:
+        """Prepare ``u`` for :meth:`apply`: a chunk equal to the indexed one is replaced by
+        the indexed instance (a re-indexed file holds new copies of every chunk; a checkout
+        of 2,000 modules would otherwise double the chunks in memory until it is applied),
+        and ``u.tokens`` keeps tokens only for new or changed chunks (from ``computed`` when
+        a worker made them)."""
+        tokens = {}
+        chunks = u.chunks
+        for i, c in enumerate(chunks):
             prev = self.chunks.get(c.id)
-            if prev is None or (prev != c and not _moved_only(prev, c)):
-                out[c.id] = u.tokens.get(c.id) or self._bm25_tokens(c)
-        return out
+            if prev is not None and prev == c:
+                chunks[i] = prev
+            elif prev is None or not _moved_only(prev, c):
+                tokens[c.id] = computed.get(c.id) or self._bm25_tokens(c)
+        u.tokens = tokens
 
     def _chunk_in_pool(self, pool, todo, fmt: str):
         """Chunk ``todo`` in the worker processes of ``pool`` (batches of
