@@ -157,6 +157,7 @@ def test_kill9_leaves_stale_files_that_are_cleaned(daemons, sample_root):
         d.pid = c.hello.pid
         assert d.pid != old_pid
         assert runtime.read_state(d.paths).pid == d.pid
+        assert c.wait_idle(60)  # the killed daemon may not have finished its first index
         assert c.search("ИННСоответствуетТребованиям", mode="lexical").hits
 
 
