@@ -178,7 +178,7 @@ def test_stop_falls_back_to_signals_when_the_daemon_does_not_answer(daemons, sam
 
 
 def test_client_with_empty_environment_finds_the_daemon(daemons, sample_root):
-    d = daemons.start(sample_root, *LEXICAL)
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
     code = (
         "import sys; from daemon.client import connect\n"
         "c = connect(sys.argv[1], spawn=False, client='empty-env')\n"
@@ -253,7 +253,7 @@ def test_queries_over_the_socket(daemons, sample_root):
 
 
 def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemons, sample_root):
-    d = daemons.start(sample_root, *LEXICAL)
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
     s, f = _raw(d)
     with s:
         r = _send(f, b'{"jsonrpc":"2.0","id":1,"method":"status"}\n')
