@@ -87,8 +87,9 @@ JOURNAL_MAX_FILES = 300
 #: (4096 x 1.5 KB = 6 MB; replaying them into hnswlib at start takes well under a second).
 DENSE_JOURNAL_MAX = 4096
 #: Reconciles of at least this many changed files are chunked in :attr:`Engine.pool`'s worker
-#: processes (below it, the round trip costs more than it saves), in batches of POOL_BATCH.
-POOL_MIN_FILES = 16
+#: processes, in batches of POOL_BATCH. Below it the daemon chunks in its own thread: starting
+#: a spawned worker (imports, grammar) costs ~1 s, more than 200 small files take to chunk.
+POOL_MIN_FILES = 200
 POOL_BATCH = 32
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
