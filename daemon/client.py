@@ -442,6 +442,17 @@ class AsyncDaemonClient(_Methods):
             pass
         self._fail(DaemonNotRunning("connection closed"))
 
+    @property
+    def closed(self) -> bool:
+        """True once the connection is gone (calls then raise :class:`DaemonNotRunning`)."""
+        return self._closed is not None
+
+    async def wait_closed(self) -> DaemonError:
+        """Wait until the connection is gone (the daemon stopped, or :meth:`close`); returns
+        the :class:`DaemonError` that ended it. For front ends that reconnect."""
+        await asyncio.wait({self._task})
+        return self._closed or DaemonNotRunning("connection closed")
+
     async def __aenter__(self) -> AsyncDaemonClient:
         return self
 
