@@ -649,6 +649,29 @@ def _add_mcp_parser(sub) -> None:
     sp.set_defaults(func=cmd_mcp)
 
 
+# ------------------------------------------------------------------------------ lsp
+def cmd_lsp(args) -> int:
+    """The language server for editors on stdio (:mod:`lsp.server`; imported here so other
+    commands never load pygls). Does not return: the server leaves with ``os._exit``."""
+    from lsp.server import serve_args
+
+    return serve_args(args, configured=True)
+
+
+def _add_lsp_parser(sub) -> None:
+    sp = sub.add_parser(
+        "lsp",
+        help="language server for editors (LSP on stdio): workspace/symbol, documentSymbol, search by meaning",
+        description="Serve LSP on stdin/stdout for VS Code, Neovim, Emacs and other editors. The workspace folders "
+        "are the export roots; their daemons are found or started in the background. Settings come from the "
+        "client's initializationOptions (README, 'Editors').",
+    )
+    sp.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
+    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: pygls' own debug too)")
+    sp.add_argument("--log-file", help="also log to this file")
+    sp.set_defaults(func=cmd_lsp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo,
     daemon (start, stop, restart, run) and status."""
@@ -722,6 +745,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_demo)
 
     _add_daemon_parsers(sub)
+    _add_lsp_parser(sub)
     _add_mcp_parser(sub)
     return p
 
