@@ -109,6 +109,17 @@ def _filters(args):
     )
 
 
+def _top_k(value: str) -> int:
+    """argparse type for ``--top-k``: an int in 1..1000 (the engine's limit)."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if not 1 <= n <= 1000:
+        raise argparse.ArgumentTypeError(f"must be in 1..1000, got {n}")
+    return n
+
+
 def cmd_search(args) -> int:
     """Search an export root through its daemon (started in the background if none runs,
     unless ``--no-spawn``; a first index is waited for). ``--standalone``: in this process
@@ -145,6 +156,9 @@ def _search_via_daemon(args):
     """``SearchResult`` from the root's daemon, or None after printing why not."""
     from .client import CommandError, DaemonError, connect, daemon_args
 
+    if not Path(args.root).is_dir():
+        print(f"bsl-lens: error: export root is not a directory: {args.root}", file=sys.stderr)
+        return None
     try:
         c = connect(
             args.root,
@@ -159,10 +173,23 @@ def _search_via_daemon(args):
     with c:
         try:
             st = c.status().service
+            if c.spawned:
+                print(
+                    f"bsl-lens: started a background daemon for {st.root} (pid {c.hello.pid}); it keeps the index "
+                    f"fresh until `bsl-lens daemon stop {args.root}`",
+                    file=sys.stderr,
+                )
             if st.state != "ready":
                 print(f"bsl-lens: the daemon is indexing {st.root} (first index); waiting...", file=sys.stderr)
                 if not c.wait_idle(args.wait):
                     print(f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed", file=sys.stderr)
+                st = c.status().service
+            if st.format == "unknown":
+                print(
+                    f"bsl-lens: warning: {st.root} is neither a Designer dump (Configuration.xml) nor EDT project(s) "
+                    "(src/Configuration/Configuration.mdo): owners and metadata are unknown; point it at the export's root",
+                    file=sys.stderr,
+                )
             return c.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
         except CommandError as exc:
             print(f"bsl-lens: error: {exc.message}", file=sys.stderr)
@@ -293,7 +320,12 @@ DEMO_QUERIES = (
 
 
 def cmd_bench(args) -> int:
-    """Speed and memory on one root (see daemon.bench; ``--daemon``: daemon.bench_daemon)."""
+    """Speed and memory on one root (see daemon.bench; ``--daemon``: daemon.bench_daemon;
+    ``--lsp``: lsp.bench, the LSP round trip)."""
+    if getattr(args, "lsp", False):
+        from lsp.bench import run_lsp_bench
+
+        return run_lsp_bench(args)
     if args.daemon:
         from .bench_daemon import run_daemon_bench
 
@@ -702,7 +734,7 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp)
     sp.add_argument("query")
     sp.add_argument("--mode", choices=("hybrid", "lexical", "vector"), default="hybrid")
-    sp.add_argument("--top-k", type=int, default=10)
+    sp.add_argument("--top-k", type=_top_k, default=10, help="hits to show, 1..1000 (default 10)")
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
     sp.add_argument("--scope", choices=("all", "code", "metadata"), default="all")
     sp.add_argument("--object-type", help="Справочник / Catalog / Catalogs ...")
@@ -738,6 +770,14 @@ def build_parser() -> argparse.ArgumentParser:
         "and of --index-dir (an existing index of ROOT)",
     )
     sp.add_argument("--json", action="store_true")
+    sp.add_argument(
+        "--lsp",
+        action="store_true",
+        help="the LSP round trip: workspace/symbol through `bsl-lens lsp` and the root's daemon (lsp/bench.py)",
+    )
+    sp.add_argument("--gold", help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl)")
+    sp.add_argument("--corpus", help="--lsp: the gold 'corpus' value (default: the root folder's name)")
+    sp.add_argument("--rounds", type=int, default=10, help="--lsp: passes over the symbol queries (default 10)")
     sp.set_defaults(func=cmd_bench)
 
     sp = sub.add_parser("demo", help="index and query the sample export that ships with bsl-lens")

@@ -91,6 +91,11 @@ DENSE_JOURNAL_MAX = 4096
 #: a spawned worker (imports, grammar) costs ~1 s, more than 200 small files take to chunk.
 POOL_MIN_FILES = 200
 POOL_BATCH = 32
+#: Longest query accepted (characters), and the part of it that is embedded: e5 reads at most
+#: 512 tokens, and a query of a few thousand words would take seconds to embed while holding
+#: the query embedder (every other hybrid query would wait behind it).
+MAX_QUERY_CHARS = 4096
+QUERY_EMBED_CHARS = 512
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
 
@@ -838,14 +843,16 @@ class Engine:
                 self._drop_file(path, report)
                 report.files_removed += 1
             if cs.full:
-                self.skipped = list(cs.skipped)
+                self.skipped = list(dict.fromkeys(cs.skipped))
             else:
                 touched = set(cs.paths) | {u.path for u in cs.updates} | set(cs.removed)
                 prefixes = tuple(d + "/" for d in cs.dirs if d)
                 kept = [
                     k for k in self.skipped if k.path not in touched and not (prefixes and k.path.startswith(prefixes))
                 ]
-                self.skipped = kept + list(cs.skipped)
+                # one record per (file, reason): a file seen by both a path and a folder
+                # event of one batch must not count twice
+                self.skipped = list(dict.fromkeys(kept + list(cs.skipped)))
                 if cs.skipped or len(kept) != len(self.skipped) - len(cs.skipped):
                     self._dirty = True
             report.skipped = list(cs.skipped)
@@ -1160,11 +1167,13 @@ class Engine:
             filters: see :class:`Filters`.
 
         Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete
-        the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k or
+        the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
         filter value.
         """
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         if not 1 <= int(top_k) <= 1000:
             raise ValueError(f"top_k must be in 1..1000, got {top_k}")
         t0 = time.perf_counter()
@@ -1176,7 +1185,9 @@ class Engine:
             if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):
                 pass  # a name query the names channel answers in full: skip the ~5 ms query embedding
             else:
-                qvec = self.embedder.encode_queries([query])[0]
+                # a question is a sentence or two: the model reads at most the first
+                # QUERY_EMBED_CHARS (a long text would be windowed and cost seconds)
+                qvec = self.embedder.encode_queries([query[:QUERY_EMBED_CHARS]])[0]
         with self.lock:
             allow = self._allow(filters)
             channels, weights, match = self._channels(query, mode, qvec, allow)

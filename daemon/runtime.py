@@ -205,9 +205,23 @@ def unlink_quietly(path: Path) -> None:
         log.debug("cannot remove %s: %s", path, exc)
 
 
-def remove_daemon_files(paths: Paths) -> None:
+def remove_daemon_files(paths: Paths, *, pid: int | None = None, socket_ino: int | None = None) -> None:
     """Remove ``daemon.json``, the socket, the token and the pointer (if it points at this
-    index dir). Call only while holding ``daemon.lock`` or after checking it is free."""
+    index dir). Call only while holding ``daemon.lock`` or after checking it is free.
+
+    ``pid`` / ``socket_ino``: a live daemon cleaning up after itself removes ``daemon.json``
+    only if it names ``pid`` and the socket only if it is the inode it bound (if its index
+    dir was removed, a second daemon may own new ones by now)."""
+    if pid is not None:
+        st = read_state(paths)
+        if st is not None and st.pid != pid:
+            return
+    if socket_ino is not None:
+        try:
+            if os.stat(paths.socket).st_ino != socket_ino:
+                return
+        except OSError:
+            pass
     unlink_quietly(paths.state)
     unlink_quietly(paths.socket)
     unlink_quietly(paths.token)
@@ -247,6 +261,18 @@ class FileLock:
     def held(self) -> bool:
         """True while this object holds the lock."""
         return self._fd is not None
+
+    def still_ours(self) -> bool:
+        """True while the lock file on disk is the one this object holds (not deleted or
+        replaced, e.g. by ``rm -rf`` of the index dir): after that another process could take
+        a new lock on the same path, so the holder must stop."""
+        if self._fd is None:
+            return False
+        try:
+            disk, held = os.stat(self.path), os.fstat(self._fd)
+        except OSError:
+            return False
+        return (disk.st_ino, disk.st_dev) == (held.st_ino, held.st_dev)
 
     def try_acquire(self) -> bool:
         """Take the lock without waiting; False if another process holds it."""

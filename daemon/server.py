@@ -142,6 +142,12 @@ def _in_thread(fn: Callable[[Any], Any], arg: Any) -> Future:
     return fut
 
 
+#: Per connection: requests running at once, and answers waiting to be written, before the
+#: daemon stops reading that connection (see Server._on_connect).
+MAX_INFLIGHT = 16
+MAX_QUEUED = 64
+
+
 class _Conn:
     """One client connection: an outbound queue drained by a writer task."""
 
@@ -310,6 +316,12 @@ class Server:
         log.debug("connection %d opened", conn.num)
         try:
             while not conn.closed:
+                # backpressure: a client that sends requests but does not read the answers is
+                # not read either once it has MAX_INFLIGHT requests running or MAX_QUEUED
+                # answers unsent (its own socket buffer then fills and blocks it); the
+                # daemon's memory stays bounded and other clients are unaffected
+                while not conn.closed and (len(conn.tasks) >= MAX_INFLIGHT or conn.queue.qsize() >= MAX_QUEUED):
+                    await asyncio.sleep(0.005)
                 try:
                     line = await reader.readuntil(b"\n")
                 except asyncio.IncompleteReadError as exc:  # EOF; a last line without "\n" still counts
@@ -555,11 +567,11 @@ def run_daemon(
         kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
-        asyncio.run(_serve(service, paths, log_path))
+        asyncio.run(_serve(service, paths, log_path, lock))
         return 0
     finally:
         if owner:
-            runtime.remove_daemon_files(paths)
+            runtime.remove_daemon_files(paths, pid=os.getpid(), socket_ino=_bound.get("ino"))
         else:
             runtime.unlink_quietly(paths.state)
         if service is not None:
@@ -571,7 +583,25 @@ def run_daemon(
         log.info("daemon for %s stopped", paths.root)
 
 
-async def _serve(service: Any, paths: runtime.Paths, log_path: str) -> None:
+#: inode of the socket this process bound (cleanup removes only that one)
+_bound: dict[str, int] = {}
+#: Seconds between checks that the index dir's lock file is still the one we hold.
+LOCK_CHECK_S = 2.0
+
+
+async def _watch_lock(server: "Server", lock: runtime.FileLock, paths: runtime.Paths) -> None:
+    """Shut down if ``daemon.lock`` was deleted or replaced (``rm -rf`` of the index dir):
+    another daemon could then start for the same root, and two writers must never share
+    one index."""
+    while not server._stopping:
+        await asyncio.sleep(LOCK_CHECK_S)
+        if not lock.still_ours():
+            log.error("%s was removed or replaced (index dir deleted?); shutting down", paths.lock)
+            server.request_shutdown("lock file gone")
+            return
+
+
+async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtime.FileLock | None = None) -> None:
     loop = asyncio.get_running_loop()
     info = HelloResult(
         protocol=PROTOCOL_VERSION,
@@ -583,7 +613,10 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str) -> None:
         log=log_path,
     )
     token = runtime.write_token(paths) if runtime.WINDOWS else ""
-    server = Server(service, info, token=token, on_stop=lambda: runtime.remove_daemon_files(paths))
+    server = Server(
+        service, info, token=token,
+        on_stop=lambda: runtime.remove_daemon_files(paths, pid=os.getpid(), socket_ino=_bound.get("ino")),
+    )
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             loop.add_signal_handler(sig, server.request_shutdown, f"signal {signal.Signals(sig).name}")
@@ -599,6 +632,10 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str) -> None:
             return
         address = await server.start(None if runtime.WINDOWS else paths.socket)
         info.socket = address
+        if not runtime.WINDOWS:
+            _bound["ino"] = os.stat(paths.socket).st_ino
+        if lock is not None:
+            server._lock_task = asyncio.create_task(_watch_lock(server, lock, paths))  # a strong ref keeps it alive
         port = int(address.rsplit(":", 1)[1]) if address.startswith("tcp:") else 0
         runtime.write_pointer(paths)
         runtime.write_state(

@@ -438,9 +438,10 @@ class Service:
 
     def reindex(self, *, full: bool = False, paths: list[str] | None = None) -> None:
         """Queue a reconcile: of the whole export (``full`` or no ``paths``; by content hash,
-        so only changed files are re-chunked) or of these relative paths. Returns at once."""
+        so only changed files are re-chunked) or of these relative paths. Returns at once.
+        ``ValueError`` for a path outside the root."""
         if paths and not full:
-            norm = {unicodedata.normalize("NFC", p.replace("\\", "/")).strip("/") for p in paths}
+            norm = {self._confine(p) for p in paths}  # ValueError for a path outside the root
             with self._queued_lock:
                 self._queued_paths |= norm
             self._jobs.put(_Job(paths=norm, reason="reindex"))
@@ -520,6 +521,8 @@ class Service:
         once. Queries keep seeing the old, consistent index meanwhile, never a mix of
         branches."""
         self.counters["storms"] += 1
+        if self._first_reconcile_done.is_set():
+            self._set_state("indexing")
         log.info("storm of %d changed paths: waiting for the events to stop", len(job.paths))
         deadline = time.monotonic() + STORM_MAX_S
         quiet_since = time.monotonic()
@@ -549,6 +552,8 @@ class Service:
 
     def _run_job(self, job: _Job):
         eng = self.engine
+        if job.full and self._first_reconcile_done.is_set():
+            self._set_state("indexing")
         if eng.pool_broken:  # a worker died (e.g. a native crash on some file): a fresh pool
             from .engine import make_pool
 
@@ -563,6 +568,8 @@ class Service:
         except Exception as exc:
             log.exception("indexing failed (%s)", job.reason)
             self.last_error = f"indexing ({job.reason}): {type(exc).__name__}: {exc}"
+            if self._first_reconcile_done.is_set():
+                self._set_state("ready")
             return None
         done = time.monotonic()
         self.counters["jobs"] += 1
@@ -588,6 +595,8 @@ class Service:
                 job.reason, report.files_changed, report.files_removed,
                 report.chunks_added, report.chunks_changed, report.chunks_removed, report.seconds,
             )
+        if job.full and self._first_reconcile_done.is_set():
+            self._set_state("ready")
         if report.changed_ids and eng.embedder is not None and self._first_reconcile_done.is_set():
             self._dense_priority.extend(report.changed_ids)
             self._dense_wake.set()
@@ -811,7 +820,7 @@ class Service:
         with eng.lock:
             known = rel in eng.files
         try:
-            data = read_regular_bytes(self.root / rel, self.config.max_file_bytes)
+            data = read_regular_bytes(self.root / _disk_path(self.root, rel), self.config.max_file_bytes)
             text, _ = decode_bytes(data)
         except FileNotFoundError:
             raise LookupError(f"no such file: {rel}") from None
@@ -837,6 +846,8 @@ class Service:
             raise ValueError(f"bad line range {start_line}..{end_line}: lines are 1-based and start <= end")
         lines = self._read(rel)
         total = len(lines)
+        if start_line > max(total, 1):
+            raise ValueError(f"start_line {start_line} is past the end of {rel} ({total} lines)")
         want_end = total if end_line is None else min(end_line, total)
         end = min(want_end, start_line + MAX_READ_LINES - 1)
         truncated = end < (total if end_line is None else end_line)
@@ -1027,6 +1038,28 @@ def _remove_temp_files(index_dir: Path) -> None:
                 log.info("removed %s left by an interrupted write", f.name)
             except OSError:
                 pass
+
+
+def _disk_path(root: Path, rel: str) -> str:
+    """The on-disk spelling of ``rel`` (NFC, as the index stores it): itself if it exists,
+    else the entry whose NFC form matches in each folder (macOS tools and some archives
+    write NFD names). ``rel`` unchanged if nothing matches (the read then fails clearly)."""
+    if os.path.lexists(root / rel):
+        return rel
+    from .scan import _disk_dir
+
+    parent, _, name = rel.rpartition("/")
+    disk_parent = _disk_dir(root, parent) if parent else ""
+    if disk_parent is None:
+        return rel
+    try:
+        names = os.listdir(root / disk_parent if disk_parent else root)
+    except OSError:
+        return rel
+    for n in names:
+        if unicodedata.normalize("NFC", n) == name:
+            return f"{disk_parent}/{n}" if disk_parent else n
+    return rel
 
 
 def _trim_heap() -> None:

