@@ -86,6 +86,17 @@ MODULE_LABELS = {
 CODE_KINDS = ("procedure", "function", "module")
 
 
+_KIND_VALUES = {k: v.value for k, v in SYMBOL_KINDS.items()}
+
+
+def symbol_kind_value(kind: str, supported: frozenset[int] | None = None) -> int:
+    """:func:`symbol_kind` as its number (the hot path: no enum attribute lookups)."""
+    v = _KIND_VALUES.get(kind)
+    if v is not None and (supported is None or v in supported):
+        return v
+    return symbol_kind(kind, supported).value
+
+
 def symbol_kind(kind: str, supported: frozenset[int] | None = None) -> types.SymbolKind:
     """The LSP kind of a daemon ``kind`` (table in the module docstring), limited to the
     client's ``supported`` kind values (None: all); unknown kinds are ``Variable``."""
@@ -256,6 +267,30 @@ def workspace_symbol(
         location=location,
         data=data,
     )
+
+
+def workspace_symbol_json(
+    hit: Any,
+    uri: str,
+    *,
+    kinds: frozenset[int] | None = None,
+    uri_only: bool = False,
+    data: Any = None,
+) -> dict:
+    """:func:`workspace_symbol` as the JSON object itself (what the server sends: building
+    dicts and encoding them with msgspec costs a fifth of lsprotocol objects + cattrs)."""
+    if uri_only:
+        location: dict = {"uri": uri}
+    else:
+        r = hit.name_range
+        location = {"uri": uri, "range": {"start": {"line": r[0], "character": r[1]}, "end": {"line": r[2], "character": r[3]}}}
+    out = {"name": display_name(hit), "kind": symbol_kind_value(hit.kind, kinds), "location": location}
+    container = container_name(hit)
+    if container:
+        out["containerName"] = container
+    if data is not None:
+        out["data"] = data
+    return out
 
 
 def _match_order(match: str) -> int:
@@ -431,4 +466,5 @@ __all__ = [
     "uri_name",
     "uri_to_path",
     "workspace_symbol",
+    "workspace_symbol_json",
 ]

@@ -128,7 +128,13 @@ class BslLensProtocol(LanguageServerProtocol):
         if not data or self.writer is None or not self._include_headers:
             return super()._send_data(data)
         try:
-            obj = self._converter.unstructure(data) if hasattr(data, "__attrs_attrs__") else data
+            result = getattr(data, "result", None)
+            if isinstance(result, msgspec.Raw):  # a handler's JSON, encoded already
+                obj: Any = {"jsonrpc": data.jsonrpc, "id": data.id, "result": result}
+            elif hasattr(data, "__attrs_attrs__"):
+                obj = self._converter.unstructure(data)
+            else:
+                obj = data
             body = _encoder.encode(obj)
         except Exception:  # noqa: BLE001 - e.g. an object only json.dumps' default knows
             return super()._send_data(data)
@@ -177,6 +183,7 @@ class BslLensServer(LanguageServer):
         self.cancelled = 0
         self._tokens = itertools.count(1)
         self._window_handler: WindowLogHandler | None = None
+        self._options: Any = None  # initializationOptions as received (for folders added later)
 
     # ------------------------------------------------------------------ setup
     def configure(self, params: types.InitializeParams) -> None:
@@ -195,7 +202,8 @@ class BslLensServer(LanguageServer):
         self.progress_supported = bool(caps.window and caps.window.work_done_progress)
 
         folders = _folders(params)
-        parsed = parse_options(params.initialization_options, folders)
+        self._options = params.initialization_options
+        parsed = parse_options(self._options, folders)
         self.settings = parsed.server
         self._install_window_log()
         for problem in parsed.problems:
@@ -210,6 +218,26 @@ class BslLensServer(LanguageServer):
             root = Root(self, f, parsed.folders[f.uri])
             self.roots.append(root)
             root.start()
+
+    def change_folders(self, added: list[types.WorkspaceFolder], removed: list[types.WorkspaceFolder]) -> None:
+        """``workspace/didChangeWorkspaceFolders``: stop the roots of removed folders and
+        start roots for added ones, with their settings from the ``initializationOptions``
+        given at ``initialize`` (a per-folder entry or an ``indexDir`` map may name them)."""
+        gone = {wf.uri for wf in removed}
+        for r in [r for r in self.roots if r.folder.uri in gone]:
+            self.roots.remove(r)
+            asyncio.get_running_loop().create_task(r.close())
+            log.info("workspace folder %s removed", r.folder.path)
+        have = {r.folder.uri for r in self.roots}
+        new = [f for f in _folders(types.InitializeParams(capabilities=types.ClientCapabilities(), workspace_folders=list(added))) if f.uri not in have]
+        if not new:
+            return
+        parsed = parse_options(self._options, [r.folder for r in self.roots] + new)
+        for f in new:
+            root = Root(self, f, parsed.folders[f.uri])
+            self.roots.append(root)
+            root.start()
+            log.info("workspace folder %s added", f.path)
 
     def _install_window_log(self) -> None:
         level = getattr(logging, self.settings.log_level.upper())
@@ -289,7 +317,10 @@ class BslLensServer(LanguageServer):
             return None
         self.inflight += 1
         try:
-            return await getattr(client, method)(*args, timeout=self.settings.request_timeout, **kw)
+            timeout = self.settings.request_timeout
+            if method == "symbols":  # only the fields workspace/symbol uses: half the decoding
+                return await client.call("symbols", {"query": args[0], **kw}, result=SymbolsAnswer, timeout=timeout)
+            return await getattr(client, method)(*args, timeout=timeout, **kw)
         except CommandError as exc:
             log.warning("%s: %s failed: %s", root.name, method, exc.message)
         except DaemonError as exc:
@@ -298,10 +329,12 @@ class BslLensServer(LanguageServer):
             self.inflight -= 1
         return None
 
-    async def workspace_symbols(self, query: str) -> list[types.WorkspaceSymbol]:
+    async def workspace_symbols(self, query: str) -> list[dict]:
         """``workspace/symbol`` for ``query`` over every ready folder (see the module
-        docstring). Empty during warm-up and for an empty query; never raises for a
-        daemon failure (that folder is left out and the failure logged)."""
+        docstring), as the ``WorkspaceSymbol`` JSON objects themselves
+        (:func:`lsp.convert.workspace_symbol_json`). Empty during warm-up and for an empty
+        query; never raises for a daemon failure (that folder is left out and the failure
+        logged)."""
         self.requests += 1
         roots = self.ready_roots()
         if not query.strip() or not roots:
@@ -318,7 +351,7 @@ class BslLensServer(LanguageServer):
             root = roots[ri]
             uri = root.uri_for(hit.path)
             data = {"folder": root.folder.uri, "id": hit.id, "range": list(hit.name_range)} if self.resolve_range else None
-            out.append(convert.workspace_symbol(hit, uri, kinds=self.symbol_kinds, uri_only=self.resolve_range, data=data))
+            out.append(convert.workspace_symbol_json(hit, uri, kinds=self.symbol_kinds, uri_only=self.resolve_range, data=data))
         return out
 
     async def resolve_symbol(self, symbol: types.WorkspaceSymbol) -> types.WorkspaceSymbol:
@@ -447,6 +480,32 @@ class BslLensServer(LanguageServer):
         return {"queued": queued, "full": full}
 
 
+class SymbolHit(msgspec.Struct, kw_only=True):
+    """The fields of a daemon ``Hit`` that ``workspace/symbol`` uses; decoding into it skips
+    the rest (snippets, signatures: ~0.25 ms of ~0.5 ms for 120 hits)."""
+
+    id: str
+    path: str
+    symbol: str | None = None
+    kind: str
+    name: str
+    owner: str = ""
+    object_type: str = ""
+    module_kind: str = ""
+    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
+    score: float = 0.0
+    match: str = ""
+
+
+class SymbolsAnswer(msgspec.Struct, kw_only=True):
+    """The daemon's ``symbols`` result (a ``SearchResult``) with :class:`SymbolHit` hits."""
+
+    hits: list[SymbolHit]
+    total: int = 0
+    dense_done: int = 0
+    dense_total: int = 0
+
+
 class SearchFilters(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
     """``filters`` of ``bsl-lens/search`` (the daemon's ``Filters``, camelCase)."""
 
@@ -567,6 +626,12 @@ def initialized(ls: BslLensServer, params: types.InitializedParams) -> None:
     ls.initialized_event.set()
 
 
+@SERVER.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)
+def did_change_workspace_folders(ls: BslLensServer, params: types.DidChangeWorkspaceFoldersParams) -> None:
+    """Folders added to or removed from the workspace: connect or drop their daemons."""
+    ls.change_folders(list(params.event.added or []), list(params.event.removed or []))
+
+
 @SERVER.feature(types.SHUTDOWN)
 def shutdown(ls: BslLensServer, params: None) -> None:
     """Stop reconnecting and end the progress bars; the connections are closed on exit
@@ -576,9 +641,10 @@ def shutdown(ls: BslLensServer, params: None) -> None:
 
 
 @SERVER.feature(types.WORKSPACE_SYMBOL)
-async def workspace_symbol(ls: BslLensServer, params: types.WorkspaceSymbolParams) -> list[types.WorkspaceSymbol]:
-    """Symbols by name (and by meaning for several words) over every ready folder."""
-    return await ls.workspace_symbols(params.query)
+async def workspace_symbol(ls: BslLensServer, params: types.WorkspaceSymbolParams) -> msgspec.Raw:
+    """Symbols by name (and by meaning for several words) over every ready folder; the
+    ``WorkspaceSymbol[]`` JSON, encoded here (see ``BslLensProtocol._send_data``)."""
+    return msgspec.Raw(_encoder.encode(await ls.workspace_symbols(params.query)))
 
 
 @SERVER.feature(types.WORKSPACE_SYMBOL_RESOLVE)

@@ -410,6 +410,20 @@ async def test_invalid_settings_and_an_unreachable_daemon(tmp_path, sample_root)
         st = await status(lsp)
         assert st["folders"][0]["state"] == "unavailable" and st["settings"]["maxSymbols"] == 128
         assert st["settings"]["watch"] == "auto"
+        # folders come and go at run time
+        other = types.WorkspaceFolder(uri=(tmp_path / "другая").as_uri(), name="другая")
+        lsp.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(event=types.WorkspaceFoldersChangeEvent(added=[other], removed=[]))
+        )
+        st = await status(lsp)
+        assert [f["folder"] for f in st["folders"]] == [sample_root.as_uri(), other.uri]
+        lsp.workspace_did_change_workspace_folders(
+            types.DidChangeWorkspaceFoldersParams(
+                event=types.WorkspaceFoldersChangeEvent(added=[], removed=[types.WorkspaceFolder(uri=sample_root.as_uri(), name="export")])
+            )
+        )
+        st = await status(lsp)
+        assert [f["folder"] for f in st["folders"]] == [other.uri]
         await lsp.shutdown_session()
     finally:
         await lsp.stop()

@@ -138,11 +138,18 @@ def test_container_names_carry_the_owner(kw, container, name):
 
 
 def test_workspace_symbol_full_or_uri_only_location():
+    from pygls.protocol import default_converter
+
     h = _hit(name_range=(12, 8, 12, 32))
     full = convert.workspace_symbol(h, "file:///w/x.bsl")
     assert full.location == types.Location(uri="file:///w/x.bsl", range=types.Range(types.Position(12, 8), types.Position(12, 32)))
     lazy = convert.workspace_symbol(h, "file:///w/x.bsl", uri_only=True, data={"id": "x"})
     assert lazy.location == types.LocationUriOnly(uri="file:///w/x.bsl") and lazy.data == {"id": "x"}
+    # the JSON the server sends is exactly the lsprotocol objects' JSON
+    conv = default_converter()
+    for kw in ({}, {"uri_only": True, "data": {"id": "x"}}, {"kinds": convert.BASE_KINDS}):
+        for hit in (h, _hit(kind="enum_value", name="В", owner="Перечисление.П", symbol="ЗначениеПеречисления:В")):
+            assert convert.workspace_symbol_json(hit, "file:///w/x.bsl", **kw) == conv.unstructure(convert.workspace_symbol(hit, "file:///w/x.bsl", **kw))
 
 
 # ------------------------------------------------------------------------------ merge order
@@ -242,6 +249,9 @@ def test_writer_sends_utf8_bodies_with_byte_lengths():
                     "location": {"uri": "file:///w/Модуль.bsl", "range": {"start": {"line": 3, "character": 8}, "end": {"line": 3, "character": 32}}}}],
     }
     assert json.loads(sent[1].partition(b"\r\n\r\n")[2])["params"] == {"type": 2, "message": "ё"}
+    # a handler's pre-encoded JSON (workspace/symbol) goes out inline
+    server.protocol._send_data(types.WorkspaceSymbolResponse(id=8, result=msgspec.Raw('[{"name":"Ёж"}]'.encode())))
+    assert json.loads(sent[2].partition(b"\r\n\r\n")[2]) == {"jsonrpc": "2.0", "id": 8, "result": [{"name": "Ёж"}]}
 
 
 def test_claim_stdout_sends_strays_to_stderr():
@@ -269,10 +279,14 @@ class FakeClient:
         self.calls: list[str] = []
         self.gate = asyncio.Event()
 
-    async def symbols(self, query, *, limit, timeout):
-        self.calls.append(query)
+    async def call(self, method, params, *, result, timeout):
+        from lsp.server import SymbolHit
+
+        assert method == "symbols"
+        self.calls.append(params["query"])
         await self.gate.wait()
-        return SimpleNamespace(hits=[_hit(id=query, name=query, path="X.bsl")])
+        hit = msgspec.convert(msgspec.to_builtins(_hit(id=params["query"], name=params["query"], path="X.bsl")), SymbolHit)
+        return result(hits=[hit])
 
 
 def test_superseded_requests_never_reach_the_daemon():
@@ -299,7 +313,7 @@ def test_superseded_requests_never_reach_the_daemon():
             with pytest.raises(asyncio.CancelledError):
                 await t
         assert fake.calls == ["З", "Знач"]  # "Зн" and "Зна" were cancelled while waiting
-        assert [s.name for s in last] == ["Знач"]
+        assert [s["name"] for s in last] == ["Знач"]
         assert server.inflight == 0 and server.cancelled == 3
 
     asyncio.run(asyncio.wait_for(main(), 30))
