@@ -332,3 +332,37 @@ def test_search_params_validation():
     for bad in ({"query": "x", "mode": "fuzzy"}, {"query": "x", "topK": 0}, {"query": "x", "filters": {"scopee": "code"}}, {}):
         with pytest.raises(JsonRpcInvalidParams):
             _search_params(bad, 20)
+
+
+# ------------------------------------------------------------------------------ bench
+def test_bench_lsp_round_trip_and_quality_from_the_answers(daemons, sample_root, tmp_path):
+    from daemon_helpers import run_cli
+
+    d = daemons.start(sample_root, "--embedder", "none", "--watch", "off", wait_idle=True)
+    gold = tmp_path / "gold.jsonl"
+    rel = "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl"
+    entries = [
+        {"id": "q1", "query": "ИННСоответствуетТребованиям", "intent": "symbol", "corpus": "export",
+         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
+        {"id": "q2", "query": "ИННСоотв", "intent": "symbol", "corpus": "export",
+         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
+        {"id": "q3", "query": "проверка ИНН контрагента", "intent": "semantic", "corpus": "export",
+         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
+    ]
+    gold.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in entries), encoding="utf-8")
+    r = run_cli("bench", str(sample_root), "--lsp", "--index-dir", str(d.index_dir), "--gold", str(gold), "--rounds", "2", "--json")
+    assert r.returncode == 0, r.stderr[-3000:]
+    out = json.loads(r.stdout)
+    assert out["workspace_symbol_ms"]["n"] == 4 and out["workspace_symbol_ms"]["p95"] > 0
+    assert out["quality"] == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@10": 1.0, "hit@1": 1.0, "n": 2}
+    assert out["typing_ms"]["n"] == 2 and out["natural_language_ms"]["n"] == 1
+    assert out["daemon"]["pid"] == d.pid
+
+
+def test_bench_hit_keys():
+    from lsp.bench import hit_key
+
+    root = "file:///w/%D1%8D%D0%BA%D1%81%D0%BF%D0%BE%D1%80%D1%82"
+    sym = {"name": "Ф", "kind": 12, "location": {"uri": root + "/CommonModules/%D0%9C/Ext/Module.bsl"}}
+    assert hit_key(sym, root) == ("CommonModules/М/Ext/Module.bsl", "Ф")
+    assert hit_key({**sym, "kind": 5, "location": {"uri": root + "/Catalogs/%D0%9C.xml"}}, root) == ("Catalogs/М.xml", None)
