@@ -604,6 +604,10 @@ def _try_open(paths: runtime.Paths, kw: dict) -> DaemonClient | None:
     return c
 
 
+#: Longest pause between two readiness probes of a starting daemon (seconds).
+PROBE_MAX_DELAY = 0.05
+
+
 def ensure_daemon(
     paths: runtime.Paths,
     *,
@@ -615,7 +619,8 @@ def ensure_daemon(
 
     Under ``spawn.lock``: probe again, and if no process holds ``daemon.lock``, remove stale
     files and spawn ``daemon run`` with ``args``; then poll ``probe`` with backoff (10 ms
-    doubling to 0.5 s). A daemon that holds the lock but does not answer yet (starting or
+    doubling to :data:`PROBE_MAX_DELAY`, 50 ms: a probe is one failed ``connect``, and a
+    longer step would add up to its length to the warm start of a ~1.5 s daemon). A daemon that holds the lock but does not answer yet (starting or
     stopping) is waited for the same way. Returns True if this call spawned the daemon.
 
     Raises :class:`DaemonTimeout` after ``timeout`` seconds, :class:`DaemonError` (with the
@@ -655,13 +660,13 @@ def ensure_daemon(
                             f"end of {log_path}:\n{runtime.tail(log_path)}"
                         )
                     time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-                    delay = min(delay * 2, 0.5)
+                    delay = min(delay * 2, PROBE_MAX_DELAY)
         finally:
             spawn_lock.release()
         if time.monotonic() >= deadline:
             raise DaemonTimeout(f"the daemon for {paths.root} holds its lock but did not answer within {timeout:g} s (see {paths.log})")
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
-        delay = min(delay * 2, 0.5)
+        delay = min(delay * 2, PROBE_MAX_DELAY)
 
 
 def connect(

@@ -328,10 +328,11 @@ class Engine:
         self._dense_journal_vectors = 0
         if embedder is not None:
             from .dense import DenseIndex
-            from .embed import EmbeddingCache
 
             self.dense = DenseIndex(embedder.dim)
-            self.cache = EmbeddingCache.for_embedder(embedder)
+            # the cache (keyed by the model's fingerprint: a hash of its weights, ~0.06 s)
+            # comes with load_dense(), off the warm start's critical path
+            self.cache = None
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -1044,6 +1045,8 @@ class Engine:
             return 0
         from .embed import embed_chunks, embed_text, text_hash
 
+        if self.cache is None:  # opened with load_dense=False and not loaded yet
+            self.load_dense()
         model = embedder or self.embedder
         if model is not self.embedder and model.fingerprint != self.embedder.fingerprint:
             raise ValueError("embed_ids: the passage embedder is another model than the engine's")
