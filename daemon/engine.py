@@ -51,7 +51,7 @@ from .scan import (
     scan_export,
     type_folder,
 )
-from .store import SnapshotError, default_index_dir, read_json, read_msgpack, write_json, write_msgpack
+from .store import SnapshotError, default_index_dir, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
 from .tokenize import tokenize, tokenize_query
 
@@ -673,7 +673,7 @@ class Engine:
                 gc.enable()
 
     def _prepare(self, paths, dirs, progress) -> "ChangeSet":
-        from .scan import detect_export, scan_paths
+        from .scan import scan_paths
 
         t0 = time.perf_counter()
         full = paths is None
