@@ -452,6 +452,8 @@ def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sam
     proc = _gated(sample_root, index_dir, gate, "index")
     handle = daemons.adopt(sample_root, index_dir)
     try:
+        # the bridge must find this daemon, not spawn its own before it holds the lock
+        wait_until(handle.alive, TIMEOUT, "the gated daemon to take its lock")
 
         async def main():
             link = RootLink(sample_root, "demo", index_dir=index_dir, spawn_args=SPAWN_LEXICAL)
