@@ -182,7 +182,8 @@ class Root:
         s = self.settings
         args = daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval)
         while True:
-            self._events.put_nowait(("_connecting", None))
+            if failures == 0:  # not for every retry: one bar per attempt to come up
+                self._events.put_nowait(("_connecting", None))
             try:
                 client = await connect_async(
                     self.folder.path,
@@ -204,6 +205,7 @@ class Root:
                 if failures == 1:
                     log.error("no bsl-lens daemon for %s: %s (retrying)", self.folder.path, exc)
                     self.server.notify_user(f"bsl-lens: no daemon for {self.name}: {exc}", types.MessageType.Error)
+                    self._events.put_nowait(("_failed", None))
                 else:
                     log.debug("still no daemon for %s: %s", self.folder.path, exc)
                 await asyncio.sleep(delay)
@@ -266,6 +268,8 @@ class Root:
         p = params if isinstance(params, dict) else {}
         if method == "_connecting":
             await self._index_bar.update("starting the daemon" if self.settings.spawn else "waiting for the daemon")
+        elif method == "_failed":
+            self._index_bar.end("no daemon (retrying in the background; see the log)")
         elif method == "_status":
             st = params
             self.daemon_state = st.state

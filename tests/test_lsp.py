@@ -380,6 +380,18 @@ async def test_warmup_spawns_daemons_with_progress_and_merges_folders(two_roots,
         assert len(res) <= 50
         for f in st["folders"]:
             assert f["daemon"]["root"] in (str(a.resolve()), str(b.resolve()))
+        # a daemon stopped under the server (or crashed) is started again and reconnected
+        first_pid = st["folders"][0]["daemonPid"]
+        subprocess.run([sys.executable, "-m", "daemon.cli", "daemon", "stop", str(a), "--index-dir", str(idx_a)], check=True,
+                       capture_output=True, cwd=REPO, env=SERVER_ENV, timeout=TIMEOUT)
+
+        async def reconnected():
+            f = (await status(lsp))["folders"][0]
+            return f["connections"] == 2 and f["state"] == "ready" and f["daemonPid"] != first_pid and f
+
+        await poll(reconnected, "the server to restart and reconnect the daemon of folder a")
+        res = await symbols(lsp, "ИННСоответствуетТребованиям")
+        assert res[0].location.uri == f"{a.as_uri()}/{rel}"
         await lsp.shutdown_session()
     finally:
         await lsp.stop()
