@@ -727,7 +727,9 @@ class PipeReader:
 
 async def _open_reader(server: BslLensServer, stdin: BinaryIO):
     """A :class:`PipeReader` on ``stdin``, or pygls' threaded reader when stdin is not a
-    pipe, socket or character device (a regular file)."""
+    pipe, socket or character device (a regular file) and on Windows."""
+    if sys.platform == "win32":  # the proactor loop cannot read an inherited stdin pipe
+        return StdinAsyncReader(stdin, server.thread_pool)
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 26, loop=loop)
     try:
