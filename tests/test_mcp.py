@@ -309,11 +309,13 @@ def test_describe_object_catalog_register_enum(ssl):
             reg = ok(await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}), ObjectOutput)
             enum = ok(await c.call_tool("describe_object", {"name": "Перечисление.ВариантыВажностиЗадачи"}), ObjectOutput)
             unknown = err(await c.call_tool("describe_object", {"name": "Справочник.Пользовател"}))
+            singular = err(await c.call_tool("describe_object", {"name": "Справочник.Пользователь"}))
+            wrong_type = err(await c.call_tool("describe_object", {"name": "Документ.Пользователи"}))
             bad_type = err(await c.call_tool("describe_object", {"name": "Справочнк.Пользователи"}))
             no_type = err(await c.call_tool("describe_object", {"name": "Пользователи"}))
-            return users, en, reg, enum, unknown, bad_type, no_type
+            return users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type
 
-    users, en, reg, enum, unknown, bad_type, no_type = run(main())
+    users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
     assert users == en
     assert (users.owner, users.object_type, users.object_type_en, users.path) == ("Справочник.Пользователи", "Справочник", "Catalog", "Catalogs/Пользователи.xml")
     assert users.synonym["ru"] == "Пользователи"
@@ -329,6 +331,8 @@ def test_describe_object_catalog_register_enum(ssl):
     assert reg.dimensions and reg.object_type == "РегистрСведений"
     assert enum.enum_values and all(v.kind == "enum_value" for v in enum.enum_values)
     assert "Справочник.Пользовател" in unknown and "similar: Справочник.Пользователи" in unknown
+    assert "closest objects by name: Справочник.Пользователи" in singular  # a typo in the ending
+    assert "closest objects by name: Справочник.Пользователи" in wrong_type  # the right name, the wrong type
     assert "unknown metadata object type 'Справочнк'" in bad_type and "valid types:" in bad_type
     assert "<Type>.<Name>" in no_type
 
