@@ -77,6 +77,7 @@ class RawClient:
 
     @classmethod
     async def start(cls, *cmd: str, env: dict | None = None) -> RawClient:
+        """Start ``cmd`` (the server) with pipes for stdin/stdout; its stderr is discarded."""
         proc = await asyncio.create_subprocess_exec(
             *cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env, limit=1 << 26
         )
@@ -104,6 +105,7 @@ class RawClient:
         return msg.get("result")
 
     def notify(self, method: str, params=None) -> None:
+        """Write a notification (flushed by the next ``drain``/request)."""
         self._write({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _read_loop(self) -> None:
@@ -128,6 +130,7 @@ class RawClient:
                     fut.set_exception(RuntimeError("the server closed its stdout"))
 
     async def close(self) -> None:
+        """Stop reading; wait up to 10 s for the server to exit, then kill it."""
         self._reader.cancel()
         if self.proc.returncode is None:
             try:

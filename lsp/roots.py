@@ -62,6 +62,7 @@ class ProgressBar:
 
     @property
     def active(self) -> bool:
+        """True while the bar is shown (begun and not ended)."""
         return self.token is not None
 
     async def update(self, message: str, percentage: int | None = None, *, force: bool = False) -> None:
@@ -129,6 +130,7 @@ class Root:
 
     @property
     def name(self) -> str:
+        """The folder's display name (its path if the client gave none)."""
         return self.folder.name or self.folder.path
 
     def lock(self, method: str) -> asyncio.Lock:

@@ -90,6 +90,7 @@ class BslLensProtocol(LanguageServerProtocol):
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(self, params: types.InitializeParams):
+        """pygls' ``initialize`` with UTF-16 positions and no document sync (see the class)."""
         general = params.capabilities.general
         offered = general.position_encodings if general is not None else None
         if offered:
@@ -596,6 +597,7 @@ class WindowLogHandler(logging.Handler):
         self.setFormatter(logging.Formatter("%(message)s"))
 
     def emit(self, record: logging.LogRecord) -> None:
+        """Send one record as ``window/logMessage`` (on the event loop)."""
         if record.name.startswith("pygls") or getattr(self._busy, "on", False):
             return  # pygls' own records, and records logged while sending one (a failing wire)
         self._busy.on = True
@@ -699,10 +701,12 @@ class WireWriter(StdoutWriter):
     closed = False
 
     def close(self) -> None:
+        """Close the wire; later writes are dropped."""
         self.closed = True
         super().close()
 
     def write(self, data: bytes) -> None:
+        """Write and flush one frame (nothing once closed)."""
         if not self.closed:
             super().write(data)
 
@@ -716,9 +720,11 @@ class PipeReader:
         self._reader = reader
 
     async def readline(self) -> bytes:
+        """One header line (``b""`` at the end of input)."""
         return await self._reader.readline()
 
     async def readexactly(self, n: int) -> bytes:
+        """A body of ``n`` bytes (shorter only at the end of input)."""
         try:
             return await self._reader.readexactly(n)
         except asyncio.IncompleteReadError as exc:

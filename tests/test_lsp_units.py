@@ -366,3 +366,26 @@ def test_bench_hit_keys():
     sym = {"name": "Ф", "kind": 12, "location": {"uri": root + "/CommonModules/%D0%9C/Ext/Module.bsl"}}
     assert hit_key(sym, root) == ("CommonModules/М/Ext/Module.bsl", "Ф")
     assert hit_key({**sym, "kind": 5, "location": {"uri": root + "/Catalogs/%D0%9C.xml"}}, root) == ("Catalogs/М.xml", None)
+
+
+def test_bsl_lens_lsp_subcommand_speaks_lsp_on_stdio():
+    def frame(msg: dict) -> bytes:
+        body = json.dumps(msg).encode("utf-8")
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    data = b"".join(
+        frame(m)
+        for m in (
+            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+            {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
+            {"jsonrpc": "2.0", "method": "exit"},
+        )
+    )
+    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "lsp", "--stdio"], input=data, capture_output=True, cwd=REPO, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in proc.stdout.split(b"Content-Length: ")[1:]]
+    by_id = {b["id"]: b for b in bodies if "id" in b and "method" not in b}
+    assert by_id[1]["result"]["serverInfo"]["name"] == "bsl-lens"
+    assert by_id[3]["result"] is None
+    assert b"no workspace folder" in proc.stderr
