@@ -126,7 +126,7 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nan
                 time.sleep(0.002)
             lex.append((time.perf_counter() - t0) * 1000)
             if embedder != "none":
-                _wait_dense(client, 60, poll=0.005)
+                _wait_dense(client, 60, poll=0.02)  # status walks every chunk: do not poll it flat out
                 dense.append((time.perf_counter() - t0) * 1000)
             time.sleep(0.5)
         out["edit_lexical_ms"] = {"p50": round(_pct(lex, 0.5), 1), "p95": round(_pct(lex, 0.95), 1), "max": round(max(lex), 1)}
@@ -137,6 +137,7 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nan
         # --- query latency idle vs during a 2,000-file reindex
         mode = "hybrid" if embedder != "none" else "lexical"
         idle = _query_loop(client, mode, n=queries)
+        idle_lex = _query_loop(client, "lexical", n=queries)
         mods = sorted(tree.rglob("*.bsl"))[:storm_files]
         before = client.status().service.counters
         loaded: list[float] = []
@@ -160,6 +161,24 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nan
             "reindex_s": round(reindex_s, 1), "finished": busy_ok,
         }
         out["loaded_over_idle_p95"] = round(_pct(loaded, 0.95) / _pct(idle, 0.95), 2)
+        # the same with lexical queries, during a second checkout (back to the first state)
+        before = client.status().service.counters
+        loaded_lex: list[float] = []
+        stop = threading.Event()
+        qclient = connect(tree, index_dir=idx, spawn=False, client="bench-queries")
+        q = threading.Thread(target=lambda: loaded_lex.extend(_query_loop(qclient, "lexical", stop=stop)), daemon=True)
+        q.start()
+        for p in mods:
+            _atomic_write(p, p.read_bytes()[: -len(b"\r\n// bench\r\n")])
+        while client.status().service.counters["full_reconciles"] == before["full_reconciles"]:
+            time.sleep(0.01)
+        client.wait_idle(600)
+        stop.set()
+        q.join(60)
+        qclient.close()
+        out["lexical_idle_ms"] = {"p50": round(_pct(idle_lex, 0.5), 2), "p95": round(_pct(idle_lex, 0.95), 2)}
+        out["lexical_during_reindex_ms"] = {"n": len(loaded_lex), "p50": round(_pct(loaded_lex, 0.5), 2), "p95": round(_pct(loaded_lex, 0.95), 2)}
+        out["lexical_loaded_over_idle_p95"] = round(_pct(loaded_lex, 0.95) / _pct(idle_lex, 0.95), 2)
         st = client.status().service
         out["rss_mb"] = round(st.rss_bytes / 2**20, 1)
         out["index_mb"] = round(st.index_bytes / 2**20, 1)

@@ -316,6 +316,8 @@ class Engine:
         self._dense_dirty = False
         self._script_cache: tuple[int, float] = (-1, 0.5)
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
+        self.version = 0  # bumped by every applied batch
+        self._counts: tuple = (None, 0, 0)
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
@@ -828,6 +830,7 @@ class Engine:
         t0 = time.perf_counter()
         report = RefreshReport(files_seen=cs.files_seen)
         with self.lock:
+            self.version += 1
             if cs.info is not None:
                 self._info = cs.info
                 self.format = cs.info.format
@@ -1334,10 +1337,15 @@ class Engine:
             return self.chunks.get(chunk_id)
 
     def stats(self) -> dict:
-        """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense."""
+        """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense.
+        The per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
-            methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
-            meta = sum(1 for c in self.chunks.values() if not c.is_code)
+            key = (id(self.chunks), len(self.chunks), self.version)
+            if self._counts[0] != key:
+                methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
+                meta = sum(1 for c in self.chunks.values() if not c.is_code)
+                self._counts = (key, methods, meta)
+            _, methods, meta = self._counts
             return {
                 "root": str(self.root),
                 "format": self.format,
@@ -1470,16 +1478,28 @@ def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
     return msgspec.msgpack.encode(res)
 
 
-def make_pool(workers: int | None = None):
+def make_pool(workers: int | None = None, *, nice: int = 0):
     """A process pool for :attr:`Engine.pool`: ``workers`` processes (default: the CPU count,
     at most 4), started with ``spawn`` (the daemon has threads; forking them is unsafe).
     Chunking in workers keeps the daemon's GIL free for queries during a big reindex and
-    uses every core for a first index."""
+    uses every core for a first index. ``nice``: added to the workers' nice value (POSIX), so
+    that the daemon's query threads win the CPU while a checkout is re-indexed."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     n = workers or min(4, os.cpu_count() or 1)
-    return ProcessPoolExecutor(max_workers=n, mp_context=multiprocessing.get_context("spawn"))
+    return ProcessPoolExecutor(
+        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority, initargs=(nice,)
+    )
+
+
+def _lower_priority(nice: int) -> None:
+    """Worker initializer: ``os.nice(nice)`` where it exists."""
+    if nice and hasattr(os, "nice"):
+        try:
+            os.nice(nice)
+        except OSError:
+            pass
 
 
 def _is_configuration(rel: str) -> bool:

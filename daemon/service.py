@@ -28,6 +28,7 @@ import collections
 import logging
 import os
 import queue
+import sys
 import threading
 import time
 import unicodedata
@@ -64,6 +65,9 @@ STORM_MAX_S = 60.0
 #: Worker processes that chunk big reconciles (see Engine.pool): one, so that a checkout
 #: being re-indexed leaves the second core of a 2-core machine to the queries.
 POOL_WORKERS = 1
+#: Nice value added to background work (the chunking worker process, the dense thread and
+#: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
+BACKGROUND_NICE = 10
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
@@ -295,6 +299,7 @@ class Service:
         self._dense_inflight = 0
         self._backlog_due = False
         self._job_progress: dict[str, str | int] = {}
+        self._disk_size: tuple[float, int] = (-1e9, 0)
         self._saving = False
 
     # ------------------------------------------------------------------ lifecycle
@@ -323,7 +328,7 @@ class Service:
         # machines are the target)
         from .engine import make_pool
 
-        self.engine.pool = make_pool(POOL_WORKERS)
+        self.engine.pool = make_pool(POOL_WORKERS, nice=BACKGROUND_NICE)
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
@@ -557,7 +562,7 @@ class Service:
         if eng.pool_broken:  # a worker died (e.g. a native crash on some file): a fresh pool
             from .engine import make_pool
 
-            old, eng.pool, eng.pool_broken = eng.pool, make_pool(POOL_WORKERS), False
+            old, eng.pool, eng.pool_broken = eng.pool, make_pool(POOL_WORKERS, nice=BACKGROUND_NICE), False
             old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
@@ -658,6 +663,7 @@ class Service:
     def _dense_loop(self) -> None:
         from .embed import make_embedder
 
+        _nice_this_thread(BACKGROUND_NICE)  # before the passage model starts its threads
         eng = self.engine
         t0 = time.perf_counter()
         eng.load_dense()
@@ -939,6 +945,13 @@ class Service:
         return [msgspec.structs.replace(c, text="") for c in sorted(chunks, key=lambda c: (c.start_line, c.id)) if c.kind in CODE_KINDS]
 
     # ------------------------------------------------------------------ status
+    def _index_bytes(self) -> int:
+        """Index size on disk, re-measured at most every 10 s (a walk of the index dir)."""
+        now = time.monotonic()
+        if now - self._disk_size[0] > 10.0:
+            self._disk_size = (now, _dir_size(self.index_dir))
+        return self._disk_size[1]
+
     def status(self) -> Status:
         """The daemon's state for ``bsl-lens status`` (see :class:`Status`)."""
         eng = self._engine()
@@ -1006,7 +1019,7 @@ class Service:
             last_saved_at=self.last_saved_at,
             last_error=self.last_error or (w.last_error if w is not None else None),
             rss_bytes=_rss(),
-            index_bytes=_dir_size(self.index_dir),
+            index_bytes=self._index_bytes(),
         )
 
 
@@ -1060,6 +1073,18 @@ def _disk_path(root: Path, rel: str) -> str:
         if unicodedata.normalize("NFC", n) == name:
             return f"{disk_parent}/{n}" if disk_parent else n
     return rel
+
+
+def _nice_this_thread(n: int) -> None:
+    """Lower the calling thread's CPU priority by ``n`` (Linux: ``setpriority`` on the thread
+    id affects that thread only, and threads it starts inherit it). No-op elsewhere."""
+    if not n or not sys.platform.startswith("linux"):
+        return
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, os.getpriority(os.PRIO_PROCESS, tid) + n)
+    except (OSError, AttributeError):
+        pass
 
 
 def _trim_heap() -> None:
