@@ -139,9 +139,10 @@ class _Methods:
         ``top_k`` 1..1000, ``filters`` a ``daemon.engine.Filters`` or dict."""
         return self._typed("search", {"query": query, "mode": mode, "top_k": top_k, "filters": filters}, timeout)
 
-    def symbols(self, query: str, *, limit: int = 128, filters: Any = None, timeout: float | None = None):
-        """Names-first ``SearchResult`` (for workspace/symbol), at most ``limit`` hits."""
-        return self._typed("symbols", {"query": query, "limit": limit, "filters": filters}, timeout)
+    def symbols(self, query: str, *, limit: int = 128, filters: Any = None, slim: bool = False, timeout: float | None = None):
+        """Names-first ``SearchResult`` (for workspace/symbol), at most ``limit`` hits;
+        ``slim``: without snippets."""
+        return self._typed("symbols", {"query": query, "limit": limit, "filters": filters, "slim": slim}, timeout)
 
     def get_chunk(self, chunk_id: str, *, timeout: float | None = None):
         """The ``daemon.model.Chunk`` with this id; CommandError code -32001 if unknown."""

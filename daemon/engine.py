@@ -1161,6 +1161,7 @@ class Engine:
         mode: str = "hybrid",
         top_k: int = 10,
         filters: Filters | None = None,
+        snippets: bool = True,
     ) -> SearchResult:
         """Rank chunks for ``query``.
 
@@ -1171,6 +1172,8 @@ class Engine:
                 bm25) or ``vector`` (dense only; empty without an embedder).
             top_k: number of hits to return (1..1000). Parts of one method collapse to one hit.
             filters: see :class:`Filters`.
+            snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
+                a 128-hit answer is ~3x smaller on the wire without them).
 
         Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete
         the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
@@ -1211,7 +1214,7 @@ class Engine:
                     continue
                 seen.add(key)
                 if len(hits) < top_k:
-                    hits.append(self._hit(c, score, ranks, match.get(cid, "")))
+                    hits.append(self._hit(c, score, ranks, match.get(cid, ""), snippets))
             return SearchResult(
                 query=query,
                 mode=mode,
@@ -1309,7 +1312,7 @@ class Engine:
 
         return metadata_only
 
-    def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str) -> Hit:
+    def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
         return Hit(
             id=c.id,
             path=c.path,
@@ -1327,7 +1330,7 @@ class Engine:
             score=round(score, 6),
             ranks=ranks,
             match=match,
-            snippet=snippet(c),
+            snippet=snippet(c) if snippets else "",
         )
 
     # ------------------------------------------------------------------ lookups

@@ -191,6 +191,7 @@ class SymbolsParams(_Params):
     query: str
     limit: Limit = 128
     filters: WireFilters | None = None
+    slim: bool = False  # hits without snippets (symbol pickers)
 
 
 class GetChunkParams(_Params):

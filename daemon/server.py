@@ -466,7 +466,7 @@ class Server:
 
     def cmd_symbols(self, p):
         """``Service.symbols`` -> ``SearchResult`` (names first)."""
-        return self.service.symbols(p.query, limit=p.limit, filters=p.filters)
+        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim)
 
     def cmd_get_chunk(self, p):
         """``Service.get_chunk`` -> ``Chunk``."""

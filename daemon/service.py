@@ -730,12 +730,13 @@ class Service:
         """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter)."""
         return self._engine().search(query, mode=mode, top_k=top_k, filters=filters)
 
-    def symbols(self, query: str, *, limit: int = 128, filters: Filters | None = None) -> SearchResult:
+    def symbols(self, query: str, *, limit: int = 128, filters: Filters | None = None, slim: bool = False) -> SearchResult:
         """Symbol search for ``workspace/symbol``: a name query (``ОбщегоНазначения.Сообщ``,
         ``ЗнРекОб``) goes to the names channel first (lexical mode: no query embedding);
-        several words read as natural language and get the hybrid ranking."""
+        several words read as natural language and get the hybrid ranking. ``slim``: hits
+        without snippets (what a symbol picker needs; a third of the bytes)."""
         mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
-        return self._engine().search(query, mode=mode, top_k=limit, filters=filters)
+        return self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim)
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         """The chunk with this id; ``LookupError`` if there is none."""

@@ -320,7 +320,7 @@ class BslLensServer(LanguageServer):
         try:
             timeout = self.settings.request_timeout
             if method == "symbols":  # only the fields workspace/symbol uses: half the decoding
-                return await client.call("symbols", {"query": args[0], **kw}, result=SymbolsAnswer, timeout=timeout)
+                return await client.call("symbols", {"query": args[0], "slim": True, **kw}, result=SymbolsAnswer, timeout=timeout)
             return await getattr(client, method)(*args, timeout=timeout, **kw)
         except CommandError as exc:
             log.warning("%s: %s failed: %s", root.name, method, exc.message)

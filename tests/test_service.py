@@ -135,3 +135,16 @@ def test_lookups_read_nfd_named_files_and_refuse_bad_input(root, tmp_path):
             s.search("слово " * 2000)
     finally:
         s.close()
+
+
+def test_symbols_slim_leaves_out_snippets(root, tmp_path):
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        full = s.symbols("ЗагрКурс")
+        slim = s.symbols("ЗагрКурс", slim=True)
+        assert [h.id for h in full.hits] == [h.id for h in slim.hits] and full.hits
+        assert any(h.snippet for h in full.hits) and not any(h.snippet for h in slim.hits)
+    finally:
+        s.close()
