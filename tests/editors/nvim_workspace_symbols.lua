@@ -23,7 +23,9 @@ local ok, err = pcall(function()
 
   local client
   local attached = vim.wait(30000, function()
-    for _, c in pairs(vim.lsp.buf_get_clients(0)) do
+    local get = vim.lsp.get_clients and function() return vim.lsp.get_clients({ bufnr = 0 }) end
+      or function() return vim.lsp.buf_get_clients(0) end
+    for _, c in pairs(get()) do
       client = c
     end
     return client ~= nil and client.initialized == true

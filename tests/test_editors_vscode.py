@@ -1,0 +1,62 @@
+"""The VS Code extension's manifest against the server (no VS Code needed; ``.ci/run``
+type-checks, bundles and packages the extension itself with npm).
+
+* every setting the extension sends as ``initializationOptions`` is one the server reads
+  (``lsp.settings.Settings`` wire names), and is contributed in ``package.json`` with the
+  server's default;
+* the extension lives beside other BSL extensions: no ``languages`` / ``grammars``
+  contribution, files selected by pattern;
+* the server commands it calls are the ones the server registers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+import msgspec
+from daemon_helpers import REPO
+
+from lsp import server
+from lsp.settings import Settings
+
+VSCODE = REPO / "editors" / "vscode"
+PKG = json.loads((VSCODE / "package.json").read_text(encoding="utf-8"))
+CONFIG_TS = (VSCODE / "src" / "config.ts").read_text(encoding="utf-8")
+EXTENSION_TS = (VSCODE / "src" / "extension.ts").read_text(encoding="utf-8")
+
+
+def sent_keys() -> set[str]:
+    block = CONFIG_TS.split("const globalSettings", 1)[1].split("};", 1)[0]
+    return set(re.findall(r"^\s*(\w+):", block, re.M)) | set(re.findall(r"push\(\{ workspace: [^,]+, (\w+) \}", CONFIG_TS))
+
+
+def test_sent_settings_are_server_settings():
+    wire = set(Settings.__struct_encode_fields__)
+    sent = sent_keys()
+    assert {"embedder", "watch", "maxSymbols", "indexDir"} <= sent
+    assert sent <= wire, sent - wire
+    props = PKG["contributes"]["configuration"]["properties"]
+    defaults = msgspec.to_builtins(Settings())
+    for key in sent:
+        prop = props[f"bslLens.{key}"]
+        if key != "indexDir":  # "" in VS Code means unset
+            assert prop["default"] == defaults[key], key
+    # every setting that changes the server restarts it
+    restart = set(re.findall(r'"(\w+)"', CONFIG_TS.split("RESTART_KEYS = [", 1)[1].split("]", 1)[0]))
+    assert sent | {"serverCommand", "pythonPath"} <= restart
+
+
+def test_coexists_with_other_bsl_extensions():
+    contributes = PKG["contributes"]
+    assert "languages" not in contributes and "grammars" not in contributes
+    assert "onLanguage:bsl" in PKG["activationEvents"]
+    assert "workspaceContains:Configuration.xml" in PKG["activationEvents"]
+    assert '{ scheme: "file", pattern: "**/*.bsl" }' in EXTENSION_TS
+    titles = {c["title"] for c in contributes["commands"]}
+    assert titles == {"Search 1C by meaning", "Show index status", "Reindex", "Restart server"}
+
+
+def test_server_names_match():
+    assert server.STATUS_COMMAND in EXTENSION_TS and server.REINDEX_COMMAND in EXTENSION_TS
+    assert f'"{server.SEARCH_REQUEST}"' in (VSCODE / "src" / "search.ts").read_text(encoding="utf-8")
