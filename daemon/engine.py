@@ -1141,7 +1141,7 @@ class Engine:
 
     def _normalize_prefix(self, prefix: str) -> str:
         """A path prefix relative to the root, forward slashes, NFC; an absolute prefix inside
-        the root is made relative; ``ValueError`` for one outside it."""
+        the root is made relative; ``ValueError`` for one outside it or with ``..``."""
         p = prefix.replace("\\", "/")
         if Path(p).is_absolute():
             try:
@@ -1152,6 +1152,8 @@ class Engine:
                 p = ""
         while p.startswith("./"):
             p = p[2:]
+        if ".." in p.split("/"):
+            raise ValueError(f"path prefix {prefix!r} contains '..'; give a prefix relative to the export root")
         return unicodedata.normalize("NFC", p)
 
     def search(

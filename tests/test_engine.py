@@ -122,6 +122,8 @@ def test_bad_requests_raise_clear_errors(sample_engine):
         sample_engine.search("x", top_k=0)
     with pytest.raises(ValueError, match="object type"):
         sample_engine.search("x", filters=Filters(object_type="НетТакогоТипа"))
+    with pytest.raises(ValueError, match=r"'\.\.'"):
+        sample_engine.search("x", filters=Filters(path_prefix="../outside"))
     assert sample_engine.search("   ").hits == []
 
 
