@@ -456,6 +456,15 @@ class Watcher:
             return
         if overflow:
             log.warning("watcher: the export root %s was deleted or moved", self._root_str)
+        self._record(paths, dirs, overflow)
+
+    def _mark_overflow(self, why: str) -> None:
+        """Ask for a full reconcile in the next batch."""
+        log.warning("watcher: full reconcile needed: %s", why)
+        self._record((), (), True)
+
+    def _record(self, paths, dirs, overflow: bool) -> None:
+        """Add one relevant event to the pending batch and wake the flush thread."""
         now = time.monotonic()
         with self._cond:
             if self._stopping:
@@ -467,20 +476,6 @@ class Watcher:
             self._paths.update(paths)
             self._dirs.update(dirs)
             self._overflow = self._overflow or overflow
-            self._cond.notify_all()
-
-    def _mark_overflow(self, why: str) -> None:
-        """Ask for a full reconcile in the next batch."""
-        log.warning("watcher: full reconcile needed: %s", why)
-        now = time.monotonic()
-        with self._cond:
-            if self._stopping:
-                return
-            if not self._events:
-                self._first = now
-            self._last = now
-            self._events += 1
-            self._overflow = True
             self._cond.notify_all()
 
     # ------------------------------------------------------------------ flushing

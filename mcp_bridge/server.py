@@ -146,6 +146,25 @@ def _name_line(h) -> int:
     return nr[0] + 1 if nr and (nr[0] or nr[2]) else h.start_line
 
 
+def _hit_fields(h) -> dict:
+    """The fields :class:`SearchHit` and :class:`SymbolDef` both take from a daemon hit."""
+    return dict(
+        path=h.path,
+        line=_name_line(h),
+        start_line=h.start_line,
+        end_line=h.end_line,
+        kind=h.kind,
+        name=h.name,
+        qualified_name=_qualified(h.kind, h.name, h.owner),
+        owner=h.owner,
+        object_type=h.object_type,
+        module_kind=h.module_kind,
+        export=h.export,
+        signature=h.signature,
+        match=h.match,
+    )
+
+
 def _header_line(m) -> int:
     """Line of a method's header inside its text (which starts with the doc comment)."""
     head = (m.signature or "").strip().splitlines()[0][:40] if m.signature else ""
@@ -417,21 +436,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         hits = [
             SearchHit(
                 rank=i,
-                path=h.path,
-                line=_name_line(h),
-                start_line=h.start_line,
-                end_line=h.end_line,
-                kind=h.kind,
-                name=h.name,
-                qualified_name=_qualified(h.kind, h.name, h.owner),
-                owner=h.owner,
-                object_type=h.object_type,
-                module_kind=h.module_kind,
-                export=h.export,
-                signature=h.signature,
+                **_hit_fields(h),
                 score=h.score,
                 ranks=dict(h.ranks),
-                match=h.match,
                 snippet=h.snippet,
                 stale=h.path in stale_paths,
             )
@@ -492,22 +499,10 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         for h, ch in zip(res.hits, full):
             symbols.append(
                 SymbolDef(
-                    qualified_name=_qualified(h.kind, h.name, h.owner),
-                    name=h.name,
-                    kind=h.kind,
-                    owner=h.owner,
-                    object_type=h.object_type,
-                    module_kind=h.module_kind,
-                    path=h.path,
-                    line=_name_line(h),
-                    start_line=h.start_line,
-                    end_line=h.end_line,
-                    match=h.match,
-                    signature=h.signature,
+                    **_hit_fields(h),
                     params=ch.params if ch else "",
                     directives=list(ch.directives) if ch else [],
                     annotations=list(ch.annotations) if ch else [],
-                    export=h.export,
                     is_async=ch.is_async if ch else False,
                     region=list(ch.region) if ch else [],
                     doc=ch.doc if ch else "",
