@@ -760,12 +760,6 @@ class Engine:
             self._settle(result, {})
         return result
 
-    def _changed_tokens(self, u: "FileUpdate") -> dict[str, list[str]]:
-        """Of the tokens a worker computed for every chunk, keep those :meth:`apply` needs
-        (and share unchanged chunks with the index, see :meth:`_settle`)."""
-        self._settle(u, u.tokens)
-        return u.tokens
-
     def _settle(self, u: "FileUpdate", computed: dict[str, list[str]]) -> None:
         """Prepare ``u`` for :meth:`apply`: a chunk equal to the indexed one is replaced by
         the indexed instance (a re-indexed file holds new copies of every chunk; a checkout
@@ -820,7 +814,7 @@ class Engine:
                 continue
             for r in results:
                 if isinstance(r, FileUpdate) and r.chunks is not None:
-                    r.tokens = self._changed_tokens(r)
+                    self._settle(r, r.tokens)  # keep only the tokens apply() needs
                 yield r
 
     def apply(self, cs: "ChangeSet", *, journal: bool = True) -> RefreshReport:
