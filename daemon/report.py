@@ -428,14 +428,16 @@ def _root_section(st: dict, idx: int, now: float) -> str:
                 ("up", _duration(st.get("uptime_s", daemon.get("uptime_s")))),
                 ("memory", f"RSS {_bytes(st.get('rss_bytes'))}; index {_bytes(st.get('index_bytes'))}"),
                 ("clients", f"{_num(daemon.get('connections'))} connected, {_num(daemon.get('requests'))} requests ({_num(daemon.get('errors'))} errors)"),
-                ("index dir", f'<span class="path">{e(st.get("index_dir", "?"))}</span>'),
-                ("log", f'<span class="path">{e(daemon.get("log", "?"))}</span>'),
                 ("last error", f'<span class="warn">{e(err)}</span>' if err else "none"),
             ]
         )
         + "</div>"
     )
     out.append('<div class="cards">' + "".join(cards) + "</div>")
+    out.append(
+        f'<p class="muted small">index dir <span class="path">{e(st.get("index_dir", "?"))}</span> · '
+        f'log <span class="path">{e(daemon.get("log", "?"))}</span> · socket <span class="path">{e(daemon.get("socket", "?"))}</span></p>'
+    )
     # file lists: freshness
     for key, label in FRESHNESS_LISTS:
         files = st.get(key)
