@@ -92,6 +92,37 @@ def test_load_eval_json_rejects_other_json(tmp_path):
         load_eval_json(p)
 
 
+# ------------------------------------------------------------------------------ recent searches
+def test_service_keeps_a_bounded_list_of_recent_searches(tmp_path):
+    """status.recent_queries: the last RECENT_QUERIES searches, oldest first, each with its
+    first RECENT_HITS hits and their channel ranks; long queries cut; remember=False and
+    symbols() calls are not kept."""
+    from daemon import service as svc
+
+    root = shutil.copytree(REPO / "daemon" / "sample_export", tmp_path / "root")
+    s = svc.Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        assert s.status().recent_queries == []
+        s.search("ИННСоотв", mode="lexical")
+        first = s.status().recent_queries
+        assert len(first) == 1 and first[0].query == "ИННСоотв" and first[0].mode == "lexical"
+        top = first[0].hits[0]
+        assert top.symbol == "ИННСоответствуетТребованиям" and top.ranks.get("names") == 1 and "bm25" in top.ranks
+        s.search("НДС", mode="lexical", remember=False)
+        s.symbols("ЗагрКурс")
+        assert len(s.status().recent_queries) == 1
+        for i in range(svc.RECENT_QUERIES + 3):
+            s.search(f"НДС {i} " + "я" * 300, mode="lexical", top_k=20)
+        rq = s.status().recent_queries
+        assert len(rq) == svc.RECENT_QUERIES and rq[-1].query.startswith(f"НДС {svc.RECENT_QUERIES + 2} ")
+        assert all(len(q.query) == svc.RECENT_QUERY_CHARS and len(q.hits) <= svc.RECENT_HITS for q in rq)
+        assert any(len(q.hits) == svc.RECENT_HITS for q in rq)
+    finally:
+        s.close()
+
+
 # ------------------------------------------------------------------------------ end to end
 def _gold(corpus: str) -> list[dict]:
     """A tiny gold set from the sample's own methods and objects (daemon/sample_export)."""
