@@ -49,14 +49,16 @@ def collect_status(root: str | Path, index_dir: str | Path | None = None, *, tim
 
     Running: the daemon's ``Service.status()`` fields (whatever that daemon sends) plus
     ``"running": True`` and ``"daemon"`` (pid, socket, log, connections, ...). Not running:
-    ``{"running": False, "root", "index_dir", "state": "not running" | "not answering",
-    "detail"?}`` (``not answering``: a process holds the daemon lock but does not reply:
+    ``{"running": False, "root", "index_dir", "state": "not running" | "not answering" |
+    "no such folder", "detail"?}`` (``not answering``: a process holds the daemon lock but does not reply:
     starting, stopping or hung). ``timeout``: seconds for the status request.
     """
     from . import runtime
     from .client import DaemonError, DaemonNotRunning, connect
 
     paths = runtime.paths_for(root, index_dir)
+    if not paths.root.is_dir():
+        return {"running": False, "root": str(paths.root), "index_dir": str(paths.index_dir), "state": "no such folder", "detail": f"export root is not a directory: {paths.root}"}
     try:
         with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=timeout, connect_timeout=5.0, client="report") as c:
             res = c.call("status", {})
@@ -351,7 +353,8 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     out = [f'<section class="root" id="root-{idx}" data-root="{e(root)}" data-state="{e(state)}">']
     out.append(f'<h2><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class="path">{e(root)}</span></h2>')
     if not st.get("running"):
-        out.append(f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>")
+        if state != "no such folder":
+            out.append(f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>")
         if st.get("detail"):
             out.append(f'<p class="warn">{e(st["detail"])}</p>')
         out.append(f'<p class="muted">index dir {e(st.get("index_dir", "?"))}</p></section>')
@@ -538,7 +541,7 @@ section.root,section.quality{border:1px solid #d9e2ec;border-radius:8px;padding:
 .badge{display:inline-block;font-size:12px;font-weight:600;padding:2px 10px;border-radius:12px;background:#e4e7eb;color:#1f2933;text-transform:uppercase;letter-spacing:.03em}
 .s-ready{background:#d3f4e3;color:#0b6b3a}
 .s-indexing,.s-loading,.s-starting{background:#fff1c2;color:#7a5200}
-.s-not-running,.s-not-answering,.s-stopping{background:#fde2e1;color:#9b1c1c}
+.s-not-running,.s-not-answering,.s-no-such-folder,.s-stopping{background:#fde2e1;color:#9b1c1c}
 .cards{display:grid;grid-template-columns:repeat(auto-fit,minmax(260px,1fr));gap:12px}
 .card{border:1px solid #e4e7eb;border-radius:6px;padding:10px 12px;background:#fff}
 .card h3{margin:0 0 6px}

@@ -92,6 +92,17 @@ def test_load_eval_json_rejects_other_json(tmp_path):
         load_eval_json(p)
 
 
+def test_collect_status_without_a_daemon_starts_none(tmp_path):
+    from daemon import runtime
+    from daemon.report import collect_status
+
+    missing = collect_status(tmp_path / "missing", tmp_path / "idx")
+    assert missing["running"] is False and missing["state"] == "no such folder" and "not a directory" in missing["detail"]
+    idle = collect_status(tmp_path, tmp_path / "idx")
+    assert idle == {"running": False, "root": str(tmp_path.resolve()), "index_dir": str(tmp_path / "idx"), "state": "not running"}
+    assert not runtime.lock_is_held(runtime.paths_for(tmp_path, tmp_path / "idx").lock)
+
+
 # ------------------------------------------------------------------------------ recent searches
 def test_service_keeps_a_bounded_list_of_recent_searches(tmp_path):
     """status.recent_queries: the last RECENT_QUERIES searches, oldest first, each with its
@@ -253,6 +264,6 @@ def test_report_page_in_headless_chromium(tmp_path, daemons):
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
     shot = ARTIFACTS / "report.png"
     shot.unlink(missing_ok=True)
-    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,2400", page.as_uri())
+    _chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,3200", page.as_uri())
     assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 50_000
     shutil.copy(page, ARTIFACTS / "report.html")
