@@ -502,11 +502,12 @@ def _recent_section(recent: Any, now: float) -> str:
             continue
         for i, h in enumerate(hits, 1):
             ranks = h.get("ranks") or {}
-            what = h.get("symbol") or "(object)"
+            # a method or field: its name, then its owner; a whole metadata object: the owner
+            what, owner = (h.get("symbol"), h.get("owner", "")) if h.get("symbol") else (h.get("owner") or "(object)", "")
             cells = "".join(_rank_cell(ranks.get(c)) for c in channels)
             rows.append(
                 f'<tr class="{"qstart" if i == 1 else ""}">{lead if i == 1 else ""}<td>{i}</td>'
-                f'<td><b>{e(what)}</b> <span class="muted">{e(h.get("owner", ""))}</span><div class="path small">{e(h.get("path", ""))}</div></td>{cells}</tr>'
+                f'<td><b>{e(what)}</b> <span class="muted">{e(owner)}</span><div class="path small">{e(h.get("path", ""))}</div></td>{cells}</tr>'
             )
     rows.append("</table>")
     return "".join(rows)
