@@ -1,4 +1,4 @@
-"""``bsl-lens`` command line: index, search, eval, bench, demo; daemon start|stop|restart|run, status.
+"""``bsl-lens`` command line: index, search, eval, bench, demo; daemon start|stop|restart|run, status, report.
 
 Everything the commands print for a human goes to stdout; progress and logs go to stderr.
 Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse),
@@ -691,6 +691,78 @@ def _add_mcp_parser(sub) -> None:
     sp.set_defaults(func=cmd_mcp)
 
 
+# ------------------------------------------------------------------------------ report
+def cmd_report(args) -> int:
+    """Write the status page (:mod:`daemon.report`): one self-contained HTML file from the
+    roots' running daemons (never starts one), with eval charts from ``--gold`` (run through
+    each running daemon) and ``--eval-json`` files. Exit 0 written (also when a root's daemon
+    is not running: the page says so), 1 bad input or the file could not be written."""
+    from .client import DaemonError
+    from .evaluate import load_gold
+    from .report import collect_status, eval_via_daemon, gold_for_root, load_eval_json, render_html
+
+    index_dirs = args.index_dir or []
+    if len(index_dirs) > len(args.roots):
+        print("bsl-lens: error: more --index-dir than ROOTs (one per ROOT, in order)", file=sys.stderr)
+        return 1
+    modes = args.modes.split(",") if args.modes else None
+    bad = [m for m in modes or () if m not in ("lexical", "vector", "hybrid")]
+    if bad:
+        print(f"bsl-lens: error: unknown mode(s) {bad}; use lexical, vector, hybrid", file=sys.stderr)
+        return 1
+    evals = [load_eval_json(p) for p in args.eval_json or []]
+    gold = load_gold(Path(args.gold)) if args.gold else []
+    statuses = []
+    for i, root in enumerate(args.roots):
+        idx = index_dirs[i] if i < len(index_dirs) else None
+        st = collect_status(root, idx)
+        statuses.append(st)
+        if not args.gold:
+            continue
+        entries = gold_for_root(gold, st.get("root", root), args.corpus)
+        if not st.get("running"):
+            print(f"warning: {st.get('root', root)}: no daemon running; no eval for it", file=sys.stderr)
+        elif not entries:
+            print(f"warning: no gold entries for {st.get('root', root)} in {args.gold} (use --corpus)", file=sys.stderr)
+        else:
+            try:
+                run = eval_via_daemon(st["root"], entries, index_dir=idx, modes=modes)
+            except DaemonError as exc:
+                print(f"warning: {st['root']}: eval stopped: {exc}", file=sys.stderr)
+                continue
+            run["source"] = f"{args.gold} through the daemon"
+            evals.append(run)
+    page = render_html(statuses, evals)
+    if args.out == "-":
+        sys.stdout.write(page)
+        return 0
+    out = Path(args.out)
+    tmp = out.with_name(out.name + ".tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    print(f"wrote {out.resolve()} ({len(statuses)} root{'s' if len(statuses) != 1 else ''}, {len(evals)} eval run{'s' if len(evals) != 1 else ''})")
+    return 0
+
+
+def _add_report_parser(sub) -> None:
+    sp = sub.add_parser(
+        "report",
+        help="write the status page: one self-contained HTML file (index state, freshness, recent searches, eval charts)",
+        description="Ask each ROOT's running daemon for its status (never starts one) and write one HTML file with no "
+        "scripts and no external resources. With --gold, run the gold queries through each running daemon and chart "
+        "the scores per intent and mode; --eval-json adds `bsl-lens eval --json` results.",
+    )
+    sp.add_argument("roots", nargs="+", metavar="ROOT", help="export root(s)")
+    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
+    sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a ROOT's daemon; repeat once per ROOT, in order")
+    sp.add_argument("--out", default="bsl-lens-status.html", help="the HTML file to write (default bsl-lens-status.html; - for stdout)")
+    sp.add_argument("--gold", help="gold JSONL (shared/eval format): run it through each running daemon")
+    sp.add_argument("--corpus", help="--gold: the gold 'corpus' value to use (default: the root folder's name, and entries without one)")
+    sp.add_argument("--modes", help="--gold: modes to run (default lexical, plus vector,hybrid when the daemon has a dense side)")
+    sp.add_argument("--eval-json", action="append", metavar="FILE", help="a `bsl-lens eval --json` output to chart (repeatable)")
+    sp.set_defaults(func=cmd_report)
+
+
 # ------------------------------------------------------------------------------ lsp
 def cmd_lsp(args) -> int:
     """The language server for editors on stdio (:mod:`lsp.server`; imported here so other
@@ -797,6 +869,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_daemon_parsers(sub)
     _add_lsp_parser(sub)
     _add_mcp_parser(sub)
+    _add_report_parser(sub)
     return p
 
 

@@ -185,6 +185,7 @@ class SearchParams(_Params):
     mode: str = "hybrid"  # hybrid | lexical | vector (ValueError otherwise -> -32602)
     top_k: TopK = 10
     filters: WireFilters | None = None
+    remember: bool = True  # keep it in status.recent_queries (False: eval runs of `bsl-lens report`)
 
 
 class SymbolsParams(_Params):

@@ -461,8 +461,9 @@ class Server:
     # Each takes the method's params struct (daemon.protocol) and returns what the Service
     # returns; ValueError -> -32602, LookupError -> -32001, anything else -> -32603.
     def cmd_search(self, p):
-        """``Service.search`` -> ``SearchResult``."""
-        return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters)
+        """``Service.search`` -> ``SearchResult`` (``remember=False`` passed only when asked)."""
+        extra = {} if p.remember else {"remember": False}
+        return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters, **extra)
 
     def cmd_symbols(self, p):
         """``Service.symbols`` -> ``SearchResult`` (names first)."""

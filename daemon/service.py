@@ -72,6 +72,12 @@ BACKGROUND_NICE = 10
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
 MAX_READ_LINES = 2000
+#: ``search`` requests remembered for ``status.recent_queries`` (the status page), newest
+#: last; each keeps its first :data:`RECENT_HITS` hits and at most :data:`RECENT_QUERY_CHARS`
+#: characters of the query. In memory only, never saved: gone when the daemon stops.
+RECENT_QUERIES = 10
+RECENT_HITS = 3
+RECENT_QUERY_CHARS = 200
 
 
 class DenseStatus(msgspec.Struct, kw_only=True):
@@ -109,6 +115,29 @@ class Latency(msgspec.Struct, kw_only=True):
     last_ms: float | None = None
 
 
+class RecentHit(msgspec.Struct, kw_only=True):
+    """One of the top hits of a remembered search: where it is and its 1-based rank in each
+    channel that found it (``names``, ``bm25``, ``meta``, ``dense``; :attr:`Hit.ranks`)."""
+
+    path: str
+    symbol: str | None
+    owner: str = ""
+    ranks: dict[str, int] = {}
+
+
+class RecentQuery(msgspec.Struct, kw_only=True):
+    """A ``search`` the daemon answered (``symbols`` calls from editors are not kept: one per
+    keystroke). ``at``: epoch seconds; ``took_ms``: the engine's time; ``total``: fused
+    candidates; ``hits``: the first :data:`RECENT_HITS`."""
+
+    at: float
+    query: str
+    mode: str
+    took_ms: float
+    total: int
+    hits: list[RecentHit] = []
+
+
 class Status(msgspec.Struct, kw_only=True):
     """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
 
@@ -142,6 +171,7 @@ class Status(msgspec.Struct, kw_only=True):
     last_error: str | None = None
     rss_bytes: int = 0
     index_bytes: int = 0
+    recent_queries: list[RecentQuery] = []  # the last RECENT_QUERIES searches, oldest first
 
 
 class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -301,6 +331,8 @@ class Service:
         self._job_progress: dict[str, str | int] = {}
         self._disk_size: tuple[float, int] = (-1e9, 0)
         self._saving = False
+        self._recent: collections.deque[RecentQuery] = collections.deque(maxlen=RECENT_QUERIES)
+        self._recent_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -726,9 +758,25 @@ class Service:
             raise RuntimeError("the service is not started")
         return self.engine
 
-    def search(self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Filters | None = None) -> SearchResult:
-        """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter)."""
-        return self._engine().search(query, mode=mode, top_k=top_k, filters=filters)
+    def search(
+        self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Filters | None = None, remember: bool = True
+    ) -> SearchResult:
+        """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter); with
+        ``remember`` the answer is kept for ``status.recent_queries`` (:class:`RecentQuery`)."""
+        res = self._engine().search(query, mode=mode, top_k=top_k, filters=filters)
+        if not remember:
+            return res
+        rq = RecentQuery(
+            at=time.time(),
+            query=query[:RECENT_QUERY_CHARS],
+            mode=res.mode,
+            took_ms=res.took_ms,
+            total=res.total,
+            hits=[RecentHit(path=h.path, symbol=h.symbol, owner=h.owner, ranks=dict(h.ranks)) for h in res.hits[:RECENT_HITS]],
+        )
+        with self._recent_lock:
+            self._recent.append(rq)
+        return res
 
     def symbols(self, query: str, *, limit: int = 128, filters: Filters | None = None, slim: bool = False) -> SearchResult:
         """Symbol search for ``workspace/symbol``: a name query (``ОбщегоНазначения.Сообщ``,
@@ -1021,7 +1069,12 @@ class Service:
             last_error=self.last_error or (w.last_error if w is not None else None),
             rss_bytes=_rss(),
             index_bytes=self._index_bytes(),
+            recent_queries=self._recent_queries(),
         )
+
+    def _recent_queries(self) -> list[RecentQuery]:
+        with self._recent_lock:
+            return list(self._recent)
 
 
 class _Counting:
