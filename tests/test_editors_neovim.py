@@ -115,8 +115,8 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
             assert line[rng["start"]["character"] : rng["end"]["character"]] == name, (q, line, rng)
             assert ("Функция" in line or "Процедура" in line), line
 
+    assert "no bsl-lens server is running" in res["status_before_any"], res["status_before_any"]
     cmds = res["commands"]
-    print(json.dumps(cmds.get("timing")))
     assert [Path(r).resolve() for r in cmds["clients"]] == [sample_root.resolve(), root2.resolve()]
 
     # :BslLensStatus from the quickfix window: both servers answered, both folders ready
