@@ -16,7 +16,8 @@ What it does, as a user would:
    the extension activated (the status bar item reads ``bsl-lens: ready``);
    Go to Symbol in Workspace (``Ctrl+T``) for the CamelHump ``ЗагрКурсВал`` lists
    ``ЗагрузитьКурсыВалют`` with its module, and Enter opens the module at it;
-   the "Search 1C by meaning" QuickPick for ``загрузить курсы валют`` lists the method.
+   the "Search 1C by meaning" QuickPick for ``загрузить курсы валют`` lists the method;
+   the Extensions view shows the extension's page with its README.
 
 Screenshots go to ``$BSL_LENS_ARTIFACTS/vscode`` (default ``tests/artifacts/vscode``, ignored
 by git); the test prints the folder. Teardown ends code-server's whole process group (the
@@ -63,6 +64,7 @@ MODULE = "CommonModules/РегламентныеЗаданияДемо/Ext/Modul
 METHOD = "ЗагрузитьКурсыВалют"
 CAMELHUMP = "ЗагрКурсВал"
 MEANING = "загрузить курсы валют"
+DISPLAY_NAME = json.loads((EXTENSION / "package.json").read_text(encoding="utf-8"))["displayName"]
 #: Seconds one step in the workbench may take (first index of the sample included).
 STEP = 120.0
 #: Chromium switches: no GPU, no sandbox (root in CI), nothing fetched in the background.
@@ -368,6 +370,30 @@ def test_vscode_extension_in_code_server(tmp_path, sample_root, daemons):
                 assert not any("Search failed" in r or "not running" in r for r in rows), rows
                 hit = next(r for r in rows if METHOD in r)
                 assert "РегламентныеЗаданияДемо" in hit, rows
+                page.keyboard.press("Escape")
+
+                # 4. the Extensions view shows the extension's README (editors/vscode/README.md)
+                page.keyboard.press("Control+Shift+x")
+                entry = page.locator(".extensions-viewlet .monaco-list-row", has_text=DISPLAY_NAME)
+                entry.first.wait_for(timeout=STEP * 1000)
+                entry.first.click()
+                readme = None
+
+                def readme_shown() -> bool:
+                    nonlocal readme
+                    for frame in page.frames:
+                        try:
+                            if frame.locator("h2", has_text="Requirements").count():
+                                readme = frame
+                                return True
+                        except Exception:  # a frame navigating away
+                            continue
+                    return False
+
+                wait_until(readme_shown, timeout=STEP, what="the extension's README in its details page")
+                text = readme.locator("body").inner_text()
+                assert "bsl-lens installed" in text and "bslLens.pythonPath" in text, text[:500]
+                page.screenshot(path=str(ARTIFACTS / "5-extension-readme.png"))
             finally:
                 context.close()
     finally:
