@@ -7,6 +7,14 @@ stops it), and ``workspace/symbol`` is asked by exact name and by CamelHump abbr
 The locations Neovim received are checked against the module text: the right file, and a
 range that covers the method's name on its declaration line.
 
+Then the config's commands run from buffers that have no client attached — the quickfix
+window and a scratch buffer — with a second export open beside the first (two clients, two
+daemons): ``:BslLensStatus`` must list both folders as ready, ``:BslLensReindex`` must
+reach both servers, and ``:BslLensSearch`` must go to the server whose root holds the
+current file (the second export's module) or, from a scratch buffer, to the first one.
+Before the commands found their server by root they asked the current buffer's clients:
+none, so each waited 10 s and said "no bsl-lens client answered".
+
 Skipped when ``nvim`` is not installed (``.ci/run`` installs Debian's ``neovim``).
 """
 
@@ -21,13 +29,16 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 import pytest
-from daemon_helpers import REPO
+from daemon_helpers import REPO, copy_sample
 
 NVIM = shutil.which("nvim")
 CONFIG = REPO / "editors" / "neovim" / "bsl-lens.lua"
 SCRIPT = REPO / "tests" / "editors" / "nvim_workspace_symbols.lua"
 MODULE = "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
 BANK = "CommonModules/ОбменСБанкомСлужебный/Ext/Module.bsl"
+#: search by meaning (lexical daemons: BM25 on the words) and the method it must find
+SEARCH = "загрузить курсы валют"
+SEARCH_HIT = (MODULE, "ЗагрузитьКурсыВалют")
 #: query -> the methods (module, name) that must be the first results, in any order
 QUERIES = {
     "ЗагрузитьКурсыВалют": [(MODULE, "ЗагрузитьКурсыВалют")],
@@ -42,15 +53,18 @@ def fs_path(uri: str) -> Path:
     return Path(unquote(urlparse(uri).path))
 
 
-def run_nvim(root: Path, index_dir: Path, tmp: Path) -> dict:
+def run_nvim(root: Path, index_dir: Path, root2: Path, index_dir2: Path, tmp: Path) -> dict:
     out = tmp / "nvim-result.json"
+    index_dirs = {str(root): str(index_dir), str(root2): str(index_dir2)}
     env = {
         **os.environ,
         "PYTHONPATH": str(REPO),
         "E2E_CONFIG": str(CONFIG),
         "E2E_CMD": json.dumps([sys.executable, "-m", "lsp"]),
-        "E2E_INIT": json.dumps({"indexDir": str(index_dir), "embedder": "none", "watch": "off"}),
+        "E2E_INIT": json.dumps({"indexDir": index_dirs, "embedder": "none", "watch": "off"}),
         "E2E_FILE": str(root / MODULE),
+        "E2E_FILE2": str(root2 / BANK),
+        "E2E_SEARCH": SEARCH,
         "E2E_QUERIES": json.dumps(list(QUERIES), ensure_ascii=False),
         "E2E_OUT": str(out),
         "XDG_STATE_HOME": str(tmp / "nvim-state"),  # Neovim's lsp.log (0.8+) stays in tmp
@@ -63,10 +77,13 @@ def run_nvim(root: Path, index_dir: Path, tmp: Path) -> dict:
 
 def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
     index_dir = tmp_path / "idx"
+    root2 = copy_sample(tmp_path / "export2")
+    index_dir2 = tmp_path / "idx2"
     try:
-        res = run_nvim(sample_root, index_dir, tmp_path)
+        res = run_nvim(sample_root, index_dir, root2, index_dir2, tmp_path)
     finally:
-        daemons.adopt(sample_root, index_dir)  # the server spawned it; stop it at teardown
+        daemons.adopt(sample_root, index_dir)  # the servers spawned them; stop them at teardown
+        daemons.adopt(root2, index_dir2)
     assert res["ok"], res.get("error")
     assert res["client"] == "bsl-lens"
     assert res["filetype"] == "bsl"
@@ -97,3 +114,45 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
             # the sample is all BMP text: UTF-16 columns are str indices
             assert line[rng["start"]["character"] : rng["end"]["character"]] == name, (q, line, rng)
             assert ("Функция" in line or "Процедура" in line), line
+
+    assert "no bsl-lens server is running" in res["status_before_any"], res["status_before_any"]
+    cmds = res["commands"]
+    assert [Path(r).resolve() for r in cmds["clients"]] == [sample_root.resolve(), root2.resolve()]
+
+    # :BslLensStatus from the quickfix window: both servers answered, both folders ready
+    assert cmds["status_from"]["buftype"] == "quickfix"
+    assert "no bsl-lens" not in cmds["status_text"], cmds["status_text"]
+    lines = [ln for ln in cmds["status_text"].splitlines() if ln.strip()]
+    assert len(lines) == 2, lines
+    for root, line in zip((sample_root, root2), lines):
+        assert f"({root}): ready; daemon ready, 32 files, 68 methods" in line, line
+    folders = cmds["status"]["folders"]
+    assert sorted(Path(f["path"]).resolve() for f in folders) == sorted([sample_root.resolve(), root2.resolve()])
+    assert {Path(f["indexDir"]).resolve() for f in folders} == {index_dir.resolve(), index_dir2.resolve()}
+
+    # :BslLensReindex from the quickfix window reaches both servers
+    assert cmds["reindex"]["from"] == "quickfix"
+    notes = [n["msg"] for n in cmds["reindex"]["notes"]]
+    assert len(notes) == 1, notes
+    for root in (sample_root, root2):
+        assert f"re-checking 1 folder(s) of {root} by content hash" in notes[0], notes
+
+    def search_hits(got: dict, root: Path) -> set:
+        assert got["done"], f"no quickfix list from :BslLensSearch ({got['notes']})"
+        assert got["title"] == f"bsl-lens: {SEARCH}"
+        paths = {Path(it["filename"]).resolve() for it in got["items"]}
+        assert paths and all(p.is_relative_to(root.resolve()) for p in paths), (root, sorted(paths))
+        return {(Path(it["filename"]).resolve().relative_to(root.resolve()).as_posix(), it["text"]) for it in got["items"]}
+
+    def has_hit(hits: set) -> bool:
+        rel, name = SEARCH_HIT
+        return any(p == rel and f".{name} " in text for p, text in hits)
+
+    # from the second export's module: its own server (hits under root2)
+    got = cmds["search_from_second"]
+    assert got["from"]["buftype"] == "" and Path(got["from"]["name"]).resolve() == (root2 / BANK).resolve()
+    assert has_hit(search_hits(got, root2))
+    # from a scratch buffer: no file, so the first server (hits under the first root)
+    got = cmds["search_from_scratch"]
+    assert got["from"] == {"buftype": "nofile", "name": ""}
+    assert has_hit(search_hits(got, sample_root))

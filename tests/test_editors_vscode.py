@@ -60,3 +60,33 @@ def test_coexists_with_other_bsl_extensions():
 def test_server_names_match():
     assert server.STATUS_COMMAND in EXTENSION_TS and server.REINDEX_COMMAND in EXTENSION_TS
     assert f'"{server.SEARCH_REQUEST}"' in (VSCODE / "src" / "search.ts").read_text(encoding="utf-8")
+
+
+def test_package_has_readme_and_no_placeholder_repository():
+    """The .vsix carries README.md (the Extensions view and the Marketplace page show it);
+    no made-up repository URL — packaging says ``--allow-missing-repository`` instead."""
+    readme = (VSCODE / "README.md").read_text(encoding="utf-8")
+    for needed in ("## Requirements", "bsl-lens installed", "## Commands", "## Settings", "Search 1C by meaning"):
+        assert needed in readme, needed
+    props = PKG["contributes"]["configuration"]["properties"]
+    for key in props:
+        assert f"`{key}`" in readme, f"{key} missing from editors/vscode/README.md"
+    for cmd in PKG["contributes"]["commands"]:
+        assert cmd["title"] in readme and cmd["command"] in readme, cmd
+    assert "README.md" not in (VSCODE / ".vscodeignore").read_text(encoding="utf-8")
+    # vsce cannot rewrite relative links without a repository: the README has none
+    assert not re.search(r"\]\((?!https?://|#)", readme), "relative link in the README"
+    assert "repository" not in PKG
+    assert "--allow-missing-repository" in PKG["scripts"]["package"]
+
+
+def test_every_install_script_is_reviewed():
+    """Every locked package with an install script has an ``allowScripts`` entry, and
+    ``.npmrc`` makes an unreviewed one fail ``npm ci`` (npm 11.16+)."""
+    lock = json.loads((VSCODE / "package-lock.json").read_text(encoding="utf-8"))
+    with_scripts = {p.rsplit("node_modules/", 1)[1] for p, e in lock["packages"].items() if p and e.get("hasInstallScript")}
+    assert with_scripts, "the lockfile lists no package with install scripts (esbuild has one)"
+    allowed = {k.rsplit("@", 1)[0] if k.rfind("@") > 0 else k for k in PKG["allowScripts"]}
+    assert with_scripts <= allowed, with_scripts - allowed
+    npmrc = (VSCODE / ".npmrc").read_text(encoding="utf-8")
+    assert re.search(r"^strict-allow-scripts\s*=\s*true\s*$", npmrc, re.M), npmrc

@@ -12,7 +12,11 @@
 -- src/Configuration/Configuration.mdo (EDT project). Then:
 --   :lua vim.lsp.buf.workspace_symbol("ЗнРекОб")   -- names, prefixes, CamelHumps
 --   :BslLensSearch где считается НДС с авансов       -- search by meaning -> quickfix list
---   :BslLensStatus                                   -- the daemon's index status
+--   :BslLensStatus                                   -- index status of every export open
+--   :BslLensReindex                                  -- re-check by content hash
+-- The commands find their server by export root, not by the current buffer, so they work
+-- from the quickfix window or any other buffer too: the server whose root holds the
+-- current file, else every bsl-lens server (search: the first started).
 local M = {}
 
 M.config = {
@@ -80,11 +84,96 @@ function M.attach(bufnr)
   return id
 end
 
---- ``bsl-lens/search`` (search by meaning); results go to the quickfix list.
+-- ---- finding the client: by export root, never by the current buffer ----------------
+-- The commands work from any window: the quickfix list, a scratch buffer, a README
+-- outside the export. A buffer that is not a .bsl module has no client attached, so
+-- vim.lsp.buf_request(0, ...) would ask nobody and wait for its timeout.
+
+local function active_clients()
+  if vim.lsp.get_clients then -- 0.10+
+    return vim.lsp.get_clients({ name = M.config.name })
+  end
+  local out = {}
+  for _, c in pairs(vim.lsp.get_active_clients()) do
+    if c.name == M.config.name then
+      table.insert(out, c)
+    end
+  end
+  return out
+end
+
+--- Every running bsl-lens client, ordered by client id (the first started first).
+function M.clients()
+  local out = active_clients() -- running ones only: a stopped client has left the list
+  table.sort(out, function(a, b)
+    return a.id < b.id
+  end)
+  return out
+end
+
+local function inside(path, root)
+  root = root:gsub("/+$", "")
+  return path == root or path:sub(1, #root + 1) == root .. "/"
+end
+
+--- The bsl-lens clients a command addresses from buffer ``bufnr`` (0: the current one):
+--- the client whose root contains the buffer's file (the innermost root when roots nest),
+--- else every client. Returns a list (empty when no bsl-lens server runs) and whether the
+--- file was inside a root.
+function M.clients_for(bufnr)
+  local all = M.clients()
+  local name = vim.api.nvim_buf_get_name((bufnr == nil or bufnr == 0) and vim.api.nvim_get_current_buf() or bufnr)
+  if name ~= "" and vim.bo[bufnr or 0].buftype == "" then
+    local path = vim.fn.fnamemodify(name, ":p")
+    local best
+    for _, c in ipairs(all) do
+      local root = c.config.root_dir and vim.fn.fnamemodify(c.config.root_dir, ":p")
+      if root and inside(path, root) and (best == nil or #root > #vim.fn.fnamemodify(best.config.root_dir, ":p")) then
+        best = c
+      end
+    end
+    if best then
+      return { best }, true
+    end
+  end
+  return all, false
+end
+
+--- The one client for a request that goes to a single server (search): the one whose root
+--- contains the buffer's file, else the first started; nil when none runs.
+function M.client_for(bufnr)
+  return M.clients_for(bufnr)[1]
+end
+
+local new_api = vim.fn.has("nvim-0.11") == 1 -- client:request() replaces client.request()
+
+local function request(client, method, params, handler)
+  if new_api then
+    return client:request(method, params, handler)
+  end
+  return client.request(method, params, handler)
+end
+
+local function request_sync(client, method, params, timeout_ms)
+  if new_api then
+    return client:request_sync(method, params, timeout_ms)
+  end
+  return client.request_sync(method, params, timeout_ms)
+end
+
+local NO_CLIENT = "no bsl-lens server is running (open a .bsl file of the export first)"
+
+--- ``bsl-lens/search`` (search by meaning) on the client for the current buffer (see
+--- client_for); results go to the quickfix list, which is opened.
 function M.search(query, opts)
   opts = opts or {}
+  local client = M.client_for(0)
+  if not client then
+    vim.notify("bsl-lens: " .. NO_CLIENT, vim.log.levels.WARN)
+    return
+  end
   local params = { query = query, mode = opts.mode, topK = opts.topK or 30 }
-  vim.lsp.buf_request(0, "bsl-lens/search", params, function(err, result)
+  request(client, "bsl-lens/search", params, function(err, result)
     if err then
       vim.notify("bsl-lens/search: " .. tostring(err.message or err), vim.log.levels.ERROR)
       return
@@ -104,18 +193,93 @@ function M.search(query, opts)
   end)
 end
 
---- The ``bsl-lens.status`` command's answer (synchronous), or nil and an error.
+--- The ``bsl-lens.status`` command's answer (synchronous; ``timeout_ms`` per server,
+--- default 10000) from every bsl-lens client, its ``folders`` lists joined:
+--- ``{folders = {...}, servers = {<each server's answer>}}``; or nil and an error text
+--- when no server runs or none answered.
 function M.status(timeout_ms)
-  local res = vim.lsp.buf_request_sync(0, "workspace/executeCommand", { command = "bsl-lens.status", arguments = {} }, timeout_ms or 10000)
-  for _, r in pairs(res or {}) do
-    if r.result then
-      return r.result
-    end
-    if r.error then
-      return nil, r.error
+  local clients = M.clients()
+  if #clients == 0 then
+    return nil, NO_CLIENT
+  end
+  local merged, errors = { folders = {}, servers = {} }, {}
+  for _, c in ipairs(clients) do
+    local res, err = request_sync(c, "workspace/executeCommand", { command = "bsl-lens.status", arguments = {} }, timeout_ms or 10000)
+    local root = tostring(c.config.root_dir)
+    if res and res.result then
+      table.insert(merged.servers, res.result)
+      for _, f in ipairs(res.result.folders or {}) do
+        table.insert(merged.folders, f)
+      end
+    else
+      local why = res and res.err and (res.err.message or vim.inspect(res.err)) or err or "no answer"
+      table.insert(errors, root .. ": " .. tostring(why))
     end
   end
-  return nil, "no bsl-lens client answered"
+  if #merged.servers == 0 then
+    return nil, table.concat(errors, "; ")
+  end
+  merged.errors = #errors > 0 and errors or nil
+  return merged
+end
+
+--- One line per folder of a status() answer, e.g.
+--- ``bsl-lens: ДемоТорговля (/path): ready; daemon ready, 15 files, 68 methods``.
+function M.status_lines(st)
+  local function v(x) -- JSON null arrives as vim.NIL
+    if x == vim.NIL then
+      return nil
+    end
+    return x
+  end
+  local lines = {}
+  for _, f in ipairs(st.folders or {}) do
+    local line = ("bsl-lens: %s (%s): %s"):format(tostring(v(f.name) or "?"), tostring(v(f.path) or v(f.folder) or "?"), tostring(v(f.state) or "?"))
+    if v(f.error) then
+      line = line .. "; error: " .. tostring(f.error)
+    end
+    local d = v(f.daemon)
+    if type(d) == "table" then
+      line = line .. ("; daemon %s, %s files, %s methods"):format(tostring(v(d.state)), tostring(v(d.files) or 0), tostring(v(d.methods) or 0))
+      local p = v(d.progress)
+      if type(p) == "table" and d.state ~= "ready" and type(v(p.total)) == "number" and p.total > 0 then
+        line = line .. (" (%s %s/%s)"):format(tostring(v(p.stage)), tostring(v(p.done) or 0), tostring(p.total))
+      end
+    end
+    table.insert(lines, line)
+  end
+  for _, e in ipairs(st.errors or {}) do
+    table.insert(lines, "bsl-lens: no answer from " .. e)
+  end
+  return lines
+end
+
+--- ``bsl-lens.reindex`` (a re-check by content hash) on the client for the current file,
+--- else on every client; ``on_done(lines)`` gets one line per server (default: notify).
+function M.reindex(on_done)
+  local clients = M.clients_for(0)
+  on_done = on_done or function(lines)
+    vim.notify(table.concat(lines, "\n"), vim.log.levels.INFO)
+  end
+  if #clients == 0 then
+    on_done({ "bsl-lens: " .. NO_CLIENT })
+    return
+  end
+  local lines, pending = {}, #clients
+  for _, c in ipairs(clients) do
+    request(c, "workspace/executeCommand", { command = "bsl-lens.reindex", arguments = { { full = true } } }, function(err, result)
+      if err then
+        table.insert(lines, "bsl-lens: reindex " .. tostring(c.config.root_dir) .. ": " .. tostring(err.message or err))
+      else
+        local n = #((result or {}).queued or {})
+        table.insert(lines, ("bsl-lens: re-checking %d folder(s) of %s by content hash"):format(n, tostring(c.config.root_dir)))
+      end
+      pending = pending - 1
+      if pending == 0 then
+        on_done(lines)
+      end
+    end)
+  end
 end
 
 function M.setup(opts)
@@ -142,10 +306,14 @@ function M.setup(opts)
   end, { nargs = "+", desc = "bsl-lens: search 1C code by meaning" })
   vim.api.nvim_create_user_command("BslLensStatus", function()
     local st, err = M.status()
-    print(st and vim.inspect(st) or ("bsl-lens: " .. vim.inspect(err)))
-  end, { desc = "bsl-lens: index status" })
+    if not st then
+      print("bsl-lens: " .. tostring(err))
+      return
+    end
+    print(table.concat(M.status_lines(st), "\n"))
+  end, { desc = "bsl-lens: index status of every bsl-lens server" })
   vim.api.nvim_create_user_command("BslLensReindex", function()
-    vim.lsp.buf_request(0, "workspace/executeCommand", { command = "bsl-lens.reindex", arguments = {} }, function() end)
+    M.reindex()
   end, { desc = "bsl-lens: re-check the index by content hash" })
 end
 
