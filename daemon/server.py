@@ -462,11 +462,11 @@ class Server:
     # returns; ValueError -> -32602, LookupError -> -32001, anything else -> -32603.
     def cmd_search(self, p):
         """``Service.search`` -> ``SearchResult``."""
-        return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters)
+        return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters, fresh_timeout=p.fresh_timeout)
 
     def cmd_symbols(self, p):
         """``Service.symbols`` -> ``SearchResult`` (names first)."""
-        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim)
+        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim, fresh_timeout=p.fresh_timeout)
 
     def cmd_get_chunk(self, p):
         """``Service.get_chunk`` -> ``Chunk``."""
