@@ -18,6 +18,11 @@ Threads:
   4096 vectors or when quiet.
 * **watcher** (:mod:`daemon.watcher`): debounced file events -> writer jobs.
 
+Freshness: a watcher event marks its file pending the moment it arrives
+(:meth:`Service._notice`); the writer clears it once a job that read the file after that
+event is applied. Every search/symbols answer carries what is pending
+(:meth:`Service.freshness`), and may first wait for it (``fresh_timeout``).
+
 Queries run on the caller's thread against the engine (its lock makes every batch atomic
 for readers; hnswlib is never read while written).
 """

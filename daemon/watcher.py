@@ -672,9 +672,17 @@ class Watcher:
         (``IN_Q_OVERFLOW``: watchdog 7 rebuilds its watches and only logs), watch-limit
         errors on sub-folders (silently skipped), and exceptions that kill the reader.
 
+        Also the early notices and :meth:`caught_up`: each raw event is passed to
+        ``on_notice`` before watchdog handles it (:meth:`_notice_raw`), and the reader's
+        wake-up (``_check_inotify_fd`` returned readable), what it read and each event it
+        handled are tracked, so that "nothing unread on the descriptor and the reader idle"
+        means every queued event has been noticed.
+
         Works on the observer's private ``InotifyFD`` (``InotifyObserver._inotify_fd``,
-        watchdog 6-7); without one (another platform or version) nothing is hooked and
-        overflows go unnoticed, except through thread death.
+        watchdog 6-7; the notices also on ``_watch_for_wd`` and the watch group's
+        ``_build_event_source_path``, watchdog 7.1); without one (another platform or
+        version) nothing is hooked, overflows go unnoticed except through thread death, and
+        :meth:`caught_up` says None.
         """
         self._reader_fd = None
         self._reader_busy = False
