@@ -649,10 +649,15 @@ class Service:
                 job = self._absorb_storm(job)
             with self._pending_lock:
                 seq = self._notice_seq  # everything noticed so far is on disk before the job reads it
+            report = None
             try:
                 report = self._run_job(job)
             finally:
-                self._settle_pending(job, seq)
+                if report is not None:
+                    self._settle_pending(job, seq)
+                else:  # indexing failed (last_error says why): its files stay stale, not retried in a loop
+                    with self._pending_lock:
+                        self._pending_queued.update(k for k in job.paths if k in self._pending)
                 self._busy.clear()
             if job.full:
                 last_reconcile = time.monotonic()

@@ -266,3 +266,18 @@ def test_search_fresh_option_parses():
     assert p.parse_args(["search", "R", "q", "--fresh", "2.5"]).fresh == 2.5
     bad = run_cli("search", "R", "q", "--fresh", "61")
     assert bad.returncode == 2 and "0..60" in bad.stderr
+
+
+def test_the_cli_stale_line_names_the_files_and_the_way_out():
+    from daemon.cli import _stale_note
+    from daemon.engine import SearchResult
+
+    res = SearchResult(query="q", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0,
+                       stale=True, stale_paths=[MODULE, "Catalogs/"], stale_count=7, pending_count=7)
+    line = _stale_note(res, waited=0)
+    assert line.startswith("(stale: 7 changed files not indexed yet (") and MODULE in line and ", ..." in line
+    assert "--fresh waits for them" in line
+    assert "after waiting 2 s" in _stale_note(res, waited=2.0)
+    lost = SearchResult(query="q", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0,
+                        stale=True, full_reconcile_pending=True)
+    assert "whole export is being re-checked" in _stale_note(lost, waited=0)
