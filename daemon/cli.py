@@ -120,6 +120,17 @@ def _top_k(value: str) -> int:
     return n
 
 
+def _fresh_seconds(value: str) -> float:
+    """argparse type for ``search --fresh S``: seconds in 0..60 (the protocol's limit)."""
+    try:
+        s = float(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of seconds: {value!r}") from None
+    if not 0 <= s <= 60:
+        raise argparse.ArgumentTypeError(f"must be in 0..60 seconds, got {value}")
+    return s
+
+
 def cmd_search(args) -> int:
     """Search an export root through its daemon (started in the background if none runs,
     unless ``--no-spawn``; a first index is waited for). ``--standalone``: in this process
@@ -137,6 +148,8 @@ def cmd_search(args) -> int:
     if args.json:
         sys.stdout.write(msgspec.json.encode(res).decode("utf-8") + "\n")
         return 0
+    if res.stale:
+        print(_stale_note(res, waited=args.fresh), file=sys.stderr)
     if res.dense_total and res.dense_done < res.dense_total and args.mode != "lexical":
         how = "run `bsl-lens index` to complete it" if args.standalone else "the daemon is embedding the rest in the background"
         print(f"(dense index {res.dense_done}/{res.dense_total}: {how})", file=sys.stderr)
@@ -150,6 +163,18 @@ def cmd_search(args) -> int:
     if not res.hits:
         print("no hits")
     return 0
+
+
+def _stale_note(res, *, waited: float) -> str:
+    """The stderr line of a ``search`` answer that may be out of date (``res.stale``)."""
+    shown = res.stale_paths[:5]
+    what = f"{res.stale_count} changed files not indexed yet" if res.stale_count else "changes not indexed yet"
+    if shown:
+        what += f" ({', '.join(shown)}{', ...' if res.stale_count > len(shown) else ''})"
+    if res.full_reconcile_pending:
+        what += "; events were lost and the whole export is being re-checked"
+    hint = f"still so after waiting {waited:g} s" if waited else "--fresh waits for them"
+    return f"(stale: {what}; {hint})"
 
 
 def _search_via_daemon(args):
@@ -190,7 +215,10 @@ def _search_via_daemon(args):
                     "(src/Configuration/Configuration.mdo): owners and metadata are unknown; point it at the export's root",
                     file=sys.stderr,
                 )
-            return c.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
+            return c.search(
+                args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args), fresh_timeout=args.fresh,
+                timeout=max(c.timeout, args.fresh + 30.0),
+            )
         except CommandError as exc:
             print(f"bsl-lens: error: {exc.message}", file=sys.stderr)
             return None
@@ -606,6 +634,13 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         lines.append(f"  socket:   {daemon.get('socket', '?')}")
         lines.append(f"  log:      {daemon.get('log', '?')}")
         lines.append("  skipped:  " + (", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"))
+        listed = g("skipped_files") or []
+        for k in listed:
+            detail = f" ({k.get('detail')})" if k.get("detail") else ""
+            lines.append(f"    {k.get('path')}: {k.get('reason')}{detail}")
+        total = g("skipped_count", len(listed)) or 0
+        if total > len(listed):
+            lines.append(f"    ... {total - len(listed)} more (status --json lists the same {len(listed)}; totals per reason above)")
         li = g("last_index") or {}
         if li:
             lines.append("  last index: " + ", ".join(f"{k} {v}" for k, v in li.items() if k != "at"))
@@ -828,6 +863,16 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--standalone", action="store_true", help="search in this process, without the daemon")
     sp.add_argument("--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one")
     sp.add_argument("--wait", type=float, default=600.0, help="seconds to wait for a first index (default 600)")
+    sp.add_argument(
+        "--fresh",
+        type=_fresh_seconds,
+        nargs="?",
+        const=1.0,
+        default=0.0,
+        metavar="S",
+        help="first wait up to S seconds (default 1, at most 60) for file changes the daemon has noticed to be "
+        "indexed; without it the answer says which changed files it may miss (stale)",
+    )
     sp.set_defaults(func=cmd_search)
 
     sp = sub.add_parser("eval", help="retrieval quality on a gold set (shared/eval format)")

@@ -134,15 +134,30 @@ class _Methods:
     def _typed(self, method: str, params: dict, timeout: float | None):  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def search(self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Any = None, timeout: float | None = None):
+    def search(
+        self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Any = None, fresh_timeout: float = 0.0,
+        timeout: float | None = None,
+    ):
         """``SearchResult`` (daemon.engine) for ``query``; ``mode`` hybrid|lexical|vector,
-        ``top_k`` 1..1000, ``filters`` a ``daemon.engine.Filters`` or dict."""
-        return self._typed("search", {"query": query, "mode": mode, "top_k": top_k, "filters": filters}, timeout)
+        ``top_k`` 1..1000, ``filters`` a ``daemon.engine.Filters`` or dict; ``fresh_timeout``
+        0..60 s: let the daemon first wait that long at most for the changes it noticed to be
+        applied (the answer's ``stale`` says whether they were). Give ``timeout`` more than
+        ``fresh_timeout``."""
+        params = {"query": query, "mode": mode, "top_k": top_k, "filters": filters}
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("search", params, timeout)
 
-    def symbols(self, query: str, *, limit: int = 128, filters: Any = None, slim: bool = False, timeout: float | None = None):
+    def symbols(
+        self, query: str, *, limit: int = 128, filters: Any = None, slim: bool = False, fresh_timeout: float = 0.0,
+        timeout: float | None = None,
+    ):
         """Names-first ``SearchResult`` (for workspace/symbol), at most ``limit`` hits;
-        ``slim``: without snippets."""
-        return self._typed("symbols", {"query": query, "limit": limit, "filters": filters, "slim": slim}, timeout)
+        ``slim``: without snippets; ``fresh_timeout`` as in :meth:`search`."""
+        params = {"query": query, "limit": limit, "filters": filters, "slim": slim}
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("symbols", params, timeout)
 
     def get_chunk(self, chunk_id: str, *, timeout: float | None = None):
         """The ``daemon.model.Chunk`` with this id; CommandError code -32001 if unknown."""

@@ -57,6 +57,10 @@ from .tokenize import tokenize, tokenize_query
 
 log = logging.getLogger("bsl_lens.engine")
 
+#: Skipped files named one per log line per batch (the rest are counted on one line): the
+#: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.
+SKIP_LOG_LINES = 500
+
 #: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
 #: carries its derived arrays, see daemon.symbols.SymbolState).
 SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
@@ -177,10 +181,18 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     ranks: dict[str, int] = {}
     match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
     snippet: str = ""
+    stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 
 class SearchResult(msgspec.Struct, kw_only=True):
-    """Hits plus what a caller needs to judge them: how complete the dense side is."""
+    """Hits plus what a caller needs to judge them: how complete the dense side is, and
+    (filled by the daemon, :meth:`daemon.service.Service.freshness`) what could change the
+    answer: ``stale`` while any change is noticed and not yet applied, or a file is known to
+    be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
+    in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
+    them; ``full_reconcile_pending``: events were lost and the whole export is re-checked;
+    ``unread_events``: the watcher had not caught up with the kernel when the answer left.
+    An in-process search (``--standalone``) leaves them empty."""
 
     query: str
     mode: str
@@ -189,6 +201,12 @@ class SearchResult(msgspec.Struct, kw_only=True):
     dense_done: int
     dense_total: int
     took_ms: float
+    stale: bool = False
+    stale_paths: list[str] = []
+    stale_count: int = 0
+    pending_count: int = 0
+    full_reconcile_pending: bool = False
+    unread_events: bool = False
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):
@@ -306,6 +324,8 @@ class Engine:
         # answers (it is close) until embed_ids replaces it, but it is not counted as done
         self.stale_vectors: set[str] = set()
         self.skipped: list[Skip] = []
+        self.log_skips = False  # the daemon names each skipped file in its log (_log_skips)
+        self._skips_logged: set[tuple[str, str]] = set()  # (path, reason) logged by this process
         self.format = "unknown"
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
         self.meta = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
@@ -854,6 +874,7 @@ class Engine:
                 if cs.skipped or len(kept) != len(self.skipped) - len(cs.skipped):
                     self._dirty = True
             report.skipped = list(cs.skipped)
+            skipped_now = list(self.skipped)
             # write buffered index additions now, not in the first search
             self.bm25.flush()
             self.meta.flush()
@@ -861,8 +882,25 @@ class Engine:
             self._prune_dense()
         if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
             self._journal_append(cs)
+        if self.log_skips:
+            self._log_skips(skipped_now)
         report.seconds = cs.seconds + time.perf_counter() - t0
         return report
+
+    def _log_skips(self, skipped: list[Skip]) -> None:
+        """Log each skipped file once per process at WARNING, with its path, reason and
+        detail: the first reconcile names every skip (also those loaded from the snapshot),
+        later ones only new skips; a file that stops being skipped and fails again later is
+        named again. At most :data:`SKIP_LOG_LINES` lines per batch, then one line with the
+        number left out (``bsl-lens status -v`` lists them)."""
+        current = {(k.path, k.reason) for k in skipped}
+        self._skips_logged &= current
+        new = [k for k in skipped if (k.path, k.reason) not in self._skips_logged]
+        for k in new[:SKIP_LOG_LINES]:
+            log.warning("skipped %s: %s%s", k.path, k.reason, f" ({k.detail})" if k.detail else "")
+        if len(new) > SKIP_LOG_LINES:
+            log.warning("... and %d more skipped files (bsl-lens status -v lists them)", len(new) - SKIP_LOG_LINES)
+        self._skips_logged |= {(k.path, k.reason) for k in new}
 
     def _journal_append(self, cs: "ChangeSet") -> None:
         """Append a batch to the lexical journal; a big batch (a first index, a checkout)

@@ -168,6 +168,9 @@ TopK = Annotated[int, msgspec.Meta(ge=1, le=1000)]
 Limit = Annotated[int, msgspec.Meta(ge=1, le=10000)]
 Line = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=3600)]
+#: How long a query may wait for the changes noticed so far to be applied
+#: (``daemon.service.MAX_FRESH_S``).
+FreshSeconds = Annotated[float, msgspec.Meta(ge=0, le=60)]
 
 
 class HelloParams(_Params):
@@ -186,6 +189,7 @@ class SearchParams(_Params):
     top_k: TopK = 10
     filters: WireFilters | None = None
     remember: bool = True  # keep it in status.recent_queries (False: eval runs of `bsl-lens report`)
+    fresh_timeout: FreshSeconds = 0.0  # wait up to this many seconds for noticed changes to be applied first
 
 
 class SymbolsParams(_Params):
@@ -193,6 +197,7 @@ class SymbolsParams(_Params):
     limit: Limit = 128
     filters: WireFilters | None = None
     slim: bool = False  # hits without snippets (symbol pickers)
+    fresh_timeout: FreshSeconds = 0.0  # as in SearchParams
 
 
 class GetChunkParams(_Params):

@@ -463,11 +463,13 @@ class Server:
     def cmd_search(self, p):
         """``Service.search`` -> ``SearchResult`` (``remember=False`` passed only when asked)."""
         extra = {} if p.remember else {"remember": False}
-        return self.service.search(p.query, mode=p.mode, top_k=p.top_k, filters=p.filters, **extra)
+        return self.service.search(
+            p.query, mode=p.mode, top_k=p.top_k, filters=p.filters, fresh_timeout=p.fresh_timeout, **extra
+        )
 
     def cmd_symbols(self, p):
         """``Service.symbols`` -> ``SearchResult`` (names first)."""
-        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim)
+        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim, fresh_timeout=p.fresh_timeout)
 
     def cmd_get_chunk(self, p):
         """``Service.get_chunk`` -> ``Chunk``."""

@@ -18,6 +18,11 @@ Threads:
   4096 vectors or when quiet.
 * **watcher** (:mod:`daemon.watcher`): debounced file events -> writer jobs.
 
+Freshness: a watcher event marks its file pending the moment it arrives
+(:meth:`Service._notice`); the writer clears it once a job that read the file after that
+event is applied. Every search/symbols answer carries what is pending
+(:meth:`Service.freshness`), and may first wait for it (``fresh_timeout``).
+
 Queries run on the caller's thread against the engine (its lock makes every batch atomic
 for readers; hnswlib is never read while written).
 """
@@ -39,7 +44,7 @@ import msgspec
 
 from . import __version__
 from .engine import Engine, EngineConfig, Filters, SearchResult
-from .model import CODE_KINDS, Chunk
+from .model import CODE_KINDS, Chunk, Skip
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
 from .store import default_index_dir
 from .symbols import is_identifier_query
@@ -78,6 +83,21 @@ MAX_READ_LINES = 2000
 RECENT_QUERIES = 10
 RECENT_HITS = 3
 RECENT_QUERY_CHARS = 200
+#: An answer names at most this many stale paths (``SearchResult.stale_paths``); the count
+#: is always complete. Status lists up to 50.
+ANSWER_STALE_PATHS = 20
+#: Longest wait for freshness a query may ask for (``fresh_timeout``), seconds.
+MAX_FRESH_S = 60.0
+#: How long the watcher may take to catch up before an answer is computed: a zero-cost
+#: check when the kernel holds no event; during a storm the answer goes out after this and
+#: says ``unread_events``.
+ANSWER_SETTLE_S = 0.02
+#: A noticed change that no watcher batch brought to the writer within this many seconds
+#: (a notice the debounce dropped, should that ever happen) is re-checked by a job of its
+#: own, so that no path stays pending for ever.
+ORPHAN_NOTICE_S = 5.0
+#: Skipped files listed by ``status`` (``skipped_files``): every reason gets its share.
+STATUS_SKIPPED_FILES = 50
 
 
 class DenseStatus(msgspec.Struct, kw_only=True):
@@ -159,10 +179,13 @@ class Status(msgspec.Struct, kw_only=True):
     dense: DenseStatus
     watcher: WatchStatus
     latency: Latency
-    queued_paths: int  # changed paths waiting for the writer
-    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50)
+    queued_paths: int  # changed paths (and folders) noticed and not yet applied by the writer
+    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
     stale_count: int
-    skipped: dict[str, int]  # skipped files by reason
+    skipped: dict[str, int]  # skipped files by reason: the totals
+    skipped_files: list[Skip] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
+    skipped_count: int = 0
+    full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
     last_index: dict[str, float | int] = {}
     counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
     progress: dict[str, str | int] = {}  # the running job: {"stage": "chunk", "done": n, "total": m}; {} when idle
@@ -310,8 +333,13 @@ class Service:
         self.counters = {"jobs": 0, "full_reconciles": 0, "storms": 0, "vectors_embedded": 0}
         self.last_saved_at: float | None = None
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        self._queued_paths: set[str] = set()
-        self._queued_lock = threading.Lock()
+        # changes noticed and not yet applied: path (a folder: "dir/") -> (notice number,
+        # monotonic time); see _notice / _settle_pending
+        self._pending: dict[str, tuple[int, float]] = {}
+        self._pending_full = 0  # notice number of an overflow not yet reconciled; 0: none
+        self._pending_queued: set[str] = set()  # pending keys a queued job will apply
+        self._notice_seq = 0
+        self._pending_lock = threading.Lock()
         self._busy = threading.Event()  # the writer is working on a job
         self._idle = threading.Condition()
         self._stop = threading.Event()
@@ -355,6 +383,7 @@ class Service:
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
+        self.engine.log_skips = True  # each skipped file named once in the daemon log
         # big reconciles (a first index, a checkout) are chunked in a worker process: the
         # daemon's GIL stays free for queries; one worker leaves a core for them (2-core
         # machines are the target)
@@ -394,7 +423,7 @@ class Service:
             ignore.append(self.index_dir.resolve())
         except ValueError:
             pass
-        self.watcher = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode)
+        self.watcher = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode, on_notice=self._notice)
         try:
             self.watcher.start()
         except Exception as exc:
@@ -460,6 +489,120 @@ class Service:
             self._job_progress = {"stage": stage, "done": done, "total": total}
         self._emit("progress", {"stage": stage, "done": done, "total": total})
 
+    # ------------------------------------------------------------------ freshness
+    def _notice(self, paths, dirs, overflow: bool, *, queued: bool = False) -> None:
+        """Mark changes pending the moment they are seen (the watcher's ``on_notice``, from
+        its threads; also batches and ``reindex``): answers list them until the writer has
+        applied a job that read them. ``queued``: a job for them is in the queue."""
+        now = time.monotonic()
+        with self._pending_lock:
+            self._notice_seq += 1
+            n = self._notice_seq
+            keys = list(paths) + [d.rstrip("/") + "/" for d in dirs]
+            for k in keys:
+                self._pending[k] = (n, now)
+            if queued:
+                self._pending_queued.update(keys)
+            if overflow:
+                self._pending_full = n
+
+    def _settle_pending(self, job: _Job, seq: int) -> None:
+        """After ``job`` was applied: drop what it covered and was noticed before it started
+        reading (notice number <= ``seq``); a change noticed while it ran stays pending for
+        the next job."""
+        with self._pending_lock:
+            if job.full:
+                covered = list(self._pending)
+                if self._pending_full and self._pending_full <= seq:
+                    self._pending_full = 0
+            else:
+                prefixes = tuple(d.rstrip("/") + "/" for d in job.dirs if d)
+                covered = [k for k in job.paths] + [d.rstrip("/") + "/" for d in job.dirs]
+                if prefixes:
+                    covered += [k for k in self._pending if k.startswith(prefixes)]
+            for k in covered:
+                self._pending_queued.discard(k)  # its job ran: a later notice needs a batch of its own
+                entry = self._pending.get(k)
+                if entry is not None and entry[0] <= seq:
+                    del self._pending[k]
+
+    def _orphan_notices(self) -> set[str]:
+        """Pending paths no job will apply (see :data:`ORPHAN_NOTICE_S`): noticed that long
+        ago, while the watcher holds no event and nothing is queued."""
+        w = self.watcher
+        if w is not None and w.pending:
+            return set()
+        old = time.monotonic() - ORPHAN_NOTICE_S
+        with self._pending_lock:
+            return {k for k, (_, t) in self._pending.items() if t < old and k not in self._pending_queued}
+
+    def freshness(self, *, settle: float = ANSWER_SETTLE_S) -> dict:
+        """What could change an answer computed now, as ``SearchResult`` fields:
+        ``stale`` (anything below is non-empty), ``stale_paths`` (at most
+        :data:`ANSWER_STALE_PATHS`: changes noticed and not yet applied first, a folder
+        ending in ``/``; then files known to be indexed older than the disk: a descriptor
+        that does not parse keeps its previous chunks), ``stale_count`` (all of them),
+        ``pending_count`` (the noticed part), ``full_reconcile_pending`` (events were lost:
+        anything may change) and ``unread_events`` (the kernel still held events after
+        waiting ``settle`` seconds for the watcher, so some changed paths are not known yet)."""
+        w = self.watcher
+        unread = False
+        if w is not None and settle >= 0:
+            unread = w.settle(settle) is False
+        eng = self._engine()
+        with eng.lock:
+            known = [k.path for k in eng.skipped if k.reason in ("invalid_xml", "unreadable") and k.path in eng.files]
+        with self._pending_lock:
+            pending = sorted(self._pending)
+            full = bool(self._pending_full)
+        pend_set = set(pending)
+        paths = pending + sorted(p for p in set(known) if p not in pend_set)
+        return {
+            "stale": bool(paths) or full or unread,
+            "stale_paths": paths,
+            "stale_count": len(paths),
+            "pending_count": len(pending),
+            "full_reconcile_pending": full,
+            "unread_events": unread,
+        }
+
+    def wait_fresh(self, timeout: float) -> bool:
+        """Block up to ``timeout`` seconds (at most :data:`MAX_FRESH_S`) until every change
+        noticed so far is applied: the watcher has caught up with the kernel and nothing is
+        pending (files known to be stale because they do not parse are not waited for).
+        True if that happened in time. With polling, a change not yet seen by a poll cannot
+        be waited for."""
+        deadline = time.monotonic() + min(max(timeout, 0.0), MAX_FRESH_S)
+        w = self.watcher
+        if w is not None and w.settle(max(deadline - time.monotonic(), 0.0)) is False:
+            return False
+        with self._idle:
+            while True:
+                with self._pending_lock:
+                    clear = not self._pending and not self._pending_full
+                if clear:
+                    return True
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, 0.02))
+
+    def _stamp(self, res: SearchResult) -> SearchResult:
+        """Fill ``res``'s freshness fields (:meth:`freshness`), and ``stale`` on each hit
+        whose file is among the stale paths (or under a stale folder)."""
+        f = self.freshness()
+        paths = f.pop("stale_paths")
+        for k, v in f.items():
+            setattr(res, k, v)
+        res.stale_paths = paths[:ANSWER_STALE_PATHS]
+        if paths:
+            files = set(paths)
+            dirs = tuple(p for p in paths if p.endswith("/"))
+            for h in res.hits:
+                if h.path in files or (dirs and h.path.startswith(dirs)):
+                    h.stale = True
+        return res
+
     # ------------------------------------------------------------------ writer
     def _on_batch(self, batch) -> None:
         job = _Job(
@@ -469,8 +612,7 @@ class Service:
             first_event=batch.first_event,
             reason="watch",
         )
-        with self._queued_lock:
-            self._queued_paths |= job.paths
+        self._notice(job.paths, job.dirs, job.full, queued=True)
         self._jobs.put(job)
 
     def reindex(self, *, full: bool = False, paths: list[str] | None = None) -> None:
@@ -479,8 +621,7 @@ class Service:
         ``ValueError`` for a path outside the root."""
         if paths and not full:
             norm = {self._confine(p) for p in paths}  # ValueError for a path outside the root
-            with self._queued_lock:
-                self._queued_paths |= norm
+            self._notice(norm, (), False, queued=True)
             self._jobs.put(_Job(paths=norm, reason="reindex"))
         else:
             self._jobs.put(_Job(full=True, reason="reindex"))
@@ -525,17 +666,30 @@ class Service:
                 if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
                     self._jobs.put(_Job(full=True, reason="periodic"))
                     last_reconcile = now
+                orphans = self._orphan_notices()
+                if orphans:
+                    log.debug("re-checking %d noticed paths no batch brought", len(orphans))
+                    files = {k for k in orphans if not k.endswith("/")}
+                    dirs = {k.rstrip("/") for k in orphans if k.endswith("/")}
+                    self._notice(files, dirs, False, queued=True)
+                    self._jobs.put(_Job(paths=files, dirs=dirs, reason="notice"))
                 self._notify_idle()
                 continue
             self._job_progress = {"stage": "scan", "done": 0, "total": 0}
             self._busy.set()
             if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
                 job = self._absorb_storm(job)
+            with self._pending_lock:
+                seq = self._notice_seq  # everything noticed so far is on disk before the job reads it
+            report = None
             try:
                 report = self._run_job(job)
             finally:
-                with self._queued_lock:
-                    self._queued_paths -= job.paths
+                if report is not None:
+                    self._settle_pending(job, seq)
+                else:  # indexing failed (last_error says why): its files stay stale, not retried in a loop
+                    with self._pending_lock:
+                        self._pending_queued.update(k for k in job.paths if k in self._pending)
                 self._busy.clear()
             if job.full:
                 last_reconcile = time.monotonic()
@@ -759,11 +913,23 @@ class Service:
         return self.engine
 
     def search(
-        self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Filters | None = None, remember: bool = True
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 10,
+        filters: Filters | None = None,
+        fresh_timeout: float = 0.0,
+        remember: bool = True,
     ) -> SearchResult:
-        """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter); with
-        ``remember`` the answer is kept for ``status.recent_queries`` (:class:`RecentQuery`)."""
-        res = self._engine().search(query, mode=mode, top_k=top_k, filters=filters)
+        """:meth:`Engine.search` (``ValueError`` for a bad mode, top_k or filter), with the
+        freshness fields filled (:meth:`freshness`: what could change the answer). With
+        ``fresh_timeout`` > 0 seconds it first waits that long at most for the changes
+        noticed so far to be applied (:meth:`wait_fresh`). With ``remember`` the answer is
+        kept for ``status.recent_queries`` (:class:`RecentQuery`)."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        res = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
         if not remember:
             return res
         rq = RecentQuery(
@@ -778,13 +944,18 @@ class Service:
             self._recent.append(rq)
         return res
 
-    def symbols(self, query: str, *, limit: int = 128, filters: Filters | None = None, slim: bool = False) -> SearchResult:
+    def symbols(
+        self, query: str, *, limit: int = 128, filters: Filters | None = None, slim: bool = False, fresh_timeout: float = 0.0
+    ) -> SearchResult:
         """Symbol search for ``workspace/symbol``: a name query (``ОбщегоНазначения.Сообщ``,
         ``ЗнРекОб``) goes to the names channel first (lexical mode: no query embedding);
         several words read as natural language and get the hybrid ranking. ``slim``: hits
-        without snippets (what a symbol picker needs; a third of the bytes)."""
+        without snippets (what a symbol picker needs; a third of the bytes). Freshness as in
+        :meth:`search`."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
         mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
-        return self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim)
+        return self._stamp(self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim))
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         """The chunk with this id; ``LookupError`` if there is none."""
@@ -1006,14 +1177,12 @@ class Service:
         eng = self._engine()
         st = eng.stats()
         with eng.lock:
-            skipped: dict[str, int] = {}
-            for k in eng.skipped:
-                skipped[k.reason] = skipped.get(k.reason, 0) + 1
-            # an invalid/half-written descriptor keeps its old chunks: stale until fixed
-            stale = sorted(k.path for k in eng.skipped if k.reason in ("invalid_xml", "unreadable") and k.path in eng.files)
-        with self._queued_lock:
-            queued = sorted(self._queued_paths)
-        stale_all = sorted(set(stale) | set(queued))
+            skips = list(eng.skipped)
+        skipped: dict[str, int] = {}
+        for k in skips:
+            skipped[k.reason] = skipped.get(k.reason, 0) + 1
+        fresh = self.freshness(settle=0)
+        stale_all = fresh["stale_paths"]
         dense = DenseStatus(enabled=eng.embedder is not None)
         if eng.embedder is not None:
             dense.embedder = self.embedder_spec
@@ -1057,10 +1226,13 @@ class Service:
             dense=dense,
             watcher=watch,
             latency=lat,
-            queued_paths=len(queued),
+            queued_paths=fresh["pending_count"],
             stale_files=stale_all[:50],
             stale_count=len(stale_all),
             skipped=skipped,
+            skipped_files=_skip_sample(skips, STATUS_SKIPPED_FILES),
+            skipped_count=len(skips),
+            full_reconcile_pending=fresh["full_reconcile_pending"],
             last_index=dict(self.last_index),
             counters=dict(self.counters),
             progress=dict(self._job_progress) if self._busy.is_set() else {},
@@ -1092,6 +1264,29 @@ class _Counting:
         out = self._inner.encode_passages(texts)
         self._counters["vectors_embedded"] += len(texts)
         return out
+
+
+def _skip_sample(skips: list[Skip], n: int) -> list[Skip]:
+    """At most ``n`` skip records, every reason represented: round-robin over the reasons
+    (alphabetical), each reason's files by path. So 136 ``missing_on_disk`` objects cannot
+    hide the one binary ``.bsl``."""
+    by_reason: dict[str, list[Skip]] = {}
+    for k in sorted(skips, key=lambda k: (k.reason, k.path)):
+        by_reason.setdefault(k.reason, []).append(k)
+    out: list[Skip] = []
+    queues = [iter(v) for _, v in sorted(by_reason.items())]
+    while queues and len(out) < n:
+        nxt = []
+        for it in queues:
+            k = next(it, None)
+            if k is None:
+                continue
+            out.append(k)
+            nxt.append(it)
+            if len(out) >= n:
+                break
+        queues = nxt
+    return sorted(out, key=lambda k: (k.reason, k.path))
 
 
 def _remove_temp_files(index_dir: Path) -> None:

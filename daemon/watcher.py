@@ -23,6 +23,13 @@ to re-index (and whether a batch is too big to apply incrementally) is the servi
   the latest ``max_delay_s`` after the first event of the batch (a continuous storm is
   flushed periodically). ``on_batch`` runs on the watcher's flush thread, never
   concurrently with itself; events that arrive while it runs go into the next batch.
+* **Notices.** ``on_notice(paths, dirs, overflow)`` (optional) hears of every relevant
+  change the moment it is seen, before the debounce: with native events on Linux straight
+  from the inotify reader thread (the earliest point in user space), otherwise when
+  watchdog hands the event on. The service uses it to mark files *pending* so that an
+  answer computed before the batch is applied can say so. :meth:`Watcher.caught_up` tells
+  whether every event the kernel has queued has been noticed (native only), and
+  :meth:`Watcher.settle` waits for that, bounded.
 * **Degrading.** If inotify cannot be used (watch or instance limit: ``ENOSPC``,
   ``EMFILE``; at start or later, when a new folder cannot be watched) the watcher falls
   back to polling (mode ``"auto"``), says why in :attr:`Watcher.degraded` and delivers an
@@ -40,6 +47,7 @@ import fnmatch
 import logging
 import os
 import re
+import select
 import threading
 import time
 import unicodedata
@@ -246,6 +254,7 @@ class Watcher:
         quiet_s: float = DEFAULT_QUIET_S,
         max_delay_s: float = DEFAULT_MAX_DELAY_S,
         poll_interval_s: float = 1.0,
+        on_notice: Callable[[list[str], list[str], bool], None] | None = None,
     ) -> None:
         if mode not in ("auto", "native", "polling"):
             raise ValueError(f"watch mode must be 'auto', 'native' or 'polling', not {mode!r}")
@@ -261,6 +270,7 @@ class Watcher:
         self.max_delay_s = float(max_delay_s)
         self.poll_interval_s = float(poll_interval_s)
         self._on_batch = on_batch
+        self._on_notice = on_notice
         self._root_str = str(self.root)
         self._prefix = self._root_str.rstrip(os.sep) + os.sep
         # FSEvents reports resolved paths (/private/var/... for /var/...): accept both spellings
@@ -299,6 +309,11 @@ class Watcher:
         self._flush_thread: threading.Thread | None = None
         self._monitor_thread: threading.Thread | None = None
 
+        # the native observer's inotify reader, as seen by the hooks (see caught_up())
+        self._reader_fd: int | None = None  # the inotify file descriptor
+        self._reader_busy = False  # woke up to read: events read but not all noticed yet
+        self._reader_left = 0  # events of the last read not yet handled
+
     # ------------------------------------------------------------------ public API
 
     @property
@@ -307,6 +322,37 @@ class Watcher:
         ``on_batch`` call is running. 0 when the watcher is idle."""
         with self._cond:
             return self._events + self._inflight
+
+    def caught_up(self) -> bool | None:
+        """True when every event the kernel had queued for the native observer when this was
+        called has reached ``on_notice`` (nothing unread on the inotify descriptor, and the
+        reader thread has handled all it read); False while some have not; None when that
+        cannot be known (polling: a change is seen at the next poll only; another platform;
+        a watchdog without the inotify internals :meth:`_hook_inotify` relies on).
+
+        Costs one ``poll(2)`` with a zero timeout."""
+        fd = self._reader_fd
+        if fd is None or self.mode != "native":
+            return None
+        try:
+            p = select.poll()
+            p.register(fd, select.POLLIN)
+            unread = bool(p.poll(0))
+        except (OSError, ValueError):
+            return None
+        # order matters: the reader sets _reader_busy before it reads, and clears it only
+        # after every event it read was noticed
+        return not unread and not self._reader_busy
+
+    def settle(self, timeout: float) -> bool | None:
+        """Wait up to ``timeout`` seconds for :meth:`caught_up`; its last value (None at
+        once when it cannot be known). Polls every millisecond."""
+        deadline = time.monotonic() + max(timeout, 0.0)
+        while True:
+            ok = self.caught_up()
+            if ok is not False or time.monotonic() >= deadline:
+                return ok
+            time.sleep(0.001)
 
     def start(self) -> None:
         """Start watching; returns once the observer is running (events from then on are seen).
@@ -458,6 +504,43 @@ class Watcher:
             log.warning("watcher: the export root %s was deleted or moved", self._root_str)
         self._record(paths, dirs, overflow)
 
+    def _notice(self, paths, dirs, overflow: bool) -> None:
+        """Tell ``on_notice`` at once (never raises into the caller's thread)."""
+        if self._on_notice is None or self._stopping:
+            return
+        try:
+            self._on_notice(list(paths), list(dirs), overflow)
+        except Exception:
+            log.exception("watcher: on_notice failed")
+
+    def _notice_raw(self, fd, event) -> None:
+        """Early notice of one raw inotify event (on the reader thread, before watchdog's
+        move grouping and dispatch): the path is built the way watchdog's watch group will
+        build it. Best effort: anything unexpected leaves the notice to :meth:`_record`."""
+        if self._on_notice is None or event.is_ignored or event.is_queue_overflow:
+            return
+        if event.is_directory and not (event.is_create or event.is_delete or event.is_move):
+            return
+        watch = fd._watch_for_wd.get(event.wd)
+        if watch is None:
+            return
+        for cb in list(watch.callbacks.values()):
+            build = getattr(cb, "_build_event_source_path", None)
+            if build is None:
+                continue
+            src = build(event)
+            if src is None:
+                continue
+            rel = self._relative(src)
+            if not rel:
+                continue
+            if event.is_directory:
+                if not self._ignored_dir(rel):
+                    self._notice((), (rel,), False)
+            elif self._reported_file(rel):
+                self._notice((rel,), (), False)
+            return
+
     def _mark_overflow(self, why: str) -> None:
         """Ask for a full reconcile in the next batch."""
         log.warning("watcher: full reconcile needed: %s", why)
@@ -465,6 +548,7 @@ class Watcher:
 
     def _record(self, paths, dirs, overflow: bool) -> None:
         """Add one relevant event to the pending batch and wake the flush thread."""
+        self._notice(paths, dirs, overflow)
         now = time.monotonic()
         with self._cond:
             if self._stopping:
@@ -588,23 +672,49 @@ class Watcher:
         (``IN_Q_OVERFLOW``: watchdog 7 rebuilds its watches and only logs), watch-limit
         errors on sub-folders (silently skipped), and exceptions that kill the reader.
 
+        Also the early notices and :meth:`caught_up`: each raw event is passed to
+        ``on_notice`` before watchdog handles it (:meth:`_notice_raw`), and the reader's
+        wake-up (``_check_inotify_fd`` returned readable), what it read and each event it
+        handled are tracked, so that "nothing unread on the descriptor and the reader idle"
+        means every queued event has been noticed.
+
         Works on the observer's private ``InotifyFD`` (``InotifyObserver._inotify_fd``,
-        watchdog 6-7); without one (another platform or version) nothing is hooked and
-        overflows go unnoticed, except through thread death.
+        watchdog 6-7; the notices also on ``_watch_for_wd`` and the watch group's
+        ``_build_event_source_path``, watchdog 7.1); without one (another platform or
+        version) nothing is hooked, overflows go unnoticed except through thread death, and
+        :meth:`caught_up` says None.
         """
+        self._reader_fd = None
+        self._reader_busy = False
         fd = getattr(obs, "_inotify_fd", None)
         if fd is None or not hasattr(fd, "handle_event") or not hasattr(fd, "add_callback"):
             return
         handle_event, add_callback, read_events = fd.handle_event, fd.add_callback, getattr(fd, "read_events", None)
+        check_fd = getattr(fd, "_check_inotify_fd", None)
+        # caught_up() needs all three: the reader's wake-up, what it read, each event handled
+        tracked = (
+            read_events is not None and check_fd is not None and isinstance(getattr(fd, "_inotify_fd", None), int)
+            and hasattr(fd, "_watch_for_wd")
+        )
 
         def hooked_handle_event(event):  # noqa: ANN001, ANN202  (watchdog's InotifyEvent)
             if getattr(event, "is_queue_overflow", False):
                 self._mark_overflow("the inotify event queue overflowed (IN_Q_OVERFLOW)")
             try:
+                if tracked:
+                    try:
+                        self._notice_raw(fd, event)
+                    except Exception:
+                        log.debug("watcher: early notice failed", exc_info=True)
                 return handle_event(event)
             except BaseException as exc:
                 self._note_native_trouble(f"inotify reader failed: {type(exc).__name__}: {exc}")
                 raise
+            finally:
+                if tracked:
+                    self._reader_left -= 1
+                    if self._reader_left <= 0:
+                        self._reader_busy = False
 
         def hooked_add_callback(path, mask, callback, id_):  # noqa: ANN001, ANN202
             try:
@@ -622,12 +732,28 @@ class Watcher:
 
             def hooked_read_events(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
                 try:
-                    return read_events(*args, **kwargs)
+                    events = read_events(*args, **kwargs)
                 except BaseException as exc:
+                    self._reader_busy = False
                     self._note_native_trouble(f"inotify reader failed: {type(exc).__name__}: {exc}")
                     raise
+                if tracked:
+                    self._reader_left = len(events)
+                    if not events:
+                        self._reader_busy = False
+                return events
 
             fd.read_events = hooked_read_events
+        if tracked:
+
+            def hooked_check_fd():  # noqa: ANN202
+                readable = check_fd()
+                if readable:
+                    self._reader_busy = True  # before the read: caught_up() waits from here
+                return readable
+
+            fd._check_inotify_fd = hooked_check_fd
+            self._reader_fd = fd._inotify_fd
 
     def _note_native_trouble(self, why: str, *, limit: bool = False) -> None:
         """Called from watchdog threads: remember the first problem, wake the monitor."""

@@ -18,8 +18,10 @@ Requests served (handlers are named after the LSP method):
   methods, from the daemon's chunks.
 * ``bsl-lens/search`` (custom request): search by meaning for the editors' own UI, since
   a symbol picker re-filters results by name. Params ``{query, mode?, topK?, filters?,
-  folder?}``; result ``{query, mode, hits: [...], folders: [...]}`` (hit fields in
-  :func:`lsp.convert.search_hit`).
+  folder?, freshTimeout?}``; result ``{query, mode, stale, hits: [...], folders: [...]}``
+  (hit fields in :func:`lsp.convert.search_hit`; ``stale``: some folder's daemon has noticed
+  file changes it has not indexed yet, named per folder in ``stalePaths``/``staleCount``;
+  ``freshTimeout`` seconds, at most 10: wait that long first for them).
 * ``workspace/executeCommand``: ``bsl-lens.status`` and ``bsl-lens.reindex``.
 
 Nothing is cached here: every answer comes from the daemons, which watch the files.
@@ -44,7 +46,7 @@ import logging
 import os
 import sys
 import threading
-from typing import Any, BinaryIO
+from typing import Annotated, Any, BinaryIO
 
 import msgspec
 from lsprotocol import types
@@ -412,8 +414,9 @@ class BslLensServer(LanguageServer):
         filters = None
         if p.filters is not None:  # the daemon's Filters: snake_case, defaults left out
             filters = {k: v for k, v in msgspec.structs.asdict(p.filters).items() if v not in (None, False, "all")}
+        fresh = {"fresh_timeout": p.fresh_timeout} if p.fresh_timeout else {}
         results = await asyncio.gather(
-            *(self._call(r, "search", p.query, mode=p.mode, top_k=p.top_k, filters=filters, serial=True) for r in roots)
+            *(self._call(r, "search", p.query, mode=p.mode, top_k=p.top_k, filters=filters, serial=True, **fresh) for r in roots)
         )
         merged = convert.merge_ranked([res.hits if res is not None else [] for res in results], p.top_k)
         hits = []
@@ -430,12 +433,14 @@ class BslLensServer(LanguageServer):
                 res = results[roots.index(r)]
                 if res is not None:
                     entry.update(denseDone=res.dense_done, denseTotal=res.dense_total, total=res.total, tookMs=round(res.took_ms, 3))
+                    entry.update(stale=res.stale, stalePaths=list(res.stale_paths), staleCount=res.stale_count)
                 else:
                     entry["error"] = "the daemon did not answer (see the log)"
             elif r.error:
                 entry["error"] = r.error
             folders.append(entry)
-        return {"query": p.query, "mode": p.mode, "hits": hits, "folders": folders}
+        stale = any(res is not None and res.stale for res in results)
+        return {"query": p.query, "mode": p.mode, "stale": stale, "hits": hits, "folders": folders}
 
     async def status(self) -> dict:
         """The ``bsl-lens.status`` command: the server and every folder with its daemon's
@@ -520,13 +525,16 @@ class SearchFilters(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown
 class SearchParams(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
     """Params of ``bsl-lens/search``: ``query``; ``mode`` hybrid (default) | lexical |
     vector; ``topK`` 1..1000 (default: the ``searchTopK`` setting); ``filters``;
-    ``folder``: a workspace folder URI or path to search alone (default: all)."""
+    ``folder``: a workspace folder URI or path to search alone (default: all);
+    ``freshTimeout``: seconds (0..10) to wait first for file changes the daemons have
+    noticed to be indexed."""
 
     query: str
     mode: str = "hybrid"
     top_k: int | None = None
     filters: SearchFilters | None = None
     folder: str | None = None
+    fresh_timeout: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
 
 
 def plain(value: Any) -> Any:

@@ -67,7 +67,7 @@ class SearchHit(_Out):
     )
     match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring ('' if not by name)")
     snippet: str = Field("", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)")
-    stale: bool = Field(False, description="The file changed on disk after it was indexed: re-check with read_module")
+    stale: bool = Field(False, description="The file changed on disk and is not re-indexed yet: re-check with read_module")
 
 
 class SearchOutput(_Out):
@@ -79,9 +79,14 @@ class SearchOutput(_Out):
     total: int = Field(description="Candidates found before the top_k cut")
     shown: int = Field(description="Hits in this answer")
     truncated: bool = Field(description="More candidates exist than shown: raise top_k or narrow the filters")
-    stale: bool = Field(description="Some shown hit comes from a file that changed after it was indexed")
+    stale: bool = Field(
+        description="Files changed on disk are not indexed yet (see stale_paths), so this answer may miss or misplace "
+        "what they now contain; ask again with wait_fresh=1 to wait for them"
+    )
+    stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /): changed and not re-indexed yet, or not parseable")
+    stale_count: int = Field(0, description="How many there are in all")
     warming: bool = Field(description="The index is still being built: results cover only what is indexed so far (see index)")
-    note: str = Field("", description="Anything the caller should know about this answer (warming, dense coverage)")
+    note: str = Field("", description="Anything the caller should know about this answer (warming, dense coverage, stale files)")
     index: IndexInfo
     hits: list[SearchHit]
 
@@ -122,6 +127,9 @@ class FindSymbolOutput(_Out):
     shown: int
     truncated: bool
     warming: bool
+    stale: bool = Field(False, description="Files changed on disk are not indexed yet (see stale_paths): a definition just added or renamed may be missing; ask again with wait_fresh=1")
+    stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /)")
+    stale_count: int = 0
     note: str = ""
     index: IndexInfo
     symbols: list[SymbolDef]
@@ -225,6 +233,14 @@ class DenseInfo(_Out):
     eta_s: float | None = Field(None, description="Seconds until every chunk is embedded at that rate")
 
 
+class SkippedFile(_Out):
+    """A file the index leaves out, and why."""
+
+    path: str = Field(description="Relative to the export root")
+    reason: str = Field(description="binary, too_large, undecodable, unreadable, symlink, not_regular, edt_template, invalid_xml, not_metadata, missing_on_disk, parse_failed")
+    detail: str = Field("", description="The reason in words (sizes, the XML error)")
+
+
 class RootStatus(_Out):
     """One export root and its daemon, as ``bsl-lens status`` shows it."""
 
@@ -245,6 +261,9 @@ class RootStatus(_Out):
     watcher: str = Field("", description="native, polling or off")
     stale_count: int = 0
     stale_files: list[str] = Field(default_factory=list, description="Changed on disk, not re-indexed yet (first 50)")
+    skipped: dict[str, int] = Field(default_factory=dict, description="Files not indexed, by reason: binary, too_large, undecodable, invalid_xml, missing_on_disk, ...")
+    skipped_count: int = 0
+    skipped_files: list[SkippedFile] = Field(default_factory=list, description="The skipped files themselves (at most 50, every reason represented)")
     pid: int | None = None
     uptime_s: float | None = None
     index_dir: str = ""

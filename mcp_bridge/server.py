@@ -57,6 +57,7 @@ from .models import (
     RootStatus,
     SearchHit,
     SearchOutput,
+    SkippedFile,
     StatusOutput,
     SymbolDef,
 )
@@ -260,6 +261,31 @@ async def _status(bridge: Bridge, link: RootLink):
         raise _tool_error(exc) from exc
 
 
+#: ``wait_fresh`` of search and find_symbol: seconds; bounded so that a tool call stays well
+#: inside the bridge's request timeout (mcp_bridge.links.REQUEST_TIMEOUT, 60 s).
+MAX_WAIT_FRESH_S = 10.0
+WaitFresh = Annotated[
+    float,
+    Field(
+        ge=0,
+        le=MAX_WAIT_FRESH_S,
+        description="Seconds to wait first for files changed on disk to be indexed (1 after editing files is plenty; "
+        f"at most {MAX_WAIT_FRESH_S:g}). 0: answer at once; stale then says whether changed files are not indexed yet",
+    ),
+]
+
+
+def _stale_note(res, waited: float) -> str:
+    """The ``note`` part for an answer with ``stale`` set."""
+    shown = ", ".join(res.stale_paths[:5]) + (", ..." if res.stale_count > 5 else "")
+    what = f"{res.stale_count} changed files are not indexed yet ({shown})" if res.stale_count else "file changes are not indexed yet"
+    if res.full_reconcile_pending:
+        what += "; the whole export is being re-checked"
+    if waited:
+        return f"{what}, even after waiting {waited:g} s: check them with read_module"
+    return f"{what}: this answer may miss what they now contain; ask again with wait_fresh=1, or read them with read_module"
+
+
 async def _call(bridge: Bridge, link: RootLink, fn, *, warming: bool = False):
     try:
         return await link.call(fn, wait=bridge.connect_wait)
@@ -338,13 +364,13 @@ def _instructions(links: list[RootLink]) -> str:
 
 SEARCH_DOC = """Search the 1C configuration's code and metadata by name or by meaning.
 
-Use it to find where something is done ("где считается НДС", "как отправить письмо", "проверка заполнения ИНН", English questions work too), or to find a method or object whose exact name you do not know. For a name you know, find_symbol is more direct. Results are ranked (names, BM25 words and semantic vectors fused); each hit gives path, lines, owner object, module kind, method name and kind, export flag, a snippet with the doc comment and signature, and its rank in each channel. Then read a hit with get_method (methods) or describe_object (metadata).
+Use it to find where something is done ("где считается НДС", "как отправить письмо", "проверка заполнения ИНН", English questions work too), or to find a method or object whose exact name you do not know. For a name you know, find_symbol is more direct. Results are ranked (names, BM25 words and semantic vectors fused); each hit gives path, lines, owner object, module kind, method name and kind, export flag, a snippet with the doc comment and signature, and its rank in each channel. Then read a hit with get_method (methods) or describe_object (metadata). After editing files, pass wait_fresh=1 so the answer includes your change; otherwise stale: true with stale_paths says which changed files it may miss.
 
 Examples: {"query": "отправка почты"}; {"query": "ЗначениеРеквизитаОбъекта", "scope": "code", "export_only": true}; {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}."""
 
 FIND_SYMBOL_DOC = """Find definitions by name, fuzzy like an IDE's "go to symbol": exact names, prefixes, CamelHump abbreviations and Модуль.Метод qualified names.
 
-Use it when you know (part of) a method or object name and need its definition: signature, parameters, compilation directives (&НаСервере ...), export flag, #Область path and doc comment. Metadata objects and fields are symbols too (Справочник.Пользователи).
+Use it when you know (part of) a method or object name and need its definition: signature, parameters, compilation directives (&НаСервере ...), export flag, #Область path and doc comment. Metadata objects and fields are symbols too (Справочник.Пользователи). After adding or renaming a method, pass wait_fresh=1 (see stale and stale_paths in the answer).
 
 Examples: {"query": "ОбщегоНазначения.СообщитьПользователю"}; {"query": "СообщПольз"}; {"query": "ЗначениеРеквизитаОбъекта", "export_only": true}; {"query": "Пользователи", "scope": "metadata"}."""
 
@@ -360,7 +386,7 @@ DESCRIBE_OBJECT_DOC = """Describe a metadata object: synonym, attributes with th
 
 Name it as Тип.Имя in Russian or English: "Справочник.Пользователи", "Документ.ЗаказКлиента", "РегистрСведений.КурсыВалют", "Перечисление.СтавкиНДС", "Catalog.Users". Use it before writing code that reads or writes an object's attributes, so the names and types are real."""
 
-INDEX_STATUS_DOC = """Report each served export root and its daemon, as `bsl-lens status` does: state (starting, indexing, ready), progress, how many files and methods are indexed, semantic (dense) coverage, stale files, file watching, errors.
+INDEX_STATUS_DOC = """Report each served export root and its daemon, as `bsl-lens status` does: state (starting, indexing, ready), progress, how many files and methods are indexed, semantic (dense) coverage, stale files, file watching, errors, and the files left out of the index with the reason (binary, too large, undecodable, XML that does not parse, objects missing on disk).
 
 Call it when a result says warming, to see how far indexing has got, or to learn the names of the served roots."""
 
@@ -406,6 +432,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         module_kind: Annotated[ModuleKind | None, Field(description="Only this module kind: common, object, manager, form, command, recordset, ...")] = None,
         path_prefix: Annotated[str | None, Field(description="Only files under this path, relative to the root: \"CommonModules/\", \"Catalogs/Пользователи\"")] = None,
         export_only: Annotated[bool, Field(description="Only exported methods (Экспорт): the module's public API")] = False,
+        wait_fresh: WaitFresh = 0.0,
         root: RootArg = None,
     ) -> SearchOutput:
         b = _bridge(ctx)
@@ -431,8 +458,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             )
         filters = {"scope": scope, "object_type": object_type, "module_kind": module_kind, "path_prefix": path_prefix, "export_only": export_only}
         filters = {k: v for k, v in filters.items() if v not in (None, False, "all")}
-        res = await _call(b, link, lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None))
-        stale_paths = set(st.stale_files)
+        res = await _call(b, link, lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None, fresh_timeout=wait_fresh))
         hits = [
             SearchHit(
                 rank=i,
@@ -440,7 +466,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 score=h.score,
                 ranks=dict(h.ranks),
                 snippet=h.snippet,
-                stale=h.path in stale_paths,
+                stale=h.stale,
             )
             for i, h in enumerate(res.hits, 1)
         ]
@@ -451,8 +477,8 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             notes.append(f"the index is still being built ({_progress(st)}): results cover only the files indexed so far; search again later for complete results")
         if dense_warm:
             notes.append(f"semantic search covers {st.dense.done} of {st.dense.total} chunks so far (embedding continues in the background); names and words still match everywhere")
-        if any(h.stale for h in hits):
-            notes.append("some hits come from files changed since they were indexed (stale: true): check them with read_module")
+        if res.stale:
+            notes.append(_stale_note(res, wait_fresh))
         return SearchOutput(
             root=link.name,
             query=query,
@@ -460,7 +486,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             total=res.total,
             shown=len(hits),
             truncated=res.total > len(hits),
-            stale=any(h.stale for h in hits),
+            stale=res.stale,
+            stale_paths=list(res.stale_paths),
+            stale_count=res.stale_count,
             warming=lex_warm or dense_warm,
             note="; ".join(notes),
             index=_index_info(st),
@@ -474,6 +502,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Definitions to return, 1..{MAX_TOP_K}")] = 10,
         scope: Annotated[Scope, Field(description="code (methods), metadata (objects and fields), or all")] = "all",
         export_only: Annotated[bool, Field(description="Only exported methods (Экспорт)")] = False,
+        wait_fresh: WaitFresh = 0.0,
         root: RootArg = None,
     ) -> FindSymbolOutput:
         b = _bridge(ctx)
@@ -486,7 +515,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 note=str(exc), index=_starting_info(link), symbols=[],
             )
         filters = {k: v for k, v in {"scope": scope, "export_only": export_only}.items() if v not in (False, "all")}
-        res = await _call(b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None))
+        res = await _call(b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None, fresh_timeout=wait_fresh))
 
         async def chunks(c):
             return await asyncio.gather(*(c.get_chunk(h.id) for h in res.hits))
@@ -511,6 +540,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 )
             )
         warming = _lexical_warming(st)
+        notes = [f"the index is still being built ({_progress(st)}): definitions in files not reached yet are missing"] if warming else []
+        if res.stale:
+            notes.append(_stale_note(res, wait_fresh))
         return FindSymbolOutput(
             root=link.name,
             query=query,
@@ -518,7 +550,10 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             shown=len(symbols),
             truncated=res.total > len(symbols),
             warming=warming,
-            note=f"the index is still being built ({_progress(st)}): definitions in files not reached yet are missing" if warming else "",
+            stale=res.stale,
+            stale_paths=list(res.stale_paths),
+            stale_count=res.stale_count,
+            note="; ".join(notes),
             index=_index_info(st),
             symbols=symbols,
         )
@@ -727,6 +762,9 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         watcher=st.watcher.mode,
         stale_count=st.stale_count,
         stale_files=list(st.stale_files),
+        skipped=dict(st.skipped),
+        skipped_count=st.skipped_count,
+        skipped_files=[SkippedFile(path=k.path, reason=k.reason, detail=k.detail) for k in st.skipped_files],
         pid=st.pid,
         uptime_s=st.uptime_s,
         index_dir=st.index_dir,

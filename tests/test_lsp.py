@@ -302,8 +302,14 @@ async def test_search_request(client: LanguageClient):
     assert (h.location.range.start.line, h.location.range.start.character) == (r.start.line, r.start.character)
     assert h.snippet and "bm25" in h.ranks._asdict()
     assert res.folders[0].state == "ready"
+    assert res.stale is False and h.stale is False  # the daemon has nothing pending
+    assert res.folders[0].stale is False and res.folders[0].stalePaths == [] and res.folders[0].staleCount == 0
+    fresh = await client.protocol.send_request_async("bsl-lens/search", {"query": "значение реквизита", "freshTimeout": 1})
+    assert fresh.hits and fresh.stale is False
     with pytest.raises(JsonRpcInvalidParams):
         await client.protocol.send_request_async("bsl-lens/search", {"query": "x", "mode": "psychic"})
+    with pytest.raises(JsonRpcInvalidParams):
+        await client.protocol.send_request_async("bsl-lens/search", {"query": "x", "freshTimeout": 11})
 
 
 # ------------------------------------------------------------------------------ commands, edits

@@ -208,7 +208,7 @@ class FakeService:
         for fn in list(self.listeners):
             fn(event, data)
 
-    def search(self, query, *, mode="hybrid", top_k=10, filters=None):
+    def search(self, query, *, mode="hybrid", top_k=10, filters=None, fresh_timeout=0.0):
         if query == "boom":
             raise ZeroDivisionError("division by zero in a handler")
         if query == "block":
