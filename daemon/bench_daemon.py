@@ -196,6 +196,61 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nan
     return out
 
 
+def measure_rss_cold_warm(root: Path, *, embedder: str = "none", work: Path | None = None,
+                          settle_s: float = 5.0) -> dict:
+    """Daemon RSS after a cold first index of ``root`` and after a warm restart (issue 10 §7).
+
+    On a hard-linked copy of ``root`` in ``work`` (a fresh temp dir by default, removed
+    afterwards) and an empty index dir: ``daemon run`` is spawned, the first index runs to
+    idle (``wait_idle``), then after ``settle_s`` seconds the daemon's RSS is read from its
+    status (psutil ``rss``, the whole process); the daemon is stopped, started again on the
+    saved snapshot, waited idle again, and its RSS read the same way. The worker process
+    that chunks big reconciles is not counted (it is a separate process). Returns
+    ``{"cold_index_s", "rss_cold_mb", "rss_warm_mb", "cold_over_warm"}`` (MiB, seconds).
+    """
+    from .client import connect, daemon_args
+
+    own = work is None
+    work = Path(tempfile.mkdtemp(prefix="bsl-lens-rss-")) if own else Path(work)
+    tree = work / root.name
+    idx = work / "index-rss"
+    args = daemon_args(embedder=embedder, watch="auto")
+    out: dict = {}
+    client = None
+    try:
+        if not tree.exists():
+            shutil.copytree(root, tree, copy_function=os.link)
+        shutil.rmtree(idx, ignore_errors=True)
+        rss = []
+        for run in ("cold", "warm"):
+            t0 = time.perf_counter()
+            client = connect(tree, index_dir=idx, args=args, timeout=600, client="bench-rss")
+            if not client.wait_idle(3600):
+                raise RuntimeError(f"the daemon did not settle ({run} start)")
+            if run == "cold":
+                out["cold_index_s"] = round(time.perf_counter() - t0, 1)
+            time.sleep(settle_s)
+            rss.append(client.status().service.rss_bytes / 2**20)
+            client.shutdown()
+            client.close()
+            client = None
+            _wait_gone(tree, idx)
+        out["rss_cold_mb"] = round(rss[0], 1)
+        out["rss_warm_mb"] = round(rss[1], 1)
+        out["cold_over_warm"] = round(rss[0] / rss[1], 2) if rss[1] else None
+    finally:
+        if client is not None:
+            try:
+                client.shutdown()
+                client.close()
+                _wait_gone(tree, idx)
+            except Exception:
+                pass
+        if own:
+            shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
 def _found(client, token: str) -> bool:
     """True once the method holding ``token`` is in the index with it (BM25 splits the
     identifier into words, so an earlier edit's ``...x1`` would match ``...x2``: check the
