@@ -35,7 +35,7 @@ import numpy as np
 
 from . import __version__
 from .bm25 import BM25Index, BM25State
-from .bsl import chunk_module
+from .bsl import chunk_module, live_code
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
@@ -1005,8 +1005,7 @@ class Engine:
             self._dirty = True
 
     def _bm25_tokens(self, c: Chunk) -> list[str]:
-        head = c.owner if c.is_code else ""
-        return tokenize(f"{head}\n{c.text}", stem=self.config.stem)
+        return _chunk_tokens(c, self.config.stem)
 
     def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
         if c.id in self.embedded:
@@ -1546,6 +1545,14 @@ class _Rec(msgspec.Struct):
     encoding: str
 
 
+def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
+    """BM25 tokens of a chunk: a code chunk's owner and its :func:`daemon.bsl.live_code`
+    (an extension's ``#Удаление`` lines left out), a metadata chunk's text."""
+    if c.is_code:
+        return tokenize(f"{c.owner}\n{live_code(c.text)}", stem=stem)
+    return tokenize(f"\n{c.text}", stem=stem)
+
+
 def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
     """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk
     and tokenize a batch of files; msgpack in and out (cheaper than pickling structs)."""
@@ -1560,7 +1567,7 @@ def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
             continue
         if r.chunks is not None:
             for c in r.chunks:
-                toks = tokenize(f"{c.owner if c.is_code else ''}\n{c.text}", stem=cfg.stem)
+                toks = _chunk_tokens(c, cfg.stem)
                 for t in dict.fromkeys(toks):
                     if t not in vocab:
                         vocab[t] = len(vocab)
