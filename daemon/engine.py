@@ -290,15 +290,31 @@ def _fresh(v: Any) -> Any:
     t = type(v)
     if t is str:
         return v if v.isascii() else "".join((v, ""))
-    if t is list:
-        return [_fresh(x) for x in v]
-    if t is tuple:
-        return tuple(_fresh(x) for x in v)
+    if t is list or t is tuple:
+        if all(type(x) in _SCALARS for x in v):  # numbers only (a line range): nothing to copy
+            return v
+        out = [_fresh(x) for x in v]
+        return out if t is list else tuple(out)
     if t is dict:
         return {_fresh(k): _fresh(x) for k, x in v.items()}
     if isinstance(v, msgspec.Struct):
-        return msgspec.structs.replace(v, **{f: _fresh(getattr(v, f)) for f in v.__struct_fields__})
+        changes = {}
+        for f in v.__struct_fields__:
+            x = getattr(v, f)
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    changes[f] = "".join((x, ""))
+            elif x and (tx in _CONTAINER_OR_STR or isinstance(x, msgspec.Struct)):
+                y = _fresh(x)
+                if y is not x:
+                    changes[f] = y
+        return msgspec.structs.replace(v, **changes) if changes else v
     return v
+
+
+_CONTAINER_OR_STR = frozenset((str, list, tuple, dict))
+_SCALARS = frozenset((int, float, bool, type(None)))
 
 
 def _msgpack_header(n: int, small: int, b16: int, b32: int) -> bytes:
