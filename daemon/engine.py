@@ -965,7 +965,8 @@ class Engine:
             cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates]
         )
         try:
-            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(slim))
+            # encoded from fresh copies: no UTF-8 cache stays on the live chunks (see _fresh)
+            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(_fresh(slim)))
         except OSError as exc:
             log.warning("journal append failed (%s); a snapshot is written instead", exc)
             self.compact_due = True
