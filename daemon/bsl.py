@@ -22,6 +22,12 @@ otherwise the scan's first end keyword after the header is used, and failing tha
 runs up to the next header. A definition the tree finds on a line the scan does not (e.g.
 ``...; Процедура Б()`` after other code) is kept too, if no other method covers that line.
 
+A method whose header is written in preprocessor branches (``#Если Клиент Тогда`` /
+``#Иначе`` / ``#КонецЕсли`` around two headers, one body) is one method (see
+:func:`_is_header_variant`); :func:`scan_method_headers` still reports every header line.
+In extension modules, :func:`live_code` gives the text the indexes see: the lines of
+``#Удаление … #КонецУдаления`` left out.
+
 Headers, doc comments, directives, annotations and regions are read from the text (they are
 line-oriented in BSL and survive any parse error). Lines are split at ``"\\r\\n"``, ``"\\n"``
 or a lone ``"\\r"`` (see :func:`_normalize`), so CRLF and LF give identical lines; a leading
@@ -367,7 +373,9 @@ def scan_method_headers(text: str) -> list[tuple[int, str]]:
     ``line`` is the 1-based line of the declaration keyword (``Асинх`` if present), ``name``
     the method name exactly as written (with ``ё`` intact). ``text`` is the decoded module
     (a leading BOM is ignored; CRLF or LF). Headers inside ``//`` comments or inside
-    ``|``-continued string literals are not reported. Never raises for any ``str``.
+    ``|``-continued string literals are not reported. A header written twice in ``#Если``
+    branches is reported twice (two declaration lines; :func:`chunk_module` makes them one
+    method). Never raises for any ``str``.
     """
     scan = _Scan(_normalize(text))
     return [(h.kw_line + 1, h.name) for h in scan.headers()]
