@@ -22,6 +22,12 @@ otherwise the scan's first end keyword after the header is used, and failing tha
 runs up to the next header. A definition the tree finds on a line the scan does not (e.g.
 ``...; Процедура Б()`` after other code) is kept too, if no other method covers that line.
 
+A method whose header is written in preprocessor branches (``#Если Клиент Тогда`` /
+``#Иначе`` / ``#КонецЕсли`` around two headers, one body) is one method (see
+:func:`_is_header_variant`); :func:`scan_method_headers` still reports every header line.
+In extension modules, :func:`live_code` gives the text the indexes see: the lines of
+``#Удаление … #КонецУдаления`` left out.
+
 Headers, doc comments, directives, annotations and regions are read from the text (they are
 line-oriented in BSL and survive any parse error). Lines are split at ``"\\r\\n"``, ``"\\n"``
 or a lone ``"\\r"`` (see :func:`_normalize`), so CRLF and LF give identical lines; a leading
@@ -45,6 +51,7 @@ from daemon.names import fold
 __all__ = [
     "chunk_module",
     "scan_method_headers",
+    "live_code",
     "load_query",
     "language",
     "parser",
@@ -366,10 +373,61 @@ def scan_method_headers(text: str) -> list[tuple[int, str]]:
     ``line`` is the 1-based line of the declaration keyword (``Асинх`` if present), ``name``
     the method name exactly as written (with ``ё`` intact). ``text`` is the decoded module
     (a leading BOM is ignored; CRLF or LF). Headers inside ``//`` comments or inside
-    ``|``-continued string literals are not reported. Never raises for any ``str``.
+    ``|``-continued string literals are not reported. A header written twice in ``#Если``
+    branches is reported twice (two declaration lines; :func:`chunk_module` makes them one
+    method). Never raises for any ``str``.
     """
     scan = _Scan(_normalize(text))
     return [(h.kw_line + 1, h.name) for h in scan.headers()]
+
+
+# ---------------------------------------------------------------------------------------
+# extension modules: #Удаление / #Вставка
+# ---------------------------------------------------------------------------------------
+
+#: The change markers of an ``&ИзменениеИКонтроль``/``&ChangeAndValidate`` method in an
+#: extension module: ``#Удаление … #КонецУдаления`` (``#Delete … #EndDelete``) hold base-
+#: configuration lines the extension removes, ``#Вставка … #КонецВставки`` (``#Insert …
+#: #EndInsert``) lines it adds. Any case, blanks allowed after ``#``. Group ``kw``.
+_CHANGE_MARK_RE = re.compile(
+    rf"^{_WS}*#{_WS}*(?P<kw>КонецУдаления|Удаление|КонецВставки|Вставка|EndDelete|Delete|EndInsert|Insert)(?!\w)",
+    re.IGNORECASE | re.MULTILINE,
+)
+_DELETE_OPEN = frozenset(("удаление", "delete"))
+_DELETE_CLOSE = frozenset(("конецудаления", "enddelete"))
+
+
+def live_code(text: str) -> str:
+    """``text`` (a chunk's text, lines joined by ``"\n"``) as the indexes see it: the lines
+    inside ``#Удаление … #КонецУдаления`` / ``#Delete … #EndDelete`` left out, and the four
+    change-marker lines themselves; ``#Вставка``/``#Insert`` content stays (it is the code
+    that runs). BM25 tokens and the dense text are made from this, while the chunk's text,
+    ``read_module`` and ``get_method`` keep every line as written.
+
+    An ``#Удаление`` with no ``#КонецУдаления`` before the end of ``text`` deletes nothing
+    (its lines stay indexed: a broken marker must not hide code). Returns ``text`` itself
+    when it has no marker (the common case: one ``in`` test and, for texts holding a
+    ``#``, one regex search). Never raises.
+    """
+    if "#" not in text or _CHANGE_MARK_RE.search(text) is None:
+        return text
+    out: list[str] = []
+    held: list[str] = []  # content of an open #Удаление, put back if it never closes
+    deleting = False
+    for line in text.split("\n"):
+        m = _CHANGE_MARK_RE.match(line)
+        if m is None:
+            (held if deleting else out).append(line)
+            continue
+        kw = fold(m.group("kw"))
+        if kw in _DELETE_OPEN and not deleting:
+            deleting, held = True, []
+        elif kw in _DELETE_CLOSE and deleting:
+            deleting, held = False, []
+        # every marker line is left out (a nested #Удаление or a stray #КонецУдаления too)
+    if deleting:
+        out.extend(held)
+    return "\n".join(out)
 
 
 # ---------------------------------------------------------------------------------------
@@ -520,7 +578,7 @@ class _Method:
     """One method found in a module: its header, 0-based line span (doc comment included)
     and what was read around the header."""
 
-    __slots__ = ("h", "start", "end", "doc", "directives", "annotations", "sig", "params", "export", "sig_end_line")
+    __slots__ = ("h", "start", "end", "doc", "directives", "annotations", "sig", "params", "export", "is_async", "sig_end_line")
 
 
 def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
@@ -547,6 +605,74 @@ def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int
             doc.append(lines[j])
         else:
             _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
+    return block, doc, directives, annotations
+
+
+def _same_line_annotations(lines: list[str], h: _Header, directives: list[str], annotations: list[str]) -> None:
+    """Directives and annotations written on the header's own line(s) before the keyword
+    (``&НаСервере Процедура А()``)."""
+    if h.line < h.kw_line or lines[h.line].lstrip().startswith("&"):
+        _split_annotations(_code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None],
+                           directives, annotations)
+
+
+#: A conditional-compilation line: ``#Если … Тогда``, ``#ИначеЕсли … Тогда``, ``#Иначе``,
+#: ``#КонецЕсли`` and the English ``#If``/``#ElsIf``/``#Else``/``#EndIf``, any case, blanks
+#: allowed after ``#`` (1C accepts ``# Если``). Group ``kw``.
+_PREPROC_IF_RE = re.compile(
+    rf"^{_WS}*#{_WS}*(?P<kw>ИначеЕсли|КонецЕсли|Если|Иначе|ElsIf|EndIf|If|Else)(?!\w)", re.IGNORECASE
+)
+_BRANCH_KWS = frozenset(("иначеесли", "иначе", "elsif", "else"))
+
+
+def _is_header_variant(lines: list[str], ends: list[int], h: _Header, sig_end_line: int, nxt: _Header) -> bool:
+    """True when ``h`` and the next header ``nxt`` are two headers of one method written in
+    preprocessor branches::
+
+        #Если Клиент Тогда
+        Процедура А(П1)
+        #Иначе
+        Процедура А(П1, П2) Экспорт
+        #КонецЕсли
+            …body…
+        КонецПроцедуры
+
+    That is: the same name (:func:`daemon.names.fold`), no end keyword from ``h`` up to
+    ``nxt``, and between ``h``'s signature and ``nxt`` only blank, ``//`` and ``&`` lines and
+    at least one ``#Иначе``/``#ИначеЕсли``/``#Else``/``#ElsIf`` line (an ``#Если`` or
+    ``#КонецЕсли`` there means separate blocks, not branches of one header). Two complete
+    methods in two branches each have an end keyword, so they stay two methods (``@2``).
+    """
+    if fold(h.name) != fold(nxt.name) or sig_end_line >= nxt.line:
+        return False
+    k = bisect.bisect_left(ends, h.kw_line)
+    if k < len(ends) and ends[k] < nxt.kw_line:
+        return False
+    branch = False
+    for j in range(sig_end_line + 1, nxt.line):
+        s = lines[j].strip()
+        if not s or s.startswith("//") or s.startswith("&"):
+            continue
+        m = _PREPROC_IF_RE.match(lines[j])
+        if m is None or fold(m.group("kw")) not in _BRANCH_KWS:
+            return False
+        branch = True
+    return branch
+
+
+def _classify_above_branch(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
+    """:func:`_classify_above` for the first header of a method written in preprocessor
+    branches: its own ``&`` lines, then the ``#Если``/``#If`` line that opens the branches
+    (part of the method), then the doc comment and directives above that line."""
+    i = header_line - 1
+    while i > floor and lines[i].lstrip().startswith("&"):
+        i -= 1
+    m = _PREPROC_IF_RE.match(lines[i]) if i > floor else None
+    if m is None or fold(m.group("kw")) not in ("если", "if"):
+        return _classify_above(lines, header_line, floor)
+    block, doc, directives, annotations = _classify_above(lines, i, floor)
+    for j in range(i + 1, header_line):
+        _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
     return block, doc, directives, annotations
 
 
@@ -619,6 +745,9 @@ def chunk_module(
 
     methods: list[_Method] = []
     prev_end = -1
+    # header variants: the earlier headers of one method written in preprocessor branches
+    # (see _is_header_variant), waiting for the header that owns the body
+    variants: list[tuple[_Header, str, str, bool, int]] = []
     for idx, h in enumerate(heads):
         if h.kw_line <= prev_end:  # inside the previous method (tree-only duplicate)
             continue
@@ -626,6 +755,9 @@ def chunk_module(
         limit = starts[nxt] if nxt < nlines else len(text)
         sig, params, export, sig_end_off = _parse_signature(text, h, limit)
         sig_end_line = bisect.bisect_right(starts, max(sig_end_off - 1, h.sig_start)) - 1
+        if idx + 1 < len(heads) and _is_header_variant(lines, ends, h, sig_end_line, heads[idx + 1]):
+            variants.append((h, sig, params, export, sig_end_line))
+            continue
         # end line: tree first, then scanned end keyword, then up to the next header
         end = -1
         t = tree.get(h.kw_line)
@@ -645,15 +777,34 @@ def chunk_module(
                     end -= 1
                 else:
                     break
-        block, doc, directives, annotations = _classify_above(lines, h.line, prev_end)
-        if h.line < h.kw_line or lines[h.line].lstrip().startswith("&"):
-            # same-line directives before the keyword
-            _split_annotations(_code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None],
-                               directives, annotations)
         m = _Method()
-        m.h, m.start, m.end = h, block, max(end, sig_end_line)
+        if variants:
+            # one method: its lines from the first header's #Если (and the doc comment and
+            # directives above it) to the body's end; every header's signature, parameter
+            # list, directives and annotations, the name and range of the first header
+            group = variants + [(h, sig, params, export, sig_end_line)]
+            variants = []
+            h0 = group[0][0]
+            block, doc, directives, annotations = _classify_above_branch(lines, h0.line, prev_end)
+            _same_line_annotations(lines, h0, directives, annotations)
+            for (_pv, _s, _p, _e, prev_sig_end), (hv, *_rest) in zip(group, group[1:]):
+                for j in range(prev_sig_end + 1, hv.line):
+                    if lines[j].lstrip().startswith("&"):
+                        _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
+                _same_line_annotations(lines, hv, directives, annotations)
+            m.h = h0
+            m.sig = " | ".join(dict.fromkeys(g[1] for g in group))
+            m.params = " | ".join(dict.fromkeys(g[2] for g in group))
+            m.export = any(g[3] for g in group)
+            m.is_async = any(g[0].is_async for g in group)
+            directives, annotations = list(dict.fromkeys(directives)), list(dict.fromkeys(annotations))
+        else:
+            block, doc, directives, annotations = _classify_above(lines, h.line, prev_end)
+            _same_line_annotations(lines, h, directives, annotations)
+            m.h, m.sig, m.params, m.export, m.is_async = h, sig, params, export, h.is_async
+        m.start, m.end = block, max(end, sig_end_line)
         m.doc, m.directives, m.annotations = doc, directives, annotations
-        m.sig, m.params, m.export, m.sig_end_line = sig, params, export, sig_end_line
+        m.sig_end_line = sig_end_line
         methods.append(m)
         prev_end = m.end
 
@@ -689,7 +840,7 @@ def chunk_module(
             module_kind=module_kind,
             symbol=h.name,
             export=m.export,
-            is_async=h.is_async,
+            is_async=m.is_async,
             params=m.params,
             directives=m.directives,
             annotations=m.annotations,

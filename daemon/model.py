@@ -102,7 +102,7 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     end_line: int = 1  # 1-based, inclusive
     name_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # LSP: line0, utf16 col, line0, col
     # --- content -------------------------------------------------------------------------
-    text: str = ""  # what BM25 indexes and snippets show: the method text incl. doc comment
+    text: str = ""  # the method text incl. doc comment, as written; BM25 indexes daemon.bsl.live_code(text)
 
     @property
     def is_code(self) -> bool:

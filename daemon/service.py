@@ -699,6 +699,7 @@ class Service:
             first = not self._first_reconcile_done.is_set() and job.full
             if eng.compact_due or (first and not eng.generation):
                 self._save_lexical()
+                _trim_heap()  # the save's transient pieces (README "Speed and memory": RSS cold vs warm)
             if first:
                 self._first_reconcile_done.set()
                 self._set_state("ready")

@@ -22,6 +22,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
+from collections.abc import Iterable
 from typing import Any
 
 import msgspec
@@ -60,6 +61,31 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+def atomic_write_parts(path: Path, parts: Iterable[bytes]) -> int:
+    """Write the concatenation of ``parts`` to ``path`` atomically, as
+    :func:`atomic_write_bytes` does, without ever holding it as one object. Returns the
+    number of bytes written. An exception raised by ``parts`` removes the temp file and
+    leaves the old ``path`` in place."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    size = 0
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            for part in parts:
+                fh.write(part)
+                size += len(part)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+    return size
 
 
 def write_msgpack(path: Path, obj: Any) -> None:

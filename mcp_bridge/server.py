@@ -167,8 +167,9 @@ def _hit_fields(h) -> dict:
 
 
 def _header_line(m) -> int:
-    """Line of a method's header inside its text (which starts with the doc comment)."""
-    head = (m.signature or "").strip().splitlines()[0][:40] if m.signature else ""
+    """Line of a method's header inside its text (which starts with the doc comment; a
+    header written in ``#Если`` branches has its signatures joined by ``" | "``: the first)."""
+    head = (m.signature or "").split(" | ", 1)[0].strip().splitlines()[0][:40] if m.signature else ""
     if head:
         for i, line in enumerate(m.text.splitlines()):
             if line.strip().startswith(head):

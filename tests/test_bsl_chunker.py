@@ -411,13 +411,180 @@ def test_duplicate_names_get_suffix():
     assert ids == ["m.bsl::Дубль", "m.bsl::дубль@2", "m.bsl::ДУБЛЬ@3"]
 
 
-def test_header_variants_in_preprocessor_branches_share_one_body():
-    """``#Если`` choosing between two headers of one method: both are reported (@2), the
-    body goes with the last header, the first is header-only (no end keyword before the
-    next header)."""
-    src = "#Если Клиент Тогда\nПроцедура А()\n#Иначе\nПроцедура А() Экспорт\n#КонецЕсли\n\tа = 1;\nКонецПроцедуры\n"
-    got = [(c.id, c.start_line, c.end_line, c.export) for c in methods(src)]
-    assert got == [("m.bsl::А", 2, 2, False), ("m.bsl::А@2", 4, 7, True)]
+def test_header_variants_in_preprocessor_branches_are_one_method():
+    """``#Если`` choosing between two headers of one method (two parameter lists, one body):
+    one method whose lines span both headers and the body, both signatures and parameter
+    lists, the directives of both branches, exported if either header is, and the doc
+    comment above the ``#Если``. documentSymbol lists it once (one chunk)."""
+    src = (
+        "// Описание метода.\n"
+        "//\n"
+        "// Параметры:\n"
+        "//   П1 - Строка\n"
+        "#Если Клиент Тогда\n"
+        "&НаКлиенте\n"
+        "Процедура А(П1)\n"
+        "#Иначе\n"
+        "&НаСервере\n"
+        "Процедура А(П1, П2 = Неопределено) Экспорт\n"
+        "#КонецЕсли\n"
+        "\tа = П1;\n"
+        "КонецПроцедуры\n"
+        "\n"
+        "Процедура Следующая()\n"
+        "КонецПроцедуры\n"
+    )
+    got = methods(src)
+    assert [(c.id, c.start_line, c.end_line) for c in got] == [("m.bsl::А", 1, 13), ("m.bsl::Следующая", 15, 16)]
+    a = got[0]
+    assert a.signature == "Процедура А(П1) | Процедура А(П1, П2 = Неопределено) Экспорт"
+    assert a.params == "П1 | П1, П2 = Неопределено"
+    assert a.export and a.directives == ["&НаКлиенте", "&НаСервере"]
+    assert a.doc.startswith("// Описание метода.") and a.doc.endswith("//   П1 - Строка")
+    assert a.name_range == (6, 10, 6, 11)  # the first header's name
+    assert a.text.startswith("// Описание метода.") and a.text.endswith("КонецПроцедуры")
+    assert "#Если Клиент Тогда" in a.text and "#Иначе" in a.text
+    assert [c.kind for c in chunk_module(src, path="m.bsl")] == ["procedure", "procedure"]  # no module chunk
+    # the line scan reports the declaration lines as written: both headers
+    assert scan_method_headers(src) == [(7, "А"), (10, "А"), (15, "Следующая")]
+
+
+@pytest.mark.parametrize(
+    "branches",
+    [
+        # three branches with #ИначеЕсли, English keywords, odd spacing and case
+        ("#Если Клиент Тогда", "#ИначеЕсли Сервер Тогда", "#Иначе", "#КонецЕсли"),
+        ("#If Client Then", "#ElsIf Server Then", "#Else", "#EndIf"),
+        ("# если   ВебКлиент   тогда", "#  ИНАЧЕЕСЛИ Сервер ТОГДА", "#иначе", "# КонецЕсли"),
+    ],
+    ids=["ru", "en", "odd-spacing-case"],
+)
+def test_header_variants_three_branches_and_english(branches):
+    b_if, b_elsif, b_else, b_end = branches
+    src = (
+        f"{b_if}\nФункция Ф(А)\n{b_elsif}\nФункция Ф(А, Б)\n{b_else}\nFunction Ф(А, Б, В) Export\n{b_end}\n"
+        "\tВозврат А;\nКонецФункции\n"
+    )
+    (f,) = methods(src)
+    assert (f.id, f.kind, f.start_line, f.end_line) == ("m.bsl::Ф", "function", 1, 9)
+    assert f.signature == "Функция Ф(А) | Функция Ф(А, Б) | Function Ф(А, Б, В) Export"
+    assert f.export
+
+
+def test_two_complete_methods_in_branches_stay_two():
+    """Each branch with its own end keyword: two methods (``@2``), not header variants; and
+    a header-only line followed by other code is not merged either."""
+    src = (
+        "#Если Сервер Тогда\n"
+        "Процедура Д(А) Экспорт\nКонецПроцедуры\n"
+        "#Иначе\n"
+        "Процедура Д(А, Б) Экспорт\nКонецПроцедуры\n"
+        "#КонецЕсли\n"
+        "Процедура Е()\n"
+        "#КонецЕсли\n"
+        "#Если Клиент Тогда\n"
+        "Процедура Е(А)\n"
+        "\tа = 1;\n"
+        "КонецПроцедуры\n"
+    )
+    got = [(c.id, c.start_line, c.end_line) for c in methods(src)]
+    assert got == [("m.bsl::Д", 2, 3), ("m.bsl::Д@2", 5, 6), ("m.bsl::Е", 8, 8), ("m.bsl::Е@2", 11, 13)]
+
+
+def test_regions_inside_a_method_body():
+    """``#Область`` inside a body (54 in ssl31-ru, e.g. СравнениеТабличныхДокументов):
+    the method keeps its lines and the outer regions; the next method's region is not
+    changed by it."""
+    src = (
+        "#Область Служебные\n"
+        "Процедура А()\n"
+        "#Область Сравнение\n"
+        "\tа = 1;\n"
+        "#КонецОбласти\n"
+        "\t#Region Inner\n"
+        "\tб = 2;\n"
+        "\t#EndRegion\n"
+        "КонецПроцедуры\n"
+        "Процедура Б()\nКонецПроцедуры\n"
+        "#КонецОбласти\n"
+        "Процедура В()\nКонецПроцедуры\n"
+    )
+    got = by_name(src)
+    assert (got["А"].start_line, got["А"].end_line, got["А"].region) == (2, 9, ["Служебные"])
+    assert got["Б"].region == ["Служебные"] and got["В"].region == []
+
+
+EXTENSION_MODULE = (
+    "&ИзменениеИКонтроль(\"ПередЗаписью\")\n"
+    "Процедура Расш1_ПередЗаписью(Отказ)\n"
+    "\tЕсли Отказ Тогда\n"
+    "\t\tВозврат;\n"
+    "\tКонецЕсли;\n"
+    "#Удаление\n"
+    "\tКракозябрум(Отказ);\n"
+    "#КонецУдаления\n"
+    "#Вставка\n"
+    "\tЧебурашкин(Отказ);\n"
+    "#КонецВставки\n"
+    "КонецПроцедуры\n"
+    "\n"
+    "&ChangeAndValidate(\"BeforeWrite\")\n"
+    "Procedure Ext1_BeforeWrite(Cancel)\n"
+    "\t# Delete\n"
+    "\tSnarkle(Cancel);\n"
+    "\t#enddelete\n"
+    "\t#Insert\n"
+    "\tBloopix(Cancel);\n"
+    "\t#EndInsert\n"
+    "EndProcedure\n"
+)
+
+
+def test_extension_change_markers_live_code():
+    from daemon.bsl import live_code
+
+    ru, en = methods(EXTENSION_MODULE)
+    assert ru.annotations == ['&ИзменениеИКонтроль("ПередЗаписью")'] and en.annotations == ['&ChangeAndValidate("BeforeWrite")']
+    # the chunk keeps every line as written (get_method shows them) ...
+    assert "Кракозябрум" in ru.text and "Snarkle" in en.text
+    # ... the indexed text does not: deleted lines and the markers left out, inserts kept
+    live = live_code(ru.text)
+    assert "Кракозябрум" not in live and "#" not in live
+    assert "\tЧебурашкин(Отказ);" in live and live.endswith("КонецПроцедуры")
+    live_en = live_code(en.text)
+    assert "Snarkle" not in live_en and "Bloopix(Cancel);" in live_en and "Delete" not in live_en
+    # no marker: the very same object; an #Удаление that never closes deletes nothing
+    plain = "Процедура А()\n#Если Клиент Тогда\nа = 1;\n#КонецЕсли\nКонецПроцедуры"
+    assert live_code(plain) is plain
+    assert live_code("а = 1;\n#Удаление\nб = 2;\nКонецПроцедуры") == "а = 1;\nб = 2;\nКонецПроцедуры"
+
+
+def test_extension_deleted_lines_not_in_bm25_or_dense_text(tmp_path):
+    """Through the engine (real chunker, tokenizer, BM25) and the dense text builder: a word
+    only in ``#Удаление`` lines finds nothing, a word in ``#Вставка`` lines finds the
+    method; the chunk text still holds the deleted line."""
+    import shutil
+
+    from daemon.cli import sample_export_dir
+    from daemon.embed import embed_text
+    from daemon.engine import Engine
+
+    root = tmp_path / "ext"
+    shutil.copytree(sample_export_dir(), root)
+    mod = next(root.rglob("CommonModules/*/Ext/Module.bsl"))
+    mod.write_text(mod.read_text(encoding="utf-8-sig") + "\n" + EXTENSION_MODULE, encoding="utf-8")
+    eng = Engine.open(root, index_dir=tmp_path / "idx")
+    eng.refresh()
+    rel = mod.relative_to(root).as_posix()
+    ru, en = f"{rel}::Расш1_ПередЗаписью", f"{rel}::Ext1_BeforeWrite"
+    assert [eng.bm25.df(w) for w in ("кракозябрум", "snarkle", "чебурашкин", "bloopix")] == [0, 0, 1, 1]
+    assert [h.id for h in eng.search("Чебурашкин", mode="lexical", top_k=3).hits][:1] == [ru]
+    assert ru not in [h.id for h in eng.search("Кракозябрум", mode="lexical", top_k=5).hits]
+    assert en in eng.chunks
+    chunk = eng.get_chunk(f"{rel}::Расш1_ПередЗаписью")
+    assert "Кракозябрум" in chunk.text
+    dense = embed_text(chunk)
+    assert "Чебурашкин" in dense and "Кракозябрум" not in dense
 
 
 def test_doc_comment_rules():

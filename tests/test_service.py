@@ -148,3 +148,50 @@ def test_symbols_slim_leaves_out_snippets(root, tmp_path):
         assert any(h.snippet for h in full.hits) and not any(h.snippet for h in slim.hits)
     finally:
         s.close()
+
+
+def test_preprocessor_header_variants_and_extension_markers(root, tmp_path):
+    """BSL as 1C writes it, through the service (real chunker, BM25, lookups): a method
+    whose header is written in two ``#Если`` branches is one documentSymbol entry and one
+    method; the lines of an ``&ИзменениеИКонтроль`` method's ``#Удаление`` block are not
+    searchable but are shown by ``read_module`` and ``get_method``."""
+    from lsp import convert
+
+    mod = root / "CommonModules" / "ВариантыЗаголовков" / "Ext"
+    mod.mkdir(parents=True)
+    src = (
+        "#Если Клиент Тогда\n"
+        "Процедура Двойная(П1) Экспорт\n"
+        "#Иначе\n"
+        "Процедура Двойная(П1, П2) Экспорт\n"
+        "#КонецЕсли\n"
+        "\tа = П1;\n"
+        "КонецПроцедуры\n"
+        "\n"
+        "&ИзменениеИКонтроль(\"Записать\")\n"
+        "Процедура Расш1_Записать()\n"
+        "#Удаление\n"
+        "\tКракозябрум();\n"
+        "#КонецУдаления\n"
+        "#Вставка\n"
+        "\tЧебурашкин();\n"
+        "#КонецВставки\n"
+        "КонецПроцедуры\n"
+    )
+    (mod / "Module.bsl").write_text(src, encoding="utf-8")
+    path = "CommonModules/ВариантыЗаголовков/Ext/Module.bsl"
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        syms = s.document_symbols(path)
+        assert [(c.name, c.start_line, c.end_line) for c in syms] == [("Двойная", 1, 7), ("Расш1_Записать", 9, 17)]
+        (doc,) = [d for d in convert.document_symbols(syms) if d.name == "Двойная"]
+        assert doc.detail == "Процедура Двойная(П1) Экспорт | Процедура Двойная(П1, П2) Экспорт"
+        assert s.get_method("Двойная", path).params == "П1 | П1, П2"
+        assert "Расш1_Записать" in _names(s, "Чебурашкин")
+        assert "Расш1_Записать" not in _names(s, "Кракозябрум")
+        assert "Кракозябрум" in s.get_method("Расш1_Записать", path).text
+        assert "\tКракозябрум();" in s.read_module(path, 9, 17).text
+    finally:
+        s.close()
