@@ -577,12 +577,32 @@ def address_of(paths: runtime.Paths) -> str:
     return str(paths.socket)
 
 
+class RootBusy(DaemonError):
+    """The root is served (or being started) by a daemon on another index dir than the one
+    asked for: ``pid``, ``index_dir`` of that daemon. One daemon per root."""
+
+    def __init__(self, paths: runtime.Paths, pid: int | None, index_dir: str):
+        self.pid = pid
+        self.index_dir = index_dir
+        super().__init__(
+            f"the daemon for {paths.root} (pid {pid or '?'}) uses the index dir {index_dir}, not "
+            f"{paths.index_dir}: one daemon per export root; use it (leave out --index-dir) or stop it first "
+            f"(bsl-lens daemon stop {paths.root} --index-dir {index_dir})"
+        )
+
+
 def _check_index_dir(paths: runtime.Paths, hello: HelloResult | None) -> None:
     if hello is not None and hello.index_dir != str(paths.index_dir):
-        raise DaemonError(
-            f"the daemon for {paths.root} (pid {hello.pid}) uses the index dir {hello.index_dir}, not "
-            f"{paths.index_dir}: one daemon per export root; stop it first (bsl-lens daemon stop {paths.root})"
-        )
+        raise RootBusy(paths, hello.pid, hello.index_dir)
+
+
+def _check_owner(paths: runtime.Paths) -> runtime.RootOwner | None:
+    """The root lock's holder (:func:`daemon.runtime.root_owner`); :class:`RootBusy` if it
+    serves another index dir than ``paths``'."""
+    owner = runtime.root_owner(paths)
+    if owner is not None and owner.index_dir and owner.index_dir != str(paths.index_dir):
+        raise RootBusy(paths, owner.pid, owner.index_dir)
+    return owner
 
 
 def _try_open(paths: runtime.Paths, kw: dict) -> DaemonClient | None:
@@ -618,28 +638,32 @@ def ensure_daemon(
 ) -> bool:
     """Make sure a daemon for ``paths`` answers; ``probe()`` returns True once it does.
 
-    Under ``spawn.lock``: probe again, and if no process holds ``daemon.lock``, remove stale
-    files and spawn ``daemon run`` with ``args``; then poll ``probe`` with backoff (10 ms
-    doubling to :data:`PROBE_MAX_DELAY`, 50 ms: a probe is one failed ``connect``, and a
-    longer step would add up to its length to the warm start of a ~1.5 s daemon). A daemon that holds the lock but does not answer yet (starting or
+    Under the root's ``spawn.lock`` (per root, whatever the index dir): probe again, and if
+    no process holds the root lock, spawn ``daemon run`` with ``args`` (it removes a killed
+    daemon's leftovers itself; clients never unlink a daemon's files); then poll ``probe``
+    with backoff (10 ms doubling to :data:`PROBE_MAX_DELAY`, 50 ms: a probe is one failed
+    ``connect``, and a longer step would add up to its length to the warm start of a ~1.5 s
+    daemon). A daemon that holds the root lock but does not answer yet (starting or
     stopping) is waited for the same way. Returns True if this call spawned the daemon.
 
-    Raises :class:`DaemonTimeout` after ``timeout`` seconds, :class:`DaemonError` (with the
-    log's tail) if the spawned process exits with an error before answering.
+    Raises :class:`RootBusy` at once when the root's daemon (running or starting) uses
+    another index dir; :class:`DaemonTimeout` after ``timeout`` seconds;
+    :class:`DaemonError` (with the log's tail) if the spawned process exits with an error
+    before answering.
     """
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
         if probe():
             return False
+        _check_owner(paths)
         spawn_lock = runtime.FileLock(paths.spawn_lock)
         if not spawn_lock.acquire(max(0.0, deadline - time.monotonic())):
             raise DaemonTimeout(f"another client has been starting the daemon for {paths.root} for {timeout:g} s ({paths.spawn_lock})")
         try:
             if probe():
                 return False
-            if not runtime.lock_is_held(paths.lock):
-                runtime.clean_stale(paths)
+            if _check_owner(paths) is None:
                 runtime.ensure_socket_dir()
                 proc = runtime.spawn_daemon(paths, list(args or []))
                 log_path = runtime.log_file_of(paths, list(args or []))
@@ -649,8 +673,9 @@ def ensure_daemon(
                         return True
                     rc = proc.poll()
                     if rc is not None and not probe():
-                        if rc == 0:  # lost a race to a daemon started by hand: wait for that one
-                            break
+                        if rc == runtime.EXIT_ALREADY_RUNNING:  # lost a race to a daemon started by hand
+                            _check_owner(paths)  # RootBusy if it serves another index dir
+                            break  # else wait for that one
                         raise DaemonError(
                             f"the daemon for {paths.root} exited with code {rc} before answering; "
                             f"end of {log_path}:\n{runtime.tail(log_path)}"
@@ -785,6 +810,7 @@ __all__ = [
     "DaemonNotRunning",
     "DaemonTimeout",
     "ProtocolError",
+    "RootBusy",
     "connect",
     "connect_async",
     "daemon_args",

@@ -38,7 +38,7 @@ from pathlib import Path
 import msgspec
 
 from . import __version__
-from .engine import Engine, EngineConfig, Filters, SearchResult
+from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
 from .model import CODE_KINDS, Chunk
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
 from .store import default_index_dir
@@ -68,6 +68,10 @@ POOL_WORKERS = 1
 #: Nice value added to background work (the chunking worker process, the dense thread and
 #: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
 BACKGROUND_NICE = 10
+#: At most this long (seconds) :meth:`Service.close` waits for the background threads before
+#: the final save: the writer stops at its next file, the dense thread after its batch
+#: (~1 s on 2 cores), so a stop is honoured within ~2 s (README "The daemon").
+CLOSE_JOIN_S = 1.5
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
@@ -90,9 +94,13 @@ class DenseStatus(msgspec.Struct, kw_only=True):
 
 class WatchStatus(msgspec.Struct, kw_only=True):
     """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
-    used; ``pending_events``: events not yet handed over."""
+    used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
+    up in the background while queries are already answered; changes made meanwhile are
+    caught by the reconcile that follows), ``watching`` (native events), ``polling``,
+    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
 
     mode: str
+    state: str = "off"
     degraded: str | None = None
     pending_events: int = 0
     last_error: str | None = None
@@ -301,11 +309,15 @@ class Service:
         self._job_progress: dict[str, str | int] = {}
         self._disk_size: tuple[float, int] = (-1e9, 0)
         self._saving = False
+        self._watch_state = "off"
+        self._overflowed = False  # an overflow batch's full reconcile has not finished yet
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Load the persisted snapshot (queries are answered from it at once), then start the
-        watcher and the background threads; the first job reconciles with the disk.
+        """Load the persisted snapshot (queries are answered from it as soon as this returns)
+        and start the background threads: the writer first arms the watcher (``status``
+        says ``arming``), then reconciles with the disk, so changes made while arming are
+        caught by that reconcile.
 
         Raises what :meth:`Engine.open` or the embedder raise (a broken model install);
         never for file content.
@@ -332,7 +344,7 @@ class Service:
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
-            self._start_watcher()
+            self._watch_state = "arming"
         self._jobs.put(_Job(full=True, reason="start"))
         self._spawn(self._writer_loop, "bsl-lens-writer")
         if embedder is not None:
@@ -362,32 +374,49 @@ class Service:
             ignore.append(self.index_dir.resolve())
         except ValueError:
             pass
-        self.watcher = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode)
+        w = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode)
+        self.watcher = w  # before start(): close() may stop it from another thread meanwhile
+        t0 = time.perf_counter()
         try:
-            self.watcher.start()
+            w.start()
         except Exception as exc:
             log.error("file watching could not start (%s); relying on periodic reconcile", exc)
             self.last_error = f"watcher: {exc}"
             self.watcher = None
+            self._watch_state = "off"
+            return
+        self._watch_state = "armed"
+        log.info("watcher armed in %.2fs (%s)", time.perf_counter() - t0, w.mode)
+
+    def request_stop(self) -> None:
+        """Tell the background threads to stop (any thread; returns at once): a reconcile in
+        flight is dropped at its next file (it runs again on the next start), ``wait_idle``
+        callers return False. :meth:`close` then joins them and saves."""
+        self._stop.set()
+        self._set_state("stopping")
+        self._dense_wake.set()
+        self._notify_idle()
 
     def close(self) -> None:
         """Stop the watcher and the threads, then save what changed. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._set_state("stopping")
-        self._stop.set()
+        self.request_stop()
         if self.watcher is not None:
             try:
                 self.watcher.stop()
             except Exception:
                 log.exception("stopping the watcher")
         self._jobs.put(None)
-        self._dense_wake.set()
+        pool = self.engine.pool if self.engine is not None else None
+        if pool is not None:  # a worker batch in flight is dropped, not waited for
+            _kill_pool(pool)
+        deadline = time.monotonic() + CLOSE_JOIN_S
         for t in self._threads:
-            t.join(timeout=30)
-        if self.engine is not None and self.engine.pool is not None:
-            self.engine.pool.shutdown(wait=True, cancel_futures=True)
+            t.join(timeout=max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("%s still busy after %.0f s; saving anyway (its work is not applied)", t.name, CLOSE_JOIN_S)
         if self.engine is not None:
             try:
                 self.engine.save()
@@ -430,6 +459,8 @@ class Service:
 
     # ------------------------------------------------------------------ writer
     def _on_batch(self, batch) -> None:
+        if getattr(batch, "overflow", False):
+            self._overflowed = True
         job = _Job(
             full=bool(getattr(batch, "overflow", False)),
             paths=set(batch.paths),
@@ -479,6 +510,8 @@ class Service:
 
     def _writer_loop(self) -> None:
         eng = self.engine
+        if self.watch_mode != "off" and not self._stop.is_set():
+            self._start_watcher()  # before the first reconcile, so that it sees what arming missed
         last_change = time.monotonic()
         last_reconcile = time.monotonic()
         while not self._stop.is_set():
@@ -507,6 +540,8 @@ class Service:
                 self._busy.clear()
             if job.full:
                 last_reconcile = time.monotonic()
+                if report is not None:
+                    self._overflowed = False
                 _trim_heap()
             if report is not None and (report.files_changed or report.files_removed):
                 last_change = time.monotonic()
@@ -566,10 +601,15 @@ class Service:
             old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
-                cs = eng.prepare(progress=self._progress)
+                cs = eng.prepare(progress=self._progress, cancel=self._stop.is_set)
             else:
-                cs = eng.prepare(sorted(job.paths), sorted(job.dirs))
+                cs = eng.prepare(sorted(job.paths), sorted(job.dirs), cancel=self._stop.is_set)
+            if self._stop.is_set():
+                raise Cancelled()
             report = eng.apply(cs)
+        except Cancelled:
+            log.info("%s reconcile dropped: the daemon is stopping (it runs again on the next start)", job.reason)
+            return None
         except Exception as exc:
             log.exception("indexing failed (%s)", job.reason)
             self.last_error = f"indexing ({job.reason}): {type(exc).__name__}: {exc}"
@@ -634,10 +674,13 @@ class Service:
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until the first reconcile is done, no job is queued or running and the
-        watcher holds no events; True if that happened within ``timeout`` seconds."""
+        watcher holds no events; True if that happened within ``timeout`` seconds (False at
+        once when the service is stopping)."""
         deadline = time.monotonic() + timeout
         with self._idle:
             while True:
+                if self._stop.is_set():
+                    return False
                 pending = self.watcher.pending if self.watcher is not None else 0
                 if (
                     self._first_reconcile_done.is_set()
@@ -667,6 +710,8 @@ class Service:
         eng = self.engine
         t0 = time.perf_counter()
         eng.load_dense()
+        if self._stop.is_set():
+            return
         log.info("dense side loaded in %.2fs: %d vectors", time.perf_counter() - t0, len(eng.embedded))
         self._emit("progress", {"stage": "load_dense", "done": len(eng.embedded), "total": len(eng.chunks)})
         # a second instance of the model for passages: its lock is not the query's lock,
@@ -982,9 +1027,15 @@ class Service:
             elif dense.done >= dense.total:
                 dense.eta_s = 0.0
         w = self.watcher
-        watch = WatchStatus(mode="off")
+        watch = WatchStatus(mode="off", state="arming" if self._watch_state == "arming" else "off")
         if w is not None:
-            watch = WatchStatus(mode=w.mode, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
+            if self._watch_state == "arming":
+                state = "arming"
+            elif self._overflowed:
+                state = "overflowed"
+            else:
+                state = {"native": "watching", "polling": "polling"}.get(w.mode, "off")
+            watch = WatchStatus(mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
             xs = sorted(self._latencies)
@@ -1039,6 +1090,27 @@ class _Counting:
         out = self._inner.encode_passages(texts)
         self._counters["vectors_embedded"] += len(texts)
         return out
+
+
+def _kill_pool(pool) -> None:
+    """Shut a :func:`daemon.engine.make_pool` pool down without waiting for its batch in
+    flight: cancel what is queued, SIGKILL the workers (they only read files and return
+    results; nothing of theirs is on disk)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:
+        log.exception("shutting the worker pool down")
+    for p in procs:
+        try:
+            p.kill()
+        except (OSError, AttributeError, ValueError):
+            pass
+    for p in procs:
+        try:
+            p.join(1.0)
+        except (OSError, AttributeError, ValueError, AssertionError):
+            pass
 
 
 def _remove_temp_files(index_dir: Path) -> None:
