@@ -487,6 +487,10 @@ def cmd_daemon_run(args) -> int:
     from .server import AlreadyRunning, run_daemon
 
     paths = runtime.paths_for(args.root, args.index_dir)
+    owner = runtime.root_owner(paths)
+    if owner is not None:  # said before the log is opened: a duplicate writes no file
+        print(f"bsl-lens: {AlreadyRunning(paths, owner)}", file=sys.stderr)
+        return runtime.EXIT_ALREADY_RUNNING
     log_path = Path(args.log_file).resolve() if args.log_file else paths.log
     root_logger = logging.getLogger()
     root_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)

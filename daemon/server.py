@@ -666,6 +666,10 @@ async def _serve(
     remove_listener = service.add_listener(server.on_service_event)
     try:
         t0 = time.perf_counter()
+        # answer first: the watcher, the reconcile and the embedding start once we listen
+        background = getattr(service, "start_background", None)
+        if background is not None:
+            service.defer_background = True
         # The service may take a while to load a big snapshot: keep the loop free for signals.
         await loop.run_in_executor(None, service.start)
         log.info("service started in %.2f s", time.perf_counter() - t0)
@@ -697,6 +701,8 @@ async def _serve(
         if root_lock is not None:
             runtime.write_owner(root_lock, paths, "serving", log_path)
         log.info("ready: pid %d, listening on %s", info.pid, address)
+        if background is not None:
+            background()
         await server.wait_stopped(grace=STOP_GRACE_S)
     finally:
         remove_listener()

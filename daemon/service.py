@@ -311,6 +311,10 @@ class Service:
         self._saving = False
         self._watch_state = "off"
         self._overflowed = False  # an overflow batch's full reconcile has not finished yet
+        #: set by the daemon before :meth:`start`: the background (watcher, reconcile,
+        #: embedding) starts only when it calls :meth:`start_background`, once its socket
+        #: answers, so the first query never waits behind arming the watcher
+        self.defer_background = False
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -345,9 +349,18 @@ class Service:
         self._set_state("indexing")
         if self.watch_mode != "off":
             self._watch_state = "arming"
+        if not self.defer_background:
+            self.start_background()
+
+    def start_background(self) -> None:
+        """Start the writer (it arms the watcher, then reconciles with the disk) and the dense
+        thread. Called by :meth:`start`, or by the daemon once it answers
+        (:attr:`defer_background`). Idempotent."""
+        if self._threads or self._stop.is_set():
+            return
         self._jobs.put(_Job(full=True, reason="start"))
         self._spawn(self._writer_loop, "bsl-lens-writer")
-        if embedder is not None:
+        if self.engine.embedder is not None:
             self._spawn(self._dense_loop, "bsl-lens-dense")
 
     def _spawn(self, target, name: str) -> None:
