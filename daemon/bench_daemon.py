@@ -237,7 +237,7 @@ def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:
 
     paths = runtime.paths_for(tree, idx)
     deadline = time.monotonic() + timeout
-    while runtime.lock_is_held(paths.lock):
+    while runtime.lock_is_held(paths.root_lock):  # released last, after the final save
         if time.monotonic() > deadline:
             raise RuntimeError("the daemon did not stop")
         time.sleep(0.02)
@@ -274,7 +274,7 @@ def run_lifecycle_bench(root: Path, *, scales: tuple[int, ...] = (1, 3), embedde
             if n > 1:
                 build_scaled_tree(root, n, tree)
             else:
-                shutil.copytree(root, tree, copy_function=_link_or_copy)
+                shutil.copytree(root, tree, copy_function=lambda s, d: _link_or_copy(Path(s), Path(d)))
             paths = runtime.paths_for(tree, idx)
 
             def gone() -> bool:

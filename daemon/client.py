@@ -3,8 +3,8 @@
 * :func:`connect` / :func:`connect_async` return a :class:`DaemonClient` (blocking socket;
   the CLI and tests) or an :class:`AsyncDaemonClient` (asyncio streams; the LSP and MCP
   front ends), after the ``hello`` handshake. With ``spawn=True`` (the default) a missing
-  daemon is started: under ``spawn.lock`` (so two clients starting at once give one
-  daemon), as ``python -m daemon.cli daemon run ROOT ...`` in a new session, then polled
+  daemon is started: under the root's ``spawn.lock`` (so two clients starting at once give
+  one daemon, whatever their index dirs), as ``python -m daemon.cli daemon run ROOT ...`` in a new session, then polled
   with connect + ``hello`` (10 ms doubling to 0.5 s) until it answers, its process exits
   (:class:`DaemonError` with the tail of its log) or ``timeout`` passes
   (:class:`DaemonTimeout`). ``spawn=False`` raises :class:`DaemonNotRunning` instead.
@@ -177,7 +177,7 @@ class _Methods:
 
     def shutdown(self, *, timeout: float | None = None):
         """Ask the daemon to stop; the reply (``Ack``) comes once ``daemon.json`` is gone.
-        The process then saves and exits: wait for ``daemon.lock`` to be free."""
+        The process then saves and exits: wait for the root lock (``paths.root_lock``) to be free."""
         return self._typed("shutdown", {}, timeout)
 
 
@@ -795,7 +795,8 @@ async def connect_async(
 
 def find_daemon(root: str | os.PathLike, index_dir: str | os.PathLike | None = None) -> runtime.DaemonState | None:
     """``daemon.json`` of the live daemon for ``root``, or None. Liveness is the lock, not
-    the file: a state file without a lock holder is stale and ignored (not removed)."""
+    the file: a state file without a lock holder is stale and ignored (not removed).
+    Without ``index_dir``, the index dir of the daemon holding the root lock."""
     paths = runtime.paths_for(root, index_dir)
     if not runtime.lock_is_held(paths.lock):
         return None
