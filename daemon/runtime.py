@@ -421,7 +421,8 @@ class FileLock:
         """Replace the lock file's content with ``data`` (through the held descriptor)."""
         assert self._fd is not None
         os.ftruncate(self._fd, 0)
-        os.pwrite(self._fd, data, 0)
+        os.lseek(self._fd, 0, os.SEEK_SET)
+        os.write(self._fd, data)
 
     def release(self) -> None:
         """Release and close; idempotent."""

@@ -315,6 +315,10 @@ class Service:
         #: embedding) starts only when it calls :meth:`start_background`, once its socket
         #: answers, so the first query never waits behind arming the watcher
         self.defer_background = False
+        #: held by the writer while it applies a batch or writes the lexical snapshot, and by
+        #: the dense thread while it adds or saves vectors; close() takes both for the final save
+        self._write_lock = threading.Lock()
+        self._dense_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -431,11 +435,15 @@ class Service:
             if t.is_alive():
                 log.warning("%s still busy after %.0f s; saving anyway (its work is not applied)", t.name, CLOSE_JOIN_S)
         if self.engine is not None:
-            try:
-                self.engine.save()
-                self.last_saved_at = time.time()
-            except Exception:
-                log.exception("final save failed")
+            # a batch being applied, a snapshot being written or an embedding batch is
+            # finished first (never two writers of one file); the threads do not start
+            # another once stopping
+            with self._write_lock, self._dense_lock:
+                try:
+                    self.engine.save()
+                    self.last_saved_at = time.time()
+                except Exception:
+                    log.exception("final save failed")
 
     # ------------------------------------------------------------------ events
     def add_listener(self, fn: Callable[[str, dict], None]) -> Callable[[], None]:
@@ -617,9 +625,10 @@ class Service:
                 cs = eng.prepare(progress=self._progress, cancel=self._stop.is_set)
             else:
                 cs = eng.prepare(sorted(job.paths), sorted(job.dirs), cancel=self._stop.is_set)
-            if self._stop.is_set():
-                raise Cancelled()
-            report = eng.apply(cs)
+            with self._write_lock:
+                if self._stop.is_set():
+                    raise Cancelled()
+                report = eng.apply(cs)
         except Cancelled:
             log.info("%s reconcile dropped: the daemon is stopping (it runs again on the next start)", job.reason)
             return None
@@ -670,6 +679,12 @@ class Service:
         return report
 
     def _save_lexical(self) -> None:
+        with self._write_lock:
+            if self._stop.is_set():
+                return  # close() writes the final snapshot
+            self._save_lexical_locked()
+
+    def _save_lexical_locked(self) -> None:
         self._saving = True
         try:
             if self.engine.save_lexical():
@@ -722,7 +737,10 @@ class Service:
         _nice_this_thread(BACKGROUND_NICE)  # before the passage model starts its threads
         eng = self.engine
         t0 = time.perf_counter()
-        eng.load_dense()
+        with self._dense_lock:  # close() must not save a half-loaded dense side
+            if self._stop.is_set():
+                return
+            eng.load_dense()
         if self._stop.is_set():
             return
         log.info("dense side loaded in %.2fs: %d vectors", time.perf_counter() - t0, len(eng.embedded))
@@ -755,7 +773,10 @@ class Service:
                 continue
             self._dense_inflight = len(ids)
             try:
-                n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
+                with self._dense_lock:
+                    if self._stop.is_set():
+                        break
+                    n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
             except Exception as exc:
                 log.exception("embedding failed")
                 self.last_error = f"embedding: {type(exc).__name__}: {exc}"
@@ -771,6 +792,12 @@ class Service:
                 self._save_dense()
 
     def _save_dense(self) -> None:
+        with self._dense_lock:
+            if self._stop.is_set():
+                return  # close() writes the final save
+            self._save_dense_locked()
+
+    def _save_dense_locked(self) -> None:
         try:
             if self.engine.save_dense():
                 log.info("dense side saved: %d vectors", len(self.engine.embedded))

@@ -88,7 +88,8 @@ def _leftovers(basetemp: str | None) -> list:
     """Processes started by this session that are still running: descendants of this
     process, processes whose environment carries :data:`SESSION_MARK` or whose command line
     names the session's base temp dir (a test that passed its own environment), and every
-    descendant of those. Zombies (dead, not yet reaped) do not count."""
+    descendant of those. Zombies (dead, not yet reaped) and this process's own
+    multiprocessing resource tracker (it ends with pytest) do not count."""
     import psutil
 
     me = psutil.Process()
@@ -114,8 +115,11 @@ def _leftovers(basetemp: str | None) -> list:
     alive = []
     for p in found.values():
         try:
-            if p.status() != psutil.STATUS_ZOMBIE:
-                alive.append(p)
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if p.ppid() == me.pid and "multiprocessing.resource_tracker" in " ".join(p.cmdline()):
+                continue  # this process's own tracker (in-process pools): it exits with pytest
+            alive.append(p)
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             pass
     return alive
