@@ -674,8 +674,11 @@ def ensure_daemon(
                     rc = proc.poll()
                     if rc is not None and not probe():
                         if rc == runtime.EXIT_ALREADY_RUNNING:  # lost a race to a daemon started by hand
-                            _check_owner(paths)  # RootBusy if it serves another index dir
-                            break  # else wait for that one
+                            if _check_owner(paths) is not None:  # RootBusy if it serves another index dir
+                                break  # else wait for that one
+                            if runtime.lock_is_held(paths.lock):  # the index dir is another root's
+                                raise DaemonError(f"the daemon for {paths.root} could not start; end of {log_path}:\n{runtime.tail(log_path)}")
+                            break
                         raise DaemonError(
                             f"the daemon for {paths.root} exited with code {rc} before answering; "
                             f"end of {log_path}:\n{runtime.tail(log_path)}"

@@ -433,7 +433,7 @@ class Service:
         for t in self._threads:
             t.join(timeout=max(0.1, deadline - time.monotonic()))
             if t.is_alive():
-                log.warning("%s still busy after %.0f s; saving anyway (its work is not applied)", t.name, CLOSE_JOIN_S)
+                log.warning("%s still busy after %.1f s; it stops at its next step (only a batch being applied or saved is waited for)", t.name, CLOSE_JOIN_S)
         if self.engine is not None:
             # a batch being applied, a snapshot being written or an embedding batch is
             # finished first (never two writers of one file); the threads do not start
@@ -559,6 +559,8 @@ class Service:
                 with self._queued_lock:
                     self._queued_paths -= job.paths
                 self._busy.clear()
+            if self._stop.is_set():
+                break  # a dropped reconcile is not the first one done
             if job.full:
                 last_reconcile = time.monotonic()
                 if report is not None:
