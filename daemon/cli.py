@@ -379,7 +379,8 @@ def _daemon_spawn_args(args) -> list[str]:
 
 def cmd_daemon_start(args) -> int:
     """Start the daemon for a root in the background, or report the one already running.
-    Exit 0 either way; 1 if it could not be started (the log's tail is printed)."""
+    Exit 0 either way; 1 if it could not be started (the log's tail is printed) or the root's
+    daemon runs on another index dir (its pid and index dir are printed; nothing is spawned)."""
     from .client import DaemonError, connect
 
     try:
