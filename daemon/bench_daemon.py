@@ -16,6 +16,10 @@ whatever the daemon embeds meanwhile):
 * **RSS cold vs warm** (:func:`measure_rss_cold_warm`): after a first lexical index from an
   empty index dir has settled, and after a warm restart on the snapshot it saved.
 
+:func:`run_lifecycle_bench` (``--lifecycle``, also part of ``--daemon``'s report under
+``"lifecycle"``): stop and SIGTERM latency during a first index (and the dense backlog),
+warm start to the first answer and to an armed watcher, at ``--scale`` 1 and 3.
+
 Targets from the daemon issue: warm start <= 2 s, lexical p95 <= 300 ms, dense <= 1 s,
 loaded p95 <= 3x idle p95, RSS <= 1 GB, RSS after a first index <= 1.2x the warm RSS. Nothing here asserts them; the README reports them.
 """
@@ -301,7 +305,129 @@ def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:
 
     paths = runtime.paths_for(tree, idx)
     deadline = time.monotonic() + timeout
-    while runtime.lock_is_held(paths.lock):
+    while runtime.lock_is_held(paths.root_lock):  # released last, after the final save
         if time.monotonic() > deadline:
             raise RuntimeError("the daemon did not stop")
         time.sleep(0.02)
+
+
+# ------------------------------------------------------------------------------ lifecycle
+def run_lifecycle_bench(root: Path, *, scales: tuple[int, ...] = (1, 3), embedder: str = "none", starts: int = 3,
+                        work_dir: Path | None = None) -> dict:
+    """The daemon's lifecycle figures (issue 10), per scale ``n`` in ``scales`` (the root
+    replicated ``n`` times like ``bsl-lens bench --scale``; 1: a hard-linked copy):
+
+    * ``stop_mid_first_index_s``: ``shutdown`` request during the chunking of a first index,
+      until the root lock is free (the daemon has exited and released everything);
+      ``sigterm_mid_first_index_s``: the same with SIGTERM;
+    * ``stop_mid_embedding_s`` (only with an ``embedder``, scale 1): during the dense backlog;
+    * ``warm_start_s``: ``daemon run`` spawned by the client until the first answered lexical
+      search (median and max of ``starts``), ``watch_armed_s``: until ``status`` shows the
+      watcher armed, ``stop_idle_s``: a stop when idle (final save included).
+
+    Seconds; lexical unless ``embedder``. A temporary tree and index dir under ``work_dir``
+    (default the system temp dir) are removed afterwards. Nothing here asserts a target; the
+    README reports the figures with the machine's load.
+    """
+    from . import runtime
+    from .bench import _link_or_copy, build_scaled_tree
+    from .client import connect, daemon_args
+
+    out: dict = {"root": str(root), "embedder": embedder, "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
+    for n in scales:
+        work = Path(tempfile.mkdtemp(prefix="bsl-lens-lifecycle-", dir=work_dir))
+        tree, idx = work / "tree", work / "index"
+        res: dict = {}
+        try:
+            if n > 1:
+                build_scaled_tree(root, n, tree)
+            else:
+                shutil.copytree(root, tree, copy_function=lambda s, d: _link_or_copy(Path(s), Path(d)))
+            paths = runtime.paths_for(tree, idx)
+
+            def gone() -> bool:
+                return not runtime.lock_is_held(paths.root_lock)
+
+            def spawn(emb: str):
+                return connect(tree, index_dir=idx, args=daemon_args(embedder=emb, watch="auto"), timeout=600, client="bench")
+
+            def mid_chunk(c, timeout: float = 600) -> bool:
+                deadline = time.monotonic() + timeout
+                while time.monotonic() < deadline:
+                    st = c.status().service
+                    if st.state == "indexing" and st.progress.get("stage") == "chunk" and st.progress.get("done", 0) > 0:
+                        return True
+                    if st.state == "ready":
+                        return False
+                    time.sleep(0.01)
+                return False
+
+            def timed_exit(t0: float) -> float:
+                while not gone():
+                    time.sleep(0.005)
+                return round(time.perf_counter() - t0, 3)
+
+            # a stop and a SIGTERM during the first index (each drops it: the next resumes)
+            for key in ("stop_mid_first_index_s", "sigterm_mid_first_index_s"):
+                c = spawn("none")
+                caught = mid_chunk(c)
+                pid = c.hello.pid
+                t0 = time.perf_counter()
+                if key.startswith("stop"):
+                    c.shutdown()
+                else:
+                    os.kill(pid, 15)
+                c.close()
+                res[key] = timed_exit(t0) if caught else None
+            # the first index to the end, then warm starts
+            c = spawn(embedder)
+            t0 = time.perf_counter()
+            if not c.wait_idle(3600):
+                raise RuntimeError("the daemon did not finish its first index")
+            res["first_index_s"] = round(time.perf_counter() - t0, 1)
+            st = c.status().service
+            res["modules"], res["chunks"] = st.modules, st.chunks
+            if embedder != "none" and n == 1:
+                deadline = time.monotonic() + 600
+                while c.status().service.dense.done == 0 and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                t0 = time.perf_counter()
+                c.shutdown()
+                c.close()
+                res["stop_mid_embedding_s"] = timed_exit(t0)
+            else:
+                c.shutdown()
+                c.close()
+                timed_exit(time.perf_counter())
+            warm, armed, stops = [], [], []
+            for _ in range(starts):
+                t0 = time.perf_counter()
+                c = spawn("none")
+                c.search("ЗначениеРеквизитаОбъекта", mode="lexical", top_k=1)
+                warm.append(time.perf_counter() - t0)
+                first_state = c.status().service.watcher.state
+                while c.status().service.watcher.state == "arming":
+                    time.sleep(0.01)
+                armed.append(time.perf_counter() - t0)
+                c.wait_idle(600)
+                t1 = time.perf_counter()
+                c.shutdown()
+                c.close()
+                stops.append(timed_exit(t1))
+            res["warm_start_s"] = {"median": round(statistics.median(warm), 2), "max": round(max(warm), 2)}
+            res["watch_armed_s"] = {"median": round(statistics.median(armed), 2), "max": round(max(armed), 2)}
+            res["watcher_state_at_first_answer"] = first_state
+            res["stop_idle_s"] = {"median": round(statistics.median(stops), 3), "max": round(max(stops), 3)}
+        finally:
+            try:
+                paths = runtime.paths_for(tree, idx)
+                if not gone():
+                    with connect(tree, index_dir=idx, spawn=False, client="bench") as c:
+                        c.shutdown()
+                    _wait_gone(tree, idx)
+            except Exception:
+                pass
+            shutil.rmtree(work, ignore_errors=True)
+        out[f"scale_{n}"] = res
+    out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
+    return out

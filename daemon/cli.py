@@ -364,9 +364,12 @@ def cmd_bench(args) -> int:
         from lsp.bench import run_lsp_bench
 
         return _print_report(run_lsp_bench(args), args.json)
-    if args.daemon:
-        from .bench_daemon import run_daemon_bench
+    if args.daemon or getattr(args, "lifecycle", False):
+        from .bench_daemon import run_daemon_bench, run_lifecycle_bench
 
+        scales = (1, 3) if args.scale == 1 else (args.scale,)
+        if getattr(args, "lifecycle", False):
+            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or "none"), args.json)
         out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
@@ -374,6 +377,7 @@ def cmd_bench(args) -> int:
             queries=args.queries,
             rss_scale=args.scale,
         )
+        out["lifecycle"] = run_lifecycle_bench(Path(args.root), scales=scales)
         return _print_report(out, args.json)
     from .bench import run_bench
 
@@ -383,6 +387,9 @@ def cmd_bench(args) -> int:
 # ------------------------------------------------------------------------------ daemon, status
 #: ``bsl-lens status`` exit code when no daemon answers for the root.
 EXIT_NOT_RUNNING = 3
+#: ``bsl-lens status`` exit code while the daemon is starting: its process holds the root
+#: lock (or a client is spawning it) but it does not answer yet.
+EXIT_STARTING = 4
 
 WATCH_MODES = ("auto", "native", "polling", "off")
 
@@ -401,7 +408,8 @@ def _daemon_spawn_args(args) -> list[str]:
 
 def cmd_daemon_start(args) -> int:
     """Start the daemon for a root in the background, or report the one already running.
-    Exit 0 either way; 1 if it could not be started (the log's tail is printed)."""
+    Exit 0 either way; 1 if it could not be started (the log's tail is printed) or the root's
+    daemon runs on another index dir (its pid and index dir are printed; nothing is spawned)."""
     from .client import DaemonError, connect
 
     try:
@@ -419,52 +427,66 @@ def cmd_daemon_start(args) -> int:
 
 
 def cmd_daemon_stop(args) -> int:
-    """Stop the root's daemon: ``shutdown`` request, then wait (``--timeout``) until its
-    lock is free, which means the final save is done. If it does not answer or does not
-    exit, SIGTERM and then SIGKILL the pid from its hello/``daemon.json``, but only if that
-    pid still holds the lock. Exit 0 stopped or was not running, 1 could not stop it."""
+    """Stop the root's daemon, found by the root lock whatever ``--index-dir`` says:
+    ``shutdown`` request, then wait (``--timeout``) until the root lock is free, which means
+    the final save is done. If it does not answer (still starting, hung) or does not exit,
+    SIGTERM and then SIGKILL the pid holding the root lock. A ``--index-dir`` that is not
+    the daemon's is refused (it names the daemon's). Exit 0 stopped or was not running, 1
+    could not stop it (or the wrong index dir)."""
     from . import runtime
     from .client import DaemonError, connect
 
     paths = runtime.paths_for(args.root, args.index_dir)
-    if not runtime.lock_is_held(paths.lock):
+    owner = runtime.root_owner(paths)
+    if owner is None:
         runtime.clean_stale(paths)
         print(f"bsl-lens daemon for {paths.root}: not running")
         return 0
-    st = runtime.read_state(paths)
-    pid = st.pid if st else None
+    if owner.index_dir and owner.index_dir != str(paths.index_dir):
+        print(
+            f"bsl-lens: error: the daemon for {paths.root} (pid {owner.pid or '?'}) uses the index dir {owner.index_dir}, "
+            f"not {paths.index_dir}; not stopping it. Stop it with: bsl-lens daemon stop {paths.root} --index-dir {owner.index_dir}",
+            file=sys.stderr,
+        )
+        return 1
+    pid = owner.pid or None
+    asked = False
     try:
         with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=10.0, connect_timeout=5.0, client="cli") as c:
             pid = c.hello.pid
             c.shutdown()
+            asked = True
     except DaemonError as exc:
         print(f"bsl-lens: the daemon does not answer ({exc}); stopping it by signal", file=sys.stderr)
-    if not _wait_lock_free(paths, args.timeout):
-        holder = runtime.lock_holder(paths.lock)
-        if pid is None or holder != pid:
+    if not asked or not _wait_lock_free(paths, args.timeout):
+        holder = runtime.lock_holder(paths.root_lock)
+        if holder is None and not runtime.lock_is_held(paths.root_lock):
+            pass  # it exited meanwhile
+        elif pid is None or holder != pid:
             print(
-                f"bsl-lens: error: {paths.lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; "
+                f"bsl-lens: error: {paths.root_lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; "
                 "not sending signals",
                 file=sys.stderr,
             )
             return 1
-        import signal
+        else:
+            import signal
 
-        for sig, wait in ((signal.SIGTERM, 10.0), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
-            if runtime.lock_holder(paths.lock) != pid:
-                break
-            print(f"bsl-lens: sending {sig.name} to pid {pid}", file=sys.stderr)
-            try:
-                os.kill(pid, sig)
-                if sig == signal.SIGTERM and hasattr(signal, "SIGCONT"):
-                    os.kill(pid, signal.SIGCONT)  # a stopped (Ctrl-Z) daemon must run to handle it
-            except ProcessLookupError:
-                break
-            if _wait_lock_free(paths, wait):
-                break
-        if runtime.lock_is_held(paths.lock):
-            print(f"bsl-lens: error: pid {pid} still holds {paths.lock}", file=sys.stderr)
-            return 1
+            for sig, wait in ((signal.SIGTERM, 10.0), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
+                if runtime.lock_holder(paths.root_lock) != pid:
+                    break
+                print(f"bsl-lens: sending {sig.name} to pid {pid}", file=sys.stderr)
+                try:
+                    os.kill(pid, sig)
+                    if sig == signal.SIGTERM and hasattr(signal, "SIGCONT"):
+                        os.kill(pid, signal.SIGCONT)  # a stopped (Ctrl-Z) daemon must run to handle it
+                except ProcessLookupError:
+                    break
+                if _wait_lock_free(paths, wait):
+                    break
+            if runtime.lock_is_held(paths.root_lock):
+                print(f"bsl-lens: error: pid {pid} still holds {paths.root_lock}", file=sys.stderr)
+                return 1
     runtime.clean_stale(paths)
     print(f"bsl-lens daemon for {paths.root} stopped (pid {pid or '?'})")
     return 0
@@ -475,7 +497,7 @@ def _wait_lock_free(paths, timeout: float) -> bool:
 
     deadline = time.monotonic() + timeout
     delay = 0.01
-    while runtime.lock_is_held(paths.lock):
+    while runtime.lock_is_held(paths.root_lock):
         if time.monotonic() >= deadline:
             return False
         time.sleep(delay)
@@ -491,18 +513,24 @@ def cmd_daemon_restart(args) -> int:
 
 def cmd_daemon_run(args) -> int:
     """Run the daemon in the foreground until ``daemon stop``, SIGTERM or Ctrl-C. Logs go
-    to stderr and to the log file (``--log-file``, default ``daemon.log`` in the index dir)
-    unless stderr already is that file (a spawned daemon). Exit 0 also when another daemon
-    already serves the root (reported on stdout)."""
+    to stderr and to the log file (``--log-file``, default ``daemon.log`` in the index dir,
+    0600) unless stderr already is that file (a spawned daemon). Exit 5
+    (``runtime.EXIT_ALREADY_RUNNING``) at once when another daemon already serves the root,
+    whatever its index dir (its pid, index dir and how to stop it go to stderr)."""
     from . import runtime
     from .server import AlreadyRunning, run_daemon
 
     paths = runtime.paths_for(args.root, args.index_dir)
+    owner = runtime.root_owner(paths)
+    if owner is not None:  # said before the log is opened: a duplicate writes no file
+        print(f"bsl-lens: {AlreadyRunning(paths, owner)}", file=sys.stderr)
+        return runtime.EXIT_ALREADY_RUNNING
     log_path = Path(args.log_file).resolve() if args.log_file else paths.log
     root_logger = logging.getLogger()
     root_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not _same_file(sys.stderr, log_path):
-        log_path.parent.mkdir(parents=True, exist_ok=True)
+        log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))  # it records queries
         fh = logging.FileHandler(log_path, encoding="utf-8")
         fh.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
         root_logger.addHandler(fh)
@@ -517,10 +545,8 @@ def cmd_daemon_run(args) -> int:
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
-        st = exc.state
-        where = f"pid {st.pid}, socket {st.socket}" if st else "still starting"
-        print(f"bsl-lens daemon already running for {exc.paths.root}: {where}")
-        return 0
+        print(f"bsl-lens: {exc}", file=sys.stderr)
+        return runtime.EXIT_ALREADY_RUNNING
 
 
 def _same_file(stream, path: Path) -> bool:
@@ -533,41 +559,81 @@ def _same_file(stream, path: Path) -> bool:
 
 
 def cmd_status(args) -> int:
-    """Report the root's daemon; never starts one. Exit 0 running, 3 not running (or not
-    answering). ``--json``: the daemon's ``Status`` fields plus ``"running": true`` and a
-    ``"daemon"`` object (pid, socket, log, connections, ...); when not running
-    ``{"running": false, "root", "index_dir"}`` (+ ``"detail"`` if a process holds the lock)."""
+    """Report the root's daemon, found by the root lock whatever ``--index-dir`` says (a
+    note says when it differs); never starts one. Exit 0 running, 4 starting (its process
+    is up, or a client is spawning it, but it does not answer yet), 3 not running (or
+    stopping, or not answering). ``--json``: the daemon's ``Status`` fields plus
+    ``"running": true`` and a ``"daemon"`` object (pid, socket, log, connections, ...);
+    starting: ``{"running": false, "state": "starting", "pid", "root", "index_dir",
+    "log"}``; not running ``{"running": false, "root", "index_dir"}`` (+ ``"state"`` and
+    ``"detail"`` if a process holds the root lock)."""
     from . import runtime
     from .client import DaemonError, DaemonNotRunning, connect
 
     paths = runtime.paths_for(args.root, args.index_dir)
+    note = None
+    owner = runtime.root_owner(paths)
+    if owner is not None and owner.index_dir and owner.index_dir != str(paths.index_dir):
+        note = f"note: the daemon of this root uses the index dir {owner.index_dir}, not {paths.index_dir}"
+        paths = runtime.paths_for(args.root, owner.index_dir)
     detail = None
     try:
         with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=15.0, connect_timeout=5.0, client="cli") as c:
             res = c.status()
     except DaemonError as exc:
-        holder = runtime.lock_holder(paths.lock)
-        if holder is not None or runtime.lock_is_held(paths.lock):
-            detail = f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; see {paths.log}"
+        owner = runtime.root_owner(paths)
+        state = None
+        pid = owner.pid if owner else None
+        if owner is not None and owner.phase == "starting":
+            state = "starting"
+        elif owner is None and runtime.lock_is_held(paths.spawn_lock):
+            state, pid = "starting", runtime.lock_holder(paths.spawn_lock)  # a client is spawning it
+        elif owner is not None:
+            state = "stopping" if owner.phase == "stopping" else "not answering"
+            detail = f"pid {pid or '?'} holds {paths.root_lock} but does not answer ({exc}): {state}; see {paths.log}"
         elif not isinstance(exc, DaemonNotRunning):
-            detail = str(exc)  # e.g. the root is served from another index dir
+            detail = str(exc)
+        if state == "starting":
+            if args.json:
+                out = {"running": False, "state": "starting", "pid": pid, "root": str(paths.root), "index_dir": str(paths.index_dir), "log": str(paths.log)}
+                if note:
+                    out["note"] = note
+                print(json.dumps(out, ensure_ascii=False, indent=2))
+            else:
+                who = f"pid {pid or '?'}" if owner is not None else f"being spawned by client pid {pid or '?'}"
+                print(f"bsl-lens daemon for {paths.root}: starting ({who}, index dir {paths.index_dir}); it answers once its snapshot is loaded")
+                if note:
+                    print(f"  {note}")
+                if args.verbose:
+                    print(f"  log:       {paths.log}")
+            return EXIT_STARTING
         if args.json:
             out = {"running": False, "root": str(paths.root), "index_dir": str(paths.index_dir)}
+            if state:
+                out["state"] = state
             if detail:
                 out["detail"] = detail
+            if note:
+                out["note"] = note
             print(json.dumps(out, ensure_ascii=False, indent=2))
         else:
             print(f"bsl-lens daemon for {paths.root}: not running" + (f"\n  {detail}" if detail else ""))
+            if note:
+                print(f"  {note}")
             if args.verbose:
                 print(f"  index dir: {paths.index_dir}\n  log:       {paths.log}")
         return EXIT_NOT_RUNNING
     data = msgspec.to_builtins(res.service)
     data["running"] = True
     data["daemon"] = msgspec.to_builtins(res.daemon)
+    if note:
+        data["note"] = note
     if args.json:
         print(json.dumps(data, ensure_ascii=False, indent=2))
     else:
         print(format_status(data, verbose=args.verbose))
+        if note:
+            print(f"  {note}")
     return 0
 
 
@@ -617,6 +683,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     else:
         lines.append("  dense:    off (lexical only)")
     mode = watcher.get("mode", "?")
+    wstate = watcher.get("state")
+    if wstate and wstate not in ("off", {"native": "watching"}.get(mode, mode)):
+        mode = f"{mode} ({wstate})" if mode != "off" else wstate
     deg = f"; degraded: {watcher['degraded']}" if watcher.get("degraded") else ""
     lines.append(f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, {g('queued_paths', 0)} queued paths")
     if lat.get("samples"):
@@ -896,6 +965,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the daemon's targets through its socket (warm start, edit latency, load, RSS) on a copy of ROOT "
         "and of --index-dir (an existing index of ROOT)",
+    )
+    sp.add_argument(
+        "--lifecycle",
+        action="store_true",
+        help="only the daemon's lifecycle figures: stop/SIGTERM latency mid first index, warm start to the first "
+        "answer and to an armed watcher, at --scale 1 and 3 (or the --scale given); lexical unless --embedder",
     )
     sp.add_argument("--json", action="store_true")
     sp.add_argument(

@@ -3,8 +3,8 @@
 * :func:`connect` / :func:`connect_async` return a :class:`DaemonClient` (blocking socket;
   the CLI and tests) or an :class:`AsyncDaemonClient` (asyncio streams; the LSP and MCP
   front ends), after the ``hello`` handshake. With ``spawn=True`` (the default) a missing
-  daemon is started: under ``spawn.lock`` (so two clients starting at once give one
-  daemon), as ``python -m daemon.cli daemon run ROOT ...`` in a new session, then polled
+  daemon is started: under the root's ``spawn.lock`` (so two clients starting at once give
+  one daemon, whatever their index dirs), as ``python -m daemon.cli daemon run ROOT ...`` in a new session, then polled
   with connect + ``hello`` (10 ms doubling to 0.5 s) until it answers, its process exits
   (:class:`DaemonError` with the tail of its log) or ``timeout`` passes
   (:class:`DaemonTimeout`). ``spawn=False`` raises :class:`DaemonNotRunning` instead.
@@ -192,7 +192,7 @@ class _Methods:
 
     def shutdown(self, *, timeout: float | None = None):
         """Ask the daemon to stop; the reply (``Ack``) comes once ``daemon.json`` is gone.
-        The process then saves and exits: wait for ``daemon.lock`` to be free."""
+        The process then saves and exits: wait for the root lock (``paths.root_lock``) to be free."""
         return self._typed("shutdown", {}, timeout)
 
 
@@ -592,12 +592,32 @@ def address_of(paths: runtime.Paths) -> str:
     return str(paths.socket)
 
 
+class RootBusy(DaemonError):
+    """The root is served (or being started) by a daemon on another index dir than the one
+    asked for: ``pid``, ``index_dir`` of that daemon. One daemon per root."""
+
+    def __init__(self, paths: runtime.Paths, pid: int | None, index_dir: str):
+        self.pid = pid
+        self.index_dir = index_dir
+        super().__init__(
+            f"the daemon for {paths.root} (pid {pid or '?'}) uses the index dir {index_dir}, not "
+            f"{paths.index_dir}: one daemon per export root; use it (leave out --index-dir) or stop it first "
+            f"(bsl-lens daemon stop {paths.root} --index-dir {index_dir})"
+        )
+
+
 def _check_index_dir(paths: runtime.Paths, hello: HelloResult | None) -> None:
     if hello is not None and hello.index_dir != str(paths.index_dir):
-        raise DaemonError(
-            f"the daemon for {paths.root} (pid {hello.pid}) uses the index dir {hello.index_dir}, not "
-            f"{paths.index_dir}: one daemon per export root; stop it first (bsl-lens daemon stop {paths.root})"
-        )
+        raise RootBusy(paths, hello.pid, hello.index_dir)
+
+
+def _check_owner(paths: runtime.Paths) -> runtime.RootOwner | None:
+    """The root lock's holder (:func:`daemon.runtime.root_owner`); :class:`RootBusy` if it
+    serves another index dir than ``paths``'."""
+    owner = runtime.root_owner(paths)
+    if owner is not None and owner.index_dir and owner.index_dir != str(paths.index_dir):
+        raise RootBusy(paths, owner.pid, owner.index_dir)
+    return owner
 
 
 def _try_open(paths: runtime.Paths, kw: dict) -> DaemonClient | None:
@@ -633,28 +653,32 @@ def ensure_daemon(
 ) -> bool:
     """Make sure a daemon for ``paths`` answers; ``probe()`` returns True once it does.
 
-    Under ``spawn.lock``: probe again, and if no process holds ``daemon.lock``, remove stale
-    files and spawn ``daemon run`` with ``args``; then poll ``probe`` with backoff (10 ms
-    doubling to :data:`PROBE_MAX_DELAY`, 50 ms: a probe is one failed ``connect``, and a
-    longer step would add up to its length to the warm start of a ~1.5 s daemon). A daemon that holds the lock but does not answer yet (starting or
+    Under the root's ``spawn.lock`` (per root, whatever the index dir): probe again, and if
+    no process holds the root lock, spawn ``daemon run`` with ``args`` (it removes a killed
+    daemon's leftovers itself; clients never unlink a daemon's files); then poll ``probe``
+    with backoff (10 ms doubling to :data:`PROBE_MAX_DELAY`, 50 ms: a probe is one failed
+    ``connect``, and a longer step would add up to its length to the warm start of a ~1.5 s
+    daemon). A daemon that holds the root lock but does not answer yet (starting or
     stopping) is waited for the same way. Returns True if this call spawned the daemon.
 
-    Raises :class:`DaemonTimeout` after ``timeout`` seconds, :class:`DaemonError` (with the
-    log's tail) if the spawned process exits with an error before answering.
+    Raises :class:`RootBusy` at once when the root's daemon (running or starting) uses
+    another index dir; :class:`DaemonTimeout` after ``timeout`` seconds;
+    :class:`DaemonError` (with the log's tail) if the spawned process exits with an error
+    before answering.
     """
     deadline = time.monotonic() + timeout
     delay = 0.01
     while True:
         if probe():
             return False
+        _check_owner(paths)
         spawn_lock = runtime.FileLock(paths.spawn_lock)
         if not spawn_lock.acquire(max(0.0, deadline - time.monotonic())):
             raise DaemonTimeout(f"another client has been starting the daemon for {paths.root} for {timeout:g} s ({paths.spawn_lock})")
         try:
             if probe():
                 return False
-            if not runtime.lock_is_held(paths.lock):
-                runtime.clean_stale(paths)
+            if _check_owner(paths) is None:
                 runtime.ensure_socket_dir()
                 proc = runtime.spawn_daemon(paths, list(args or []))
                 log_path = runtime.log_file_of(paths, list(args or []))
@@ -664,7 +688,11 @@ def ensure_daemon(
                         return True
                     rc = proc.poll()
                     if rc is not None and not probe():
-                        if rc == 0:  # lost a race to a daemon started by hand: wait for that one
+                        if rc == runtime.EXIT_ALREADY_RUNNING:  # lost a race to a daemon started by hand
+                            if _check_owner(paths) is not None:  # RootBusy if it serves another index dir
+                                break  # else wait for that one
+                            if runtime.lock_is_held(paths.lock):  # the index dir is another root's
+                                raise DaemonError(f"the daemon for {paths.root} could not start; end of {log_path}:\n{runtime.tail(log_path)}")
                             break
                         raise DaemonError(
                             f"the daemon for {paths.root} exited with code {rc} before answering; "
@@ -785,7 +813,8 @@ async def connect_async(
 
 def find_daemon(root: str | os.PathLike, index_dir: str | os.PathLike | None = None) -> runtime.DaemonState | None:
     """``daemon.json`` of the live daemon for ``root``, or None. Liveness is the lock, not
-    the file: a state file without a lock holder is stale and ignored (not removed)."""
+    the file: a state file without a lock holder is stale and ignored (not removed).
+    Without ``index_dir``, the index dir of the daemon holding the root lock."""
     paths = runtime.paths_for(root, index_dir)
     if not runtime.lock_is_held(paths.lock):
         return None
@@ -800,6 +829,7 @@ __all__ = [
     "DaemonNotRunning",
     "DaemonTimeout",
     "ProtocolError",
+    "RootBusy",
     "connect",
     "connect_async",
     "daemon_args",

@@ -24,6 +24,7 @@ import logging
 import os
 import unicodedata
 import re
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
@@ -102,6 +103,11 @@ MAX_QUERY_CHARS = 4096
 QUERY_EMBED_CHARS = 512
 #: How many candidates each channel contributes to fusion.
 CHANNEL_DEPTH = 100
+
+
+class Cancelled(Exception):
+    """:meth:`Engine.prepare` stopped because its ``cancel()`` said so (the daemon is
+    stopping); nothing was changed, the reconcile runs again on the next start."""
 
 
 class EngineConfig(msgspec.Struct, kw_only=True):
@@ -753,8 +759,13 @@ class Engine:
         dirs: Iterable[str] = (),
         *,
         progress: Callable[[str, int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
     ) -> "ChangeSet":
         """Work out what a reconcile changes, without touching the indexes (no lock held).
+
+        ``cancel()``: polled after the scan and after every file (or worker batch of
+        :data:`POOL_BATCH` files); when it returns True, :class:`Cancelled` is raised and the
+        work so far is dropped (the indexes are untouched).
 
         ``paths is None``: the whole export (:func:`daemon.scan.scan_export`); otherwise only
         ``paths`` and the subtrees of ``dirs`` (:func:`daemon.scan.scan_paths`). Reads,
@@ -770,12 +781,12 @@ class Engine:
         gc_on = gc.isenabled()
         gc.disable()
         try:
-            return self._prepare(paths, dirs, progress)
+            return self._prepare(paths, dirs, progress, cancel or (lambda: False))
         finally:
             if gc_on:
                 gc.enable()
 
-    def _prepare(self, paths, dirs, progress) -> "ChangeSet":
+    def _prepare(self, paths, dirs, progress, cancel) -> "ChangeSet":
         from .scan import scan_paths
 
         t0 = time.perf_counter()
@@ -788,6 +799,8 @@ class Engine:
             scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
         else:
             scan = scan_paths(self.root, self._info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
+        if cancel():
+            raise Cancelled()
         cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
         skipped: list[Skip] = list(scan.skipped)
         sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
@@ -809,6 +822,8 @@ class Engine:
             results = (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo)
         done = total - len(todo)
         for n, result in enumerate(results, 1):
+            if cancel():
+                raise Cancelled()
             if progress and (done + n) % 200 == 0:
                 progress("chunk", done + n, total)
             if isinstance(result, Skip):
@@ -1637,23 +1652,54 @@ def make_pool(workers: int | None = None, *, nice: int = 0):
     at most 4), started with ``spawn`` (the daemon has threads; forking them is unsafe).
     Chunking in workers keeps the daemon's GIL free for queries during a big reindex and
     uses every core for a first index. ``nice``: added to the workers' nice value (POSIX), so
-    that the daemon's query threads win the CPU while a checkout is re-indexed."""
+    that the daemon's query threads win the CPU while a checkout is re-indexed.
+
+    The workers die with the process that made the pool, ``kill -9`` included
+    (:func:`_worker_init`); multiprocessing's resource tracker, which the pool's semaphores
+    start, then reads EOF on its pipe (the workers held the last copies) and exits too."""
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
     n = workers or min(4, os.cpu_count() or 1)
     return ProcessPoolExecutor(
-        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_lower_priority, initargs=(nice,)
+        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(nice, os.getpid())
     )
 
 
-def _lower_priority(nice: int) -> None:
-    """Worker initializer: ``os.nice(nice)`` where it exists."""
+#: A worker checks this often (seconds) that its parent is alive, where PR_SET_PDEATHSIG is
+#: missing (not Linux) or did not fire (the parent died before it was set).
+PARENT_POLL_S = 0.5
+
+
+def _worker_init(nice: int, parent: int) -> None:
+    """Worker initializer: ``os.nice(nice)``; die with ``parent``: on Linux
+    ``prctl(PR_SET_PDEATHSIG, SIGKILL)`` (the kernel kills the worker when the parent thread
+    that spawned it exits), everywhere a daemon thread that calls ``os._exit`` once the parent
+    pid is gone (reparented)."""
     if nice and hasattr(os, "nice"):
         try:
             os.nice(nice)
         except OSError:
             pass
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+            import signal
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, int(signal.SIGKILL), 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+        except (OSError, AttributeError):
+            pass
+    if os.getppid() != parent:  # the parent died before prctl took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while True:
+            time.sleep(PARENT_POLL_S)
+            if os.getppid() != parent:
+                os._exit(1)
+
+    threading.Thread(target=watch, name="bsl-lens-parent-watch", daemon=True).start()
+
 
 
 def _is_configuration(rel: str) -> bool:

@@ -5,19 +5,31 @@ Per export root (files in its index dir, ``--index-dir`` or
 
     daemon.json   DaemonState: pid, socket, version, protocol, root, index_dir, log, started_at
                   (written once the socket accepts; unlinked first thing on shutdown)
-    daemon.lock   flock held exclusively by the live daemon for its whole life; the holder
-                  writes its pid into it. The ONLY liveness test: a pid in a file is never
-                  trusted on its own.
-    spawn.lock    flock held by a client while it spawns a daemon and waits for it, so two
-                  clients starting at once give one daemon
+    daemon.lock   flock held exclusively by the live daemon for its whole life (after the
+                  root lock below); the holder writes its pid into it
     daemon.log    the daemon's log (the spawned process's stderr is appended to it too)
 
+The index dir is made 0700 and the daemon runs with umask 077, so every file it writes
+(the log records queries) is 0600.
+
 Per user, independent of environment variables so a client with an empty environment
-finds the daemon: ``/tmp/bsl-lens-<uid>/`` (mode 0700, owned by us, not a symlink) holds
-``<key>.sock`` (mode 0600) and the pointer ``<key>.json`` = ``{"root", "index_dir",
-"socket"}``, where ``key`` = the first 16 hex digits of sha256 of the resolved root path.
-The pointer lets a client that was not told ``--index-dir`` (or runs with another
-``XDG_CACHE_HOME``) find the index dir, and with it the lock and the log.
+finds the daemon: ``/tmp/bsl-lens-<uid>/`` (mode 0700, owned by us, not a symlink) holds,
+with ``key`` = the first 16 hex digits of sha256 of the resolved root path:
+
+    <key>.lock        the ROOT LOCK: flock held by the root's daemon for its whole life,
+                      taken before it touches any other file of the root, whatever its
+                      index dir. One daemon per root. The holder writes
+                      ``{"pid", "index_dir", "log", "phase"}`` into it (phase: starting |
+                      serving | stopping), so a client finds the root's daemon and its index
+                      dir before ``daemon.json`` exists. The ONLY liveness test: a pid in a
+                      file is never trusted on its own.
+    <key>.spawn.lock  flock held by a client while it spawns the root's daemon and waits for
+                      it, so two clients starting at once (any index dirs) give one daemon
+    <key>.sock        the socket (mode 0600); only the root lock's holder creates or
+                      unlinks it
+    <key>.json        the pointer ``{"root", "index_dir", "socket"}``: lets a client that was
+                      not told ``--index-dir`` (or runs with another ``XDG_CACHE_HOME``) find
+                      the index dir, and with it the log, after the daemon stopped
 
 Windows has no Unix sockets in Python's asyncio: the daemon listens on loopback TCP
 (127.0.0.1, random port, in ``daemon.json``) and writes a random token to ``daemon.token``
@@ -53,9 +65,12 @@ else:
 
 STATE_FILE = "daemon.json"
 LOCK_FILE = "daemon.lock"
-SPAWN_LOCK_FILE = "spawn.lock"
+SPAWN_LOCK_FILE = "spawn.lock"  # suffix of <key>.spawn.lock in the socket dir
 LOG_FILE = "daemon.log"
 TOKEN_FILE = "daemon.token"
+#: ``daemon run`` exit code when another daemon already serves the root (or holds the index
+#: dir): the spawning client tells it from a crash and reports that daemon instead.
+EXIT_ALREADY_RUNNING = 5
 #: A log bigger than this is moved to ``daemon.log.1`` when a client spawns a new daemon.
 LOG_ROTATE_BYTES = 8 << 20
 
@@ -81,11 +96,23 @@ class Paths(msgspec.Struct, kw_only=True, frozen=True):
     index_dir: Path
     state: Path
     lock: Path
-    spawn_lock: Path
+    spawn_lock: Path  # <key>.spawn.lock in the socket dir (per root)
     log: Path
     token: Path
     socket: Path
     pointer: Path
+    root_lock: Path  # <key>.lock in the socket dir: held by the root's daemon
+
+
+class RootOwner(msgspec.Struct, kw_only=True):
+    """The process holding a root's lock (:func:`root_owner`): its ``pid`` (0 when unknown),
+    the ``index_dir`` it serves from ("" while unknown), its ``log`` and ``phase``
+    (starting | serving | stopping)."""
+
+    pid: int = 0
+    index_dir: str = ""
+    log: str = ""
+    phase: str = "starting"
 
 
 class RuntimeDirError(OSError):
@@ -137,20 +164,26 @@ def ensure_socket_dir() -> Path:
 def paths_for(root: str | os.PathLike, index_dir: str | os.PathLike | None = None) -> Paths:
     """All state paths of the daemon for ``root``.
 
-    ``index_dir`` given: that one. Otherwise the pointer file's index dir when the pointer
-    names this root, else :func:`daemon.store.default_index_dir`. Creates nothing.
+    ``index_dir`` given: that one. Otherwise the index dir of the daemon holding the root
+    lock (:func:`root_owner`), else the pointer file's when it names this root, else
+    :func:`daemon.store.default_index_dir`. Creates nothing.
     """
     root = resolve_root(root)
     key = root_key(root)
     sdir = socket_dir()
     pointer = sdir / f"{key}.json"
+    root_lock = sdir / f"{key}.lock"
     if index_dir is not None:
         idx = Path(index_dir).expanduser().resolve()
     else:
         idx = None
-        p = read_pointer(pointer)
-        if p is not None and p.get("root") == str(root) and p.get("index_dir"):
-            idx = Path(p["index_dir"])
+        owner = _read_owner(root_lock) if lock_is_held(root_lock) else None
+        if owner is not None and owner.index_dir:
+            idx = Path(owner.index_dir)
+        else:
+            p = read_pointer(pointer)
+            if p is not None and p.get("root") == str(root) and p.get("index_dir"):
+                idx = Path(p["index_dir"])
         if idx is None:
             idx = default_index_dir(root)
     return Paths(
@@ -158,12 +191,70 @@ def paths_for(root: str | os.PathLike, index_dir: str | os.PathLike | None = Non
         index_dir=idx,
         state=idx / STATE_FILE,
         lock=idx / LOCK_FILE,
-        spawn_lock=idx / SPAWN_LOCK_FILE,
+        spawn_lock=sdir / f"{key}.{SPAWN_LOCK_FILE}",
         log=idx / LOG_FILE,
         token=idx / TOKEN_FILE,
         socket=sdir / f"{key}.sock",
         pointer=pointer,
+        root_lock=root_lock,
     )
+
+
+def _read_owner(path: Path) -> RootOwner | None:
+    """The root lock file's JSON (None if empty, mid-write or damaged)."""
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=RootOwner)
+    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+        return None
+
+
+def root_owner(paths: Paths) -> RootOwner | None:
+    """Who holds the root lock of ``paths.root`` right now, or None if nobody does.
+
+    ``pid`` is the holder's (``/proc/locks`` on Linux, else what it wrote); ``index_dir``,
+    ``log`` and ``phase`` are what it wrote (a read that races its write is retried a few
+    times over ~20 ms; then index_dir "" and phase "starting"). Works whatever index dir the
+    caller was given: this is how ``status``/``stop``/``start`` find the root's daemon.
+    """
+    if not lock_is_held(paths.root_lock):
+        return None
+    info = None
+    for _ in range(5):
+        info = _read_owner(paths.root_lock)
+        if info is not None:
+            break
+        time.sleep(0.004)
+    info = info or RootOwner()
+    holder = lock_holder(paths.root_lock)
+    if holder is None and not lock_is_held(paths.root_lock):
+        return None  # released meanwhile
+    if holder:
+        info.pid = holder
+    return info
+
+
+def write_owner(lock: "FileLock", paths: Paths, phase: str, log_path: str = "") -> None:
+    """The root lock holder records ``{"pid", "index_dir", "log", "phase"}`` in the lock
+    file (see :class:`RootOwner`)."""
+    lock.write_bytes(msgspec.json.encode(RootOwner(pid=os.getpid(), index_dir=str(paths.index_dir), log=log_path or str(paths.log), phase=phase)))
+
+
+def make_private(d: Path) -> None:
+    """Make the index dir ``d`` owner-only: 0700 for it and the folders under it, 0600 for
+    its files (an index made by an older version, or by ``bsl-lens index`` with a loose
+    umask, is repaired). Errors are logged at debug level and skipped."""
+    for dirpath, dirnames, filenames in os.walk(d):
+        try:
+            os.chmod(dirpath, 0o700)
+        except OSError as exc:
+            log.debug("chmod %s: %s", dirpath, exc)
+        for f in filenames:
+            p = os.path.join(dirpath, f)
+            try:
+                if stat.S_ISREG(os.lstat(p).st_mode):
+                    os.chmod(p, 0o600)
+            except OSError as exc:
+                log.debug("chmod %s: %s", p, exc)
 
 
 # ------------------------------------------------------------------------------ state files
@@ -207,23 +298,23 @@ def unlink_quietly(path: Path) -> None:
 
 def remove_daemon_files(paths: Paths, *, pid: int | None = None, socket_ino: int | None = None) -> None:
     """Remove ``daemon.json``, the socket, the token and the pointer (if it points at this
-    index dir). Call only while holding ``daemon.lock`` or after checking it is free.
+    index dir). Call only while holding BOTH the root lock and ``daemon.lock`` (the daemon
+    itself, or :func:`clean_stale`, which takes them).
 
     ``pid`` / ``socket_ino``: a live daemon cleaning up after itself removes ``daemon.json``
-    only if it names ``pid`` and the socket only if it is the inode it bound (if its index
-    dir was removed, a second daemon may own new ones by now)."""
-    if pid is not None:
-        st = read_state(paths)
-        if st is not None and st.pid != pid:
-            return
-    if socket_ino is not None:
+    only if it names ``pid`` and the socket only if it is the inode it bound (nothing it
+    did not create is unlinked)."""
+    st = read_state(paths)
+    if pid is None or st is None or st.pid == pid:
+        unlink_quietly(paths.state)
+    if socket_ino is None:
+        unlink_quietly(paths.socket)
+    else:
         try:
-            if os.stat(paths.socket).st_ino != socket_ino:
-                return
+            if os.stat(paths.socket).st_ino == socket_ino:
+                unlink_quietly(paths.socket)
         except OSError:
             pass
-    unlink_quietly(paths.state)
-    unlink_quietly(paths.socket)
     unlink_quietly(paths.token)
     p = read_pointer(paths.pointer)
     if p is None or p.get("index_dir") == str(paths.index_dir):
@@ -231,17 +322,26 @@ def remove_daemon_files(paths: Paths, *, pid: int | None = None, socket_ino: int
 
 
 def clean_stale(paths: Paths) -> bool:
-    """If no daemon holds ``daemon.lock``, remove what a killed one left behind.
+    """If no daemon holds the root lock nor ``daemon.lock``, remove what a killed one left
+    behind, holding both locks meanwhile (a daemon starting at that moment finds the root
+    lock taken for a few ms and waits for it, see :func:`daemon.server.run_daemon`).
 
     Returns True if something was removed. Never touches the files of a live daemon.
     """
-    if lock_is_held(paths.lock):
+    if not (paths.state.exists() or paths.socket.exists()):
         return False
-    stale = any(p.exists() for p in (paths.state, paths.socket))
-    if stale:
-        log.info("removing stale daemon files of %s (no process holds %s)", paths.root, paths.lock)
-        remove_daemon_files(paths)
-    return stale
+    root_lock, lock = FileLock(paths.root_lock), FileLock(paths.lock)
+    try:
+        if not root_lock.try_acquire(create=False) or not lock.try_acquire(create=False):
+            return False
+        stale = paths.state.exists() or paths.socket.exists()
+        if stale:
+            log.info("removing stale daemon files of %s (no process holds its locks)", paths.root)
+            remove_daemon_files(paths)
+        return stale
+    finally:
+        lock.release()
+        root_lock.release()
 
 
 # ------------------------------------------------------------------------------ locks
@@ -274,12 +374,20 @@ class FileLock:
             return False
         return (disk.st_ino, disk.st_dev) == (held.st_ino, held.st_dev)
 
-    def try_acquire(self) -> bool:
-        """Take the lock without waiting; False if another process holds it."""
+    def try_acquire(self, *, create: bool = True) -> bool:
+        """Take the lock without waiting; False if another process holds it. ``create``:
+        create the file (and its folder) if missing; with False a missing file counts as
+        free and is created (0600) only if its folder exists."""
         if self._fd is not None:
             return True
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        if create:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+        except FileNotFoundError:
+            if create:
+                raise
+            return True  # no folder: nothing to protect; held stays False
         try:
             if WINDOWS:  # pragma: no cover
                 msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
@@ -307,10 +415,14 @@ class FileLock:
 
     def write_pid(self) -> None:
         """Record our pid in the lock file (for ``daemon stop``'s last-resort signal)."""
+        self.write_bytes(f"{os.getpid()}\n".encode())
+
+    def write_bytes(self, data: bytes) -> None:
+        """Replace the lock file's content with ``data`` (through the held descriptor)."""
         assert self._fd is not None
         os.ftruncate(self._fd, 0)
         os.lseek(self._fd, 0, os.SEEK_SET)
-        os.write(self._fd, f"{os.getpid()}\n".encode())
+        os.write(self._fd, data)
 
     def release(self) -> None:
         """Release and close; idempotent."""
@@ -358,6 +470,15 @@ def lock_holder(path: Path) -> int | None:
     if not lock_is_held(path):
         return None
     try:
+        content = path.read_bytes().strip()
+        if content.startswith(b"{"):
+            pid = msgspec.json.decode(content).get("pid")
+            fallback = int(pid) if pid else None
+        else:
+            fallback = int(content or 0) or None
+    except (OSError, ValueError, AttributeError, msgspec.DecodeError):
+        fallback = None
+    try:
         ino = os.stat(path).st_ino
         with open("/proc/locks", encoding="ascii") as fh:
             for line in fh:
@@ -367,10 +488,7 @@ def lock_holder(path: Path) -> int | None:
                     return int(parts[4])
     except (OSError, ValueError):
         pass
-    try:
-        return int(path.read_text(encoding="ascii").strip() or 0) or None
-    except (OSError, ValueError):
-        return None
+    return fallback
 
 
 # ------------------------------------------------------------------------------ spawning
@@ -391,12 +509,12 @@ def spawn_daemon(paths: Paths, args: list[str]) -> subprocess.Popen:
     """Start ``daemon run`` for ``paths.root`` detached from the caller.
 
     New session (no controlling terminal, not killed by the caller's Ctrl-C), stdin/stdout
-    on /dev/null, stderr appended to the log (:func:`log_file_of`; rotated to ``.1`` beyond
+    on /dev/null, stderr appended to the log (0600; :func:`log_file_of`; rotated to ``.1`` beyond
     :data:`LOG_ROTATE_BYTES`), where the daemon's own logging then goes too. The package's parent directory is prepended to
     ``PYTHONPATH`` so ``-m daemon.cli`` imports even from a source checkout with an empty
     environment. The caller must not wait on the process; a daemon thread reaps it.
     """
-    paths.index_dir.mkdir(parents=True, exist_ok=True)
+    paths.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = log_file_of(paths, args)
     try:
         if log_path.stat().st_size > LOG_ROTATE_BYTES:
@@ -408,8 +526,8 @@ def spawn_daemon(paths: Paths, args: list[str]) -> subprocess.Popen:
     env["PYTHONPATH"] = os.pathsep.join([pkg_parent] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     cmd = daemon_command(paths.root, paths.index_dir, args)
     log.info("spawning %s", " ".join(cmd))
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with open(log_path, "ab") as err:
+    log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    with open(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600), "ab") as err:
         kwargs: dict = {}
         if WINDOWS:  # pragma: no cover
             kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | subprocess.DETACHED_PROCESS

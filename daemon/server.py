@@ -1,11 +1,12 @@
 """The daemon process: an asyncio server on a Unix socket around one :class:`Service`.
 
-:func:`run_daemon` is the whole life of a daemon (``bsl-lens daemon run``): take
-``daemon.lock`` (or report the daemon that holds it), remove a killed daemon's leftovers,
-start the :class:`daemon.service.Service`, listen, write ``daemon.json`` and the pointer,
-serve until ``shutdown``/SIGTERM/SIGINT, then unlink the state, close the service (final
-save) and release the lock, in that order, so ``daemon stop`` returning means the index is
-saved.
+:func:`run_daemon` is the whole life of a daemon (``bsl-lens daemon run``): take the
+root lock, then ``daemon.lock`` (or report the daemon that holds them and exit at once),
+remove a killed daemon's leftovers, load the snapshot, listen and answer from it, write
+``daemon.json`` and the pointer (the watcher is armed and the disk reconciled in the
+background meanwhile), serve until ``shutdown``/SIGTERM/SIGINT, then unlink the state, tell
+the service to stop (a reconcile in flight is dropped), close it (final save) and release
+the locks, in that order, so ``daemon stop`` returning means the index is saved.
 
 :class:`Server` speaks :mod:`daemon.protocol` to any number of connections at once. Each
 request runs as its own task; service calls run on a small thread pool (``max_workers``,
@@ -72,15 +73,24 @@ MAX_QUEUED_PUSHES = 1000
 DISCARD_LIMIT = 64 << 20
 
 
-class AlreadyRunning(Exception):
-    """Another daemon holds this root's ``daemon.lock``; ``state`` is its ``daemon.json``
-    (None while it is still starting)."""
+EXIT_ALREADY_RUNNING = runtime.EXIT_ALREADY_RUNNING
 
-    def __init__(self, paths: runtime.Paths, state: runtime.DaemonState | None):
+
+class AlreadyRunning(Exception):
+    """Another process holds this root's lock (``owner``: its pid, index dir, phase; None
+    if it let go meanwhile), or the index dir's ``daemon.lock`` (``message`` says so)."""
+
+    def __init__(self, paths: runtime.Paths, owner: runtime.RootOwner | None, message: str | None = None):
         self.paths = paths
-        self.state = state
-        pid = state.pid if state else "?"
-        super().__init__(f"a daemon for {paths.root} is already running (pid {pid}, index dir {paths.index_dir})")
+        self.owner = owner
+        if message is None:
+            pid = owner.pid if owner and owner.pid else "?"
+            idx = owner.index_dir if owner and owner.index_dir else "?"
+            message = (
+                f"a daemon for {paths.root} is already running (pid {pid}, index dir {idx}); "
+                f"stop it with: bsl-lens daemon stop {paths.root}"
+            )
+        super().__init__(message)
 
 
 class _Workers:
@@ -240,7 +250,8 @@ class Server:
 
     # -------------------------------------------------------------------- lifecycle
     async def start(self, socket_path: Path | None = None, *, host: str = "127.0.0.1", port: int = 0) -> str:
-        """Listen on ``socket_path`` (created mode 0600; a leftover file is replaced), or on
+        """Listen on ``socket_path`` (created mode 0600; a leftover file is replaced: the
+        caller holds the root lock, so it can only be a dead daemon's), or on
         TCP ``host:port`` when ``socket_path`` is None. Returns the address: the socket
         path, or ``"tcp:<host>:<port>"``."""
         self._loop = asyncio.get_running_loop()
@@ -540,71 +551,94 @@ def run_daemon(
     the service's full re-checks by hash (None: its default; 0 disables). ``service_factory`` replaces
     :class:`daemon.service.Service` (same signature) in tests.
 
-    Raises :class:`AlreadyRunning` if a daemon for this root holds the lock (or, with
-    another index dir, the root's socket), :class:`runtime.RuntimeDirError` for an unsafe
-    socket dir, and whatever the service raises while starting (after cleaning up).
+    Order: the root lock (``/tmp/bsl-lens-<uid>/<key>.lock``, whatever the index dir)
+    before any other file of the root is touched, then the index dir (made 0700, umask
+    077) and its ``daemon.lock``; only then are a killed daemon's leftovers removed.
+
+    Raises :class:`AlreadyRunning` at once if another process holds the root lock (any
+    index dir) or the index dir's lock (the CLI exits :data:`EXIT_ALREADY_RUNNING`),
+    :class:`runtime.RuntimeDirError` for an unsafe socket dir, and whatever the service
+    raises while starting (after cleaning up).
     """
     paths = runtime.paths_for(root, index_dir)
     if not paths.root.is_dir():
         raise FileNotFoundError(f"export root is not a directory: {paths.root}")
-    paths.index_dir.mkdir(parents=True, exist_ok=True)
+    os.umask(0o077)  # every file of the index dir and the log: owner-only (they record queries)
+    runtime.ensure_socket_dir()
+    log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
+    root_lock = runtime.FileLock(paths.root_lock)
+    if not root_lock.try_acquire():
+        # a daemon writes its pid into the lock at once; a holder that did not is a client
+        # cleaning stale files (runtime.clean_stale, a few ms) or a daemon a moment old
+        written = runtime._read_owner(paths.root_lock)
+        holder = runtime.lock_holder(paths.root_lock)
+        if written is None or not holder or written.pid != holder:
+            root_lock.acquire(0.5)
+        if not root_lock.held:
+            raise AlreadyRunning(paths, runtime.root_owner(paths))
     lock = runtime.FileLock(paths.lock)
-    if not lock.try_acquire():
-        raise AlreadyRunning(paths, runtime.read_state(paths))
     service = None
-    owner = False  # True once the root's socket and pointer are ours to remove
+    owner = False  # True once the root's socket and state files are ours to remove
     try:
+        runtime.write_owner(root_lock, paths, "starting", log_path)
+        paths.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+        runtime.make_private(paths.index_dir)
+        if not lock.try_acquire():
+            holder = runtime.lock_holder(paths.lock)
+            raise AlreadyRunning(
+                paths, None,
+                f"the index dir {paths.index_dir} is in use by pid {holder or '?'} (a daemon of another export root?); "
+                "give this root its own --index-dir",
+            )
         lock.write_pid()
-        ptr = runtime.read_pointer(paths.pointer)
-        if ptr and ptr.get("index_dir") and ptr["index_dir"] != str(paths.index_dir):
-            other = runtime.paths_for(root, ptr["index_dir"])
-            if runtime.lock_is_held(other.lock):
-                raise AlreadyRunning(other, runtime.read_state(other))
         owner = True
-        runtime.remove_daemon_files(paths)  # a killed daemon's leftovers: we hold the lock
-        runtime.ensure_socket_dir()
+        runtime.remove_daemon_files(paths)  # a killed daemon's leftovers: we hold both locks
         if service_factory is None:
             from .service import Service as service_factory
         emb = None if embedder in (None, "none") else embedder
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb, watch)
         kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
-        log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
-        asyncio.run(_serve(service, paths, log_path, lock))
+        asyncio.run(_serve(service, paths, log_path, lock, root_lock))
         return 0
     finally:
         if owner:
             runtime.remove_daemon_files(paths, pid=os.getpid(), socket_ino=_bound.get("ino"))
-        else:
-            runtime.unlink_quietly(paths.state)
         if service is not None:
             try:
                 service.close()
             except Exception:
                 log.exception("closing the service failed")
         lock.release()
+        root_lock.release()
         log.info("daemon for %s stopped", paths.root)
 
 
+#: Seconds a shutdown gives requests in flight to answer (a query takes milliseconds; a
+#: ``wait_idle`` returns at once once the service is told to stop).
+STOP_GRACE_S = 1.0
 #: inode of the socket this process bound (cleanup removes only that one)
 _bound: dict[str, int] = {}
 #: Seconds between checks that the index dir's lock file is still the one we hold.
 LOCK_CHECK_S = 2.0
 
 
-async def _watch_lock(server: "Server", lock: runtime.FileLock, paths: runtime.Paths) -> None:
-    """Shut down if ``daemon.lock`` was deleted or replaced (``rm -rf`` of the index dir):
-    another daemon could then start for the same root, and two writers must never share
-    one index."""
+async def _watch_lock(server: "Server", locks: list[runtime.FileLock]) -> None:
+    """Shut down if ``daemon.lock`` or the root lock was deleted or replaced (``rm -rf`` of
+    the index dir, a /tmp cleaner): another daemon could then start for the same root, and
+    two writers must never share one index."""
     while not server._stopping:
         await asyncio.sleep(LOCK_CHECK_S)
-        if not lock.still_ours():
-            log.error("%s was removed or replaced (index dir deleted?); shutting down", paths.lock)
-            server.request_shutdown("lock file gone")
-            return
+        for lock in locks:
+            if not lock.still_ours():
+                log.error("%s was removed or replaced (index dir or /tmp cleaned?); shutting down", lock.path)
+                server.request_shutdown("lock file gone")
+                return
 
 
-async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtime.FileLock | None = None) -> None:
+async def _serve(
+    service: Any, paths: runtime.Paths, log_path: str, lock: runtime.FileLock | None = None, root_lock: runtime.FileLock | None = None
+) -> None:
     loop = asyncio.get_running_loop()
     info = HelloResult(
         protocol=PROTOCOL_VERSION,
@@ -616,10 +650,17 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtim
         log=log_path,
     )
     token = runtime.write_token(paths) if runtime.WINDOWS else ""
-    server = Server(
-        service, info, token=token,
-        on_stop=lambda: runtime.remove_daemon_files(paths, pid=os.getpid(), socket_ino=_bound.get("ino")),
-    )
+    def on_stop() -> None:
+        # first the files (a client never sees a dying daemon's socket or state), then tell
+        # the service: its writer drops a reconcile in flight, wait_idle callers return
+        runtime.remove_daemon_files(paths, pid=os.getpid(), socket_ino=_bound.get("ino"))
+        if root_lock is not None and root_lock.held:
+            runtime.write_owner(root_lock, paths, "stopping", log_path)
+        request_stop = getattr(service, "request_stop", None)
+        if request_stop is not None:
+            request_stop()
+
+    server = Server(service, info, token=token, on_stop=on_stop)
     for sig in (signal.SIGTERM, signal.SIGINT):
         try:
             loop.add_signal_handler(sig, server.request_shutdown, f"signal {signal.Signals(sig).name}")
@@ -628,6 +669,10 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtim
     remove_listener = service.add_listener(server.on_service_event)
     try:
         t0 = time.perf_counter()
+        # answer first: the watcher, the reconcile and the embedding start once we listen
+        background = getattr(service, "start_background", None)
+        if background is not None:
+            service.defer_background = True
         # The service may take a while to load a big snapshot: keep the loop free for signals.
         await loop.run_in_executor(None, service.start)
         log.info("service started in %.2f s", time.perf_counter() - t0)
@@ -637,8 +682,9 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtim
         info.socket = address
         if not runtime.WINDOWS:
             _bound["ino"] = os.stat(paths.socket).st_ino
-        if lock is not None:
-            server._lock_task = asyncio.create_task(_watch_lock(server, lock, paths))  # a strong ref keeps it alive
+        locks = [x for x in (lock, root_lock) if x is not None]
+        if locks:
+            server._lock_task = asyncio.create_task(_watch_lock(server, locks))  # a strong ref keeps it alive
         port = int(address.rsplit(":", 1)[1]) if address.startswith("tcp:") else 0
         runtime.write_pointer(paths)
         runtime.write_state(
@@ -655,7 +701,11 @@ async def _serve(service: Any, paths: runtime.Paths, log_path: str, lock: runtim
                 port=port,
             ),
         )
+        if root_lock is not None:
+            runtime.write_owner(root_lock, paths, "serving", log_path)
         log.info("ready: pid %d, listening on %s", info.pid, address)
-        await server.wait_stopped()
+        if background is not None:
+            background()
+        await server.wait_stopped(grace=STOP_GRACE_S)
     finally:
         remove_listener()

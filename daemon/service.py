@@ -43,7 +43,7 @@ from pathlib import Path
 import msgspec
 
 from . import __version__
-from .engine import Engine, EngineConfig, Filters, SearchResult
+from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
 from .model import CODE_KINDS, Chunk, Skip
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
 from .store import default_index_dir
@@ -73,6 +73,10 @@ POOL_WORKERS = 1
 #: Nice value added to background work (the chunking worker process, the dense thread and
 #: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
 BACKGROUND_NICE = 10
+#: At most this long (seconds) :meth:`Service.close` waits for the background threads before
+#: the final save: the writer stops at its next file, the dense thread after its batch
+#: (~1 s on 2 cores), so a stop is honoured within ~2 s (README "The daemon").
+CLOSE_JOIN_S = 1.5
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
 #: read_module returns at most this many lines per call.
@@ -116,9 +120,13 @@ class DenseStatus(msgspec.Struct, kw_only=True):
 
 class WatchStatus(msgspec.Struct, kw_only=True):
     """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
-    used; ``pending_events``: events not yet handed over."""
+    used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
+    up in the background while queries are already answered; changes made meanwhile are
+    caught by the reconcile that follows), ``watching`` (native events), ``polling``,
+    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
 
     mode: str
+    state: str = "off"
     degraded: str | None = None
     pending_events: int = 0
     last_error: str | None = None
@@ -361,11 +369,23 @@ class Service:
         self._saving = False
         self._recent: collections.deque[RecentQuery] = collections.deque(maxlen=RECENT_QUERIES)
         self._recent_lock = threading.Lock()
+        self._watch_state = "off"
+        self._overflowed = False  # an overflow batch's full reconcile has not finished yet
+        #: set by the daemon before :meth:`start`: the background (watcher, reconcile,
+        #: embedding) starts only when it calls :meth:`start_background`, once its socket
+        #: answers, so the first query never waits behind arming the watcher
+        self.defer_background = False
+        #: held by the writer while it applies a batch or writes the lexical snapshot, and by
+        #: the dense thread while it adds or saves vectors; close() takes both for the final save
+        self._write_lock = threading.Lock()
+        self._dense_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
-        """Load the persisted snapshot (queries are answered from it at once), then start the
-        watcher and the background threads; the first job reconciles with the disk.
+        """Load the persisted snapshot (queries are answered from it as soon as this returns)
+        and start the background threads: the writer first arms the watcher (``status``
+        says ``arming``), then reconciles with the disk, so changes made while arming are
+        caught by that reconcile.
 
         Raises what :meth:`Engine.open` or the embedder raise (a broken model install);
         never for file content.
@@ -393,10 +413,19 @@ class Service:
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
-            self._start_watcher()
+            self._watch_state = "arming"
+        if not self.defer_background:
+            self.start_background()
+
+    def start_background(self) -> None:
+        """Start the writer (it arms the watcher, then reconciles with the disk) and the dense
+        thread. Called by :meth:`start`, or by the daemon once it answers
+        (:attr:`defer_background`). Idempotent."""
+        if self._threads or self._stop.is_set():
+            return
         self._jobs.put(_Job(full=True, reason="start"))
         self._spawn(self._writer_loop, "bsl-lens-writer")
-        if embedder is not None:
+        if self.engine.embedder is not None:
             self._spawn(self._dense_loop, "bsl-lens-dense")
 
     def _spawn(self, target, name: str) -> None:
@@ -423,38 +452,59 @@ class Service:
             ignore.append(self.index_dir.resolve())
         except ValueError:
             pass
-        self.watcher = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode, on_notice=self._notice)
+        w = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode, on_notice=self._notice)
+        self.watcher = w  # before start(): close() may stop it from another thread meanwhile
+        t0 = time.perf_counter()
         try:
-            self.watcher.start()
+            w.start()
         except Exception as exc:
             log.error("file watching could not start (%s); relying on periodic reconcile", exc)
             self.last_error = f"watcher: {exc}"
             self.watcher = None
+            self._watch_state = "off"
+            return
+        self._watch_state = "armed"
+        log.info("watcher armed in %.2fs (%s)", time.perf_counter() - t0, w.mode)
+
+    def request_stop(self) -> None:
+        """Tell the background threads to stop (any thread; returns at once): a reconcile in
+        flight is dropped at its next file (it runs again on the next start), ``wait_idle``
+        callers return False. :meth:`close` then joins them and saves."""
+        self._stop.set()
+        self._set_state("stopping")
+        self._dense_wake.set()
+        self._notify_idle()
 
     def close(self) -> None:
         """Stop the watcher and the threads, then save what changed. Idempotent."""
         if self._closed:
             return
         self._closed = True
-        self._set_state("stopping")
-        self._stop.set()
+        self.request_stop()
         if self.watcher is not None:
             try:
                 self.watcher.stop()
             except Exception:
                 log.exception("stopping the watcher")
         self._jobs.put(None)
-        self._dense_wake.set()
+        pool = self.engine.pool if self.engine is not None else None
+        if pool is not None:  # a worker batch in flight is dropped, not waited for
+            _kill_pool(pool)
+        deadline = time.monotonic() + CLOSE_JOIN_S
         for t in self._threads:
-            t.join(timeout=30)
-        if self.engine is not None and self.engine.pool is not None:
-            self.engine.pool.shutdown(wait=True, cancel_futures=True)
+            t.join(timeout=max(0.1, deadline - time.monotonic()))
+            if t.is_alive():
+                log.warning("%s still busy after %.1f s; it stops at its next step (only a batch being applied or saved is waited for)", t.name, CLOSE_JOIN_S)
         if self.engine is not None:
-            try:
-                self.engine.save()
-                self.last_saved_at = time.time()
-            except Exception:
-                log.exception("final save failed")
+            # a batch being applied, a snapshot being written or an embedding batch is
+            # finished first (never two writers of one file); the threads do not start
+            # another once stopping
+            with self._write_lock, self._dense_lock:
+                try:
+                    self.engine.save()
+                    self.last_saved_at = time.time()
+                except Exception:
+                    log.exception("final save failed")
 
     # ------------------------------------------------------------------ events
     def add_listener(self, fn: Callable[[str, dict], None]) -> Callable[[], None]:
@@ -605,6 +655,8 @@ class Service:
 
     # ------------------------------------------------------------------ writer
     def _on_batch(self, batch) -> None:
+        if getattr(batch, "overflow", False):
+            self._overflowed = True
         job = _Job(
             full=bool(getattr(batch, "overflow", False)),
             paths=set(batch.paths),
@@ -652,6 +704,8 @@ class Service:
 
     def _writer_loop(self) -> None:
         eng = self.engine
+        if self.watch_mode != "off" and not self._stop.is_set():
+            self._start_watcher()  # before the first reconcile, so that it sees what arming missed
         last_change = time.monotonic()
         last_reconcile = time.monotonic()
         while not self._stop.is_set():
@@ -691,8 +745,12 @@ class Service:
                     with self._pending_lock:
                         self._pending_queued.update(k for k in job.paths if k in self._pending)
                 self._busy.clear()
+            if self._stop.is_set():
+                break  # a dropped reconcile is not the first one done
             if job.full:
                 last_reconcile = time.monotonic()
+                if report is not None:
+                    self._overflowed = False
                 _trim_heap()
             if report is not None and (report.files_changed or report.files_removed):
                 last_change = time.monotonic()
@@ -753,10 +811,16 @@ class Service:
             old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
-                cs = eng.prepare(progress=self._progress)
+                cs = eng.prepare(progress=self._progress, cancel=self._stop.is_set)
             else:
-                cs = eng.prepare(sorted(job.paths), sorted(job.dirs))
-            report = eng.apply(cs)
+                cs = eng.prepare(sorted(job.paths), sorted(job.dirs), cancel=self._stop.is_set)
+            with self._write_lock:
+                if self._stop.is_set():
+                    raise Cancelled()
+                report = eng.apply(cs)
+        except Cancelled:
+            log.info("%s reconcile dropped: the daemon is stopping (it runs again on the next start)", job.reason)
+            return None
         except Exception as exc:
             log.exception("indexing failed (%s)", job.reason)
             self.last_error = f"indexing ({job.reason}): {type(exc).__name__}: {exc}"
@@ -804,6 +868,12 @@ class Service:
         return report
 
     def _save_lexical(self) -> None:
+        with self._write_lock:
+            if self._stop.is_set():
+                return  # close() writes the final snapshot
+            self._save_lexical_locked()
+
+    def _save_lexical_locked(self) -> None:
         self._saving = True
         try:
             if self.engine.save_lexical():
@@ -821,10 +891,13 @@ class Service:
 
     def wait_idle(self, timeout: float) -> bool:
         """Block until the first reconcile is done, no job is queued or running and the
-        watcher holds no events; True if that happened within ``timeout`` seconds."""
+        watcher holds no events; True if that happened within ``timeout`` seconds (False at
+        once when the service is stopping)."""
         deadline = time.monotonic() + timeout
         with self._idle:
             while True:
+                if self._stop.is_set():
+                    return False
                 pending = self.watcher.pending if self.watcher is not None else 0
                 if (
                     self._first_reconcile_done.is_set()
@@ -853,7 +926,12 @@ class Service:
         _nice_this_thread(BACKGROUND_NICE)  # before the passage model starts its threads
         eng = self.engine
         t0 = time.perf_counter()
-        eng.load_dense()
+        with self._dense_lock:  # close() must not save a half-loaded dense side
+            if self._stop.is_set():
+                return
+            eng.load_dense()
+        if self._stop.is_set():
+            return
         log.info("dense side loaded in %.2fs: %d vectors", time.perf_counter() - t0, len(eng.embedded))
         self._emit("progress", {"stage": "load_dense", "done": len(eng.embedded), "total": len(eng.chunks)})
         # a second instance of the model for passages: its lock is not the query's lock,
@@ -884,7 +962,10 @@ class Service:
                 continue
             self._dense_inflight = len(ids)
             try:
-                n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
+                with self._dense_lock:
+                    if self._stop.is_set():
+                        break
+                    n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
             except Exception as exc:
                 log.exception("embedding failed")
                 self.last_error = f"embedding: {type(exc).__name__}: {exc}"
@@ -900,6 +981,12 @@ class Service:
                 self._save_dense()
 
     def _save_dense(self) -> None:
+        with self._dense_lock:
+            if self._stop.is_set():
+                return  # close() writes the final save
+            self._save_dense_locked()
+
+    def _save_dense_locked(self) -> None:
         try:
             if self.engine.save_dense():
                 log.info("dense side saved: %d vectors", len(self.engine.embedded))
@@ -1200,9 +1287,15 @@ class Service:
             elif dense.done >= dense.total:
                 dense.eta_s = 0.0
         w = self.watcher
-        watch = WatchStatus(mode="off")
+        watch = WatchStatus(mode="off", state="arming" if self._watch_state == "arming" else "off")
         if w is not None:
-            watch = WatchStatus(mode=w.mode, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
+            if self._watch_state == "arming":
+                state = "arming"
+            elif self._overflowed:
+                state = "overflowed"
+            else:
+                state = {"native": "watching", "polling": "polling"}.get(w.mode, "off")
+            watch = WatchStatus(mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
             xs = sorted(self._latencies)
@@ -1288,6 +1381,27 @@ def _skip_sample(skips: list[Skip], n: int) -> list[Skip]:
                 break
         queues = nxt
     return sorted(out, key=lambda k: (k.reason, k.path))
+
+
+def _kill_pool(pool) -> None:
+    """Shut a :func:`daemon.engine.make_pool` pool down without waiting for its batch in
+    flight: cancel what is queued, SIGKILL the workers (they only read files and return
+    results; nothing of theirs is on disk)."""
+    procs = list((getattr(pool, "_processes", None) or {}).values())
+    try:
+        pool.shutdown(wait=False, cancel_futures=True)
+    except Exception:
+        log.exception("shutting the worker pool down")
+    for p in procs:
+        try:
+            p.kill()
+        except (OSError, AttributeError, ValueError):
+            pass
+    for p in procs:
+        try:
+            p.join(1.0)
+        except (OSError, AttributeError, ValueError, AssertionError):
+            pass
 
 
 def _remove_temp_files(index_dir: Path) -> None:

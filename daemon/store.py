@@ -7,7 +7,7 @@ Layout of an index directory (one per export root)::
     manifest.json      a readable copy of the snapshot's manifest (versions, fingerprints)
     dense-<tag>/       hnswlib index + key map + chunk->text-hash map, per embedder
     embeddings-<tag>.bin  embedding cache, per embedder (daemon.embed)
-    daemon.json, daemon.lock, spawn.lock, daemon.log   the running daemon (daemon.runtime)
+    daemon.json, daemon.lock, daemon.log   the running daemon (daemon.runtime)
 
 Every file is written to a temporary name in the same directory, flushed, fsynced and
 ``os.replace``d over the old one, so a reader (or a restart after ``kill -9``) sees either

@@ -4,11 +4,15 @@ The corpora are read in place from ``../shared/corpora`` next to the repository 
 copy of ``shared/`` beside the clone); ``BSL_LENS_CORPORA`` overrides the location. Tests
 that need a corpus are skipped with a clear reason when it is absent (a developer machine
 without ``shared/``); CI always has it.
+
+At the end of the session, :func:`pytest_sessionfinish` fails the run if any process the
+tests started is still running (see :func:`_leftovers`).
 """
 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -62,3 +66,106 @@ def daemons(tmp_path):
         yield factory
     finally:
         factory.close()
+
+
+# ------------------------------------------------------------------------------ no process left behind
+#: Marks every process this test session starts (inherited through the environment by the
+#: CLI, the daemons it spawns, their chunking workers and multiprocessing's resource
+#: tracker, LSP/MCP servers, editors); another session (another developer's run on the same
+#: machine) has another value, so its processes are never counted as ours.
+SESSION_MARK = "BSL_LENS_TEST_SESSION"
+#: Seconds the session-end check lets stragglers exit on their own before it kills them.
+LEFTOVER_GRACE_S = 5.0
+
+
+def pytest_configure(config):
+    import uuid
+
+    os.environ[SESSION_MARK] = f"{os.getpid()}-{uuid.uuid4().hex}"
+
+
+def _leftovers(basetemp: str | None) -> list:
+    """Processes started by this session that are still running: descendants of this
+    process, processes whose environment carries :data:`SESSION_MARK` or whose command line
+    names the session's base temp dir (a test that passed its own environment), and every
+    descendant of those. Zombies (dead, not yet reaped) and this process's own
+    multiprocessing resource tracker (it ends with pytest) do not count."""
+    import psutil
+
+    me = psutil.Process()
+    mark = os.environ.get(SESSION_MARK, "")
+    found: dict[int, psutil.Process] = {p.pid: p for p in me.children(recursive=True)}
+    for p in psutil.process_iter(["pid", "cmdline", "uids"]):
+        if p.pid == me.pid or p.pid in found:
+            continue
+        try:
+            if p.info["uids"] is not None and p.info["uids"].real != os.getuid():
+                continue
+            cmd = " ".join(p.info["cmdline"] or [])
+            if (basetemp and basetemp in cmd) or (mark and p.environ().get(SESSION_MARK) == mark):
+                found[p.pid] = p
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    for p in list(found.values()):
+        try:
+            for c in p.children(recursive=True):
+                found.setdefault(c.pid, c)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    alive = []
+    for p in found.values():
+        try:
+            if p.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if p.ppid() == me.pid and "multiprocessing.resource_tracker" in " ".join(p.cmdline()):
+                continue  # this process's own tracker (in-process pools): it exits with pytest
+            alive.append(p)
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    return alive
+
+
+def _describe(p) -> str:
+    import psutil
+
+    try:
+        return f"pid {p.pid} (ppid {p.ppid()}): {' '.join(p.cmdline())[:300]}"
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return f"pid {p.pid}"
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Fail the run if a process started by the tests outlives them (a daemon, a chunking
+    worker, a resource tracker, an LSP/MCP server, nvim...): after every fixture's teardown,
+    give them :data:`LEFTOVER_GRACE_S` seconds, then kill them and fail with their command
+    lines."""
+    import time
+
+    import psutil
+
+    try:
+        basetemp = str(session.config._tmp_path_factory.getbasetemp())
+    except Exception:
+        basetemp = None
+    deadline = time.monotonic() + LEFTOVER_GRACE_S
+    left = _leftovers(basetemp)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.1)
+        left = _leftovers(basetemp)
+    if not left:
+        return
+    lines = [_describe(p) for p in left]
+    for p in left:
+        try:
+            p.kill()
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            pass
+    psutil.wait_procs(left, timeout=5)
+    msg = f"{len(lines)} process(es) started by the tests survived the session (killed now):\n  " + "\n  ".join(lines)
+    reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.write_line("")
+        reporter.write_line(msg, red=True, bold=True)
+    else:
+        print(msg, file=sys.stderr)
+    session.exitstatus = pytest.ExitCode.TESTS_FAILED

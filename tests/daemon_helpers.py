@@ -83,8 +83,12 @@ class DaemonHandle:
         return connect(self.root, index_dir=self.index_dir, spawn=False, **kw)
 
     def alive(self) -> bool:
-        """True while some process holds the daemon's lock."""
-        return runtime.lock_is_held(self.paths.lock)
+        """True while some process holds the daemon's index-dir lock, or the root lock on
+        behalf of this index dir (a daemon starting or finishing its stop)."""
+        if runtime.lock_is_held(self.paths.lock):
+            return True
+        owner = runtime.root_owner(self.paths)
+        return owner is not None and owner.index_dir in ("", str(self.paths.index_dir))
 
     def cli(self, *args: str, **kw) -> subprocess.CompletedProcess:
         """``bsl-lens <command> ROOT --index-dir DIR <rest>``; the command is ``args[0]``, or
@@ -117,7 +121,7 @@ class DaemonHandle:
         try:
             wait_until(lambda: not self.alive(), timeout, f"daemon pid {self.pid} to exit")
         except AssertionError:
-            holder = runtime.lock_holder(self.paths.lock)
+            holder = runtime.lock_holder(self.paths.lock) or runtime.lock_holder(self.paths.root_lock)
             if holder is not None:
                 try:
                     os.kill(holder, signal.SIGKILL)
