@@ -1109,7 +1109,9 @@ class Engine:
 
             otype = normalize_object_type(f.object_type)
             if otype is None:
-                raise ValueError(f"unknown object type {f.object_type!r}")
+                from .scan import object_type_list
+
+                raise ValueError(f"unknown object type {f.object_type!r}; use one of: {object_type_list()}")
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
         if f.module_kind and f.module_kind not in MODULE_KINDS:
             raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")

@@ -238,7 +238,7 @@ def _tool_error(exc: DaemonError, *, warming: bool = False) -> Exception:
     if isinstance(exc, CommandError):
         msg = exc.message
         if exc.code == INVALID_PARAMS:
-            if "unknown object type" in msg or "unknown metadata object type" in msg:
+            if ("unknown object type" in msg or "unknown metadata object type" in msg) and "use one of" not in msg:
                 msg = f"{msg}; {_object_types_hint()}"
             return ToolError(msg)
         if exc.code == NOT_FOUND:
