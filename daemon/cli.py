@@ -115,7 +115,7 @@ def cmd_index(args) -> int:
 
 
 def _filters(args):
-    from .engine import Filters
+    from .model import Filters
 
     return Filters(
         scope=args.scope,
@@ -763,10 +763,13 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     lines = [
         f"bsl-lens daemon for {g('root')}: running, {g('state', '?')} "
         f"(pid {g('pid')}, bsl-lens {g('version')}, up {_duration(g('uptime_s'))})",
-        f"  export:   {g('format', '?')}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
+        f"  export:   {g('format', '?') if g('chunks') or g('state') == 'ready' else 'not indexed yet'}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
         f"{g('metadata_chunks', '?')} metadata chunks, {g('bm25_terms', '?')} BM25 terms "
         f"({g('files', '?')} files, {g('chunks', '?')} chunks)",
     ]
+    prog = g("progress") or {}
+    if prog.get("stage"):
+        lines.append("  " + format_progress(prog, first=not g("chunks")))
     if dense.get("enabled"):
         total, done = dense.get("total") or 0, dense.get("done") or 0
         pct = f" ({100 * done / total:.0f}%)" if total else ""
@@ -803,6 +806,20 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
             f"({daemon.get('errors', '?')} errors), protocol {daemon.get('protocol', '?')}"
         )
     return "\n".join(lines)
+
+
+def format_progress(p: dict, *, first: bool = False) -> str:
+    """The ``status`` line for the running job (``Status.progress``): ``indexing: <stage>:
+    done/total (pct), rate/s, ETA``; ``first``: a first index, whose counts above stay 0
+    until it is applied."""
+    from .progress import progress_line
+
+    text = progress_line(str(p.get("stage")), int(p.get("done") or 0), int(p.get("total") or 0), p.get("rate_per_s"), p.get("eta_s"))
+    if p.get("elapsed_s") is not None:
+        text += f" (stage running {_duration(p['elapsed_s'])})"
+    if first:
+        text += "; first index: the counts above fill in when it is applied"
+    return "indexing: " + text
 
 
 def _add_daemon_parsers(sub) -> None:

@@ -39,7 +39,7 @@ from .bsl import chunk_module
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
-from .model import MODULE_KINDS, Chunk, Skip
+from .model import MODULE_KINDS, Chunk, Filters, Skip  # Filters lives in model: the clients import it without numpy
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -144,17 +144,6 @@ class FileRecord(msgspec.Struct, kw_only=True):
     chunk_ids: list[str] = []
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
-
-
-class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Search filters. ``object_type`` accepts Russian, English or folder names
-    (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root."""
-
-    scope: str = "all"
-    object_type: str | None = None
-    module_kind: str | None = None
-    path_prefix: str | None = None
-    export_only: bool = False
 
 
 class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
