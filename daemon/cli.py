@@ -216,7 +216,7 @@ def export_problem(root: str | os.PathLike) -> str | None:
     modules still gets a daemon). Reads the folder, creates nothing."""
     p = Path(root).expanduser()
     if not p.exists():
-        return f"export root does not exist: {root}"
+        return f"export root is not a directory: {root} (it does not exist)"
     if not p.is_dir():
         return f"export root is not a directory: {root}"
     from .scan import detect_export

@@ -337,7 +337,7 @@ def test_describe_object_catalog_register_enum(ssl):
     assert "Справочник.Пользовател" in unknown and "similar: Справочник.Пользователи" in unknown
     assert "closest objects by name: Справочник.Пользователи" in singular  # a typo in the ending
     assert "closest objects by name: Справочник.Пользователи" in wrong_type  # the right name, the wrong type
-    assert "unknown metadata object type 'Справочнк'" in bad_type and "valid types:" in bad_type
+    assert "unknown metadata object type 'Справочнк'" in bad_type and "use one of: " in bad_type and "Catalog (Справочник)" in bad_type
     assert "<Type>.<Name>" in no_type
 
 
