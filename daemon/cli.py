@@ -567,8 +567,8 @@ def _start_wait(c, args) -> None:
     try:
         if _follow_index(c, wait):
             st = c.status().service
-            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods; "
-                  f"`bsl-lens status {args.root}` shows the dense side", file=sys.stderr)
+            dense = f"; `bsl-lens status {args.root}` follows the dense side" if st.dense.enabled else ""
+            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{dense}", file=sys.stderr)
         else:
             print(f"bsl-lens: still indexing after {wait:g} s; `bsl-lens status {args.root}` follows it", file=sys.stderr)
     except KeyboardInterrupt:

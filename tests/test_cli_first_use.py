@@ -105,11 +105,18 @@ def test_a_daemon_started_with_the_variable_runs_lexical_only(daemons, tmp_path)
     root = copy_sample(tmp_path / "export")
     idx = tmp_path / "idx"
     try:
-        started = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--watch", "off", env=LEXICAL_ENV)
+        # --wait: follow the first index (plain lines: stderr is a pipe) until the lexical side is ready
+        started = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--watch", "off", "--wait", env=LEXICAL_ENV)
     finally:
         d = daemons.adopt(root, idx)
     assert started.returncode == 0, started.stderr
+    assert "bsl-lens daemon started" in started.stdout
+    # (the sample's first index takes longer than the start-up's hello + status round trips)
+    assert "is indexing" in started.stderr and "for the first time" in started.stderr, started.stderr
+    assert "lexical index ready: 15 modules, 68 methods" in started.stderr, started.stderr
     d.wait_idle()
+    again = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--wait", env=LEXICAL_ENV, check=True)
+    assert "already running" in again.stdout and "waiting" not in again.stderr  # ready: nothing to follow
     st = json.loads(run_cli("status", str(root), "--index-dir", str(idx), "--json", check=True).stdout)
     assert st["dense"]["enabled"] is False and st["dense"]["embedder"] is None
     text = run_cli("status", str(root), "--index-dir", str(idx), check=True).stdout
