@@ -12,6 +12,7 @@ Nothing goes to stdout.
 
 from __future__ import annotations
 
+import shutil
 import sys
 import time
 from typing import TextIO
@@ -31,6 +32,10 @@ STAGES: dict[str, tuple[str, str]] = {
 }
 
 
+#: Stages whose ``done`` does not move (one step): shown with their size and elapsed time only.
+UNCOUNTED = {"starting", "loading", "scan", "apply"}
+
+
 def duration(s: float | None) -> str:
     """``42s``, ``3m 07s``, ``1h 05m``; ``?`` for None."""
     if s is None:
@@ -46,6 +51,8 @@ def duration(s: float | None) -> str:
 def progress_line(stage: str, done: int, total: int, rate: float | None = None, eta_s: float | None = None) -> str:
     """One plain progress line: label, ``done/total unit``, percent, rate and ETA when known."""
     label, unit = STAGES.get(stage, (stage, ""))
+    if stage in UNCOUNTED:
+        return f"{label} ({total} {unit})..." if total else f"{label}..."
     if not total:
         return f"{label}..." if not done else f"{label}: {done} {unit}".rstrip()
     text = f"{label}: {done}/{total} {unit}".rstrip() + f" ({100 * done / total:.0f}%)"
@@ -85,7 +92,7 @@ class StageProgress:
             return
         if self._ended:
             return
-        end = bool(total) and done >= total
+        end = bool(total) and done >= total and stage not in UNCOUNTED
         if end or now - self._last_line >= self.every:
             elapsed = now - self._t0
             rate = (done - self._done0) / elapsed if elapsed >= 1.0 and done > self._done0 else None
@@ -98,14 +105,21 @@ class StageProgress:
         from tqdm import tqdm
 
         label, unit = STAGES.get(stage, (stage, ""))
-        if self._bar is None or (total and self._bar.total != total):
+        uncounted = stage in UNCOUNTED or not total
+        if self._bar is None or (not uncounted and self._bar.total != total):
             if self._bar is not None:
                 self._bar.close()
+            size = shutil.get_terminal_size((100, 20))
+            extra = {"bar_format": "{desc}... {elapsed}", "total": None} if uncounted else {"total": total}
+            if uncounted and total:
+                label = f"{label} ({total} {unit})"
             self._bar = tqdm(
-                total=total or None, initial=done, desc=label, unit=unit or "it",
-                file=self.stream, dynamic_ncols=True, leave=True, mininterval=0.2,
+                initial=0 if uncounted else done, desc=label, unit=unit or "it", **extra,
+                # the size explicitly: a terminal that reports 0x0 (a pty without a size) would
+                # make tqdm hide the bar
+                file=self.stream, ncols=min(size.columns, 120), nrows=max(size.lines, 2), leave=True, mininterval=0.2,
             )
-        if done > self._bar.n:
+        if not uncounted and done > self._bar.n:
             self._bar.update(done - self._bar.n)
         else:
             self._bar.refresh()
