@@ -181,6 +181,8 @@ def _progress(st) -> str:
     if st.state != "ready":
         p = st.progress or {}
         stage = f"{p.get('stage')} {p.get('done')}/{p.get('total')}" if p.get("total") else str(p.get("stage") or st.state)
+        if p.get("eta_s") is not None:
+            stage += f", ETA {p['eta_s']:.0f} s"
         parts.append(f"{st.state}: {stage}")
     d = st.dense
     if d.enabled and d.done < d.total:
