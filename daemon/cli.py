@@ -68,7 +68,12 @@ def _open(args, *, embedder=True):
 
 
 def cmd_index(args) -> int:
-    """Index (or bring up to date) an export root; lexical first, then the dense side."""
+    """Index (or bring up to date) an export root; lexical first, then the dense side.
+    Exit 1 before anything is created for a root that is not an export (:func:`export_problem`)."""
+    problem = export_problem(args.root)
+    if problem:
+        print(f"bsl-lens: error: {problem}", file=sys.stderr)
+        return 1
     eng = _open(args, embedder=not args.no_dense)
     t0 = time.perf_counter()
     rep = eng.refresh(progress=_progress)
@@ -159,6 +164,10 @@ def cmd_search(args) -> int:
     if args.standalone:
         if args.mode == "vector" and args.embedder == "none":
             return _no_vectors(args, "--embedder none")
+        problem = export_problem(args.root)
+        if problem:
+            print(f"bsl-lens: error: {problem}", file=sys.stderr)
+            return 1
         eng = _open(args, embedder=args.mode != "lexical")
         if not args.no_refresh:
             eng.refresh()
@@ -224,7 +233,7 @@ def export_problem(root: str | os.PathLike) -> str | None:
     if detect_export(p).format != "unknown" or _has_bsl(p, BSL_PROBE_ENTRIES):
         return None
     return (
-        f"{p.resolve()} is not a 1C export: no Configuration.xml (Designer dump), no "
+        f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
         "src/Configuration/Configuration.mdo (EDT project) and no .bsl modules; point it at the export's root"
     )
 

@@ -173,12 +173,14 @@ def test_no_daemon_and_no_index_dir_for_a_missing_root_or_a_folder_that_is_not_a
         default_idx = runtime.paths_for(root).index_dir  # where a daemon would keep its state
         for argv in (
             ["search", str(root), "ИНН", "--embedder", "none"],
+            ["search", str(root), "ИНН", "--embedder", "none", "--standalone"],
+            ["index", str(root), "--no-dense"],
             ["daemon", "start", str(root), "--embedder", "none"],
             ["daemon", "restart", str(root), "--embedder", "none"],
         ):
             proc = run_cli(*argv)
             assert proc.returncode == 1, (argv, proc.returncode, proc.stderr)
-            want = "is not a 1C export" if root == notes else "not a directory" if argv[0] == "search" else "does not exist"
+            want = "no 1C export under" if root == notes else "not a directory"
             assert want in proc.stderr, (argv, proc.stderr)
             assert not default_idx.exists(), (argv, default_idx)
         st = run_cli("status", str(root))
@@ -200,7 +202,7 @@ def test_export_problem_accepts_exports_and_loose_modules(tmp_path):
     assert cli.export_problem(tmp_path / "loose") is None  # .bsl modules only: still indexable
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "is not a 1C export" in cli.export_problem(empty)
+    assert "no 1C export under" in cli.export_problem(empty)
     f = tmp_path / "file.txt"
     f.write_text("x")
     assert "not a directory" in cli.export_problem(f)
