@@ -312,3 +312,17 @@ def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemo
     # after the first index no normal-priority worker is left (the niced pool starts on use)
     wait_until(lambda: all(c.nice() != base_nice for c in psutil.Process(d.pid).children(recursive=True)
                            if "resource_tracker" not in " ".join(c.cmdline())), what="the first-index worker to exit")
+
+
+def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):
+    from mcp_bridge.links import resolve_roots
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="no 1C export under"):
+        resolve_roots([str(notes)])
+    (notes / "Модуль.bsl").write_text("Процедура А()\nКонецПроцедуры\n", encoding="utf-8")
+    assert resolve_roots([str(notes)]) == [notes.resolve()]  # loose modules: served, with a warning
+    proc = run_cli("mcp", str(tmp_path / "missing"))
+    assert proc.returncode == 1 and "not a directory" in proc.stderr and proc.stdout == ""
