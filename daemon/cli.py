@@ -1,8 +1,12 @@
 """``bsl-lens`` command line: index, search, eval, bench, demo; daemon start|stop|restart|run, status.
 
 Everything the commands print for a human goes to stdout; progress and logs go to stderr.
-Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse),
-3 ``status``: no daemon running for the root.
+Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse, with
+the subcommand's usage: also an empty query, ``--mode vector`` with no vectors to search, an
+invalid ``BSL_LENS_EMBEDDER``), 3 ``status``: no daemon running for the root.
+
+Settings with an environment variable (:mod:`daemon.options`) are settled in
+:func:`parse_args` for every command by one rule: flag > variable > default.
 """
 
 from __future__ import annotations
