@@ -65,6 +65,9 @@ STORM_MAX_S = 60.0
 #: Worker processes that chunk big reconciles (see Engine.pool): one, so that a checkout
 #: being re-indexed leaves the second core of a 2-core machine to the queries.
 POOL_WORKERS = 1
+#: Workers for a first index (nothing loaded: no query has anything to wait for): every
+#: core, at most 2 (the daemon's own thread settles their results meanwhile).
+FIRST_INDEX_WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: Nice value added to background work (the chunking worker process, the dense thread and
 #: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
 BACKGROUND_NICE = 10
@@ -337,7 +340,8 @@ class Service:
         # win yet, and at nice +10 a busy machine starved it (71.6 s in the daemon against
         # 20 s for `bsl-lens index`, issue 14); later reconciles run niced (see _writer_loop)
         self._pool_nice = BACKGROUND_NICE if self.engine.files else 0
-        self.engine.pool = make_pool(POOL_WORKERS, nice=self._pool_nice)
+        workers = POOL_WORKERS if self.engine.files else FIRST_INDEX_WORKERS
+        self.engine.pool = make_pool(workers, nice=self._pool_nice)
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
