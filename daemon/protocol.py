@@ -29,7 +29,7 @@ from typing import Annotated, Any, NamedTuple
 
 import msgspec
 
-from .engine import Filters
+from .model import Filters
 
 #: Bump on any incompatible change to a method, its params or its result.
 PROTOCOL_VERSION = 1

@@ -200,6 +200,14 @@ def normalize_object_type(s: str) -> str | None:
     return _ALIASES.get(_key(s))
 
 
+def object_type_list() -> str:
+    """The metadata object types for an error message: ``Catalog (Справочник), Document
+    (Документ), ...`` in :data:`OBJECT_TYPES` order, then ``Configuration (Конфигурация)``;
+    folder names and plurals are accepted too (:func:`normalize_object_type`)."""
+    items = [f"{en} ({ru})" for ru, en in OBJECT_TYPES.values()] + [f"Configuration ({CONFIGURATION})"]
+    return ", ".join(items) + "; also the folder names (Catalogs) and Russian plurals"
+
+
 def english_type(ru_type: str) -> str | None:
     """English singular type for a Russian singular one (``Справочник`` -> ``Catalog``),
     ``Configuration`` for ``Конфигурация``; ``None`` if unknown."""

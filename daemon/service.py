@@ -70,6 +70,9 @@ STORM_MAX_S = 60.0
 #: Worker processes that chunk big reconciles (see Engine.pool): one, so that a checkout
 #: being re-indexed leaves the second core of a 2-core machine to the queries.
 POOL_WORKERS = 1
+#: Workers for a first index (nothing loaded: no query has anything to wait for): every
+#: core, at most 2 (the daemon's own thread settles their results meanwhile).
+FIRST_INDEX_WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: Nice value added to background work (the chunking worker process, the dense thread and
 #: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
 BACKGROUND_NICE = 10
@@ -196,7 +199,10 @@ class Status(msgspec.Struct, kw_only=True):
     full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
     last_index: dict[str, float | int] = {}
     counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
-    progress: dict[str, str | int] = {}  # the running job: {"stage": "chunk", "done": n, "total": m}; {} when idle
+    # the running job: {"stage": "chunk", "done": n, "total": m, "elapsed_s": s, "rate_per_s": r,
+    # "eta_s": s}; stage scan | chunk (files read and chunked) | apply (into the indexes);
+    # rate and ETA over the stage so far (absent until measurable); {} when idle
+    progress: dict[str, str | int | float] = {}
     saving: bool = False  # a snapshot is being written right now
     last_saved_at: float | None = None
     last_error: str | None = None
@@ -365,6 +371,8 @@ class Service:
         self._dense_inflight = 0
         self._backlog_due = False
         self._job_progress: dict[str, str | int] = {}
+        self._pool_nice = BACKGROUND_NICE
+        self._stage_mark: tuple[str, float, int] = ("", 0.0, 0)  # stage, its start (monotonic), done then
         self._disk_size: tuple[float, int] = (-1e9, 0)
         self._saving = False
         self._recent: collections.deque[RecentQuery] = collections.deque(maxlen=RECENT_QUERIES)
@@ -409,7 +417,12 @@ class Service:
         # machines are the target)
         from .engine import make_pool
 
-        self.engine.pool = make_pool(POOL_WORKERS, nice=BACKGROUND_NICE)
+        # a first index (nothing loaded) chunks at normal priority: no query has anything to
+        # win yet, and at nice +10 a busy machine starved it (71.6 s in the daemon against
+        # 20 s for `bsl-lens index`, issue 14); later reconciles run niced (see _writer_loop)
+        self._pool_nice = BACKGROUND_NICE if self.engine.files else 0
+        workers = POOL_WORKERS if self.engine.files else FIRST_INDEX_WORKERS
+        self.engine.pool = make_pool(workers, nice=self._pool_nice)
         log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
         self._set_state("indexing")
         if self.watch_mode != "off":
@@ -536,7 +549,7 @@ class Service:
 
     def _progress(self, stage: str, done: int, total: int) -> None:
         if stage != "embed":
-            self._job_progress = {"stage": stage, "done": done, "total": total}
+            self._set_job_progress(stage, done, total)
         self._emit("progress", {"stage": stage, "done": done, "total": total})
 
     # ------------------------------------------------------------------ freshness
@@ -653,6 +666,34 @@ class Service:
                     h.stale = True
         return res
 
+
+    def _set_job_progress(self, stage: str, done: int, total: int) -> None:
+        """Record the writer's stage for ``status`` (a new stage, or ``done`` going back,
+        restarts its clock: the rate and ETA are over the stage so far)."""
+        mark = self._stage_mark
+        if mark[0] != stage or done < mark[2]:
+            self._stage_mark = (stage, time.monotonic(), done)
+        self._job_progress = {"stage": stage, "done": done, "total": total}
+
+    def _progress_now(self) -> dict[str, str | int | float]:
+        """``Status.progress``: the running job's stage and counts plus ``elapsed_s``, and
+        ``rate_per_s`` (items of the stage per second since it began) and ``eta_s``
+        (the rest at that rate) once at least 1 s and one item have passed; {} when idle."""
+        if not self._busy.is_set():
+            return {}
+        out: dict[str, str | int | float] = dict(self._job_progress)
+        stage, t0, done0 = self._stage_mark
+        if out.get("stage") != stage or not t0:
+            return out
+        elapsed = time.monotonic() - t0
+        out["elapsed_s"] = round(elapsed, 1)
+        done, total = int(out.get("done", 0)), int(out.get("total", 0))
+        if elapsed >= 1.0 and done > done0 and total:
+            rate = (done - done0) / elapsed
+            out["rate_per_s"] = round(rate, 1)
+            out["eta_s"] = round(max(total - done, 0) / rate, 1)
+        return out
+
     # ------------------------------------------------------------------ writer
     def _on_batch(self, batch) -> None:
         if getattr(batch, "overflow", False):
@@ -729,7 +770,7 @@ class Service:
                     self._jobs.put(_Job(paths=files, dirs=dirs, reason="notice"))
                 self._notify_idle()
                 continue
-            self._job_progress = {"stage": "scan", "done": 0, "total": 0}
+            self._set_job_progress("scan", 0, 0)
             self._busy.set()
             if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
                 job = self._absorb_storm(job)
@@ -759,10 +800,24 @@ class Service:
                 self._save_lexical()
                 _trim_heap()  # the save's transient pieces (README "Speed and memory": RSS cold vs warm)
             if first:
+                self._renice_pool()
                 self._first_reconcile_done.set()
                 self._set_state("ready")
                 self._queue_backlog()
             self._notify_idle()
+
+    def _renice_pool(self) -> None:
+        """After the first index: replace a normal-priority chunking pool by one at
+        :data:`BACKGROUND_NICE` (a process cannot lower its nice value again), so that later
+        reconciles (a checkout) leave the CPU to queries. The new worker starts on first use."""
+        eng = self.engine
+        if self._pool_nice == BACKGROUND_NICE or eng.pool is None:
+            return
+        from .engine import make_pool
+
+        old, eng.pool = eng.pool, make_pool(POOL_WORKERS, nice=BACKGROUND_NICE)
+        self._pool_nice = BACKGROUND_NICE
+        old.shutdown(wait=False, cancel_futures=True)
 
     def _absorb_storm(self, job: _Job) -> _Job:
         """A burst of many changed files (a ``git checkout``, a Designer dump): wait until
@@ -807,11 +862,12 @@ class Service:
         if eng.pool_broken:  # a worker died (e.g. a native crash on some file): a fresh pool
             from .engine import make_pool
 
-            old, eng.pool, eng.pool_broken = eng.pool, make_pool(POOL_WORKERS, nice=BACKGROUND_NICE), False
+            old, eng.pool, eng.pool_broken = eng.pool, make_pool(POOL_WORKERS, nice=self._pool_nice), False
             old.shutdown(wait=False, cancel_futures=True)
         try:
             if job.full:
                 cs = eng.prepare(progress=self._progress, cancel=self._stop.is_set)
+                self._set_job_progress("apply", 0, len(cs.updates) + len(cs.removed))
             else:
                 cs = eng.prepare(sorted(job.paths), sorted(job.dirs), cancel=self._stop.is_set)
             with self._write_lock:
@@ -1193,7 +1249,9 @@ class Service:
             raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
         ru = normalize_object_type(typ)
         if ru is None:
-            raise ValueError(f"unknown metadata object type {typ!r}")
+            from .scan import object_type_list
+
+            raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
         owner_key = fold(f"{ru}.{obj}")
         with eng.lock:
             objects = [c for c in eng.chunks.values() if c.kind == "object" and c.object_type == ru]
@@ -1329,7 +1387,7 @@ class Service:
             full_reconcile_pending=fresh["full_reconcile_pending"],
             last_index=dict(self.last_index),
             counters=dict(self.counters),
-            progress=dict(self._job_progress) if self._busy.is_set() else {},
+            progress=self._progress_now(),
             saving=self._saving,
             last_saved_at=self.last_saved_at,
             last_error=self.last_error or (w.last_error if w is not None else None),

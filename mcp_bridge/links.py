@@ -248,7 +248,8 @@ def root_names(roots: list[Path]) -> list[str]:
 def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
     """The export roots to serve, resolved; the current directory when ``roots`` is empty
     and it looks like an export. Raises ``ValueError`` with a message for the user (a root
-    that is not a directory, no root given outside an export, the same root twice)."""
+    that is not a directory or holds neither an export nor ``.bsl`` modules
+    (:func:`daemon.cli.export_problem`), no root given outside an export, the same root twice)."""
     if not roots:
         here = (cwd or Path.cwd()).resolve()
         if not looks_like_export(here):
@@ -265,6 +266,11 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
         if p in out:
             raise ValueError(f"export root given twice: {r}")
         if not looks_like_export(p):
+            from daemon.cli import export_problem
+
+            problem = export_problem(p)  # nothing to index at all: refuse before any daemon starts
+            if problem:
+                raise ValueError(problem)
             log.warning("%s has no Configuration.xml or EDT project: only its .bsl files will be indexed", p)
         out.append(p)
     return out

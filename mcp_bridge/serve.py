@@ -149,11 +149,18 @@ def serve_http(server, *, host: str, port: int, token: str | None, allow_origins
     return 0
 
 
+def spawn_args(args) -> list[str]:
+    """The ``daemon run`` arguments of a daemon this server starts, from the parsed
+    ``bsl-lens mcp`` arguments (``--embedder`` already settled by flag > ``BSL_LENS_EMBEDDER``
+    > default in :func:`daemon.cli.parse_args`; ``--watch``, ``--reconcile-interval``)."""
+    from daemon.client import daemon_args
+
+    return daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval)
+
+
 def run(args) -> int:
     """``bsl-lens mcp``: resolve the roots, build the server, serve. Returns the exit code
     (1 with a message on stderr for bad roots or flags)."""
-    from daemon.client import daemon_args
-
     from .links import RootLink, resolve_roots, root_names
     from .server import build_server
 
@@ -174,7 +181,7 @@ def run(args) -> int:
             "(anyone who can reach it could read the code)"
         )
         return 1
-    spawn = daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval)
+    spawn = spawn_args(args)
     names = root_names(roots)
     links = [
         RootLink(r, n, index_dir=index_dirs[i] if index_dirs else None, spawn_args=spawn)

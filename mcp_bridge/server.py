@@ -37,7 +37,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.mcpserver.tools import Tool
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp_types import INTERNAL_ERROR, ToolAnnotations
-from pydantic import ConfigDict, Field, create_model, model_validator
+from pydantic import ConfigDict, Field, ValidationError, create_model, model_validator
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
@@ -183,6 +183,8 @@ def _progress(st) -> str:
     if st.state != "ready":
         p = st.progress or {}
         stage = f"{p.get('stage')} {p.get('done')}/{p.get('total')}" if p.get("total") else str(p.get("stage") or st.state)
+        if p.get("eta_s") is not None:
+            stage += f", ETA {p['eta_s']:.0f} s"
         parts.append(f"{st.state}: {stage}")
     d = st.dense
     if d.enabled and d.done < d.total:
@@ -240,7 +242,7 @@ def _tool_error(exc: DaemonError, *, warming: bool = False) -> Exception:
     if isinstance(exc, CommandError):
         msg = exc.message
         if exc.code == INVALID_PARAMS:
-            if "unknown object type" in msg or "unknown metadata object type" in msg:
+            if ("unknown object type" in msg or "unknown metadata object type" in msg) and "use one of" not in msg:
                 msg = f"{msg}; {_object_types_hint()}"
             return ToolError(msg)
         if exc.code == NOT_FOUND:
@@ -348,6 +350,38 @@ class _StrictArgs(ArgModelBase):
             if unknown:
                 raise ValueError(f"unknown argument(s) {', '.join(unknown)}; this tool takes: {', '.join(known)}")
         return data
+
+
+class _Server(MCPServer):
+    """``MCPServer`` whose argument errors read as one plain sentence per argument (the SDK
+    passes on pydantic's text: model name, ``[type=..., input_value=...]`` and a link)."""
+
+    async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
+        """As ``MCPServer.call_tool``; a ``ToolError`` caused by argument validation is
+        raised again with :func:`argument_errors`' text (same cause, so the SDK still logs
+        field names only)."""
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError):
+                raise ToolError(f"invalid arguments for {name}: {argument_errors(cause)}") from cause
+            raise
+
+
+def argument_errors(exc: ValidationError) -> str:
+    """pydantic's errors as ``arg: message`` joined by ``; `` (``Value error, `` and the
+    boilerplate dropped; a missing argument reads ``query: required, missing``)."""
+    parts = []
+    for err in exc.errors(include_url=False):
+        loc = ".".join(str(x) for x in err.get("loc", ()))
+        msg = str(err.get("msg", ""))
+        if msg.startswith("Value error, "):
+            msg = msg[len("Value error, ") :]
+        if err.get("type") == "missing":
+            msg = "required, missing"
+        parts.append(f"{loc}: {msg}" if loc else msg)
+    return "; ".join(parts)
 
 
 # ------------------------------------------------------------------------------ descriptions
@@ -714,7 +748,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         Tool.from_function(describe_object, description=DESCRIBE_OBJECT_DOC, annotations=READ_ONLY),
         Tool.from_function(index_status, description=INDEX_STATUS_DOC, annotations=READ_ONLY),
     ]
-    return MCPServer(
+    return _Server(
         "bsl-lens",
         title="bsl-lens: 1C:Enterprise code search",
         version=__version__,

