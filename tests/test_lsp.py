@@ -449,6 +449,7 @@ async def test_invalid_settings_and_an_unreachable_daemon(tmp_path, sample_root)
 
 # ------------------------------------------------------------------------------ by meaning
 @pytest.mark.slow
+@pytest.mark.long
 async def test_search_by_meaning_with_the_real_embedder(daemons, sample_root):
     from pytest_lsp.client import make_test_lsp_client
 

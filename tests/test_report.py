@@ -207,6 +207,7 @@ def _chromium(tmp: Path, *args: str, timeout: float = 180.0) -> str:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_report_page_in_headless_chromium(tmp_path, daemons):
     corpus = "демо"
     root = shutil.copytree(REPO / "daemon" / "sample_export", tmp_path / corpus)
