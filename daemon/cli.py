@@ -114,7 +114,8 @@ def cmd_index(args) -> int:
     print(
         f"{st['format']} export {st['root']}: {st['modules']} modules, {st['methods']} methods, "
         f"{st['metadata_chunks']} metadata chunks, {st['bm25_terms']} BM25 terms, "
-        f"dense {st['dense_done']}/{st['dense_total']}; skipped {by_reason or 0}; "
+        f"dense {st['dense_done']}/{st['dense_total']}; skipped "
+        f"{', '.join(f'{n} {r}' for r, n in sorted(by_reason.items())) or 0}{' (-v lists them)' if by_reason and not args.verbose else ''}; "
         f"{time.perf_counter() - t0:.1f}s; index in {st['index_dir']}"
     )
     if args.verbose:
@@ -215,15 +216,29 @@ def cmd_search(args) -> int:
 
 
 def _stale_note(res, *, waited: float) -> str:
-    """The stderr line of a ``search`` answer that may be out of date (``res.stale``)."""
+    """The stderr line of a ``search`` answer that may be out of date (``res.stale``):
+    changes noticed and not applied yet (``--fresh`` waits for those), and files that keep
+    their last good state because they do not read now (``status -v`` says why; waiting
+    does not help)."""
     shown = res.stale_paths[:5]
-    what = f"{res.stale_count} changed files not indexed yet" if res.stale_count else "changes not indexed yet"
+    more = ", ..." if res.stale_count > len(shown) else ""
+    pending = getattr(res, "pending_count", res.stale_count)
+    kept = max(res.stale_count - pending, 0)
+    parts = []
+    if pending:
+        parts.append(f"{pending} changed files not indexed yet")
+    if kept:
+        parts.append(f"{kept} files keep their last good state (they do not read now: see status -v)")
+    what = "; ".join(parts) or "changes not indexed yet"
     if shown:
-        what += f" ({', '.join(shown)}{', ...' if res.stale_count > len(shown) else ''})"
+        what += f" ({', '.join(shown)}{more})"
     if res.full_reconcile_pending:
         what += "; events were lost and the whole export is being re-checked"
-    hint = f"still so after waiting {waited:g} s" if waited else "--fresh waits for them"
-    return f"(stale: {what}; {hint})"
+    if pending or res.full_reconcile_pending or getattr(res, "unread_events", False):
+        hint = f"; still so after waiting {waited:g} s" if waited else "; --fresh waits for them"
+    else:
+        hint = ""
+    return f"(stale: {what}{hint})"
 
 
 def _usage_error(args, message: str):
@@ -709,7 +724,15 @@ def _wait_lock_free(paths, timeout: float) -> bool:
 
 
 def cmd_daemon_restart(args) -> int:
-    """``daemon stop`` then ``daemon start`` with the given options."""
+    """``daemon stop`` then ``daemon start`` with the given options. Without ``--index-dir``
+    the new daemon keeps the index dir of the one it replaces (so a restart with another
+    ``--embedder`` reuses the index instead of building one in the default dir)."""
+    from . import runtime
+
+    if args.index_dir is None:
+        owner = runtime.root_owner(runtime.paths_for(args.root, None))
+        if owner is not None and owner.index_dir:
+            args.index_dir = owner.index_dir
     rc = cmd_daemon_stop(args)
     return rc if rc else cmd_daemon_start(args)
 
@@ -723,8 +746,9 @@ def cmd_daemon_run(args) -> int:
     from . import runtime
     from .server import AlreadyRunning, run_daemon
 
-    if not Path(args.root).expanduser().is_dir():  # before the index dir or its log exist
-        print(f"bsl-lens: error: export root is not a directory: {args.root}", file=sys.stderr)
+    problem = export_problem(args.root)  # before the index dir or its log exist
+    if problem:
+        print(f"bsl-lens: error: {problem}", file=sys.stderr)
         return 1
     paths = runtime.paths_for(args.root, args.index_dir)
     owner = runtime.root_owner(paths)
@@ -736,12 +760,12 @@ def cmd_daemon_run(args) -> int:
     root_logger.setLevel(logging.DEBUG if args.verbose else logging.INFO)
     if not _same_file(sys.stderr, log_path):
         log_path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))  # it records queries
+        os.close(os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600))  # it names the export's files
         fh = logging.FileHandler(log_path, encoding="utf-8")
         fh.setFormatter(logging.Formatter("%(asctime)s %(process)d %(levelname)s %(name)s: %(message)s"))
         root_logger.addHandler(fh)
     try:
-        return run_daemon(
+        rc = run_daemon(
             paths.root,
             index_dir=paths.index_dir,
             embedder=args.embedder,
@@ -753,6 +777,24 @@ def cmd_daemon_run(args) -> int:
         log.warning("%s", exc)
         print(f"bsl-lens: {exc}", file=sys.stderr)
         return runtime.EXIT_ALREADY_RUNNING
+    _exit_now(rc)
+    return rc  # pragma: no cover - _exit_now does not return
+
+
+def _exit_now(rc: int) -> None:
+    """End the daemon process once :func:`daemon.server.run_daemon` has saved everything and
+    released its locks: flush the logs and stdio, then ``os._exit``. Python's own shutdown is
+    skipped on purpose: ``concurrent.futures`` joins its executor threads at exit, and the one
+    of a worker pool killed on stop can wait for ever on a result the killed worker was
+    writing (the parent holds the pipe's write end too), leaving a daemon that stopped
+    serving but never exits."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    os._exit(rc)
 
 
 def _same_file(stream, path: Path) -> bool:
@@ -806,8 +848,11 @@ def cmd_status(args) -> int:
                     out["note"] = note
                 print(json.dumps(out, ensure_ascii=False, indent=2))
             else:
-                who = f"pid {pid or '?'}" if owner is not None else f"being spawned by client pid {pid or '?'}"
-                print(f"bsl-lens daemon for {paths.root}: starting ({who}, index dir {paths.index_dir}); it answers once its snapshot is loaded")
+                if owner is not None:
+                    who = f"pid {pid or '?'}, index dir {owner.index_dir or paths.index_dir}"
+                else:  # the spawning client has not told which index dir yet
+                    who = f"being spawned by client pid {pid or '?'}"
+                print(f"bsl-lens daemon for {paths.root}: starting ({who}); it answers once its snapshot is loaded")
                 if note:
                     print(f"  {note}")
                 if args.verbose:
@@ -1078,7 +1123,10 @@ def cmd_report(args) -> int:
         return 0
     out = Path(args.out)
     tmp = out.with_name(out.name + ".tmp")
-    tmp.write_text(page, encoding="utf-8")
+    # 0600: the page shows recent queries and file paths of the configuration
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(page)
     os.replace(tmp, out)
     print(f"wrote {out.resolve()} ({len(statuses)} root{'s' if len(statuses) != 1 else ''}, {len(evals)} eval run{'s' if len(evals) != 1 else ''})")
     return 0

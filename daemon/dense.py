@@ -457,7 +457,7 @@ class DenseIndex:
         size and blake2b digest, so a crash between the two renames, or any damage, is
         detected by :meth:`load`."""
         directory = Path(dir_path)
-        directory.mkdir(parents=True, exist_ok=True)
+        directory.mkdir(parents=True, exist_ok=True, mode=0o700)
         with self._lock:
             fd, tmp_index = tempfile.mkstemp(prefix=f".{INDEX_FILE}.", suffix=".tmp", dir=directory)
             os.close(fd)

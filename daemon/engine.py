@@ -650,7 +650,7 @@ class Engine:
             return False
         from . import journal
 
-        d.mkdir(parents=True, exist_ok=True)
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds the code
         self._dirty = False  # changes made while we write mark it dirty again
         generation = journal.new_generation()
         try:
@@ -806,7 +806,7 @@ class Engine:
             todo.append((kind, src, rec, deps))
         fmt = scan.info.format
         if self.pool is not None and len(todo) >= POOL_MIN_FILES:
-            results = self._chunk_in_pool(self.pool, todo, fmt)
+            results = self._chunk_in_pool(self.pool, todo, fmt, cancel)
         else:  # a few files, or no pool: in this thread
             results = (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo)
         done = total - len(todo)
@@ -881,13 +881,14 @@ class Engine:
                 tokens[c.id] = computed.get(c.id) or self._bm25_tokens(c)
         u.tokens = tokens
 
-    def _chunk_in_pool(self, pool, todo, fmt: str):
+    def _chunk_in_pool(self, pool, todo, fmt: str, cancel: Callable[[], bool] = lambda: False):
         """Chunk ``todo`` in the worker processes of ``pool`` (batches of
         :data:`POOL_BATCH` files); yields the results in order, each with only the tokens
         :meth:`apply` needs (the rest are dropped as each batch arrives, so a checkout of
         2,000 modules does not hold every chunk's tokens at once). If the pool breaks (a
         worker died, e.g. a crash in a native parser), the rest is chunked in this thread
-        and :attr:`pool_broken` is set for the owner to replace the pool."""
+        and :attr:`pool_broken` is set for the owner to replace the pool; unless ``cancel()``
+        says the owner is stopping (it kills the pool on purpose): then :class:`Cancelled`."""
         from concurrent.futures.process import BrokenProcessPool
 
         cfg = msgspec.msgpack.encode(self.config)
@@ -914,6 +915,8 @@ class Engine:
                 try:
                     results = msgspec.msgpack.decode(fut.result(), type=_WorkResult).results()
                 except (BrokenProcessPool, OSError, RuntimeError) as exc:
+                    if cancel():
+                        raise Cancelled() from None
                     log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
                     self.pool_broken = True
                     for f in futures:

@@ -10,7 +10,7 @@ Per export root (files in its index dir, ``--index-dir`` or
     daemon.log    the daemon's log (the spawned process's stderr is appended to it too)
 
 The index dir is made 0700 and the daemon runs with umask 077, so every file it writes
-(the log records queries) is 0600.
+(the index holds the configuration's code and texts; the log names its files) is 0600.
 
 Per user, independent of environment variables so a client with an empty environment
 finds the daemon: ``/tmp/bsl-lens-<uid>/`` (mode 0700, owned by us, not a symlink) holds,

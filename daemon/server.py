@@ -596,7 +596,7 @@ def run_daemon(
         if service_factory is None:
             from .service import Service as service_factory
         emb = None if embedder in (None, "none") else embedder
-        log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb, watch)
+        log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
         kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         asyncio.run(_serve(service, paths, log_path, lock, root_lock))

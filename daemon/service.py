@@ -103,6 +103,10 @@ ANSWER_SETTLE_S = 0.02
 #: (a notice the debounce dropped, should that ever happen) is re-checked by a job of its
 #: own, so that no path stays pending for ever.
 ORPHAN_NOTICE_S = 5.0
+#: Skip reasons after which a file keeps the chunks of its last good read (a descriptor or a
+#: module caught half-written, or one that no longer decodes): answers list it as stale
+#: until it reads again. Binary and oversized files are dropped instead.
+KEPT_STALE_REASONS = ("invalid_xml", "unreadable", "undecodable")
 #: Skipped files listed by ``status`` (``skipped_files``): every reason gets its share.
 STATUS_SKIPPED_FILES = 50
 
@@ -614,7 +618,7 @@ class Service:
             unread = w.settle(settle) is False
         eng = self._engine()
         with eng.lock:
-            known = [k.path for k in eng.skipped if k.reason in ("invalid_xml", "unreadable") and k.path in eng.files]
+            known = [k.path for k in eng.skipped if k.reason in KEPT_STALE_REASONS and k.path in eng.files]
         with self._pending_lock:
             pending = sorted(self._pending)
             full = bool(self._pending_full)

@@ -47,7 +47,7 @@ def default_index_dir(root: Path) -> Path:
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
     """Write ``data`` to ``path`` atomically (temp file in the same dir, fsync, os.replace)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -68,7 +68,7 @@ def atomic_write_parts(path: Path, parts: Iterable[bytes]) -> int:
     :func:`atomic_write_bytes` does, without ever holding it as one object. Returns the
     number of bytes written. An exception raised by ``parts`` removes the temp file and
     leaves the old ``path`` in place."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     size = 0
     try:
