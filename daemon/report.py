@@ -330,6 +330,10 @@ def _eval_section(run: dict, idx: int) -> str:
 
 
 # ------------------------------------------------------------------------------ root cards
+#: A skipped-files table longer than this is folded under a ``<details>`` element.
+SKIPPED_OPEN_ROWS = 8
+
+
 def _skipped_list(st: dict) -> list[dict]:
     """Skipped files as ``[{"path", "reason", "detail"}]`` from whichever list field the
     daemon sends (``skipped_files`` and the like); [] when it sends only counts."""
@@ -460,11 +464,14 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     if counts:
         out.append('<p class="reasons">' + " ".join(f'<span class="pill">{e(k)} <b>{e(v)}</b></span>' for k, v in sorted(counts.items())) + "</p>")
     if skipped:
-        out.append(
+        table = (
             '<table class="grid skipped"><tr><th>file</th><th>reason</th><th>detail</th></tr>'
             + "".join(f"<tr><td class=path>{e(s['path'])}</td><td>{e(s['reason'])}</td><td>{e(s['detail'])}</td></tr>" for s in skipped)
             + "</table>"
         )
+        if len(skipped) > SKIPPED_OPEN_ROWS:  # folded: 136 missing objects must not push the rest down
+            table = f"<details><summary>the {len(skipped)} files listed by the daemon</summary>{table}</details>"
+        out.append(table)
     elif counts:
         out.append('<p class="muted">this daemon reports counts by reason only; <code>bsl-lens index ROOT -v</code> lists the files.</p>')
     else:
