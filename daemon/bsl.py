@@ -1,4 +1,4 @@
-"""BSL chunker: one :class:`~daemon.model.Chunk` per method plus one for module-level code.
+"""BSL chunker: one :class:`~daemon.contract.Chunk` per method plus one for module-level code.
 
 Method boundaries come from two independent sources that are cross-checked:
 
@@ -45,7 +45,7 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_hbk
 
-from daemon.model import Chunk
+from daemon.contract import Chunk
 from daemon.names import fold
 
 __all__ = [

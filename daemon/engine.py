@@ -40,7 +40,7 @@ from .bsl import chunk_module, live_code
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
-from .model import MODULE_KINDS, Chunk, Filters, Skip  # Filters lives in model: the clients import it without numpy
+from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -65,8 +65,6 @@ SKIP_LOG_LINES = 500
 #: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
 #: carries its derived arrays, see daemon.symbols.SymbolState).
 SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
-MODES = ("hybrid", "lexical", "vector")
-SCOPES = ("all", "code", "metadata")
 #: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
 #: metadata (:mod:`daemon.intent`); measured on the dev metadata queries (README).
 META_WEIGHT = 1.0
@@ -154,54 +152,6 @@ class FileRecord(msgspec.Struct, kw_only=True):
     chunk_ids: list[str] = []
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
-
-
-class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One search result. ``ranks`` gives the 1-based rank in each channel that found it."""
-
-    id: str
-    path: str
-    symbol: str | None
-    kind: str
-    name: str
-    owner: str
-    object_type: str = ""
-    module_kind: str = ""
-    export: bool = False
-    signature: str = ""
-    start_line: int
-    end_line: int
-    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
-    score: float
-    ranks: dict[str, int] = {}
-    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
-    snippet: str = ""
-    stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
-
-
-class SearchResult(msgspec.Struct, kw_only=True):
-    """Hits plus what a caller needs to judge them: how complete the dense side is, and
-    (filled by the daemon, :meth:`daemon.service.Service.freshness`) what could change the
-    answer: ``stale`` while any change is noticed and not yet applied, or a file is known to
-    be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
-    in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
-    them; ``full_reconcile_pending``: events were lost and the whole export is re-checked;
-    ``unread_events``: the watcher had not caught up with the kernel when the answer left.
-    An in-process search (``--standalone``) leaves them empty."""
-
-    query: str
-    mode: str
-    hits: list[Hit]
-    total: int  # fused candidates before the top-k cut
-    dense_done: int
-    dense_total: int
-    took_ms: float
-    stale: bool = False
-    stale_paths: list[str] = []
-    stale_count: int = 0
-    pending_count: int = 0
-    full_reconcile_pending: bool = False
-    unread_events: bool = False
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):
@@ -1296,7 +1246,7 @@ class Engine:
                 or natural language ("как отправить письмо").
             mode: ``hybrid`` (names + bm25 + dense through weighted RRF), ``lexical`` (names +
                 bm25) or ``vector`` (dense only; empty without an embedder).
-            top_k: number of hits to return (1..1000). Parts of one method collapse to one hit.
+            top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of one method collapse to one hit.
             filters: see :class:`Filters`.
             snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
                 a 128-hit answer is ~3x smaller on the wire without them).
@@ -1305,12 +1255,12 @@ class Engine:
         the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
         filter value.
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
         if len(query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
-        if not 1 <= int(top_k) <= 1000:
-            raise ValueError(f"top_k must be in 1..1000, got {top_k}")
+        if not 1 <= int(top_k) <= MAX_TOP_K:
+            raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
         t0 = time.perf_counter()
         query = query.strip()
         if not any(ch.isalnum() for ch in query):

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from .model import Chunk, Skip
+from .contract import Chunk, Skip
 from .names import fold, split_words
 from .scan import CONFIGURATION, OBJECT_TYPES, SkipFile, SourceFile, english_type, read_regular_bytes, type_folder
 

@@ -11,7 +11,7 @@ Two layouts are recognised (see ``shared/corpora/QUIRKS.md`` §13 and §15):
 
 Folder names are English in both layouts and in both script variants; the owner strings
 use the Russian singular type (``ОбщийМодуль.Common`` in the English SSL), as fixed by
-:mod:`daemon.model`.
+:mod:`daemon.contract`.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from pathlib import Path
 
 import msgspec
 
-from .model import Skip
+from .contract import Skip
 
 # ----------------------------------------------------------------------------- object types
 
@@ -259,7 +259,7 @@ class ExportInfo(msgspec.Struct, kw_only=True):
 class ModuleIdentity(msgspec.Struct, frozen=True):
     """Who owns a module: ``owner`` (``ОбщийМодуль.X``, ``Справочник.X.Форма.F``,
     ``Конфигурация``), its Russian ``object_type`` and ``module_kind`` (one of
-    :data:`daemon.model.MODULE_KINDS`; ``""`` for a metadata descriptor)."""
+    :data:`daemon.contract.MODULE_KINDS`; ``""`` for a metadata descriptor)."""
 
     owner: str
     object_type: str
@@ -322,7 +322,7 @@ class ScanResult(msgspec.Struct, kw_only=True):
 
 
 class SkipFile(Exception):
-    """A file that should not be indexed. ``reason`` is a :class:`daemon.model.Skip`
+    """A file that should not be indexed. ``reason`` is a :class:`daemon.contract.Skip`
     reason code (``binary``, ``too_large``, ``undecodable``, ``unreadable``, ``symlink``,
     ``not_regular``); ``detail`` a sentence."""
 
@@ -332,7 +332,7 @@ class SkipFile(Exception):
         self.detail = detail
 
     def to_skip(self, path: str) -> Skip:
-        """The :class:`daemon.model.Skip` record for ``path`` (relative, NFC)."""
+        """The :class:`daemon.contract.Skip` record for ``path`` (relative, NFC)."""
         return Skip(path, self.reason, self.detail)
 
 

@@ -44,7 +44,23 @@ import msgspec
 
 from . import __version__
 from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
-from .model import CODE_KINDS, Chunk, Skip
+from .contract import (
+    CODE_KINDS,
+    METHOD_KINDS,
+    WATCH_MODES,
+    Chunk,
+    DenseStatus,
+    Field,
+    Latency,
+    MethodInfo,
+    ModuleText,
+    ObjectDescription,
+    RecentHit,
+    RecentQuery,
+    Skip,
+    Status,
+    WatchStatus,
+)
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
 from .store import default_index_dir
 from .symbols import is_identifier_query
@@ -107,180 +123,6 @@ ORPHAN_NOTICE_S = 5.0
 STATUS_SKIPPED_FILES = 50
 
 
-class DenseStatus(msgspec.Struct, kw_only=True):
-    """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
-    ``eta_s`` at that rate (None when unknown)."""
-
-    enabled: bool
-    embedder: str | None = None
-    model: str | None = None
-    done: int = 0
-    total: int = 0
-    pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
-    rate_per_s: float = 0.0
-    eta_s: float | None = None
-
-
-class WatchStatus(msgspec.Struct, kw_only=True):
-    """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
-    used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
-    up in the background while queries are already answered; changes made meanwhile are
-    caught by the reconcile that follows), ``watching`` (native events), ``polling``,
-    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
-
-    mode: str
-    state: str = "off"
-    degraded: str | None = None
-    pending_events: int = 0
-    last_error: str | None = None
-
-
-class Latency(msgspec.Struct, kw_only=True):
-    """Change-to-searchable latency over the last :data:`LATENCY_SAMPLES` watcher batches:
-    from the first file event of a batch to the moment its result is visible to queries
-    (milliseconds)."""
-
-    samples: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    last_ms: float | None = None
-
-
-class RecentHit(msgspec.Struct, kw_only=True):
-    """One of the top hits of a remembered search: where it is and its 1-based rank in each
-    channel that found it (``names``, ``bm25``, ``meta``, ``dense``; :attr:`Hit.ranks`)."""
-
-    path: str
-    symbol: str | None
-    owner: str = ""
-    ranks: dict[str, int] = {}
-
-
-class RecentQuery(msgspec.Struct, kw_only=True):
-    """A ``search`` the daemon answered (``symbols`` calls from editors are not kept: one per
-    keystroke). ``at``: epoch seconds; ``took_ms``: the engine's time; ``total``: fused
-    candidates; ``hits``: the first :data:`RECENT_HITS`."""
-
-    at: float
-    query: str
-    mode: str
-    took_ms: float
-    total: int
-    hits: list[RecentHit] = []
-
-
-class Status(msgspec.Struct, kw_only=True):
-    """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
-
-    running: bool = True
-    state: str  # loading | indexing | ready | stopping
-    pid: int
-    version: str
-    started_at: float  # unix time
-    uptime_s: float
-    root: str
-    index_dir: str
-    format: str
-    files: int
-    modules: int
-    methods: int
-    metadata_chunks: int
-    chunks: int
-    bm25_terms: int
-    dense: DenseStatus
-    watcher: WatchStatus
-    latency: Latency
-    queued_paths: int  # changed paths (and folders) noticed and not yet applied by the writer
-    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
-    stale_count: int
-    skipped: dict[str, int]  # skipped files by reason: the totals
-    skipped_files: list[Skip] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
-    skipped_count: int = 0
-    full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
-    last_index: dict[str, float | int] = {}
-    counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
-    # the running job: {"stage": "chunk", "done": n, "total": m, "elapsed_s": s, "rate_per_s": r,
-    # "eta_s": s}; stage scan | chunk (files read and chunked) | apply (into the indexes);
-    # rate and ETA over the stage so far (absent until measurable); {} when idle
-    progress: dict[str, str | int | float] = {}
-    saving: bool = False  # a snapshot is being written right now
-    last_saved_at: float | None = None
-    last_error: str | None = None
-    rss_bytes: int = 0
-    index_bytes: int = 0
-    recent_queries: list[RecentQuery] = []  # the last RECENT_QUERIES searches, oldest first
-
-
-class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One method with its full text (all parts of a long method joined)."""
-
-    id: str
-    path: str
-    name: str
-    kind: str
-    owner: str
-    module_kind: str
-    export: bool = False
-    is_async: bool = False
-    params: str = ""
-    directives: list[str] = []
-    annotations: list[str] = []
-    region: list[str] = []
-    doc: str = ""
-    signature: str = ""
-    start_line: int
-    end_line: int
-    text: str
-
-
-class ModuleText(msgspec.Struct, kw_only=True):
-    """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
-    the request was cut to :data:`MAX_READ_LINES` or to the end of the file."""
-
-    path: str
-    start_line: int
-    end_line: int
-    total_lines: int
-    text: str
-    truncated: bool = False
-    note: str = ""
-
-
-class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A field of a metadata object: attribute, tabular section (with its attributes),
-    dimension, resource, enum value, form, command, template."""
-
-    kind: str
-    name: str
-    symbol: str | None = None
-    synonym: dict[str, str] = {}
-    types: list[str] = []
-    comment: str = ""
-    fields: list["Field"] = []  # attributes of a tabular section
-
-
-class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
-
-    owner: str  # "Справочник.Пользователи"
-    object_type: str
-    name: str
-    path: str
-    synonym: dict[str, str] = {}
-    comment: str = ""
-    properties: dict[str, str] = {}
-    attributes: list[Field] = []
-    tabular_sections: list[Field] = []
-    dimensions: list[Field] = []
-    resources: list[Field] = []
-    enum_values: list[Field] = []
-    forms: list[Field] = []
-    commands: list[Field] = []
-    templates: list[Field] = []
-    other_fields: list[Field] = []
-    modules: dict[str, str] = {}
-
-
 _FIELD_GROUPS = {
     "attribute": "attributes",
     "addressing_attribute": "attributes",
@@ -330,8 +172,8 @@ class Service:
         root = Path(root)
         if not root.is_dir():
             raise FileNotFoundError(f"export root is not a directory: {root}")
-        if watch not in ("auto", "native", "polling", "off"):
-            raise ValueError(f"watch must be auto, native, polling or off, got {watch!r}")
+        if watch not in WATCH_MODES:
+            raise ValueError(f"watch must be one of {', '.join(WATCH_MODES)}, got {watch!r}")
         self.root = root.resolve()
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(self.root)
         self.embedder_spec = None if embedder in (None, "none") else embedder
@@ -1125,13 +967,13 @@ class Service:
                 if rec is None:
                     raise LookupError(f"{rel} is not an indexed module")
                 parts = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
-            parts = [c for c in parts if c.kind in ("procedure", "function") and fold(c.name) == fold(short)]
+            parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
             if not parts:
                 raise LookupError(f"no method {short!r} in {rel}")
             first = parts[0]
         else:
             res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
-            hits = [h for h in res.hits if h.match == "exact" and h.kind in ("procedure", "function")]
+            hits = [h for h in res.hits if h.match == "exact" and h.kind in METHOD_KINDS]
             if not hits:
                 raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
             first = eng.get_chunk(hits[0].id)

@@ -57,11 +57,12 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError
+from daemon.contract import MAX_TOP_K, SEARCH_MODES
 from daemon.protocol import NOT_FOUND
 
 from . import convert
 from .roots import Root
-from .settings import SEARCH_MODES, Folder, Settings, parse_options
+from .settings import Folder, Settings, parse_options
 
 log = logging.getLogger("bsl_lens.lsp")
 
@@ -559,8 +560,8 @@ def _search_params(params: Any, default_top_k: int) -> SearchParams:
         raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: mode must be one of {', '.join(SEARCH_MODES)}"))
     if p.top_k is None:
         p.top_k = default_top_k
-    if not 1 <= p.top_k <= 1000:
-        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: topK must be in 1..1000"))
+    if not 1 <= p.top_k <= MAX_TOP_K:
+        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: topK must be in 1..{MAX_TOP_K}"))
     return p
 
 

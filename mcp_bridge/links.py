@@ -191,7 +191,7 @@ class RootLink:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def status(self, *, wait: float = CONNECT_WAIT, fresh: bool = False):
-        """The daemon's ``StatusResult`` (``.service`` is a :class:`daemon.service.Status`).
+        """The daemon's ``StatusResult`` (``.service`` is a :class:`daemon.contract.Status`).
         A settled answer (ready, embeddings complete) is reused for :data:`STATUS_TTL`
         seconds unless ``fresh``; a warming one is always asked again, so a tool never
         reports warming after the index is done. Errors as :meth:`call`."""

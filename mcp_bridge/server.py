@@ -41,7 +41,7 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, model_val
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.model import MODULE_KINDS
+from daemon.contract import CODE_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
 from daemon.protocol import INVALID_PARAMS, NOT_FOUND
 
 from .links import CONNECT_WAIT, RootLink, Starting
@@ -65,7 +65,8 @@ from .models import (
 log = logging.getLogger("bsl_lens.mcp")
 
 #: Most hits ``search`` and ``find_symbol`` return in one call (a model's context is the
-#: limit; ``truncated`` says when there were more).
+#: limit; ``truncated`` says when there were more). The bridge's own cap, below the
+#: daemon's ``daemon.contract.MAX_TOP_K``.
 MAX_TOP_K = 50
 #: ``read_module`` returns at most this many lines and characters per call (the daemon's
 #: own cap is 2000 lines); the note says how to continue.
@@ -75,8 +76,8 @@ MAX_READ_CHARS = 60_000
 #: to 1000+ lines); the note says which ``read_module`` call returns the rest.
 MAX_METHOD_CHARS = 60_000
 
-SearchMode = Literal["hybrid", "lexical", "vector"]
-Scope = Literal["all", "code", "metadata"]
+SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
 ModuleKind = Literal[MODULE_KINDS]  # type: ignore[valid-type]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -132,10 +133,10 @@ def _bridge(ctx: Context) -> Bridge:
 # ------------------------------------------------------------------------------ conversions
 def _qualified(kind: str, name: str, owner: str) -> str:
     """``Модуль.Метод`` for code, the owner for an object, ``owner.name`` for a field
-    (:attr:`daemon.model.Chunk.qualified_name`)."""
+    (the ``name`` a model passes back to ``get_method``)."""
     if kind == "object":
         return owner
-    if kind in ("procedure", "function", "module"):
+    if kind in CODE_KINDS:
         short = owner.split(".")[1] if "." in owner else owner
         return f"{short}.{name}" if short else name
     return f"{owner}.{name}"
