@@ -31,13 +31,7 @@ import time
 from pathlib import Path
 
 from .names import split_words
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+from .stats import percentile as _pct
 
 
 def _peak_rss_mb() -> float:
@@ -85,8 +79,7 @@ def run_bench(args) -> int:
     """Run the benchmark described in the module docstring for ``args.root`` and print the
     measurements (``--json``: one JSON object). Returns the exit code (0). Times are wall
     seconds or milliseconds as the key names say; RSS and sizes in MiB."""
-    from .cli import _make_embedder
-    from .embed import text_hash
+    from .embed import embedder_for, text_hash
     from .engine import Engine, EngineConfig
     from .store import default_index_dir
     from .tokenize import tokenize_query
@@ -99,7 +92,7 @@ def run_bench(args) -> int:
             t = time.perf_counter()
             root = build_scaled_tree(root, args.scale, work / "tree")
             out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
-        embedder = None if args.scale > 1 else _make_embedder(args.embedder)
+        embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
 

@@ -3,7 +3,7 @@
 Method boundaries come from two independent sources that are cross-checked:
 
 * **tree-sitter** (grammar ``tree-sitter-hbk`` 0.1.11, chosen by measurement: see
-  ``grammars/README.md`` and :mod:`daemon.grammar_survey`) with the query
+  ``grammars/README.md`` and ``tools/grammar_survey.py``) with the query
   ``grammars/bsl/methods.scm``; it gives each definition's first and last row.
 * **a careful line scan** (:func:`scan_method_headers`): a declaration header is a line whose
   first token (after optional same-line ``&Directive`` prefixes) is ``[Асинх|Async]

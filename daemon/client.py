@@ -51,7 +51,7 @@ from .protocol import (
     result_type,
 )
 
-log = logging.getLogger("bsl_lens.client")
+log = logging.getLogger(__name__)
 
 #: Default total time to wait for a spawned daemon to answer ``hello`` (seconds).
 SPAWN_TIMEOUT = 30.0

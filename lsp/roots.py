@@ -38,7 +38,7 @@ from .settings import Folder, Settings, index_dir_for
 if TYPE_CHECKING:
     from .server import BslLensServer
 
-log = logging.getLogger("bsl_lens.lsp")
+log = logging.getLogger(__name__)
 
 #: An embedding progress bar ends after this many seconds without a push (the dense
 #: thread pauses while the writer works, or the remaining chunks cannot be embedded).

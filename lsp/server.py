@@ -64,7 +64,10 @@ from . import convert
 from .roots import Root
 from .settings import Folder, Settings, parse_options
 
-log = logging.getLogger("bsl_lens.lsp")
+log = logging.getLogger(__name__)
+#: The logger trees of this process's own modules (each logs to ``getLogger(__name__)``):
+#: forwarded to the window log, levelled by ``-v`` and the ``logLevel`` setting.
+OWN_LOGGERS = ("lsp", "daemon")
 
 #: Custom request: search by meaning (see the module docstring).
 SEARCH_REQUEST = "bsl-lens/search"
@@ -247,11 +250,13 @@ class BslLensServer(LanguageServer):
         level = getattr(logging, self.settings.log_level.upper())
         if self._window_handler is None:
             self._window_handler = WindowLogHandler(self)
-            logging.getLogger("bsl_lens").addHandler(self._window_handler)
+            for name in OWN_LOGGERS:
+                logging.getLogger(name).addHandler(self._window_handler)
         self._window_handler.setLevel(level)
-        logger = logging.getLogger("bsl_lens")
-        if logger.getEffectiveLevel() > level:
-            logger.setLevel(level)
+        for name in OWN_LOGGERS:
+            logger = logging.getLogger(name)
+            if logger.getEffectiveLevel() > level:
+                logger.setLevel(level)
 
     def new_progress_token(self) -> str:
         """A fresh work-done progress token."""
@@ -596,7 +601,7 @@ def _folders(params: types.InitializeParams) -> list[Folder]:
 
 # ------------------------------------------------------------------------------ logging
 class WindowLogHandler(logging.Handler):
-    """Forwards ``bsl_lens.*`` records as ``window/logMessage`` (never pygls' own, which
+    """Forwards the records of :data:`OWN_LOGGERS` as ``window/logMessage`` (never pygls' own, which
     would recurse), from any thread."""
 
     def __init__(self, server: BslLensServer) -> None:
@@ -833,7 +838,7 @@ def configure_logging(verbose: int, log_file: str | None, *, configured: bool = 
     if not configured:
         logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     root.setLevel(min(root.level or level, level))
-    for h in root.handlers:  # stderr keeps its level when bsl_lens is lowered for the window log
+    for h in root.handlers:  # stderr keeps its level when OWN_LOGGERS are lowered for the window log
         if h.level == logging.NOTSET:
             h.setLevel(level)
     if log_file:
@@ -842,7 +847,8 @@ def configure_logging(verbose: int, log_file: str | None, *, configured: bool = 
         fh.setLevel(min(level, logging.INFO))
         root.addHandler(fh)
     logging.getLogger("pygls").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
-    logging.getLogger("bsl_lens").setLevel(level)
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(level)
 
 
 __all__ = ["SERVER", "BslLensServer", "claim_stdout", "main", "serve_args", "serve_stdio"]

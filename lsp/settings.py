@@ -40,7 +40,7 @@ import msgspec
 
 from daemon.contract import DEFAULT_SYMBOL_LIMIT, MAX_TOP_K, WATCH_MODES
 
-log = logging.getLogger("bsl_lens.lsp")
+log = logging.getLogger(__name__)
 
 LOG_LEVELS = ("error", "warning", "info", "debug")
 

@@ -8,7 +8,7 @@ raises :class:`mcp.MCPError` (a problem for the host, not the model). A connecti
 drops (the daemon was stopped or killed) is re-established on the next call, spawning a
 new daemon like any client does (:func:`daemon.client.connect_async`).
 
-Nothing here prints; everything goes to the ``bsl_lens.mcp`` logger (stderr).
+Nothing here prints; everything goes to the ``mcp_bridge.links`` logger (stderr).
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from mcp_types import INTERNAL_ERROR
 from daemon import runtime
 from daemon.client import AsyncDaemonClient, DaemonNotRunning, connect_async
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 #: Longest a tool call waits for a daemon that is still starting before it answers as
 #: warming (seconds). A daemon answers once its snapshot is loaded: ~1-3 s for ssl31-ru.
@@ -249,7 +249,7 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
     """The export roots to serve, resolved; the current directory when ``roots`` is empty
     and it looks like an export. Raises ``ValueError`` with a message for the user (a root
     that is not a directory or holds neither an export nor ``.bsl`` modules
-    (:func:`daemon.cli.export_problem`), no root given outside an export, the same root twice)."""
+    (:func:`daemon.runtime.export_problem`), no root given outside an export, the same root twice)."""
     if not roots:
         here = (cwd or Path.cwd()).resolve()
         if not looks_like_export(here):
@@ -266,9 +266,7 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
         if p in out:
             raise ValueError(f"export root given twice: {r}")
         if not looks_like_export(p):
-            from daemon.cli import export_problem
-
-            problem = export_problem(p)  # nothing to index at all: refuse before any daemon starts
+            problem = runtime.export_problem(p)  # nothing to index at all: refuse before any daemon starts
             if problem:
                 raise ValueError(problem)
             log.warning("%s has no Configuration.xml or EDT project: only its .bsl files will be indexed", p)

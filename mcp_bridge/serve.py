@@ -22,7 +22,7 @@ import socket
 import sys
 from typing import Any
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1", "https://localhost", "https://[::1]")
 

@@ -62,7 +62,7 @@ from .models import (
     SymbolDef,
 )
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 #: Most hits ``search`` and ``find_symbol`` return in one call (a model's context is the
 #: limit; ``truncated`` says when there were more). The bridge's own cap, below the
@@ -773,7 +773,7 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         return RootStatus(name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=exc.message)
     import msgspec
 
-    from daemon.cli import format_status
+    from daemon.format import format_status
 
     st, daemon = res.service, res.daemon
     data = msgspec.to_builtins(st)
