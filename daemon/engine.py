@@ -1415,6 +1415,97 @@ class Engine:
         with self.lock:
             return self.chunks.get(chunk_id)
 
+    def file_chunks(self, rel: str, *, kind: str | None = None) -> list[Chunk] | None:
+        """The chunks of one indexed file in index order (a module's methods and header code;
+        a descriptor's object and its fields), or None when ``rel`` (relative, NFC) is not
+        indexed or is not of ``kind`` (``"bsl"``: a module). One consistent batch: read
+        under the engine lock."""
+        with self.lock:
+            rec = self.files.get(rel)
+            if rec is None or (kind is not None and rec.kind != kind):
+                return None
+            return [self.chunks[c] for c in rec.chunk_ids if c in self.chunks]
+
+    def is_indexed(self, rel: str) -> bool:
+        """True if the file ``rel`` (relative, NFC) is in the index (as a module or a descriptor)."""
+        with self.lock:
+            return rel in self.files
+
+    def skipped_files(self) -> list[Skip]:
+        """The files (and metadata objects) the last look at the disk did not index, and why."""
+        with self.lock:
+            return list(self.skipped)
+
+    def skipped_indexed(self, reasons: Iterable[str]) -> list[str]:
+        """Paths skipped at the last look for one of ``reasons`` that still have an indexed
+        state (an older good version): they are known to be older than the disk."""
+        want = set(reasons)
+        with self.lock:
+            return [k.path for k in self.skipped if k.reason in want and k.path in self.files]
+
+    def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
+        """The metadata object ``<object_type>.<name>`` (Russian singular type; the name is
+        matched case- and ``ё``-insensitively): its ``object`` chunk, its field chunks (in
+        index order) and its modules (path -> module kind, the object's own and those of
+        its forms and commands). Read in one batch under the lock. ``LookupError`` if no
+        such object is indexed; the message lists up to 10 similar names."""
+        from .names import fold
+
+        owner_key = fold(f"{object_type}.{name}")
+        with self.lock:
+            objects = [c for c in self.chunks.values() if c.kind == "object" and c.object_type == object_type]
+            match = [c for c in objects if fold(c.owner) == owner_key]
+            if not match:
+                close = sorted(c.owner for c in objects if fold(name) in fold(c.name))[:10]
+                hint = f"; similar: {', '.join(close)}" if close else ""
+                raise LookupError(f"no metadata object {object_type}.{name} in the index{hint}")
+            o = match[0]
+            rec = self.files.get(o.path)
+            fields = [self.chunks[c] for c in (rec.chunk_ids if rec else []) if c in self.chunks and c != o.id]
+            prefix = o.owner + "."
+            modules = {}
+            for r in self.files.values():
+                first = self.chunks.get(r.chunk_ids[0]) if r.kind == "bsl" and r.chunk_ids else None
+                if first is not None and (first.owner == o.owner or first.owner.startswith(prefix)):
+                    modules[r.path] = first.module_kind
+        return o, fields, modules
+
+    @property
+    def lexical_unsaved(self) -> bool:
+        """True while the lexical side has changes that no snapshot holds yet (the journal
+        does): the service writes a snapshot when it has been quiet for a while."""
+        return self._dirty
+
+    @property
+    def dense_unsaved(self) -> bool:
+        """True while the dense side has vectors that no dense snapshot holds yet."""
+        return self._dense_dirty
+
+    def confine(self, path: str) -> str:
+        """A user-given path as an NFC path relative to the root (the spelling of
+        :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an
+        absolute path outside the root, ``..``, or a symlink that leaves the root. The one
+        path rule of every lookup (the daemon's ``get_method``, ``read_module``,
+        ``document_symbols``)."""
+        p = str(path).replace("\\", "/").strip()
+        if not p:
+            raise ValueError("empty path")
+        if os.path.isabs(p):
+            try:
+                p = Path(p).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
+        parts = [x for x in p.split("/") if x not in ("", ".")]
+        if ".." in parts:
+            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
+        rel = unicodedata.normalize("NFC", "/".join(parts))
+        full = (self.root / rel).resolve()
+        try:
+            full.relative_to(self.root)
+        except ValueError:
+            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
+        return rel
+
     def stats(self) -> dict:
         """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense.
         The per-chunk counts are recounted only after a batch changed the index."""

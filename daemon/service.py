@@ -458,8 +458,7 @@ class Service:
         if w is not None and settle >= 0:
             unread = w.settle(settle) is False
         eng = self._engine()
-        with eng.lock:
-            known = [k.path for k in eng.skipped if k.reason in ("invalid_xml", "unreadable") and k.path in eng.files]
+        known = eng.skipped_indexed(("invalid_xml", "unreadable"))
         with self._pending_lock:
             pending = sorted(self._pending)
             full = bool(self._pending_full)
@@ -601,7 +600,7 @@ class Service:
             now = time.monotonic()
             if job is False:
                 # idle: fold the journal into a snapshot once things have been quiet a while
-                if eng._dirty and now - last_change >= COMPACT_IDLE_S:
+                if eng.lexical_unsaved and now - last_change >= COMPACT_IDLE_S:
                     self._save_lexical()
                 if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
                     self._jobs.put(_Job(full=True, reason="periodic"))
@@ -856,7 +855,7 @@ class Service:
             while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
                 ids.append(self._dense_backlog.popleft())
             if not ids:
-                if eng._dense_dirty and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
+                if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
                 self._dense_wake.wait(1.0)
                 self._dense_wake.clear()
@@ -963,13 +962,11 @@ class Service:
         eng = self._engine()
         name = name.strip()
         if path is not None:
-            rel = self._confine(path)
+            rel = eng.confine(path)
             short = name.rsplit(".", 1)[-1]
-            with eng.lock:
-                rec = eng.files.get(rel)
-                if rec is None:
-                    raise LookupError(f"{rel} is not an indexed module")
-                parts = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
+            parts = eng.file_chunks(rel)
+            if parts is None:
+                raise LookupError(f"{rel} is not an indexed module")
             parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
             if not parts:
                 raise LookupError(f"no method {short!r} in {rel}")
@@ -980,9 +977,9 @@ class Service:
             if not hits:
                 raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
             first = eng.get_chunk(hits[0].id)
-            with eng.lock:
-                rec = eng.files.get(first.path)
-                parts = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks]
+            if first is None:  # re-indexed away between the search and this read
+                raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
+            parts = eng.file_chunks(first.path) or []
             parts = [c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line]
         # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
         base = first.id.split("#", 1)[0]
@@ -1009,31 +1006,11 @@ class Service:
         )
 
     def _confine(self, path: str) -> str:
-        """A user-given path as an NFC path relative to the root; ``ValueError`` for an
-        absolute path outside the root, ``..`` or a symlink that leaves the root."""
-        p = str(path).replace("\\", "/").strip()
-        if not p:
-            raise ValueError("empty path")
-        if os.path.isabs(p):
-            try:
-                p = Path(p).resolve().relative_to(self.root).as_posix()
-            except ValueError:
-                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
-        parts = [x for x in p.split("/") if x not in ("", ".")]
-        if ".." in parts:
-            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
-        rel = unicodedata.normalize("NFC", "/".join(parts))
-        full = (self.root / rel).resolve()
-        try:
-            full.relative_to(self.root)
-        except ValueError:
-            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
-        return rel
+        """:meth:`Engine.confine`: ``path`` relative to the root, NFC; ``ValueError`` if it leaves the root."""
+        return self._engine().confine(path)
 
     def _read(self, rel: str) -> list[str]:
-        eng = self._engine()
-        with eng.lock:
-            known = rel in eng.files
+        known = self._engine().is_indexed(rel)
         try:
             data = read_regular_bytes(self.root / _disk_path(self.root, rel), self.config.max_file_bytes)
             text, _ = decode_bytes(data)
@@ -1086,8 +1063,6 @@ class Service:
         (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
         ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no
         such object is indexed (the message lists close names)."""
-        from .names import fold
-
         eng = self._engine()
         typ, _, obj = name.strip().partition(".")
         if not obj:
@@ -1097,24 +1072,7 @@ class Service:
             from .scan import object_type_list
 
             raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
-        owner_key = fold(f"{ru}.{obj}")
-        with eng.lock:
-            objects = [c for c in eng.chunks.values() if c.kind == "object" and c.object_type == ru]
-            match = [c for c in objects if fold(c.owner) == owner_key]
-            if not match:
-                close = sorted(c.owner for c in objects if fold(obj) in fold(c.name))[:10]
-                hint = f"; similar: {', '.join(close)}" if close else ""
-                raise LookupError(f"no metadata object {ru}.{obj} in the index{hint}")
-            o = match[0]
-            rec = eng.files.get(o.path)
-            fields = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks and c != o.id]
-            prefix = o.owner + "."
-            modules = {
-                r.path: (eng.chunks[r.chunk_ids[0]].module_kind if r.chunk_ids and r.chunk_ids[0] in eng.chunks else "")
-                for r in eng.files.values()
-                if r.kind == "bsl" and r.chunk_ids and r.chunk_ids[0] in eng.chunks
-                and (eng.chunks[r.chunk_ids[0]].owner == o.owner or eng.chunks[r.chunk_ids[0]].owner.startswith(prefix))
-            }
+        o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
         desc = ObjectDescription(
             owner=o.owner,
             object_type=o.object_type,
@@ -1147,12 +1105,9 @@ class Service:
         ``textDocument/documentSymbol``: names, kinds, ranges, regions). ``LookupError`` if
         the file is not an indexed module."""
         rel = self._confine(path)
-        eng = self._engine()
-        with eng.lock:
-            rec = eng.files.get(rel)
-            if rec is None or rec.kind != "bsl":
-                raise LookupError(f"{rel} is not an indexed module")
-            chunks = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
+        chunks = self._engine().file_chunks(rel, kind="bsl")
+        if chunks is None:
+            raise LookupError(f"{rel} is not an indexed module")
         return [msgspec.structs.replace(c, text="") for c in sorted(chunks, key=lambda c: (c.start_line, c.id)) if c.kind in CODE_KINDS]
 
     # ------------------------------------------------------------------ status
@@ -1167,8 +1122,7 @@ class Service:
         """The daemon's state for ``bsl-lens status`` (see :class:`Status`)."""
         eng = self._engine()
         st = eng.stats()
-        with eng.lock:
-            skips = list(eng.skipped)
+        skips = eng.skipped_files()
         skipped: dict[str, int] = {}
         for k in skips:
             skipped[k.reason] = skipped.get(k.reason, 0) + 1
