@@ -1470,6 +1470,37 @@ class Engine:
                     modules[r.path] = first.module_kind
         return o, fields, modules
 
+    def similar_objects(self, name: str, limit: int = 5) -> list[str]:
+        """Metadata objects whose names are closest to an unknown ``Тип.Имя`` (or a bare
+        name), for "did you mean": the names channel (exact, prefix, CamelHump) on the name
+        and on it shortened by up to 4 characters (``Пользователь`` -> ``Пользовател``
+        finds ``Справочник.Пользователи``; ``КурсВалют`` finds ``РегистрСведений.КурсыВалют``
+        by CamelHump), qualified by the type when one is given, then without it; objects of
+        the asked type first. At most ``limit`` owners; [] when nothing is close."""
+        from .scan import normalize_object_type
+
+        typ, _, obj = name.strip().partition(".")
+        if not obj:
+            typ, obj = "", typ
+        ru = normalize_object_type(typ) if typ else None
+        found: list[str] = []
+        for qualifier in ([typ] if typ else []) + [""]:
+            for k in range(len(obj), max(2, len(obj) - 4) - 1, -1):
+                query = f"{qualifier}.{obj[:k]}" if qualifier else obj[:k]
+                try:
+                    res = self.search(query, mode="lexical", top_k=20, filters=Filters(scope="metadata"), snippets=False)
+                except ValueError:
+                    break
+                for h in res.hits:
+                    if h.kind == "object" and h.match in ("exact", "prefix", "camelhump") and h.owner not in found:
+                        found.append(h.owner)
+                if len(found) >= limit:
+                    break
+            if found:
+                break
+        found.sort(key=lambda o: o.split(".", 1)[0] != ru)  # the asked type first, else the names channel's order
+        return found[:limit]
+
     @property
     def lexical_unsaved(self) -> bool:
         """True while the lexical side has changes that no snapshot holds yet (the journal

@@ -1062,7 +1062,8 @@ class Service:
         """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
         (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
         ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no
-        such object is indexed (the message lists close names)."""
+        such object is indexed (the message lists similar names and the closest ones by
+        the names channel, :meth:`Engine.similar_objects`)."""
         eng = self._engine()
         typ, _, obj = name.strip().partition(".")
         if not obj:
@@ -1072,7 +1073,13 @@ class Service:
             from .scan import object_type_list
 
             raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
-        o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
+        try:
+            o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
+        except LookupError as exc:
+            close = [c for c in eng.similar_objects(name) if c not in str(exc)]
+            if close:
+                raise LookupError(f"{exc}; closest objects by name: {', '.join(close)}") from None
+            raise
         desc = ObjectDescription(
             owner=o.owner,
             object_type=o.object_type,

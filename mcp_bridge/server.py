@@ -297,37 +297,6 @@ async def _call(bridge: Bridge, link: RootLink, fn, *, warming: bool = False):
         raise _tool_error(exc, warming=warming) from exc
 
 
-async def _similar_objects(b: Bridge, link: RootLink, name: str, limit: int = 5) -> list[str]:
-    """Metadata objects whose names are closest to an unknown ``Тип.Имя``, for the error
-    message: the names channel (exact, prefix, CamelHump) on the name and on it shortened by
-    up to 4 characters (``Пользователь`` -> ``Пользовател`` finds ``Справочник.Пользователи``;
-    ``КурсВалют`` finds ``РегистрСведений.КурсыВалют`` by CamelHump), qualified by the type
-    when one is given (objects of that type rank first), then without it. [] on any error."""
-    from daemon.scan import normalize_object_type
-
-    typ, _, obj = name.strip().partition(".")
-    if not obj:
-        typ, obj = "", typ
-    ru = normalize_object_type(typ) if typ else None
-    found: list[str] = []
-    for qualifier in ([typ] if typ else []) + [""]:
-        for k in range(len(obj), max(2, len(obj) - 4) - 1, -1):
-            query = f"{qualifier}.{obj[:k]}" if qualifier else obj[:k]
-            try:
-                res = await link.call(lambda c: c.symbols(query, limit=20, filters={"scope": "metadata"}), wait=b.connect_wait)
-            except (DaemonError, Starting):
-                break
-            for h in res.hits:
-                if h.kind == "object" and h.match in ("exact", "prefix", "camelhump") and h.owner not in found:
-                    found.append(h.owner)
-            if len(found) >= limit:
-                break
-        if found:
-            break
-    found.sort(key=lambda o: o.split(".", 1)[0] != ru)  # the asked type first, else the names channel's order
-    return found[:limit]
-
-
 def _strict(tool: Tool) -> Tool:
     """Make a tool reject unknown arguments (the SDK ignores them) with an error that
     names the valid ones; the input schema gets ``additionalProperties: false``."""
@@ -698,15 +667,8 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             raise ToolError(str(exc)) from None
         try:
             d = await link.call(lambda c: c.describe_object(name), wait=b.connect_wait)
-        except CommandError as exc:
-            err = _tool_error(exc, warming=_lexical_warming(st))
-            if exc.code == NOT_FOUND:
-                close = [o for o in await _similar_objects(b, link, name) if o not in exc.message]
-                if close:
-                    err = ToolError(f"{err}; closest objects by name: {', '.join(close)}")
-            raise err from exc
-        except DaemonError as exc:
-            raise _tool_error(exc) from exc
+        except DaemonError as exc:  # NOT_FOUND names similar and closest objects (the daemon's "did you mean")
+            raise _tool_error(exc, warming=_lexical_warming(st)) from exc
         from daemon.scan import english_type
 
         return ObjectOutput(

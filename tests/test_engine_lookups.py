@@ -57,3 +57,10 @@ def test_unsaved_flags_follow_the_snapshot(eng):
     eng.save()
     assert not eng.lexical_unsaved and not eng.dense_unsaved
     assert eng.skipped_files() == eng.skipped and eng.skipped_files() is not eng.skipped
+
+
+def test_similar_objects_is_the_did_you_mean_of_describe_object(eng):
+    assert eng.similar_objects("Справочник.Контрагент")[0] == "Справочник.Контрагенты"  # a typo in the ending
+    assert "Справочник.Контрагенты" in eng.similar_objects("Документ.Контрагенты")  # the right name, the wrong type
+    assert "Справочник.Контрагенты" in eng.similar_objects("Контрагенты")  # no type at all
+    assert eng.similar_objects("Справочник.Щщщщщщщщ") == []
