@@ -442,13 +442,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     ) -> SearchOutput:
         b = _bridge(ctx)
         link = b.pick(root)
-        if path_prefix is not None and ".." in path_prefix.replace("\\", "/").split("/"):
-            raise ToolError(f"path_prefix {path_prefix!r} contains '..'; give a folder relative to the export root (\"CommonModules/\")")
-        if object_type is not None:
-            from daemon.scan import normalize_object_type
-
-            if normalize_object_type(object_type) is None:
-                raise ToolError(f"unknown object_type {object_type!r}; {_object_types_hint()}")
+        # object_type and path_prefix are checked once, by the daemon (-32602 -> a ToolError naming the value)
         try:
             st = await _status(b, link)
         except Starting as exc:
