@@ -299,7 +299,9 @@ async def _call(bridge: Bridge, link: RootLink, fn, *, warming: bool = False):
 
 def _strict(tool: Tool) -> Tool:
     """Make a tool reject unknown arguments (the SDK ignores them) with an error that
-    names the valid ones; the input schema gets ``additionalProperties: false``."""
+    names the valid ones; the input schema gets ``additionalProperties: false``. The SDK
+    has no public option for it, so the tool's ``fn_metadata.arg_model`` is swapped (the
+    limitation is pinned by ``tests/test_framework_overrides.py``)."""
     base = tool.fn_metadata.arg_model
     fields = {name: (f.annotation, f) for name, f in base.model_fields.items()}
     strict = create_model(base.__name__, __base__=_StrictArgs, **fields)
