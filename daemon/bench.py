@@ -3,6 +3,8 @@
 Measures, in one process on the current machine (numbers are only comparable on the same
 machine; the README says which one):
 
+* the scan alone (:func:`daemon.scan.scan_export`, what every reconcile starts with), warm OS
+  cache: the median of 3 runs, after one warm-up run;
 * cold lexical index: scan + chunk + BM25 + names channel into an empty index dir;
 * warm load: :meth:`Engine.open` of the saved index (lexical and, if present, dense);
 * embed throughput: the raw embedder vs the engine pipeline (embed text, cache, hnswlib
@@ -80,6 +82,7 @@ def run_bench(args) -> int:
     measurements (``--json``: one JSON object). Returns the exit code (0). Times are wall
     seconds or milliseconds as the key names say; RSS and sizes in MiB."""
     from .embed import embedder_for, text_hash
+    from .scan import scan_export
     from .engine import Engine, EngineConfig
     from .store import default_index_dir
     from .tokenize import tokenize_query
@@ -95,6 +98,15 @@ def run_bench(args) -> int:
         embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
+
+        # the scan alone, warm OS cache (was tests/test_scan.py's test_scan_is_fast, which asserted nothing)
+        scan_export(root)
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            scan_export(root)
+            runs.append(time.perf_counter() - t)
+        out["scan_ms"] = round(sorted(runs)[1] * 1000, 1)
 
         # cold lexical index
         t = time.perf_counter()
