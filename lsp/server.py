@@ -61,6 +61,7 @@ from daemon.contract import MAX_TOP_K, SEARCH_MODES
 from daemon.protocol import NOT_FOUND
 
 from . import convert
+from .options import add_arguments
 from .roots import Root
 from .settings import Folder, Settings, parse_options
 
@@ -829,14 +830,6 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="bsl-lens lsp", description="The bsl-lens language server on stdio.")
     add_arguments(p)
     return p
-
-
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``lsp`` options (``daemon/cli.py`` repeats them so that building its parser does
-    not import pygls)."""
-    p.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: pygls' own debug too)")
-    p.add_argument("--log-file", help="also log to this file")
 
 
 def configure_logging(verbose: int, log_file: str | None, *, configured: bool = False) -> None:

@@ -89,3 +89,14 @@ def test_the_engine_and_the_service_reuse_the_contract_types():
     assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
     assert service.Status is contract.Status and service.MethodInfo is contract.MethodInfo
     assert model.Chunk is contract.Chunk
+
+
+def test_the_cli_parser_loads_no_front_end_framework_and_no_engine():
+    code = """
+import sys
+from daemon import cli
+cli.build_parser()
+bad = [m for m in ("pygls", "lsprotocol", "mcp", "pydantic", "lsp.server", "mcp_bridge.server") if m in sys.modules]
+assert not bad, bad
+"""
+    assert _loaded_after(code) == []
