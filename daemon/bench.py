@@ -23,7 +23,6 @@ on it (the dense side of such a tree takes hours to embed on 2 cores and is not 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import resource
@@ -77,10 +76,11 @@ def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
     return dest
 
 
-def run_bench(args) -> int:
-    """Run the benchmark described in the module docstring for ``args.root`` and print the
-    measurements (``--json``: one JSON object). Returns the exit code (0). Times are wall
-    seconds or milliseconds as the key names say; RSS and sizes in MiB."""
+def run_bench(args) -> dict:
+    """Run the benchmark described in the module docstring for ``args.root`` and return the
+    measurements: a flat dict like every bench's (``bsl-lens bench`` prints it, one JSON
+    object with ``--json``). Times are wall seconds or milliseconds as the key names say;
+    RSS and sizes in MiB."""
     from .embed import embedder_for, text_hash
     from .scan import scan_export
     from .engine import Engine, EngineConfig
@@ -89,7 +89,7 @@ def run_bench(args) -> int:
 
     root = Path(args.root).resolve()
     work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
-    out: dict = {"root": str(root), "scale": args.scale, "cpu_count": os.cpu_count()}
+    out: dict = {"root": str(root), "scale": args.scale}
     try:
         if args.scale > 1:
             t = time.perf_counter()
@@ -234,9 +234,4 @@ def run_bench(args) -> int:
         out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.json:
-        print(json.dumps(out, ensure_ascii=False, indent=2))
-    else:
-        for k, v in out.items():
-            print(f"{k}: {v}")
-    return 0
+    return out

@@ -474,8 +474,15 @@ DEMO_QUERIES = (
 )
 
 
-def _print_report(out: dict, as_json: bool) -> int:
-    """Print a benchmark's measurements: one JSON object, or ``key: value`` lines. Returns 0."""
+def _print_report(out: dict, as_json: bool, *, bench: str = "engine") -> int:
+    """Print a benchmark's measurements, the one report shape of every bench: ``bench`` (which
+    one: engine, daemon, lifecycle, lsp), the machine (``cpu_count``, ``load_avg``: 1/5/15-min
+    load averages as it finished, to judge the figures by) and the bench's own
+    measurements; one JSON object, or ``key: value`` lines. Returns 0."""
+    head: dict = {"bench": bench, "cpu_count": os.cpu_count()}
+    if hasattr(os, "getloadavg"):
+        head["load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    out = {**head, **out}
     if as_json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
@@ -490,13 +497,13 @@ def cmd_bench(args) -> int:
     if getattr(args, "lsp", False):
         from lsp.bench import run_lsp_bench
 
-        return _print_report(run_lsp_bench(args), args.json)
+        return _print_report(run_lsp_bench(args), args.json, bench="lsp")
     if args.daemon or getattr(args, "lifecycle", False):
         from .bench_daemon import run_daemon_bench, run_lifecycle_bench
 
         scales = (1, 3) if args.scale == 1 else (args.scale,)
         if getattr(args, "lifecycle", False):
-            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER), args.json)
+            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER), args.json, bench="lifecycle")
         out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
@@ -505,10 +512,10 @@ def cmd_bench(args) -> int:
             rss_scale=args.scale,
         )
         out["lifecycle"] = run_lifecycle_bench(Path(args.root), scales=scales)
-        return _print_report(out, args.json)
+        return _print_report(out, args.json, bench="daemon")
     from .bench import run_bench
 
-    return run_bench(args)
+    return _print_report(run_bench(args), args.json)
 
 
 # ------------------------------------------------------------------------------ daemon, status

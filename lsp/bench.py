@@ -158,7 +158,7 @@ async def _bench(args) -> dict:
     entries = load_gold(gold_path, corpus) if gold_path.is_file() else []
     sym_entries = [e for e in entries if e["intent"] == "symbol"]
     nl_entries = [e for e in entries if e["intent"] == "semantic"]
-    out: dict = {"root": str(root), "corpus": corpus, "gold": str(gold_path), "cpu_count": os.cpu_count()}
+    out: dict = {"root": str(root), "corpus": corpus, "gold": str(gold_path)}
     if not sym_entries:
         out["note"] = f"no symbol queries for corpus {corpus!r} in {gold_path}: latency on a few fixed names only"
 
