@@ -162,9 +162,9 @@ def _fresh_seconds(value: str) -> float:
 
 
 def _object_type(value: str) -> str:
-    """argparse ``type`` for ``--object-type``: any spelling :func:`daemon.scan.normalize_object_type`
+    """argparse ``type`` for ``--object-type``: any spelling :func:`daemon.contract.normalize_object_type`
     knows; the error lists the types (English / Russian)."""
-    from .scan import normalize_object_type, object_type_list
+    from .contract import normalize_object_type, object_type_list
 
     if normalize_object_type(value) is None:
         raise argparse.ArgumentTypeError(f"unknown metadata object type {value!r}; use one of: {object_type_list()}")

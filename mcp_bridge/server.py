@@ -232,7 +232,7 @@ def _meta_field(f) -> MetaField:
 
 
 def _object_types_hint() -> str:
-    from daemon.scan import OBJECT_TYPES
+    from daemon.contract import OBJECT_TYPES
 
     ru = ", ".join(ru for ru, _ in OBJECT_TYPES.values())
     return f"valid types: {ru} (English singular names like Catalog, Document and folder names like Catalogs also work)"
@@ -665,7 +665,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             d = await link.call(lambda c: c.describe_object(name), wait=b.connect_wait)
         except DaemonError as exc:  # NOT_FOUND names similar and closest objects (the daemon's "did you mean")
             raise _tool_error(exc, warming=_lexical_warming(st)) from exc
-        from daemon.scan import english_type
+        from daemon.contract import english_type
 
         return ObjectOutput(
             root=link.name,

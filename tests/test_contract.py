@@ -53,7 +53,7 @@ msgspec.json.decode(msgspec.json.encode(res), type=protocol.result_type("search"
     assert _loaded_after(code) == []
 
 
-def test_the_contract_imports_only_msgspec():
+def test_the_contract_imports_only_msgspec_and_the_standard_library():
     tree = ast.parse((REPO / "daemon" / "contract.py").read_text(encoding="utf-8"))
     imported = set()
     for node in ast.walk(tree):
@@ -61,7 +61,7 @@ def test_the_contract_imports_only_msgspec():
             imported |= {a.name for a in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or ""))
-    assert imported == {"__future__", "msgspec"}
+    assert imported == {"__future__", "msgspec", "unicodedata"}
 
 
 def test_result_types_are_the_contract_structs():
