@@ -120,14 +120,22 @@ class Embedder(Protocol):
     name: str
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Vector length."""
+        ...
 
     @property
-    def fingerprint(self) -> str: ...
+    def fingerprint(self) -> str:
+        """Identity of the vectors (see the class docstring)."""
+        ...
 
-    def encode_queries(self, texts: list[str]) -> np.ndarray: ...
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows for queries."""
+        ...
 
-    def encode_passages(self, texts: list[str]) -> np.ndarray: ...
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows for passages (chunk texts)."""
+        ...
 
 
 _file_hash_cache: dict[tuple[str, int, int], str] = {}

@@ -195,6 +195,8 @@ class HelloParams(_Params):
 
 
 class SearchParams(_Params):
+    """``search``: a query by meaning or by words, ranked by RRF over the channels of ``mode``."""
+
     query: str
     mode: str = DEFAULT_MODE  # one of contract.SEARCH_MODES (ValueError otherwise -> -32602)
     top_k: TopK = DEFAULT_TOP_K
@@ -204,6 +206,8 @@ class SearchParams(_Params):
 
 
 class SymbolsParams(_Params):
+    """``symbols``: a name query for symbol pickers (``workspace/symbol``), names channel first."""
+
     query: str
     limit: TopK = DEFAULT_SYMBOL_LIMIT
     filters: WireFilters | None = None
@@ -212,42 +216,60 @@ class SymbolsParams(_Params):
 
 
 class GetChunkParams(_Params):
+    """``get_chunk``: one chunk by its id (:class:`daemon.contract.Chunk` ``.id``)."""
+
     chunk_id: str
 
 
 class GetMethodParams(_Params):
+    """``get_method``: one method with its full text, by ``Модуль.Метод`` or by name in ``path``."""
+
     name: str  # "Модуль.Метод", or a bare method name together with path
     path: str | None = None
 
 
 class ReadModuleParams(_Params):
+    """``read_module``: lines of a file under the export root."""
+
     path: str  # relative to the export root
     start_line: Line = 1  # 1-based, inclusive
     end_line: Line | None = None  # inclusive; None = to the end
 
 
 class DescribeObjectParams(_Params):
+    """``describe_object``: a metadata object with its fields and modules."""
+
     name: str  # "Справочник.Пользователи" | "Catalog.Users"
 
 
 class DocumentSymbolsParams(_Params):
+    """``document_symbols``: the code chunks of one module, texts left out."""
+
     path: str
 
 
 class StatusParams(_Params):
+    """``status``: no parameters."""
+
     pass
 
 
 class ReindexParams(_Params):
+    """``reindex``: queue a re-check of some paths, or of the whole export."""
+
     full: bool = False  # a full reconcile with the disk instead of the given paths
     paths: list[str] | None = None  # relative to the root; None with full=False = reconcile
 
 
 class WaitIdleParams(_Params):
+    """``wait_idle``: wait up to ``timeout`` seconds until nothing is queued or running."""
+
     timeout: Seconds = 30.0
 
 
 class ShutdownParams(_Params):
+    """``shutdown``: no parameters; the daemon saves and exits after answering."""
+
     pass
 
 
@@ -299,11 +321,15 @@ class Ack(msgspec.Struct):
 
 
 class WaitIdleResult(msgspec.Struct):
+    """Result of ``wait_idle``."""
+
     idle: bool  # False when the timeout passed first
 
 
 # ------------------------------------------------------------------------------ methods
 class MethodSpec(NamedTuple):
+    """One method of :data:`METHODS`: its params struct and its result type."""
+
     params: type[msgspec.Struct]
     result: Any  # the type the result decodes into
 

@@ -71,6 +71,7 @@ class Guard:
         self.allow_origins = list(allow_origins or [])
 
     async def __call__(self, scope, receive, send) -> None:
+        """ASGI entry: refuse a foreign ``Origin`` or a missing/wrong token (HTTP only), else pass on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -1,6 +1,7 @@
 """The lint and type checks of pyproject.toml ([tool.ruff], [tool.mypy]) pass.
 
-ruff: pyflakes (F) everywhere, and no ``print`` (T20) in ``lsp/`` and ``mcp_bridge/``, whose
+ruff: pyflakes (F) everywhere, docstrings on every public module, class, method and function of
+the product (D100-D103), and no ``print`` (T20) in ``lsp/`` and ``mcp_bridge/``, whose
 stdout is the LSP/MCP stream. mypy --strict: the modules the daemon and its clients share
 (``daemon/contract.py``, ``daemon/protocol.py``, ``daemon/stats.py``).
 """
@@ -27,7 +28,7 @@ def test_ruff_passes():
 
 @pytest.mark.parametrize(("path", "flagged"), [("lsp/new.py", True), ("mcp_bridge/new.py", True), ("daemon/new.py", False)])
 def test_ruff_flags_print_in_the_stdio_processes(path, flagged):
-    out = _run("ruff", "check", "--no-cache", "--stdin-filename", path, "-", stdin='print("hello")\n')
+    out = _run("ruff", "check", "--no-cache", "--stdin-filename", path, "-", stdin='"""Probe."""\n\nprint("hello")\n')
     assert (out.returncode != 0) == flagged, out.stdout + out.stderr
     assert ("T201" in out.stdout) == flagged
 
