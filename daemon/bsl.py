@@ -1,9 +1,9 @@
-"""BSL chunker: one :class:`~daemon.model.Chunk` per method plus one for module-level code.
+"""BSL chunker: one :class:`~daemon.contract.Chunk` per method plus one for module-level code.
 
 Method boundaries come from two independent sources that are cross-checked:
 
 * **tree-sitter** (grammar ``tree-sitter-hbk`` 0.1.11, chosen by measurement: see
-  ``grammars/README.md`` and :mod:`daemon.grammar_survey`) with the query
+  ``grammars/README.md`` and ``tools/grammar_survey.py``) with the query
   ``grammars/bsl/methods.scm``; it gives each definition's first and last row.
 * **a careful line scan** (:func:`scan_method_headers`): a declaration header is a line whose
   first token (after optional same-line ``&Directive`` prefixes) is ``[Асинх|Async]
@@ -45,7 +45,7 @@ from pathlib import Path
 import tree_sitter
 import tree_sitter_hbk
 
-from daemon.model import Chunk
+from daemon.contract import Chunk
 from daemon.names import fold
 
 __all__ = [

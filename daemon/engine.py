@@ -40,7 +40,7 @@ from .bsl import chunk_module, live_code
 from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
-from .model import MODULE_KINDS, Chunk, Filters, Skip  # Filters lives in model: the clients import it without numpy
+from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -56,7 +56,7 @@ from .store import SnapshotError, atomic_write_parts, default_index_dir, read_ms
 from .symbols import SymbolIndex, SymbolState, api_boost, is_identifier_query
 from .tokenize import tokenize, tokenize_query
 
-log = logging.getLogger("bsl_lens.engine")
+log = logging.getLogger(__name__)
 
 #: Skipped files named one per log line per batch (the rest are counted on one line): the
 #: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.
@@ -65,8 +65,6 @@ SKIP_LOG_LINES = 500
 #: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
 #: carries its derived arrays, see daemon.symbols.SymbolState).
 SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
-MODES = ("hybrid", "lexical", "vector")
-SCOPES = ("all", "code", "metadata")
 #: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
 #: metadata (:mod:`daemon.intent`); measured on the dev metadata queries (README).
 META_WEIGHT = 1.0
@@ -154,54 +152,6 @@ class FileRecord(msgspec.Struct, kw_only=True):
     chunk_ids: list[str] = []
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
-
-
-class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One search result. ``ranks`` gives the 1-based rank in each channel that found it."""
-
-    id: str
-    path: str
-    symbol: str | None
-    kind: str
-    name: str
-    owner: str
-    object_type: str = ""
-    module_kind: str = ""
-    export: bool = False
-    signature: str = ""
-    start_line: int
-    end_line: int
-    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
-    score: float
-    ranks: dict[str, int] = {}
-    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
-    snippet: str = ""
-    stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
-
-
-class SearchResult(msgspec.Struct, kw_only=True):
-    """Hits plus what a caller needs to judge them: how complete the dense side is, and
-    (filled by the daemon, :meth:`daemon.service.Service.freshness`) what could change the
-    answer: ``stale`` while any change is noticed and not yet applied, or a file is known to
-    be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
-    in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
-    them; ``full_reconcile_pending``: events were lost and the whole export is re-checked;
-    ``unread_events``: the watcher had not caught up with the kernel when the answer left.
-    An in-process search (``--standalone``) leaves them empty."""
-
-    query: str
-    mode: str
-    hits: list[Hit]
-    total: int  # fused candidates before the top-k cut
-    dense_done: int
-    dense_total: int
-    took_ms: float
-    stale: bool = False
-    stale_paths: list[str] = []
-    stale_count: int = 0
-    pending_count: int = 0
-    full_reconcile_pending: bool = False
-    unread_events: bool = False
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):
@@ -1299,7 +1249,7 @@ class Engine:
                 or natural language ("как отправить письмо").
             mode: ``hybrid`` (names + bm25 + dense through weighted RRF), ``lexical`` (names +
                 bm25) or ``vector`` (dense only; empty without an embedder).
-            top_k: number of hits to return (1..1000). Parts of one method collapse to one hit.
+            top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of one method collapse to one hit.
             filters: see :class:`Filters`.
             snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
                 a 128-hit answer is ~3x smaller on the wire without them).
@@ -1308,12 +1258,12 @@ class Engine:
         the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
         filter value.
         """
-        if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
         if len(query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
-        if not 1 <= int(top_k) <= 1000:
-            raise ValueError(f"top_k must be in 1..1000, got {top_k}")
+        if not 1 <= int(top_k) <= MAX_TOP_K:
+            raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
         t0 = time.perf_counter()
         query = query.strip()
         if not any(ch.isalnum() for ch in query):
@@ -1467,6 +1417,128 @@ class Engine:
         """The chunk with this id, or None."""
         with self.lock:
             return self.chunks.get(chunk_id)
+
+    def file_chunks(self, rel: str, *, kind: str | None = None) -> list[Chunk] | None:
+        """The chunks of one indexed file in index order (a module's methods and header code;
+        a descriptor's object and its fields), or None when ``rel`` (relative, NFC) is not
+        indexed or is not of ``kind`` (``"bsl"``: a module). One consistent batch: read
+        under the engine lock."""
+        with self.lock:
+            rec = self.files.get(rel)
+            if rec is None or (kind is not None and rec.kind != kind):
+                return None
+            return [self.chunks[c] for c in rec.chunk_ids if c in self.chunks]
+
+    def is_indexed(self, rel: str) -> bool:
+        """True if the file ``rel`` (relative, NFC) is in the index (as a module or a descriptor)."""
+        with self.lock:
+            return rel in self.files
+
+    def skipped_files(self) -> list[Skip]:
+        """The files (and metadata objects) the last look at the disk did not index, and why."""
+        with self.lock:
+            return list(self.skipped)
+
+    def skipped_indexed(self, reasons: Iterable[str]) -> list[str]:
+        """Paths skipped at the last look for one of ``reasons`` that still have an indexed
+        state (an older good version): they are known to be older than the disk."""
+        want = set(reasons)
+        with self.lock:
+            return [k.path for k in self.skipped if k.reason in want and k.path in self.files]
+
+    def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
+        """The metadata object ``<object_type>.<name>`` (Russian singular type; the name is
+        matched case- and ``ё``-insensitively): its ``object`` chunk, its field chunks (in
+        index order) and its modules (path -> module kind, the object's own and those of
+        its forms and commands). Read in one batch under the lock. ``LookupError`` if no
+        such object is indexed; the message lists up to 10 similar names."""
+        from .names import fold
+
+        owner_key = fold(f"{object_type}.{name}")
+        with self.lock:
+            objects = [c for c in self.chunks.values() if c.kind == "object" and c.object_type == object_type]
+            match = [c for c in objects if fold(c.owner) == owner_key]
+            if not match:
+                close = sorted(c.owner for c in objects if fold(name) in fold(c.name))[:10]
+                hint = f"; similar: {', '.join(close)}" if close else ""
+                raise LookupError(f"no metadata object {object_type}.{name} in the index{hint}")
+            o = match[0]
+            rec = self.files.get(o.path)
+            fields = [self.chunks[c] for c in (rec.chunk_ids if rec else []) if c in self.chunks and c != o.id]
+            prefix = o.owner + "."
+            modules = {}
+            for r in self.files.values():
+                first = self.chunks.get(r.chunk_ids[0]) if r.kind == "bsl" and r.chunk_ids else None
+                if first is not None and (first.owner == o.owner or first.owner.startswith(prefix)):
+                    modules[r.path] = first.module_kind
+        return o, fields, modules
+
+    def similar_objects(self, name: str, limit: int = 5) -> list[str]:
+        """Metadata objects whose names are closest to an unknown ``Тип.Имя`` (or a bare
+        name), for "did you mean": the names channel (exact, prefix, CamelHump) on the name
+        and on it shortened by up to 4 characters (``Пользователь`` -> ``Пользовател``
+        finds ``Справочник.Пользователи``; ``КурсВалют`` finds ``РегистрСведений.КурсыВалют``
+        by CamelHump), qualified by the type when one is given, then without it; objects of
+        the asked type first. At most ``limit`` owners; [] when nothing is close."""
+        from .scan import normalize_object_type
+
+        typ, _, obj = name.strip().partition(".")
+        if not obj:
+            typ, obj = "", typ
+        ru = normalize_object_type(typ) if typ else None
+        found: list[str] = []
+        for qualifier in ([typ] if typ else []) + [""]:
+            for k in range(len(obj), max(2, len(obj) - 4) - 1, -1):
+                query = f"{qualifier}.{obj[:k]}" if qualifier else obj[:k]
+                try:
+                    res = self.search(query, mode="lexical", top_k=20, filters=Filters(scope="metadata"), snippets=False)
+                except ValueError:
+                    break
+                for h in res.hits:
+                    if h.kind == "object" and h.match in ("exact", "prefix", "camelhump") and h.owner not in found:
+                        found.append(h.owner)
+                if len(found) >= limit:
+                    break
+            if found:
+                break
+        found.sort(key=lambda o: o.split(".", 1)[0] != ru)  # the asked type first, else the names channel's order
+        return found[:limit]
+
+    @property
+    def lexical_unsaved(self) -> bool:
+        """True while the lexical side has changes that no snapshot holds yet (the journal
+        does): the service writes a snapshot when it has been quiet for a while."""
+        return self._dirty
+
+    @property
+    def dense_unsaved(self) -> bool:
+        """True while the dense side has vectors that no dense snapshot holds yet."""
+        return self._dense_dirty
+
+    def confine(self, path: str) -> str:
+        """A user-given path as an NFC path relative to the root (the spelling of
+        :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an
+        absolute path outside the root, ``..``, or a symlink that leaves the root. The one
+        path rule of every lookup (the daemon's ``get_method``, ``read_module``,
+        ``document_symbols``)."""
+        p = str(path).replace("\\", "/").strip()
+        if not p:
+            raise ValueError("empty path")
+        if os.path.isabs(p):
+            try:
+                p = Path(p).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
+        parts = [x for x in p.split("/") if x not in ("", ".")]
+        if ".." in parts:
+            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
+        rel = unicodedata.normalize("NFC", "/".join(parts))
+        full = (self.root / rel).resolve()
+        try:
+            full.relative_to(self.root)
+        except ValueError:
+            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
+        return rel
 
     def stats(self) -> dict:
         """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense.

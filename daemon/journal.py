@@ -26,7 +26,7 @@ from pathlib import Path
 
 from .store import atomic_write_bytes
 
-log = logging.getLogger("bsl_lens.journal")
+log = logging.getLogger(__name__)
 
 MAGIC = b"BSLLENS-JNL\x01"
 _GEN_LEN = 32

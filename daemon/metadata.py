@@ -32,11 +32,10 @@ from pathlib import Path
 
 from lxml import etree
 
-from .model import Chunk, Skip
+from .contract import Chunk, Skip
 from .names import fold, split_words
 from .scan import CONFIGURATION, OBJECT_TYPES, SkipFile, SourceFile, english_type, read_regular_bytes, type_folder
 
-MD = "{http://v8.1c.ru/8.3/MDClasses}"
 #: Namespace of Designer descriptors (``<MetaDataObject xmlns=…>`` and the object inside).
 MD_NS = "http://v8.1c.ru/8.3/MDClasses"
 #: Namespace of EDT ``.mdo`` root elements (``<mdclass:Catalog xmlns:mdclass=…>``).

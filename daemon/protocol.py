@@ -16,20 +16,30 @@ with the field named in the message. Pushes (``progress``, ``indexed``, ``state`
 to connections that said ``subscribe: true`` in ``hello``; their params are the dicts the
 :class:`daemon.service.Service` listener receives.
 
-Result types of the query methods live in :mod:`daemon.engine`, :mod:`daemon.model` and
-:mod:`daemon.service`; :func:`result_type` imports them lazily so a client that only
-checks ``status`` does not pay for the service module at import time.
+Result types of the query methods are the structs of :mod:`daemon.contract` (which imports
+only msgspec), so a client decodes every answer without loading the engine.
 """
 
 from __future__ import annotations
 
-import importlib
 import re
 from typing import Annotated, Any, NamedTuple
 
 import msgspec
 
-from .model import Filters
+from .contract import (
+    DEFAULT_MODE,
+    DEFAULT_SYMBOL_LIMIT,
+    DEFAULT_TOP_K,
+    MAX_TOP_K,
+    Chunk,
+    Filters,
+    MethodInfo,
+    ModuleText,
+    ObjectDescription,
+    SearchResult,
+    Status,
+)
 
 #: Bump on any incompatible change to a method, its params or its result.
 PROTOCOL_VERSION = 1
@@ -161,11 +171,12 @@ class _Params(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
 
 
 class WireFilters(Filters, forbid_unknown_fields=True):
-    """:class:`daemon.engine.Filters` as a parameter: same fields, unknown ones rejected."""
+    """:class:`daemon.contract.Filters` as a parameter: same fields, unknown ones rejected."""
 
 
-TopK = Annotated[int, msgspec.Meta(ge=1, le=1000)]
-Limit = Annotated[int, msgspec.Meta(ge=1, le=10000)]
+#: ``search``'s ``top_k`` and ``symbols``' ``limit``: 1..:data:`daemon.contract.MAX_TOP_K`
+#: (the engine's own bound, so a value the params accept is one the engine accepts).
+TopK = Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)]
 Line = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=3600)]
 #: How long a query may wait for the changes noticed so far to be applied
@@ -184,59 +195,81 @@ class HelloParams(_Params):
 
 
 class SearchParams(_Params):
+    """``search``: a query by meaning or by words, ranked by RRF over the channels of ``mode``."""
+
     query: str
-    mode: str = "hybrid"  # hybrid | lexical | vector (ValueError otherwise -> -32602)
-    top_k: TopK = 10
+    mode: str = DEFAULT_MODE  # one of contract.SEARCH_MODES (ValueError otherwise -> -32602)
+    top_k: TopK = DEFAULT_TOP_K
     filters: WireFilters | None = None
     remember: bool = True  # keep it in status.recent_queries (False: eval runs of `bsl-lens report`)
     fresh_timeout: FreshSeconds = 0.0  # wait up to this many seconds for noticed changes to be applied first
 
 
 class SymbolsParams(_Params):
+    """``symbols``: a name query for symbol pickers (``workspace/symbol``), names channel first."""
+
     query: str
-    limit: Limit = 128
+    limit: TopK = DEFAULT_SYMBOL_LIMIT
     filters: WireFilters | None = None
     slim: bool = False  # hits without snippets (symbol pickers)
     fresh_timeout: FreshSeconds = 0.0  # as in SearchParams
 
 
 class GetChunkParams(_Params):
+    """``get_chunk``: one chunk by its id (:class:`daemon.contract.Chunk` ``.id``)."""
+
     chunk_id: str
 
 
 class GetMethodParams(_Params):
+    """``get_method``: one method with its full text, by ``Модуль.Метод`` or by name in ``path``."""
+
     name: str  # "Модуль.Метод", or a bare method name together with path
     path: str | None = None
 
 
 class ReadModuleParams(_Params):
+    """``read_module``: lines of a file under the export root."""
+
     path: str  # relative to the export root
     start_line: Line = 1  # 1-based, inclusive
     end_line: Line | None = None  # inclusive; None = to the end
 
 
 class DescribeObjectParams(_Params):
+    """``describe_object``: a metadata object with its fields and modules."""
+
     name: str  # "Справочник.Пользователи" | "Catalog.Users"
 
 
 class DocumentSymbolsParams(_Params):
+    """``document_symbols``: the code chunks of one module, texts left out."""
+
     path: str
 
 
 class StatusParams(_Params):
+    """``status``: no parameters."""
+
     pass
 
 
 class ReindexParams(_Params):
+    """``reindex``: queue a re-check of some paths, or of the whole export."""
+
     full: bool = False  # a full reconcile with the disk instead of the given paths
     paths: list[str] | None = None  # relative to the root; None with full=False = reconcile
 
 
 class WaitIdleParams(_Params):
+    """``wait_idle``: wait up to ``timeout`` seconds until nothing is queued or running."""
+
     timeout: Seconds = 30.0
 
 
 class ShutdownParams(_Params):
+    """``shutdown``: no parameters; the daemon saves and exits after answering."""
+
     pass
 
 
@@ -274,12 +307,11 @@ class DaemonInfo(msgspec.Struct, kw_only=True):
 class StatusResult(msgspec.Struct, kw_only=True):
     """``status`` result: the daemon's own facts plus ``Service.status()``.
 
-    On the wire ``service`` is the :class:`daemon.service.Status` object; the clients
-    convert it back into that struct (``DaemonClient.status``).
+    ``service`` is :class:`daemon.contract.Status` (what ``Service.status()`` returns).
     """
 
     daemon: DaemonInfo
-    service: Any
+    service: Status
 
 
 class Ack(msgspec.Struct):
@@ -289,54 +321,42 @@ class Ack(msgspec.Struct):
 
 
 class WaitIdleResult(msgspec.Struct):
+    """Result of ``wait_idle``."""
+
     idle: bool  # False when the timeout passed first
 
 
 # ------------------------------------------------------------------------------ methods
 class MethodSpec(NamedTuple):
+    """One method of :data:`METHODS`: its params struct and its result type."""
+
     params: type[msgspec.Struct]
-    result: str  # "module:Name" (resolved by result_type), "list[module:Name]" or a local name
+    result: Any  # the type the result decodes into
 
 
 #: Every method the daemon serves: its params struct and its result type.
 METHODS: dict[str, MethodSpec] = {
-    "hello": MethodSpec(HelloParams, "HelloResult"),
-    "search": MethodSpec(SearchParams, "daemon.engine:SearchResult"),
-    "symbols": MethodSpec(SymbolsParams, "daemon.engine:SearchResult"),
-    "get_chunk": MethodSpec(GetChunkParams, "daemon.model:Chunk"),
-    "get_method": MethodSpec(GetMethodParams, "daemon.service:MethodInfo"),
-    "read_module": MethodSpec(ReadModuleParams, "daemon.service:ModuleText"),
-    "describe_object": MethodSpec(DescribeObjectParams, "daemon.service:ObjectDescription"),
-    "document_symbols": MethodSpec(DocumentSymbolsParams, "list[daemon.model:Chunk]"),
-    "status": MethodSpec(StatusParams, "StatusResult"),
-    "reindex": MethodSpec(ReindexParams, "Ack"),
-    "wait_idle": MethodSpec(WaitIdleParams, "WaitIdleResult"),
-    "shutdown": MethodSpec(ShutdownParams, "Ack"),
+    "hello": MethodSpec(HelloParams, HelloResult),
+    "search": MethodSpec(SearchParams, SearchResult),
+    "symbols": MethodSpec(SymbolsParams, SearchResult),
+    "get_chunk": MethodSpec(GetChunkParams, Chunk),
+    "get_method": MethodSpec(GetMethodParams, MethodInfo),
+    "read_module": MethodSpec(ReadModuleParams, ModuleText),
+    "describe_object": MethodSpec(DescribeObjectParams, ObjectDescription),
+    "document_symbols": MethodSpec(DocumentSymbolsParams, list[Chunk]),
+    "status": MethodSpec(StatusParams, StatusResult),
+    "reindex": MethodSpec(ReindexParams, Ack),
+    "wait_idle": MethodSpec(WaitIdleParams, WaitIdleResult),
+    "shutdown": MethodSpec(ShutdownParams, Ack),
 }
-
-_result_types: dict[str, Any] = {}
 
 
 def result_type(method: str) -> Any:
-    """The type a method's result decodes into (imports daemon.service on first use).
+    """The type a method's result decodes into (a :mod:`daemon.contract` or local struct).
 
     Raises KeyError for a method not in :data:`METHODS`.
     """
-    spec = METHODS[method].result
-    if spec not in _result_types:
-        inner = spec[5:-1] if spec.startswith("list[") else spec
-        if ":" in inner:
-            mod, name = inner.split(":")
-            tp = getattr(importlib.import_module(mod), name)
-        else:
-            tp = globals()[inner]
-        _result_types[spec] = list[tp] if spec.startswith("list[") else tp
-    return _result_types[spec]
-
-
-def status_type() -> Any:
-    """:class:`daemon.service.Status` (imported lazily)."""
-    return importlib.import_module("daemon.service").Status
+    return METHODS[method].result
 
 
 def field_of(exc: msgspec.ValidationError) -> str | None:

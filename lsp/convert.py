@@ -43,6 +43,8 @@ from urllib.parse import quote, unquote, urlparse
 
 from lsprotocol import types
 
+from daemon.contract import METHOD_KINDS
+
 SK = types.SymbolKind
 
 SYMBOL_KINDS: dict[str, types.SymbolKind] = {
@@ -83,7 +85,6 @@ MODULE_LABELS = {
     "web_service": "",
     "other": "",
 }
-CODE_KINDS = ("procedure", "function", "module")
 
 
 _KIND_VALUES = {k: v.value for k, v in SYMBOL_KINDS.items()}
@@ -119,7 +120,7 @@ def container_name(x: Any) -> str:
       tabular section the section (``Справочник.Пользователи.ТабличнаяЧасть.Роли``).
     """
     kind = x.kind
-    if kind in ("procedure", "function"):
+    if kind in METHOD_KINDS:
         label = MODULE_LABELS.get(x.module_kind, "")
         return f"{x.owner}.{label}" if label and x.owner else (x.owner or label)
     if kind == "module":
@@ -333,7 +334,7 @@ def document_symbols(chunks: Iterable[Any], *, kinds: frozenset[int] | None = No
     methods: list[dict] = []
     by_id: dict[str, dict] = {}
     for c in chunks:
-        if c.kind not in ("procedure", "function"):
+        if c.kind not in METHOD_KINDS:
             continue
         base = c.id.split("#", 1)[0]
         m = by_id.get(base)

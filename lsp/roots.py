@@ -1,11 +1,12 @@
 """One daemon connection per workspace folder, made in the background and re-made when lost.
 
-A :class:`Root` is one workspace folder (an export root). :meth:`Root.start` launches its
-task, which finds the folder's daemon or spawns it (:func:`daemon.client.connect_async`,
-with the folder's settings: index dir, embedder, watch), subscribes to its pushes and
-then waits for the connection to end; a lost connection (the daemon stopped, crashed or
-was restarted) is re-made with backoff (0.5 s doubling to 30 s), spawning again when the
-settings allow it. Nothing here blocks the event loop: spawning runs in a worker thread
+A :class:`Root` is one workspace folder (an export root). :meth:`Root.start` starts its
+connection supervisor (:class:`daemon.client.Supervisor`, shared with the MCP bridge),
+which finds the folder's daemon or spawns it (with the folder's settings: index dir,
+embedder, watch), subscribes to its pushes and re-makes a lost connection (the daemon
+stopped, crashed or was restarted) with backoff (0.5 s doubling to 30 s), spawning again
+when the settings allow it. The root keeps what is the editor's: messages and progress
+bars, fed by the supervisor's hooks. Nothing here blocks the event loop: spawning runs in a worker thread
 inside ``connect_async``.
 
 Until a root is connected its :attr:`Root.client` is None and requests skip it, so
@@ -30,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
-from daemon.client import AsyncDaemonClient, DaemonError, connect_async, daemon_args
+from daemon.client import AsyncDaemonClient, DaemonError, Supervisor, daemon_args
 
 from . import convert
 from .settings import Folder, Settings, index_dir_for
@@ -38,15 +39,13 @@ from .settings import Folder, Settings, index_dir_for
 if TYPE_CHECKING:
     from .server import BslLensServer
 
-log = logging.getLogger("bsl_lens.lsp")
+log = logging.getLogger(__name__)
 
 #: An embedding progress bar ends after this many seconds without a push (the dense
 #: thread pauses while the writer works, or the remaining chunks cannot be embedded).
 DENSE_QUIET_S = 60.0
 #: At most one ``report`` per bar this often (seconds); begin and end always go out.
 REPORT_EVERY_S = 0.25
-RETRY_FIRST_S = 0.5
-RETRY_MAX_S = 30.0
 
 
 class ProgressBar:
@@ -113,12 +112,23 @@ class Root:
         self.folder = folder
         self.settings = settings
         self.index_dir = index_dir_for(settings, folder)
-        self.client: AsyncDaemonClient | None = None
-        self.state = "starting"
-        self.error: str | None = None
         self.daemon_state = ""
-        self.connections = 0
-        self._task: asyncio.Task | None = None
+        s = settings
+        self.link = Supervisor(
+            folder.path,
+            index_dir=self.index_dir,
+            spawn=s.spawn,
+            args=daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval),
+            spawn_timeout=s.spawn_timeout,
+            request_timeout=s.request_timeout,
+            client="lsp",
+            subscribe=True,
+            on_notification=self._on_push,
+            on_connecting=lambda: self._events.put_nowait(("_connecting", None)),
+            on_failed=self._on_failed,
+            on_connected=self._on_connected,
+            on_lost=lambda err: log.warning("%s: connection to the daemon lost (%s); reconnecting", self.folder.path, err),
+        )
         self._pump: asyncio.Task | None = None
         self._events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         name = folder.name or folder.path
@@ -127,6 +137,30 @@ class Root:
         self._dense_seen = 0.0
         self._nfc_on_disk = False
         self._locks: dict[str, asyncio.Lock] = {}
+
+    @property
+    def client(self) -> AsyncDaemonClient | None:
+        """The daemon connection while connected, else None."""
+        return self.link.client
+
+    @client.setter
+    def client(self, value: AsyncDaemonClient | None) -> None:
+        self.link.client = value
+
+    @property
+    def state(self) -> str:
+        """``starting`` | ``ready`` | ``unavailable`` | ``closed``."""
+        return "starting" if self.link.state == "idle" else self.link.state
+
+    @property
+    def error(self) -> str | None:
+        """Why the last connection attempt failed (None after a success)."""
+        return None if self.link.error is None else str(self.link.error)
+
+    @property
+    def connections(self) -> int:
+        """Connections made so far (reconnects included)."""
+        return self.link.connections
 
     @property
     def name(self) -> str:
@@ -156,16 +190,15 @@ class Root:
 
     def start(self) -> None:
         """Start connecting in the background (call on the event loop)."""
-        if self._task is None:
-            self._task = asyncio.get_running_loop().create_task(self._run(), name=f"bsl-lens root {self.name}")
+        if self._pump is None:
+            self.link.start()
             self._pump = asyncio.get_running_loop().create_task(self._progress_pump(), name=f"bsl-lens progress {self.name}")
 
     def stop(self) -> None:
         """Stop reconnecting and end the progress bars (no more messages from this root)."""
-        self.state = "closed"
-        for t in (self._task, self._pump):
-            if t is not None:
-                t.cancel()
+        self.link.stop()
+        if self._pump is not None:
+            self._pump.cancel()
         self._index_bar.end()
         self._dense_bar.end()
 
@@ -173,73 +206,31 @@ class Root:
         """:meth:`stop`, then close the connection (the daemon keeps running: other editors
         and the MCP bridge share it)."""
         self.stop()
-        client, self.client = self.client, None
-        if client is not None:
-            await client.close()
+        await self.link.close()
 
     # ------------------------------------------------------------------ connection
-    async def _run(self) -> None:
-        delay = RETRY_FIRST_S
-        failures = 0
-        s = self.settings
-        args = daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval)
-        while True:
-            if failures == 0:  # not for every retry: one bar per attempt to come up
-                self._events.put_nowait(("_connecting", None))
-            try:
-                client = await connect_async(
-                    self.folder.path,
-                    index_dir=self.index_dir,
-                    spawn=s.spawn,
-                    args=args,
-                    timeout=s.spawn_timeout,
-                    request_timeout=s.request_timeout,
-                    client="lsp",
-                    subscribe=True,
-                    on_notification=self._on_push,
-                )
-            except asyncio.CancelledError:
-                raise
-            except (DaemonError, OSError, ValueError) as exc:
-                failures += 1
-                self.state = "unavailable"
-                self.error = str(exc)
-                if failures == 1:
-                    log.error("no bsl-lens daemon for %s: %s (retrying)", self.folder.path, exc)
-                    self.server.notify_user(f"bsl-lens: no daemon for {self.name}: {exc}", types.MessageType.Error)
-                    self._events.put_nowait(("_failed", None))
-                else:
-                    log.debug("still no daemon for %s: %s", self.folder.path, exc)
-                await asyncio.sleep(delay)
-                delay = min(delay * 2, RETRY_MAX_S)
-                continue
-            if self.state == "closed":  # stopped while connecting
-                await client.close()
-                return
-            failures = 0
-            delay = RETRY_FIRST_S
-            self.connections += 1
-            self.client = client
-            self.state = "ready"
-            self.error = None
-            h = client.hello
-            log.info(
-                "%s: %s daemon pid %s (index %s)",
-                self.folder.path, "spawned" if client.spawned else "connected to", h.pid if h else "?", h.index_dir if h else "?",
-            )
-            try:
-                st = await client.status()
-                self._events.put_nowait(("_status", st.service))
-            except DaemonError as exc:
-                log.warning("%s: status failed: %s", self.folder.path, exc)
-            err = await client.wait_closed()
-            if self.client is client:
-                self.client = None
-            if self.state == "closed":
-                return
-            self.state = "starting"
-            log.warning("%s: connection to the daemon lost (%s); reconnecting", self.folder.path, err)
-            await asyncio.sleep(0.1)
+    def _on_failed(self, exc: BaseException, failures: int) -> None:
+        if failures == 1:  # said once; the supervisor keeps retrying with a back-off
+            log.error("no bsl-lens daemon for %s: %s (retrying)", self.folder.path, exc)
+            self.server.notify_user(f"bsl-lens: no daemon for {self.name}: {exc}", types.MessageType.Error)
+            self._events.put_nowait(("_failed", None))
+        else:
+            log.debug("still no daemon for %s: %s", self.folder.path, exc)
+
+    def _on_connected(self, client: AsyncDaemonClient) -> None:
+        h = client.hello
+        log.info(
+            "%s: %s daemon pid %s (index %s)",
+            self.folder.path, "spawned" if client.spawned else "connected to", h.pid if h else "?", h.index_dir if h else "?",
+        )
+        asyncio.get_running_loop().create_task(self._first_status(client), name=f"bsl-lens status {self.name}")
+
+    async def _first_status(self, client: AsyncDaemonClient) -> None:
+        try:
+            st = await client.status()
+            self._events.put_nowait(("_status", st.service))
+        except DaemonError as exc:
+            log.warning("%s: status failed: %s", self.folder.path, exc)
 
     def _on_push(self, method: str, params: Any) -> None:
         """Daemon pushes (called on the loop by the client's reader; must not block)."""

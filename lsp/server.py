@@ -57,13 +57,18 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError
+from daemon.contract import MAX_TOP_K, SEARCH_MODES
 from daemon.protocol import NOT_FOUND
 
 from . import convert
+from .options import add_arguments
 from .roots import Root
-from .settings import SEARCH_MODES, Folder, Settings, parse_options
+from .settings import Folder, Settings, parse_options
 
-log = logging.getLogger("bsl_lens.lsp")
+log = logging.getLogger(__name__)
+#: The logger trees of this process's own modules (each logs to ``getLogger(__name__)``):
+#: forwarded to the window log, levelled by ``-v`` and the ``logLevel`` setting.
+OWN_LOGGERS = ("lsp", "daemon")
 
 #: Custom request: search by meaning (see the module docstring).
 SEARCH_REQUEST = "bsl-lens/search"
@@ -112,7 +117,9 @@ class BslLensProtocol(LanguageServerProtocol):
     def lsp_shutdown(self, *args):
         """pygls' shutdown, iterating over a copy of the pending requests while it cancels
         them (a cancelled generator-handled request, e.g. a command, removes itself from
-        the dict at once, and pygls' own loop then fails with "dictionary changed size")."""
+        the dict at once, and pygls' own loop then fails with "dictionary changed size").
+        Upstream limitation pinned by ``tests/test_framework_overrides.py``: drop this
+        override when pygls iterates over a copy."""
         if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
             yield user_handler, args, None
         current_id = self.msg_id
@@ -125,7 +132,9 @@ class BslLensProtocol(LanguageServerProtocol):
     def _send_data(self, data: Any) -> None:
         """pygls' writer, with msgspec's JSON encoder instead of ``json.dumps`` (a 128-symbol
         answer: ~0.05 ms instead of ~0.5 ms) and UTF-8 bodies; ``Content-Length`` counts
-        bytes. Anything msgspec cannot encode goes the pygls way."""
+        bytes. Anything msgspec cannot encode goes the pygls way. pygls has no public hook for
+        the encoder, hence the override of a private method (pinned by
+        ``tests/test_framework_overrides.py``)."""
         if getattr(self.writer, "closed", False):
             return
         if not data or self.writer is None or not self._include_headers:
@@ -246,11 +255,13 @@ class BslLensServer(LanguageServer):
         level = getattr(logging, self.settings.log_level.upper())
         if self._window_handler is None:
             self._window_handler = WindowLogHandler(self)
-            logging.getLogger("bsl_lens").addHandler(self._window_handler)
+            for name in OWN_LOGGERS:
+                logging.getLogger(name).addHandler(self._window_handler)
         self._window_handler.setLevel(level)
-        logger = logging.getLogger("bsl_lens")
-        if logger.getEffectiveLevel() > level:
-            logger.setLevel(level)
+        for name in OWN_LOGGERS:
+            logger = logging.getLogger(name)
+            if logger.getEffectiveLevel() > level:
+                logger.setLevel(level)
 
     def new_progress_token(self) -> str:
         """A fresh work-done progress token."""
@@ -559,8 +570,8 @@ def _search_params(params: Any, default_top_k: int) -> SearchParams:
         raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: mode must be one of {', '.join(SEARCH_MODES)}"))
     if p.top_k is None:
         p.top_k = default_top_k
-    if not 1 <= p.top_k <= 1000:
-        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: topK must be in 1..1000"))
+    if not 1 <= p.top_k <= MAX_TOP_K:
+        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: topK must be in 1..{MAX_TOP_K}"))
     return p
 
 
@@ -595,7 +606,7 @@ def _folders(params: types.InitializeParams) -> list[Folder]:
 
 # ------------------------------------------------------------------------------ logging
 class WindowLogHandler(logging.Handler):
-    """Forwards ``bsl_lens.*`` records as ``window/logMessage`` (never pygls' own, which
+    """Forwards the records of :data:`OWN_LOGGERS` as ``window/logMessage`` (never pygls' own, which
     would recurse), from any thread."""
 
     def __init__(self, server: BslLensServer) -> None:
@@ -757,7 +768,12 @@ async def _open_reader(server: BslLensServer, stdin: BinaryIO):
 def serve_stdio(server: BslLensServer, stdin: BinaryIO, wire: BinaryIO) -> int:
     """Serve LSP on ``stdin``/``wire`` until ``exit`` or end of input; returns the exit
     code (0 after ``shutdown`` + ``exit`` or at end of input, 1 for ``exit`` without
-    ``shutdown``). Daemon connections are closed on the way out."""
+    ``shutdown``). Daemon connections are closed on the way out.
+
+    Not pygls' ``start_io``: it always reads stdin through its threaded ``StdinAsyncReader``
+    and takes no reader, so this runs pygls' public ``run_async`` loop with a pipe reader and
+    sets the server's private ``_stop_event`` (which pygls' ``shutdown``/``exit`` set);
+    both pinned by ``tests/test_framework_overrides.py``."""
     loop = asyncio.new_event_loop()
     asyncio.set_event_loop(loop)
     stop = threading.Event()
@@ -816,14 +832,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_arguments(p: argparse.ArgumentParser) -> None:
-    """The ``lsp`` options (``daemon/cli.py`` repeats them so that building its parser does
-    not import pygls)."""
-    p.add_argument("--stdio", action="store_true", help="talk LSP on stdin/stdout (the default and only transport)")
-    p.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv: pygls' own debug too)")
-    p.add_argument("--log-file", help="also log to this file")
-
-
 def configure_logging(verbose: int, log_file: str | None, *, configured: bool = False) -> None:
     """stderr logging (WARNING, -v INFO, -vv DEBUG) and an optional file; pygls' chatter
     (every message body at INFO, unknown-id cancels at WARNING) only with -vv."""
@@ -832,7 +840,7 @@ def configure_logging(verbose: int, log_file: str | None, *, configured: bool = 
     if not configured:
         logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     root.setLevel(min(root.level or level, level))
-    for h in root.handlers:  # stderr keeps its level when bsl_lens is lowered for the window log
+    for h in root.handlers:  # stderr keeps its level when OWN_LOGGERS are lowered for the window log
         if h.level == logging.NOTSET:
             h.setLevel(level)
     if log_file:
@@ -841,7 +849,8 @@ def configure_logging(verbose: int, log_file: str | None, *, configured: bool = 
         fh.setLevel(min(level, logging.INFO))
         root.addHandler(fh)
     logging.getLogger("pygls").setLevel(logging.DEBUG if verbose >= 2 else logging.ERROR)
-    logging.getLogger("bsl_lens").setLevel(level)
+    for name in OWN_LOGGERS:
+        logging.getLogger(name).setLevel(level)
 
 
 __all__ = ["SERVER", "BslLensServer", "claim_stdout", "main", "serve_args", "serve_stdio"]

@@ -38,11 +38,11 @@ from typing import Annotated, Any, Literal
 
 import msgspec
 
-log = logging.getLogger("bsl_lens.lsp")
+from daemon.contract import DEFAULT_SYMBOL_LIMIT, MAX_TOP_K, WATCH_MODES
 
-WATCH_MODES = ("auto", "native", "polling", "off")
+log = logging.getLogger(__name__)
+
 LOG_LEVELS = ("error", "warning", "info", "debug")
-SEARCH_MODES = ("hybrid", "lexical", "vector")
 
 
 class Settings(msgspec.Struct, kw_only=True, rename="camel"):
@@ -64,7 +64,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
 
     Server-wide:
 
-    * ``max_symbols``: cap of ``workspace/symbol`` results (default 128, 1..1000).
+    * ``max_symbols``: cap of ``workspace/symbol`` results (default 128, 1..1000 =
+      ``daemon.contract.MAX_TOP_K``).
     * ``search_top_k``: default ``topK`` of the ``bsl-lens/search`` request (default 20).
     * ``request_timeout``: seconds one daemon request may take (default 10).
     * ``log_level``: lowest level forwarded as ``window/logMessage`` (default info).
@@ -72,12 +73,12 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
 
     index_dir: str | dict[str, str] | None = None
     embedder: Annotated[str, msgspec.Meta(min_length=1)] | None = None
-    watch: Literal["auto", "native", "polling", "off"] = "auto"
+    watch: Literal[WATCH_MODES] = "auto"  # type: ignore[valid-type]
     reconcile_interval: Annotated[float, msgspec.Meta(ge=0)] | None = None
     spawn: bool = True
     spawn_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
-    max_symbols: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 128
-    search_top_k: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 20
+    max_symbols: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = DEFAULT_SYMBOL_LIMIT
+    search_top_k: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = 20
     request_timeout: Annotated[float, msgspec.Meta(gt=0, le=600)] = 10.0
     log_level: Literal["error", "warning", "info", "debug"] = "info"
 

@@ -6,14 +6,14 @@ client with a bounded wait (:data:`CONNECT_WAIT`): a daemon that is not answerin
 yields ``None`` ("starting", the tools then answer as warming), one that could not start
 raises :class:`mcp.MCPError` (a problem for the host, not the model). A connection that
 drops (the daemon was stopped or killed) is re-established on the next call, spawning a
-new daemon like any client does (:func:`daemon.client.connect_async`).
+new daemon like any client does. The connecting itself is :class:`daemon.client.Supervisor`
+(one attempt per :meth:`RootLink.start`, no background reconnect: the next call notices).
 
-Nothing here prints; everything goes to the ``bsl_lens.mcp`` logger (stderr).
+Nothing here prints; everything goes to the ``mcp_bridge.links`` logger (stderr).
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import time
@@ -25,9 +25,9 @@ from mcp import MCPError
 from mcp_types import INTERNAL_ERROR
 
 from daemon import runtime
-from daemon.client import AsyncDaemonClient, DaemonNotRunning, connect_async
+from daemon.client import AsyncDaemonClient, DaemonNotRunning, Supervisor
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 #: Longest a tool call waits for a daemon that is still starting before it answers as
 #: warming (seconds). A daemon answers once its snapshot is loaded: ~1-3 s for ssl31-ru.
@@ -83,48 +83,51 @@ class RootLink:
         self.index_dir = Path(index_dir).expanduser().resolve() if index_dir else None
         self.spawn_args = list(spawn_args or [])
         self.spawn_timeout = spawn_timeout
-        self.client: AsyncDaemonClient | None = None
-        self.error: BaseException | None = None
-        self.since: float | None = None  # monotonic start of the current connect attempt
         self.spawned = False
-        self._failed_at = 0.0
-        self._task: asyncio.Task | None = None
+        self.link = Supervisor(
+            self.root,
+            index_dir=self.index_dir,
+            spawn=True,
+            args=self.spawn_args,
+            spawn_timeout=spawn_timeout,
+            request_timeout=REQUEST_TIMEOUT,
+            client="mcp",
+            retry=False,  # a failed start is reported to the host; a later call tries again (RETRY_AFTER)
+            reconnect=False,  # a dropped connection is noticed and re-made by the next call
+            on_failed=lambda exc, _n: log.error("the bsl-lens daemon for %s could not be reached: %s", self.root, exc),
+            on_connected=self._on_connected,
+        )
         self._status: Any = None
         self._status_at = 0.0
 
+    @property
+    def client(self) -> AsyncDaemonClient | None:
+        """The daemon connection while connected, else None."""
+        return self.link.client
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the last connection attempt failed (None after a success)."""
+        return self.link.error
+
+    @property
+    def since(self) -> float | None:
+        """Monotonic start of the current (or last) connection attempt."""
+        return self.link.since
+
     def __repr__(self) -> str:
-        state = "connected" if self.client else "failed" if self.error else "starting" if self._task else "idle"
+        state = "connected" if self.client else "failed" if self.error else "starting" if self.link.running else "idle"
         return f"<RootLink {self.name} {self.root} {state}>"
 
     # ------------------------------------------------------------------ connecting
     def start(self) -> None:
         """Begin connecting (spawning the daemon if needed) in the background; no-op while a
         connection exists or an attempt is running. Call from the event loop."""
-        if self.client is not None or (self._task is not None and not self._task.done()):
-            return
-        self.error = None
-        self.since = time.monotonic()
-        self._task = asyncio.get_running_loop().create_task(self._connect(), name=f"bsl-lens-mcp-connect-{self.name}")
+        if self.client is None and not self.link.running:
+            self.link.error = None  # a new attempt: "starting" until it ends
+        self.link.start()
 
-    async def _connect(self) -> None:
-        try:
-            c = await connect_async(
-                self.root,
-                index_dir=self.index_dir,
-                spawn=True,
-                args=self.spawn_args,
-                timeout=self.spawn_timeout,
-                request_timeout=REQUEST_TIMEOUT,
-                client="mcp",
-            )
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # DaemonError, or OSError from spawning (unwritable index dir, ...)
-            self.error = exc
-            self._failed_at = time.monotonic()
-            log.error("the bsl-lens daemon for %s could not be reached: %s", self.root, exc)
-            return
-        self.client = c
+    def _on_connected(self, c: AsyncDaemonClient) -> None:
         self.spawned = c.spawned
         log.info(
             "%s daemon for %s: pid %s (%.2f s)",
@@ -152,25 +155,21 @@ class RootLink:
         """
         if self.client is not None:
             return self.client
-        if self.error is not None and (self._task is None or self._task.done()):
-            if time.monotonic() - self._failed_at < RETRY_AFTER:
+        if self.error is not None and not self.link.running:
+            if time.monotonic() - self.link.failed_at < RETRY_AFTER:
                 raise self.host_error()
         self.start()
-        task = self._task
-        if task is not None and not task.done() and wait > 0:
-            await asyncio.wait({task}, timeout=wait)  # never cancels the attempt
-        if self.client is not None:
-            return self.client
-        if self.error is not None and (self._task is None or self._task.done()):
+        client = await self.link.wait(wait)  # never cancels the attempt
+        if client is not None:
+            return client
+        if self.error is not None and not self.link.running:
             raise self.host_error()
         return None
 
     async def drop(self) -> None:
         """Forget a connection that failed (the next :meth:`get` reconnects)."""
-        c, self.client = self.client, None
         self._status = None
-        if c is not None:
-            await c.close()
+        await self.link.drop()
 
     async def call(self, fn: Callable[[AsyncDaemonClient], Awaitable[T]], *, wait: float = CONNECT_WAIT) -> T:
         """``await fn(client)``; if the connection turns out to be lost, reconnect (bounded
@@ -191,7 +190,7 @@ class RootLink:
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def status(self, *, wait: float = CONNECT_WAIT, fresh: bool = False):
-        """The daemon's ``StatusResult`` (``.service`` is a :class:`daemon.service.Status`).
+        """The daemon's ``StatusResult`` (``.service`` is a :class:`daemon.contract.Status`).
         A settled answer (ready, embeddings complete) is reused for :data:`STATUS_TTL`
         seconds unless ``fresh``; a warming one is always asked again, so a tool never
         reports warming after the index is done. Errors as :meth:`call`."""
@@ -205,14 +204,8 @@ class RootLink:
     async def aclose(self) -> None:
         """Stop a running attempt and close the connection (the daemon keeps running: it
         is shared with other clients and stops with ``bsl-lens daemon stop``)."""
-        task, self._task = self._task, None
-        if task is not None and not task.done():
-            task.cancel()
-            try:
-                await task
-            except (asyncio.CancelledError, Exception):
-                pass
-        await self.drop()
+        self._status = None
+        await self.link.close(for_good=False)
 
 
 def _settled(st) -> bool:
@@ -249,7 +242,7 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
     """The export roots to serve, resolved; the current directory when ``roots`` is empty
     and it looks like an export. Raises ``ValueError`` with a message for the user (a root
     that is not a directory or holds neither an export nor ``.bsl`` modules
-    (:func:`daemon.cli.export_problem`), no root given outside an export, the same root twice)."""
+    (:func:`daemon.runtime.export_problem`), no root given outside an export, the same root twice)."""
     if not roots:
         here = (cwd or Path.cwd()).resolve()
         if not looks_like_export(here):
@@ -266,9 +259,7 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
         if p in out:
             raise ValueError(f"export root given twice: {r}")
         if not looks_like_export(p):
-            from daemon.cli import export_problem
-
-            problem = export_problem(p)  # nothing to index at all: refuse before any daemon starts
+            problem = runtime.export_problem(p)  # nothing to index at all: refuse before any daemon starts
             if problem:
                 raise ValueError(problem)
             log.warning("%s has no Configuration.xml or EDT project: only its .bsl files will be indexed", p)

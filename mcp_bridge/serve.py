@@ -22,7 +22,7 @@ import socket
 import sys
 from typing import Any
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1", "https://localhost", "https://[::1]")
 
@@ -71,6 +71,7 @@ class Guard:
         self.allow_origins = list(allow_origins or [])
 
     async def __call__(self, scope, receive, send) -> None:
+        """ASGI entry: refuse a foreign ``Origin`` or a missing/wrong token (HTTP only), else pass on."""
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return

@@ -41,7 +41,7 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, model_val
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.model import MODULE_KINDS
+from daemon.contract import CODE_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
 from daemon.protocol import INVALID_PARAMS, NOT_FOUND
 
 from .links import CONNECT_WAIT, RootLink, Starting
@@ -62,10 +62,11 @@ from .models import (
     SymbolDef,
 )
 
-log = logging.getLogger("bsl_lens.mcp")
+log = logging.getLogger(__name__)
 
 #: Most hits ``search`` and ``find_symbol`` return in one call (a model's context is the
-#: limit; ``truncated`` says when there were more).
+#: limit; ``truncated`` says when there were more). The bridge's own cap, below the
+#: daemon's ``daemon.contract.MAX_TOP_K``.
 MAX_TOP_K = 50
 #: ``read_module`` returns at most this many lines and characters per call (the daemon's
 #: own cap is 2000 lines); the note says how to continue.
@@ -75,8 +76,8 @@ MAX_READ_CHARS = 60_000
 #: to 1000+ lines); the note says which ``read_module`` call returns the rest.
 MAX_METHOD_CHARS = 60_000
 
-SearchMode = Literal["hybrid", "lexical", "vector"]
-Scope = Literal["all", "code", "metadata"]
+SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
+Scope = Literal[SCOPES]  # type: ignore[valid-type]
 ModuleKind = Literal[MODULE_KINDS]  # type: ignore[valid-type]
 
 READ_ONLY = ToolAnnotations(read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False)
@@ -132,10 +133,10 @@ def _bridge(ctx: Context) -> Bridge:
 # ------------------------------------------------------------------------------ conversions
 def _qualified(kind: str, name: str, owner: str) -> str:
     """``Модуль.Метод`` for code, the owner for an object, ``owner.name`` for a field
-    (:attr:`daemon.model.Chunk.qualified_name`)."""
+    (the ``name`` a model passes back to ``get_method``)."""
     if kind == "object":
         return owner
-    if kind in ("procedure", "function", "module"):
+    if kind in CODE_KINDS:
         short = owner.split(".")[1] if "." in owner else owner
         return f"{short}.{name}" if short else name
     return f"{owner}.{name}"
@@ -231,7 +232,7 @@ def _meta_field(f) -> MetaField:
 
 
 def _object_types_hint() -> str:
-    from daemon.scan import OBJECT_TYPES
+    from daemon.contract import OBJECT_TYPES
 
     ru = ", ".join(ru for ru, _ in OBJECT_TYPES.values())
     return f"valid types: {ru} (English singular names like Catalog, Document and folder names like Catalogs also work)"
@@ -296,40 +297,11 @@ async def _call(bridge: Bridge, link: RootLink, fn, *, warming: bool = False):
         raise _tool_error(exc, warming=warming) from exc
 
 
-async def _similar_objects(b: Bridge, link: RootLink, name: str, limit: int = 5) -> list[str]:
-    """Metadata objects whose names are closest to an unknown ``Тип.Имя``, for the error
-    message: the names channel (exact, prefix, CamelHump) on the name and on it shortened by
-    up to 4 characters (``Пользователь`` -> ``Пользовател`` finds ``Справочник.Пользователи``;
-    ``КурсВалют`` finds ``РегистрСведений.КурсыВалют`` by CamelHump), qualified by the type
-    when one is given (objects of that type rank first), then without it. [] on any error."""
-    from daemon.scan import normalize_object_type
-
-    typ, _, obj = name.strip().partition(".")
-    if not obj:
-        typ, obj = "", typ
-    ru = normalize_object_type(typ) if typ else None
-    found: list[str] = []
-    for qualifier in ([typ] if typ else []) + [""]:
-        for k in range(len(obj), max(2, len(obj) - 4) - 1, -1):
-            query = f"{qualifier}.{obj[:k]}" if qualifier else obj[:k]
-            try:
-                res = await link.call(lambda c: c.symbols(query, limit=20, filters={"scope": "metadata"}), wait=b.connect_wait)
-            except (DaemonError, Starting):
-                break
-            for h in res.hits:
-                if h.kind == "object" and h.match in ("exact", "prefix", "camelhump") and h.owner not in found:
-                    found.append(h.owner)
-            if len(found) >= limit:
-                break
-        if found:
-            break
-    found.sort(key=lambda o: o.split(".", 1)[0] != ru)  # the asked type first, else the names channel's order
-    return found[:limit]
-
-
 def _strict(tool: Tool) -> Tool:
     """Make a tool reject unknown arguments (the SDK ignores them) with an error that
-    names the valid ones; the input schema gets ``additionalProperties: false``."""
+    names the valid ones; the input schema gets ``additionalProperties: false``. The SDK
+    has no public option for it, so the tool's ``fn_metadata.arg_model`` is swapped (the
+    limitation is pinned by ``tests/test_framework_overrides.py``)."""
     base = tool.fn_metadata.arg_model
     fields = {name: (f.annotation, f) for name, f in base.model_fields.items()}
     strict = create_model(base.__name__, __base__=_StrictArgs, **fields)
@@ -472,13 +444,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     ) -> SearchOutput:
         b = _bridge(ctx)
         link = b.pick(root)
-        if path_prefix is not None and ".." in path_prefix.replace("\\", "/").split("/"):
-            raise ToolError(f"path_prefix {path_prefix!r} contains '..'; give a folder relative to the export root (\"CommonModules/\")")
-        if object_type is not None:
-            from daemon.scan import normalize_object_type
-
-            if normalize_object_type(object_type) is None:
-                raise ToolError(f"unknown object_type {object_type!r}; {_object_types_hint()}")
+        # object_type and path_prefix are checked once, by the daemon (-32602 -> a ToolError naming the value)
         try:
             st = await _status(b, link)
         except Starting as exc:
@@ -697,16 +663,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             raise ToolError(str(exc)) from None
         try:
             d = await link.call(lambda c: c.describe_object(name), wait=b.connect_wait)
-        except CommandError as exc:
-            err = _tool_error(exc, warming=_lexical_warming(st))
-            if exc.code == NOT_FOUND:
-                close = [o for o in await _similar_objects(b, link, name) if o not in exc.message]
-                if close:
-                    err = ToolError(f"{err}; closest objects by name: {', '.join(close)}")
-            raise err from exc
-        except DaemonError as exc:
-            raise _tool_error(exc) from exc
-        from daemon.scan import english_type
+        except DaemonError as exc:  # NOT_FOUND names similar and closest objects (the daemon's "did you mean")
+            raise _tool_error(exc, warming=_lexical_warming(st)) from exc
+        from daemon.contract import english_type
 
         return ObjectOutput(
             root=link.name,
@@ -772,7 +731,7 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         return RootStatus(name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=exc.message)
     import msgspec
 
-    from daemon.cli import format_status
+    from daemon.format import format_status
 
     st, daemon = res.service, res.daemon
     data = msgspec.to_builtins(st)

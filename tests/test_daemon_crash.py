@@ -12,7 +12,6 @@ from pathlib import Path
 import pytest
 
 from daemon.engine import Engine
-from daemon_helpers import wait_until
 
 pytestmark = pytest.mark.slow
 

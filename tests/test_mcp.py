@@ -200,7 +200,7 @@ def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
     assert "'hybrid', 'lexical' or 'vector'" in mode
     assert f"less than or equal to {MAX_TOP_K}" in top_k
     assert "unknown argument(s) topk" in unknown and "top_k" in unknown and "query" in unknown
-    assert "unknown object_type 'Справочниик'" in otype and "Справочник" in otype and "РегистрСведений" in otype
+    assert "unknown object type 'Справочниик'" in otype and "Справочник" in otype and "РегистрСведений" in otype  # the daemon's check
     assert "'common'" in mkind and "'form'" in mkind
     assert "--embedder none" in vector and "hybrid or lexical" in vector
     assert "contains '..'" in prefix and "outside the export root" in abs_prefix

@@ -97,7 +97,7 @@ def test_every_method_has_a_handler_and_a_result_type():
     for name in METHODS:
         if name not in ("hello", "shutdown"):
             assert callable(getattr(Server, f"cmd_{name}")), name
-        protocol.result_type(name)  # imports daemon.service lazily; must resolve
+        protocol.result_type(name)  # a daemon.contract or daemon.protocol type
     assert protocol.result_type("search") is SearchResult
     assert set(protocol.PUSH_METHODS) == {"progress", "indexed", "state"}
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 import unicodedata
 from collections import Counter
 from pathlib import Path
@@ -307,14 +306,6 @@ def test_scan_skips_edt_templates(yaxunit):
     ]
     assert not any("/.settings/" in m.path for m in scan.modules)
     assert len(scan.modules) == 316 - 2
-
-
-def test_scan_is_fast(ssl_ru):
-    scan_export(ssl_ru)  # warm the OS cache
-    t = time.perf_counter()
-    scan_export(ssl_ru)
-    elapsed = time.perf_counter() - t
-    print(f"scan ssl31-ru: {elapsed * 1000:.0f} ms")
 
 
 def _designer_skeleton(root: Path) -> None:

@@ -6,7 +6,6 @@ tests/test_daemon_watch.py and tests/test_daemon_crash.py.
 
 from __future__ import annotations
 
-import os
 import shutil
 import threading
 from pathlib import Path

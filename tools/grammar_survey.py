@@ -2,7 +2,7 @@
 
 Usage::
 
-    python -m daemon.grammar_survey CORPUS_DIR [CORPUS_DIR ...] [--markdown]
+    python -m tools.grammar_survey CORPUS_DIR [CORPUS_DIR ...] [--markdown]
 
 For each candidate grammar (``tree-sitter-hbk``, ``tree-sitter-bsl``) and each corpus it
 reports:
@@ -179,7 +179,7 @@ def format_table(rows: list[Row], markdown: bool = True) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """CLI entry point (see the module docstring)."""
-    ap = argparse.ArgumentParser(prog="python -m daemon.grammar_survey", description=__doc__.split("\n\n")[0])
+    ap = argparse.ArgumentParser(prog="python -m tools.grammar_survey", description=__doc__.split("\n\n")[0])
     ap.add_argument("corpora", nargs="+", type=Path, help="corpus folders (e.g. shared/corpora/ssl31-ru)")
     ap.add_argument("--markdown", action="store_true", help="print a Markdown table")
     args = ap.parse_args(argv)

