@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .names import split_words
+from .folding import split_words
 from .stats import percentile as _pct
 
 

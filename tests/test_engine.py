@@ -313,7 +313,7 @@ def test_chunking_in_worker_processes_gives_the_same_index(work_copy, tmp_path, 
         assert not pooled.pool_broken
         assert pooled.chunks == plain.chunks
         # the worker's tokens travel as a batch vocabulary + indices: the same BM25 postings
-        assert pooled.bm25.to_state() == plain.bm25.to_state() and pooled.meta.to_state() == plain.meta.to_state()
+        assert pooled.bm25.to_state() == plain.bm25.to_state() and pooled.meta_bm25.to_state() == plain.meta_bm25.to_state()
         assert {p: r.hash for p, r in pooled.files.items()} == {p: r.hash for p, r in plain.files.items()}
         for q in ("курс валюты", "ИННСоотв"):
             assert pooled.search(q, mode="lexical").hits == plain.search(q, mode="lexical").hits
