@@ -1,7 +1,7 @@
 """Service (in-process: the daemon's engine, watcher and threads without the socket).
 
 What needs control over timing lives here; the same behaviour over the real socket is in
-tests/test_daemon_watch.py and tests/test_daemon_crash.py.
+tests/daemon/test_daemon_watch.py and tests/daemon/test_daemon_crash.py.
 """
 
 from __future__ import annotations
