@@ -31,7 +31,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from .names import split_words
+from .folding import split_words
 from .stats import percentile as _pct
 
 
@@ -99,7 +99,7 @@ def run_bench(args) -> dict:
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
 
-        # the scan alone, warm OS cache (was tests/test_scan.py's test_scan_is_fast, which asserted nothing)
+        # the scan alone, warm OS cache (was tests/engine/test_scan.py's test_scan_is_fast, which asserted nothing)
         scan_export(root)
         runs = []
         for _ in range(3):

@@ -46,7 +46,7 @@ import tree_sitter
 import tree_sitter_hbk
 
 from daemon.contract import Chunk
-from daemon.names import fold
+from daemon.folding import fold
 
 __all__ = [
     "chunk_module",
@@ -637,7 +637,7 @@ def _is_header_variant(lines: list[str], ends: list[int], h: _Header, sig_end_li
             …body…
         КонецПроцедуры
 
-    That is: the same name (:func:`daemon.names.fold`), no end keyword from ``h`` up to
+    That is: the same name (:func:`daemon.folding.fold`), no end keyword from ``h`` up to
     ``nxt``, and between ``h``'s signature and ``nxt`` only blank, ``//`` and ``&`` lines and
     at least one ``#Иначе``/``#ИначеЕсли``/``#Else``/``#ElsIf`` line (an ``#Если`` or
     ``#КонецЕсли`` there means separate blocks, not branches of one header). Two complete

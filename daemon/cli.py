@@ -673,7 +673,7 @@ def cmd_daemon_run(args) -> int:
             embedder=args.embedder,
             watch=args.watch,
             log_file=log_path,
-            reconcile_s=args.reconcile_interval,
+            reconcile_interval=args.reconcile_interval,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)

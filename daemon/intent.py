@@ -17,7 +17,7 @@ import re
 
 import msgspec
 
-from .names import fold
+from .folding import fold
 
 # (regex over the folded query, Russian singular object types it names)
 _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [

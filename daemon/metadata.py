@@ -33,7 +33,7 @@ from pathlib import Path
 from lxml import etree
 
 from .contract import Chunk, Skip
-from .names import fold, split_words
+from .folding import fold, split_words
 from .scan import CONFIGURATION, OBJECT_TYPES, SkipFile, SourceFile, english_type, read_regular_bytes, type_folder
 
 #: Namespace of Designer descriptors (``<MetaDataObject xmlns=…>`` and the object inside).

@@ -542,7 +542,7 @@ def run_daemon(
     embedder: str | None = DEFAULT_EMBEDDER,
     watch: str = "auto",
     log_file: str | os.PathLike | None = None,
-    reconcile_s: float | None = None,
+    reconcile_interval: float | None = None,
     service_factory: Callable[..., Any] | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
@@ -550,7 +550,7 @@ def run_daemon(
     ``embedder``: a ``make_embedder`` spec, ``"none"``/None for lexical only
     (:func:`daemon.options.embedder_or_none`). ``watch``:
     auto | native | polling | off. ``log_file`` is only recorded in ``daemon.json`` and
-    ``hello`` (logging itself is configured by the CLI). ``reconcile_s``: seconds between
+    ``hello`` (logging itself is configured by the CLI). ``reconcile_interval``: seconds between
     the service's full re-checks by hash (None: its default; 0 disables). ``service_factory`` replaces
     :class:`daemon.service.Service` (same signature) in tests.
 
@@ -600,7 +600,7 @@ def run_daemon(
             from .service import Service as service_factory
         emb = embedder_or_none(embedder)
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
-        kwargs: dict[str, Any] = {} if reconcile_s is None else {"reconcile_s": reconcile_s}
+        kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         asyncio.run(_serve(service, paths, log_path, lock, root_lock))
         return 0

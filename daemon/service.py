@@ -47,6 +47,7 @@ from .engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
 from .contract import (
     CODE_KINDS,
     DEFAULT_EMBEDDER,
+    DEFAULT_RECONCILE_INTERVAL,
     METHOD_KINDS,
     WATCH_MODES,
     Chunk,
@@ -75,9 +76,6 @@ log = logging.getLogger(__name__)
 #: engine asks (:attr:`Engine.compact_due`) or after this many quiet seconds. A snapshot of
 #: ssl31-ru takes ~0.7 s of the writer's time, which is why it is not written per edit.
 COMPACT_IDLE_S = 60.0
-#: Full reconcile by content hash this often (catches events the watcher missed). A
-#: reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and stats.
-RECONCILE_S = 120.0
 #: Batch size of background embedding: ~16 method heads take ~1 s on 2 cores, the longest a
 #: changed method waits behind the backlog.
 DENSE_BATCH = 16
@@ -163,7 +161,7 @@ class Service:
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
-        reconcile_s: seconds between full reconciles by hash (0 disables).
+        reconcile_interval: seconds between full reconciles by hash (0 disables).
     """
 
     def __init__(
@@ -174,7 +172,7 @@ class Service:
         embedder: str | None = DEFAULT_EMBEDDER,
         watch: str = "auto",
         config: EngineConfig | None = None,
-        reconcile_s: float = RECONCILE_S,
+        reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL,
     ) -> None:
         root = Path(root)
         if not root.is_dir():
@@ -186,7 +184,7 @@ class Service:
         self.embedder_spec = embedder_or_none(embedder)
         self.watch_mode = watch
         self.config = config or EngineConfig()
-        self.reconcile_s = reconcile_s
+        self.reconcile_interval = reconcile_interval
         self.engine: Engine | None = None
         self.watcher = None
         self.state = "loading"
@@ -606,7 +604,7 @@ class Service:
                 # idle: fold the journal into a snapshot once things have been quiet a while
                 if eng.lexical_unsaved and now - last_change >= COMPACT_IDLE_S:
                     self._save_lexical()
-                if self.reconcile_s and now - last_reconcile >= self.reconcile_s:
+                if self.reconcile_interval and now - last_reconcile >= self.reconcile_interval:
                     self._jobs.put(_Job(full=True, reason="periodic"))
                     last_reconcile = now
                 orphans = self._orphan_notices()
@@ -961,7 +959,7 @@ class Service:
         (``ОбщегоНазначения.СообщитьПользователю``; case- and ``ё``-insensitive). With several
         candidates the names channel's order decides (exported API first). ``LookupError``
         if nothing matches (the message says what was looked for)."""
-        from .names import fold
+        from .folding import fold
 
         eng = self._engine()
         name = name.strip()

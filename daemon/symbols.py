@@ -5,7 +5,7 @@ queries (``Модуль.Метод``, ``Справочник.Пользоват�
 lives in. Match kinds, best first (the forms of ``shared/eval/README.md``, symbol intent):
 
 ``exact``
-    the folded name equals the folded query (case- and ``ё``-insensitive, :func:`daemon.names.fold`);
+    the folded name equals the folded query (case- and ``ё``-insensitive, :func:`daemon.folding.fold`);
 ``prefix``
     the folded name starts with the folded query (``ЗначениеРеквиз``);
 ``camelhump``
@@ -13,7 +13,7 @@ lives in. Match kinds, best first (the forms of ``shared/eval/README.md``, symbo
     ``ЗнРекОб`` → ``Зн|Рек|Об``, ``ГСП`` → ``Г|С|П``) and hump *i* is a prefix of word *i* of the
     name, from the first word on (``ЗначениеРеквизитаОбъекта``, ``ЗначенияРеквизитовОбъектов``,
     ``ГлобальнаяСервернаяПроцедура``). Name words are split the same way (``ОтправитьSMS`` →
-    ``Отправить|S|M|S``) or, alternatively, by :func:`daemon.names.split_words` (acronyms whole:
+    ``Отправить|S|M|S``) or, alternatively, by :func:`daemon.folding.split_words` (acronyms whole:
     ``HTTP|Запрос``), so ``ОтпрSMS`` and ``HttpЗап`` both match. Looser subsequence matches are
     deliberately not produced (the gold set does not count them as relevant);
 ``substring``
@@ -71,7 +71,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 import msgspec
 import numpy as np
 
-from daemon.names import fold, split_words
+from daemon.folding import fold, split_words
 
 __all__ = [
     "MATCH_KINDS",

@@ -10,8 +10,8 @@ Rules (documents and queries alike, except where noted):
   comments are tokenized exactly like code.
 * **Identifiers.** Every word gives its whole folded form (``значениереквизитаобъекта``) and,
   when it has inner words, its CamelCase / acronym / digit / ``_`` parts from
-  :func:`daemon.names.split_words` (``значение``, ``реквизита``, ``объекта``). Folding is
-  :func:`daemon.names.fold` (NFC, ``ё``→``е``, casefold), so case and ``ё`` never matter.
+  :func:`daemon.folding.split_words` (``значение``, ``реквизита``, ``объекта``). Folding is
+  :func:`daemon.folding.fold` (NFC, ``ё``→``е``, casefold), so case and ``ё`` never matter.
 * **Dotted names.** Each dotted segment is tokenized as above, and every pair of *adjacent*
   identifier segments also gives a pair token ``модуль.метод`` (``Справочник.Пользователи.ПустаяСсылка``
   gives ``справочник.пользователи`` and ``пользователи.пустаяссылка``). Pairs rather than the
@@ -55,7 +55,7 @@ repeat so much that tokenizing all 38,570 chunk texts of ssl31-ru (methods, modu
 metadata; 35.7 M characters) takes 1.9 s (2.0 s stemmed) of CPU with cold caches and 1.1 s
 (1.2 s) warm on one core of the (shared, loaded) dev box, two thirds of that the
 ``re.findall`` of the compounds (cold was 2.4 / 2.6 s before the faster
-:func:`daemon.names.fold`; the C-level concatenation measured no faster than a Python loop
+:func:`daemon.folding.fold`; the C-level concatenation measured no faster than a Python loop
 over the compounds, warm 1.1 s either way). The caches are plain dicts of at most 262,144 entries each, dropped
 when full; ssl31-ru fills 165k compound + 89k word entries, ~70 MB with interned tokens.
 """
@@ -69,7 +69,7 @@ from sys import intern
 
 import Stemmer
 
-from daemon.names import fold, split_words
+from daemon.folding import fold, split_words
 
 __all__ = [
     "FUNCTION_WORDS",

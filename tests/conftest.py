@@ -5,6 +5,10 @@ copy of ``shared/`` beside the clone); ``BSL_LENS_CORPORA`` overrides the locati
 that need a corpus are skipped with a clear reason when it is absent (a developer machine
 without ``shared/``); CI always has it.
 
+Fixtures shared by every folder (``engine/``, ``daemon/``, ``lsp/``, ``mcp/``, ``editors/``):
+the corpora, :func:`sample_root` (a private copy of the sample export), :func:`corpus_subset`
+(part of a corpus, hard-linked or copied) and :func:`daemons` (real daemon processes).
+
 At the end of the session, :func:`pytest_sessionfinish` fails the run if any process the
 tests started is still running (see :func:`_leftovers`).
 """
@@ -12,6 +16,7 @@ tests started is still running (see :func:`_leftovers`).
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -53,6 +58,39 @@ def sample_root(tmp_path) -> Path:
     from daemon_helpers import copy_sample
 
     return copy_sample(tmp_path / "export")
+
+
+def copy_corpus(src: Path, dst: Path, *parts: str, link: bool = True) -> Path:
+    """A private copy of a corpus, or of ``parts`` of it (paths relative to ``src``: folders
+    or files, e.g. ``"Configuration.xml", "CommonModules"``), at ``dst``; returns ``dst``.
+
+    ``link=True`` hard-links the files (instant, no disk; only for tests that add or delete
+    files, never edit one in place, since an edit would reach the shared corpus); ``False``
+    copies them."""
+    copy = os.link if link else shutil.copy2
+    if not parts:
+        shutil.copytree(src, dst, copy_function=copy)
+        return dst
+    dst.mkdir(parents=True, exist_ok=True)
+    for rel in parts:
+        s, d = src / rel, dst / rel
+        d.parent.mkdir(parents=True, exist_ok=True)
+        if s.is_dir():
+            shutil.copytree(s, d, copy_function=copy)
+        else:
+            copy(s, d)
+    return dst
+
+
+@pytest.fixture()
+def corpus_subset(tmp_path):
+    """Factory ``corpus_subset(src, *parts, link=True) -> Path``: :func:`copy_corpus` of a
+    corpus (whole, or the given parts) into ``tmp_path / src.name``."""
+
+    def make(src: Path, *parts: str, link: bool = True) -> Path:
+        return copy_corpus(src, tmp_path / src.name, *parts, link=link)
+
+    return make
 
 
 @pytest.fixture()

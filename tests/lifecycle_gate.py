@@ -1,5 +1,5 @@
 """A real daemon (``run_daemon`` with the real Service, socket and watcher) held at one
-moment of its life until a gate file appears, for tests/test_daemon_lifecycle.py.
+moment of its life until a gate file appears, for tests/daemon/test_daemon_lifecycle.py.
 
 ``python tests/lifecycle_gate.py ROOT INDEX_DIR GATE MODE WATCH``, MODE:
 

@@ -1,4 +1,4 @@
--- Driven by tests/test_editors_neovim.py: headless Neovim loads the shipped config
+-- Driven by tests/editors/test_editors_neovim.py: headless Neovim loads the shipped config
 -- (editors/neovim/bsl-lens.lua), opens a module of the export, waits for the server and
 -- the daemon, asks workspace/symbol for each query, then runs the config's commands from
 -- buffers that have no client (the quickfix window, a scratch buffer) and from a module of

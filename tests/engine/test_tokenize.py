@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 
 from daemon import tokenize as tok
-from daemon.names import fold
+from daemon.folding import fold
 from daemon.tokenize import FUNCTION_WORDS, KEYWORDS, clear_caches, tokenize, tokenize_query
 
 

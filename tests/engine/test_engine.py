@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-from pathlib import Path
 
 import pytest
 
@@ -56,12 +55,6 @@ def sample_engine(tmp_path_factory, embedder) -> Engine:
     eng.save()
     return eng
 
-
-@pytest.fixture()
-def work_copy(tmp_path) -> Path:
-    dst = tmp_path / "export"
-    shutil.copytree(SAMPLE, dst)
-    return dst
 
 
 def test_sample_counts_and_skips(sample_engine):
@@ -136,16 +129,16 @@ def test_qualified_and_camelhump_names(sample_engine):
     assert top.kind == "object"
 
 
-def test_incremental_edit_touch_delete_rename(work_copy, tmp_path, embedder):
+def test_incremental_edit_touch_delete_rename(sample_root, tmp_path, embedder):
     counting = CountingEmbedder(embedder)
-    eng = Engine.open(work_copy, index_dir=tmp_path / "idx", embedder=counting)
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx", embedder=counting)
     eng.refresh()
     eng.embed_pending()
     total = counting.passages
     assert total > 0
 
     # touch every file, content unchanged: nothing re-chunked, nothing re-embedded
-    for p in work_copy.rglob("*"):
+    for p in sample_root.rglob("*"):
         if p.is_file():
             os.utime(p, None)
             st = p.stat()
@@ -156,7 +149,7 @@ def test_incremental_edit_touch_delete_rename(work_copy, tmp_path, embedder):
 
     # edit one method's doc comment (its first line, so it is inside the embedded head):
     # exactly one chunk changes, exactly one passage is embedded
-    mod = work_copy / "CommonModules/РасчетНДС/Ext/Module.bsl"
+    mod = sample_root / "CommonModules/РасчетНДС/Ext/Module.bsl"
     target = next(c for c in eng.chunks.values() if c.name == "НДССАвансаПолученного")
     lines = mod.read_bytes().decode("utf-8-sig").split("\r\n")
     assert lines[target.start_line - 1].startswith("//")
@@ -170,14 +163,14 @@ def test_incremental_edit_touch_delete_rename(work_copy, tmp_path, embedder):
     assert hits and hits[0].name == "НДССАвансаПолученного"
 
     # delete a module: no ghost results
-    (work_copy / "CommonModules/ОтправкаПочтыКлиент/Ext/Module.bsl").unlink()
+    (sample_root / "CommonModules/ОтправкаПочтыКлиент/Ext/Module.bsl").unlink()
     eng.refresh()
     assert not [h for h in eng.search("ОтправкаПочтыКлиент", top_k=50).hits if h.path.endswith(".bsl") and "ОтправкаПочтыКлиент" in h.path]
     assert all("ОтправкаПочтыКлиент/Ext" not in c.path for c in eng.chunks.values())
 
     # rename a whole object folder + descriptor: old paths gone, new ones present
-    (work_copy / "CommonModules/РасчетНДС").rename(work_copy / "CommonModules/РасчетНалогов")
-    (work_copy / "CommonModules/РасчетНДС.xml").rename(work_copy / "CommonModules/РасчетНалогов.xml")
+    (sample_root / "CommonModules/РасчетНДС").rename(sample_root / "CommonModules/РасчетНалогов")
+    (sample_root / "CommonModules/РасчетНДС.xml").rename(sample_root / "CommonModules/РасчетНалогов.xml")
     eng.refresh()
     paths = {c.path for c in eng.chunks.values()}
     assert not any(p.startswith("CommonModules/РасчетНДС") for p in paths)
@@ -194,20 +187,20 @@ def test_incremental_edit_touch_delete_rename(work_copy, tmp_path, embedder):
     assert eng.dense_pending() == []
 
 
-def test_bad_files_are_logged_skips_and_keep_old_chunks(work_copy, tmp_path):
-    eng = Engine.open(work_copy, index_dir=tmp_path / "idx", config=EngineConfig(max_file_bytes=200_000))
+def test_bad_files_are_logged_skips_and_keep_old_chunks(sample_root, tmp_path):
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx", config=EngineConfig(max_file_bytes=200_000))
     eng.refresh()
     n_before = len(eng.chunks)
-    catalog = work_copy / "Catalogs/Контрагенты.xml"
+    catalog = sample_root / "Catalogs/Контрагенты.xml"
     good = catalog.read_bytes()
     catalog.write_bytes(good[: len(good) // 2])  # half-written XML
-    (work_copy / "CommonModules/Бинарный").mkdir()
-    (work_copy / "CommonModules/Бинарный/Ext").mkdir()
-    (work_copy / "CommonModules/Бинарный/Ext/Module.bsl").write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
-    (work_copy / "CommonModules/Большой").mkdir()
-    (work_copy / "CommonModules/Большой/Ext").mkdir()
-    (work_copy / "CommonModules/Большой/Ext/Module.bsl").write_bytes(b"//" + b"x" * 300_000)
-    legacy = work_copy / "CommonModules/СтарыйМодуль/Ext"
+    (sample_root / "CommonModules/Бинарный").mkdir()
+    (sample_root / "CommonModules/Бинарный/Ext").mkdir()
+    (sample_root / "CommonModules/Бинарный/Ext/Module.bsl").write_bytes(b"\x00\x01\x02PK\x03\x04" * 100)
+    (sample_root / "CommonModules/Большой").mkdir()
+    (sample_root / "CommonModules/Большой/Ext").mkdir()
+    (sample_root / "CommonModules/Большой/Ext/Module.bsl").write_bytes(b"//" + b"x" * 300_000)
+    legacy = sample_root / "CommonModules/СтарыйМодуль/Ext"
     legacy.mkdir(parents=True)
     (legacy / "Module.bsl").write_bytes("Процедура СтараяКодировка() Экспорт\r\nКонецПроцедуры\r\n".encode("cp1251"))
     rep = eng.refresh()
@@ -226,17 +219,17 @@ def test_bad_files_are_logged_skips_and_keep_old_chunks(work_copy, tmp_path):
     assert "Catalogs/Контрагенты.xml" not in {s.path for s in rep.skipped}
 
 
-def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder):
+def test_persistence_warm_start_and_damaged_files(sample_root, tmp_path, embedder):
     idx = tmp_path / "idx"
     counting = CountingEmbedder(embedder)
-    eng = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    eng = Engine.open(sample_root, index_dir=idx, embedder=counting)
     eng.refresh()
     eng.embed_pending()
     eng.save()
     q = "как вывести сумму прописью"
     want = [(h.id, h.ranks) for h in eng.search(q).hits]
 
-    warm = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    warm = Engine.open(sample_root, index_dir=idx, embedder=counting)
     assert len(warm.chunks) == len(eng.chunks) and warm.dense_pending() == []
     assert [(h.id, h.ranks) for h in warm.search(q).hits] == want
     assert warm.refresh().files_changed == 0
@@ -246,7 +239,7 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
     for f in dense_dir.iterdir():
         f.write_bytes(b"garbage")
     before = counting.passages
-    rebuilt = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    rebuilt = Engine.open(sample_root, index_dir=idx, embedder=counting)
     rebuilt.refresh()
     rebuilt.embed_pending()
     rebuilt.save()
@@ -254,10 +247,10 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
     assert [h.id for h in rebuilt.search(q).hits] == [h for h, _ in want]
 
     # lexical-only runs (--no-dense, --embedder none, --no-stem) never throw vectors away
-    lexical = Engine.open(work_copy, index_dir=idx, config=EngineConfig(stem=False))
+    lexical = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     lexical.refresh()
     lexical.save()
-    back = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    back = Engine.open(sample_root, index_dir=idx, embedder=counting)
     back.refresh()
     assert back.dense_pending() == []
     assert counting.passages == before
@@ -265,7 +258,7 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
     # a damaged chunk snapshot means a lexical rebuild, never a crash, a wrong answer or a
     # lost vector
     (idx / "snapshot.msgpack").write_bytes(b"\x93not msgpack")
-    again = Engine.open(work_copy, index_dir=idx, embedder=counting)
+    again = Engine.open(sample_root, index_dir=idx, embedder=counting)
     assert len(again.chunks) == 0
     again.refresh()
     assert len(again.chunks) == len(eng.chunks)
@@ -273,27 +266,27 @@ def test_persistence_warm_start_and_damaged_files(work_copy, tmp_path, embedder)
     assert [h.id for h in again.search(q).hits] == [h for h, _ in want]
 
 
-def test_removed_chunks_leave_no_vectors(work_copy, tmp_path, embedder):
+def test_removed_chunks_leave_no_vectors(sample_root, tmp_path, embedder):
     idx = tmp_path / "idx"
-    eng = Engine.open(work_copy, index_dir=idx, embedder=embedder)
+    eng = Engine.open(sample_root, index_dir=idx, embedder=embedder)
     eng.refresh()
     eng.embed_pending()
     eng.save()
     gone = {c.id for c in eng.chunks.values() if c.path.startswith("CommonModules/СтроковыеФункцииДемо/")}
     assert gone
-    shutil.rmtree(work_copy / "CommonModules/СтроковыеФункцииДемо")
+    shutil.rmtree(sample_root / "CommonModules/СтроковыеФункцииДемо")
     # a lexical-only run notices the removal; the dense files are not touched by it ...
-    lexical = Engine.open(work_copy, index_dir=idx)
+    lexical = Engine.open(sample_root, index_dir=idx)
     lexical.refresh()
     lexical.save()
     # ... and the next dense-capable open prunes the orphaned vectors
-    again = Engine.open(work_copy, index_dir=idx, embedder=embedder)
+    again = Engine.open(sample_root, index_dir=idx, embedder=embedder)
     again.refresh()
     assert not gone & set(again.embedded) and not any(k in again.dense for k in gone)
     assert all(h.id not in gone for h in again.search("сумма прописью", mode="vector", top_k=50).hits)
 
 
-def test_chunking_in_worker_processes_gives_the_same_index(work_copy, tmp_path, monkeypatch):
+def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path, monkeypatch):
     """A reconcile of many files is chunked in a process pool (daemon.engine.make_pool);
     the index is the same as when chunking in the caller's thread. A pool whose workers
     died falls back to the caller's thread and is flagged for replacement."""
@@ -303,24 +296,24 @@ def test_chunking_in_worker_processes_gives_the_same_index(work_copy, tmp_path, 
     from daemon import engine as engine_mod
     from daemon.engine import make_pool
 
-    plain = Engine.open(work_copy, index_dir=tmp_path / "a")
+    plain = Engine.open(sample_root, index_dir=tmp_path / "a")
     plain.refresh()
     monkeypatch.setattr(engine_mod, "POOL_MIN_FILES", 2)  # the sample has 32 files
-    pooled = Engine.open(work_copy, index_dir=tmp_path / "b")
+    pooled = Engine.open(sample_root, index_dir=tmp_path / "b")
     pooled.pool = make_pool(2)
     try:
         pooled.refresh()
         assert not pooled.pool_broken
         assert pooled.chunks == plain.chunks
         # the worker's tokens travel as a batch vocabulary + indices: the same BM25 postings
-        assert pooled.bm25.to_state() == plain.bm25.to_state() and pooled.meta.to_state() == plain.meta.to_state()
+        assert pooled.bm25.to_state() == plain.bm25.to_state() and pooled.meta_bm25.to_state() == plain.meta_bm25.to_state()
         assert {p: r.hash for p, r in pooled.files.items()} == {p: r.hash for p, r in plain.files.items()}
         for q in ("курс валюты", "ИННСоотв"):
             assert pooled.search(q, mode="lexical").hits == plain.search(q, mode="lexical").hits
         # kill the workers: the next big reconcile still completes, in this thread
         for pid in list(pooled.pool._processes):
             os.kill(pid, signal.SIGKILL)
-        broken = Engine.open(work_copy, index_dir=tmp_path / "c")
+        broken = Engine.open(sample_root, index_dir=tmp_path / "c")
         broken.pool = pooled.pool
         broken.refresh()
         assert broken.pool_broken
@@ -329,7 +322,7 @@ def test_chunking_in_worker_processes_gives_the_same_index(work_copy, tmp_path, 
         pooled.pool.shutdown(wait=False, cancel_futures=True)
 
 
-def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(work_copy, tmp_path, monkeypatch):
+def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(sample_root, tmp_path, monkeypatch):
     """``snapshot.msgpack`` is written in pieces (daemon.engine._snapshot_parts): the bytes
     equal ``msgspec.msgpack.encode`` of the same snapshot, whatever the piece size, and the
     live chunk strings carry no cached UTF-8 copy afterwards (``sys.getsizeof`` of a str
@@ -344,7 +337,7 @@ def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(wor
     for n in (0, 1, 15, 16, 65535, 65536):
         assert _msgpack_header(n, 0x90, 0xDC, 0xDD) == msgspec.msgpack.encode([0] * n)[: len(_msgpack_header(n, 0x90, 0xDC, 0xDD))]
         assert _msgpack_header(n, 0x80, 0xDE, 0xDF) == msgspec.msgpack.encode({i: 0 for i in range(n)})[: len(_msgpack_header(n, 0x80, 0xDE, 0xDF))]
-    eng = Engine.open(work_copy, index_dir=tmp_path / "idx")
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx")
     eng.refresh()
     texts = [c.text for c in eng.chunks.values() if not c.text.isascii()]
     sizes = [sys.getsizeof(t) for t in texts]
@@ -355,7 +348,7 @@ def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(wor
     snap = msgspec.msgpack.decode(data, type=engine_mod._Snapshot)
     assert msgspec.msgpack.encode(snap) == data == b"".join(_snapshot_parts(snap))
     assert [c.id for c in snap.chunks] == list(eng.chunks)
-    warm = Engine.open(work_copy, index_dir=tmp_path / "idx")
+    warm = Engine.open(sample_root, index_dir=tmp_path / "idx")
     assert warm.chunks == eng.chunks and warm.bm25.to_state() == eng.bm25.to_state()
     msgspec.msgpack.encode(list(eng.chunks.values()))  # the control: a plain encode caches
     assert sum(sys.getsizeof(t) for t in texts) > sum(sizes)

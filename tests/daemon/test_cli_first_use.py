@@ -9,7 +9,6 @@ import argparse
 import io
 import json
 import os
-import shutil
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -281,16 +280,12 @@ def test_waiting_says_what_the_daemon_is_doing():
 
 @pytest.mark.slow
 @pytest.mark.long
-def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemons, ssl_ru, tmp_path):
+def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemons, ssl_ru, corpus_subset):
     """A real first index of part of ssl31-ru (hard-linked: common modules and catalogs,
     ~2,300 files, lexical only): ``status`` shows the chunk stage with counts, rate and ETA
     (JSON and text); its chunking worker runs at the daemon's own priority (not +10) while
     nothing is indexed, and is gone after it."""
-    root = tmp_path / "ssl31-ru"
-    root.mkdir()
-    os.link(ssl_ru / "Configuration.xml", root / "Configuration.xml")
-    for folder in ("CommonModules", "Catalogs"):
-        shutil.copytree(ssl_ru / folder, root / folder, copy_function=os.link)
+    root = corpus_subset(ssl_ru, "Configuration.xml", "CommonModules", "Catalogs")
     d = daemons.start(root, "--embedder", "none", "--watch", "off", "--no-wait")
     base_nice = psutil.Process(d.pid).nice()
     seen: dict = {}

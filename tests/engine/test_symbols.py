@@ -15,7 +15,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from daemon.names import fold, split_words
+from daemon.folding import fold, split_words
 from daemon import symbols as symbols_mod
 from daemon.evaluate import score
 from daemon.symbols import (

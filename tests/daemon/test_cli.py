@@ -5,12 +5,9 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
 
 from daemon.cli import sample_export_dir
 
@@ -30,20 +27,14 @@ def run(*args: str, check: bool = True, env: dict | None = None) -> subprocess.C
     return proc
 
 
-@pytest.fixture()
-def export(tmp_path) -> Path:
-    dst = tmp_path / "export"
-    shutil.copytree(SAMPLE, dst)
-    return dst
 
-
-def test_index_search_json_and_eval(export, tmp_path):
+def test_index_search_json_and_eval(sample_root, tmp_path):
     idx = str(tmp_path / "idx")
-    out = run("index", str(export), "--index-dir", idx, "--no-dense")
+    out = run("index", str(sample_root), "--index-dir", idx, "--no-dense")
     assert "15 modules, 68 methods" in out.stdout
     assert "missing_on_disk" in out.stdout
 
-    res = json.loads(run("search", str(export), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json", "--standalone").stdout)
+    res = json.loads(run("search", str(sample_root), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json", "--standalone").stdout)
     top = res["hits"][0]
     assert (top["path"], top["symbol"], top["match"]) == (
         "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl",
@@ -52,13 +43,13 @@ def test_index_search_json_and_eval(export, tmp_path):
     )
     assert top["ranks"]["names"] == 1
     meta = json.loads(
-        run("search", str(export), "телефон контактного лица", "--index-dir", idx, "--mode", "lexical", "--json",
+        run("search", str(sample_root), "телефон контактного лица", "--index-dir", idx, "--mode", "lexical", "--json",
             "--scope", "metadata", "--standalone").stdout
     )
     assert meta["hits"][0]["symbol"] == "Реквизит:КонтактныеЛица.Телефон"
     assert all(h["path"].endswith(".xml") for h in meta["hits"])
 
-    text = run("search", str(export), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical", "--standalone").stdout
+    text = run("search", str(sample_root), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical", "--standalone").stdout
     assert text.splitlines()[0].startswith(" 1. Documents/РеализацияТоваров/Ext/ManagerModule.bsl:")
     assert "ПолучитьСчётНаОплату" in text.splitlines()[0]
 
@@ -66,19 +57,19 @@ def test_index_search_json_and_eval(export, tmp_path):
     block = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8").split("```jsonl", 1)[1].split("```", 1)[0]
     gold = tmp_path / "gold.jsonl"
     gold.write_text(block.strip() + "\n", encoding="utf-8")
-    rep = run("eval", str(export), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+    rep = run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
               check=False)
     assert rep.returncode == 1 and "no gold entries" in rep.stderr
 
 
-def test_eval_on_gold_entries_with_corpus(export, tmp_path):
+def test_eval_on_gold_entries_with_corpus(sample_root, tmp_path):
     idx = str(tmp_path / "idx")
     block = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8").split("```jsonl", 1)[1].split("```", 1)[0]
     rows = [dict(json.loads(line), corpus="export") for line in block.splitlines() if line.strip()]
     gold = tmp_path / "gold.jsonl"
     gold.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     rep = json.loads(
-        run("eval", str(export), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
             "--json").stdout
     )
     lex = rep["modes"]["lexical"]
@@ -87,22 +78,22 @@ def test_eval_on_gold_entries_with_corpus(export, tmp_path):
     assert lex["overall"]["symbol"]["ndcg@10"] > 0.6
 
 
-def test_clear_errors_never_tracebacks(export, tmp_path):
+def test_clear_errors_never_tracebacks(sample_root, tmp_path):
     afile = tmp_path / "a-file"
     afile.write_text("x")
     empty = tmp_path / "empty"
     empty.mkdir()
     cases = [
-        (["search", str(export), "x", "--mode", "fuzzy"], 2, "invalid choice"),
-        (["search", str(export), "x", "--module-kind", "Manager"], 2, "invalid choice"),
+        (["search", str(sample_root), "x", "--mode", "fuzzy"], 2, "invalid choice"),
+        (["search", str(sample_root), "x", "--module-kind", "Manager"], 2, "invalid choice"),
         (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--standalone"], 1, "not a directory"),
         (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--no-spawn"], 1, "error"),
-        (["index", str(export), "--index-dir", str(afile), "--no-dense"], 1, "error"),
+        (["index", str(sample_root), "--index-dir", str(afile), "--no-dense"], 1, "error"),
         (["index", str(empty), "--index-dir", str(tmp_path / "i2"), "--no-dense"], 1, "no 1C export"),
-        (["search", str(export), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 2, "1..1000"),
-        (["search", str(export), "x" * 5000, "--embedder", "none", "--index-dir", str(tmp_path / "i4"), "--standalone"], 1, "at most 4096"),
-        (["eval", str(export), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
-        (["eval", str(export), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
+        (["search", str(sample_root), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 2, "1..1000"),
+        (["search", str(sample_root), "x" * 5000, "--embedder", "none", "--index-dir", str(tmp_path / "i4"), "--standalone"], 1, "at most 4096"),
+        (["eval", str(sample_root), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
+        (["eval", str(sample_root), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
     ]
     for args, code, message in cases:
         proc = run(*args, check=False)
@@ -118,17 +109,17 @@ def test_demo_runs_on_the_bundled_sample(tmp_path):
     assert "НДССАвансаПолученного" in first
 
 
-def test_search_goes_through_the_daemon_and_spawns_it(export, tmp_path, daemons):
+def test_search_goes_through_the_daemon_and_spawns_it(sample_root, tmp_path, daemons):
     """Without --standalone, search starts the root's daemon (waiting for its first index),
     and the next search reuses it; --no-spawn refuses when none runs."""
     idx = tmp_path / "idx-daemon"
-    args = ("search", str(export), "ИННСоотв", "--index-dir", str(idx), "--embedder", "none", "--mode", "lexical", "--json")
-    refused = run("search", str(export), "x", "--index-dir", str(idx), "--no-spawn", check=False)
+    args = ("search", str(sample_root), "ИННСоотв", "--index-dir", str(idx), "--embedder", "none", "--mode", "lexical", "--json")
+    refused = run("search", str(sample_root), "x", "--index-dir", str(idx), "--no-spawn", check=False)
     assert refused.returncode == 1 and "no bsl-lens daemon" in refused.stderr
     try:
         first = json.loads(run(*args).stdout)
     finally:
-        d = daemons.adopt(export, idx)
+        d = daemons.adopt(sample_root, idx)
     assert first["hits"][0]["name"] == "ИННСоответствуетТребованиям"
     assert d.alive()
     again = json.loads(run(*args, "--no-spawn").stdout)

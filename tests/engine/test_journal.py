@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 from daemon import journal
 from daemon.engine import JOURNAL_FILE, SNAPSHOT_FILE, Engine, EngineConfig
 
-SAMPLE = Path(__file__).resolve().parent.parent / "daemon" / "sample_export"
 
 
 def test_frames_round_trip_and_generation(tmp_path):
@@ -46,12 +44,6 @@ def test_torn_and_damaged_frames_end_the_replay(tmp_path):
         journal.append(tmp_path / "missing.bin", b"x")
 
 
-@pytest.fixture
-def work(tmp_path):
-    root = tmp_path / "root"
-    shutil.copytree(SAMPLE, root)
-    return root
-
 
 def _state(e: Engine):
     return (
@@ -62,44 +54,44 @@ def _state(e: Engine):
     )
 
 
-def test_snapshot_plus_journal_equals_the_live_engine(work, tmp_path):
+def test_snapshot_plus_journal_equals_the_live_engine(sample_root, tmp_path):
     """Batches applied after a snapshot are journaled; a restart (without a new snapshot)
     replays them and ends in the same state as the engine that applied them."""
     idx = tmp_path / "idx"
-    e = Engine.open(work, index_dir=idx, config=EngineConfig(stem=False))
+    e = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     e.journal_on = True
     e.refresh()
     e.save()
     assert (idx / SNAPSHOT_FILE).exists() and journal.size(idx / JOURNAL_FILE) > 0
-    mod = work / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
+    mod = sample_root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
     text = mod.read_text(encoding="utf-8-sig")
     mod.write_text(text.replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютНовая()"), encoding="utf-8")
     e.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
-    shutil.rmtree(work / "Catalogs/Валюты", ignore_errors=True)
-    (work / "Catalogs/Валюты.xml").unlink()
+    shutil.rmtree(sample_root / "Catalogs/Валюты", ignore_errors=True)
+    (sample_root / "Catalogs/Валюты.xml").unlink()
     e.update_paths(["Catalogs/Валюты.xml"], ["Catalogs/Валюты"])
     assert journal.size(idx / JOURNAL_FILE) > 44  # two batches appended, no snapshot written
-    back = Engine.open(work, index_dir=idx, config=EngineConfig(stem=False))
+    back = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     assert _state(back) == _state(e)
     assert any("ЗагрузитьКурсыВалютНовая" in k for k in back.chunks)
     assert not any(k.startswith("Catalogs/Валюты.xml") for k in back.chunks)
     # a torn last frame loses only that batch; the reconcile with the disk redoes it
     data = (idx / JOURNAL_FILE).read_bytes()
     (idx / JOURNAL_FILE).write_bytes(data[:-5])
-    torn = Engine.open(work, index_dir=idx, config=EngineConfig(stem=False))
+    torn = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     assert any(k.startswith("Catalogs/Валюты.xml") for k in torn.chunks)
     torn.refresh()
     assert _state(torn)[:2] == _state(e)[:2]
 
 
-def test_a_damaged_snapshot_is_rebuilt_and_its_journal_ignored(work, tmp_path):
+def test_a_damaged_snapshot_is_rebuilt_and_its_journal_ignored(sample_root, tmp_path):
     idx = tmp_path / "idx"
-    e = Engine.open(work, index_dir=idx, config=EngineConfig(stem=False))
+    e = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     e.journal_on = True
     e.refresh()
     e.save()
     (idx / SNAPSHOT_FILE).write_bytes(b"\x00" * 100)
-    back = Engine.open(work, index_dir=idx, config=EngineConfig(stem=False))
+    back = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     assert back.chunks == {} and back.generation == ""
     back.refresh()
     assert _state(back)[:2] == _state(e)[:2]

@@ -124,7 +124,7 @@ def test_lock_holder_is_the_process_holding_it(tmp_path):
         "import sys, time; sys.path.insert(0, sys.argv[2]); from daemon.runtime import FileLock\n"
         "l = FileLock(sys.argv[1]); assert l.try_acquire(); print('locked', flush=True); sys.stdin.read()\n"
     )
-    repo = str(Path(__file__).resolve().parent.parent)
+    repo = str(Path(__file__).resolve().parents[2])
     proc = subprocess.Popen([sys.executable, "-c", code, str(path), repo], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert proc.stdout.readline().strip() == "locked"

@@ -53,17 +53,12 @@ def test_ssl_ru_dev_gold_lexical(ru_engine):
     assert res["by_intent"]["metadata"]["file"]["ndcg@10"] >= 0.6, res["by_intent"]["metadata"]
 
 
-def test_ssl_ru_update_one_method_in_the_largest_module(ssl_ru, tmp_path, tmp_path_factory):
+def test_ssl_ru_update_one_method_in_the_largest_module(ssl_ru, tmp_path, tmp_path_factory, corpus_subset):
     """Edit one method of the 3.5 MB УправлениеДоступомСлужебный in a copy of its module:
     only that module is re-chunked and only the changed method re-indexed."""
-    import shutil
 
     rel = "CommonModules/УправлениеДоступомСлужебный"
-    root = tmp_path / "export"
-    (root / "CommonModules").mkdir(parents=True)
-    shutil.copy(ssl_ru / "Configuration.xml", root / "Configuration.xml")
-    shutil.copytree(ssl_ru / rel, root / rel)
-    shutil.copy(ssl_ru / f"{rel}.xml", root / f"{rel}.xml")
+    root = corpus_subset(ssl_ru, "Configuration.xml", rel, f"{rel}.xml", link=False)  # edited below: a real copy
     eng = Engine.open(root, index_dir=tmp_path / "idx")
     eng.refresh()
     mod = root / rel / "Ext/Module.bsl"

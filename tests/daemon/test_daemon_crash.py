@@ -4,21 +4,13 @@ Real daemon processes on a hard-linked copy of ssl31-ru (the corpus is only read
 
 from __future__ import annotations
 
-import os
-import shutil
 import time
-from pathlib import Path
 
 import pytest
 
 from daemon.engine import Engine
 
 pytestmark = pytest.mark.slow
-
-
-def _link_tree(src: Path, dst: Path) -> Path:
-    shutil.copytree(src, dst, copy_function=os.link)
-    return dst
 
 
 @pytest.fixture(scope="module")
@@ -53,9 +45,9 @@ def _catch(c, phase: str, timeout: float = 120.0) -> bool:
 
 @pytest.mark.long
 @pytest.mark.parametrize("moment", ["mid-index", "mid-write"])
-def test_kill_9_then_restart_is_consistent(moment, daemons, ssl_ru, tmp_path, clean_counts):
+def test_kill_9_then_restart_is_consistent(moment, daemons, ssl_ru, tmp_path, clean_counts, corpus_subset):
     want, probe = clean_counts
-    root = _link_tree(ssl_ru, tmp_path / "ssl31-ru")
+    root = corpus_subset(ssl_ru)
     for attempt in range(3):  # the phase is short (a snapshot write ~0.7 s): retry if missed
         idx = tmp_path / f"idx{attempt}"
         d = daemons.start(root, "--embedder", "none", "--watch", "off", index_dir=idx)

@@ -37,7 +37,7 @@ def test_every_bench_report_starts_with_the_same_header(sample_root):
     import sys
     from pathlib import Path
 
-    repo = Path(__file__).resolve().parents[1]
+    repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
         [sys.executable, "-m", "daemon.cli", "bench", str(sample_root), "--embedder", "none", "--json", "--queries", "20"],
         cwd=sample_root, env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True, timeout=300,

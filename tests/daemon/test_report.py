@@ -111,7 +111,7 @@ def test_service_keeps_a_bounded_list_of_recent_searches(tmp_path):
     from daemon import service as svc
 
     root = shutil.copytree(REPO / "daemon" / "sample_export", tmp_path / "root")
-    s = svc.Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s = svc.Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)

@@ -153,7 +153,7 @@ def test_half_written_xml_keeps_the_object_and_is_retried(live):
 
 def test_polling_mode_still_sees_changes(daemons, sample_root):
     """What the daemon falls back to when inotify is out of watches (the fallback itself is
-    tested in tests/test_watcher.py): status says so, and edits are still picked up."""
+    tested in tests/daemon/test_watcher.py): status says so, and edits are still picked up."""
     d = daemons.start(sample_root, "--embedder", "none", "--watch", "polling", wait_idle=True)
     with d.client() as c:
         assert c.status().service.watcher.mode == "polling"

