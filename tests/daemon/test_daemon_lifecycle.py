@@ -112,7 +112,7 @@ def test_wrong_index_dir_is_refused_and_the_daemon_stays_reachable(daemons, samp
 def test_status_says_starting_while_the_daemon_does_not_answer_yet(daemons, sample_root, tmp_path):
     idx, gate = tmp_path / "gated", tmp_path / "gate"
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "lifecycle_gate.py"), str(sample_root), str(idx), str(gate), "start", "off"],
+        [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(sample_root), str(idx), str(gate), "start", "off"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
     )
     h = daemons.adopt(sample_root, idx)
@@ -225,7 +225,7 @@ def test_answers_while_the_watcher_arms_and_the_reconcile_catches_changes_made_m
     d = daemons.start(sample_root, *LEXICAL, index_dir=idx, wait_idle=True)  # a snapshot to start from
     d.stop()
     proc = subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "lifecycle_gate.py"), str(sample_root), str(idx), str(gate), "arm", "auto"],
+        [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(sample_root), str(idx), str(gate), "arm", "auto"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
     )
     h = daemons.adopt(sample_root, idx)

