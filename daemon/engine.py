@@ -1439,12 +1439,13 @@ class Engine:
         with self.lock:
             return list(self.skipped)
 
-    def skipped_indexed(self, reasons: Iterable[str]) -> list[str]:
-        """Paths skipped at the last look for one of ``reasons`` that still have an indexed
-        state (an older good version): they are known to be older than the disk."""
-        want = set(reasons)
+    def skipped_indexed(self) -> list[str]:
+        """Paths skipped at the last look that still have an indexed state (the chunks of an
+        older good read: a descriptor caught half-written, a module that no longer decodes):
+        they are known to be older than the disk. Files dropped on a skip (binary, too
+        large) have no indexed state and are not listed."""
         with self.lock:
-            return [k.path for k in self.skipped if k.reason in want and k.path in self.files]
+            return [k.path for k in self.skipped if k.path in self.files]
 
     def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
         """The metadata object ``<object_type>.<name>`` (Russian singular type; the name is

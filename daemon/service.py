@@ -120,10 +120,6 @@ ANSWER_SETTLE_S = 0.02
 #: (a notice the debounce dropped, should that ever happen) is re-checked by a job of its
 #: own, so that no path stays pending for ever.
 ORPHAN_NOTICE_S = 5.0
-#: Skip reasons after which a file keeps the chunks of its last good read (a descriptor or a
-#: module caught half-written, or one that no longer decodes): answers list it as stale
-#: until it reads again. Binary and oversized files are dropped instead.
-KEPT_STALE_REASONS = ("invalid_xml", "unreadable", "undecodable")
 #: Skipped files listed by ``status`` (``skipped_files``): every reason gets its share.
 STATUS_SKIPPED_FILES = 50
 
@@ -460,7 +456,7 @@ class Service:
         if w is not None and settle >= 0:
             unread = w.settle(settle) is False
         eng = self._engine()
-        known = eng.skipped_indexed(KEPT_STALE_REASONS)
+        known = eng.skipped_indexed()
         with self._pending_lock:
             pending = sorted(self._pending)
             full = bool(self._pending_full)
