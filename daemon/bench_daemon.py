@@ -105,9 +105,7 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
             raise RuntimeError("the daemon did not finish its first index")
         starts = []
         for _ in range(3):
-            client.shutdown()
-            client.close()
-            _wait_gone(tree, idx)
+            _shutdown(client, tree, idx)
             client, s = start()
             starts.append(s)
         out["first_start_s"] = round(first, 2)
@@ -193,9 +191,7 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
     finally:
         if client is not None:
             try:
-                client.shutdown()
-                client.close()
-                _wait_gone(tree, idx)
+                _shutdown(client, tree, idx)
             except Exception:
                 pass
         shutil.rmtree(work, ignore_errors=True)
@@ -246,19 +242,15 @@ def measure_rss_cold_warm(root: Path, *, scale: int = 1, embedder: str = "none",
                 out["cold_index_s"] = round(time.perf_counter() - t0, 1)
             time.sleep(settle_s)
             rss.append(client.status().service.rss_bytes / 2**20)
-            client.shutdown()
-            client.close()
+            _shutdown(client, tree, idx)
             client = None
-            _wait_gone(tree, idx)
         out["rss_cold_mb"] = round(rss[0], 1)
         out["rss_warm_mb"] = round(rss[1], 1)
         out["cold_over_warm"] = round(rss[0] / rss[1], 2) if rss[1] else None
     finally:
         if client is not None:
             try:
-                client.shutdown()
-                client.close()
-                _wait_gone(tree, idx)
+                _shutdown(client, tree, idx)
             except Exception:
                 pass
         if own:
@@ -296,6 +288,13 @@ def _wait_dense(client, timeout: float, poll: float = 0.5) -> None:
             return
         time.sleep(poll)
     raise RuntimeError("the dense side did not catch up")
+
+
+def _shutdown(client, tree: Path, idx: Path) -> None:
+    """Ask the bench's daemon to stop, close ``client`` and wait until the daemon is gone."""
+    client.shutdown()
+    client.close()
+    _wait_gone(tree, idx)
 
 
 def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:

@@ -7,6 +7,7 @@ the daemon package and not in :mod:`daemon.cli`. Input is the ``status --json`` 
 
 from __future__ import annotations
 
+from .progress import duration as _duration
 from .progress import progress_line
 
 
@@ -18,17 +19,6 @@ def _bytes(n: int | None) -> str:
             return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
         n /= 1024
     return f"{n:.1f} GiB"
-
-
-def _duration(s: float | None) -> str:
-    if s is None:
-        return "?"
-    s = int(s)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
 
 
 def format_status(d: dict, *, verbose: int = 0) -> str:
