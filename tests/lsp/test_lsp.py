@@ -32,6 +32,7 @@ from pathlib import Path
 
 import pytest
 import pytest_lsp
+from conftest import CORPORA
 from daemon_helpers import REPO, TIMEOUT, Daemons
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
@@ -136,7 +137,16 @@ def ssl(ssl_ru, tmp_path_factory):
         ds.close()
 
 
-@pytest_lsp.fixture(config=CONFIG, scope="module", params=sorted(CLIENTS))
+#: The ``client`` fixture's params, skipped up front when ssl31-ru is absent: pytest-lsp starts
+#: the server before it resolves the fixture's other arguments, so a skip raised by ``ssl``
+#: would leave that server running (the session-end check then fails the run).
+CLIENT_PARAMS = [
+    pytest.param(k, marks=pytest.mark.skipif(not (CORPORA / "ssl31-ru").is_dir(), reason=f"corpus ssl31-ru not found at {CORPORA / 'ssl31-ru'} (set BSL_LENS_CORPORA)"))
+    for k in sorted(CLIENTS)
+]
+
+
+@pytest_lsp.fixture(config=CONFIG, scope="module", params=CLIENT_PARAMS)
 async def client(lsp_client: LanguageClient, request, ssl):
     lsp_client.bsl_kind = request.param
     lsp_client.bsl_root = ssl.root
