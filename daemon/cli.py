@@ -37,7 +37,7 @@ from .contract import (  # noqa: E402
     SEARCH_MODES,
     WATCH_MODES,
 )
-from .options import EMBEDDER_HELP, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+from .options import EMBEDDER_HELP, ENV_VARS, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, SettingError, embedder_arg, resolve, shared_cache_mode_arg  # noqa: E402
 from .format import format_status  # noqa: E402
 from .runtime import export_problem  # noqa: E402
 from .stats import p50_p95  # noqa: E402
@@ -102,6 +102,7 @@ def cmd_index(args) -> int:
         file=sys.stderr,
     )
     if not args.no_dense:
+        shared = _attach_shared_cache(eng, args)
         try:
             n = eng.embed_pending(progress=_progress)
         except KeyboardInterrupt:
@@ -111,6 +112,9 @@ def cmd_index(args) -> int:
         _progress_done()
         eng.save()
         print(f"dense: {n} chunks embedded", file=sys.stderr)
+        if shared is not None:
+            print(_shared_line(shared), file=sys.stderr)
+            shared.close()
     st = eng.stats()
     by_reason: dict[str, int] = {}
     for s in eng.skipped:
@@ -126,6 +130,21 @@ def cmd_index(args) -> int:
         for s in eng.skipped:
             print(f"  skipped {s.path}: {s.reason} {s.detail}", file=sys.stderr)
     return 0
+
+
+def _attach_shared_cache(eng, args):
+    """Give ``eng`` the ``--shared-cache`` client (hook: ``Engine.shared_cache``); None without one."""
+    from .shared_cache import for_embedder
+
+    shared = for_embedder(getattr(args, "shared_cache", None), eng.embedder, getattr(args, "shared_cache_mode", None) or "rw")
+    eng.shared_cache = shared
+    return shared
+
+
+def _shared_line(shared) -> str:
+    st = shared.status()
+    err = f"; last error: {st.last_error}" if st.last_error else ""
+    return f"shared cache {st.url} ({st.mode}, {st.state}): {st.hits} hits, {st.misses} misses, {st.written} written, {st.unreached} not looked up{err}"
 
 
 def _filters(args):
@@ -549,6 +568,8 @@ def _daemon_spawn_args(args) -> list[str]:
         embedder=args.embedder,
         watch=args.watch,
         log_file=args.log_file,
+        shared_cache=args.shared_cache,
+        shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
     )
@@ -674,6 +695,8 @@ def cmd_daemon_run(args) -> int:
             watch=args.watch,
             log_file=log_path,
             reconcile_interval=args.reconcile_interval,
+            shared_cache=args.shared_cache,
+            shared_cache_mode=args.shared_cache_mode,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
@@ -790,6 +813,11 @@ def cmd_status(args) -> int:
     return 0
 
 
+def _shared_cache_args(sp) -> None:
+    sp.add_argument("--shared-cache", metavar="DSN", help=SHARED_CACHE_HELP)
+    sp.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help=SHARED_CACHE_MODE_HELP)
+
+
 def _add_daemon_parsers(sub) -> None:
     def opts(sp, *, spawn: bool = True):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
@@ -797,6 +825,7 @@ def _add_daemon_parsers(sub) -> None:
         sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
         if spawn:
             sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
+            _shared_cache_args(sp)
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
             sp.add_argument(
@@ -987,6 +1016,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("index", help="index an export root (lexical, then dense)")
     common(sp)
     sp.add_argument("--no-dense", action="store_true", help="lexical side only")
+    _shared_cache_args(sp)
     sp.set_defaults(func=cmd_index)
 
     sp = sub.add_parser("search", help="search an export root")

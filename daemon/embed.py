@@ -868,6 +868,7 @@ def embed_chunks(
     texts: list[str],
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
+    shared=None,
 ) -> np.ndarray:
     """Passage vectors for ``texts``: ``(len(texts), dim)`` float32, unit rows, row i for
     ``texts[i]``.
@@ -878,6 +879,11 @@ def embed_chunks(
     interrupted run keeps its progress. ``progress(done, total)`` is called after each batch
     with the number of texts embedded so far and the number of misses (not called when
     everything is cached).
+
+    ``shared``: a :class:`daemon.shared_cache.SharedCache` of the same model, or None. The
+    texts missing from ``cache`` are looked up there first (found ones go into ``cache``);
+    what the model embeds is written back to it batch by batch. Its faults never raise here
+    (the texts are then embedded locally).
 
     Raises ``ValueError`` if the cache belongs to another fingerprint or dim. Measured on 300
     real SSL method heads: the pipeline runs at >= 90% of the raw embedder's throughput (the
@@ -897,6 +903,14 @@ def embed_chunks(
     for h, t in zip(hashes, texts):
         if h not in found and h not in missing:
             missing[h] = t
+    if shared is not None and missing:
+        got = shared.lookup(list(missing))
+        if got:
+            keys = list(got)
+            cache.put_many(keys, np.stack([got[k] for k in keys]))
+            found.update(got)
+            for k in keys:
+                missing.pop(k, None)
     todo = list(missing.items())
     done = 0
     for start in range(0, len(todo), batch_size):
@@ -904,6 +918,8 @@ def embed_chunks(
         vectors = embedder.encode_passages([t for _, t in batch])
         keys = [h for h, _ in batch]
         cache.put_many(keys, vectors)
+        if shared is not None:
+            shared.store(keys, vectors)
         for h, v in zip(keys, vectors):
             found[h] = v
         done += len(batch)
