@@ -813,6 +813,28 @@ def cmd_status(args) -> int:
     return 0
 
 
+def _workers(value: str) -> int:
+    """argparse type for ``embed --workers``: an int in 1..64."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"must be in 1..64, got {n}")
+    return n
+
+
+def _lazy(module: str, name: str):
+    """A command function imported from ``daemon.<module>`` only when the command runs."""
+
+    def run(args) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(f"daemon.{module}"), name)(args)
+
+    return run
+
+
 def _shared_cache_args(sp) -> None:
     sp.add_argument("--shared-cache", metavar="DSN", help=SHARED_CACHE_HELP)
     sp.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help=SHARED_CACHE_MODE_HELP)
@@ -1018,6 +1040,25 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--no-dense", action="store_true", help="lexical side only")
     _shared_cache_args(sp)
     sp.set_defaults(func=cmd_index)
+
+    sp = sub.add_parser("embed", help="fill the local and the shared embedding cache with several embedder processes (CI)")
+    common(sp)
+    sp.add_argument("--workers", type=_workers, default=1, help="embedder processes, each with its share of the cores (default 1)")
+    sp.add_argument("--json", action="store_true", help="the figures as one JSON object")
+    _shared_cache_args(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_embed"))
+
+    cp = sub.add_parser("cache", help="export or import the embedding cache as one portable file")
+    csub = cp.add_subparsers(dest="cache_command", required=True)
+    sp = csub.add_parser("export", help="write ROOT's embedding cache (this embedder's) to FILE")
+    sp.add_argument("file", metavar="FILE")
+    common(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_export"))
+    sp = csub.add_parser("import", help="merge FILE into ROOT's embedding cache (refused for another model or dim)")
+    sp.add_argument("file", metavar="FILE")
+    common(sp)
+    _shared_cache_args(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_import"))
 
     sp = sub.add_parser("search", help="search an export root")
     common(sp)

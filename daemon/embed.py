@@ -740,6 +740,11 @@ class EmbeddingCache:
     def __contains__(self, key: object) -> bool:
         return key in self._rows
 
+    def keys(self) -> list[str]:
+        """The cached text hashes, in row order (a copy)."""
+        with self._lock:
+            return list(self._keys)
+
     def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of ``hashes`` that are present: ``{hash: (dim,) float32}``
         (copies). Missing hashes are simply absent from the result."""
@@ -801,6 +806,30 @@ class EmbeddingCache:
             )
         head = msgspec.msgpack.encode(header)
         atomic_write_bytes(path, b"".join((_CACHE_MAGIC, len(head).to_bytes(4, "little"), head, blob)))
+
+    @classmethod
+    def read(cls, path: str | Path) -> EmbeddingCache:
+        """A cache file (:meth:`save`'s format, also the portable export of ``bsl-lens cache
+        export``) with whatever model fingerprint and dim its header names. Unlike
+        :meth:`load` it raises: ``OSError`` when unreadable, ``ValueError`` naming the fault
+        for a file that is not a cache, damaged, truncated or of another format version."""
+        data = Path(path).read_bytes()
+        try:
+            if not data.startswith(_CACHE_MAGIC):
+                raise ValueError("not a bsl-lens embedding cache file (bad magic)")
+            pos = len(_CACHE_MAGIC)
+            hlen = int.from_bytes(data[pos : pos + 4], "little")
+            header = msgspec.msgpack.decode(data[pos + 4 : pos + 4 + hlen], type=_CacheHeader)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ValueError(f"damaged header ({exc})") from None
+        if header.version != cls.VERSION:
+            raise ValueError(f"format version {header.version}, this bsl-lens reads {cls.VERSION}")
+        if header.dim < 1:
+            raise ValueError(f"bad dim {header.dim}")
+        cache = cls.load(path, header.fingerprint, header.dim)
+        if len(cache) != header.count:
+            raise ValueError("damaged or truncated (size or checksum mismatch)")
+        return cache
 
     @classmethod
     def load(cls, path: str | Path, fingerprint: str, dim: int) -> EmbeddingCache:

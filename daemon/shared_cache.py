@@ -75,8 +75,9 @@ def mask_dsn(dsn: str) -> str:
     (``postgresql://user:secret@host/db`` -> ``postgresql://user:***@host/db``), a
     ``?password=`` query parameter and the key/value form (``password=secret``). The only
     form of the DSN that goes to logs, status and error messages."""
-    s = _URL_PASS.sub(r"\1:***@", dsn.strip())
-    s = _Q_PASS.sub(r"\1***", s)
+    s = dsn.strip()
+    if "://" in s:
+        return _Q_PASS.sub(r"\1***", _URL_PASS.sub(r"\1:***@", s))
     return _KV_PASS.sub(r"\1***", s)
 
 
