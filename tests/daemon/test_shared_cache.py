@@ -129,7 +129,7 @@ def test_wrong_password_is_logged_once_masked_and_retried(pg_server, caplog):
 def test_missing_extension_role_cannot_create_it(pg_server):
     db = "t_" + uuid.uuid4().hex[:10]
     pg_server.new_database(db, vector=False)
-    dsn = _role(pg_server, pg_server.dsn(db=db), "noext", "noext-pw", f"GRANT CREATE ON SCHEMA public TO noext")
+    dsn = _role(pg_server, pg_server.dsn(db=db), "noext", "noext-pw", "GRANT CREATE ON SCHEMA public TO noext")
     c = SharedCache(dsn, fingerprint=FP, dim=DIM)
     assert c.lookup(_keys(2)) == {}
     st = c.status()
