@@ -62,6 +62,9 @@ STATEMENT_TIMEOUT_MS = 15000
 RETRY_MIN_S = 5.0
 #: ... up to this many.
 RETRY_MAX_S = 300.0
+#: seconds a hash found missing is not looked up again (the bulk prefetch and the batch
+#: that embeds it right after would otherwise ask twice); a CI fill meanwhile is seen after this.
+MISS_TTL_S = 300.0
 #: smallest pgvector with ``halfvec``.
 HALFVEC_SINCE = (0, 7)
 
@@ -156,6 +159,7 @@ class SharedCache:
         self._failures = 0
         self._next_try = 0.0
         self._logged: str | None = None
+        self._missed: dict[str, float] = {}  # hash -> monotonic time it was missing
         self._lock = threading.Lock()
 
     # ------------------------------------------------------------------ connection
@@ -278,12 +282,14 @@ class SharedCache:
     def lookup(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
         """The shared vectors of ``hashes`` (:func:`daemon.embed.text_hash` hex strings) of
         this model: ``{hash: (dim,) float32}``; absent ones are misses. In batches of
-        :data:`LOOKUP_BATCH`; a fault returns what the earlier batches found."""
-        hashes = list(dict.fromkeys(hashes))
+        :data:`LOOKUP_BATCH`; a fault returns what the earlier batches found. A hash that
+        was missing less than :data:`MISS_TTL_S` ago is not asked again (nor counted)."""
+        now = time.monotonic()
         out: dict[str, np.ndarray] = {}
-        if not hashes:
-            return out
         with self._lock:
+            hashes = [h for h in dict.fromkeys(hashes) if now - self._missed.get(h, -1e18) > MISS_TTL_S]
+            if not hashes:
+                return out
             if not self._usable():
                 self.unreached += len(hashes)
                 return out
@@ -308,6 +314,11 @@ class SharedCache:
                 self.unreached += len(hashes) - done
             self.hits += len(out)
             self.misses += done - len(out)
+            if len(self._missed) > 1_000_000:
+                self._missed.clear()
+            for h in hashes[:done]:
+                if h not in out:
+                    self._missed[h] = now
         return out
 
     def store(self, hashes: Sequence[str], vectors: np.ndarray) -> int:
@@ -338,6 +349,8 @@ class SharedCache:
                 self._fault(exc)
                 return 0
             self.written += len(rows)
+            for h in hashes:
+                self._missed.pop(h, None)
             return len(rows)
 
     def fill_local(self, cache, hashes: Sequence[str]) -> int:

