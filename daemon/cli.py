@@ -37,7 +37,7 @@ from .contract import (  # noqa: E402
     SEARCH_MODES,
     WATCH_MODES,
 )
-from .options import EMBEDDER_HELP, ENV_VARS, SettingError, embedder_arg, resolve  # noqa: E402
+from .options import EMBEDDER_HELP, ENV_VARS, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, SettingError, embedder_arg, resolve, shared_cache_mode_arg  # noqa: E402
 from .format import format_status  # noqa: E402
 from .runtime import export_problem  # noqa: E402
 from .stats import p50_p95  # noqa: E402
@@ -102,6 +102,7 @@ def cmd_index(args) -> int:
         file=sys.stderr,
     )
     if not args.no_dense:
+        shared = _attach_shared_cache(eng, args)
         try:
             n = eng.embed_pending(progress=_progress)
         except KeyboardInterrupt:
@@ -111,6 +112,9 @@ def cmd_index(args) -> int:
         _progress_done()
         eng.save()
         print(f"dense: {n} chunks embedded", file=sys.stderr)
+        if shared is not None:
+            print(_shared_line(shared), file=sys.stderr)
+            shared.close()
     st = eng.stats()
     by_reason: dict[str, int] = {}
     for s in eng.skipped:
@@ -126,6 +130,21 @@ def cmd_index(args) -> int:
         for s in eng.skipped:
             print(f"  skipped {s.path}: {s.reason} {s.detail}", file=sys.stderr)
     return 0
+
+
+def _attach_shared_cache(eng, args):
+    """Give ``eng`` the ``--shared-cache`` client (hook: ``Engine.shared_cache``); None without one."""
+    from .shared_cache import for_embedder
+
+    shared = for_embedder(getattr(args, "shared_cache", None), eng.embedder, getattr(args, "shared_cache_mode", None) or "rw")
+    eng.shared_cache = shared
+    return shared
+
+
+def _shared_line(shared) -> str:
+    st = shared.status()
+    err = f"; last error: {st.last_error}" if st.last_error else ""
+    return f"shared cache {st.url} ({st.mode}, {st.state}): {st.hits} hits, {st.misses} misses, {st.written} written, {st.unreached} not looked up{err}"
 
 
 def _filters(args):
@@ -549,6 +568,8 @@ def _daemon_spawn_args(args) -> list[str]:
         embedder=args.embedder,
         watch=args.watch,
         log_file=args.log_file,
+        shared_cache=args.shared_cache,
+        shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
     )
@@ -674,6 +695,8 @@ def cmd_daemon_run(args) -> int:
             watch=args.watch,
             log_file=log_path,
             reconcile_interval=args.reconcile_interval,
+            shared_cache=args.shared_cache,
+            shared_cache_mode=args.shared_cache_mode,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
@@ -790,6 +813,33 @@ def cmd_status(args) -> int:
     return 0
 
 
+def _workers(value: str) -> int:
+    """argparse type for ``embed --workers``: an int in 1..64."""
+    try:
+        n = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {value!r}") from None
+    if not 1 <= n <= 64:
+        raise argparse.ArgumentTypeError(f"must be in 1..64, got {n}")
+    return n
+
+
+def _lazy(module: str, name: str):
+    """A command function imported from ``daemon.<module>`` only when the command runs."""
+
+    def run(args) -> int:
+        import importlib
+
+        return getattr(importlib.import_module(f"daemon.{module}"), name)(args)
+
+    return run
+
+
+def _shared_cache_args(sp) -> None:
+    sp.add_argument("--shared-cache", metavar="DSN", help=SHARED_CACHE_HELP)
+    sp.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help=SHARED_CACHE_MODE_HELP)
+
+
 def _add_daemon_parsers(sub) -> None:
     def opts(sp, *, spawn: bool = True):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
@@ -797,6 +847,7 @@ def _add_daemon_parsers(sub) -> None:
         sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
         if spawn:
             sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
+            _shared_cache_args(sp)
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
             sp.add_argument(
@@ -987,7 +1038,27 @@ def build_parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("index", help="index an export root (lexical, then dense)")
     common(sp)
     sp.add_argument("--no-dense", action="store_true", help="lexical side only")
+    _shared_cache_args(sp)
     sp.set_defaults(func=cmd_index)
+
+    sp = sub.add_parser("embed", help="fill the local and the shared embedding cache with several embedder processes (CI)")
+    common(sp)
+    sp.add_argument("--workers", type=_workers, default=1, help="embedder processes, each with its share of the cores (default 1)")
+    sp.add_argument("--json", action="store_true", help="the figures as one JSON object")
+    _shared_cache_args(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_embed"))
+
+    cp = sub.add_parser("cache", help="export or import the embedding cache as one portable file")
+    csub = cp.add_subparsers(dest="cache_command", required=True)
+    sp = csub.add_parser("export", help="write ROOT's embedding cache (this embedder's) to FILE")
+    sp.add_argument("file", metavar="FILE")
+    common(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_export"))
+    sp = csub.add_parser("import", help="merge FILE into ROOT's embedding cache (refused for another model or dim)")
+    sp.add_argument("file", metavar="FILE")
+    common(sp)
+    _shared_cache_args(sp)
+    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_import"))
 
     sp = sub.add_parser("search", help="search an export root")
     common(sp)

@@ -561,13 +561,21 @@ def daemon_args(
     log_file: str | os.PathLike | None = None,
     verbose: int = 0,
     reconcile_interval: float | None = None,
+    shared_cache: str | None = None,
+    shared_cache_mode: str | None = None,
 ) -> list[str]:
     """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
-    ``reconcile_interval`` in seconds (0 disables the periodic full re-check)."""
+    ``reconcile_interval`` in seconds (0 disables the periodic full re-check),
+    ``shared_cache`` DSN and its mode (``rw``/``ro``). The DSN never reaches the spawned
+    command line: :func:`daemon.runtime.spawn_daemon` moves it into the child's environment."""
     args: list[str] = []
     if embedder is not None:
         args += ["--embedder", embedder]
+    if shared_cache:
+        args += ["--shared-cache", shared_cache]
+    if shared_cache_mode is not None:
+        args += ["--shared-cache-mode", shared_cache_mode]
     if watch is not None:
         args += ["--watch", watch]
     if reconcile_interval is not None:

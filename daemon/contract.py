@@ -443,6 +443,29 @@ class SearchResult(msgspec.Struct, kw_only=True):
 
 
 # ------------------------------------------------------------------------------ lookups and status
+class SharedCacheStatus(msgspec.Struct, kw_only=True):
+    """The shared embedding cache (PostgreSQL + pgvector, :mod:`daemon.shared_cache`) as this
+    daemon sees it. ``url``: the DSN with its password masked; ``mode``: ``rw`` | ``ro``;
+    ``state``: ``not connected`` | ``ok`` | ``down`` | ``incompatible``; ``hits`` / ``misses``:
+    text hashes found / not found there since start; ``written``: vectors sent back;
+    ``unreached``: hashes not looked up because it was not usable (embedded locally);
+    ``retry_in_s``: seconds to the next try after a fault."""
+
+    url: str
+    mode: str
+    state: str
+    reachable: bool = False
+    hits: int = 0
+    misses: int = 0
+    written: int = 0
+    unreached: int = 0
+    last_error: str | None = None
+    last_error_at: float | None = None  # unix time
+    retry_in_s: float | None = None
+    server: str | None = None  # "PostgreSQL 18, pgvector 0.8.1"
+    vector_type: str | None = None  # "halfvec(384)"
+
+
 class DenseStatus(msgspec.Struct, kw_only=True):
     """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
     ``eta_s`` at that rate (None when unknown)."""
@@ -455,6 +478,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
     rate_per_s: float = 0.0
     eta_s: float | None = None
+    shared_cache: SharedCacheStatus | None = None  # None: no --shared-cache
 
 
 class WatchStatus(msgspec.Struct, kw_only=True):

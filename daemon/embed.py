@@ -740,6 +740,11 @@ class EmbeddingCache:
     def __contains__(self, key: object) -> bool:
         return key in self._rows
 
+    def keys(self) -> list[str]:
+        """The cached text hashes, in row order (a copy)."""
+        with self._lock:
+            return list(self._keys)
+
     def get_many(self, hashes: Iterable[str]) -> dict[str, np.ndarray]:
         """The cached vectors of ``hashes`` that are present: ``{hash: (dim,) float32}``
         (copies). Missing hashes are simply absent from the result."""
@@ -801,6 +806,30 @@ class EmbeddingCache:
             )
         head = msgspec.msgpack.encode(header)
         atomic_write_bytes(path, b"".join((_CACHE_MAGIC, len(head).to_bytes(4, "little"), head, blob)))
+
+    @classmethod
+    def read(cls, path: str | Path) -> EmbeddingCache:
+        """A cache file (:meth:`save`'s format, also the portable export of ``bsl-lens cache
+        export``) with whatever model fingerprint and dim its header names. Unlike
+        :meth:`load` it raises: ``OSError`` when unreadable, ``ValueError`` naming the fault
+        for a file that is not a cache, damaged, truncated or of another format version."""
+        data = Path(path).read_bytes()
+        try:
+            if not data.startswith(_CACHE_MAGIC):
+                raise ValueError("not a bsl-lens embedding cache file (bad magic)")
+            pos = len(_CACHE_MAGIC)
+            hlen = int.from_bytes(data[pos : pos + 4], "little")
+            header = msgspec.msgpack.decode(data[pos + 4 : pos + 4 + hlen], type=_CacheHeader)
+        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+            raise ValueError(f"damaged header ({exc})") from None
+        if header.version != cls.VERSION:
+            raise ValueError(f"format version {header.version}, this bsl-lens reads {cls.VERSION}")
+        if header.dim < 1:
+            raise ValueError(f"bad dim {header.dim}")
+        cache = cls.load(path, header.fingerprint, header.dim)
+        if len(cache) != header.count:
+            raise ValueError("damaged or truncated (size or checksum mismatch)")
+        return cache
 
     @classmethod
     def load(cls, path: str | Path, fingerprint: str, dim: int) -> EmbeddingCache:
@@ -868,6 +897,7 @@ def embed_chunks(
     texts: list[str],
     batch_size: int = 32,
     progress: Callable[[int, int], None] | None = None,
+    shared=None,
 ) -> np.ndarray:
     """Passage vectors for ``texts``: ``(len(texts), dim)`` float32, unit rows, row i for
     ``texts[i]``.
@@ -878,6 +908,11 @@ def embed_chunks(
     interrupted run keeps its progress. ``progress(done, total)`` is called after each batch
     with the number of texts embedded so far and the number of misses (not called when
     everything is cached).
+
+    ``shared``: a :class:`daemon.shared_cache.SharedCache` of the same model, or None. The
+    texts missing from ``cache`` are looked up there first (found ones go into ``cache``);
+    what the model embeds is written back to it batch by batch. Its faults never raise here
+    (the texts are then embedded locally).
 
     Raises ``ValueError`` if the cache belongs to another fingerprint or dim. Measured on 300
     real SSL method heads: the pipeline runs at >= 90% of the raw embedder's throughput (the
@@ -897,6 +932,14 @@ def embed_chunks(
     for h, t in zip(hashes, texts):
         if h not in found and h not in missing:
             missing[h] = t
+    if shared is not None and missing:
+        got = shared.lookup(list(missing))
+        if got:
+            keys = list(got)
+            cache.put_many(keys, np.stack([got[k] for k in keys]))
+            found.update(got)
+            for k in keys:
+                missing.pop(k, None)
     todo = list(missing.items())
     done = 0
     for start in range(0, len(todo), batch_size):
@@ -904,6 +947,8 @@ def embed_chunks(
         vectors = embedder.encode_passages([t for _, t in batch])
         keys = [h for h, _ in batch]
         cache.put_many(keys, vectors)
+        if shared is not None:
+            shared.store(keys, vectors)
         for h, v in zip(keys, vectors):
             found[h] = v
         done += len(batch)

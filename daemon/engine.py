@@ -358,6 +358,8 @@ class Engine:
         self.names = SymbolIndex()
         self.dense = None
         self.cache = None
+        # daemon.shared_cache.SharedCache or None: the team's cache, set by the caller (hook)
+        self.shared_cache = None
         self._dirty = False
         self._dense_dirty = False
         self._script_cache: tuple[int, float] = (-1, 0.5)
@@ -1097,6 +1099,10 @@ class Engine:
         pending = self.dense_pending()
         if limit is not None:
             pending = pending[:limit]
+        if self.shared_cache is not None:  # shared-cache hook: bulk lookup before embedding
+            from .shared_cache import prefetch
+
+            prefetch(self, pending)
         total, done = len(pending), 0
         last_save = time.monotonic()
         step = batch_size * 8
@@ -1140,7 +1146,7 @@ class Engine:
                     todo.append((cid, t, h))
         if not todo:
             return 0
-        vecs = embed_chunks(model, self.cache, [t for _, t, _ in todo], batch_size=batch_size)
+        vecs = embed_chunks(model, self.cache, [t for _, t, _ in todo], batch_size=batch_size, shared=self.shared_cache)
         with self.lock:
             live = []
             for (cid, t, h), v in zip(todo, vecs):

@@ -46,6 +46,14 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         eta = dense.get("eta_s")
         tail = f", {rate:g} chunks/s, ETA {_duration(eta)}" if done < total and rate else (", complete" if done >= total else "")
         lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{tail}")
+        sc = dense.get("shared_cache")
+        if sc:
+            err = f"; last error: {sc.get('last_error')}" if sc.get("last_error") else ""
+            retry = f"; retry in {_duration(sc.get('retry_in_s'))}" if sc.get("retry_in_s") is not None else ""
+            lines.append(
+                f"  shared:   {sc.get('url')} ({sc.get('mode')}, {sc.get('state')}): {sc.get('hits', 0)} hits, "
+                f"{sc.get('misses', 0)} misses, {sc.get('written', 0)} written{err}{retry}"
+            )
     else:
         lines.append("  dense:    off (lexical only)")
     mode = watcher.get("mode", "?")

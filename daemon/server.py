@@ -544,6 +544,8 @@ def run_daemon(
     log_file: str | os.PathLike | None = None,
     reconcile_interval: float | None = None,
     service_factory: Callable[..., Any] | None = None,
+    shared_cache: str | None = None,
+    shared_cache_mode: str = "rw",
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -551,7 +553,8 @@ def run_daemon(
     (:func:`daemon.options.embedder_or_none`). ``watch``:
     auto | native | polling | off. ``log_file`` is only recorded in ``daemon.json`` and
     ``hello`` (logging itself is configured by the CLI). ``reconcile_interval``: seconds between
-    the service's full re-checks by hash (None: its default; 0 disables). ``service_factory`` replaces
+    the service's full re-checks by hash (None: its default; 0 disables). ``shared_cache``: the
+    team's PostgreSQL DSN (:mod:`daemon.shared_cache`), ``shared_cache_mode`` rw | ro. ``service_factory`` replaces
     :class:`daemon.service.Service` (same signature) in tests.
 
     Order: the root lock (``/tmp/bsl-lens-<uid>/<key>.lock``, whatever the index dir)
@@ -601,6 +604,11 @@ def run_daemon(
         emb = embedder_or_none(embedder)
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
         kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
+        if shared_cache:
+            from .shared_cache import mask_dsn
+
+            log.info("shared embedding cache %s (mode %s)", mask_dsn(shared_cache), shared_cache_mode)
+            kwargs.update(shared_cache=shared_cache, shared_cache_mode=shared_cache_mode)
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         asyncio.run(_serve(service, paths, log_path, lock, root_lock))
         return 0

@@ -158,6 +158,8 @@ class Service:
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
         reconcile_interval: seconds between full reconciles by hash (0 disables).
+        shared_cache: the team's PostgreSQL DSN (:mod:`daemon.shared_cache`; None: none);
+            ``shared_cache_mode``: ``rw`` (look up and write back) or ``ro`` (look up only).
     """
 
     def __init__(
@@ -169,6 +171,8 @@ class Service:
         watch: str = "auto",
         config: EngineConfig | None = None,
         reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL,
+        shared_cache: str | None = None,
+        shared_cache_mode: str = "rw",
     ) -> None:
         root = Path(root)
         if not root.is_dir():
@@ -181,6 +185,10 @@ class Service:
         self.watch_mode = watch
         self.config = config or EngineConfig()
         self.reconcile_interval = reconcile_interval
+        self.shared_cache_dsn = shared_cache or None
+        self.shared_cache_mode = shared_cache_mode
+        if self.shared_cache_dsn and shared_cache_mode not in ("rw", "ro"):
+            raise ValueError(f"shared_cache_mode must be rw or ro, got {shared_cache_mode!r}")
         self.engine: Engine | None = None
         self.watcher = None
         self.state = "loading"
@@ -361,6 +369,8 @@ class Service:
                     self.last_saved_at = time.time()
                 except Exception:
                     log.exception("final save failed")
+                if self.engine.shared_cache is not None:
+                    self.engine.shared_cache.close()
 
     # ------------------------------------------------------------------ events
     def add_listener(self, fn: Callable[[str, dict], None]) -> Callable[[], None]:
@@ -842,11 +852,16 @@ class Service:
             log.exception("second embedder instance failed; sharing the query embedder")
             second = eng.embedder
         self._passage_embedder = _Counting(second, self.counters)
+        self._attach_shared_cache()
         last_vector = time.monotonic()
         while not self._stop.is_set():
             if self._backlog_due:
                 self._backlog_due = False
                 self._dense_backlog = collections.deque(eng.dense_pending())
+                if eng.shared_cache is not None:  # shared-cache hook: bulk lookup of the backlog
+                    from .shared_cache import prefetch
+
+                    prefetch(eng, list(self._dense_backlog))
             ids: list[str] = []
             while self._dense_priority and len(ids) < DENSE_BATCH:
                 ids.append(self._dense_priority.popleft())
@@ -877,6 +892,19 @@ class Service:
                 self._progress("embed", eng.dense_done(), len(eng.chunks))
             if eng.dense_compact_due:
                 self._save_dense()
+
+    def _attach_shared_cache(self) -> None:
+        """Give the engine its shared-cache client (``Engine.shared_cache``, the hook the
+        embedding path reads); in the dense thread: the model's fingerprint costs ~0.2 s."""
+        if not self.shared_cache_dsn or self.engine.embedder is None:
+            return
+        from .shared_cache import for_embedder
+
+        try:
+            self.engine.shared_cache = for_embedder(self.shared_cache_dsn, self.engine.embedder, self.shared_cache_mode)
+        except Exception as exc:
+            log.exception("shared embedding cache not used")
+            self.last_error = f"shared cache: {type(exc).__name__}: {exc}"
 
     def _save_dense(self) -> None:
         with self._dense_lock:
@@ -1148,6 +1176,7 @@ class Service:
                     dense.eta_s = round((dense.total - dense.done) / dense.rate_per_s, 1)
             elif dense.done >= dense.total:
                 dense.eta_s = 0.0
+            dense.shared_cache = self._shared_status()
         w = self.watcher
         watch = WatchStatus(mode="off", state="arming" if self._watch_state == "arming" else "off")
         if w is not None:
@@ -1198,6 +1227,18 @@ class Service:
             index_bytes=self._index_bytes(),
             recent_queries=self._recent_queries(),
         )
+
+    def _shared_status(self):
+        """The shared cache's :class:`SharedCacheStatus`; None without ``--shared-cache``."""
+        if not self.shared_cache_dsn:
+            return None
+        sc = self.engine.shared_cache if self.engine is not None else None
+        if sc is not None:
+            return sc.status()
+        from .contract import SharedCacheStatus
+        from .shared_cache import mask_dsn
+
+        return SharedCacheStatus(url=mask_dsn(self.shared_cache_dsn), mode=self.shared_cache_mode, state="not connected")
 
     def _recent_queries(self) -> list[RecentQuery]:
         with self._recent_lock:

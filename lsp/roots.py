@@ -118,7 +118,10 @@ class Root:
             folder.path,
             index_dir=self.index_dir,
             spawn=s.spawn,
-            args=daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval),
+            args=daemon_args(
+                embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval,
+                shared_cache=s.shared_cache, shared_cache_mode=s.shared_cache_mode,
+            ),
             spawn_timeout=s.spawn_timeout,
             request_timeout=s.request_timeout,
             client="lsp",

@@ -58,6 +58,10 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     * ``watch``: file watching of a spawned daemon: auto | native | polling | off.
     * ``reconcile_interval``: seconds between a spawned daemon's full re-checks by hash
       (None: the daemon's default, 120; 0 disables).
+    * ``shared_cache``: the team's shared embedding cache, a PostgreSQL DSN, for a spawned
+      daemon (README "Team set-up"; moved into the daemon's environment, never onto its
+      command line). Unset: the daemon reads ``BSL_LENS_SHARED_CACHE`` (inherited), else none.
+    * ``shared_cache_mode``: ``rw`` or ``ro`` (look up only); unset: ``BSL_LENS_SHARED_CACHE_MODE``, else rw.
     * ``spawn``: start a daemon when none runs for the folder (default true); false: only
       use a running one, retrying every few seconds.
     * ``spawn_timeout``: seconds to wait for a spawned daemon to answer (default 60).
@@ -75,6 +79,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     embedder: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     watch: Literal[WATCH_MODES] = "auto"  # type: ignore[valid-type]
     reconcile_interval: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    shared_cache: Annotated[str, msgspec.Meta(min_length=1)] | None = None
+    shared_cache_mode: Literal["rw", "ro"] | None = None
     spawn: bool = True
     spawn_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
     max_symbols: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = DEFAULT_SYMBOL_LIMIT

@@ -221,6 +221,21 @@ class ObjectOutput(_Out):
 
 
 # ------------------------------------------------------------------------------ status
+class SharedCacheInfo(_Out):
+    """The team's shared embedding cache (PostgreSQL + pgvector) as the daemon sees it."""
+
+    url: str = Field(description="The DSN, password masked")
+    mode: str = Field(description="rw (looks up and writes back) or ro (looks up only)")
+    state: str = Field(description="not connected, ok, down, incompatible")
+    reachable: bool = False
+    hits: int = Field(0, description="Text hashes found there since the daemon started")
+    misses: int = Field(0, description="Text hashes not found there (embedded locally)")
+    written: int = Field(0, description="Vectors written back")
+    unreached: int = Field(0, description="Text hashes not looked up while it was unusable (embedded locally)")
+    last_error: str | None = None
+    retry_in_s: float | None = Field(None, description="Seconds to the next try after a fault")
+
+
 class DenseInfo(_Out):
     """Semantic side of the index."""
 
@@ -231,6 +246,7 @@ class DenseInfo(_Out):
     total: int = 0
     rate_per_s: float = Field(0.0, description="Chunks embedded per second over the last minute")
     eta_s: float | None = Field(None, description="Seconds until every chunk is embedded at that rate")
+    shared_cache: SharedCacheInfo | None = Field(None, description="The shared embedding cache; null without --shared-cache")
 
 
 class SkippedFile(_Out):

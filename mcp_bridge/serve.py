@@ -156,7 +156,10 @@ def spawn_args(args) -> list[str]:
     > default in :func:`daemon.cli.parse_args`; ``--watch``, ``--reconcile-interval``)."""
     from daemon.client import daemon_args
 
-    return daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval)
+    return daemon_args(
+        embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval,
+        shared_cache=args.shared_cache, shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
+    )
 
 
 def run(args) -> int:

@@ -55,6 +55,7 @@ from .models import (
     ModuleRef,
     ObjectOutput,
     RootStatus,
+    SharedCacheInfo,
     SearchHit,
     SearchOutput,
     SkippedFile,
@@ -718,6 +719,16 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     )
 
 
+def _shared_info(sc) -> SharedCacheInfo | None:
+    """The daemon's ``SharedCacheStatus`` for ``index_status`` (None without a shared cache)."""
+    if sc is None:
+        return None
+    return SharedCacheInfo(
+        url=sc.url, mode=sc.mode, state=sc.state, reachable=sc.reachable, hits=sc.hits, misses=sc.misses,
+        written=sc.written, unreached=sc.unreached, last_error=sc.last_error, retry_in_s=sc.retry_in_s,
+    )
+
+
 async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
     """One root's status for ``index_status``: the daemon's, or why there is none."""
     try:
@@ -752,7 +763,10 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         methods=st.methods,
         metadata_chunks=st.metadata_chunks,
         chunks=st.chunks,
-        dense=DenseInfo(enabled=d.enabled, embedder=d.embedder, model=d.model, done=d.done, total=d.total, rate_per_s=d.rate_per_s, eta_s=d.eta_s),
+        dense=DenseInfo(
+            enabled=d.enabled, embedder=d.embedder, model=d.model, done=d.done, total=d.total, rate_per_s=d.rate_per_s, eta_s=d.eta_s,
+            shared_cache=_shared_info(d.shared_cache),
+        ),
         watcher=st.watcher.mode,
         stale_count=st.stale_count,
         stale_files=list(st.stale_files),

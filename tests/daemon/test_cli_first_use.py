@@ -26,10 +26,25 @@ LEXICAL_ENV = {**os.environ, "BSL_LENS_EMBEDDER": "none"}
 #: Every command that takes --embedder, with the rest of a valid command line.
 EMBEDDER_COMMANDS = {
     "index": ["index", "ROOT"],
+    "embed": ["embed", "ROOT"],
+    "cache export": ["cache", "export", "F", "ROOT"],
+    "cache import": ["cache", "import", "F", "ROOT"],
     "search": ["search", "ROOT", "query"],
     "eval": ["eval", "ROOT", "--gold", "g.jsonl"],
     "bench": ["bench", "ROOT"],
     "demo": ["demo"],
+    "daemon start": ["daemon", "start", "ROOT"],
+    "daemon restart": ["daemon", "restart", "ROOT"],
+    "daemon run": ["daemon", "run", "ROOT"],
+    "mcp": ["mcp", "ROOT"],
+}
+
+
+#: Every command that takes --shared-cache (and --shared-cache-mode), with the rest of a valid command line.
+SHARED_CACHE_COMMANDS = {
+    "index": ["index", "ROOT"],
+    "embed": ["embed", "ROOT"],
+    "cache import": ["cache", "import", "F", "ROOT"],
     "daemon start": ["daemon", "start", "ROOT"],
     "daemon restart": ["daemon", "restart", "ROOT"],
     "daemon run": ["daemon", "run", "ROOT"],
@@ -51,8 +66,55 @@ def _commands_with(parser: argparse.ArgumentParser, flag: str, prefix: str = "")
 
 def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
     parser = cli.build_parser()
-    assert set(ENV_VARS) == {"embedder"}  # add a row per command below when a variable is added
+    assert set(ENV_VARS) == {"embedder", "shared_cache", "shared_cache_mode"}  # add a row per command below when a variable is added
     assert _commands_with(parser, "--embedder") == set(EMBEDDER_COMMANDS)
+    assert _commands_with(parser, "--shared-cache") == set(SHARED_CACHE_COMMANDS)
+    assert _commands_with(parser, "--shared-cache-mode") == set(SHARED_CACHE_COMMANDS)
+
+
+DSN = "postgresql://ci:pw@db/emb"
+
+
+@pytest.mark.parametrize("command", sorted(SHARED_CACHE_COMMANDS))
+@pytest.mark.parametrize(
+    ("flags", "env", "want"),
+    [
+        ([], {}, (None, "rw")),  # defaults: no shared cache, rw
+        ([], {"BSL_LENS_SHARED_CACHE": DSN, "BSL_LENS_SHARED_CACHE_MODE": " RO "}, (DSN, "ro")),  # variables
+        (["--shared-cache", "postgresql://x/y", "--shared-cache-mode", "rw"], {"BSL_LENS_SHARED_CACHE": DSN, "BSL_LENS_SHARED_CACHE_MODE": "ro"}, ("postgresql://x/y", "rw")),
+        ([], {"BSL_LENS_SHARED_CACHE": ""}, (None, "rw")),  # empty = unset
+    ],
+)
+def test_shared_cache_flag_over_environment_over_default(command, flags, env, want):
+    args = cli.parse_args(list(SHARED_CACHE_COMMANDS[command]) + flags, env=env)
+    assert (args.shared_cache, args.shared_cache_mode) == want
+    if command in ("daemon start", "daemon restart"):
+        spawn = cli._daemon_spawn_args(args)
+        if want[0]:
+            assert spawn[spawn.index("--shared-cache") + 1] == want[0]
+            assert spawn[spawn.index("--shared-cache-mode") + 1] == want[1]
+        else:
+            assert "--shared-cache" not in spawn and "--shared-cache-mode" not in spawn
+
+
+def test_shared_cache_mode_is_checked_and_the_dsn_never_reaches_a_command_line(tmp_path, monkeypatch):
+    with pytest.raises(SettingError, match="BSL_LENS_SHARED_CACHE_MODE='write'.*rw or ro"):
+        resolve("shared_cache_mode", None, {"BSL_LENS_SHARED_CACHE_MODE": "write"})
+    with pytest.raises(SystemExit):
+        cli.parse_args(["index", "ROOT", "--shared-cache-mode", "write"])
+    # a spawned daemon gets the DSN through its environment: not in ps, not in the spawn log line
+    seen = {}
+
+    class FakePopen:
+        def __init__(self, cmd, **kw):
+            seen.update(cmd=cmd, env=kw["env"])
+
+    monkeypatch.setattr(runtime.subprocess, "Popen", FakePopen)
+    paths = runtime.paths_for(tmp_path / "root", tmp_path / "idx")
+    (tmp_path / "root").mkdir()
+    runtime.spawn_daemon(paths, ["--embedder", "none", "--shared-cache", "postgresql://ci:s3cr3t@db/emb", "--shared-cache-mode", "ro"])
+    assert "s3cr3t" not in " ".join(seen["cmd"]) and "--shared-cache-mode" in seen["cmd"]
+    assert seen["env"]["BSL_LENS_SHARED_CACHE"] == "postgresql://ci:s3cr3t@db/emb"
 
 
 @pytest.mark.parametrize("command", sorted(EMBEDDER_COMMANDS))
