@@ -56,8 +56,9 @@ import msgspec
 # ------------------------------------------------------------------------------ vocabularies
 #: Search modes: RRF of every channel; BM25 and the names channel only; dense only.
 SEARCH_MODES = ("hybrid", "lexical", "vector")
-#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only.
-SCOPES = ("all", "code", "metadata")
+#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only, documentation
+#: sections only (markdown pages: :mod:`daemon.docs`).
+SCOPES = ("all", "code", "metadata", "docs")
 #: File watching: native events falling back to polling; native only; polling; none
 #: (periodic reconcile and ``reindex`` only).
 WATCH_MODES = ("auto", "native", "polling", "off")
@@ -104,6 +105,10 @@ METADATA_KINDS = (
     "form",
     "template",
 )
+
+#: Chunk kinds produced by the markdown chunker (:mod:`daemon.markdown`): one per section
+#: (a heading and its text up to the next heading), or a part of a long one.
+DOCS_KINDS = ("section",)
 
 #: Module kinds (``Chunk.module_kind`` of code chunks).
 MODULE_KINDS = (
@@ -366,6 +371,16 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
         """True for BSL chunks (methods and module-level code)."""
         return self.kind in CODE_KINDS
 
+    @property
+    def is_docs(self) -> bool:
+        """True for documentation sections (:data:`DOCS_KINDS`; fields: :mod:`daemon.markdown`)."""
+        return self.kind in DOCS_KINDS
+
+    @property
+    def is_metadata(self) -> bool:
+        """True for metadata chunks (objects and their fields): neither code nor docs."""
+        return self.kind not in CODE_KINDS and self.kind not in DOCS_KINDS
+
 
 class Skip(msgspec.Struct, frozen=True):
     """A file (or metadata object) the scanner or a chunker did not index, and why.
@@ -414,6 +429,7 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     ranks: dict[str, int] = {}
     match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
     snippet: str = ""
+    anchor: str = ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 

@@ -41,6 +41,7 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
+from .docs import docs_name, docs_tokens, read_page
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -129,6 +130,7 @@ class EngineConfig(msgspec.Struct, kw_only=True):
 
     max_file_bytes: int = 8 * 2**20
     max_method_lines: int = 400
+    docs: list[str] = []  # docs: documentation folders inside the root (daemon.docs.normalize_docs_dirs)
     stem: bool = True
     embed_max_chars: int = 400
     rrf_k: int = RRF_K
@@ -735,7 +737,7 @@ class Engine:
         if not full and (self._info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
             full = True
         if full:
-            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
+            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes, docs=self.config.docs)
         else:
             scan = scan_paths(self.root, self._info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
         if cancel():
@@ -743,6 +745,7 @@ class Engine:
         cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
         skipped: list[Skip] = list(scan.skipped)
         sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
+        sources += [("docs", s) for s in scan.docs]  # docs: markdown pages (daemon.docs)
         cs.files_seen = len(sources)
         seen: set[str] = set()
         total = len(sources)
@@ -1032,10 +1035,11 @@ class Engine:
         if tokens is None:
             tokens = self._bm25_tokens(c)
         self.bm25.add(c.id, tokens)
-        if not c.is_code:
+        if c.is_metadata:
             self.meta_bm25.add(c.id, tokens)
         if c.kind != "module" and c.part <= 1:
-            self.names.add(c.id, c.name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
+            name = docs_name(c) if c.is_docs else c.name  # docs: a heading's key (daemon.docs.docs_name)
+            self.names.add(c.id, name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
         elif c.id in self.names:
             self.names.remove(c.id)
         # the dense side notices the changed text through embed_pending()
@@ -1202,7 +1206,9 @@ class Engine:
             c = chunks.get(cid)
             if c is None:
                 return False
-            if f.scope == "code" and not c.is_code or f.scope == "metadata" and c.is_code:
+            if f.scope == "code" and not c.is_code or f.scope == "metadata" and not c.is_metadata:
+                return False
+            if f.scope == "docs" and not c.is_docs:  # docs: documentation sections only
                 return False
             if otype and c.object_type != otype:
                 return False
@@ -1289,6 +1295,8 @@ class Engine:
                 if c is None:
                     continue
                 key = (c.path, c.symbol if not c.is_code else c.name if c.kind != "module" else "<module>")
+                if c.is_docs:  # docs: parts of one section collapse, same-named sections do not
+                    key = (c.path, "#" + c.properties.get("anchor", ""))
                 if key in seen:  # parts of one method, or an #Если twin: one hit
                     continue
                 seen.add(key)
@@ -1385,7 +1393,7 @@ class Engine:
 
         def metadata_only(cid: str) -> bool:
             c = chunks.get(cid)
-            if c is None or c.is_code or (types and c.object_type not in types):
+            if c is None or not c.is_metadata or (types and c.object_type not in types):
                 return False
             return allow is None or allow(cid)
 
@@ -1410,6 +1418,7 @@ class Engine:
             ranks=ranks,
             match=match,
             snippet=snippet(c) if snippets else "",
+            anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
         )
 
     # ------------------------------------------------------------------ lookups
@@ -1548,7 +1557,7 @@ class Engine:
             key = (id(self.chunks), len(self.chunks), self.version)
             if self._counts[0] != key:
                 methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
-                meta = sum(1 for c in self.chunks.values() if not c.is_code)
+                meta = sum(1 for c in self.chunks.values() if c.is_metadata)
                 self._counts = (key, methods, meta)
             _, methods, meta = self._counts
             return {
@@ -1630,6 +1639,14 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         except Exception as exc:  # a chunker bug must not stop the index
             log.exception("chunking %s failed", src.path)
             return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
+    elif kind == "docs":  # docs: a markdown page (daemon.docs.read_page)
+        try:
+            chunks = read_page(data, src, config)
+        except SkipFile as exc:
+            return Skip(src.path, exc.reason, exc.detail)
+        except Exception as exc:  # a chunker bug must not stop the index
+            log.exception("chunking %s failed", src.path)
+            return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
     else:
         chunks, skips = chunk_metadata_bytes(data, src, fmt, root=root)
         if skips and not chunks:
@@ -1687,6 +1704,8 @@ def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
     (an extension's ``#Удаление`` lines left out), a metadata chunk's text."""
     if c.is_code:
         return tokenize(f"{c.owner}\n{live_code(c.text)}", stem=stem)
+    if c.is_docs:  # docs: the prose tokenizer (daemon.docs.docs_tokens)
+        return docs_tokens(c, stem)
     return tokenize(f"\n{c.text}", stem=stem)
 
 

@@ -1,0 +1,286 @@
+"""Developer documentation as a source of the daemon: docs folders, reading pages, and the
+links from docs sections to the code they name.
+
+* **Which files are docs.** A root without a configuration (:func:`daemon.scan.detect_export`
+  says ``"unknown"``) is a docs root: its markdown pages are documentation. A code root can
+  name docs folders (``--docs DIR``, repeatable; the LSP ``docs`` and MCP ``--docs``
+  settings): folders inside the root, given relative to it or absolute. Inside a docs folder
+  ``.md``/``.markdown`` pages are indexed; images and other files are skipped with reason
+  ``not_markdown`` (``.bsl``/``.xml``/``.mdo`` keep their code meaning).
+* **Reading a page** (:func:`read_page`): a page over :data:`DOCS_MAX_BYTES` is ``too_large``;
+  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes is read
+  with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
+  :func:`daemon.scan.decode_bytes`. Chunked by :func:`daemon.markdown.chunk_markdown`.
+* **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
+  (``ЮТест.ОжидаетЧто``, ``ЗначениеРеквизитаОбъекта()``, in code spans, code blocks and
+  prose) resolved against the methods of the code the daemon serves.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import unicodedata
+from pathlib import Path
+
+from .contract import Chunk, Skip
+
+log = logging.getLogger(__name__)
+
+#: Markdown page suffixes (compared case-insensitively).
+PAGE_SUFFIXES = (".md", ".markdown")
+#: Largest page read (bytes): 2 MiB, 30x the largest page in the docs corpora
+#: (docs-bslls ``features/ConfigurationFile.md``, 67 KB). A 20 MB "page" is skipped as ``too_large``.
+DOCS_MAX_BYTES = 2 * 2**20
+#: Files that mark an MkDocs site (its anchors follow :func:`daemon.markdown.slug` ``mkdocs``),
+#: looked up in the docs folder and its parent; otherwise Docusaurus/GitHub anchors.
+MKDOCS_MARKERS = ("mkdocs.yml", "mkdocs.yaml", "_config.yml")
+#: Share of invalid bytes up to which a page is read as UTF-8 with replacement characters
+#: (broken UTF-8) rather than as cp1251 text.
+BROKEN_UTF8_SHARE = 0.01
+
+
+def normalize_docs_dirs(root: Path, dirs) -> list[str]:
+    """``--docs`` values as folders relative to ``root`` (NFC, ``/``, no trailing slash;
+    ``""`` for the root itself), in the given order without repeats. ``ValueError`` for a
+    folder outside the root (the daemon serves one root: copy or link the docs inside it),
+    with ``..``, or that does not exist."""
+    root = Path(root).resolve()
+    out: list[str] = []
+    for d in dirs or ():
+        raw = str(d).replace("\\", "/").strip()
+        p = Path(raw)
+        full = (p if p.is_absolute() else root / p).resolve()
+        try:
+            rel = full.relative_to(root).as_posix()
+        except ValueError:
+            raise ValueError(f"docs folder {d!r} is outside the root {root}; name a folder inside it") from None
+        if not full.is_dir():
+            raise ValueError(f"docs folder {d!r} is not a folder under {root}")
+        rel = "" if rel == "." else unicodedata.normalize("NFC", rel)
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
+class DocsLayout:
+    """Which scanned files are docs pages, for :func:`daemon.scan._scan` (one per scan)."""
+
+    def __init__(self, root: Path, info) -> None:
+        self.root = Path(root)
+        self.dirs = sorted(info.docs, key=len, reverse=True)
+        if info.format == "unknown" and "" not in self.dirs:
+            self.dirs.append("")
+        self._flavor: dict[str, str] = {}
+
+    def folder_of(self, raw_rel: str) -> str | None:
+        """The docs folder (relative, on-disk spelling) holding ``raw_rel``, or None."""
+        for d in self.dirs:
+            if d == "" or raw_rel.startswith(d + "/"):
+                return d
+        return None
+
+    def flavor(self, folder: str) -> str:
+        """``mkdocs`` when the docs folder or its parent holds an MkDocs marker file
+        (:data:`MKDOCS_MARKERS`), else ``docusaurus``."""
+        if folder not in self._flavor:
+            base = self.root / folder if folder else self.root
+            cands = [base, base.parent] if folder else [base]
+            mk = any((c / m).is_file() for c in cands for m in MKDOCS_MARKERS)
+            self._flavor[folder] = "mkdocs" if mk else "docusaurus"
+        return self._flavor[folder]
+
+    def scan_page(self, e: os.DirEntry, rel: str, raw_rel: str, folder: str, is_file: bool, is_link: bool, pages: list, skipped: list) -> None:
+        """Classify one non-code file of a docs folder: a page goes to ``pages`` (a
+        :class:`daemon.scan.SourceFile`), anything else to ``skipped`` with a reason."""
+        from .scan import SourceFile, _sniff_binary, _special, SkipFile
+
+        if not e.name.lower().endswith(PAGE_SUFFIXES):
+            if is_file and not e.name.startswith("."):
+                skipped.append(Skip(rel, "not_markdown", "an image or other file in a docs folder; only .md pages are indexed"))
+            return
+        if not is_file:
+            skipped.append(Skip(rel, *_special(e, is_link)))
+            return
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError as exc:
+            skipped.append(Skip(rel, "unreadable", str(exc)))
+            return
+        if st.st_size > DOCS_MAX_BYTES:
+            skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > docs page limit {DOCS_MAX_BYTES}"))
+            return
+        try:
+            nul = _sniff_binary(e.path)
+        except SkipFile as exc:
+            skipped.append(exc.to_skip(rel))
+            return
+        if nul >= 0:
+            skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}; not a markdown page"))
+            return
+        pages.append(
+            SourceFile(
+                path=rel,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                disk_path=raw_rel if raw_rel != rel else "",
+                flavor=self.flavor(folder),
+            )
+        )
+
+
+def _replaced(data: bytes, path: str) -> tuple[str, str]:
+    text = data.decode("utf-8", errors="replace")
+    log.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path, text.count("\ufffd"))
+    return text, "utf-8-replaced"
+
+
+def read_page(data: bytes, src, config) -> list[Chunk]:
+    """Decode and chunk one page (``src``: its :class:`daemon.scan.SourceFile`). Raises
+    :class:`daemon.scan.SkipFile` (``too_large``, ``binary``, ``undecodable``)."""
+    from .markdown import chunk_markdown
+    from .scan import SkipFile, decode_bytes
+
+    if len(data) > DOCS_MAX_BYTES:
+        raise SkipFile("too_large", f"{len(data)} bytes > docs page limit {DOCS_MAX_BYTES}")
+    nul = data.find(b"\x00")
+    if nul >= 0 and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        raise SkipFile("binary", f"NUL byte at offset {nul}; not a markdown page")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        bad = data.decode("utf-8", errors="replace").count("\ufffd")
+        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE):
+            text, _ = _replaced(data, src.path)
+        else:
+            text, _ = decode_bytes(data)
+    return chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+
+
+# ------------------------------------------------------------------------------ links to code
+
+#: A BSL identifier: a letter or ``_``, then letters, digits, ``_`` (Cyrillic and Latin mixed).
+_IDENT = r"[A-Za-zА-Яа-яЁё_][A-Za-zА-Яа-яЁё0-9_]*"
+#: ``Module.Method`` chains and ``Method(`` calls; also bare CamelCase words of 2+ humps.
+_QUALIFIED = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})+)")
+_CALL = re.compile(rf"(?<![\w.])({_IDENT})\s*\(")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_HUMPS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё0-9]+")
+
+
+def code_identifiers(text: str) -> list[str]:
+    """Identifiers a docs section names, in order of first appearance, without repeats:
+    every ``A.B`` chain (``ЮТест.ОжидаетЧто``; also split into its parts ``ОжидаетЧто``),
+    every ``Name(`` call, and every code span that is one identifier of at least two
+    CamelCase humps (``ЗначениеРеквизитаОбъекта``). Words are checked against the code
+    index by :class:`DocLinks`; here nothing is filtered by meaning."""
+    out: dict[str, None] = {}
+    for m in _QUALIFIED.finditer(text):
+        chain = m.group(1)
+        out[chain] = None
+        for part in chain.split(".")[1:]:
+            out[part] = None
+    for m in _CALL.finditer(text):
+        out[m.group(1)] = None
+    for m in _CODE_SPAN.finditer(text):
+        span = m.group(1).strip().rstrip("()")
+        if re.fullmatch(_IDENT, span) and len(_HUMPS.findall(span)) >= 2:
+            out[span] = None
+    return list(out)
+
+
+class DocLinks:
+    """Links between docs sections and code methods, built from an engine's chunks.
+
+    ``mentions[method chunk id]`` -> docs section ids that name it; ``resolved[section id]``
+    -> method ids it names. A name resolves when it is the name of an indexed method
+    (case- and ``ё``-folded); ``Module.Method`` resolves only to that module's method
+    (the owner's short name), a bare ``Method`` to every method of that name that is
+    exported (an internal helper sharing a common word is not a link). ``Module.Method``
+    whose module is unknown does not resolve. Built in one pass (docs-yaxunit against
+    yaxunit-edt: ~0.1 s)."""
+
+    def __init__(self, chunks) -> None:
+        from .folding import fold
+
+        by_name: dict[str, list[Chunk]] = {}
+        docs: list[Chunk] = []
+        for c in chunks:
+            if c.kind in ("procedure", "function") and c.part <= 1:
+                by_name.setdefault(fold(c.name), []).append(c)
+            elif c.kind == "section":
+                docs.append(c)
+        self.mentions: dict[str, list[str]] = {}
+        self.resolved: dict[str, list[str]] = {}
+        self.names_seen = 0
+        self.names_resolved = 0
+        for d in docs:
+            hits: dict[str, None] = {}
+            for name in code_identifiers(d.text):
+                self.names_seen += 1
+                found = self._resolve(name, by_name, fold)
+                if found:
+                    self.names_resolved += 1
+                for m in found:
+                    hits[m.id] = None
+            if hits:
+                self.resolved[d.id] = list(hits)
+                for mid in hits:
+                    self.mentions.setdefault(mid, []).append(d.id)
+
+    @staticmethod
+    def _resolve(name: str, by_name, fold) -> list[Chunk]:
+        parts = name.split(".")
+        cands = by_name.get(fold(parts[-1]), [])
+        if len(parts) >= 2:
+            module = fold(parts[-2])
+            return [c for c in cands if fold(c.owner.split(".")[-1]) == module]
+        return [c for c in cands if c.export]
+
+
+# ------------------------------------------------------------------------------ channels
+
+_KEY_IN_PARENS = re.compile(rf"\(\s*`?({_IDENT})`?\s*\)\s*$")
+_SINGLE_SPAN = re.compile(rf"^`({_IDENT})(?:\(\))?`$")
+
+
+def docs_name(c: Chunk) -> str:
+    """The name a docs section has in the names channel: the key a heading carries in
+    parentheses at its end (``Магические числа (MagicNumber)`` -> ``MagicNumber``: the
+    BSL LS diagnostic pages) or a heading that is one code span (```ФикцияОбязательныхПолей()```
+    -> ``ФикцияОбязательныхПолей``), else the plain heading (:attr:`Chunk.name`)."""
+    raw = c.symbol or ""
+    m = _KEY_IN_PARENS.search(raw) or _SINGLE_SPAN.match(raw.strip())
+    return m.group(1) if m else c.name
+
+
+def docs_tokens(c: Chunk, stem: bool) -> list[str]:
+    """BM25 tokens of a docs section: the :mod:`daemon.tokenize` rules (CamelCase keys and
+    ``Модуль.Метод`` names split into words, Snowball stems of the words) over the heading
+    path and the section text. The heading path is counted once more than the text
+    (it is also the text's first line): a section is about what its headings say."""
+    from .tokenize import tokenize
+
+    return tokenize(f"{c.signature}\n{c.text}", stem=stem)
+
+
+_FENCE_LINE = re.compile(r"^\s*(```|~~~|:::|!!!)")
+
+
+def docs_embed_text(c: Chunk, max_chars: int) -> str:
+    """The text embedded for a docs section (at most ``max_chars``): the heading path on
+    the first line, then the section's lines with fence and admonition marker lines and
+    blank lines dropped and whitespace collapsed; only whole lines after the first."""
+    lines = c.text.split("\n")
+    out = [lines[0]]
+    size = len(lines[0])
+    for line in lines[2:]:
+        if not line.strip() or _FENCE_LINE.match(line) or line.lstrip().startswith("#"):
+            continue
+        line = " ".join(line.split())
+        if size + 1 + len(line) > max_chars:
+            break
+        out.append(line)
+        size += 1 + len(line)
+    return "\n".join(out)[:max_chars]
