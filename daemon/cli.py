@@ -67,7 +67,9 @@ def _progress_done() -> None:
 def _open(args, *, embedder=True):
     from .engine import Engine, EngineConfig
 
-    config = EngineConfig(stem=getattr(args, "stem", True))
+    from .docs import normalize_docs_dirs
+
+    config = EngineConfig(stem=getattr(args, "stem", True), docs=normalize_docs_dirs(Path(args.root), getattr(args, "docs", None)))
     from .embed import embedder_for
 
     emb = embedder_for(args.embedder) if embedder else None
@@ -329,7 +331,7 @@ def _search_via_daemon(args):
                 args.root,
                 index_dir=args.index_dir,
                 spawn=True,
-                args=daemon_args(embedder=args.embedder, verbose=args.verbose),
+                args=daemon_args(embedder=args.embedder, verbose=args.verbose, docs=args.docs or ()),
                 client="cli",
             )
     except DaemonError as exc:
@@ -369,12 +371,23 @@ def _search_via_daemon(args):
             return None
 
 
+def _chain(eng, hit) -> list[str]:
+    """The heading chain of a docs hit (:attr:`daemon.contract.Chunk.region`), [] otherwise."""
+    c = eng.get_chunk(hit.id)
+    return list(c.region) if c is not None and c.is_docs else []
+
+
 def cmd_eval(args) -> int:
     """nDCG@10 / MRR@10 / Recall@10 / Hit@1 per mode and intent (shared/eval/README.md)."""
-    from .evaluate import evaluate, load_gold
+    from .contract import Filters
+    from .evaluate import docs_heading_key, evaluate, is_docs_entry, load_gold
 
     corpus = args.corpus or Path(args.root).resolve().name
     entries = load_gold(Path(args.gold), corpus)
+    by_query = {e["query"]: e for e in entries}
+    # the documentation gold set is searched in the docs scope (a code root with --docs), 30 sections deep:
+    # the file level deduplicates the sections of one page before its cut at 10 (eval/README)
+    scope = Filters(scope="docs") if entries and all(is_docs_entry(e) for e in entries) else None
     if not entries:
         print(f"no gold entries for corpus {corpus!r} in {args.gold}", file=sys.stderr)
         return 1
@@ -407,8 +420,11 @@ def cmd_eval(args) -> int:
 
         def run(q, mode=mode):
             t = time.perf_counter()
-            res = eng.search(q, mode=mode, top_k=10)
+            res = eng.search(q, mode=mode, top_k=30 if scope is not None else 10, filters=scope)
             lat.append((time.perf_counter() - t) * 1000)
+            entry = by_query.get(q)
+            if entry is not None and is_docs_entry(entry):  # docs gold: heading-level keys (eval/README)
+                return [(h.path, docs_heading_key(entry, h.path, _chain(eng, h))) for h in res.hits]
             return [(h.path, h.symbol) for h in res.hits]
 
         r = evaluate(entries, run)
@@ -551,6 +567,7 @@ def _daemon_spawn_args(args) -> list[str]:
         log_file=args.log_file,
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
+        docs=args.docs or (),
     )
 
 
@@ -674,6 +691,7 @@ def cmd_daemon_run(args) -> int:
             watch=args.watch,
             log_file=log_path,
             reconcile_interval=args.reconcile_interval,
+            docs=args.docs,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
@@ -799,6 +817,7 @@ def _add_daemon_parsers(sub) -> None:
             sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
+            sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
             sp.add_argument(
                 "--reconcile-interval",
                 type=float,
@@ -967,6 +986,13 @@ def _add_lsp_parser(sub) -> None:
     sp.set_defaults(func=cmd_lsp)
 
 
+#: ``--docs`` (daemon, index, search, eval; LSP and MCP too).
+DOCS_HELP = (
+    "a documentation folder inside the root (markdown pages; repeatable): searched with --scope docs next to the "
+    "code. A root with markdown and no configuration is a docs root without it"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo,
     daemon (start, stop, restart, run) and status."""
@@ -983,6 +1009,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--no-stem", dest="stem", action="store_false", help="no Snowball stemming in BM25 (on by default; README)"
         )
+        sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
 
     sp = sub.add_parser("index", help="index an export root (lexical, then dense)")
     common(sp)

@@ -32,7 +32,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -561,11 +561,15 @@ def daemon_args(
     log_file: str | os.PathLike | None = None,
     verbose: int = 0,
     reconcile_interval: float | None = None,
+    docs: Iterable[str] = (),
 ) -> list[str]:
     """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
-    ``reconcile_interval`` in seconds (0 disables the periodic full re-check)."""
+    ``reconcile_interval`` in seconds (0 disables the periodic full re-check), ``docs``:
+    documentation folders inside the root (``--docs``, :mod:`daemon.docs`)."""
     args: list[str] = []
+    for d in docs or ():
+        args += ["--docs", str(d)]
     if embedder is not None:
         args += ["--embedder", embedder]
     if watch is not None:

@@ -544,6 +544,7 @@ def run_daemon(
     log_file: str | os.PathLike | None = None,
     reconcile_interval: float | None = None,
     service_factory: Callable[..., Any] | None = None,
+    docs: list[str] | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -601,6 +602,11 @@ def run_daemon(
         emb = embedder_or_none(embedder)
         log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
         kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
+        if docs:  # documentation folders inside the root (daemon.docs)
+            from .docs import normalize_docs_dirs
+            from .engine import EngineConfig
+
+            kwargs["config"] = EngineConfig(docs=normalize_docs_dirs(paths.root, docs))
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         asyncio.run(_serve(service, paths, log_path, lock, root_lock))
         return 0
