@@ -1368,11 +1368,14 @@ class Engine:
         return 1.0
 
     def _corpus_cyrillic_share(self) -> float:
-        """Share of Cyrillic letters in the method and object names (cached per chunk count)."""
+        """Share of Cyrillic letters in the method and object names (cached per chunk count;
+        docs sections do not count: 0.5, no cross-script rule, in a docs root)."""
         n = len(self.chunks)
         if self._script_cache[0] != n:
             cyr = lat = 0
             for c in self.chunks.values():
+                if c.is_docs:  # docs: pages are bilingual; the rule is about the code's script
+                    continue
                 a, b = _script_counts(c.name)
                 cyr += a
                 lat += b
