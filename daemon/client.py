@@ -166,6 +166,14 @@ class _Methods:
         """``daemon.contract.ModuleText``: lines ``start_line..end_line`` (1-based, inclusive)."""
         return self._typed("read_module", {"path": path, "start_line": start_line, "end_line": end_line}, timeout)
 
+    def read_document(self, path: str, heading: str | None = None, *, timeout: float | None = None):
+        """``daemon.contract.DocumentText``: a docs page, or its section under ``heading``."""
+        return self._typed("read_document", {"path": path, "heading": heading}, timeout)
+
+    def doc_mentions(self, ids: list[str], *, timeout: float | None = None):
+        """``{method chunk id: [daemon.contract.DocRef]}``: docs sections naming each method."""
+        return self._typed("doc_mentions", {"ids": list(ids)}, timeout)
+
     def describe_object(self, name: str, *, timeout: float | None = None):
         """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``."""
         return self._typed("describe_object", {"name": name}, timeout)

@@ -563,8 +563,47 @@ class Status(msgspec.Struct, kw_only=True):
     recent_queries: list[RecentQuery] = []  # the last daemon.service.RECENT_QUERIES searches, oldest first
 
 
+class DocRef(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A documentation section that names something (:class:`daemon.docs.DocLinks`):
+    ``link`` is ``path#anchor`` (``path`` alone for the text before the first heading),
+    ``heading_path`` the heading chain joined with `` > ``, ``line`` the heading's line."""
+
+    path: str
+    anchor: str = ""
+    link: str
+    heading_path: str = ""
+    line: int = 1
+
+
+class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A docs page or one section of it (with its sub-sections) from ``read_document``.
+
+    ``heading``: the section asked for (None: the whole page); ``heading_path``: its chain
+    (`` > ``); ``anchor``/``link``: ``path#anchor``; lines 1-based inclusive of the part
+    returned; ``truncated`` with a ``note`` when the text was cut to
+    :data:`daemon.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
+    (``"## Title"`` form, in order) to pick another section; ``mentions``: code methods the
+    section names that resolve in the served code (``Модуль.Метод``)."""
+
+    path: str
+    heading: str | None = None
+    heading_path: str = ""
+    anchor: str = ""
+    link: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool = False
+    note: str = ""
+    lang: str = ""
+    headings: list[str] = []
+    mentions: list[str] = []
+
+
 class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One method with its full text (all parts of a long method joined)."""
+    """One method with its full text (all parts of a long method joined); ``docs``: the
+    documentation sections that mention it (:class:`DocRef`, at most 20)."""
 
     id: str
     path: str
@@ -583,6 +622,7 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     start_line: int
     end_line: int
     text: str
+    docs: list[DocRef] = []
 
 
 class ModuleText(msgspec.Struct, kw_only=True):

@@ -23,8 +23,12 @@ import os
 import re
 import unicodedata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .contract import Chunk, Skip
+
+if TYPE_CHECKING:
+    from .contract import DocRef
 
 log = logging.getLogger(__name__)
 
@@ -213,6 +217,10 @@ class DocLinks:
                 docs.append(c)
         self.mentions: dict[str, list[str]] = {}
         self.resolved: dict[str, list[str]] = {}
+        # method id -> Модуль.Метод, for answers
+        self.qualified: dict[str, str] = {
+            c.id: f"{c.owner.split('.')[-1]}.{c.name}" for cs in by_name.values() for c in cs
+        }
         self.names_seen = 0
         self.names_resolved = 0
         for d in docs:
@@ -284,3 +292,105 @@ def docs_embed_text(c: Chunk, max_chars: int) -> str:
         out.append(line)
         size += 1 + len(line)
     return "\n".join(out)[:max_chars]
+
+
+# ------------------------------------------------------------------------------ lookups
+
+#: ``read_document`` returns at most this many characters (cut at a line end; the note says
+#: how to read on). 20,000 characters are ~5,000 tokens: the longest section of the docs
+#: corpora (docs-bslls ``features/ConfigurationFile.md``'s settings table) is cut, others fit.
+MAX_DOC_CHARS = 20_000
+#: At most this many doc sections are listed per method (``get_method``, ``doc_mentions``).
+MAX_DOC_REFS = 20
+
+
+def doc_ref(c: Chunk) -> "DocRef":
+    """The :class:`daemon.contract.DocRef` of a docs section."""
+    from .contract import DocRef
+
+    anchor = c.properties.get("anchor", "")
+    return DocRef(path=c.path, anchor=anchor, link=f"{c.path}#{anchor}" if anchor else c.path, heading_path=c.signature, line=c.start_line)
+
+
+def _level(c: Chunk) -> int:
+    try:
+        return int(c.properties.get("level", "0"))
+    except ValueError:
+        return 0
+
+
+def find_section(sections: list[Chunk], heading: str) -> Chunk | None:
+    """The first section (part <= 1) whose heading matches ``heading``: the heading as
+    written, as plain text, its anchor, or its heading path (``A > B``), compared after
+    NFC, trimming, ``#`` marks dropped and casefolding; then a heading that contains it."""
+    from .folding import fold
+
+    want = fold(heading.strip().lstrip("#").strip())
+    heads = [c for c in sections if c.part <= 1 and c.symbol]
+    for c in heads:
+        keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
+        if want in keys:
+            return c
+    return next((c for c in heads if want and want in fold(c.name)), None)
+
+
+def read_document(sections: list[Chunk], rel: str, lines: list[str], heading: str | None, links: "DocLinks | None" = None):
+    """A page (``heading`` None) or one section with its sub-sections as a
+    :class:`daemon.contract.DocumentText`, cut to :data:`MAX_DOC_CHARS` at a line end.
+
+    ``sections``: the page's indexed chunks; ``lines``: the page on disk now. ``LookupError``
+    naming the page's headings when no heading matches (:func:`find_section`)."""
+    from .contract import DocumentText
+
+    sections = sorted(sections, key=lambda c: (c.start_line, c.part))
+    total = len(lines)
+    headings = [f"{'#' * _level(c)} {c.symbol}" for c in sections if c.part <= 1 and c.symbol]
+    lang = sections[0].properties.get("lang", "") if sections else ""
+    if heading is None or not heading.strip():
+        start, end, sec = 1, total, None
+    else:
+        sec = find_section(sections, heading)
+        if sec is None:
+            listed = "; ".join(headings[:40])
+            raise LookupError(f"no heading {heading!r} in {rel}; its headings: {listed}")
+        start, level = sec.start_line, _level(sec)
+        nxt = [c for c in sections if c.part <= 1 and c.start_line > start and 0 < _level(c) <= level]
+        end = (nxt[0].start_line - 1) if nxt else total
+    body = lines[start - 1 : end]
+    text = "\n".join(body)
+    truncated, note = False, ""
+    if len(text) > MAX_DOC_CHARS:
+        cut = text.rfind("\n", 0, MAX_DOC_CHARS)
+        text = text[: cut if cut > 0 else MAX_DOC_CHARS]
+        shown_end = start + text.count("\n")
+        truncated = True
+        note = (
+            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); read a sub-section by "
+            f"its heading, or the rest with read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
+        )
+        end = shown_end
+    anchor = sec.properties.get("anchor", "") if sec is not None else ""
+    mentions: list[str] = []
+    if links is not None:
+        ids = [c.id for c in sections if sec is None or sec.start_line <= c.start_line <= end]
+        seen: dict[str, None] = {}
+        for cid in ids:
+            for m in links.resolved.get(cid, []):
+                seen[links.qualified.get(m, m)] = None
+        mentions = list(seen)[:50]
+    return DocumentText(
+        path=rel,
+        heading=sec.symbol if sec is not None else None,
+        heading_path=sec.signature if sec is not None else "",
+        anchor=anchor,
+        link=f"{rel}#{anchor}" if anchor else rel,
+        start_line=start,
+        end_line=max(start, end),
+        total_lines=total,
+        text=text,
+        truncated=truncated,
+        note=note,
+        lang=lang,
+        headings=headings,
+        mentions=mentions,
+    )

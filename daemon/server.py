@@ -496,6 +496,14 @@ class Server:
         """``Service.read_module`` -> ``ModuleText``."""
         return self.service.read_module(p.path, p.start_line, p.end_line)
 
+    def cmd_read_document(self, p):
+        """``Service.read_document`` -> ``DocumentText``."""
+        return self.service.read_document(p.path, p.heading)
+
+    def cmd_doc_mentions(self, p):
+        """``Service.doc_mentions`` -> ``{id: [DocRef]}``."""
+        return self.service.doc_mentions(p.ids)
+
     def cmd_describe_object(self, p):
         """``Service.describe_object`` -> ``ObjectDescription``."""
         return self.service.describe_object(p.name)

@@ -118,7 +118,7 @@ class Root:
             folder.path,
             index_dir=self.index_dir,
             spawn=s.spawn,
-            args=daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval),
+            args=daemon_args(embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval, docs=s.docs),
             spawn_timeout=s.spawn_timeout,
             request_timeout=s.request_timeout,
             client="lsp",

@@ -58,6 +58,9 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     * ``watch``: file watching of a spawned daemon: auto | native | polling | off.
     * ``reconcile_interval``: seconds between a spawned daemon's full re-checks by hash
       (None: the daemon's default, 120; 0 disables).
+    * ``docs``: documentation folders inside the folder (markdown pages; relative or
+      absolute) a spawned daemon serves next to the code (``--docs``; ``scope: "docs"``
+      in ``bsl-lens/search``).
     * ``spawn``: start a daemon when none runs for the folder (default true); false: only
       use a running one, retrying every few seconds.
     * ``spawn_timeout``: seconds to wait for a spawned daemon to answer (default 60).
@@ -75,6 +78,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     embedder: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     watch: Literal[WATCH_MODES] = "auto"  # type: ignore[valid-type]
     reconcile_interval: Annotated[float, msgspec.Meta(ge=0)] | None = None
+    docs: list[str] = []
     spawn: bool = True
     spawn_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
     max_symbols: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = DEFAULT_SYMBOL_LIMIT

@@ -156,7 +156,7 @@ def spawn_args(args) -> list[str]:
     > default in :func:`daemon.cli.parse_args`; ``--watch``, ``--reconcile-interval``)."""
     from daemon.client import daemon_args
 
-    return daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval)
+    return daemon_args(embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval, docs=getattr(args, "docs", None) or ())
 
 
 def run(args) -> int:

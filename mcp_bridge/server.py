@@ -41,12 +41,14 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, model_val
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.contract import CODE_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
+from daemon.contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
 from daemon.protocol import INVALID_PARAMS, NOT_FOUND
 
 from .links import CONNECT_WAIT, RootLink, Starting
 from .models import (
     DenseInfo,
+    DocMention,
+    DocumentOutput,
     FindSymbolOutput,
     IndexInfo,
     MetaField,
@@ -165,6 +167,17 @@ def _hit_fields(h) -> dict:
         signature=h.signature,
         match=h.match,
     )
+
+
+def _doc_fields(h) -> dict:
+    """Docs sections: the heading path and the ``path#anchor`` link of a hit."""
+    if h.kind not in DOCS_KINDS:
+        return {}
+    return {"heading_path": h.signature, "link": f"{h.path}#{h.anchor}" if h.anchor else h.path}
+
+
+def _mention(d) -> DocMention:
+    return DocMention(link=d.link, heading_path=d.heading_path, path=d.path, line=d.line)
 
 
 def _header_line(m) -> int:
@@ -389,6 +402,12 @@ READ_MODULE_DOC = """Read a line range of a file under the export root (a .bsl m
 
 Lines are 1-based and inclusive; at most 500 lines (and 60000 characters) per call; when cut, the note says which start_line to ask for next. Paths are relative to the export root, as in search results ("CommonModules/ОбщегоНазначения/Ext/Module.bsl"); paths that leave the root are refused."""
 
+READ_DOCUMENT_DOC = """Read a documentation page (markdown served with the code: coding standards, a framework's guide) or one section of it with its sub-sections.
+
+Give the path from a search hit with scope docs, and optionally the heading ("Проверка типа значения", its anchor, or "Базовые утверждения > Доступные методы"). At most 20000 characters per call; when cut, the note says how to read on. The answer lists the page's headings and the code methods the section names (read them with get_method).
+
+Examples: {"path": "features/assertions/assertions-base.md", "heading": "Проверка типа значения"}; {"path": "diagnostics/MagicNumber.md"}."""
+
 DESCRIBE_OBJECT_DOC = """Describe a metadata object: synonym, attributes with their types, tabular sections with their attributes, register dimensions and resources, enum values, forms, commands, templates, and the paths of its modules.
 
 Name it as Тип.Имя in Russian or English: "Справочник.Пользователи", "Документ.ЗаказКлиента", "РегистрСведений.КурсыВалют", "Перечисление.СтавкиНДС", "Catalog.Users". Use it before writing code that reads or writes an object's attributes, so the names and types are real."""
@@ -434,7 +453,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         query: Annotated[str, Field(min_length=1, description="A name (СообщитьПользователю, ОбщегоНазначения.Сообщ) or a question in words (\"как отправить письмо\", \"where are exchange rates loaded\")")],
         mode: Annotated[SearchMode, Field(description="hybrid (default: names + words + meaning), lexical (names and words only: exact terms), vector (meaning only)")] = "hybrid",
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Hits to return, 1..{MAX_TOP_K}")] = 10,
-        scope: Annotated[Scope, Field(description="code (BSL methods), metadata (objects and their fields), or all")] = "all",
+        scope: Annotated[Scope, Field(description="code (BSL methods), metadata (objects and their fields), docs (documentation sections: markdown pages served with the code), or all")] = "all",
         object_type: Annotated[str | None, Field(description="Only this metadata type and its modules: Справочник, Документ, РегистрСведений, ОбщийМодуль, Перечисление ... (Catalog, Catalogs work too)")] = None,
         module_kind: Annotated[ModuleKind | None, Field(description="Only this module kind: common, object, manager, form, command, recordset, ...")] = None,
         path_prefix: Annotated[str | None, Field(description="Only files under this path, relative to the root: \"CommonModules/\", \"Catalogs/Пользователи\"")] = None,
@@ -468,6 +487,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 ranks=dict(h.ranks),
                 snippet=h.snippet,
                 stale=h.stale,
+                **_doc_fields(h),
             )
             for i, h in enumerate(res.hits, 1)
         ]
@@ -525,6 +545,11 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             full = await _call(b, link, chunks)
         except ToolError:  # a chunk replaced between the two calls: fall back to the hits
             full = [None] * len(res.hits)
+        method_ids = [h.id for h in res.hits if h.kind in ("procedure", "function")]
+        try:
+            mentions = await _call(b, link, lambda c: c.doc_mentions(method_ids)) if method_ids else {}
+        except ToolError:  # an older daemon without docs links
+            mentions = {}
         symbols = []
         for h, ch in zip(res.hits, full):
             symbols.append(
@@ -538,6 +563,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                     doc=ch.doc if ch else "",
                     synonym=dict(ch.synonym) if ch else {},
                     types=list(ch.types) if ch else [],
+                    docs=[_mention(d) for d in mentions.get(h.id, [])],
                 )
             )
         warming = _lexical_warming(st)
@@ -607,6 +633,27 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             truncated=truncated,
             note=note,
             warming=_lexical_warming(st),
+            docs=[_mention(d) for d in m.docs],
+        )
+
+    # -------------------------------------------------------------- read_document
+    async def read_document(
+        ctx: Context,
+        path: Annotated[str, Field(min_length=1, description="Docs page relative to the root, from a search hit: \"features/assertions/assertions-base.md\"")],
+        heading: Annotated[str | None, Field(description="A heading of the page (as written, plain text, its anchor, or H1 > H2 path); default: the whole page")] = None,
+        root: RootArg = None,
+    ) -> DocumentOutput:
+        b = _bridge(ctx)
+        link = b.pick(root)
+        try:
+            st = await _status(b, link)
+        except Starting as exc:
+            raise ToolError(str(exc)) from None
+        d = await _call(b, link, lambda c: c.read_document(path, heading), warming=_lexical_warming(st))
+        return DocumentOutput(
+            root=link.name, path=d.path, heading=d.heading, heading_path=d.heading_path, link=d.link, lang=d.lang,
+            start_line=d.start_line, end_line=d.end_line, total_lines=d.total_lines, text=d.text,
+            truncated=d.truncated, note=d.note, headings=list(d.headings), mentions=list(d.mentions),
         )
 
     # -------------------------------------------------------------- read_module
@@ -704,6 +751,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         Tool.from_function(find_symbol, description=FIND_SYMBOL_DOC, annotations=READ_ONLY),
         Tool.from_function(get_method, description=GET_METHOD_DOC, annotations=READ_ONLY),
         Tool.from_function(read_module, description=READ_MODULE_DOC, annotations=READ_ONLY),
+        Tool.from_function(read_document, description=READ_DOCUMENT_DOC, annotations=READ_ONLY),
         Tool.from_function(describe_object, description=DESCRIBE_OBJECT_DOC, annotations=READ_ONLY),
         Tool.from_function(index_status, description=INDEX_STATUS_DOC, annotations=READ_ONLY),
     ]

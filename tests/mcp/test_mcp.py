@@ -129,7 +129,7 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
             return tools, c.server_info
 
     tools, info = run(main())
-    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "describe_object", "index_status"}
+    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "read_document", "describe_object", "index_status"}
     assert info.name == "bsl-lens"
     for t in tools.values():
         assert t.output_schema and t.output_schema["type"] == "object", t.name
