@@ -148,7 +148,6 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     body_text, _ = strip_front_matter(text)
     lines = body_text.split("\n")
-    n_lines = len(lines)
     tokens = _parser().parse(body_text)
     # top-level blocks: (start0, end0 exclusive, type, heading level, heading raw)
     blocks: list[tuple[int, int, str, int, str]] = []
@@ -161,9 +160,8 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
             blocks.append((s, e, "heading", int(t.tag[1]), raw))
         else:
             blocks.append((s, e, t.type, 0, ""))
-            if t.type == "fence" and e >= n_lines and not _closes(lines[e - 1] if e else "", t.markup):
-                if s != e - 1 or not _closes(lines[s], t.markup):
-                    log.warning("%s: code fence opened at line %d is never closed; the rest of the page is read as code", path, s + 1)
+            if t.type == "fence" and not (e - 1 > s and _closes(lines[e - 1], t.markup)):
+                log.warning("%s: code fence opened at line %d is never closed; the rest of the page is read as code", path, s + 1)
     lang = page_language(path, body_text)
     title = next((b[4] for b in blocks if b[2] == "heading" and b[3] == 1), "")
     owner = plain_heading(title)[:MAX_HEADING_CHARS] if title else path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
