@@ -95,7 +95,7 @@ def cmd_index(args) -> int:
             file=sys.stderr,
         )
         return 1
-    if eng.format == "unknown":
+    if eng.format == "unknown" and any(r.kind != "docs" for r in eng.files.values()):
         print("warning: neither a Designer dump nor an EDT project; indexing the .bsl files found", file=sys.stderr)
     eng.save()
     print(
@@ -119,7 +119,9 @@ def cmd_index(args) -> int:
         by_reason[s.reason] = by_reason.get(s.reason, 0) + 1
     print(
         f"{st['format']} export {st['root']}: {st['modules']} modules, {st['methods']} methods, "
-        f"{st['metadata_chunks']} metadata chunks, {st['bm25_terms']} BM25 terms, "
+        f"{st['metadata_chunks']} metadata chunks, "
+        + (f"{st['docs_pages']} docs pages ({st['docs_sections']} sections), " if st["docs_pages"] else "")
+        + f"{st['bm25_terms']} BM25 terms, "
         f"dense {st['dense_done']}/{st['dense_total']}; skipped "
         f"{', '.join(f'{n} {r}' for r, n in sorted(by_reason.items())) or 0}{' (-v lists them)' if by_reason and not args.verbose else ''}; "
         f"{time.perf_counter() - t0:.1f}s; index in {st['index_dir']}"

@@ -538,6 +538,8 @@ class Status(msgspec.Struct, kw_only=True):
     methods: int
     metadata_chunks: int
     chunks: int
+    docs_pages: int = 0  # markdown pages indexed (daemon.docs)
+    docs_sections: int = 0  # their sections (chunks of kind "section")
     bm25_terms: int
     dense: DenseStatus
     watcher: WatchStatus

@@ -365,7 +365,7 @@ class Engine:
         self._script_cache: tuple[int, float] = (-1, 0.5)
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
-        self._counts: tuple = (None, 0, 0)
+        self._counts: tuple = (None, 0, 0, 0)
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
@@ -1561,8 +1561,9 @@ class Engine:
             if self._counts[0] != key:
                 methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
                 meta = sum(1 for c in self.chunks.values() if c.is_metadata)
-                self._counts = (key, methods, meta)
-            _, methods, meta = self._counts
+                docs = sum(1 for c in self.chunks.values() if c.is_docs)  # docs: sections
+                self._counts = (key, methods, meta, docs)
+            _, methods, meta, docs = self._counts
             return {
                 "root": str(self.root),
                 "format": self.format,
@@ -1570,6 +1571,8 @@ class Engine:
                 "modules": sum(1 for r in self.files.values() if r.kind == "bsl"),
                 "methods": methods,
                 "metadata_chunks": meta,
+                "docs_pages": sum(1 for r in self.files.values() if r.kind == "docs"),
+                "docs_sections": docs,
                 "chunks": len(self.chunks),
                 "bm25_terms": self.bm25.n_terms,
                 "dense_done": self.dense_done(),

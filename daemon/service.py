@@ -1225,6 +1225,8 @@ class Service:
             modules=st["modules"],
             methods=st["methods"],
             metadata_chunks=st["metadata_chunks"],
+            docs_pages=st["docs_pages"],
+            docs_sections=st["docs_sections"],
             chunks=st["chunks"],
             bm25_terms=st["bm25_terms"],
             dense=dense,
