@@ -171,20 +171,30 @@ _QUALIFIED = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})+)")
 _CALL = re.compile(rf"(?<![\w.])({_IDENT})\s*\(")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
 _HUMPS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё0-9]+")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_URL = re.compile(r"\b(?:https?|ftp)://\S+")
+_FILE_TAIL = re.compile(r"[a-z0-9]{1,5}")
 
 
 def code_identifiers(text: str) -> list[str]:
     """Identifiers a docs section names, in order of first appearance, without repeats:
-    every ``A.B`` chain (``ЮТест.ОжидаетЧто``; also split into its parts ``ОжидаетЧто``),
-    every ``Name(`` call, and every code span that is one identifier of at least two
-    CamelCase humps (``ЗначениеРеквизитаОбъекта``). Words are checked against the code
-    index by :class:`DocLinks`; here nothing is filtered by meaning."""
+    every ``A.B`` chain (``ЮТест.ОжидаетЧто``; a longer chain ``A.B.C`` also as its pairs
+    ``A.B``, ``B.C``), every ``Name(`` call not preceded by a dot, and every code span that
+    is one identifier of at least two CamelCase humps (``ЗначениеРеквизитаОбъекта``).
+    Link targets and URLs are left out, and so are chains ending in a short lower-case
+    word (file names and domains: ``index.md``, ``github.com``). A method called on a
+    value (``.Равно(``) is not named: which module it belongs to is not written there.
+    Words are checked against the code index by :class:`DocLinks`."""
+    text = _LINK_TARGET.sub("]", _URL.sub(" ", text))
     out: dict[str, None] = {}
     for m in _QUALIFIED.finditer(text):
-        chain = m.group(1)
-        out[chain] = None
-        for part in chain.split(".")[1:]:
-            out[part] = None
+        segs = m.group(1).split(".")
+        if _FILE_TAIL.fullmatch(segs[-1]):
+            continue
+        out[".".join(segs)] = None
+        if len(segs) > 2:
+            for a, b in zip(segs, segs[1:]):
+                out[f"{a}.{b}"] = None
     for m in _CALL.finditer(text):
         out[m.group(1)] = None
     for m in _CODE_SPAN.finditer(text):
