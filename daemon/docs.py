@@ -283,6 +283,54 @@ def docs_tokens(c: Chunk, stem: bool) -> list[str]:
     return tokenize(f"{c.signature}\n{c.text}", stem=stem)
 
 
+#: RRF weight of the dense channel in a documentation search (the code's is
+#: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
+#: (README, "Documentation"). The names and BM25 weights are the code's.
+DOCS_DENSE_WEIGHT = 0.35
+#: RRF weight of the lexical channels for a question in another script than the docs
+#: (an English question over Russian-only pages: BM25 matches stray English words);
+#: measured as above. 1.0 = no rule.
+DOCS_CROSS_SCRIPT_WEIGHT = 1.0
+
+_share_cache: dict[int, tuple[int, float]] = {}
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_LAT = re.compile(r"[a-zA-Z]")
+
+
+def docs_cyrillic_share(chunks: dict) -> float:
+    """Share of Cyrillic letters in the docs sections' headings (0.5 when there are none);
+    cached per chunk dict and size."""
+    key = id(chunks)
+    hit = _share_cache.get(key)
+    if hit is not None and hit[0] == len(chunks):
+        return hit[1]
+    cyr = lat = 0
+    for c in chunks.values():
+        if c.kind == "section":
+            cyr += len(_CYR.findall(c.name))
+            lat += len(_LAT.findall(c.name))
+    share = cyr / (cyr + lat) if cyr + lat else 0.5
+    _share_cache.clear()
+    _share_cache[key] = (len(chunks), share)
+    return share
+
+
+def docs_weights(weights: dict[str, float], query: str, chunks: dict) -> dict[str, float]:
+    """The channel weights of a documentation search: ``weights`` with the dense channel at
+    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones at :data:`DOCS_CROSS_SCRIPT_WEIGHT` when
+    the query's script (Cyrillic share of its letters) is more than 0.5 away from the docs'
+    (:func:`docs_cyrillic_share`) and the dense channel is there to answer."""
+    out = dict(weights)
+    if "dense" in out:
+        out["dense"] = DOCS_DENSE_WEIGHT
+        cyr, lat = len(_CYR.findall(query)), len(_LAT.findall(query))
+        if cyr + lat and abs(cyr / (cyr + lat) - docs_cyrillic_share(chunks)) > 0.5:
+            for k in ("names", "bm25"):
+                if k in out:
+                    out[k] *= DOCS_CROSS_SCRIPT_WEIGHT
+    return out
+
+
 _FENCE_LINE = re.compile(r"^\s*(```|~~~|:::|!!!)")
 
 

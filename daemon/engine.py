@@ -41,7 +41,7 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
-from .docs import docs_name, docs_tokens, read_page
+from .docs import docs_name, docs_tokens, docs_weights, read_page
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -1285,6 +1285,8 @@ class Engine:
         with self.lock:
             allow = self._allow(filters)
             channels, weights, match = self._channels(query, mode, qvec, allow)
+            if self._docs_search(filters):  # docs: the weights measured on the docs gold set
+                weights = docs_weights(weights, query, self.chunks)
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)
             if match:
                 fused = _names_first(fused, match)
@@ -1311,6 +1313,15 @@ class Engine:
                 dense_total=len(self.chunks) if self.embedder else 0,
                 took_ms=(time.perf_counter() - t0) * 1000,
             )
+
+    def _docs_search(self, filters: Filters | None) -> bool:
+        """True for a search of documentation: ``scope`` docs, or a root that holds only docs
+        sections (a docs root searched in ``all``)."""
+        if filters is not None and filters.scope == "docs":
+            return True
+        if self.format != "unknown" or (filters is not None and filters.scope != "all"):
+            return False
+        return bool(self.chunks) and all(r.kind == "docs" for r in self.files.values())
 
     def _channels(self, query: str, mode: str, qvec, allow):
         channels: dict[str, list[str]] = {}
