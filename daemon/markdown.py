@@ -59,7 +59,11 @@ _LAT = re.compile(r"[a-zA-Z]")
 def _parser():
     from markdown_it import MarkdownIt
 
-    return MarkdownIt("commonmark", {"html": True}).enable("table")
+    # only block structure is needed (headings, fences, tables, paragraphs and their lines):
+    # inline parsing, half of the parse time, is off (a heading's text is its raw content)
+    md = MarkdownIt("commonmark", {"html": True}).enable("table")
+    md.core.ruler.disable(["inline", "text_join"], ignoreInvalid=True)
+    return md
 
 
 def strip_front_matter(text: str) -> tuple[str, int]:
