@@ -324,7 +324,8 @@ def type_folder(type_name: str) -> str | None:
 # ------------------------------------------------------------------------------ records
 class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One searchable unit: a BSL method (or a part of a long one), a module's header code,
-    a metadata object, or one field of a metadata object.
+    a metadata object, one field of a metadata object, or a section of a documentation page
+    (kind ``section``: how its fields are filled is in :mod:`daemon.markdown`).
 
     ``id`` is unique within one export root and stable across re-indexing while the thing
     it names keeps its path and name:
@@ -387,7 +388,8 @@ class Skip(msgspec.Struct, frozen=True):
 
     ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
     ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
-    ``not_metadata``, ``missing_on_disk``, ``parse_failed``);
+    ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
+    an image or other file next to the pages, :mod:`daemon.docs`);
     ``detail`` is a human sentence for logs and ``status``.
     """
 
