@@ -377,7 +377,8 @@ def _instructions(links: list[RootLink]) -> str:
         f"Roots served: {roots}. Before writing or changing 1C code, look things up here instead of "
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
         "search for a question in words (\"как отправить письмо\"), get_method to read a method, "
-        "describe_object for a metadata object's attributes and types, read_module for surrounding lines. "
+        "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
+        "search with scope docs and read_document for documentation pages served with the code. "
         "Cite results as path:line. If a result says warming, the index is still being built."
     )
 
@@ -386,7 +387,9 @@ SEARCH_DOC = """Search the 1C configuration's code and metadata by name or by me
 
 Use it to find where something is done ("где считается НДС", "как отправить письмо", "проверка заполнения ИНН", English questions work too), or to find a method or object whose exact name you do not know. For a name you know, find_symbol is more direct. Results are ranked (names, BM25 words and semantic vectors fused); each hit gives path, lines, owner object, module kind, method name and kind, export flag, a snippet with the doc comment and signature, and its rank in each channel. Then read a hit with get_method (methods) or describe_object (metadata). After editing files, pass wait_fresh=1 so the answer includes your change; otherwise stale: true with stale_paths says which changed files it may miss.
 
-Examples: {"query": "отправка почты"}; {"query": "ЗначениеРеквизитаОбъекта", "scope": "code", "export_only": true}; {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}."""
+With scope "docs" it searches the documentation pages served with the code (coding standards, a framework's guide): each hit is a section with its heading_path and a path#anchor link; read it with read_document.
+
+Examples: {"query": "отправка почты"}; {"query": "ЗначениеРеквизитаОбъекта", "scope": "code", "export_only": true}; {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}; {"query": "как проверить тип значения", "scope": "docs"}."""
 
 FIND_SYMBOL_DOC = """Find definitions by name, fuzzy like an IDE's "go to symbol": exact names, prefixes, CamelHump abbreviations and Модуль.Метод qualified names.
 
