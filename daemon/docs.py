@@ -136,8 +136,18 @@ class DocsLayout:
 
 def _replaced(data: bytes, path: str) -> tuple[str, str]:
     text = data.decode("utf-8", errors="replace")
-    log.warning("%s: %d invalid UTF-8 sequences replaced by U+FFFD", path, text.count("\ufffd"))
     return text, "utf-8-replaced"
+
+
+def log_notes(u) -> None:
+    """Log, naming the file, what was odd about a docs page just read (a
+    :class:`daemon.engine.FileUpdate`): ``properties["notes"]`` of its first chunk (broken
+    UTF-8, an unclosed code fence, a huge heading). Runs in the daemon for pages chunked in
+    worker processes too."""
+    if u.kind == "docs" and u.chunks:
+        notes = u.chunks[0].properties.get("notes")
+        if notes:
+            log.warning("docs page %s: %s", u.path, notes)
 
 
 def read_page(data: bytes, src, config) -> list[Chunk]:
@@ -157,8 +167,13 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
         bad = data.decode("utf-8", errors="replace").count("\ufffd")
         if bad <= max(1, len(data) * BROKEN_UTF8_SHARE):
             text, _ = _replaced(data, src.path)
-        else:
-            text, _ = decode_bytes(data)
+            chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+            if chunks:
+                note = f"{bad} invalid UTF-8 sequences replaced by U+FFFD"
+                old = chunks[0].properties.get("notes")
+                chunks[0].properties = {**chunks[0].properties, "notes": f"{note}; {old}" if old else note}
+            return chunks
+        text, _ = decode_bytes(data)
     return chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
 
 

@@ -41,7 +41,7 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
-from .docs import docs_name, docs_tokens, docs_weights, read_page
+from .docs import docs_name, docs_tokens, docs_weights, log_notes, read_page
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -826,6 +826,7 @@ class Engine:
         a worker made them)."""
         tokens = {}
         chunks = u.chunks
+        log_notes(u)  # docs: a page's oddities, named (daemon.docs.log_notes)
         for i, c in enumerate(chunks):
             prev = self.chunks.get(c.id)
             if prev is not None and prev == c:

@@ -145,14 +145,17 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
     """Chunk one markdown page into sections (see the module docstring for the fields).
 
     ``text``: the decoded page; ``path``: relative to the root, NFC; ``flavor``: how anchors
-    are made (:func:`slug`). Logs a warning naming ``path`` for a code fence that is never
-    closed (the rest of the page is then one code block, as every renderer shows it) and
-    for a heading over :data:`MAX_HEADING_CHARS`. Never raises for content.
+    are made (:func:`slug`). A code fence that is never closed (the rest of the page is then
+    one code block, as every renderer shows it) and a heading over :data:`MAX_HEADING_CHARS`
+    are noted in the first chunk's ``properties["notes"]``, which the engine logs naming the
+    file (:func:`daemon.docs.log_notes`: also when the page was chunked in a worker
+    process). Never raises for content.
     """
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     body_text, _ = strip_front_matter(text)
     lines = body_text.split("\n")
     tokens = _parser().parse(body_text)
+    notes: list[str] = []
     # top-level blocks: (start0, end0 exclusive, type, heading level, heading raw)
     blocks: list[tuple[int, int, str, int, str]] = []
     for i, t in enumerate(tokens):
@@ -165,7 +168,7 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
         else:
             blocks.append((s, e, t.type, 0, ""))
             if t.type == "fence" and not (e - 1 > s and _closes(lines[e - 1], t.markup)):
-                log.warning("%s: code fence opened at line %d is never closed; the rest of the page is read as code", path, s + 1)
+                notes.append(f"code fence opened at line {s + 1} is never closed; the rest of the page is read as code")
     lang = page_language(path, body_text)
     title = next((b[4] for b in blocks if b[2] == "heading" and b[3] == 1), "")
     owner = plain_heading(title)[:MAX_HEADING_CHARS] if title else path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
@@ -188,7 +191,7 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
         else:
             level, raw = head[3], head[4].strip()
             if len(raw) > MAX_HEADING_CHARS:
-                log.warning("%s: heading at line %d is %d characters long; cut to %d", path, head[0] + 1, len(raw), MAX_HEADING_CHARS)
+                notes.append(f"heading at line {head[0] + 1} is {len(raw)} characters long; cut to {MAX_HEADING_CHARS}")
                 raw = raw[:MAX_HEADING_CHARS]
             while chain and chain[-1][0] >= level:
                 chain.pop()
@@ -226,6 +229,8 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
                     text=f"{heading_path}\n\n{section_text}",
                 )
             )
+    if notes and out:  # what was odd about the page: logged by the daemon (daemon.docs.log_notes)
+        out[0].properties = {**out[0].properties, "notes": "; ".join(notes)}
     return out
 
 

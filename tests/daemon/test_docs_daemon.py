@@ -92,6 +92,7 @@ def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
         (root / "docs" / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
         with open(root / "docs" / "huge.md", "wb") as fh:
             fh.write(b"# Huge\n" + b"x" * (20 * 2**20))
+        (root / "docs" / "broken.md").write_bytes("# Сломанная\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "конец\n".encode("utf-8"))
         c.reindex()
         assert c.wait_idle(TIMEOUT)
         st = c.status().service
@@ -100,6 +101,7 @@ def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
         assert c.search("сверка остатков", mode="lexical", filters={"scope": "docs"}).hits
     log = (d.index_dir / "daemon.log").read_text(encoding="utf-8", errors="replace")
     assert "docs/huge.md" in log and "too_large" in log
+    assert "docs page docs/broken.md: 1 invalid UTF-8 sequences replaced" in log
 
 
 def test_a_markdown_folder_is_a_docs_root_and_the_cli_searches_and_evaluates_it(daemons, tmp_path):

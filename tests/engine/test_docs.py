@@ -123,16 +123,15 @@ def test_a_page_without_headings_is_one_section():
     assert len(cs) == 1 and cs[0].id == "notes.md::" and cs[0].symbol is None and cs[0].owner == "notes"
 
 
-def test_unclosed_fence_and_huge_heading_are_handled_and_logged(caplog):
-    caplog.set_level(logging.WARNING, logger="daemon.markdown")
+def test_unclosed_fence_and_huge_heading_are_handled_and_noted():
     cs = chunks_of("# A\n\ntext\n\n```bsl\n## inside the open fence\nКод();\n", path="open.md")
     assert [c.symbol for c in cs] == ["A"] and "## inside the open fence" in cs[0].text
-    assert any("open.md" in r.getMessage() and "never closed" in r.getMessage() for r in caplog.records)
-    caplog.clear()
+    assert "line 5 is never closed" in cs[0].properties["notes"]
+    assert "notes" not in chunks_of("# A\n\n```\nx\n```\n")[0].properties
     long = "Я" * 10_000
     cs = chunks_of(f"# {long}\n\nтекст\n", path="long.md")
     assert len(cs[0].symbol) == MAX_HEADING_CHARS and len(cs[0].properties["anchor"]) <= MAX_HEADING_CHARS
-    assert any("long.md" in r.getMessage() and "10000 characters" in r.getMessage() for r in caplog.records)
+    assert "10000 characters long" in cs[0].properties["notes"]
 
 
 # ------------------------------------------------------------------------------ roots through the engine
@@ -220,6 +219,7 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     broken = eng.file_chunks("docs/broken.md")
     assert broken and "\ufffd" in broken[0].text and "дальше текст" in broken[0].text
     assert any("docs/broken.md" in r.getMessage() and "invalid UTF-8" in r.getMessage() for r in caplog.records)
+    assert any("docs/heading.md" in r.getMessage() and "characters long" in r.getMessage() for r in caplog.records)
     assert eng.file_chunks("docs/heading.md")[0].symbol.startswith("Заголовок")
     assert [c.symbol for c in eng.file_chunks("docs/open.md")] == ["Открытый блок"]
     assert any("docs/open.md" in r.getMessage() and "never closed" in r.getMessage() for r in caplog.records)
