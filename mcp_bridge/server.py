@@ -5,7 +5,7 @@
 whose tools are thin adapters: check the arguments, call the daemon, convert the answer
 into the pydantic models of :mod:`mcp_bridge.models`.
 
-Tools: ``search``, ``find_symbol``, ``get_method``, ``read_module``, ``describe_object``,
+Tools: ``search``, ``find_symbol``, ``get_method``, ``read_module``, ``read_document``, ``describe_object``,
 ``index_status``. Every tool is read-only and rejects unknown arguments (the input schema
 has ``additionalProperties: false``; the error names the valid ones).
 
