@@ -1013,7 +1013,8 @@ class Service:
         cached = getattr(self, "_doc_links_cache", None)
         if cached is None or cached[0] != (id(eng), eng.version):
             with eng.lock:
-                links = DocLinks(list(eng.chunks.values()))
+                # no docs sections (most code roots): nothing to link, skip the pass over the chunks
+                links = DocLinks(list(eng.chunks.values()) if eng.stats()["docs_sections"] else [])
                 self._doc_links_cache = ((id(eng), eng.version), links)
             return links
         return cached[1]
