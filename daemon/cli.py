@@ -67,7 +67,9 @@ def _progress_done() -> None:
 def _open(args, *, embedder=True):
     from .engine import Engine, EngineConfig
 
-    config = EngineConfig(stem=getattr(args, "stem", True))
+    from .docs import normalize_docs_dirs
+
+    config = EngineConfig(stem=getattr(args, "stem", True), docs=normalize_docs_dirs(Path(args.root), getattr(args, "docs", None)))
     from .embed import embedder_for
 
     emb = embedder_for(args.embedder) if embedder else None
@@ -93,7 +95,7 @@ def cmd_index(args) -> int:
             file=sys.stderr,
         )
         return 1
-    if eng.format == "unknown":
+    if eng.format == "unknown" and any(r.kind != "docs" for r in eng.files.values()):
         print("warning: neither a Designer dump nor an EDT project; indexing the .bsl files found", file=sys.stderr)
     eng.save()
     print(
@@ -121,7 +123,9 @@ def cmd_index(args) -> int:
         by_reason[s.reason] = by_reason.get(s.reason, 0) + 1
     print(
         f"{st['format']} export {st['root']}: {st['modules']} modules, {st['methods']} methods, "
-        f"{st['metadata_chunks']} metadata chunks, {st['bm25_terms']} BM25 terms, "
+        f"{st['metadata_chunks']} metadata chunks, "
+        + (f"{st['docs_pages']} docs pages ({st['docs_sections']} sections), " if st["docs_pages"] else "")
+        + f"{st['bm25_terms']} BM25 terms, "
         f"dense {st['dense_done']}/{st['dense_total']}; skipped "
         f"{', '.join(f'{n} {r}' for r, n in sorted(by_reason.items())) or 0}{' (-v lists them)' if by_reason and not args.verbose else ''}; "
         f"{time.perf_counter() - t0:.1f}s; index in {st['index_dir']}"
@@ -348,7 +352,7 @@ def _search_via_daemon(args):
                 args.root,
                 index_dir=args.index_dir,
                 spawn=True,
-                args=daemon_args(embedder=args.embedder, verbose=args.verbose),
+                args=daemon_args(embedder=args.embedder, verbose=args.verbose, docs=args.docs or ()),
                 client="cli",
             )
     except DaemonError as exc:
@@ -388,12 +392,23 @@ def _search_via_daemon(args):
             return None
 
 
+def _chain(eng, hit) -> list[str]:
+    """The heading chain of a docs hit (:attr:`daemon.contract.Chunk.region`), [] otherwise."""
+    c = eng.get_chunk(hit.id)
+    return list(c.region) if c is not None and c.is_docs else []
+
+
 def cmd_eval(args) -> int:
     """nDCG@10 / MRR@10 / Recall@10 / Hit@1 per mode and intent (shared/eval/README.md)."""
-    from .evaluate import evaluate, load_gold
+    from .contract import Filters
+    from .evaluate import docs_heading_key, evaluate, is_docs_entry, load_gold
 
     corpus = args.corpus or Path(args.root).resolve().name
     entries = load_gold(Path(args.gold), corpus)
+    by_query = {e["query"]: e for e in entries}
+    # the documentation gold set is searched in the docs scope (a code root with --docs), 30 sections deep:
+    # the file level deduplicates the sections of one page before its cut at 10 (eval/README)
+    scope = Filters(scope="docs") if entries and all(is_docs_entry(e) for e in entries) else None
     if not entries:
         print(f"no gold entries for corpus {corpus!r} in {args.gold}", file=sys.stderr)
         return 1
@@ -426,8 +441,11 @@ def cmd_eval(args) -> int:
 
         def run(q, mode=mode):
             t = time.perf_counter()
-            res = eng.search(q, mode=mode, top_k=10)
+            res = eng.search(q, mode=mode, top_k=30 if scope is not None else 10, filters=scope)
             lat.append((time.perf_counter() - t) * 1000)
+            entry = by_query.get(q)
+            if entry is not None and is_docs_entry(entry):  # docs gold: heading-level keys (eval/README)
+                return [(h.path, docs_heading_key(entry, h.path, _chain(eng, h))) for h in res.hits]
             return [(h.path, h.symbol) for h in res.hits]
 
         r = evaluate(entries, run)
@@ -572,6 +590,7 @@ def _daemon_spawn_args(args) -> list[str]:
         shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
+        docs=args.docs or (),
     )
 
 
@@ -697,6 +716,7 @@ def cmd_daemon_run(args) -> int:
             reconcile_interval=args.reconcile_interval,
             shared_cache=args.shared_cache,
             shared_cache_mode=args.shared_cache_mode,
+            docs=args.docs,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
@@ -850,6 +870,7 @@ def _add_daemon_parsers(sub) -> None:
             _shared_cache_args(sp)
             sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
+            sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
             sp.add_argument(
                 "--reconcile-interval",
                 type=float,
@@ -1018,6 +1039,13 @@ def _add_lsp_parser(sub) -> None:
     sp.set_defaults(func=cmd_lsp)
 
 
+#: ``--docs`` (daemon, index, search, eval; LSP and MCP too).
+DOCS_HELP = (
+    "a documentation folder inside the root (markdown pages; repeatable): searched with --scope docs next to the "
+    "code. A root with markdown and no configuration is a docs root without it"
+)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The ``bsl-lens`` argument parser: subcommands index, search, eval, bench, demo,
     daemon (start, stop, restart, run) and status."""
@@ -1034,6 +1062,7 @@ def build_parser() -> argparse.ArgumentParser:
         sp.add_argument(
             "--no-stem", dest="stem", action="store_false", help="no Snowball stemming in BM25 (on by default; README)"
         )
+        sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
 
     sp = sub.add_parser("index", help="index an export root (lexical, then dense)")
     common(sp)

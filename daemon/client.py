@@ -32,7 +32,7 @@ import os
 import socket
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -165,6 +165,14 @@ class _Methods:
     def read_module(self, path: str, start_line: int = 1, end_line: int | None = None, *, timeout: float | None = None):
         """``daemon.contract.ModuleText``: lines ``start_line..end_line`` (1-based, inclusive)."""
         return self._typed("read_module", {"path": path, "start_line": start_line, "end_line": end_line}, timeout)
+
+    def read_document(self, path: str, heading: str | None = None, *, timeout: float | None = None):
+        """``daemon.contract.DocumentText``: a docs page, or its section under ``heading``."""
+        return self._typed("read_document", {"path": path, "heading": heading}, timeout)
+
+    def doc_mentions(self, ids: list[str], *, timeout: float | None = None):
+        """``{method chunk id: [daemon.contract.DocRef]}``: docs sections naming each method."""
+        return self._typed("doc_mentions", {"ids": list(ids)}, timeout)
 
     def describe_object(self, name: str, *, timeout: float | None = None):
         """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``."""
@@ -563,13 +571,17 @@ def daemon_args(
     reconcile_interval: float | None = None,
     shared_cache: str | None = None,
     shared_cache_mode: str | None = None,
+    docs: Iterable[str] = (),
 ) -> list[str]:
     """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
     ``reconcile_interval`` in seconds (0 disables the periodic full re-check),
-    ``shared_cache`` DSN and its mode (``rw``/``ro``). The DSN never reaches the spawned
-    command line: :func:`daemon.runtime.spawn_daemon` moves it into the child's environment."""
+    ``shared_cache`` DSN and its mode (``rw``/``ro``; the DSN never reaches the spawned
+    command line: :func:`daemon.runtime.spawn_daemon` moves it into the child's environment),
+    ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.docs`)."""
     args: list[str] = []
+    for d in docs or ():
+        args += ["--docs", str(d)]
     if embedder is not None:
         args += ["--embedder", embedder]
     if shared_cache:

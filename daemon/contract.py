@@ -56,8 +56,9 @@ import msgspec
 # ------------------------------------------------------------------------------ vocabularies
 #: Search modes: RRF of every channel; BM25 and the names channel only; dense only.
 SEARCH_MODES = ("hybrid", "lexical", "vector")
-#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only.
-SCOPES = ("all", "code", "metadata")
+#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only, documentation
+#: sections only (markdown pages: :mod:`daemon.docs`).
+SCOPES = ("all", "code", "metadata", "docs")
 #: File watching: native events falling back to polling; native only; polling; none
 #: (periodic reconcile and ``reindex`` only).
 WATCH_MODES = ("auto", "native", "polling", "off")
@@ -104,6 +105,10 @@ METADATA_KINDS = (
     "form",
     "template",
 )
+
+#: Chunk kinds produced by the markdown chunker (:mod:`daemon.markdown`): one per section
+#: (a heading and its text up to the next heading), or a part of a long one.
+DOCS_KINDS = ("section",)
 
 #: Module kinds (``Chunk.module_kind`` of code chunks).
 MODULE_KINDS = (
@@ -319,7 +324,8 @@ def type_folder(type_name: str) -> str | None:
 # ------------------------------------------------------------------------------ records
 class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One searchable unit: a BSL method (or a part of a long one), a module's header code,
-    a metadata object, or one field of a metadata object.
+    a metadata object, one field of a metadata object, or a section of a documentation page
+    (kind ``section``: how its fields are filled is in :mod:`daemon.markdown`).
 
     ``id`` is unique within one export root and stable across re-indexing while the thing
     it names keeps its path and name:
@@ -366,13 +372,24 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
         """True for BSL chunks (methods and module-level code)."""
         return self.kind in CODE_KINDS
 
+    @property
+    def is_docs(self) -> bool:
+        """True for documentation sections (:data:`DOCS_KINDS`; fields: :mod:`daemon.markdown`)."""
+        return self.kind in DOCS_KINDS
+
+    @property
+    def is_metadata(self) -> bool:
+        """True for metadata chunks (objects and their fields): neither code nor docs."""
+        return self.kind not in CODE_KINDS and self.kind not in DOCS_KINDS
+
 
 class Skip(msgspec.Struct, frozen=True):
     """A file (or metadata object) the scanner or a chunker did not index, and why.
 
     ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
     ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
-    ``not_metadata``, ``missing_on_disk``, ``parse_failed``);
+    ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
+    an image or other file next to the pages, :mod:`daemon.docs`);
     ``detail`` is a human sentence for logs and ``status``.
     """
 
@@ -414,6 +431,7 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     ranks: dict[str, int] = {}
     match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
     snippet: str = ""
+    anchor: str = ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 
@@ -546,6 +564,8 @@ class Status(msgspec.Struct, kw_only=True):
     methods: int
     metadata_chunks: int
     chunks: int
+    docs_pages: int = 0  # markdown pages indexed (daemon.docs)
+    docs_sections: int = 0  # their sections (chunks of kind "section")
     bm25_terms: int
     dense: DenseStatus
     watcher: WatchStatus
@@ -571,8 +591,47 @@ class Status(msgspec.Struct, kw_only=True):
     recent_queries: list[RecentQuery] = []  # the last daemon.service.RECENT_QUERIES searches, oldest first
 
 
+class DocRef(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A documentation section that names something (:class:`daemon.docs.DocLinks`):
+    ``link`` is ``path#anchor`` (``path`` alone for the text before the first heading),
+    ``heading_path`` the heading chain joined with `` > ``, ``line`` the heading's line."""
+
+    path: str
+    anchor: str = ""
+    link: str
+    heading_path: str = ""
+    line: int = 1
+
+
+class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """A docs page or one section of it (with its sub-sections) from ``read_document``.
+
+    ``heading``: the section asked for (None: the whole page); ``heading_path``: its chain
+    (`` > ``); ``anchor``/``link``: ``path#anchor``; lines 1-based inclusive of the part
+    returned; ``truncated`` with a ``note`` when the text was cut to
+    :data:`daemon.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
+    (``"## Title"`` form, in order) to pick another section; ``mentions``: code methods the
+    section names that resolve in the served code (``Модуль.Метод``)."""
+
+    path: str
+    heading: str | None = None
+    heading_path: str = ""
+    anchor: str = ""
+    link: str
+    start_line: int
+    end_line: int
+    total_lines: int
+    text: str
+    truncated: bool = False
+    note: str = ""
+    lang: str = ""
+    headings: list[str] = []
+    mentions: list[str] = []
+
+
 class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One method with its full text (all parts of a long method joined)."""
+    """One method with its full text (all parts of a long method joined); ``docs``: the
+    documentation sections that mention it (:class:`DocRef`, at most 20)."""
 
     id: str
     path: str
@@ -591,6 +650,7 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     start_line: int
     end_line: int
     text: str
+    docs: list[DocRef] = []
 
 
 class ModuleText(msgspec.Struct, kw_only=True):

@@ -38,7 +38,7 @@ import msgspec
 import numpy as np
 
 from .bsl import live_code
-from .contract import CODE_KINDS, DEFAULT_EMBEDDER, Chunk
+from .contract import CODE_KINDS, DEFAULT_EMBEDDER, DOCS_KINDS, Chunk
 from .store import atomic_write_bytes
 from .folding import split_words
 
@@ -674,6 +674,10 @@ def embed_text(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> str:
         live = live_code(chunk.text)  # an extension's #Удаление lines are not embedded
         if live is not chunk.text:
             chunk = msgspec.structs.replace(chunk, text=live)
+    if chunk.kind in DOCS_KINDS:  # docs: heading path + section text (daemon.docs)
+        from .docs import docs_embed_text
+
+        return docs_embed_text(chunk, max_chars)
     if chunk.kind == "module":
         return _module_text(chunk, max_chars)
     if chunk.kind in CODE_KINDS:

@@ -41,6 +41,7 @@ from .fusion import RRF_K, rrf
 from .intent import metadata_intent
 from .metadata import chunk_metadata_bytes
 from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
+from .docs import docs_name, docs_tokens, docs_weights, log_notes, read_page
 from .scan import (
     ExportInfo,
     SkipFile,
@@ -129,6 +130,7 @@ class EngineConfig(msgspec.Struct, kw_only=True):
 
     max_file_bytes: int = 8 * 2**20
     max_method_lines: int = 400
+    docs: list[str] = []  # docs: documentation folders inside the root (daemon.docs.normalize_docs_dirs)
     stem: bool = True
     embed_max_chars: int = 400
     rrf_k: int = RRF_K
@@ -365,7 +367,7 @@ class Engine:
         self._script_cache: tuple[int, float] = (-1, 0.5)
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
-        self._counts: tuple = (None, 0, 0)
+        self._counts: tuple = (None, 0, 0, 0)
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
@@ -737,7 +739,7 @@ class Engine:
         if not full and (self._info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
             full = True
         if full:
-            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes)
+            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes, docs=self.config.docs)
         else:
             scan = scan_paths(self.root, self._info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
         if cancel():
@@ -745,6 +747,7 @@ class Engine:
         cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
         skipped: list[Skip] = list(scan.skipped)
         sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
+        sources += [("docs", s) for s in scan.docs]  # docs: markdown pages (daemon.docs)
         cs.files_seen = len(sources)
         seen: set[str] = set()
         total = len(sources)
@@ -825,6 +828,7 @@ class Engine:
         a worker made them)."""
         tokens = {}
         chunks = u.chunks
+        log_notes(u)  # docs: a page's oddities, named (daemon.docs.log_notes)
         for i, c in enumerate(chunks):
             prev = self.chunks.get(c.id)
             if prev is not None and prev == c:
@@ -1034,10 +1038,11 @@ class Engine:
         if tokens is None:
             tokens = self._bm25_tokens(c)
         self.bm25.add(c.id, tokens)
-        if not c.is_code:
+        if c.is_metadata:
             self.meta_bm25.add(c.id, tokens)
         if c.kind != "module" and c.part <= 1:
-            self.names.add(c.id, c.name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
+            name = docs_name(c) if c.is_docs else c.name  # docs: a heading's key (daemon.docs.docs_name)
+            self.names.add(c.id, name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
         elif c.id in self.names:
             self.names.remove(c.id)
         # the dense side notices the changed text through embed_pending()
@@ -1208,7 +1213,9 @@ class Engine:
             c = chunks.get(cid)
             if c is None:
                 return False
-            if f.scope == "code" and not c.is_code or f.scope == "metadata" and c.is_code:
+            if f.scope == "code" and not c.is_code or f.scope == "metadata" and not c.is_metadata:
+                return False
+            if f.scope == "docs" and not c.is_docs:  # docs: documentation sections only
                 return False
             if otype and c.object_type != otype:
                 return False
@@ -1285,6 +1292,8 @@ class Engine:
         with self.lock:
             allow = self._allow(filters)
             channels, weights, match = self._channels(query, mode, qvec, allow)
+            if self._docs_search(filters):  # docs: the weights measured on the docs gold set
+                weights = docs_weights(weights, query, self.chunks)
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)
             if match:
                 fused = _names_first(fused, match)
@@ -1295,6 +1304,8 @@ class Engine:
                 if c is None:
                     continue
                 key = (c.path, c.symbol if not c.is_code else c.name if c.kind != "module" else "<module>")
+                if c.is_docs:  # docs: parts of one section collapse, same-named sections do not
+                    key = (c.path, "#" + c.properties.get("anchor", ""))
                 if key in seen:  # parts of one method, or an #Если twin: one hit
                     continue
                 seen.add(key)
@@ -1309,6 +1320,15 @@ class Engine:
                 dense_total=len(self.chunks) if self.embedder else 0,
                 took_ms=(time.perf_counter() - t0) * 1000,
             )
+
+    def _docs_search(self, filters: Filters | None) -> bool:
+        """True for a search of documentation: ``scope`` docs, or a root that holds only docs
+        sections (a docs root searched in ``all``)."""
+        if filters is not None and filters.scope == "docs":
+            return True
+        if self.format != "unknown" or (filters is not None and filters.scope != "all"):
+            return False
+        return bool(self.chunks) and all(r.kind == "docs" for r in self.files.values())
 
     def _channels(self, query: str, mode: str, qvec, allow):
         channels: dict[str, list[str]] = {}
@@ -1366,11 +1386,14 @@ class Engine:
         return 1.0
 
     def _corpus_cyrillic_share(self) -> float:
-        """Share of Cyrillic letters in the method and object names (cached per chunk count)."""
+        """Share of Cyrillic letters in the method and object names (cached per chunk count;
+        docs sections do not count: 0.5, no cross-script rule, in a docs root)."""
         n = len(self.chunks)
         if self._script_cache[0] != n:
             cyr = lat = 0
             for c in self.chunks.values():
+                if c.is_docs:  # docs: pages are bilingual; the rule is about the code's script
+                    continue
                 a, b = _script_counts(c.name)
                 cyr += a
                 lat += b
@@ -1391,7 +1414,7 @@ class Engine:
 
         def metadata_only(cid: str) -> bool:
             c = chunks.get(cid)
-            if c is None or c.is_code or (types and c.object_type not in types):
+            if c is None or not c.is_metadata or (types and c.object_type not in types):
                 return False
             return allow is None or allow(cid)
 
@@ -1416,6 +1439,7 @@ class Engine:
             ranks=ranks,
             match=match,
             snippet=snippet(c) if snippets else "",
+            anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
         )
 
     # ------------------------------------------------------------------ lookups
@@ -1554,9 +1578,10 @@ class Engine:
             key = (id(self.chunks), len(self.chunks), self.version)
             if self._counts[0] != key:
                 methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
-                meta = sum(1 for c in self.chunks.values() if not c.is_code)
-                self._counts = (key, methods, meta)
-            _, methods, meta = self._counts
+                meta = sum(1 for c in self.chunks.values() if c.is_metadata)
+                docs = sum(1 for c in self.chunks.values() if c.is_docs)  # docs: sections
+                self._counts = (key, methods, meta, docs)
+            _, methods, meta, docs = self._counts
             return {
                 "root": str(self.root),
                 "format": self.format,
@@ -1564,6 +1589,8 @@ class Engine:
                 "modules": sum(1 for r in self.files.values() if r.kind == "bsl"),
                 "methods": methods,
                 "metadata_chunks": meta,
+                "docs_pages": sum(1 for r in self.files.values() if r.kind == "docs"),
+                "docs_sections": docs,
                 "chunks": len(self.chunks),
                 "bm25_terms": self.bm25.n_terms,
                 "dense_done": self.dense_done(),
@@ -1636,6 +1663,14 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         except Exception as exc:  # a chunker bug must not stop the index
             log.exception("chunking %s failed", src.path)
             return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
+    elif kind == "docs":  # docs: a markdown page (daemon.docs.read_page)
+        try:
+            chunks = read_page(data, src, config)
+        except SkipFile as exc:
+            return Skip(src.path, exc.reason, exc.detail)
+        except Exception as exc:  # a chunker bug must not stop the index
+            log.exception("chunking %s failed", src.path)
+            return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
     else:
         chunks, skips = chunk_metadata_bytes(data, src, fmt, root=root)
         if skips and not chunks:
@@ -1693,6 +1728,8 @@ def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
     (an extension's ``#Удаление`` lines left out), a metadata chunk's text."""
     if c.is_code:
         return tokenize(f"{c.owner}\n{live_code(c.text)}", stem=stem)
+    if c.is_docs:  # docs: the prose tokenizer (daemon.docs.docs_tokens)
+        return docs_tokens(c, stem)
     return tokenize(f"\n{c.text}", stem=stem)
 
 

@@ -85,12 +85,42 @@ def load_gold(path: Path, corpus: str | None = None) -> list[dict]:
                 entry = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
+            _heading_as_symbol(entry)
             problem = _entry_problem(entry)
             if problem:
                 raise ValueError(f"{path}:{n}: {problem}")
             if corpus is None or entry.get("corpus") == corpus:
                 out.append(entry)
     return out
+
+
+def _heading_as_symbol(entry) -> None:
+    """The documentation gold set names the answering heading ``heading`` where the code
+    set has ``symbol`` (``shared/eval/README.md``, "Documentation gold set"); the score
+    reads it as the symbol."""
+    if isinstance(entry, dict) and isinstance(entry.get("relevant"), list):
+        for r in entry["relevant"]:
+            if isinstance(r, dict) and "heading" in r and "symbol" not in r:
+                r["symbol"] = r["heading"]
+
+
+def is_docs_entry(entry: dict) -> bool:
+    """True for an entry of the documentation gold set (its items have ``heading``)."""
+    return any("heading" in r for r in entry.get("relevant", []))
+
+
+def docs_heading_key(entry: dict, path: str, chain: Sequence[str]) -> str | None:
+    """The heading-level key of a docs hit (``shared/eval/README.md``): the deepest heading
+    of the hit's chain (H1 > H2 > ..., outermost first) that the gold lists for ``path``;
+    else ``None`` when the gold has a whole-file (``null``) item for the path; else the
+    nearest heading (grade 0). Headings compare after NFC, trimming and casefolding."""
+    listed = {_s(r["symbol"].strip()) for r in entry["relevant"] if _p(r["path"]) == _p(path) and r["symbol"] is not None}
+    for h in reversed(list(chain)):
+        if _s(h.strip()) in listed:
+            return h
+    if any(_p(r["path"]) == _p(path) and r["symbol"] is None for r in entry["relevant"]):
+        return None
+    return chain[-1] if chain else None
 
 
 def _entry_problem(entry) -> str | None:

@@ -33,7 +33,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         f"bsl-lens daemon for {g('root')}: running, {g('state', '?')} "
         f"(pid {g('pid')}, bsl-lens {g('version')}, up {_duration(g('uptime_s'))})",
         f"  export:   {g('format', '?') if g('chunks') or g('state') == 'ready' else 'not indexed yet'}: {g('modules', '?')} modules, {g('methods', '?')} methods, "
-        f"{g('metadata_chunks', '?')} metadata chunks, {g('bm25_terms', '?')} BM25 terms "
+        f"{g('metadata_chunks', '?')} metadata chunks, "
+        + (f"{g('docs_pages')} docs pages ({g('docs_sections')} sections), " if g("docs_pages") else "")
+        + f"{g('bm25_terms', '?')} BM25 terms "
         f"({g('files', '?')} files, {g('chunks', '?')} chunks)",
     ]
     prog = g("progress") or {}

@@ -33,6 +33,8 @@ from .contract import (
     DEFAULT_TOP_K,
     MAX_TOP_K,
     Chunk,
+    DocRef,
+    DocumentText,
     Filters,
     MethodInfo,
     ModuleText,
@@ -236,6 +238,19 @@ class ReadModuleParams(_Params):
     end_line: Line | None = None  # inclusive; None = to the end
 
 
+class ReadDocumentParams(_Params):
+    """``read_document``: a docs page, or one section of it by heading."""
+
+    path: str  # relative to the export root
+    heading: str | None = None  # heading text, anchor or "A > B" path; None = the whole page
+
+
+class DocMentionsParams(_Params):
+    """``doc_mentions``: the docs sections that name each of these method chunk ids."""
+
+    ids: list[str]
+
+
 class DescribeObjectParams(_Params):
     """``describe_object``: a metadata object with its fields and modules."""
 
@@ -343,6 +358,8 @@ METHODS: dict[str, MethodSpec] = {
     "get_method": MethodSpec(GetMethodParams, MethodInfo),
     "read_module": MethodSpec(ReadModuleParams, ModuleText),
     "describe_object": MethodSpec(DescribeObjectParams, ObjectDescription),
+    "read_document": MethodSpec(ReadDocumentParams, DocumentText),
+    "doc_mentions": MethodSpec(DocMentionsParams, dict[str, list[DocRef]]),
     "document_symbols": MethodSpec(DocumentSymbolsParams, list[Chunk]),
     "status": MethodSpec(StatusParams, StatusResult),
     "reindex": MethodSpec(ReindexParams, Ack),

@@ -589,8 +589,8 @@ def export_problem(root: str | os.PathLike) -> str | None:
     """Why a daemon must not be started for ``root``, or None if it may: it does not exist
     or is not a directory, or it is neither a 1C export (Designer ``Configuration.xml``, EDT
     ``src/Configuration/Configuration.mdo``, :func:`daemon.scan.detect_export`) nor a folder
-    with ``.bsl`` modules among its first :data:`BSL_PROBE_ENTRIES` entries (a loose set of
-    modules still gets a daemon). Reads the folder, creates nothing."""
+    with ``.bsl`` modules or ``.md`` pages among its first :data:`BSL_PROBE_ENTRIES` entries (a loose set of
+    modules still gets a daemon; a folder of markdown is a docs root, :mod:`daemon.docs`). Reads the folder, creates nothing."""
     p = Path(root).expanduser()
     if not p.exists():
         return f"export root is not a directory: {root} (it does not exist)"
@@ -602,7 +602,7 @@ def export_problem(root: str | os.PathLike) -> str | None:
         return None
     return (
         f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
-        "src/Configuration/Configuration.mdo (EDT project) and no .bsl modules; point it at the export's root"
+        "src/Configuration/Configuration.mdo (EDT project), no .bsl modules and no .md pages; point it at the export's root"
     )
 
 
@@ -621,7 +621,7 @@ def _has_bsl(root: Path, limit: int) -> bool:
             with os.scandir(d) as it:
                 for e in it:
                     seen += 1
-                    if e.name.lower().endswith(".bsl") and e.is_file(follow_symlinks=False):
+                    if e.name.lower().endswith((".bsl", ".md", ".markdown")) and e.is_file(follow_symlinks=False):
                         return True
                     if not e.name.startswith(".") and e.is_dir(follow_symlinks=False):
                         todo.append(Path(e.path))

@@ -71,10 +71,15 @@ class ProjectInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ExportInfo(msgspec.Struct, kw_only=True):
-    """What kind of export a root is: ``format`` is ``"designer"``, ``"edt"`` or ``"unknown"``."""
+    """What kind of export a root is: ``format`` is ``"designer"``, ``"edt"`` or ``"unknown"``.
+
+    ``docs``: the documentation folders named for this root (``--docs``; relative, NFC);
+    in an ``"unknown"`` root (no configuration) every markdown page is documentation
+    anyway (:mod:`daemon.docs`)."""
 
     format: str
     projects: list[ProjectInfo] = []
+    docs: list[str] = []
 
 
 class ModuleIdentity(msgspec.Struct, frozen=True):
@@ -112,6 +117,7 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
     project: str = ""
     disk_path: str = ""
     deps: list[str] = []
+    flavor: str = ""  # markdown pages: how the site generator makes anchors (daemon.markdown.FLAVORS)
 
     @property
     def identity(self) -> ModuleIdentity:
@@ -138,6 +144,7 @@ class ScanResult(msgspec.Struct, kw_only=True):
     info: ExportInfo
     modules: list[SourceFile] = []
     metadata: list[SourceFile] = []
+    docs: list[SourceFile] = []  # markdown pages of the docs folders (daemon.docs)
     skipped: list[Skip] = []
     unreadable_dirs: list[str] = []
 
@@ -606,7 +613,7 @@ def _metadata_identity(parts: list[str]) -> tuple[str, str] | None:
     return ".".join(owner), ru
 
 
-def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
+def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[str] = ()) -> ScanResult:
     """Walk ``root`` once (``os.scandir``) and classify every file.
 
     * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
@@ -640,7 +647,9 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20) -> ScanResult:
     finds on disk.
     """
     root = Path(root)
-    return _scan(root, detect_export(root), [("", True, None)], max_file_bytes)
+    info = detect_export(root)
+    info.docs = list(docs)
+    return _scan(root, info, [("", True, None)], max_file_bytes)
 
 
 def scan_paths(
@@ -715,6 +724,7 @@ def scan_paths(
 
     res.modules = [s for s in res.modules if wanted(s.path)]
     res.metadata = [s for s in res.metadata if wanted(s.path)]
+    res.docs = [s for s in res.docs if wanted(s.path)]
     res.skipped = [s for s in res.skipped if wanted(s.path)]
     return res
 
@@ -755,6 +765,10 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
     skipped: list[Skip] = []
     unreadable_dirs: list[str] = []
     deps: dict[str, list[str]] = {}
+    pages: list[SourceFile] = []
+    from .docs import DocsLayout
+
+    docs_layout = DocsLayout(root, info)
 
     def project_of(rel: str) -> tuple[str, str] | None:
         """(src prefix, project path) of an EDT path, or None if outside every src."""
@@ -812,6 +826,10 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
                     continue
                 lower = name.lower()
                 is_bsl = lower.endswith(".bsl")
+                docs_dir = docs_layout.folder_of(raw_rel)
+                if docs_dir is not None and not (is_bsl or lower.endswith((".xml", ".mdo"))):
+                    docs_layout.scan_page(e, _nfc(raw_rel), raw_rel, docs_dir, is_file, is_link, pages, skipped)
+                    continue
                 if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
                     if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
                         skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + _link_detail(e.path)))
@@ -829,9 +847,10 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
             src.deps = sorted(d)
     modules.sort(key=lambda s: s.path)
     metadata.sort(key=lambda s: s.path)
+    pages.sort(key=lambda s: s.path)
     skipped.sort(key=lambda s: (s.path, s.reason))
     return ScanResult(
-        info=info, modules=modules, metadata=metadata, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
+        info=info, modules=modules, metadata=metadata, docs=pages, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
     )
 
 

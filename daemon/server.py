@@ -496,6 +496,14 @@ class Server:
         """``Service.read_module`` -> ``ModuleText``."""
         return self.service.read_module(p.path, p.start_line, p.end_line)
 
+    def cmd_read_document(self, p):
+        """``Service.read_document`` -> ``DocumentText``."""
+        return self.service.read_document(p.path, p.heading)
+
+    def cmd_doc_mentions(self, p):
+        """``Service.doc_mentions`` -> ``{id: [DocRef]}``."""
+        return self.service.doc_mentions(p.ids)
+
     def cmd_describe_object(self, p):
         """``Service.describe_object`` -> ``ObjectDescription``."""
         return self.service.describe_object(p.name)
@@ -546,6 +554,7 @@ def run_daemon(
     service_factory: Callable[..., Any] | None = None,
     shared_cache: str | None = None,
     shared_cache_mode: str = "rw",
+    docs: list[str] | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -609,6 +618,11 @@ def run_daemon(
 
             log.info("shared embedding cache %s (mode %s)", mask_dsn(shared_cache), shared_cache_mode)
             kwargs.update(shared_cache=shared_cache, shared_cache_mode=shared_cache_mode)
+        if docs:  # documentation folders inside the root (daemon.docs)
+            from .docs import normalize_docs_dirs
+            from .engine import EngineConfig
+
+            kwargs["config"] = EngineConfig(docs=normalize_docs_dirs(paths.root, docs))
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         asyncio.run(_serve(service, paths, log_path, lock, root_lock))
         return 0

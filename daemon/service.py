@@ -1029,7 +1029,57 @@ class Service:
             start_line=group[0].start_line,
             end_line=group[-1].end_line,
             text=text,
+            docs=self._doc_refs([first.id, base]),
         )
+
+    # ------------------------------------------------------------------ docs (daemon.docs)
+    def doc_links(self):
+        """:class:`daemon.docs.DocLinks` of the current index, rebuilt after a batch changed it."""
+        from .docs import DocLinks
+
+        eng = self._engine()
+        cached = getattr(self, "_doc_links_cache", None)
+        if cached is None or cached[0] != (id(eng), eng.version):
+            with eng.lock:
+                # no docs sections (most code roots): nothing to link, skip the pass over the chunks
+                links = DocLinks(list(eng.chunks.values()) if eng.stats()["docs_sections"] else [])
+                self._doc_links_cache = ((id(eng), eng.version), links)
+            return links
+        return cached[1]
+
+    def _doc_refs(self, ids) -> list:
+        from .docs import MAX_DOC_REFS, doc_ref
+
+        eng = self._engine()
+        links = self.doc_links()
+        out: dict[str, None] = {}
+        for cid in ids:
+            for d in links.mentions.get(cid, []):
+                out[d] = None
+        refs = [eng.get_chunk(d) for d in out]
+        return [doc_ref(c) for c in refs if c is not None][:MAX_DOC_REFS]
+
+    def doc_mentions(self, ids: list[str]) -> dict:
+        """``{chunk id: [DocRef]}``: the docs sections that name each method (ids without
+        any are left out)."""
+        out = {}
+        for cid in ids:
+            refs = self._doc_refs([cid, cid.split("#", 1)[0]])
+            if refs:
+                out[cid] = refs
+        return out
+
+    def read_document(self, path: str, heading: str | None = None):
+        """A docs page or its section under ``heading`` (:func:`daemon.docs.read_document`).
+        ``ValueError`` for a path outside the root; ``LookupError`` if it is not an indexed
+        page or has no such heading."""
+        from .docs import read_document
+
+        rel = self._confine(path)
+        sections = self._engine().file_chunks(rel, kind="docs")
+        if sections is None:
+            raise LookupError(f"{rel} is not an indexed docs page (search with scope docs lists them)")
+        return read_document(sections, rel, self._read(rel), heading, self.doc_links())
 
     def _confine(self, path: str) -> str:
         """:meth:`Engine.confine`: ``path`` relative to the root, NFC; ``ValueError`` if it leaves the root."""
@@ -1205,6 +1255,8 @@ class Service:
             modules=st["modules"],
             methods=st["methods"],
             metadata_chunks=st["metadata_chunks"],
+            docs_pages=st["docs_pages"],
+            docs_sections=st["docs_sections"],
             chunks=st["chunks"],
             bm25_terms=st["bm25_terms"],
             dense=dense,

@@ -5,7 +5,7 @@
 service one :class:`ChangeBatch` per burst of changes. It only *reports*; deciding what
 to re-index (and whether a batch is too big to apply incrementally) is the service's job.
 
-* **Filtering.** Only files ending in ``.bsl``, ``.xml`` or ``.mdo`` (any case) are
+* **Filtering.** Only files ending in ``.bsl``, ``.xml``, ``.mdo`` or ``.md``/``.markdown`` (any case) are
   reported in ``paths``; created, deleted and moved directories are reported in ``dirs``.
   Nothing below a dot-directory (``.git``, ``.svn``, ``.hg``, ``.idea``, ``.vscode``,
   ``.bsl-lens``, ``.settings`` …) or below an ``ignore`` directory (the index directory
@@ -81,7 +81,7 @@ log = logging.getLogger(__name__)
 warnings.filterwarnings("ignore", message=r"Callback with id '\d+' already exists", category=RuntimeWarning)
 
 #: File name suffixes reported in :attr:`ChangeBatch.paths` (compared case-insensitively).
-REPORTED_SUFFIXES = (".bsl", ".xml", ".mdo")
+REPORTED_SUFFIXES = (".bsl", ".xml", ".mdo", ".md", ".markdown")  # .md: docs pages (daemon.docs)
 
 #: Editor and tool temp files, matched (case-insensitively) against the file name only:
 #: Emacs backups/locks/autosaves (``X~``, ``.#X``, ``#X#``), Vim swap files and its

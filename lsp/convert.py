@@ -25,6 +25,7 @@ enum_value                                                    EnumMember
 form (a form of an object)                                    Object (a UI object)
 command                                                       Event (it is run, not called)
 template (a макет)                                            File (a stored document)
+section (a heading of a docs page, ``--docs``)                String (text, not code)
 ============================================================  ==========================
 
 A client that declares a ``symbolKind.valueSet`` without one of these gets the nearest
@@ -61,6 +62,7 @@ SYMBOL_KINDS: dict[str, types.SymbolKind] = {
     "form": SK.Object,
     "command": SK.Event,
     "template": SK.File,
+    "section": SK.String,
 }
 #: Stand-ins from the protocol's first version (File..Array) for clients without the rest.
 _FALLBACK = {SK.EnumMember: SK.Field, SK.Object: SK.Class, SK.Event: SK.Method}

@@ -120,7 +120,7 @@ class Root:
             spawn=s.spawn,
             args=daemon_args(
                 embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval,
-                shared_cache=s.shared_cache, shared_cache_mode=s.shared_cache_mode,
+                shared_cache=s.shared_cache, shared_cache_mode=s.shared_cache_mode, docs=s.docs,
             ),
             spawn_timeout=s.spawn_timeout,
             request_timeout=s.request_timeout,

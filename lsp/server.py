@@ -526,7 +526,7 @@ class SymbolsAnswer(msgspec.Struct, kw_only=True):
 class SearchFilters(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
     """``filters`` of ``bsl-lens/search`` (the daemon's ``Filters``, camelCase)."""
 
-    scope: str = "all"  # all | code | metadata
+    scope: str = "all"  # all | code | metadata | docs
     object_type: str | None = None  # Справочник | Catalog | Catalogs
     module_kind: str | None = None  # common | object | manager | form | ...
     path_prefix: str | None = None  # relative to the folder

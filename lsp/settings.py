@@ -62,6 +62,9 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
       daemon (README "Team set-up"; moved into the daemon's environment, never onto its
       command line). Unset: the daemon reads ``BSL_LENS_SHARED_CACHE`` (inherited), else none.
     * ``shared_cache_mode``: ``rw`` or ``ro`` (look up only); unset: ``BSL_LENS_SHARED_CACHE_MODE``, else rw.
+    * ``docs``: documentation folders inside the folder (markdown pages; relative or
+      absolute) a spawned daemon serves next to the code (``--docs``; ``scope: "docs"``
+      in ``bsl-lens/search``).
     * ``spawn``: start a daemon when none runs for the folder (default true); false: only
       use a running one, retrying every few seconds.
     * ``spawn_timeout``: seconds to wait for a spawned daemon to answer (default 60).
@@ -81,6 +84,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     reconcile_interval: Annotated[float, msgspec.Meta(ge=0)] | None = None
     shared_cache: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     shared_cache_mode: Literal["rw", "ro"] | None = None
+    docs: list[str] = []
     spawn: bool = True
     spawn_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
     max_symbols: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = DEFAULT_SYMBOL_LIMIT

@@ -68,6 +68,36 @@ class SearchHit(_Out):
     match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring ('' if not by name)")
     snippet: str = Field("", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)")
     stale: bool = Field(False, description="The file changed on disk and is not re-indexed yet: re-check with read_module")
+    heading_path: str = Field("", description="Docs sections (kind section): the heading chain H1 > H2 > H3")
+    link: str = Field("", description="Docs sections: path#anchor, the section's link on the documentation site; read it with read_document")
+
+
+class DocMention(_Out):
+    """A documentation section that names a method."""
+
+    link: str = Field(description="path#anchor of the section")
+    heading_path: str = Field("", description="Its heading chain H1 > H2 > H3")
+    path: str
+    line: int = Field(description="Line of the section's heading")
+
+
+class DocumentOutput(_Out):
+    """A documentation page or one section of it (with its sub-sections)."""
+
+    root: str
+    path: str
+    heading: str | None = Field(None, description="The section returned; null: the whole page")
+    heading_path: str = ""
+    link: str = Field(description="path#anchor (path alone for the whole page)")
+    lang: str = Field("", description="ru or en")
+    start_line: int
+    end_line: int = Field(description="Last line returned (inclusive)")
+    total_lines: int
+    text: str = Field(description="The markdown as written (tables, admonitions and code blocks kept)")
+    truncated: bool = Field(False, description="The text was cut: see note for how to read the rest")
+    note: str = ""
+    headings: list[str] = Field(default_factory=list, description="Every heading of the page ('## Title'), to read another section")
+    mentions: list[str] = Field(default_factory=list, description="Methods of the served code the section names (Модуль.Метод): read them with get_method")
 
 
 class SearchOutput(_Out):
@@ -116,6 +146,7 @@ class SymbolDef(_Out):
     doc: str = Field("", description="The // comment block above the method, as written")
     synonym: dict[str, str] = Field(default_factory=dict, description="Metadata: language code -> synonym (the user-visible name)")
     types: list[str] = Field(default_factory=list, description="Metadata fields: value types as written")
+    docs: list[DocMention] = Field(default_factory=list, description="Methods: documentation sections that mention it")
 
 
 class FindSymbolOutput(_Out):
@@ -161,6 +192,7 @@ class MethodOutput(_Out):
     truncated: bool = Field(False, description="The text was cut (very long method): see note")
     note: str = ""
     warming: bool = False
+    docs: list[DocMention] = Field(default_factory=list, description="Documentation sections that mention this method (read them with read_document)")
 
 
 class ModuleOutput(_Out):

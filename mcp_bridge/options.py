@@ -21,6 +21,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
     p.add_argument("--shared-cache", metavar="DSN", help="for a spawned daemon: " + SHARED_CACHE_HELP)
     p.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help="for a spawned daemon: " + SHARED_CACHE_MODE_HELP)
+    p.add_argument("--docs", action="append", metavar="DIR", help="for a spawned daemon: a documentation folder inside the root (markdown; repeatable), searched with scope docs")
     p.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other needs --token)")

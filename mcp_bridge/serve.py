@@ -159,6 +159,7 @@ def spawn_args(args) -> list[str]:
     return daemon_args(
         embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval,
         shared_cache=args.shared_cache, shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
+        docs=getattr(args, "docs", None) or (),
     )
 
 

@@ -5,7 +5,7 @@
 whose tools are thin adapters: check the arguments, call the daemon, convert the answer
 into the pydantic models of :mod:`mcp_bridge.models`.
 
-Tools: ``search``, ``find_symbol``, ``get_method``, ``read_module``, ``describe_object``,
+Tools: ``search``, ``find_symbol``, ``get_method``, ``read_module``, ``read_document``, ``describe_object``,
 ``index_status``. Every tool is read-only and rejects unknown arguments (the input schema
 has ``additionalProperties: false``; the error names the valid ones).
 
@@ -41,12 +41,14 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, model_val
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.contract import CODE_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
+from daemon.contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
 from daemon.protocol import INVALID_PARAMS, NOT_FOUND
 
 from .links import CONNECT_WAIT, RootLink, Starting
 from .models import (
     DenseInfo,
+    DocMention,
+    DocumentOutput,
     FindSymbolOutput,
     IndexInfo,
     MetaField,
@@ -166,6 +168,17 @@ def _hit_fields(h) -> dict:
         signature=h.signature,
         match=h.match,
     )
+
+
+def _doc_fields(h) -> dict:
+    """Docs sections: the heading path and the ``path#anchor`` link of a hit."""
+    if h.kind not in DOCS_KINDS:
+        return {}
+    return {"heading_path": h.signature, "link": f"{h.path}#{h.anchor}" if h.anchor else h.path}
+
+
+def _mention(d) -> DocMention:
+    return DocMention(link=d.link, heading_path=d.heading_path, path=d.path, line=d.line)
 
 
 def _header_line(m) -> int:
@@ -365,7 +378,8 @@ def _instructions(links: list[RootLink]) -> str:
         f"Roots served: {roots}. Before writing or changing 1C code, look things up here instead of "
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
         "search for a question in words (\"как отправить письмо\"), get_method to read a method, "
-        "describe_object for a metadata object's attributes and types, read_module for surrounding lines. "
+        "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
+        "search with scope docs and read_document for documentation pages served with the code. "
         "Cite results as path:line. If a result says warming, the index is still being built."
     )
 
@@ -374,7 +388,9 @@ SEARCH_DOC = """Search the 1C configuration's code and metadata by name or by me
 
 Use it to find where something is done ("где считается НДС", "как отправить письмо", "проверка заполнения ИНН", English questions work too), or to find a method or object whose exact name you do not know. For a name you know, find_symbol is more direct. Results are ranked (names, BM25 words and semantic vectors fused); each hit gives path, lines, owner object, module kind, method name and kind, export flag, a snippet with the doc comment and signature, and its rank in each channel. Then read a hit with get_method (methods) or describe_object (metadata). After editing files, pass wait_fresh=1 so the answer includes your change; otherwise stale: true with stale_paths says which changed files it may miss.
 
-Examples: {"query": "отправка почты"}; {"query": "ЗначениеРеквизитаОбъекта", "scope": "code", "export_only": true}; {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}."""
+With scope "docs" it searches the documentation pages served with the code (coding standards, a framework's guide): each hit is a section with its heading_path and a path#anchor link; read it with read_document.
+
+Examples: {"query": "отправка почты"}; {"query": "ЗначениеРеквизитаОбъекта", "scope": "code", "export_only": true}; {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}; {"query": "как проверить тип значения", "scope": "docs"}."""
 
 FIND_SYMBOL_DOC = """Find definitions by name, fuzzy like an IDE's "go to symbol": exact names, prefixes, CamelHump abbreviations and Модуль.Метод qualified names.
 
@@ -389,6 +405,12 @@ Give either a qualified name Модуль.Метод ("ОбщегоНазнач�
 READ_MODULE_DOC = """Read a line range of a file under the export root (a .bsl module or a metadata XML), e.g. the lines around a search hit or the rest of a long method.
 
 Lines are 1-based and inclusive; at most 500 lines (and 60000 characters) per call; when cut, the note says which start_line to ask for next. Paths are relative to the export root, as in search results ("CommonModules/ОбщегоНазначения/Ext/Module.bsl"); paths that leave the root are refused."""
+
+READ_DOCUMENT_DOC = """Read a documentation page (markdown served with the code: coding standards, a framework's guide) or one section of it with its sub-sections.
+
+Give the path from a search hit with scope docs, and optionally the heading ("Проверка типа значения", its anchor, or "Базовые утверждения > Доступные методы"). At most 20000 characters per call; when cut, the note says how to read on. The answer lists the page's headings and the code methods the section names (read them with get_method).
+
+Examples: {"path": "features/assertions/assertions-base.md", "heading": "Проверка типа значения"}; {"path": "diagnostics/MagicNumber.md"}."""
 
 DESCRIBE_OBJECT_DOC = """Describe a metadata object: synonym, attributes with their types, tabular sections with their attributes, register dimensions and resources, enum values, forms, commands, templates, and the paths of its modules.
 
@@ -435,7 +457,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         query: Annotated[str, Field(min_length=1, description="A name (СообщитьПользователю, ОбщегоНазначения.Сообщ) or a question in words (\"как отправить письмо\", \"where are exchange rates loaded\")")],
         mode: Annotated[SearchMode, Field(description="hybrid (default: names + words + meaning), lexical (names and words only: exact terms), vector (meaning only)")] = "hybrid",
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Hits to return, 1..{MAX_TOP_K}")] = 10,
-        scope: Annotated[Scope, Field(description="code (BSL methods), metadata (objects and their fields), or all")] = "all",
+        scope: Annotated[Scope, Field(description="code (BSL methods), metadata (objects and their fields), docs (documentation sections: markdown pages served with the code), or all")] = "all",
         object_type: Annotated[str | None, Field(description="Only this metadata type and its modules: Справочник, Документ, РегистрСведений, ОбщийМодуль, Перечисление ... (Catalog, Catalogs work too)")] = None,
         module_kind: Annotated[ModuleKind | None, Field(description="Only this module kind: common, object, manager, form, command, recordset, ...")] = None,
         path_prefix: Annotated[str | None, Field(description="Only files under this path, relative to the root: \"CommonModules/\", \"Catalogs/Пользователи\"")] = None,
@@ -469,6 +491,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 ranks=dict(h.ranks),
                 snippet=h.snippet,
                 stale=h.stale,
+                **_doc_fields(h),
             )
             for i, h in enumerate(res.hits, 1)
         ]
@@ -526,6 +549,11 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             full = await _call(b, link, chunks)
         except ToolError:  # a chunk replaced between the two calls: fall back to the hits
             full = [None] * len(res.hits)
+        method_ids = [h.id for h in res.hits if h.kind in ("procedure", "function")]
+        try:
+            mentions = await _call(b, link, lambda c: c.doc_mentions(method_ids)) if method_ids else {}
+        except ToolError:  # an older daemon without docs links
+            mentions = {}
         symbols = []
         for h, ch in zip(res.hits, full):
             symbols.append(
@@ -539,6 +567,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                     doc=ch.doc if ch else "",
                     synonym=dict(ch.synonym) if ch else {},
                     types=list(ch.types) if ch else [],
+                    docs=[_mention(d) for d in mentions.get(h.id, [])],
                 )
             )
         warming = _lexical_warming(st)
@@ -608,6 +637,27 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             truncated=truncated,
             note=note,
             warming=_lexical_warming(st),
+            docs=[_mention(d) for d in m.docs],
+        )
+
+    # -------------------------------------------------------------- read_document
+    async def read_document(
+        ctx: Context,
+        path: Annotated[str, Field(min_length=1, description="Docs page relative to the root, from a search hit: \"features/assertions/assertions-base.md\"")],
+        heading: Annotated[str | None, Field(description="A heading of the page (as written, plain text, its anchor, or H1 > H2 path); default: the whole page")] = None,
+        root: RootArg = None,
+    ) -> DocumentOutput:
+        b = _bridge(ctx)
+        link = b.pick(root)
+        try:
+            st = await _status(b, link)
+        except Starting as exc:
+            raise ToolError(str(exc)) from None
+        d = await _call(b, link, lambda c: c.read_document(path, heading), warming=_lexical_warming(st))
+        return DocumentOutput(
+            root=link.name, path=d.path, heading=d.heading, heading_path=d.heading_path, link=d.link, lang=d.lang,
+            start_line=d.start_line, end_line=d.end_line, total_lines=d.total_lines, text=d.text,
+            truncated=d.truncated, note=d.note, headings=list(d.headings), mentions=list(d.mentions),
         )
 
     # -------------------------------------------------------------- read_module
@@ -705,6 +755,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         Tool.from_function(find_symbol, description=FIND_SYMBOL_DOC, annotations=READ_ONLY),
         Tool.from_function(get_method, description=GET_METHOD_DOC, annotations=READ_ONLY),
         Tool.from_function(read_module, description=READ_MODULE_DOC, annotations=READ_ONLY),
+        Tool.from_function(read_document, description=READ_DOCUMENT_DOC, annotations=READ_ONLY),
         Tool.from_function(describe_object, description=DESCRIBE_OBJECT_DOC, annotations=READ_ONLY),
         Tool.from_function(index_status, description=INDEX_STATUS_DOC, annotations=READ_ONLY),
     ]

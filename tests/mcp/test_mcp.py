@@ -129,7 +129,7 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
             return tools, c.server_info
 
     tools, info = run(main())
-    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "describe_object", "index_status"}
+    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "read_document", "describe_object", "index_status"}
     assert info.name == "bsl-lens"
     for t in tools.values():
         assert t.output_schema and t.output_schema["type"] == "object", t.name
@@ -545,7 +545,7 @@ def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
         info, tools, hit, bad = run(main())
     finally:
         daemons.adopt(sample_root, index_dir)
-    assert info.name == "bsl-lens" and len(tools) == 6
+    assert info.name == "bsl-lens" and len(tools) == 7
     assert hit.hits[0].qualified_name == "РаботаСКонтрагентами.ИННСоответствуетТребованиям"
     assert "outside the export root" in bad
 
@@ -682,7 +682,7 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
     assert no_token.headers["www-authenticate"].startswith("Bearer")
     assert evil.status_code == 403
     assert local.status_code == 200
-    assert len(tools) == 6
+    assert len(tools) == 7
     assert hit.symbols and hit.symbols[0].name == "ИННСоответствуетТребованиям"
     assert obj.owner == "Справочник.Контрагенты" and obj.attributes
 
@@ -694,3 +694,49 @@ def test_origin_and_loopback_rules():
     assert not origin_allowed("http://localhost.evil.example", []) and not origin_allowed("https://evil.example", [])
     assert origin_allowed("https://app.example:8443", ["https://app.example:*"])
     assert origin_allowed("https://app.example", ["https://app.example/"])
+
+
+# ------------------------------------------------------------------------------ docs
+DOCS_PAGE = """# Обмен с банком
+
+Загрузку выписки делает `ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка`.
+
+## Разбор строк
+
+Строки разбирает `РазобратьСтрокиВыписки`.
+"""
+
+
+def test_docs_search_read_document_and_method_links(tmp_path):
+    from daemon_helpers import SAMPLE
+
+    from mcp_bridge.models import DocumentOutput
+
+    root = tmp_path / "export"
+    shutil.copytree(SAMPLE, root)
+    (root / "docs").mkdir()
+    (root / "docs" / "bank.md").write_text(DOCS_PAGE + "\n".join(f"Строка {i} " + "текст " * 30 for i in range(800)), encoding="utf-8")
+    ds = Daemons(tmp_path)
+    try:
+        h = ds.start(root, *LEXICAL, "--docs", "docs", wait_idle=True)
+
+        async def main():
+            async with session(link_for(h, "demo")) as c:
+                found = ok(await c.call_tool("search", {"query": "разбор строк", "scope": "docs", "mode": "lexical"}), SearchOutput)
+                section = ok(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Разбор строк"}), DocumentOutput)
+                page = ok(await c.call_tool("read_document", {"path": "docs/bank.md"}), DocumentOutput)
+                missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
+                method = ok(await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}), MethodOutput)
+                sym = ok(await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}), FindSymbolOutput)
+                return found, section, page, missing, method, sym
+
+        found, section, page, missing, method, sym = run(main())
+    finally:
+        ds.close()
+    top = found.hits[0]
+    assert top.kind == "section" and top.link == "docs/bank.md#разбор-строк" and top.heading_path == "Обмен с банком > Разбор строк"
+    assert section.heading == "Разбор строк" and section.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
+    assert page.truncated and "read_module" in page.note and len(page.text) <= 20_000  # bounded, says so
+    assert "its headings" in missing
+    assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
+    assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]

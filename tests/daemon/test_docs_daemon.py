@@ -1,0 +1,124 @@
+"""Documentation folders through real daemon processes over the socket: ``--docs`` on a
+code root and a plain docs root, ``scope: docs``, ``read_document``, links from docs
+sections to methods (``get_method``, ``doc_mentions``), an edited page picked up by the
+watcher, and bad pages that are skipped while the daemon keeps serving; also the CLI's
+``search --scope docs`` and ``eval`` on a docs gold file."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+from daemon_helpers import SAMPLE, TIMEOUT, run_cli, wait_until
+
+from daemon.client import CommandError
+
+LEXICAL = ("--embedder", "none")
+
+BANK = """---
+title: Банк
+---
+
+# Обмен с банком
+
+Загрузку выписки делает `ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка`.
+
+## Разбор строк
+
+Строки разбирает `РазобратьСтрокиВыписки`.
+
+```bsl
+# не заголовок
+Результат = ОбменСБанкомСлужебный.РазобратьСтрокиВыписки(Текст);
+```
+"""
+
+
+def _root(tmp_path):
+    root = tmp_path / "export"
+    shutil.copytree(SAMPLE, root)
+    (root / "docs").mkdir()
+    (root / "docs" / "bank.md").write_text(BANK, encoding="utf-8")
+    (root / "docs" / "logo.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00")
+    return root
+
+
+def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
+    root = _root(tmp_path)
+    d = daemons.start(root, *LEXICAL, "--watch", "auto", "--docs", "docs", wait_idle=True)
+    with d.client() as c:
+        res = c.search("разбор строк выписки", mode="lexical", filters={"scope": "docs"})
+        assert res.hits and {h.kind for h in res.hits} == {"section"}
+        top = res.hits[0]
+        assert (top.path, top.anchor, top.signature) == ("docs/bank.md", "разбор-строк", "Обмен с банком > Разбор строк")
+        code = c.search("РазобратьСтрокиВыписки", mode="lexical", filters={"scope": "code"})
+        assert code.hits and all(h.kind != "section" for h in code.hits)
+
+        doc = c.read_document("docs/bank.md", "Разбор строк")
+        assert doc.link == "docs/bank.md#разбор-строк" and "# не заголовок" in doc.text and not doc.truncated
+        assert doc.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
+        whole = c.read_document("docs/bank.md")
+        assert whole.headings == ["# Обмен с банком", "## Разбор строк"] and "title: Банк" in whole.text
+        try:
+            c.read_document("docs/bank.md", "Нет такого")
+            raise AssertionError("an unknown heading must fail")
+        except CommandError as exc:
+            assert "its headings" in exc.message
+        try:
+            c.read_document("CommonModules/РасчетНДС/Ext/Module.bsl")
+            raise AssertionError("a module is not a docs page")
+        except CommandError as exc:
+            assert "not an indexed docs page" in exc.message
+
+        m = c.get_method("ОбменСБанкомСлужебный.РазобратьСтрокиВыписки")
+        assert [r.link for r in m.docs] == ["docs/bank.md#разбор-строк"]
+        load = c.search("ЗагрузитьВыпискуБанка", mode="lexical", filters={"scope": "code"}).hits[0]
+        mentions = c.doc_mentions([load.id])
+        assert [r.link for r in mentions[load.id]] == ["docs/bank.md#обмен-с-банком"]
+
+        st = c.status().service
+        assert st.skipped.get("not_markdown") == 1
+
+        # an edited page is searchable once the watcher's batch is applied
+        (root / "docs" / "bank.md").write_text(BANK + "\n## Сверка остатков\n\nСверка делается ежедневно.\n", encoding="utf-8")
+
+        def found() -> bool:
+            hits = c.search("сверка остатков", mode="lexical", filters={"scope": "docs"}).hits
+            return bool(hits) and hits[0].anchor == "сверка-остатков"
+
+        wait_until(found, TIMEOUT, "the edited page to be searchable")
+
+        # bad pages: skipped with a reason, the daemon keeps serving
+        (root / "docs" / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
+        with open(root / "docs" / "huge.md", "wb") as fh:
+            fh.write(b"# Huge\n" + b"x" * (20 * 2**20))
+        (root / "docs" / "broken.md").write_bytes("# Сломанная\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "конец\n".encode("utf-8"))
+        c.reindex()
+        assert c.wait_idle(TIMEOUT)
+        st = c.status().service
+        reasons = {(k.path, k.reason) for k in st.skipped_files}
+        assert {("docs/binary.md", "binary"), ("docs/huge.md", "too_large")} <= reasons
+        assert c.search("сверка остатков", mode="lexical", filters={"scope": "docs"}).hits
+    log = (d.index_dir / "daemon.log").read_text(encoding="utf-8", errors="replace")
+    assert "docs/huge.md" in log and "too_large" in log
+    assert "docs page docs/broken.md: 1 invalid UTF-8 sequences replaced" in log
+
+
+def test_a_markdown_folder_is_a_docs_root_and_the_cli_searches_and_evaluates_it(daemons, tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "bank.md").write_text(BANK, encoding="utf-8")
+    d = daemons.start(root, *LEXICAL, "--watch", "off", wait_idle=True)
+    out = d.cli("search", "разбор строк", "--scope", "docs", "--mode", "lexical", "--json", "--no-spawn", check=True)
+    hits = json.loads(out.stdout)["hits"]
+    assert hits[0]["path"] == "bank.md" and hits[0]["anchor"] == "разбор-строк"
+    gold = tmp_path / "gold.jsonl"
+    gold.write_text(
+        json.dumps({"id": "d900", "query": "разбор строк выписки", "corpus": "site", "intent": "docs_lookup",
+                    "relevant": [{"path": "bank.md", "heading": "Разбор строк", "grade": 3}]}, ensure_ascii=False) + "\n",
+        encoding="utf-8",
+    )
+    ev = run_cli("eval", str(root), "--index-dir", str(tmp_path / "eval-idx"), "--gold", str(gold), "--modes", "lexical",
+                 "--embedder", "none", "--json", check=True)
+    r = json.loads(ev.stdout)["modes"]["lexical"]["overall"]
+    assert r["file"]["ndcg@10"] == 1.0 and r["symbol"]["hit@1"] == 1.0
