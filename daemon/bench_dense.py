@@ -29,11 +29,12 @@ What it measures, for each ``M`` asked (the first one also gets the memory break
   the engine's scope filters are): 10% takes hnswlib's filtered graph search, 1% the exact
   scan over the allowed keys (see :meth:`DenseIndex.search`);
 * save / load (:meth:`DenseIndex.save` / :meth:`DenseIndex.load`) wall time;
-* the embedding cache (:class:`daemon.embed.EmbeddingCache`, by text hash), which today keeps
-  a second float32 copy of every vector next to hnswlib's: its RSS, its save and load time and
-  the load's peak; the two ways to drop that copy from RAM measured side by side: reading
-  vectors back from hnswlib (``get_items``, per vector) and the cache file memory-mapped
-  (``np.memmap``: RSS after mapping and after reading a batch of rows).
+* the embedding cache (:class:`daemon.embed.EmbeddingCache`, by text hash), the second float32
+  copy of every vector next to hnswlib's: its heap RSS while it fills (before a save), its
+  save and load time and peaks, and the RSS once loaded (its rows are memory-mapped from the
+  file since this bench measured the heap copy at 1.26 GiB for 769k vectors); and the two ways
+  to read a vector without a heap copy side by side: back from hnswlib (``get_items``, per
+  vector) and from the cache file memory-mapped (``np.memmap``: RSS after reading a batch).
 
 RSS figures are from ``/proc/self/status`` (``RssAnon``, ``VmHWM`` reset through
 ``/proc/self/clear_refs`` before each step whose peak is reported); they are MiB.
