@@ -738,8 +738,9 @@ class EmbeddingCache:
     File format (``save``): ``b"BSLLENS-EMB\\x01"``, a little-endian uint32 header length,
     a msgpack header (version, fingerprint, dim, count, raw key digests, blake2b checksum of
     the blob), then the raw float32 ``count x dim`` blob. Written to a temporary file in the
-    same directory, fsynced and ``os.replace``d (the old mapping is closed first, so this
-    works where a mapped file cannot be replaced, as on Windows).
+    same directory, fsynced and ``os.replace``d. This cache's own mapping is closed before the
+    replace, as Windows requires (untested there; another process or cache mapping the same
+    file would still block the replace on Windows).
     """
 
     VERSION = 1
