@@ -40,7 +40,7 @@ import numpy as np
 
 from .bsl import live_code
 from .contract import CODE_KINDS, DEFAULT_EMBEDDER, DOCS_KINDS, Chunk
-from .store import atomic_write_bytes, atomic_write_parts
+from .store import atomic_write_parts
 from .folding import split_words
 
 log = logging.getLogger(__name__)
