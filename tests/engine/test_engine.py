@@ -293,12 +293,12 @@ def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path
     import os
     import signal
 
-    from daemon import engine as engine_mod
+    from daemon import reconcile as reconcile_mod
     from daemon.engine import make_pool
 
     plain = Engine.open(sample_root, index_dir=tmp_path / "a")
     plain.refresh()
-    monkeypatch.setattr(engine_mod, "POOL_MIN_FILES", 2)  # the sample has 32 files
+    monkeypatch.setattr(reconcile_mod, "POOL_MIN_FILES", 2)  # the sample has 32 files
     pooled = Engine.open(sample_root, index_dir=tmp_path / "b")
     pooled.pool = make_pool(2)
     try:
@@ -332,6 +332,7 @@ def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(sam
     import msgspec
 
     from daemon import engine as engine_mod
+    from daemon import persist as persist_mod
     from daemon.engine import SNAPSHOT_FILE, _msgpack_header, _snapshot_parts
 
     for n in (0, 1, 15, 16, 65535, 65536):
@@ -341,7 +342,7 @@ def test_snapshot_written_in_pieces_is_the_plain_encoding_and_caches_no_utf8(sam
     eng.refresh()
     texts = [c.text for c in eng.chunks.values() if not c.text.isascii()]
     sizes = [sys.getsizeof(t) for t in texts]
-    monkeypatch.setattr(engine_mod, "SNAPSHOT_PART_ITEMS", 3)  # many pieces from the small sample
+    monkeypatch.setattr(persist_mod, "SNAPSHOT_PART_ITEMS", 3)  # many pieces from the small sample
     assert eng.save_lexical()
     assert [sys.getsizeof(t) for t in texts] == sizes
     data = (tmp_path / "idx" / SNAPSHOT_FILE).read_bytes()

@@ -1,0 +1,460 @@
+"""Persistence of the engine: the lexical snapshot and its journal, the dense index, its
+map and journal (load and save).
+
+Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import numpy as np
+
+from . import __version__
+from .bm25 import BM25Index, BM25State
+from .contract import Chunk, Skip
+from .reconcile import ChangeSet, FileRecord
+from .scan import ExportInfo
+from .store import SnapshotError, atomic_write_parts, read_msgpack, write_json, write_msgpack
+from .symbols import SymbolIndex, SymbolState
+
+log = logging.getLogger(__name__)
+
+#: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
+#: carries its derived arrays, see daemon.symbols.SymbolState).
+SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
+#: The lexical snapshot file in the index directory (see :meth:`Engine.save_lexical`).
+SNAPSHOT_FILE = "snapshot.msgpack"
+#: The lexical journal (changes since the snapshot; :mod:`daemon.journal`), and when a new
+#: snapshot is due instead: a journal over 64 MB (a frame holds the changed file's chunks:
+#: ~1 MB for an edit of a 1 MB module; replaying 64 MB at start costs ~0.3 s) or a batch of
+#: more than 300 files (a first index or a checkout: one snapshot is cheaper).
+JOURNAL_FILE = "journal.bin"
+JOURNAL_MAX_BYTES = 64 * 2**20
+JOURNAL_MAX_FILES = 300
+#: Dense journal: a snapshot of the dense side is due after this many journaled vectors
+#: (4096 x 1.5 KB = 6 MB; replaying them into hnswlib at start takes well under a second).
+DENSE_JOURNAL_MAX = 4096
+
+
+class _DenseMeta(msgspec.Struct):
+    """``dense-<tag>/embedded.msgpack``: which text each vector was made from, and the
+    generation its journal must carry (:mod:`daemon.journal`)."""
+
+    generation: str
+    embedded: dict[str, str]
+
+
+class _DenseEntry(msgspec.Struct, array_like=True):
+    """One dense journal frame: vectors set by one :meth:`Engine.embed_ids` call."""
+
+    ids: list[str]
+    hashes: list[str]
+    vectors: bytes  # float32 little-endian, len(ids) x dim
+
+
+class _Lexical(msgspec.Struct):
+    bm25: BM25State
+    meta: BM25State  # Engine.meta_bm25 (field name kept: snapshots written before the rename load)
+    names: SymbolState
+
+
+class _Snapshot(msgspec.Struct):
+    """``snapshot.msgpack``: everything of the lexical side in one file, so one atomic
+    rename commits it (two files could be caught half-written by a ``kill -9``)."""
+
+    manifest: dict[str, Any]
+    files: dict[str, FileRecord]
+    chunks: list[Chunk]
+    lexical: _Lexical
+    skipped: list[Skip] = []
+
+
+#: Chunks / file records per encoded piece of the snapshot (:func:`_snapshot_parts`).
+SNAPSHOT_PART_ITEMS = 512
+
+
+def _fresh(v: Any) -> Any:
+    """A copy of ``v`` in which every non-ASCII ``str`` is a new object (containers and
+    structs copied as needed; other values shared).
+
+    Why: encoding a non-ASCII ``str`` to UTF-8 (msgspec does it with
+    ``PyUnicode_AsUTF8AndSize``) leaves a UTF-8 copy cached inside the string object for its
+    whole life. Encoding the live chunks, ids and terms for a snapshot of ssl31-ru cached
+    ~130 MB that way (852k strings, measured with tracemalloc): a daemon that had written a
+    snapshot sat at ~1.3x the RSS of one that had only read it. Encoding copies instead lets
+    the caches die with the copies."""
+    t = type(v)
+    if t is str:
+        return v if v.isascii() else "".join((v, ""))
+    if t is list or t is tuple:
+        if all(type(x) in _SCALARS for x in v):  # numbers only (a line range): nothing to copy
+            return v
+        out = [_fresh(x) for x in v]
+        return out if t is list else tuple(out)
+    if t is dict:
+        return {_fresh(k): _fresh(x) for k, x in v.items()}
+    if isinstance(v, msgspec.Struct):
+        changes = {}
+        for f in v.__struct_fields__:
+            x = getattr(v, f)
+            tx = type(x)
+            if tx is str:
+                if not x.isascii():
+                    changes[f] = "".join((x, ""))
+            elif x and (tx in _CONTAINER_OR_STR or isinstance(x, msgspec.Struct)):
+                y = _fresh(x)
+                if y is not x:
+                    changes[f] = y
+        return msgspec.structs.replace(v, **changes) if changes else v
+    return v
+
+
+_CONTAINER_OR_STR = frozenset((str, list, tuple, dict))
+_SCALARS = frozenset((int, float, bool, type(None)))
+
+
+def _msgpack_header(n: int, small: int, b16: int, b32: int) -> bytes:
+    if n < 16:
+        return bytes((small | n,))
+    if n < 1 << 16:
+        return bytes((b16,)) + n.to_bytes(2, "big")
+    return bytes((b32,)) + n.to_bytes(4, "big")
+
+
+def _snapshot_parts(snap: "_Snapshot"):
+    """``msgspec.msgpack.encode(snap)``, byte for byte, as a sequence of pieces of at most
+    :data:`SNAPSHOT_PART_ITEMS` chunks or file records each (asserted by the tests).
+
+    The whole ssl31-ru snapshot is ~170 MB: built as one ``bytes`` it cost that much on
+    top of the index, plus the encoder's growing buffer. Every piece encodes
+    :func:`_fresh` copies, so no UTF-8 cache stays on the live strings. A map of the struct's
+    fields in declaration order, as msgspec writes a non-``array_like`` struct."""
+    enc = msgspec.msgpack.Encoder()
+    fields = snap.__struct_fields__
+    yield _msgpack_header(len(fields), 0x80, 0xDE, 0xDF)
+    step = SNAPSHOT_PART_ITEMS
+    for name in fields:
+        yield enc.encode(name)
+        value = getattr(snap, name)
+        if name == "chunks":
+            yield _msgpack_header(len(value), 0x90, 0xDC, 0xDD)
+            for i in range(0, len(value), step):
+                yield enc.encode(_fresh(value[i : i + step]))[len(_msgpack_header(min(step, len(value) - i), 0x90, 0xDC, 0xDD)) :]
+        elif name == "files":
+            items = list(value.items())
+            yield _msgpack_header(len(items), 0x80, 0xDE, 0xDF)
+            for i in range(0, len(items), step):
+                part = dict(_fresh(items[i : i + step]))
+                yield enc.encode(part)[len(_msgpack_header(len(part), 0x80, 0xDE, 0xDF)) :]
+        else:
+            yield enc.encode(_fresh(value))
+
+
+
+class PersistMixin:
+    """The engine's snapshots and journals: :meth:`save`, :meth:`save_lexical`, :meth:`save_dense`, :meth:`load_dense`."""
+
+    def _manifest(self) -> dict:
+        from . import tokenize as tok
+
+        return {
+            "bsl_lens": __version__,
+            "schema": SCHEMA_VERSION,
+            "tokenizer": getattr(tok, "TOKENIZER_VERSION", 1),
+            "lexical": self.config.lexical_fingerprint(),
+            "root": str(self.root),
+        }
+
+    def _load(self) -> None:
+        d = self.index_dir
+        if not (d / SNAPSHOT_FILE).exists():
+            return
+        t0 = time.perf_counter()
+        import gc
+
+        # decoding creates ~40k chunk structs and their containers: cyclic GC passes over
+        # them would cost a third of the decode time (measured: 0.47 -> 0.26 s CPU for
+        # ssl31-ru's chunks), and none of it is garbage
+        gc_on = gc.isenabled()
+        gc.disable()
+        try:
+            snap = read_msgpack(d / SNAPSHOT_FILE, _Snapshot)
+            want = self._manifest()
+            if not all(snap.manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical")):
+                log.warning("index in %s is from another version or settings; rebuilding", d)
+                return
+            bm25 = BM25Index.from_state(snap.lexical.bm25)
+            meta = BM25Index.from_state(snap.lexical.meta)
+            names = SymbolIndex.from_state(snap.lexical.names)
+            chunks = {c.id: c for c in snap.chunks}
+        except (SnapshotError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            log.warning("lexical snapshot unusable (%s); rebuilding", exc)
+            return
+        finally:
+            if gc_on:
+                gc.enable()
+        self.files = snap.files
+        self.chunks = chunks
+        self.skipped = snap.skipped
+        self.bm25, self.meta_bm25, self.names = bm25, meta, names
+        self.format = snap.manifest.get("format", "unknown")
+        share = snap.manifest.get("cyrillic_share")
+        if isinstance(share, (int, float)):
+            self._script_cache = (len(self.chunks), float(share))
+        info = snap.manifest.get("info")
+        if isinstance(info, dict):
+            try:
+                self._info = msgspec.convert(info, ExportInfo)
+            except msgspec.ValidationError:
+                self._info = None
+        self.generation = str(snap.manifest.get("generation", ""))
+        replayed = self._replay_journal()
+        log.info(
+            "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
+            len(self.files), len(self.chunks), replayed, time.perf_counter() - t0,
+        )
+
+    def _replay_journal(self) -> int:
+        """Apply the lexical journal of the loaded snapshot's generation; returns the number
+        of batches replayed. A batch that does not decode ends the replay (the rest is
+        redone by the reconcile with the disk)."""
+        from . import journal
+
+        if not self.generation:
+            return 0
+        n = 0
+        for payload in journal.read(self.index_dir / JOURNAL_FILE, self.generation):
+            try:
+                cs = msgspec.msgpack.decode(payload, type=ChangeSet)
+            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+                log.warning("journal batch %d does not decode (%s); replay stops", n + 1, exc)
+                break
+            self.apply(cs, journal=False)
+            n += 1
+        return n
+
+    def _dense_paths(self) -> tuple[Path, Path, Path]:
+        """(hnswlib dir, embedded-map file, embedding cache file) of the current embedder.
+
+        Each embedder has its own files (named by a hash of its fingerprint), so a lexical-only
+        run, a damaged lexical snapshot or a switch to another model and back never throws
+        away vectors that took an hour to compute.
+        """
+        tag = hashlib.sha256(self.embedder.fingerprint.encode("utf-8")).hexdigest()[:12]
+        d = self.index_dir
+        return d / f"dense-{tag}", d / f"dense-{tag}" / "embedded.msgpack", d / f"embeddings-{tag}.bin"
+
+    def load_dense(self) -> None:
+        """Load the embedding cache and the dense index of the current embedder, if any.
+
+        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned;
+        chunks whose text changed are re-embedded by :meth:`embed_pending` / :meth:`embed_ids`
+        (from the cache when the text was seen before). Loads into locals and swaps them in
+        under the lock, so queries meanwhile use the (empty) dense side, never a half-loaded
+        one. Never raises for damaged files (logged; the cache rebuilds the index).
+        """
+        if self.embedder is None:
+            return
+        from .dense import DenseIndex, DenseIndexError
+        from .embed import EmbeddingCache
+
+        dense_dir, embedded_file, cache_file = self._dense_paths()
+        cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
+        dense, meta = None, None
+        if dense_dir.exists():
+            try:
+                dense = DenseIndex.load(dense_dir, self.embedder.dim)
+                try:
+                    meta = read_msgpack(embedded_file, _DenseMeta)
+                except SnapshotError:  # written before the journal existed: a bare map
+                    meta = _DenseMeta("", read_msgpack(embedded_file, dict[str, str]))
+            except (DenseIndexError, SnapshotError) as exc:
+                log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
+                dense, meta = None, None
+        if dense is None:
+            with self.lock:
+                self.cache = cache
+            return
+        embedded = {k: v for k, v in meta.embedded.items() if k in dense}
+        stray = [k for k in dense.keys() if k not in embedded]
+        if stray:
+            dense.remove(stray)
+        replayed = self._replay_dense_journal(dense_dir, meta.generation, dense, cache, embedded)
+        with self.lock:
+            self.cache = cache
+            self.dense = dense
+            self.dense_generation = meta.generation
+            self.embedded = embedded
+            self._dense_journal_vectors = replayed
+            if replayed:
+                self._dense_dirty = True
+            if self.files:  # never prune against an empty (unloaded, rebuilding) lexical side
+                self._prune_dense()
+
+    def _replay_dense_journal(self, dense_dir: Path, generation: str, dense, cache, embedded: dict[str, str]) -> int:
+        """Upsert the vectors journaled since the dense snapshot into ``dense`` (and ``cache``,
+        ``embedded``); returns how many."""
+        from . import journal
+
+        if not generation:
+            return 0
+        n = 0
+        for payload in journal.read(dense_dir / JOURNAL_FILE, generation):
+            try:
+                e = msgspec.msgpack.decode(payload, type=_DenseEntry)
+                vecs = np.frombuffer(e.vectors, dtype="<f4").reshape(len(e.ids), self.embedder.dim)
+            except (msgspec.DecodeError, msgspec.ValidationError, ValueError) as exc:
+                log.warning("dense journal frame does not decode (%s); replay stops", exc)
+                break
+            dense.upsert(e.ids, vecs)
+            cache.put_many(e.hashes, vecs)
+            for cid, h in zip(e.ids, e.hashes):
+                embedded[cid] = h
+            n += len(e.ids)
+        if n:
+            log.info("replayed %d journaled vectors", n)
+        return n
+
+    def _prune_dense(self) -> None:
+        """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild)."""
+        if self.dense is None:
+            return
+        gone = [k for k in self.embedded if k not in self.chunks]
+        if gone:
+            self.dense.remove(gone)
+            for k in gone:
+                del self.embedded[k]
+            self._dense_dirty = True
+
+
+    def save(self) -> None:
+        """Persist everything that changed: :meth:`save_lexical` then :meth:`save_dense`."""
+        self.save_lexical()
+        self.save_dense()
+
+    def save_lexical(self) -> bool:
+        """Write ``snapshot.msgpack`` (file records, chunks, BM25 and names state) if the
+        lexical side changed since the last save; returns True if it wrote.
+
+        One file, written atomically (:func:`daemon.store.atomic_write_bytes`), so a crash
+        leaves the old or the new snapshot, never a mix. Encoding runs without the engine
+        lock: call it from the writer thread (the only one that changes the lexical side);
+        readers are never blocked by it. ssl31-ru: ~180 MB, see README "Benchmarks".
+        """
+        d = self.index_dir
+        if not self._dirty and (d / SNAPSHOT_FILE).exists():
+            return False
+        from . import journal
+
+        d.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds the code
+        self._dirty = False  # changes made while we write mark it dirty again
+        generation = journal.new_generation()
+        try:
+            manifest = {
+                **self._manifest(),
+                "format": self.format,
+                "info": msgspec.to_builtins(self._info) if self._info is not None else None,
+                "cyrillic_share": self._corpus_cyrillic_share(),
+                "saved_at": time.time(),
+                "generation": generation,
+            }
+            snap = _Snapshot(
+                manifest=manifest,
+                files=self.files,
+                chunks=list(self.chunks.values()),
+                lexical=_Lexical(self.bm25.to_state(), self.meta_bm25.to_state(), self.names.to_state()),
+                skipped=self.skipped,
+            )
+            atomic_write_parts(d / SNAPSHOT_FILE, _snapshot_parts(snap))
+            # the snapshot holds everything the journal held: start a new, empty one
+            journal.reset(d / JOURNAL_FILE, generation)
+            self.generation = generation
+            self.compact_due = False
+            write_json(d / "manifest.json", manifest)  # for people and tools; the snapshot carries its own
+            for legacy in ("chunks.msgpack", "lexical.msgpack"):  # schema <= 4
+                (d / legacy).unlink(missing_ok=True)
+        except BaseException:
+            self._dirty = True
+            raise
+        return True
+
+    def save_dense(self) -> bool:
+        """Write the dense index, its chunk-to-text-hash map and the embedding cache if new
+        vectors came in since the last save; returns True if it wrote.
+
+        Each file is atomic; a crash between them is repaired on load (:meth:`load_dense`
+        drops vectors without a map entry and the other way round; the cache re-fills the
+        rest without the model). Safe from any thread: takes the engine lock only to copy
+        the map, hnswlib's own lock while it writes the graph.
+        """
+        from . import journal
+
+        if self.dense is None or not self._dense_dirty:
+            return False
+        generation = journal.new_generation()
+        with self.lock:
+            self._dense_dirty = False
+            embedded = dict(self.embedded)
+            # vectors set after this point go to the next generation's journal
+            dense_dir, embedded_file, cache_file = self._dense_paths()
+        try:
+            self.cache.save(cache_file)
+            self.dense.save(dense_dir)
+            write_msgpack(embedded_file, _DenseMeta(generation, embedded))
+            journal.reset(dense_dir / JOURNAL_FILE, generation)
+            self.dense_generation = generation
+            self.dense_compact_due = False
+            self._dense_journal_vectors = 0
+        except BaseException:
+            self._dense_dirty = True
+            raise
+        return True
+
+    def _journal_append(self, cs: "ChangeSet") -> None:
+        """Append a batch to the lexical journal; a big batch (a first index, a checkout)
+        asks for a snapshot instead (:attr:`compact_due`)."""
+        from . import journal
+
+        if self.compact_due or not self.generation:
+            self.compact_due = True
+            return
+        if len(cs.updates) > JOURNAL_MAX_FILES:
+            self.compact_due = True
+            return
+        slim = msgspec.structs.replace(
+            cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates]
+        )
+        try:
+            # encoded from fresh copies: no UTF-8 cache stays on the live chunks (see _fresh)
+            size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(_fresh(slim)))
+        except OSError as exc:
+            log.warning("journal append failed (%s); a snapshot is written instead", exc)
+            self.compact_due = True
+            return
+        if size > JOURNAL_MAX_BYTES:
+            self.compact_due = True
+
+    def _dense_journal_append(self, live, mat: np.ndarray) -> None:
+        from . import journal
+
+        if not self.dense_generation or self.dense_compact_due:
+            self.dense_compact_due = True
+            return
+        dense_dir, _, _ = self._dense_paths()
+        entry = _DenseEntry([x[0] for x in live], [x[1] for x in live], np.ascontiguousarray(mat, dtype="<f4").tobytes())
+        try:
+            journal.append(dense_dir / JOURNAL_FILE, msgspec.msgpack.encode(entry))
+        except OSError as exc:
+            log.warning("dense journal append failed (%s); a dense snapshot is written instead", exc)
+            self.dense_compact_due = True
+            return
+        self._dense_journal_vectors += len(live)
+        if self._dense_journal_vectors > DENSE_JOURNAL_MAX:
+            self.dense_compact_due = True
+
