@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from .bm25 import BM25Index
+from .chunkstore import ChunkStore, ChunksView
 from .contract import Chunk, Filters, Hit, SearchResult, Skip
 from .fusion import RRF_K
 from .persist import (
@@ -38,12 +39,10 @@ from .persist import (
     JOURNAL_MAX_BYTES,
     JOURNAL_MAX_FILES,
     SCHEMA_VERSION,
+    CURRENT_FILE,
+    LEXICAL_DIR,
     SNAPSHOT_FILE,
-    SNAPSHOT_PART_ITEMS,
     PersistMixin,
-    _msgpack_header,
-    _snapshot_parts,
-    _Snapshot,
 )
 from .ranking import (
     CHANNEL_DEPTH,
@@ -79,9 +78,8 @@ __all__ = [
     "CHANNEL_DEPTH", "CROSS_SCRIPT_WEIGHT", "DENSE_JOURNAL_MAX", "DENSE_WEIGHT", "JOURNAL_FILE", "JOURNAL_MAX_BYTES",
     "JOURNAL_MAX_FILES", "MAX_QUERY_CHARS", "META_DENSE_DEPTH", "META_DENSE_WEIGHT", "META_WEIGHT", "NAME_TIER",
     "POOL_BATCH", "POOL_MIN_FILES", "QUERY_EMBED_CHARS", "RRF_K", "SCHEMA_VERSION", "SNAPSHOT_FILE",
-    "SNAPSHOT_PART_ITEMS", "Cancelled", "ChangeSet", "Chunk", "Engine", "EngineConfig", "FileRecord", "FileUpdate",
-    "Filters", "Hit", "RefreshReport", "SearchResult", "Skip", "_Snapshot", "_msgpack_header", "_snapshot_parts",
-    "make_pool", "read_source", "snippet", "symbol_boost",
+    "CURRENT_FILE", "LEXICAL_DIR", "Cancelled", "ChangeSet", "Chunk", "ChunkStore", "Engine", "EngineConfig",
+    "FileRecord", "FileUpdate", "Filters", "Hit", "RefreshReport", "SearchResult", "Skip", "make_pool", "read_source", "snippet", "symbol_boost",
 ]
 
 log = logging.getLogger(__name__)
@@ -102,7 +100,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.embedder = embedder  # daemon.embed.Embedder or None (lexical only)
         self.lock = threading.RLock()
         self.files: dict[str, FileRecord] = {}
-        self.chunks: dict[str, Chunk] = {}
+        # every chunk, by slot (daemon.chunkstore); engine.chunks is a read-only Mapping view
+        self.store = ChunkStore()
+        self.chunks = ChunksView(lambda: self.store)
         self.embedded: dict[str, str] = {}
         # chunks whose text changed since their vector was made: the old vector still
         # answers (it is close) until embed_ids replaces it, but it is not counted as done
@@ -182,12 +182,17 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         from .embed import embed_text, text_hash
 
         with self.lock:
-            items = list(self.chunks.items())
+            slots = self.store.live_slots().tolist()
             embedded = dict(self.embedded)
         out = []
-        for cid, c in items:
-            if embedded.get(cid) != text_hash(embed_text(c, self.config.embed_max_chars)):
-                out.append(cid)
+        step = 2048  # chunks materialised per hold of the lock
+        for i in range(0, len(slots), step):
+            with self.lock:
+                store = self.store
+                items = [(store.ids[s], store.get(s)) for s in slots[i : i + step] if store.ids[s] is not None]
+            for cid, c in items:
+                if embedded.get(cid) != text_hash(embed_text(c, self.config.embed_max_chars)):
+                    out.append(cid)
         with self.lock:
             self.stale_vectors = {cid for cid in out if cid in self.embedded}
         return out
@@ -247,7 +252,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         with self.lock:
             todo = []
             for cid in ids:
-                c = self.chunks.get(cid)
+                c = self.store.get_by_id(cid)
                 if c is None:
                     continue
                 t = embed_text(c, self.config.embed_max_chars)
@@ -260,7 +265,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         with self.lock:
             live = []
             for (cid, t, h), v in zip(todo, vecs):
-                c = self.chunks.get(cid)
+                c = self.store.get_by_id(cid)
                 # the chunk may have changed or gone while the model ran: then its new text
                 # is (or will be) queued again
                 if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
@@ -280,7 +285,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
     def get_chunk(self, chunk_id: str) -> Chunk | None:
         """The chunk with this id, or None."""
         with self.lock:
-            return self.chunks.get(chunk_id)
+            return self.store.get_by_id(chunk_id)
 
     def file_chunks(self, rel: str, *, kind: str | None = None) -> list[Chunk] | None:
         """The chunks of one indexed file in index order (a module's methods and header code;
@@ -291,7 +296,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             rec = self.files.get(rel)
             if rec is None or (kind is not None and rec.kind != kind):
                 return None
-            return [self.chunks[c] for c in rec.chunk_ids if c in self.chunks]
+            store = self.store
+            return [store.get(s) for s in rec.slot_list() if store.ids[s] is not None]
 
     def is_indexed(self, rel: str) -> bool:
         """True if the file ``rel`` (relative, NFC) is in the index (as a module or a descriptor)."""
@@ -321,7 +327,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
         owner_key = fold(f"{object_type}.{name}")
         with self.lock:
-            objects = [c for c in self.chunks.values() if c.kind == "object" and c.object_type == object_type]
+            store = self.store
+            objects = [store.get(s) for s in store.slots_where(kind="object", object_type=object_type).tolist()]
             match = [c for c in objects if fold(c.owner) == owner_key]
             if not match:
                 close = sorted(c.owner for c in objects if fold(name) in fold(c.name))[:10]
@@ -329,13 +336,20 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 raise LookupError(f"no metadata object {object_type}.{name} in the index{hint}")
             o = match[0]
             rec = self.files.get(o.path)
-            fields = [self.chunks[c] for c in (rec.chunk_ids if rec else []) if c in self.chunks and c != o.id]
+            fields = [store.get(s) for s in (rec.slot_list() if rec else []) if store.ids[s] not in (None, o.id)]
             prefix = o.owner + "."
             modules = {}
+            owners, kinds = store.tables["owner"].values, store.tables["module_kind"].values
+            owner_col, kind_col = store.col("owner"), store.col("module_kind")
             for r in self.files.values():
-                first = self.chunks.get(r.chunk_ids[0]) if r.kind == "bsl" and r.chunk_ids else None
-                if first is not None and (first.owner == o.owner or first.owner.startswith(prefix)):
-                    modules[r.path] = first.module_kind
+                if r.kind != "bsl" or not r.slots:
+                    continue
+                first = r.slot_list()[0]
+                if store.ids[first] is None:
+                    continue
+                owner = owners[owner_col[first]]
+                if owner == o.owner or owner.startswith(prefix):
+                    modules[r.path] = kinds[kind_col[first]]
         return o, fields, modules
 
     def similar_objects(self, name: str, limit: int = 5) -> list[str]:
@@ -409,10 +423,17 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense.
         The per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
-            key = (id(self.chunks), len(self.chunks), self.version)
+            store = self.store
+            key = (id(store), store.version, self.version)
             if self._counts[0] != key:
-                methods = sum(1 for c in self.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1)
-                meta = sum(1 for c in self.chunks.values() if not c.is_code)
+                live = store.mask()
+                kinds = store.col("kind")
+                method = np.zeros(len(store.tables["kind"]) + 1, dtype=bool)
+                for k in ("procedure", "function"):
+                    if store.tables["kind"].find(k) >= 0:
+                        method[store.tables["kind"].find(k)] = True
+                methods = int((live & method[kinds] & (store.col("part") <= 1)).sum())
+                meta = int(store.mask(scope="metadata").sum())
                 self._counts = (key, methods, meta)
             _, methods, meta = self._counts
             return {

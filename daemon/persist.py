@@ -7,7 +7,10 @@ Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's att
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
+import os
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -17,19 +20,24 @@ import numpy as np
 
 from . import __version__
 from .bm25 import BM25Index, BM25State
-from .contract import Chunk, Skip
+from .chunkstore import ChunkStore, ChunkStoreError
+from .contract import Skip
 from .reconcile import ChangeSet, FileRecord
 from .scan import ExportInfo
-from .store import SnapshotError, atomic_write_parts, read_msgpack, write_json, write_msgpack
+from .store import SnapshotError, atomic_write_bytes, read_msgpack, write_json, write_msgpack
 from .symbols import SymbolIndex, SymbolState
 
 log = logging.getLogger(__name__)
 
-#: Bump when the layout of chunks.msgpack / lexical.msgpack changes (3: the symbol state
-#: carries its derived arrays, see daemon.symbols.SymbolState).
-SCHEMA_VERSION = 5  # 5: one snapshot.msgpack (chunks + lexical state) instead of two files
-#: The lexical snapshot file in the index directory (see :meth:`Engine.save_lexical`).
+#: Bump when the layout of the lexical snapshot changes (3: the symbol state carries its
+#: derived arrays; 5: one snapshot.msgpack; 6: a generation folder of column files).
+SCHEMA_VERSION = 6
+#: The lexical snapshot of schema 5 (one file): found on load, it means a logged rebuild.
 SNAPSHOT_FILE = "snapshot.msgpack"
+#: The lexical snapshot: ``<index_dir>/lexical/<generation>/``, the current one named by
+#: ``lexical/CURRENT`` (see :meth:`PersistMixin.save_lexical`).
+LEXICAL_DIR = "lexical"
+CURRENT_FILE = "CURRENT"
 #: The lexical journal (changes since the snapshot; :mod:`daemon.journal`), and when a new
 #: snapshot is due instead: a journal over 64 MB (a frame holds the changed file's chunks:
 #: ~1 MB for an edit of a 1 MB module; replaying 64 MB at start costs ~0.3 s) or a batch of
@@ -56,27 +64,6 @@ class _DenseEntry(msgspec.Struct, array_like=True):
     ids: list[str]
     hashes: list[str]
     vectors: bytes  # float32 little-endian, len(ids) x dim
-
-
-class _Lexical(msgspec.Struct):
-    bm25: BM25State
-    meta: BM25State  # Engine.meta_bm25 (field name kept: snapshots written before the rename load)
-    names: SymbolState
-
-
-class _Snapshot(msgspec.Struct):
-    """``snapshot.msgpack``: everything of the lexical side in one file, so one atomic
-    rename commits it (two files could be caught half-written by a ``kill -9``)."""
-
-    manifest: dict[str, Any]
-    files: dict[str, FileRecord]
-    chunks: list[Chunk]
-    lexical: _Lexical
-    skipped: list[Skip] = []
-
-
-#: Chunks / file records per encoded piece of the snapshot (:func:`_snapshot_parts`).
-SNAPSHOT_PART_ITEMS = 512
 
 
 def _fresh(v: Any) -> Any:
@@ -119,44 +106,6 @@ _CONTAINER_OR_STR = frozenset((str, list, tuple, dict))
 _SCALARS = frozenset((int, float, bool, type(None)))
 
 
-def _msgpack_header(n: int, small: int, b16: int, b32: int) -> bytes:
-    if n < 16:
-        return bytes((small | n,))
-    if n < 1 << 16:
-        return bytes((b16,)) + n.to_bytes(2, "big")
-    return bytes((b32,)) + n.to_bytes(4, "big")
-
-
-def _snapshot_parts(snap: "_Snapshot"):
-    """``msgspec.msgpack.encode(snap)``, byte for byte, as a sequence of pieces of at most
-    :data:`SNAPSHOT_PART_ITEMS` chunks or file records each (asserted by the tests).
-
-    The whole ssl31-ru snapshot is ~170 MB: built as one ``bytes`` it cost that much on
-    top of the index, plus the encoder's growing buffer. Every piece encodes
-    :func:`_fresh` copies, so no UTF-8 cache stays on the live strings. A map of the struct's
-    fields in declaration order, as msgspec writes a non-``array_like`` struct."""
-    enc = msgspec.msgpack.Encoder()
-    fields = snap.__struct_fields__
-    yield _msgpack_header(len(fields), 0x80, 0xDE, 0xDF)
-    step = SNAPSHOT_PART_ITEMS
-    for name in fields:
-        yield enc.encode(name)
-        value = getattr(snap, name)
-        if name == "chunks":
-            yield _msgpack_header(len(value), 0x90, 0xDC, 0xDD)
-            for i in range(0, len(value), step):
-                yield enc.encode(_fresh(value[i : i + step]))[len(_msgpack_header(min(step, len(value) - i), 0x90, 0xDC, 0xDD)) :]
-        elif name == "files":
-            items = list(value.items())
-            yield _msgpack_header(len(items), 0x80, 0xDE, 0xDF)
-            for i in range(0, len(items), step):
-                part = dict(_fresh(items[i : i + step]))
-                yield enc.encode(part)[len(_msgpack_header(len(part), 0x80, 0xDE, 0xDF)) :]
-        else:
-            yield enc.encode(_fresh(value))
-
-
-
 class PersistMixin:
     """The engine's snapshots and journals: :meth:`save`, :meth:`save_lexical`, :meth:`save_dense`, :meth:`load_dense`."""
 
@@ -173,51 +122,65 @@ class PersistMixin:
 
     def _load(self) -> None:
         d = self.index_dir
-        if not (d / SNAPSHOT_FILE).exists():
+        gen = _current_generation(d)
+        if not gen:
+            if (d / SNAPSHOT_FILE).exists():
+                log.warning("index in %s is a snapshot of an older format (%s); rebuilding", d, SNAPSHOT_FILE)
             return
         t0 = time.perf_counter()
         import gc
 
-        # decoding creates ~40k chunk structs and their containers: cyclic GC passes over
-        # them would cost a third of the decode time (measured: 0.47 -> 0.26 s CPU for
-        # ssl31-ru's chunks), and none of it is garbage
+        # decoding creates the ids and file records: cyclic GC passes over them are wasted
         gc_on = gc.isenabled()
         gc.disable()
+        g = d / LEXICAL_DIR / gen
         try:
-            snap = read_msgpack(d / SNAPSHOT_FILE, _Snapshot)
+            manifest = json.loads((g / "manifest.json").read_bytes())
             want = self._manifest()
-            if not all(snap.manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical")):
+            if not all(manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical")):
                 log.warning("index in %s is from another version or settings; rebuilding", d)
                 return
-            bm25 = BM25Index.from_state(snap.lexical.bm25)
-            meta = BM25Index.from_state(snap.lexical.meta)
-            names = SymbolIndex.from_state(snap.lexical.names)
-            chunks = {c.id: c for c in snap.chunks}
-        except (SnapshotError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+            if manifest.get("generation") != gen:
+                raise SnapshotError(f"manifest names generation {manifest.get('generation')!r}, CURRENT {gen!r}")
+            store = ChunkStore.load(g / "chunks")
+            bm25 = _load_bm25(g / "bm25")
+            meta = _load_bm25(g / "meta_bm25")
+            names = _load_names(g / "names")
+            files = read_msgpack(g / "files.msgpack", dict[str, FileRecord])
+            skipped = read_msgpack(g / "skipped.msgpack", list[Skip])
+            n = 0
+            for rec in files.values():
+                sl = rec.slot_list()
+                n += len(sl)
+                if sl and (max(sl) >= store.capacity or min(sl) < 0 or any(store.ids[s] is None for s in sl)):
+                    raise SnapshotError(f"files.msgpack: {rec.path} names chunk slots the store does not hold")
+            if n != len(store):
+                raise SnapshotError(f"files.msgpack names {n} chunks, the store holds {len(store)}")
+        except (ChunkStoreError, SnapshotError, OSError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             log.warning("lexical snapshot unusable (%s); rebuilding", exc)
             return
         finally:
             if gc_on:
                 gc.enable()
-        self.files = snap.files
-        self.chunks = chunks
-        self.skipped = snap.skipped
+        self.files = files
+        self.store = store
+        self.skipped = skipped
         self.bm25, self.meta_bm25, self.names = bm25, meta, names
-        self.format = snap.manifest.get("format", "unknown")
-        share = snap.manifest.get("cyrillic_share")
+        self.format = manifest.get("format", "unknown")
+        share = manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
-            self._script_cache = (len(self.chunks), float(share))
-        info = snap.manifest.get("info")
+            self._script_cache = (self.store.version, float(share))
+        info = manifest.get("info")
         if isinstance(info, dict):
             try:
                 self._info = msgspec.convert(info, ExportInfo)
             except msgspec.ValidationError:
                 self._info = None
-        self.generation = str(snap.manifest.get("generation", ""))
+        self.generation = gen
         replayed = self._replay_journal()
         log.info(
             "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
-            len(self.files), len(self.chunks), replayed, time.perf_counter() - t0,
+            len(self.files), len(self.store), replayed, time.perf_counter() - t0,
         )
 
     def _replay_journal(self) -> int:
@@ -325,7 +288,7 @@ class PersistMixin:
         """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild)."""
         if self.dense is None:
             return
-        gone = [k for k in self.embedded if k not in self.chunks]
+        gone = [k for k in self.embedded if k not in self.store]
         if gone:
             self.dense.remove(gone)
             for k in gone:
@@ -339,23 +302,34 @@ class PersistMixin:
         self.save_dense()
 
     def save_lexical(self) -> bool:
-        """Write ``snapshot.msgpack`` (file records, chunks, BM25 and names state) if the
-        lexical side changed since the last save; returns True if it wrote.
+        """Write a new generation of the lexical snapshot if the lexical side changed since
+        the last save; returns True if it wrote.
 
-        One file, written atomically (:func:`daemon.store.atomic_write_bytes`), so a crash
-        leaves the old or the new snapshot, never a mix. Encoding runs without the engine
-        lock: call it from the writer thread (the only one that changes the lexical side);
-        readers are never blocked by it. ssl31-ru: ~180 MB, see README "Benchmarks".
+        ``<index_dir>/lexical/<generation>/``: ``manifest.json``, ``chunks/``
+        (:meth:`daemon.chunkstore.ChunkStore.save`), ``bm25/``, ``meta_bm25/``, ``names/``,
+        ``files.msgpack``, ``skipped.msgpack``. Written as a stream into
+        ``<generation>.tmp/`` (every file fsynced), renamed, then ``lexical/CURRENT``
+        (atomic replace) names it; older generations are deleted after that (a live
+        memory map of a deleted file stays valid). A ``kill -9`` at any point leaves the old
+        or the new generation current, each complete. Runs without the engine lock: call it
+        from the writer thread (the only one that changes the lexical side); readers are
+        never blocked by it. Afterwards the chunk blobs are served from the new
+        generation's memory-mapped arena (:meth:`daemon.chunkstore.ChunkStore.rebase`).
         """
         d = self.index_dir
-        if not self._dirty and (d / SNAPSHOT_FILE).exists():
+        if not self._dirty and _current_generation(d):
             return False
         from . import journal
 
         d.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds the code
         self._dirty = False  # changes made while we write mark it dirty again
         generation = journal.new_generation()
+        lex = d / LEXICAL_DIR
+        lex.mkdir(exist_ok=True, mode=0o700)
+        tmp = lex / f"{generation}.tmp"
         try:
+            store = self.store
+            version = store.version
             manifest = {
                 **self._manifest(),
                 "format": self.format,
@@ -363,24 +337,34 @@ class PersistMixin:
                 "cyrillic_share": self._corpus_cyrillic_share(),
                 "saved_at": time.time(),
                 "generation": generation,
+                "chunks": len(store),
             }
-            snap = _Snapshot(
-                manifest=manifest,
-                files=self.files,
-                chunks=list(self.chunks.values()),
-                lexical=_Lexical(self.bm25.to_state(), self.meta_bm25.to_state(), self.names.to_state()),
-                skipped=self.skipped,
-            )
-            atomic_write_parts(d / SNAPSHOT_FILE, _snapshot_parts(snap))
+            tmp.mkdir(mode=0o700)
+            store.save(tmp / "chunks")
+            _save_bm25(self.bm25, tmp / "bm25")
+            _save_bm25(self.meta_bm25, tmp / "meta_bm25")
+            _save_names(self.names, tmp / "names")
+            _write_parts_synced(tmp / "files.msgpack", _files_parts(self.files))
+            _write_parts_synced(tmp / "skipped.msgpack", (msgspec.msgpack.encode(self.skipped),))
+            _write_parts_synced(tmp / "manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2).encode(),))
+            for sub in (tmp / "chunks", tmp / "bm25", tmp / "meta_bm25", tmp / "names", tmp):
+                _fsync_dir(sub)
+            os.rename(tmp, lex / generation)
+            _fsync_dir(lex)
+            atomic_write_bytes(lex / CURRENT_FILE, generation.encode("ascii"))
+            _fsync_dir(lex)
             # the snapshot holds everything the journal held: start a new, empty one
             journal.reset(d / JOURNAL_FILE, generation)
             self.generation = generation
             self.compact_due = False
-            write_json(d / "manifest.json", manifest)  # for people and tools; the snapshot carries its own
-            for legacy in ("chunks.msgpack", "lexical.msgpack"):  # schema <= 4
-                (d / legacy).unlink(missing_ok=True)
+            write_json(d / "manifest.json", manifest)  # for people and tools; the generation carries its own
+            with self.lock:
+                if self.store is store and store.version == version:
+                    store.rebase(lex / generation / "chunks")
+            _drop_generations(d, keep=generation)
         except BaseException:
             self._dirty = True
+            shutil.rmtree(tmp, ignore_errors=True)
             raise
         return True
 
@@ -458,3 +442,74 @@ class PersistMixin:
         if self._dense_journal_vectors > DENSE_JOURNAL_MAX:
             self.dense_compact_due = True
 
+
+def _current_generation(d: Path) -> str:
+    """The generation ``<index_dir>/lexical/CURRENT`` names, "" when there is none (or it is
+    not a 32-hex-digit id)."""
+    try:
+        gen = (d / LEXICAL_DIR / CURRENT_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return gen if len(gen) == 32 and all(ch in "0123456789abcdef" for ch in gen) else ""
+
+
+def _drop_generations(d: Path, keep: str) -> None:
+    """Delete every generation folder (and leftover ``*.tmp``) but ``keep``, and the
+    single-file snapshots of older versions."""
+    lex = d / LEXICAL_DIR
+    for p in lex.iterdir():
+        if p.is_dir() and p.name != keep:
+            shutil.rmtree(p, ignore_errors=True)
+    for legacy in (SNAPSHOT_FILE, "chunks.msgpack", "lexical.msgpack"):  # schema <= 5
+        (d / legacy).unlink(missing_ok=True)
+
+
+def _fsync_dir(p: Path) -> None:
+    fd = os.open(p, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _write_parts_synced(path: Path, parts) -> None:
+    with open(path, "wb") as fh:
+        for part in parts:
+            fh.write(part)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _files_parts(files: dict[str, FileRecord]):
+    """``msgspec.msgpack.encode(files)`` in pieces of at most 512 records (a map header,
+    then the encoded key/value pairs): never the whole map as one bytes object."""
+    enc = msgspec.msgpack.Encoder()
+    n = len(files)
+    yield bytes((0x80 | n,)) if n < 16 else (b"\xde" + n.to_bytes(2, "big") if n < 1 << 16 else b"\xdf" + n.to_bytes(4, "big"))
+    buf = bytearray()
+    for k, rec in files.items():
+        enc.encode_into(k, buf, len(buf))
+        enc.encode_into(rec, buf, len(buf))
+        if len(buf) > 1 << 20:
+            yield bytes(buf)
+            buf.clear()
+    if buf:
+        yield bytes(buf)
+
+
+def _save_bm25(index: BM25Index, d: Path) -> None:
+    d.mkdir(mode=0o700)
+    _write_parts_synced(d / "state.msgpack", (msgspec.msgpack.encode(index.to_state()),))
+
+
+def _load_bm25(d: Path) -> BM25Index:
+    return BM25Index.from_state(read_msgpack(d / "state.msgpack", BM25State))
+
+
+def _save_names(index: SymbolIndex, d: Path) -> None:
+    d.mkdir(mode=0o700)
+    _write_parts_synced(d / "state.msgpack", (msgspec.msgpack.encode(index.to_state()),))
+
+
+def _load_names(d: Path) -> SymbolIndex:
+    return SymbolIndex.from_state(read_msgpack(d / "state.msgpack", SymbolState))

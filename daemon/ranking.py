@@ -13,6 +13,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
+
 
 from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
 from .fusion import rrf
@@ -83,7 +85,9 @@ class RankingMixin:
     """The engine's read side for queries: :meth:`search`."""
 
     # ------------------------------------------------------------------ search
-    def _allow(self, f: Filters | None) -> Callable[[str], bool] | None:
+    def _allow(self, f: Filters | None) -> np.ndarray | None:
+        """The filters as a bool mask over chunk slots (:meth:`daemon.chunkstore.ChunkStore.mask`),
+        None for no filter. ``ValueError`` for a bad scope, object type, module kind or prefix."""
         if f is None or f == Filters():
             return None
         if f.scope not in SCOPES:
@@ -100,23 +104,24 @@ class RankingMixin:
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
         if f.module_kind and f.module_kind not in MODULE_KINDS:
             raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")
-        chunks = self.chunks
+        return self.store.mask(
+            scope=f.scope,
+            object_types=(otype,) if otype else None,
+            module_kind=f.module_kind or None,
+            path_prefix=prefix or None,
+            export_only=f.export_only,
+        )
+
+    def _by_id(self, mask: np.ndarray | None) -> Callable[[str], bool] | None:
+        """``mask`` as a predicate over chunk ids (for the channels keyed by id: dense)."""
+        if mask is None:
+            return None
+        slot_of = self.store.slot_of
+        n = len(mask)
 
         def allow(cid: str) -> bool:
-            c = chunks.get(cid)
-            if c is None:
-                return False
-            if f.scope == "code" and not c.is_code or f.scope == "metadata" and c.is_code:
-                return False
-            if otype and c.object_type != otype:
-                return False
-            if f.module_kind and c.module_kind != f.module_kind:
-                return False
-            if prefix and not c.path.startswith(prefix):
-                return False
-            if f.export_only and not (c.export or not c.is_code):
-                return False
-            return True
+            s = slot_of.get(cid)
+            return s is not None and s < n and bool(mask[s])
 
         return allow
 
@@ -188,8 +193,9 @@ class RankingMixin:
                 fused = _names_first(fused, match)
             hits: list[Hit] = []
             seen: set[tuple[str, str | None]] = set()
+            get = self.store.get_by_id
             for cid, score, ranks in fused:
-                c = self.chunks.get(cid)
+                c = get(cid)
                 if c is None:
                     continue
                 key = (c.path, c.symbol if not c.is_code else c.name if c.kind != "module" else "<module>")
@@ -218,20 +224,20 @@ class RankingMixin:
         intent = None
         if mode in ("hybrid", "lexical"):
             if ident:
-                res = self.names.search(query, CHANNEL_DEPTH, allow=allow)
+                res = self.names.search(query, CHANNEL_DEPTH, allow=self._by_id(allow))
                 channels["names"] = [k for k, _, _ in res]
                 match = {k: m for k, _, m in res}
                 # a name query is answered by the names channel; the others only break ties
                 weights["names"] = 4.0 if res else 0.0
             qtok = tokenize_query(query, stem=self.config.stem)
-            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow)
+            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(allow))
             channels["bm25"] = [k for k, _ in res]
             weights["bm25"] = self._lexical_weight(query)
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
-                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow))
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(self._metadata_filter(intent.object_types, allow)))
                 if not res and intent.object_types:
-                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow)
+                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(allow))
                 channels["meta"] = [k for k, _ in res]
                 weights["meta"] = META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
@@ -239,11 +245,11 @@ class RankingMixin:
             meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
-            res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=allow)
+            res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=self._by_id(allow))
             channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             weights["dense"] = DENSE_WEIGHT
             if meta:
-                meta_allow = self._metadata_filter(intent.object_types)
+                meta_allow = self._by_id(self._metadata_filter(intent.object_types))
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
                 weights["meta_dense"] = META_DENSE_WEIGHT
         return channels, weights, match
@@ -264,14 +270,10 @@ class RankingMixin:
         return 1.0
 
     def _corpus_cyrillic_share(self) -> float:
-        """Share of Cyrillic letters in the method and object names (cached per chunk count)."""
-        n = len(self.chunks)
+        """Share of Cyrillic letters in the method and object names (summed over the store's letter columns, cached per store version)."""
+        n = self.store.version
         if self._script_cache[0] != n:
-            cyr = lat = 0
-            for c in self.chunks.values():
-                a, b = _script_counts(c.name)
-                cyr += a
-                lat += b
+            cyr, lat = self.store.name_letters()
             self._script_cache = (n, cyr / (cyr + lat) if cyr + lat else 0.5)
         return self._script_cache[1]
 
@@ -279,21 +281,16 @@ class RankingMixin:
         """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
         hits for ``query``: then those are the whole answer (see :func:`_names_first`)."""
         with self.lock:
-            res = self.names.search(query, top_k, allow=self._allow(filters))
+            res = self.names.search(query, top_k, allow=self._by_id(self._allow(filters)))
         return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
 
-    def _metadata_filter(self, types: tuple[str, ...], allow=None):
-        """Predicate over chunk ids: metadata chunks (of ``types`` when given) that ``allow``
+    def _metadata_filter(self, types: tuple[str, ...], allow: np.ndarray | None = None) -> np.ndarray:
+        """Mask over chunk slots: metadata chunks (of ``types`` when given) that ``allow``
         also accepts; used by the metadata BM25 and metadata dense channels."""
-        chunks = self.chunks
-
-        def metadata_only(cid: str) -> bool:
-            c = chunks.get(cid)
-            if c is None or c.is_code or (types and c.object_type not in types):
-                return False
-            return allow is None or allow(cid)
-
-        return metadata_only
+        m = self.store.mask(scope="metadata", object_types=types or None)
+        if allow is not None:
+            m &= allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow)))
+        return m
 
     def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
         return Hit(

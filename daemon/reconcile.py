@@ -91,16 +91,23 @@ class EngineConfig(msgspec.Struct, kw_only=True):
 
 
 class FileRecord(msgspec.Struct, kw_only=True):
-    """What the engine knows about one indexed file (module or metadata descriptor)."""
+    """What the engine knows about one indexed file (module or metadata descriptor).
+
+    ``slots``: the file's chunks in index order, as their :class:`daemon.chunkstore.ChunkStore`
+    slots (``int32`` little-endian; :meth:`slot_list`): no second copy of the chunk ids."""
 
     path: str
     kind: str  # "bsl" | "metadata"
     hash: str
     size: int
     mtime_ns: int
-    chunk_ids: list[str] = []
+    slots: bytes = b""
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
+
+    def slot_list(self) -> list[int]:
+        """The file's chunk slots in index order."""
+        return np.frombuffer(self.slots, dtype="<i4").tolist()
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):
@@ -522,18 +529,13 @@ class ReconcileMixin:
         return result
 
     def _settle(self, u: "FileUpdate", computed: dict[str, list[str]]) -> None:
-        """Prepare ``u`` for :meth:`apply`: a chunk equal to the indexed one is replaced by
-        the indexed instance (a re-indexed file holds new copies of every chunk; a checkout
-        of 2,000 modules would otherwise double the chunks in memory until it is applied),
-        and ``u.tokens`` keeps tokens only for new or changed chunks (from ``computed`` when
-        a worker made them)."""
+        """Prepare ``u`` for :meth:`apply`: ``u.tokens`` keeps tokens only for new or changed
+        chunks (from ``computed`` when a worker made them)."""
         tokens = {}
-        chunks = u.chunks
-        for i, c in enumerate(chunks):
-            prev = self.chunks.get(c.id)
-            if prev is not None and prev == c:
-                chunks[i] = prev
-            elif prev is None or not _moved_only(prev, c):
+        store = self.store
+        for c in u.chunks:
+            prev = store.get_by_id(c.id) if c.id in store else None
+            if prev is None or (prev != c and not _moved_only(prev, c)):
                 tokens[c.id] = computed.get(c.id) or self._bm25_tokens(c)
         u.tokens = tokens
 
@@ -655,16 +657,21 @@ class ReconcileMixin:
     def _apply_file(self, u: "FileUpdate", report: RefreshReport) -> bool:
         """Swap one file's chunks in; True if any chunk was added, changed or removed."""
         before = (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
+        store = self.store
         old = self.files.get(u.path)
-        old_ids = set(old.chunk_ids) if old else set()
-        new_ids = []
+        old_ids = {store.ids[s] for s in old.slot_list()} if old else set()
+        new_ids = set()
+        new_slots = []
         for c in u.chunks:
-            new_ids.append(c.id)
-            prev = self.chunks.get(c.id)
+            new_ids.add(c.id)
+            prev = store.get_by_id(c.id) if c.id in store else None
             if prev is not None and prev == c:
+                new_slots.append(store.slot_of[c.id])
                 continue
             if prev is not None and _moved_only(prev, c):
-                self.chunks[c.id] = c  # lines shifted by an edit above: no index work
+                slot = store.slot_of[c.id]  # lines shifted by an edit above: no index work
+                store.set_position(slot, c.start_line, c.end_line, c.name_range)
+                new_slots.append(slot)
                 report.chunks_moved += 1
                 continue
             if prev is None:
@@ -672,17 +679,18 @@ class ReconcileMixin:
             else:
                 report.chunks_changed += 1
             report.changed_ids.append(c.id)
-            self._add_chunk(c, u.tokens.get(c.id))
-        for cid in old_ids - set(new_ids):
-            self._remove_chunk(cid)
-            report.chunks_removed += 1
+            new_slots.append(self._add_chunk(c, u.tokens.get(c.id)))
+        for cid in old_ids - new_ids:
+            if cid is not None:
+                self._remove_chunk(cid)
+                report.chunks_removed += 1
         self.files[u.path] = FileRecord(
             path=u.path,
             kind=u.kind,
             hash=u.digest,
             size=u.size,
             mtime_ns=u.mtime_ns,
-            chunk_ids=new_ids,
+            slots=np.asarray(new_slots, dtype="<i4").tobytes(),
             encoding=u.encoding,
             deps=u.deps,
         )
@@ -694,15 +702,18 @@ class ReconcileMixin:
             rec = self.files.pop(path, None)
             if rec is None:
                 return
-            for cid in rec.chunk_ids:
-                self._remove_chunk(cid)
-                report.chunks_removed += 1
+            ids = self.store.ids
+            for cid in [ids[s] for s in rec.slot_list()]:
+                if cid is not None:
+                    self._remove_chunk(cid)
+                    report.chunks_removed += 1
             self._dirty = True
 
     def _bm25_tokens(self, c: Chunk) -> list[str]:
         return _chunk_tokens(c, self.config.stem)
 
-    def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> None:
+    def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> int:
+        """Store ``c`` and index it in every lexical channel; returns its slot."""
         if c.id in self.embedded:
             from .embed import embed_text, text_hash
 
@@ -711,7 +722,7 @@ class ReconcileMixin:
                 self.stale_vectors.add(c.id)
             else:
                 self.stale_vectors.discard(c.id)
-        self.chunks[c.id] = c
+        slot = self.store.add(c)
         if tokens is None:
             tokens = self._bm25_tokens(c)
         self.bm25.add(c.id, tokens)
@@ -722,9 +733,10 @@ class ReconcileMixin:
         elif c.id in self.names:
             self.names.remove(c.id)
         # the dense side notices the changed text through embed_pending()
+        return slot
 
     def _remove_chunk(self, cid: str) -> None:
-        self.chunks.pop(cid, None)
+        self.store.remove(cid)
         self.stale_vectors.discard(cid)
         self.bm25.remove(cid)
         self.meta_bm25.remove(cid)
