@@ -193,17 +193,18 @@ class RankingMixin:
                 fused = _names_first(fused, match)
             hits: list[Hit] = []
             seen: set[tuple[str, str | None]] = set()
-            get = self.store.get_by_id
+            store = self.store
+            slot_of = store.slot_of
             for cid, score, ranks in fused:
-                c = get(cid)
-                if c is None:
+                slot = slot_of.get(cid)
+                if slot is None:
                     continue
-                key = (c.path, c.symbol if not c.is_code else c.name if c.kind != "module" else "<module>")
+                key = store.hit_key(slot)  # no chunk is materialised for the candidates past top_k
                 if key in seen:  # parts of one method, or an #Если twin: one hit
                     continue
                 seen.add(key)
                 if len(hits) < top_k:
-                    hits.append(self._hit(c, score, ranks, match.get(cid, ""), snippets))
+                    hits.append(self._hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
             return SearchResult(
                 query=query,
                 mode=mode,
