@@ -273,6 +273,17 @@ class _Vocab:
             tid = self._frozen_lookup([term])[0]
         return tid
 
+    def get_many(self, terms: Sequence[str]) -> list[int | None]:
+        """:meth:`get` for a batch (one vectorised lookup of the terms not in :attr:`ids`)."""
+        ids = self.ids
+        out = [ids.get(t) for t in terms]
+        if self.hsort.size:
+            miss = [i for i, v in enumerate(out) if v is None]
+            if miss:
+                for i, v in zip(miss, self._frozen_lookup([terms[i] for i in miss])):
+                    out[i] = v
+        return out
+
     def intern(self, terms: Iterable[str]) -> int:
         """Give every term of ``terms`` (distinct) an id in :attr:`ids`, new ones appended;
         returns how many new ids were created."""
@@ -771,9 +782,7 @@ class BM25Index:
         dl = _u32(self._dl)
         alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
         acc: np.ndarray | None = None
-        vocab = self._vocab
-        for term in query_tokens:
-            tid = vocab.get(term)
+        for tid in self._vocab.get_many(query_tokens):
             if tid is None:
                 continue
             df = self._df[tid]

@@ -294,6 +294,60 @@ def _hump_matcher(q_humps: list[str], n_candidates: int) -> Callable[[str], bool
     return check
 
 
+class _StrCol:
+    """A column of strings indexed by entry id, held as ONE ``str`` plus ``array('I')``
+    character offsets (no per-entry ``str`` object: ~50 B per name instead of ~130 B for a
+    Cyrillic ``str`` and its list slot) and a list *tail* of strings appended since the last
+    :meth:`freeze`. ``col[i]`` slices out a new ``str``. With ``none_empty`` an empty string
+    stands for None (the optional second word signature)."""
+
+    __slots__ = ("big", "nf", "none_empty", "off", "tail")
+
+    def __init__(self, none_empty: bool = False) -> None:
+        self.big = ""
+        self.off = array("I", [0])
+        self.nf = 0
+        self.tail: list[str] = []
+        self.none_empty = none_empty
+
+    def __len__(self) -> int:
+        return self.nf + len(self.tail)
+
+    def __getitem__(self, i: int):  # -> str (or None, see none_empty)
+        if i < self.nf:
+            off = self.off
+            v = self.big[off[i] : off[i + 1]]
+        else:
+            v = self.tail[i - self.nf]
+        return None if self.none_empty and not v else v
+
+    def __iter__(self) -> Iterator:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, v: str | None) -> None:
+        self.tail.append(v or "")
+        if len(self.tail) >= max(4096, self.nf >> 3):
+            self.freeze()
+
+    def extend(self, values: Iterable[str | None]) -> None:
+        self.tail.extend(v or "" for v in values)
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Move the tail into the big string (O(total length); :meth:`append` does it when
+        the tail exceeds 1/8 of the frozen part, so appends stay amortised O(1))."""
+        tail = self.tail
+        if not tail:
+            return
+        ends = np.cumsum(np.fromiter(map(len, tail), dtype=np.int64, count=len(tail))) + self.off[-1]
+        if ends.size and int(ends[-1]) >= 1 << 32:
+            raise ValueError("symbol string column exceeds 4 G characters")
+        self.off.frombytes(ends.astype(np.uint32).tobytes())
+        self.big += "".join(tail)
+        self.nf += len(tail)
+        self.tail = []
+
+
 class _SortedIds:
     """Ids sorted by ``text[id]`` (an ``array('q')``), with buffered inserts.
 
@@ -303,7 +357,7 @@ class _SortedIds:
 
     __slots__ = ("ids", "pending", "text")
 
-    def __init__(self, text: list) -> None:
+    def __init__(self, text: list | _StrCol) -> None:
         self.ids = array("q")
         self.pending: list[int] = []
         self.text = text
@@ -373,10 +427,10 @@ class SymbolIndex:
         self._slot = array("I")  # entry id -> slot
         self._eid_of = array("i")  # slot -> live entry id (-1: none)
         self._n_live = 0
-        self._names: list[str] = []
-        self._fnames: list[str] = []
-        self._sigs: list[str] = []  # folded words joined by \x00 (capital split)
-        self._sigs2: list[str | None] = []  # the split_words splitting, when it differs
+        self._names = _StrCol()
+        self._fnames = _StrCol()
+        self._sigs = _StrCol()  # folded words joined by \x00 (capital split)
+        self._sigs2 = _StrCol(none_empty=True)  # the split_words splitting, when it differs
         self._conts: list[tuple[str, ...]] = []
         self._kinds: list[str] = []
         self._boosts = array("d")
@@ -397,6 +451,7 @@ class SymbolIndex:
         self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = None  # set per search
         self._key_of: Callable[[int], str] | None = None  # set per search
         self._intern: dict[str, str] = {}
+        self._cont_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._cont_cache: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
         # substring search: trigram of the folded name -> ids (ascending, may hold stale ids);
         # ids added since the last flush are indexed by the next _flush
@@ -469,6 +524,7 @@ class SymbolIndex:
             self._remove_slot(slot)
         conts = (container,) if isinstance(container, str) else tuple(container)
         conts = tuple(dict.fromkeys(self._interned(c) for c in conts if c))
+        conts = self._cont_tuples.setdefault(conts, conts)  # one tuple per module, not per method
         eid = len(self._slot)
         fname = fold(name)
         splits = _word_splits(name)
@@ -1059,7 +1115,8 @@ class SymbolIndex:
         self._fnames.extend(state.fnames)
         self._sigs.extend(state.sigs)
         self._sigs2.extend(state.sigs2)
-        self._conts = [tuple(map(interned, c, c)) for c in state.containers]
+        tuples = self._cont_tuples.setdefault
+        self._conts = [tuples(t, t) for t in (tuple(map(interned, c, c)) for c in state.containers)]
         self._kinds = list(map(interned, state.kinds, state.kinds))
         self._boosts = array("d", boosts.tobytes())
         self._comp = array("q", _composites(boosts, state.fnames).tobytes())
