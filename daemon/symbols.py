@@ -68,13 +68,21 @@ from operator import itemgetter
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import json
+import operator
+import os
+import zlib
+from pathlib import Path
+
 import msgspec
 import numpy as np
 
+from daemon.bm25 import _KeyMap
 from daemon.folding import fold, split_words
 
 __all__ = [
     "MATCH_KINDS",
+    "SymbolError",
     "SymbolIndex",
     "SymbolState",
     "api_boost",
@@ -240,7 +248,7 @@ class SymbolState(msgspec.Struct, frozen=True):
     :meth:`SymbolIndex.from_state` with ``ValueError``, so the owner rebuilds it.
     """
 
-    keys: list[str]
+    keys: list[str]  # string keys (compatibility path); [] for a slot-keyed index
     names: list[str]
     containers: list[list[str]]
     kinds: list[str]
@@ -258,6 +266,7 @@ class SymbolState(msgspec.Struct, frozen=True):
     tri_terms: list[str] = []
     tri_offsets: bytes = b""  # <u4[len(tri_terms) + 1]
     tri_ids: bytes = b""  # <i4 ids, ascending per trigram
+    slots: bytes = b""  # <u4 slot per entry (empty: slots 0..n-1)
 
 
 def _signature(words: tuple[str, ...]) -> str:
@@ -285,6 +294,60 @@ def _hump_matcher(q_humps: list[str], n_candidates: int) -> Callable[[str], bool
     return check
 
 
+class _StrCol:
+    """A column of strings indexed by entry id, held as ONE ``str`` plus ``array('I')``
+    character offsets (no per-entry ``str`` object: ~50 B per name instead of ~130 B for a
+    Cyrillic ``str`` and its list slot) and a list *tail* of strings appended since the last
+    :meth:`freeze`. ``col[i]`` slices out a new ``str``. With ``none_empty`` an empty string
+    stands for None (the optional second word signature)."""
+
+    __slots__ = ("big", "nf", "none_empty", "off", "tail")
+
+    def __init__(self, none_empty: bool = False) -> None:
+        self.big = ""
+        self.off = array("I", [0])
+        self.nf = 0
+        self.tail: list[str] = []
+        self.none_empty = none_empty
+
+    def __len__(self) -> int:
+        return self.nf + len(self.tail)
+
+    def __getitem__(self, i: int):  # -> str (or None, see none_empty)
+        if i < self.nf:
+            off = self.off
+            v = self.big[off[i] : off[i + 1]]
+        else:
+            v = self.tail[i - self.nf]
+        return None if self.none_empty and not v else v
+
+    def __iter__(self) -> Iterator:
+        return map(self.__getitem__, range(len(self)))
+
+    def append(self, v: str | None) -> None:
+        self.tail.append(v or "")
+        if len(self.tail) >= max(4096, self.nf >> 3):
+            self.freeze()
+
+    def extend(self, values: Iterable[str | None]) -> None:
+        self.tail.extend(v or "" for v in values)
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Move the tail into the big string (O(total length); :meth:`append` does it when
+        the tail exceeds 1/8 of the frozen part, so appends stay amortised O(1))."""
+        tail = self.tail
+        if not tail:
+            return
+        ends = np.cumsum(np.fromiter(map(len, tail), dtype=np.int64, count=len(tail))) + self.off[-1]
+        if ends.size and int(ends[-1]) >= 1 << 32:
+            raise ValueError("symbol string column exceeds 4 G characters")
+        self.off.frombytes(ends.astype(np.uint32).tobytes())
+        self.big += "".join(tail)
+        self.nf += len(tail)
+        self.tail = []
+
+
 class _SortedIds:
     """Ids sorted by ``text[id]`` (an ``array('q')``), with buffered inserts.
 
@@ -294,7 +357,7 @@ class _SortedIds:
 
     __slots__ = ("ids", "pending", "text")
 
-    def __init__(self, text: list) -> None:
+    def __init__(self, text: list | _StrCol) -> None:
         self.ids = array("q")
         self.pending: list[int] = []
         self.text = text
@@ -335,32 +398,44 @@ class _SortedIds:
 BOOST_RESOLUTION = 1e-3
 
 
-def _composite(boost: float, name_len: int, key_len: int) -> int:
+def _composite(boost: float, name_len: int) -> int:
     """One int64 ordering entries inside a match kind: boost descending (at
-    :data:`BOOST_RESOLUTION`), then shorter name, then shorter key (ties: by key)."""
+    :data:`BOOST_RESOLUTION`), then shorter name (ties: shorter key, then key, compared at
+    search time through ``key_of``)."""
     b = max(-(1 << 30), min(1 << 30, round(boost / BOOST_RESOLUTION)))
-    return (((1 << 30) - b) << 28) | (min(name_len, 4095) << 16) | min(key_len, 65535)
+    return (((1 << 30) - b) << 28) | (min(name_len, 4095) << 16)
+
+
+class SymbolError(ValueError):
+    """Saved names that cannot be used (missing, damaged, another layout); the message
+    names the folder. The owner logs it and rebuilds."""
 
 
 class SymbolIndex:
-    """Name index over entries ``key → (name, containers, kind, boost)``; see the module doc."""
+    """Name index over entries ``slot → (name, containers, kind, boost)``; see the module doc.
+
+    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
+    :meth:`add`, :meth:`remove`, :meth:`get` and ``in``; :meth:`search` then returns keys.
+    """
 
     def __init__(self) -> None:
+        self._km: _KeyMap | None = None
         self._init()
 
     def _init(self) -> None:
         # columns, indexed by entry id (ids are never reused until a purge renumbers them)
-        self._keys: list[str] = []
-        self._names: list[str] = []
-        self._fnames: list[str] = []
-        self._sigs: list[str] = []  # folded words joined by \x00 (capital split)
-        self._sigs2: list[str | None] = []  # the split_words splitting, when it differs
+        self._slot = array("I")  # entry id -> slot
+        self._eid_of = array("i")  # slot -> live entry id (-1: none)
+        self._n_live = 0
+        self._names = _StrCol()
+        self._fnames = _StrCol()
+        self._sigs = _StrCol()  # folded words joined by \x00 (capital split)
+        self._sigs2 = _StrCol(none_empty=True)  # the split_words splitting, when it differs
         self._conts: list[tuple[str, ...]] = []
         self._kinds: list[str] = []
         self._boosts = array("d")
         self._comp = array("q")
         self._alive = bytearray()
-        self._eid: dict[str, int] = {}
         # initials rows: row 2*id from _sigs, 2*id+1 from _sigs2 (absent rows never inserted)
         self._ini_text: list[str | None] = []
         # container rows
@@ -373,7 +448,10 @@ class SymbolIndex:
         self._by_cont = _SortedIds(self._crow_text)
         self._by_cini = _SortedIds(self._cini_text)
         self._dead = 0
+        self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = None  # set per search
+        self._key_of: Callable[[int], str] | None = None  # set per search
         self._intern: dict[str, str] = {}
+        self._cont_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._cont_cache: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
         # substring search: trigram of the folded name -> ids (ascending, may hold stale ids);
         # ids added since the last flush are indexed by the next _flush
@@ -382,22 +460,48 @@ class SymbolIndex:
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._eid)
+        return self._n_live
+
+    def _eid(self, slot: int) -> int:
+        eo = self._eid_of
+        return eo[slot] if 0 <= slot < len(eo) else -1
+
+    def _slot_for(self, key: object, create: bool = False) -> int:
+        """Slot of ``key`` (an int slot, or a compatibility string key); -1 if unknown."""
+        if isinstance(key, str):
+            if self._km is None:
+                if not create:
+                    return -1
+                if self._n_live or len(self._eid_of):
+                    raise TypeError("this symbol index is keyed by slots; got a string key")
+                self._km = _KeyMap()
+            if create:
+                return self._km.slot(key)
+            return self._km.slot_of.get(key, -1)
+        try:
+            s = operator.index(key)  # type: ignore[call-overload]
+        except TypeError:
+            if create:
+                raise
+            return -1
+        if s < 0 and create:
+            raise ValueError(f"slot must be >= 0, got {s}")
+        return s
 
     def __contains__(self, key: object) -> bool:
-        return key in self._eid
+        return self._eid(self._slot_for(key)) >= 0
 
     # --- updates -------------------------------------------------------------------------
     def add(
         self,
-        key: str,
+        key: int | str,
         name: str,
         *,
         container: str | Iterable[str] = "",
         kind: str = "",
         boost: float = 0.0,
     ) -> None:
-        """Index ``name`` under ``key`` (replacing an earlier entry with that key).
+        """Index ``name`` under slot ``key`` (replacing an earlier entry at that slot).
 
         ``container``: the qualifier(s) a ``<container>.<name>`` query may use -- one string or
         several (for a method: the module's short name ``ОбщегоНазначения``; for a metadata
@@ -411,16 +515,25 @@ class SymbolIndex:
         """
         if not name:
             raise ValueError(f"empty symbol name for key {key!r}")
+        if _SEP in name or _SEP in kind or (_SEP in container if isinstance(container, str) else any(_SEP in c for c in container)):
+            raise ValueError(f"control character U+001F in the symbol entry for key {key!r}")
         if not math.isfinite(boost):
             raise ValueError(f"boost must be finite, got {boost!r} for key {key!r}")
-        if key in self._eid:
-            self.remove(key)
+        slot = self._slot_for(key, create=True)
+        if self._eid(slot) >= 0:
+            self._remove_slot(slot)
         conts = (container,) if isinstance(container, str) else tuple(container)
         conts = tuple(dict.fromkeys(self._interned(c) for c in conts if c))
-        eid = len(self._keys)
+        conts = self._cont_tuples.setdefault(conts, conts)  # one tuple per module, not per method
+        eid = len(self._slot)
         fname = fold(name)
         splits = _word_splits(name)
-        self._keys.append(key)
+        self._slot.append(slot)
+        eo = self._eid_of
+        if slot >= len(eo):
+            eo.frombytes(b"\xff" * (4 * (slot + 1 - len(eo))))
+        eo[slot] = eid
+        self._n_live += 1
         self._names.append(name)
         self._fnames.append(fname)
         self._sigs.append(_signature(splits[0]))
@@ -428,9 +541,8 @@ class SymbolIndex:
         self._conts.append(conts)
         self._kinds.append(self._interned(kind))
         self._boosts.append(float(boost))
-        self._comp.append(_composite(boost, len(fname), len(key)))
+        self._comp.append(_composite(boost, len(fname)))
         self._alive.append(1)
-        self._eid[key] = eid
         self._by_name.pending.append(eid)
         ini0 = self._interned(_initials(splits[0]))
         self._ini_text.append(ini0)
@@ -464,23 +576,31 @@ class SymbolIndex:
             self._cont_cache[c] = info
         return info
 
-    def remove(self, key: str) -> bool:
-        """Remove ``key``; False if absent. O(1): its sorted-array rows go stale and are
-        skipped; when stale entries exceed half the live ones (and 1,024), the index is
-        rebuilt compactly (O(n log n), amortised O(log n) per removal)."""
-        eid = self._eid.pop(key, None)
-        if eid is None:
+    def remove(self, key: int | str) -> bool:
+        """Remove the entry at slot ``key``; False if absent. O(1): its sorted-array rows go
+        stale and are skipped; when stale entries exceed half the live ones (and 1,024), the
+        index is rebuilt compactly (O(n log n), amortised O(log n) per removal)."""
+        slot = self._slot_for(key)
+        if self._eid(slot) < 0:
             return False
-        self._alive[eid] = 0
-        self._dead += 1
-        if self._dead > 1024 and self._dead > len(self._eid) // 2:
-            self._rebuild(self.to_state())
+        self._remove_slot(slot)
+        if isinstance(key, str):
+            self._km.release(key)  # type: ignore[union-attr]
         return True
 
-    def get(self, key: str) -> tuple[str, tuple[str, ...], str, float] | None:
-        """``(name, containers, kind, boost)`` of ``key``, or None."""
-        eid = self._eid.get(key)
-        if eid is None:
+    def _remove_slot(self, slot: int) -> None:
+        eid = self._eid_of[slot]
+        self._eid_of[slot] = -1
+        self._n_live -= 1
+        self._alive[eid] = 0
+        self._dead += 1
+        if self._dead > 1024 and self._dead > self._n_live // 2:
+            self._rebuild(self._state())
+
+    def get(self, key: int | str) -> tuple[str, tuple[str, ...], str, float] | None:
+        """``(name, containers, kind, boost)`` of the entry at slot ``key``, or None."""
+        eid = self._eid(self._slot_for(key))
+        if eid < 0:
             return None
         return self._names[eid], self._conts[eid], self._kinds[eid], self._boosts[eid]
 
@@ -641,10 +761,21 @@ class SymbolIndex:
         return ids, ranks
 
     # --- ordering ------------------------------------------------------------------------
-    def _ordered(self, ids: np.ndarray) -> Iterator[int]:
-        """Yield ``ids`` in rank order (composite, then key), sorting lazily in batches."""
+    def _ordered(self, ids: np.ndarray, key_of: Callable[[int], str] | None) -> Iterator[int]:
+        """Yield ``ids`` in rank order (composite, then the shorter key, then the key; by
+        slot without ``key_of``), sorting lazily in batches."""
         comp = np.frombuffer(self._comp, dtype=np.int64)
-        keys = self._keys
+        slot = self._slot
+        if key_of is None:
+
+            def order(e: int) -> tuple:
+                return comp[e], slot[e]
+        else:
+
+            def order(e: int) -> tuple:
+                k = key_of(slot[e])
+                return comp[e], len(k), k
+
         batch = 64
         while ids.size:
             c = comp[ids]
@@ -654,7 +785,7 @@ class SymbolIndex:
                 head, ids = ids[take], ids[~take]
             else:
                 head, ids = ids, ids[:0]
-            yield from sorted(head.tolist(), key=lambda e: (comp[e], keys[e]))
+            yield from sorted(head.tolist(), key=order)
             batch *= 4
 
     # --- search --------------------------------------------------------------------------
@@ -663,9 +794,10 @@ class SymbolIndex:
         query: str,
         k: int,
         *,
-        allow: Callable[[str], bool] | None = None,
-    ) -> list[tuple[str, float, str]]:
-        """Best ``k`` entries for ``query``: ``[(key, score, match_kind), ...]``, best first.
+        allow: np.ndarray | Callable | None = None,
+        key_of: Callable[[int], str] | Sequence[str | None] | None = None,
+    ) -> list[tuple]:
+        """Best ``k`` entries for ``query``: ``[(slot, score, match_kind), ...]``, best first.
 
         ``match_kind`` is one of :data:`MATCH_KINDS` (for a qualified query: the kind of the
         name part). Order: qualified matches before name-only ones; then the name's match kind;
@@ -675,13 +807,47 @@ class SymbolIndex:
         (in (-1, 1), so kinds never interleave), minus 40 for name-only hits of a qualified
         query. Surrounding whitespace and a trailing ``()`` are ignored. Queries that are not
         identifiers (see :func:`is_identifier_query`), ``k <= 0`` or an empty index give
-        ``[]``. ``allow(key)`` filters entries (called in rank order until ``k`` pass).
+        ``[]``. ``allow``: a bool array indexed by slot (slots beyond it are not allowed) or
+        a predicate on the slot (called in rank order until ``k`` pass). ``key_of(slot)``
+        gives the key for the "shorter key, then key" tie-breaks (a sequence is indexed);
+        without it ties go by slot. A string-keyed index (compatibility) returns keys and
+        takes ``allow`` as a predicate on the key.
         """
         q = _clean_query(query)
-        if k <= 0 or not self._eid or not is_identifier_query(q):
+        if k <= 0 or not self._n_live or not is_identifier_query(q):
             return []
+        km = self._km
+        if km is not None and key_of is None:
+            ids = km.ids
+            key_of = ids.__getitem__  # type: ignore[assignment]
+            if callable(allow):
+                pred = allow
+                allow = lambda s: pred(ids[s])  # noqa: E731
+            hits = self._search(q, k, allow, key_of)
+            return [(ids[s], v, kind) for s, v, kind in hits]
+        if key_of is not None and not callable(key_of):
+            key_of = key_of.__getitem__
+        return self._search(q, k, allow, key_of)  # type: ignore[arg-type]
+
+    def _search(
+        self, q: str, k: int, allow: np.ndarray | Callable | None, key_of: Callable[[int], str] | None
+    ) -> list[tuple[int, float, str]]:
         self._flush()
-        out: list[tuple[str, float, str]] = []
+        if isinstance(allow, np.ndarray):
+            ok = allow
+
+            def allow_ids(ids: np.ndarray) -> np.ndarray:
+                slots = np.frombuffer(self._slot, dtype=np.uint32)[ids]
+                keep = slots < ok.size
+                keep[keep] = ok[slots[keep]]
+                return ids[keep]
+
+            self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = allow_ids
+            allow = None
+        else:
+            self._allow_ids = None
+        self._key_of = key_of
+        out: list[tuple[int, float, str]] = []
         if "." in q:
             cq, _, nq = q.rpartition(".")
             fnq, nq_humps = fold(nq), humps(nq)
@@ -707,23 +873,25 @@ class SymbolIndex:
 
     def _emit(
         self,
-        out: list[tuple[str, float, str]],
+        out: list[tuple[int, float, str]],
         ids: np.ndarray,
         nrank: int,
         name_only: bool,
         k: int,
-        allow: Callable[[str], bool] | None,
+        allow: Callable[[int], bool] | None,
     ) -> bool:
         """Append ``ids`` in rank order to ``out``; True once ``out`` holds ``k`` results."""
         kind = MATCH_KINDS[nrank]
         base = _KIND_BASE[kind] - (_UNQUALIFIED_PENALTY if name_only else 0.0)
-        keys, boosts = self._keys, self._boosts
-        for e in self._ordered(ids):
-            key = keys[e]
-            if allow is not None and not allow(key):
+        slots, boosts = self._slot, self._boosts
+        if self._allow_ids is not None:
+            ids = self._allow_ids(ids)
+        for e in self._ordered(ids, self._key_of):
+            slot = slots[e]
+            if allow is not None and not allow(slot):
                 continue
             b = boosts[e]
-            out.append((key, base + b / (1.0 + abs(b)), kind))
+            out.append((slot, base + b / (1.0 + abs(b)), kind))
             if len(out) == k:
                 return True
         return False
@@ -811,10 +979,19 @@ class SymbolIndex:
 
     # --- persistence ---------------------------------------------------------------------
     def to_state(self) -> SymbolState:
-        """Snapshot of the live entries in insertion order, with the derived structures
-        (msgspec-encodable; see :class:`SymbolState`)."""
+        """Compatibility (string-keyed index): snapshot of the live entries in insertion
+        order, with the derived structures (msgspec-encodable; see :class:`SymbolState`)."""
+        if self._km is None and self._n_live:
+            raise TypeError("to_state() needs a string-keyed index; use save()")
+        state = self._state()
+        ids = self._km.ids if self._km is not None else []
+        keys = [ids[s] for s in _u4(state.slots).tolist()]
+        return msgspec.structs.replace(state, keys=keys)  # type: ignore[arg-type]
+
+    def _state(self) -> SymbolState:
+        """Snapshot of the live entries in insertion order (slots, no keys)."""
         self._flush()
-        n_all = len(self._keys)
+        n_all = len(self._slot)
         alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
         remap = np.cumsum(alive, dtype=np.int64) - 1  # old id -> new id (where alive)
         if self._dead:
@@ -853,8 +1030,10 @@ class SymbolIndex:
             terms = list(compress(terms, (counts > 0).tolist()))
             counts = counts[counts > 0]
         del posts
+        slots = np.frombuffer(self._slot, dtype=np.uint32)
         return SymbolState(
-            keys=col(self._keys),
+            keys=[],
+            slots=(slots[alive] if self._dead else slots).astype("<u4").tobytes(),
             names=col(self._names),
             containers=[list(c) for c in col(self._conts)],
             kinds=col(self._kinds),
@@ -888,17 +1067,19 @@ class SymbolIndex:
     def _rebuild(self, state: SymbolState) -> None:
         """Reset to ``state``, with no per-name work; ``ValueError`` if it is inconsistent
         (see :meth:`from_state`; the index may then be left empty)."""
-        n = len(state.keys)
+        n = len(state.names)
         if state.layout != STATE_LAYOUT:
             raise ValueError(f"symbol state has layout {state.layout}, expected {STATE_LAYOUT}")
+        slots = _u4(state.slots) if state.slots else np.arange(n, dtype=np.uint32)
+        if slots.size != n or (n and (int(slots.max()) >= 1 << 31 or np.unique(slots).size != n)):
+            raise ValueError("symbol state is inconsistent (slots)")
         columns = (
             state.names, state.containers, state.kinds, state.boosts,
             state.fnames, state.sigs, state.sigs2, state.inis, state.inis2,
         )  # fmt: skip
         if any(len(c) != n for c in columns):
             raise ValueError("symbol state is inconsistent (column lengths differ)")
-        eid = dict(zip(state.keys, range(n)))
-        if len(eid) != n:
+        if state.keys and len(set(state.keys)) != n:
             raise ValueError("symbol state is inconsistent (duplicate keys)")
         if not all(state.names):
             raise ValueError("symbol state is inconsistent (empty name)")
@@ -925,17 +1106,21 @@ class SymbolIndex:
 
         self._init()
         interned = self._intern.setdefault
-        self._keys.extend(state.keys)
+        self._slot = array("I", slots.astype("<u4").tobytes())
+        eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")
+        eo[slots] = np.arange(n, dtype="<i4")
+        self._eid_of = array("i", eo.tobytes())
+        self._n_live = n
         self._names.extend(state.names)
         self._fnames.extend(state.fnames)
         self._sigs.extend(state.sigs)
         self._sigs2.extend(state.sigs2)
-        self._conts = [tuple(map(interned, c, c)) for c in state.containers]
+        tuples = self._cont_tuples.setdefault
+        self._conts = [tuples(t, t) for t in (tuple(map(interned, c, c)) for c in state.containers)]
         self._kinds = list(map(interned, state.kinds, state.kinds))
         self._boosts = array("d", boosts.tobytes())
-        self._comp = array("q", _composites(boosts, state.fnames, state.keys).tobytes())
+        self._comp = array("q", _composites(boosts, state.fnames).tobytes())
         self._alive = bytearray(b"\x01" * n)
-        self._eid = eid
         ini: list[str | None] = [None] * (2 * n)
         ini[0::2] = map(interned, state.inis, state.inis)
         ini[1::2] = state.inis2
@@ -974,6 +1159,32 @@ class SymbolIndex:
             post = tri[t] = array("i")
             post.frombytes(raw[bounds[i] : bounds[i + 1]])
 
+    def save(self, folder: Path | str) -> None:
+        """Write the live entries and their derived columns into ``folder`` (created if
+        missing): one ``.npy`` per column (string columns as one UTF-8 blob each, separated
+        by U+001F; sorted id arrays and trigram postings ``<u4``/``<i4``; boosts ``<f8``) and
+        last ``header.json`` (format, layout, counts, byte size and CRC-32 of every file).
+        Files are fsynced; the caller makes the folder's appearance atomic. ``TypeError``
+        for a string-keyed (compatibility) index."""
+        if self._km is not None:
+            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
+        _save_state(self._state(), Path(folder))
+
+    @classmethod
+    def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> SymbolIndex:
+        """Open an index written by :meth:`save` (``mmap``: read the columns through a
+        memory map; ``verify``: also check each file's CRC-32). Raises :class:`SymbolError`
+        naming the folder for a missing, foreign or damaged file (sizes, counts, the derived
+        arrays that do not fit the entries)."""
+        folder = Path(folder)
+        state = _load_state(folder, mmap, verify)
+        index = cls()
+        try:
+            index._rebuild(state)
+        except ValueError as exc:
+            raise SymbolError(f"names index in {folder}: {exc}") from exc
+        return index
+
     @classmethod
     def from_state(cls, state: SymbolState) -> SymbolIndex:
         """Rebuild from :meth:`to_state` output; ``ValueError`` if the state is of another
@@ -981,7 +1192,136 @@ class SymbolIndex:
         empty or the derived arrays do not fit the entries."""
         index = cls()
         index._rebuild(state)
+        if state.keys:
+            slots = _u4(state.slots).tolist() if state.slots else list(range(len(state.keys)))
+            km = index._km = _KeyMap()
+            km.ids = [None] * (max(slots) + 1)
+            for s, key in zip(slots, state.keys):
+                km.ids[s] = key
+            km.slot_of = dict(zip(state.keys, slots))
+            km.free = [s for s, key in enumerate(km.ids) if key is None]
         return index
+
+
+#: Column-file format of :meth:`SymbolIndex.save`.
+FORMAT = "bsl-lens.names"
+_HEADER = "header.json"
+#: Separator of the string columns in the saved blobs (never in a name: :meth:`SymbolIndex.add`
+#: rejects it; identifiers cannot hold control characters).
+_SEP = "\x1f"
+_STR_COLS = ("names", "kinds", "fnames", "sigs", "inis", "tri_terms")
+_OPT_COLS = ("sigs2", "inis2")
+_U4_COLS = ("by_name", "by_ini", "by_cont", "by_cini", "tri_offsets", "slots")
+
+
+def _join(strings: list[str]) -> np.ndarray:
+    text = _SEP.join(strings)
+    if text.count(_SEP) != max(len(strings) - 1, 0):
+        raise ValueError("a string column holds the separator U+001F")
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _split(blob: np.ndarray, n: int) -> list[str]:
+    if n == 0:
+        return []
+    out = blob.tobytes().decode("utf-8", "surrogatepass").split(_SEP)
+    if len(out) != n:
+        raise ValueError(f"string column has {len(out)} entries, expected {n}")
+    return out
+
+
+def _save_state(state: SymbolState, folder: Path) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    cols: dict[str, np.ndarray] = {name: _join(getattr(state, name)) for name in _STR_COLS}
+    for name in _OPT_COLS:
+        col = getattr(state, name)
+        cols[name + "_has"] = np.fromiter((x is not None for x in col), dtype=np.uint8, count=len(col))
+        cols[name] = _join([x for x in col if x is not None])
+    flat = [c for conts in state.containers for c in conts]
+    cols["containers"] = _join(flat)
+    cols["cont_count"] = np.fromiter(map(len, state.containers), dtype="<u4", count=len(state.containers))
+    cols["boosts"] = np.asarray(state.boosts, dtype="<f8")
+    for name in _U4_COLS:
+        cols[name] = np.frombuffer(getattr(state, name), dtype="<u4")
+    cols["tri_ids"] = np.frombuffer(state.tri_ids, dtype="<i4")
+    files = {}
+    for name, arr in cols.items():
+        path = folder / f"{name}.npy"
+        with open(path, "wb") as fh:
+            np.save(fh, arr, allow_pickle=False)
+            fh.flush()
+            os.fsync(fh.fileno())
+        files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(arr.tobytes())}
+    counts = {
+        "entries": len(state.names),
+        "containers": len(flat),
+        "tri_terms": len(state.tri_terms),
+        "sigs2": sum(x is not None for x in state.sigs2),
+        "inis2": sum(x is not None for x in state.inis2),
+    }
+    header = {"format": FORMAT, "layout": state.layout, "counts": counts, "files": files}
+    with open(folder / _HEADER, "w", encoding="utf-8") as fh:
+        json.dump(header, fh, indent=1)
+        fh.flush()
+        os.fsync(fh.fileno())
+
+
+def _load_state(folder: Path, mmap: bool, verify: bool) -> SymbolState:
+    try:
+        with open(folder / _HEADER, encoding="utf-8") as fh:
+            header = json.load(fh)
+    except (OSError, ValueError) as exc:
+        raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
+        raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
+    try:
+        counts, files = header["counts"], header["files"]
+        n = int(counts["entries"])
+        cols = {}
+        for name, meta in files.items():
+            path = folder / f"{name}.npy"
+            if path.stat().st_size != int(meta["bytes"]):
+                raise SymbolError(f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if verify and zlib.crc32(arr.tobytes()) != int(meta["crc32"]):
+                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
+            cols[name] = arr
+        strs = {name: _split(cols[name], n if name != "tri_terms" else int(counts["tri_terms"])) for name in _STR_COLS}
+        opt = {}
+        for name in _OPT_COLS:
+            has = np.asarray(cols[name + "_has"], dtype=bool)
+            present = iter(_split(cols[name], int(has.sum())))
+            opt[name] = [next(present) if h else None for h in has.tolist()]
+        flat = _split(cols["containers"], int(counts["containers"]))
+        cc = np.asarray(cols["cont_count"], dtype=np.int64)
+        if cc.size != n or int(cc.sum()) != len(flat):
+            raise SymbolError(f"names index in {folder}: container counts do not fit")
+        bounds = np.concatenate(([0], np.cumsum(cc))).tolist()
+        return SymbolState(
+            keys=[],
+            names=strs["names"],
+            containers=[flat[bounds[i] : bounds[i + 1]] for i in range(n)],
+            kinds=strs["kinds"],
+            boosts=np.asarray(cols["boosts"], dtype=np.float64).tolist(),
+            layout=STATE_LAYOUT,
+            fnames=strs["fnames"],
+            sigs=strs["sigs"],
+            sigs2=opt["sigs2"],
+            inis=strs["inis"],
+            inis2=opt["inis2"],
+            by_name=np.asarray(cols["by_name"]).astype("<u4").tobytes(),
+            by_ini=np.asarray(cols["by_ini"]).astype("<u4").tobytes(),
+            by_cont=np.asarray(cols["by_cont"]).astype("<u4").tobytes(),
+            by_cini=np.asarray(cols["by_cini"]).astype("<u4").tobytes(),
+            tri_terms=strs["tri_terms"],
+            tri_offsets=np.asarray(cols["tri_offsets"]).astype("<u4").tobytes(),
+            tri_ids=np.asarray(cols["tri_ids"]).astype("<i4").tobytes(),
+            slots=np.asarray(cols["slots"]).astype("<u4").tobytes(),
+        )
+    except SymbolError:
+        raise
+    except (OSError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+        raise SymbolError(f"names index in {folder}: {exc}") from exc
 
 
 def _u4(data: bytes) -> np.ndarray:
@@ -1001,10 +1341,9 @@ def _is_permutation(ids: np.ndarray, rows: np.ndarray) -> bool:
     return bool(np.array_equal(np.bincount(ids, minlength=rows.size), rows))
 
 
-def _composites(boosts: np.ndarray, fnames: list[str], keys: list[str]) -> np.ndarray:
+def _composites(boosts: np.ndarray, fnames: list[str]) -> np.ndarray:
     """:func:`_composite` for many entries at once (numpy ``rint`` rounds half to even, as
     ``round`` does)."""
     b = np.clip(np.rint(boosts / BOOST_RESOLUTION), -(1 << 30), 1 << 30).astype(np.int64)
     name_len = np.minimum(np.fromiter(map(len, fnames), dtype=np.int64, count=len(fnames)), 4095)
-    key_len = np.minimum(np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)), 65535)
-    return (((1 << 30) - b) << 28) | (name_len << 16) | key_len
+    return (((1 << 30) - b) << 28) | (name_len << 16)
