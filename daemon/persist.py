@@ -19,13 +19,13 @@ import msgspec
 import numpy as np
 
 from . import __version__
-from .bm25 import BM25Index, BM25State
+from .bm25 import BM25Index
 from .chunkstore import ChunkStore, ChunkStoreError
 from .contract import Skip
 from .reconcile import ChangeSet, FileRecord
 from .scan import ExportInfo
 from .store import SnapshotError, atomic_write_bytes, read_msgpack, write_json, write_msgpack
-from .symbols import SymbolIndex, SymbolState
+from .symbols import SymbolIndex
 
 log = logging.getLogger(__name__)
 
@@ -498,18 +498,16 @@ def _files_parts(files: dict[str, FileRecord]):
 
 
 def _save_bm25(index: BM25Index, d: Path) -> None:
-    d.mkdir(mode=0o700)
-    _write_parts_synced(d / "state.msgpack", (msgspec.msgpack.encode(index.to_state()),))
+    index.save(d)
 
 
 def _load_bm25(d: Path) -> BM25Index:
-    return BM25Index.from_state(read_msgpack(d / "state.msgpack", BM25State))
+    return BM25Index.load(d, mmap=True)
 
 
 def _save_names(index: SymbolIndex, d: Path) -> None:
-    d.mkdir(mode=0o700)
-    _write_parts_synced(d / "state.msgpack", (msgspec.msgpack.encode(index.to_state()),))
+    index.save(d)
 
 
 def _load_names(d: Path) -> SymbolIndex:
-    return SymbolIndex.from_state(read_msgpack(d / "state.msgpack", SymbolState))
+    return SymbolIndex.load(d, mmap=True)

@@ -216,30 +216,35 @@ class RankingMixin:
             )
 
     def _channels(self, query: str, mode: str, qvec, allow):
+        """The ranked chunk ids of each channel for ``query``, their RRF weights and the
+        names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
+        The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
+        on chunk ids, as before the chunk store (same order for equal fused scores)."""
         channels: dict[str, list[str]] = {}
         weights: dict[str, float] = {}
         match: dict[str, str] = {}
         if not query:
             return channels, weights, match
+        ids = self.store.ids
         ident = is_identifier_query(query)
         intent = None
         if mode in ("hybrid", "lexical"):
             if ident:
-                res = self.names.search(query, CHANNEL_DEPTH, allow=self._by_id(allow))
-                channels["names"] = [k for k, _, _ in res]
-                match = {k: m for k, _, m in res}
+                res = self.names.search(query, CHANNEL_DEPTH, allow=allow, key_of=ids)
+                channels["names"] = [ids[s] for s, _, _ in res]
+                match = {ids[s]: m for s, _, m in res}
                 # a name query is answered by the names channel; the others only break ties
                 weights["names"] = 4.0 if res else 0.0
             qtok = tokenize_query(query, stem=self.config.stem)
-            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(allow))
-            channels["bm25"] = [k for k, _ in res]
+            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
+            channels["bm25"] = [ids[s] for s, _ in res]
             weights["bm25"] = self._lexical_weight(query)
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
-                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(self._metadata_filter(intent.object_types, allow)))
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=ids)
                 if not res and intent.object_types:
-                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._by_id(allow))
-                channels["meta"] = [k for k, _ in res]
+                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
+                channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
@@ -282,7 +287,7 @@ class RankingMixin:
         """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
         hits for ``query``: then those are the whole answer (see :func:`_names_first`)."""
         with self.lock:
-            res = self.names.search(query, top_k, allow=self._by_id(self._allow(filters)))
+            res = self.names.search(query, top_k, allow=self._allow(filters), key_of=self.store.ids)
         return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
 
     def _metadata_filter(self, types: tuple[str, ...], allow: np.ndarray | None = None) -> np.ndarray:

@@ -725,22 +725,23 @@ class ReconcileMixin:
         slot = self.store.add(c)
         if tokens is None:
             tokens = self._bm25_tokens(c)
-        self.bm25.add(c.id, tokens)
+        self.bm25.add(slot, tokens)
         if not c.is_code:
-            self.meta_bm25.add(c.id, tokens)
+            self.meta_bm25.add(slot, tokens)
         if c.kind != "module" and c.part <= 1:
-            self.names.add(c.id, c.name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
-        elif c.id in self.names:
-            self.names.remove(c.id)
+            self.names.add(slot, c.name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
+        elif slot in self.names:
+            self.names.remove(slot)
         # the dense side notices the changed text through embed_pending()
         return slot
 
     def _remove_chunk(self, cid: str) -> None:
-        self.store.remove(cid)
+        slot = self.store.remove(cid)
         self.stale_vectors.discard(cid)
-        self.bm25.remove(cid)
-        self.meta_bm25.remove(cid)
-        self.names.remove(cid)
+        if slot is not None:
+            self.bm25.remove(slot)
+            self.meta_bm25.remove(slot)
+            self.names.remove(slot)
         if self.dense is not None and cid in self.embedded:
             self.dense.remove([cid])
             self.embedded.pop(cid, None)
