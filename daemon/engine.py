@@ -26,6 +26,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -118,7 +119,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.cache = None
         self._dirty = False
         self._dense_dirty = False
-        self._script_cache: tuple[int, float] = (-1, 0.5)
+        self._script_cache: tuple[Any, float] = (None, 0.5)
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0)

@@ -169,7 +169,7 @@ class PersistMixin:
         self.format = manifest.get("format", "unknown")
         share = manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
-            self._script_cache = (self.store.version, float(share))
+            self._script_cache = ((id(self.store), self.store.version), float(share))
         info = manifest.get("info")
         if isinstance(info, dict):
             try:
@@ -405,7 +405,7 @@ class PersistMixin:
         asks for a snapshot instead (:attr:`compact_due`)."""
         from . import journal
 
-        if self.compact_due or not self.generation:
+        if self.compact_due or not self.generation or cs.staged is not None:
             self.compact_due = True
             return
         if len(cs.updates) > JOURNAL_MAX_FILES:

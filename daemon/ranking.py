@@ -277,7 +277,7 @@ class RankingMixin:
 
     def _corpus_cyrillic_share(self) -> float:
         """Share of Cyrillic letters in the method and object names (summed over the store's letter columns, cached per store version)."""
-        n = self.store.version
+        n = (id(self.store), self.store.version)
         if self._script_cache[0] != n:
             cyr, lat = self.store.name_letters()
             self._script_cache = (n, cyr / (cyr + lat) if cyr + lat else 0.5)

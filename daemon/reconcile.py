@@ -18,6 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import numpy as np
@@ -146,6 +147,9 @@ class ChangeSet(msgspec.Struct, kw_only=True):
 
     ``full``: a whole-export scan (its skip list replaces the old one; files not seen are
     removed); otherwise only ``paths`` and the subtrees of ``dirs`` were looked at.
+    ``staged``: a first index (or a rebuild of an empty engine) built aside as the results
+    arrived (:class:`_Staged`: a chunk store and channels, no chunk held in ``updates``);
+    :meth:`ReconcileMixin.apply` swaps it in whole. Never journaled.
     """
 
     full: bool
@@ -157,6 +161,7 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     skipped: list[Skip] = []
     files_seen: int = 0
     seconds: float = 0.0
+    staged: Any = None
 
 
 
@@ -468,6 +473,9 @@ class ReconcileMixin:
                 continue
             todo.append((kind, src, rec, deps))
         fmt = scan.info.format
+        # a first index streams into a store and channels built aside (swapped in by apply):
+        # no ChangeSet holding every chunk and its tokens until one big apply
+        staged = _Staged(self) if full and not self.files and not len(self.store) else None
         if self.pool is not None and len(todo) >= POOL_MIN_FILES:
             results = self._chunk_in_pool(self.pool, todo, fmt, cancel)
         else:  # a few files, or no pool: in this thread
@@ -480,6 +488,8 @@ class ReconcileMixin:
                 progress("chunk", done + n, total)
             if isinstance(result, Skip):
                 skipped.append(result)
+            elif staged is not None and result is not None and result.chunks is not None:
+                staged.take(result)
             elif result is not None:
                 cs.updates.append(result)
         # files under a folder that could not be listed are kept, not deleted
@@ -503,6 +513,9 @@ class ReconcileMixin:
 
             skipped.extend(missing_objects(self.root))
         cs.skipped = skipped
+        if staged is not None:
+            staged.finish()
+            cs.staged = staged
         cs.seconds = time.perf_counter() - t0
         return cs
 
@@ -599,6 +612,8 @@ class ReconcileMixin:
             if cs.info is not None:
                 self._info = cs.info
                 self.format = cs.info.format
+            if cs.staged is not None:
+                self._swap_in(cs.staged, report)
             for u in cs.updates:
                 if u.chunks is None:
                     rec = self.files.get(u.path)
@@ -653,6 +668,23 @@ class ReconcileMixin:
         if len(new) > SKIP_LOG_LINES:
             log.warning("... and %d more skipped files (bsl-lens status -v lists them)", len(new) - SKIP_LOG_LINES)
         self._skips_logged |= {(k.path, k.reason) for k in new}
+
+    def _swap_in(self, st: "_Staged", report: RefreshReport) -> None:
+        """Install a staged first index (under the lock, from :meth:`apply`)."""
+        if self.files or len(self.store):
+            raise RuntimeError("a staged build is only for an empty engine")
+        self.store, self.files = st.store, st.files
+        self.bm25, self.meta_bm25, self.names = st.bm25, st.meta_bm25, st.names
+        self.stale_vectors = st.stale_vectors
+        r = st.report
+        report.files_changed += r.files_changed
+        report.chunks_added += r.chunks_added
+        report.chunks_changed += r.chunks_changed
+        report.chunks_moved += r.chunks_moved
+        report.chunks_removed += r.chunks_removed
+        report.changed_ids.extend(r.changed_ids)
+        self._dirty = True
+        self.compact_due = True  # never journaled: a snapshot is due
 
     def _apply_file(self, u: "FileUpdate", report: RefreshReport) -> bool:
         """Swap one file's chunks in; True if any chunk was added, changed or removed."""
@@ -747,3 +779,46 @@ class ReconcileMixin:
             self.embedded.pop(cid, None)
             self._dense_dirty = True
 
+
+class _Staged:
+    """A first index built aside while :meth:`ReconcileMixin.prepare` reads the files: each
+    file's chunks go into a new :class:`daemon.chunkstore.ChunkStore` and their tokens
+    straight into new BM25 / names channels as the file's result arrives (the same
+    :meth:`ReconcileMixin._apply_file` an incremental apply runs, so the index is the same),
+    and the file's chunks and tokens are dropped. :meth:`ReconcileMixin.apply` swaps the
+    whole of it in under the lock: readers see the empty index or the complete one."""
+
+    _apply_file = ReconcileMixin._apply_file
+    _add_chunk = ReconcileMixin._add_chunk
+    _remove_chunk = ReconcileMixin._remove_chunk
+    _bm25_tokens = ReconcileMixin._bm25_tokens
+
+    def __init__(self, engine) -> None:
+        from .bm25 import BM25Index
+        from .chunkstore import ChunkStore
+        from .symbols import SymbolIndex
+
+        cfg = engine.config
+        self.config = cfg
+        self.store = ChunkStore()
+        self.files: dict[str, FileRecord] = {}
+        self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
+        self.meta_bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
+        self.names = SymbolIndex()
+        self.embedded = engine.embedded  # read only: which vectors the new texts make stale
+        self.stale_vectors: set[str] = set()
+        self.dense = None
+        self._dirty = False
+        self.report = RefreshReport()
+
+    def take(self, u: FileUpdate) -> None:
+        """Index one file's new chunks (``u.chunks`` not None), then drop them from ``u``."""
+        if self._apply_file(u, self.report):
+            self.report.files_changed += 1
+        u.chunks, u.tokens = None, {}
+
+    def finish(self) -> None:
+        """Write the buffered postings and names (outside the engine lock)."""
+        self.bm25.flush()
+        self.meta_bm25.flush()
+        self.names.flush()
