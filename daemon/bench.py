@@ -87,6 +87,18 @@ def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
 EDITS = 20
 
 
+def _hwm_mb() -> float:
+    """Peak RSS of this process's own address space (``VmHWM``; ``ru_maxrss`` of a spawned
+    child starts at its parent's RSS at the fork). 0 where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def _rss_mb() -> float:
     import psutil
 
@@ -153,7 +165,7 @@ def _warm_child(root: str, idx: str, config_raw: bytes, embedder_spec: tuple | N
         found += any(h.name == name for h in res.hits)
     if lat:
         out["edit_to_searchable_ms"] = {"p50": round(_pct(lat, 0.5), 1), "p95": round(_pct(lat, 0.95), 1), "n": len(lat), "found": found}
-    out["warm_peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    out["warm_peak_rss_mb"] = round(_hwm_mb(), 1)
     return out
 
 
