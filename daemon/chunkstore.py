@@ -177,7 +177,11 @@ class ChunkStore:
     Not thread-safe on its own: the engine's lock serialises writers and readers.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, spill_dir: Path | None = None) -> None:
+        """An empty store. ``spill_dir``: the append area is an unnamed temporary file in
+        that folder instead of a ``bytearray`` (a first index of ``bench --scale 20`` appends
+        ~650 MB of blobs: in the page cache then, not in the heap); read back with
+        ``os.pread``. Gone with the store or the process (it has no name)."""
         self.ids: list[str | None] = []
         self.slot_of: dict[str, int] = {}
         self.tables: dict[str, Interner] = {t: Interner() for t in _TABLES}
@@ -187,6 +191,13 @@ class ChunkStore:
         self._base: mmap.mmap | memoryview | bytes = b""  # the loaded generation's arena
         self._base_len = 0
         self._tail = bytearray()  # blobs added since the load, at offsets >= _base_len
+        self._spill = None
+        self._tail_len = 0
+        if spill_dir is not None:
+            import tempfile
+
+            spill_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._spill = tempfile.TemporaryFile(dir=spill_dir, prefix="staging-arena-")
         self._dead_bytes = 0
         self.version = 0  # bumped by every add/remove (caches keyed on it)
 
@@ -263,12 +274,17 @@ class ChunkStore:
             name_lat=min(lat, 65535),
             blob_len=len(head) + len(body),
             head_len=len(head),
-            blob_off=self._base_len + len(self._tail),
+            blob_off=self._base_len + self._tail_len,
             nr0=nr[0], nr1=nr[1], nr2=nr[2], nr3=nr[3],
         )
         self._rows[slot] = tuple(row[name] for name in ROW.names)
-        self._tail += head
-        self._tail += body
+        if self._spill is not None:
+            self._spill.write(head)
+            self._spill.write(body)
+        else:
+            self._tail += head
+            self._tail += body
+        self._tail_len += len(head) + len(body)
         self.version += 1
         return slot
 
@@ -295,6 +311,9 @@ class ChunkStore:
     def _bytes(self, off: int, n: int) -> bytes:
         if off >= self._base_len:
             off -= self._base_len
+            if self._spill is not None:
+                self._spill.flush()
+                return os.pread(self._spill.fileno(), n, off)
             return bytes(self._tail[off : off + n])
         return self._base[off : off + n]
 
@@ -448,7 +467,9 @@ class ChunkStore:
             for slot in np.flatnonzero(live).tolist():
                 off = int(self._rows["blob_off"][slot])
                 ln = int(lens[slot])
-                if off >= self._base_len:
+                if off >= self._base_len and self._spill is not None:
+                    fh.write(self._bytes(off, ln))
+                elif off >= self._base_len:
                     o = off - self._base_len
                     fh.write(memoryview(self._tail)[o : o + ln])
                 else:
@@ -538,14 +559,20 @@ class ChunkStore:
         self._rows["blob_off"][:n] = fresh._rows["blob_off"]
         self._rows["blob_len"][:n] = fresh._rows["blob_len"]
         self._tail = bytearray()
+        self._tail_len = 0
+        if self._spill is not None:
+            self._spill.close()
+            self._spill = None
         self._dead_bytes = 0
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held: ``columns`` (numpy), ``tail`` (append area in the heap), ``arena``
-        (memory-mapped, page cache), ``dead`` (blobs of replaced or removed chunks)."""
+        (memory-mapped, page cache), ``spilled`` (append area in a temporary file), ``dead`` (blobs of
+        replaced or removed chunks)."""
         return {
             "columns": self._rows.nbytes,
             "tail": len(self._tail),
+            "spilled": self._tail_len if self._spill is not None else 0,
             "arena": self._base_len,
             "dead": self._dead_bytes,
         }

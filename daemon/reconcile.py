@@ -800,7 +800,9 @@ class _Staged:
 
         cfg = engine.config
         self.config = cfg
-        self.store = ChunkStore()
+        # the blobs go to an unnamed file in the index dir until the first snapshot rebases
+        # the store onto its memory-mapped arena
+        self.store = ChunkStore(spill_dir=engine.index_dir)
         self.files: dict[str, FileRecord] = {}
         self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
         self.meta_bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
