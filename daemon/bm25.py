@@ -91,6 +91,8 @@ _COMPACT_MIN_DEAD = 1024
 FORMAT = "bsl-lens.bm25"
 FORMAT_VERSION = 1
 _HEADER = "header.json"
+#: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
+_FCACHE_MAX = 1 << 16
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
 _HASH_PIECE = 1 << 22
 
@@ -207,7 +209,7 @@ class _Vocab:
     new term and the frozen terms looked up by :meth:`intern` (documents added after a load)
     to its id."""
 
-    __slots__ = ("blob", "hperm", "hsort", "ids", "new", "off")
+    __slots__ = ("blob", "fcache", "hperm", "hsort", "ids", "new", "off")
 
     def __init__(
         self,
@@ -222,6 +224,9 @@ class _Vocab:
         self.hperm = np.zeros(0, dtype=np.uint32) if hperm is None else hperm
         self.ids: dict[str, int] = {}
         self.new: list[str] = []
+        # query terms looked up in the frozen part (hits and misses; the frozen part never
+        # changes, a compaction makes a new _Vocab). Cleared at _FCACHE_MAX entries.
+        self.fcache: dict[str, int | None] = {}
 
     @classmethod
     def frozen(cls, blob: np.ndarray, off: np.ndarray) -> _Vocab:
@@ -267,21 +272,26 @@ class _Vocab:
         return out
 
     def get(self, term: str) -> int | None:
-        """Term id of ``term`` or None (no caching: query terms do not grow the dict)."""
+        """Term id of ``term`` or None (query terms do not grow :attr:`ids`)."""
         tid = self.ids.get(term)
         if tid is None and self.hsort.size:
-            tid = self._frozen_lookup([term])[0]
+            tid = self.get_many([term])[0]
         return tid
 
     def get_many(self, terms: Sequence[str]) -> list[int | None]:
         """:meth:`get` for a batch (one vectorised lookup of the terms not in :attr:`ids`)."""
-        ids = self.ids
+        ids, fc = self.ids, self.fcache
         out = [ids.get(t) for t in terms]
         if self.hsort.size:
             miss = [i for i, v in enumerate(out) if v is None]
             if miss:
-                for i, v in zip(miss, self._frozen_lookup([terms[i] for i in miss])):
-                    out[i] = v
+                ask = [i for i in miss if terms[i] not in fc]
+                if ask:
+                    if len(fc) + len(ask) > _FCACHE_MAX:
+                        fc.clear()
+                    fc.update(zip((terms[i] for i in ask), self._frozen_lookup([terms[i] for i in ask])))
+                for i in miss:
+                    out[i] = fc.get(terms[i])
         return out
 
     def intern(self, terms: Iterable[str]) -> int:
