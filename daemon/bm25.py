@@ -900,14 +900,20 @@ class BM25Index:
         (``<u8`` sorted), ``vocab_perm.npy`` (``<u4``) and last ``header.json`` (format,
         parameters, counts, every file's byte size and CRC-32). Compacts first (see
         :meth:`compact`); each array is written straight from memory (no encoded copy),
-        and each file is fsynced. The caller makes the folder's appearance atomic.
+        and each file is fsynced. The caller makes the folder's appearance atomic (a new
+        generation folder: ``ValueError`` for the folder this index is mapped from).
         """
         if self._km is not None:
             raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
         self.compact()
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         v = self._vocab
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm):
+            mapped = getattr(arr, "filename", None)
+            if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
+                # rewriting a file that is mapped would pull the pages from under this index
+                raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
+        folder.mkdir(parents=True, exist_ok=True)
         cols = {
             "postings": np.asarray(self._base, dtype="<u4"),
             "offsets": np.asarray(self._base_off, dtype="<i8"),

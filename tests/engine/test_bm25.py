@@ -298,6 +298,16 @@ def test_save_load_round_trip_then_increments(tmp_path, mmap):
         assert again.scores(q) == rebuilt.scores(q)
 
 
+def test_save_refuses_the_folder_it_is_mapped_from(tmp_path):
+    index = _build({0: ["x"], 1: ["y"]})
+    index.save(tmp_path / "g1")
+    loaded = BM25Index.load(tmp_path / "g1")
+    with pytest.raises(ValueError, match="memory-mapped"):
+        loaded.save(tmp_path / "g1")
+    loaded.save(tmp_path / "g2")  # a new generation folder is fine
+    assert BM25Index.load(tmp_path / "g2").scores(["x"]) == index.scores(["x"])
+
+
 def test_empty_index_saves_and_loads(tmp_path):
     BM25Index().save(tmp_path / "e")
     index = BM25Index.load(tmp_path / "e")
