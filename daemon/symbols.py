@@ -32,8 +32,17 @@ this is the canonical public API, see :func:`api_boost`), then the shorter name,
 key, the key. The kind always wins over the boost, as an editor user expects (an exact name
 first); measured on the dev gold set this costs one query of 31 (see :func:`api_boost`).
 
-Data structures (n entries, columns indexed by an integer id): ids sorted by folded name in an
-``array('q')`` (``bisect`` with a key function, so no text is duplicated) for exact and prefix,
+Entries are named by the caller's **slots** (issue 12: one integer per chunk, shared by every
+channel, assigned by the chunk store; a freed slot may return with another chunk). The index
+keeps no chunk id strings: the "shorter key, then key" tie-breaks ask ``key_of(slot)`` at
+search time (only for the batch being sorted), filters are a bool mask indexed by slot.
+
+Data structures (n entries, columns indexed by an internal entry id, with ``slot <-> entry``
+as two ``array`` columns): names, folded names and the two word signatures are each ONE
+``str`` plus ``array('I')`` offsets (:class:`_StrCol`, no per-entry ``str``); kinds, word
+initials, folded containers and container tuples are ``uint32`` ids into small tables of
+distinct values (:class:`_Interned`). Ids sorted by folded name in an ``array('q')``
+(``bisect`` with a key function, so no text is duplicated) for exact and prefix,
 O(log n + matches); ids sorted by word initials for CamelHump (``ЗнРекОб`` looks up the
 initials prefix ``зро``, or the names starting with ``зн`` if those are fewer, and verifies
 the candidates); the same two for containers; trigram postings of the folded names for
@@ -41,8 +50,8 @@ substrings (candidates from the rarest trigrams, verified). Additions are buffer
 before the next search (one sort for a bulk load, ``insort``-like inserts for a few; the
 trigrams of a bulk load in one numpy pass over the code points); removals mark the id dead
 (searches skip it) and the index rebuilds itself compactly when dead ids exceed half the
-live ones. :class:`SymbolState` persists the derived columns, sorted arrays and trigram
-postings too, so :meth:`SymbolIndex.from_state` does no per-name work.
+live ones. :meth:`SymbolIndex.save` writes those columns as files and
+:meth:`SymbolIndex.load` reads them back with no per-entry work (one decode per text column).
 
 Build and load, measured on the 38,285 ssl31-ru names of the engine (methods and metadata;
 CPU time on one core of the loaded 2-core dev box, garbage collector off): adding all 0.92 →
