@@ -93,6 +93,9 @@ FORMAT_VERSION = 1
 _HEADER = "header.json"
 #: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
 _FCACHE_MAX = 1 << 16
+#: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
+#: per-document columns copied into RAM).
+_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
 _HASH_PIECE = 1 << 22
 
@@ -406,6 +409,10 @@ class BM25Index:
         self._alive = bytearray()  # doc -> 1 live / 0 dead
         self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while not in the block
         self._rm_block = array("I")  # removed docs whose df decrements wait for a block scan
+        # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
+        self._dt_n = 0
+        self._dt_off: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._dt_tids: np.ndarray = np.zeros(0, dtype=np.uint32)
         self._n_live = 0
         self._n_live_terms = 0
         self._total_len = 0
@@ -698,6 +705,8 @@ class BM25Index:
             self._reset()
             return
         tids = self._doc_terms.pop(doc, None)
+        if tids is None and doc < self._dt_n:
+            tids = self._dt_tids[int(self._dt_off[doc]) : int(self._dt_off[doc + 1])].tolist()
         if tids is None:
             self._rm_block.append(doc)
         else:
@@ -892,7 +901,7 @@ class BM25Index:
         return [(slot, score) for score, slot in ranked[:k]]
 
     # --- persistence: column files -------------------------------------------------------
-    def save(self, folder: Path | str) -> None:
+    def save(self, folder: Path | str, *, remap: bool = True) -> None:
         """Write the index as column files into ``folder`` (created if missing; files of
         the same names are replaced): ``postings.npy`` (``<u4`` (doc, tf) pairs grouped by
         term), ``offsets.npy`` (``<i8``), ``slots.npy`` / ``lengths.npy`` (``<u4`` per doc),
@@ -902,19 +911,25 @@ class BM25Index:
         :meth:`compact`); each array is written straight from memory (no encoded copy),
         and each file is fsynced. The caller makes the folder's appearance atomic (a new
         generation folder: ``ValueError`` for the folder this index is mapped from).
+        ``doc_off.npy`` / ``doc_terms.npy`` (doc -> term ids) make removals of saved documents
+        O(their terms). With ``remap`` the index then reads its block, vocabulary and that
+        doc index from the written files (memory-mapped; their RAM copies are freed).
         """
         if self._km is not None:
             raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
         self.compact()
         folder = Path(folder)
         v = self._vocab
-        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm):
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
             mapped = getattr(arr, "filename", None)
             if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
                 # rewriting a file that is mapped would pull the pages from under this index
                 raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
         folder.mkdir(parents=True, exist_ok=True)
+        doc_off, doc_terms = self._doc_csr()
         cols = {
+            "doc_off": doc_off,
+            "doc_terms": doc_terms,
             "postings": np.asarray(self._base, dtype="<u4"),
             "offsets": np.asarray(self._base_off, dtype="<i8"),
             "slots": _u32(self._doc_slot),
@@ -948,6 +963,39 @@ class BM25Index:
             json.dump(header, fh, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
+        del cols, doc_off, doc_terms
+        if remap:
+            # from now on read the block, the vocabulary and the doc -> terms index from the
+            # files just written: their RAM copies are freed (a cold build ends with the
+            # footprint of a warm load)
+            m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
+            self._base, self._base_off = m["postings"], m["offsets"]
+            self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
+            self._dt_n, self._dt_off, self._dt_tids = len(self._doc_slot), m["doc_off"], m["doc_terms"]
+
+    def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
+        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. Built
+        in doc ranges of at most 2**24 postings (bounded temporaries)."""
+        n = len(self._doc_slot)
+        docs = self._base[0::2]
+        counts = np.bincount(docs, minlength=n) if docs.size else np.zeros(n, dtype=np.int64)
+        off = np.zeros(n + 1, dtype="<i8")
+        np.cumsum(counts, out=off[1:])
+        out = np.empty(int(off[-1]), dtype="<u4")
+        term_off = np.asarray(self._base_off)
+        d0 = 0
+        while d0 < n:
+            d1 = int(np.searchsorted(off, off[d0] + (1 << 24), side="right")) - 1
+            d1 = min(max(d1, d0 + 1), n)
+            pos = np.flatnonzero((docs >= d0) & (docs < d1))  # block order: term ascending
+            if pos.size:
+                sub = docs[pos].astype(np.int64)
+                order = np.argsort(sub, kind="stable")
+                tids = (np.searchsorted(term_off, pos, side="right") - 1).astype("<u4")
+                out[off[d0] : off[d1]] = tids[order]
+            d0 = d1
+        return off, out
 
     @classmethod
     def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> BM25Index:
@@ -973,6 +1021,8 @@ class BM25Index:
             n_docs, n_terms, n_post = int(header["docs"]), int(header["terms"]), int(header["postings"])
             k1, b, files = float(header["k1"]), float(header["b"]), header["files"]
             want = {
+                "doc_off": ("<i8", (n_docs + 1,)),
+                "doc_terms": ("<u4", (n_post,)),
                 "postings": ("<u4", (2 * n_post,)),
                 "offsets": ("<i8", (n_terms + 1,)),
                 "slots": ("<u4", (n_docs,)),
@@ -1010,6 +1060,9 @@ class BM25Index:
             or (n_terms and int(np.diff(voff).min()) < 0)
             or (n_docs and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1))
             or int(lengths.sum(dtype=np.int64)) != int(header.get("total_len", -1))
+            or cols["doc_off"][0] != 0
+            or cols["doc_off"][-1] != n_post
+            or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
         ):
             raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
         if verify and post.size:
@@ -1022,8 +1075,11 @@ class BM25Index:
             index = cls(k1, b)
         except ValueError as exc:
             raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
+        if verify and n_post and int(cols["doc_terms"].max()) >= n_terms:
+            raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
         vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
         index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
+        index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
         return index
 
     # --- persistence: msgpack state (compatibility, string keys) ------------------------
