@@ -38,11 +38,12 @@ document):
 * a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
   ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
-* the distinct term ids of a document are kept only while its postings sit in the tails or
-  the buffer (needed to decrement ``df``); once merged into the block (and for documents
-  loaded from disk) they are found by one vectorised pass over the block's doc column for
-  all removals buffered since the last read (~5 ms for ssl31-ru, O(postings)). No token
-  lists, no per-document Python objects.
+* the distinct term ids of a document (needed to decrement ``df`` on removal) are kept in
+  RAM only while its postings sit in the tails (the buffer holds them anyway); documents
+  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``,
+  memory-mapped, O(their terms)); documents merged into a block since then by one
+  vectorised pass over the block's doc column for all removals buffered since the last read
+  (O(postings): ~5 ms for ssl31-ru). No token lists, no per-document Python objects.
 
 Vocabulary: terms added in this process are a ``dict``; terms of a block loaded or compacted
 are one UTF-8 blob with ``int64`` offsets (term id order) plus a sorted column of 64-bit
@@ -407,7 +408,7 @@ class BM25Index:
         self._doc_slot = array("I")  # doc -> slot
         self._dl = array("I")  # doc -> length in tokens
         self._alive = bytearray()  # doc -> 1 live / 0 dead
-        self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while not in the block
+        self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while in the tails
         self._rm_block = array("I")  # removed docs whose df decrements wait for a block scan
         # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
         self._dt_n = 0
@@ -545,7 +546,6 @@ class BM25Index:
         self._alive.append(1)
         self._total_len += length
         self._n_live += 1
-        self._doc_terms[doc] = tids
         self._p_docs.append(doc)
         self._p_nterms.append(len(tids))
         self._p_tids.extend(tids)
@@ -570,10 +570,11 @@ class BM25Index:
         if n_rows >= max(_MERGE_MIN_ROWS, self._base.size // 32):
             self._merge()
             return
-        df, tail = self._df, self._tail
+        df, tail, doc_terms = self._df, self._tail, self._doc_terms
         p_tids, p_tfs = self._p_tids, self._p_tfs
         row = 0
         for doc, nt in zip(self._p_docs, self._p_nterms):
+            doc_terms[doc] = p_tids[row : row + nt]  # needed to uncount it while in the tails
             for j in range(row, row + nt):
                 tid = p_tids[j]
                 t = tail.get(tid)
