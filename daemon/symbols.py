@@ -333,6 +333,15 @@ class _StrCol:
     def __iter__(self) -> Iterator:
         return map(self.__getitem__, range(len(self)))
 
+    def take(self, ids: list[int]) -> list:
+        """``[col[i] for i in ids]`` without a method call per row (the search loops)."""
+        big, off, nf, tail = self.big, self.off, self.nf, self.tail
+        if tail:
+            out = [big[off[i] : off[i + 1]] if i < nf else tail[i - nf] for i in ids]
+        else:
+            out = [big[off[i] : off[i + 1]] for i in ids]
+        return [v or None for v in out] if self.none_empty else out
+
     def append(self, v: str | None) -> None:
         self.tail.append(v or "")
         if len(self.tail) >= max(4096, self.nf >> 3):
@@ -731,12 +740,11 @@ class SymbolIndex:
         if not cand.size:
             return cand
         rx = _hump_matcher(q_humps, cand.size)
-        sigs, sigs2, fnames = self._sigs, self._sigs2, self._fnames
+        el = cand.tolist()
         keep = [
             e
-            for e in cand.tolist()
-            if (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e])))
-            and not fnames[e].startswith(fq)
+            for e, a, b, f in zip(el, self._sigs.take(el), self._sigs2.take(el), self._fnames.take(el))
+            if (rx(a) or (b is not None and rx(b))) and not f.startswith(fq)
         ]
         return np.asarray(keep, dtype=np.int64)
 
@@ -759,8 +767,8 @@ class SymbolIndex:
                 break
             cand = np.intersect1d(cand, np.frombuffer(post, dtype=np.int32), assume_unique=True)
         cand = self._live(cand)
-        fnames = self._fnames
-        hits = [e for e in cand.tolist() if fq in fnames[e] and not fnames[e].startswith(fq)]
+        el = cand.tolist()
+        hits = [e for e, f in zip(el, self._fnames.take(el)) if fq in f and not f.startswith(fq)]
         ids = np.asarray(hits[:SUBSTRING_MAX_HITS], dtype=np.int64)
         if exclude.size and ids.size:
             ids = ids[~np.isin(ids, exclude)]
@@ -771,8 +779,8 @@ class SymbolIndex:
         fcq = fold(cq)
         lo, hi = self._by_cont.prefix_range(fcq)
         rows = self._by_cont.view(lo, hi)
-        texts = self._crow_text
-        ranks = np.fromiter((0 if texts[r] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
+        table, tids = self._crow_text.table, self._crow_text.ids
+        ranks = np.fromiter((0 if table[tids[r]] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
         ids = np.frombuffer(self._crow_eid, dtype=np.int64)[rows] if rows.size else rows
         q_humps = humps(cq)
         if len(q_humps) >= 2:
@@ -1007,16 +1015,17 @@ class SymbolIndex:
         fnames, sigs, sigs2 = self._fnames, self._sigs, self._sigs2
         rx = _hump_matcher(nq_humps, ids.size) if len(nq_humps) >= 2 else None
         sub = len(fnq) >= SUBSTRING_MIN_LEN
-        out = np.full(ids.size, 4, dtype=np.int64)
-        for i, e in enumerate(ids.tolist()):
-            f = fnames[e]
+        el = ids.tolist()
+        ranks = [4] * len(el)
+        two = (sigs.take(el), sigs2.take(el)) if rx is not None else ([], [])
+        for i, f in enumerate(fnames.take(el)):
             if f.startswith(fnq):
-                out[i] = 0 if len(f) == len(fnq) else 1
-            elif rx is not None and (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e]))):
-                out[i] = 2
+                ranks[i] = 0 if len(f) == len(fnq) else 1
+            elif rx is not None and (rx(two[0][i]) or (two[1][i] is not None and rx(two[1][i]))):
+                ranks[i] = 2
             elif sub and fnq in f:
-                out[i] = 3
-        return out
+                ranks[i] = 3
+        return np.asarray(ranks, dtype=np.int64)
 
     # --- persistence ---------------------------------------------------------------------
     def to_state(self) -> SymbolState:
