@@ -38,11 +38,12 @@ document):
 * a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
   ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
-* the distinct term ids of a document are kept only while its postings sit in the tails or
-  the buffer (needed to decrement ``df``); once merged into the block (and for documents
-  loaded from disk) they are found by one vectorised pass over the block's doc column for
-  all removals buffered since the last read (~5 ms for ssl31-ru, O(postings)). No token
-  lists, no per-document Python objects.
+* the distinct term ids of a document (needed to decrement ``df`` on removal) are kept in
+  RAM only while its postings sit in the tails (the buffer holds them anyway); documents
+  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``,
+  memory-mapped, O(their terms)); documents merged into a block since then by one
+  vectorised pass over the block's doc column for all removals buffered since the last read
+  (O(postings): ~5 ms for ssl31-ru). No token lists, no per-document Python objects.
 
 Vocabulary: terms added in this process are a ``dict``; terms of a block loaded or compacted
 are one UTF-8 blob with ``int64`` offsets (term id order) plus a sorted column of 64-bit
@@ -91,6 +92,11 @@ _COMPACT_MIN_DEAD = 1024
 FORMAT = "bsl-lens.bm25"
 FORMAT_VERSION = 1
 _HEADER = "header.json"
+#: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
+_FCACHE_MAX = 1 << 16
+#: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
+#: per-document columns copied into RAM).
+_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
 _HASH_PIECE = 1 << 22
 
@@ -207,7 +213,7 @@ class _Vocab:
     new term and the frozen terms looked up by :meth:`intern` (documents added after a load)
     to its id."""
 
-    __slots__ = ("blob", "hperm", "hsort", "ids", "new", "off")
+    __slots__ = ("blob", "fcache", "hperm", "hsort", "ids", "new", "off")
 
     def __init__(
         self,
@@ -222,6 +228,9 @@ class _Vocab:
         self.hperm = np.zeros(0, dtype=np.uint32) if hperm is None else hperm
         self.ids: dict[str, int] = {}
         self.new: list[str] = []
+        # query terms looked up in the frozen part (hits and misses; the frozen part never
+        # changes, a compaction makes a new _Vocab). Cleared at _FCACHE_MAX entries.
+        self.fcache: dict[str, int | None] = {}
 
     @classmethod
     def frozen(cls, blob: np.ndarray, off: np.ndarray) -> _Vocab:
@@ -267,21 +276,26 @@ class _Vocab:
         return out
 
     def get(self, term: str) -> int | None:
-        """Term id of ``term`` or None (no caching: query terms do not grow the dict)."""
+        """Term id of ``term`` or None (query terms do not grow :attr:`ids`)."""
         tid = self.ids.get(term)
         if tid is None and self.hsort.size:
-            tid = self._frozen_lookup([term])[0]
+            tid = self.get_many([term])[0]
         return tid
 
     def get_many(self, terms: Sequence[str]) -> list[int | None]:
         """:meth:`get` for a batch (one vectorised lookup of the terms not in :attr:`ids`)."""
-        ids = self.ids
+        ids, fc = self.ids, self.fcache
         out = [ids.get(t) for t in terms]
         if self.hsort.size:
             miss = [i for i, v in enumerate(out) if v is None]
             if miss:
-                for i, v in zip(miss, self._frozen_lookup([terms[i] for i in miss])):
-                    out[i] = v
+                ask = [i for i in miss if terms[i] not in fc]
+                if ask:
+                    if len(fc) + len(ask) > _FCACHE_MAX:
+                        fc.clear()
+                    fc.update(zip((terms[i] for i in ask), self._frozen_lookup([terms[i] for i in ask])))
+                for i in miss:
+                    out[i] = fc.get(terms[i])
         return out
 
     def intern(self, terms: Iterable[str]) -> int:
@@ -394,8 +408,12 @@ class BM25Index:
         self._doc_slot = array("I")  # doc -> slot
         self._dl = array("I")  # doc -> length in tokens
         self._alive = bytearray()  # doc -> 1 live / 0 dead
-        self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while not in the block
+        self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while in the tails
         self._rm_block = array("I")  # removed docs whose df decrements wait for a block scan
+        # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
+        self._dt_n = 0
+        self._dt_off: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._dt_tids: np.ndarray = np.zeros(0, dtype=np.uint32)
         self._n_live = 0
         self._n_live_terms = 0
         self._total_len = 0
@@ -528,7 +546,6 @@ class BM25Index:
         self._alive.append(1)
         self._total_len += length
         self._n_live += 1
-        self._doc_terms[doc] = tids
         self._p_docs.append(doc)
         self._p_nterms.append(len(tids))
         self._p_tids.extend(tids)
@@ -553,10 +570,11 @@ class BM25Index:
         if n_rows >= max(_MERGE_MIN_ROWS, self._base.size // 32):
             self._merge()
             return
-        df, tail = self._df, self._tail
+        df, tail, doc_terms = self._df, self._tail, self._doc_terms
         p_tids, p_tfs = self._p_tids, self._p_tfs
         row = 0
         for doc, nt in zip(self._p_docs, self._p_nterms):
+            doc_terms[doc] = p_tids[row : row + nt]  # needed to uncount it while in the tails
             for j in range(row, row + nt):
                 tid = p_tids[j]
                 t = tail.get(tid)
@@ -688,6 +706,8 @@ class BM25Index:
             self._reset()
             return
         tids = self._doc_terms.pop(doc, None)
+        if tids is None and doc < self._dt_n:
+            tids = self._dt_tids[int(self._dt_off[doc]) : int(self._dt_off[doc + 1])].tolist()
         if tids is None:
             self._rm_block.append(doc)
         else:
@@ -882,7 +902,7 @@ class BM25Index:
         return [(slot, score) for score, slot in ranked[:k]]
 
     # --- persistence: column files -------------------------------------------------------
-    def save(self, folder: Path | str) -> None:
+    def save(self, folder: Path | str, *, remap: bool = True) -> None:
         """Write the index as column files into ``folder`` (created if missing; files of
         the same names are replaced): ``postings.npy`` (``<u4`` (doc, tf) pairs grouped by
         term), ``offsets.npy`` (``<i8``), ``slots.npy`` / ``lengths.npy`` (``<u4`` per doc),
@@ -890,15 +910,27 @@ class BM25Index:
         (``<u8`` sorted), ``vocab_perm.npy`` (``<u4``) and last ``header.json`` (format,
         parameters, counts, every file's byte size and CRC-32). Compacts first (see
         :meth:`compact`); each array is written straight from memory (no encoded copy),
-        and each file is fsynced. The caller makes the folder's appearance atomic.
+        and each file is fsynced. The caller makes the folder's appearance atomic (a new
+        generation folder: ``ValueError`` for the folder this index is mapped from).
+        ``doc_off.npy`` / ``doc_terms.npy`` (doc -> term ids) make removals of saved documents
+        O(their terms). With ``remap`` the index then reads its block, vocabulary and that
+        doc index from the written files (memory-mapped; their RAM copies are freed).
         """
         if self._km is not None:
             raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
         self.compact()
         folder = Path(folder)
-        folder.mkdir(parents=True, exist_ok=True)
         v = self._vocab
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
+            mapped = getattr(arr, "filename", None)
+            if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
+                # rewriting a file that is mapped would pull the pages from under this index
+                raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
+        folder.mkdir(parents=True, exist_ok=True)
+        doc_off, doc_terms = self._doc_csr()
         cols = {
+            "doc_off": doc_off,
+            "doc_terms": doc_terms,
             "postings": np.asarray(self._base, dtype="<u4"),
             "offsets": np.asarray(self._base_off, dtype="<i8"),
             "slots": _u32(self._doc_slot),
@@ -932,6 +964,39 @@ class BM25Index:
             json.dump(header, fh, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
+        del cols, doc_off, doc_terms
+        if remap:
+            # from now on read the block, the vocabulary and the doc -> terms index from the
+            # files just written: their RAM copies are freed (a cold build ends with the
+            # footprint of a warm load)
+            m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
+            self._base, self._base_off = m["postings"], m["offsets"]
+            self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
+            self._dt_n, self._dt_off, self._dt_tids = len(self._doc_slot), m["doc_off"], m["doc_terms"]
+
+    def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
+        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. Built
+        in doc ranges of at most 2**24 postings (bounded temporaries)."""
+        n = len(self._doc_slot)
+        docs = self._base[0::2]
+        counts = np.bincount(docs, minlength=n) if docs.size else np.zeros(n, dtype=np.int64)
+        off = np.zeros(n + 1, dtype="<i8")
+        np.cumsum(counts, out=off[1:])
+        out = np.empty(int(off[-1]), dtype="<u4")
+        term_off = np.asarray(self._base_off)
+        d0 = 0
+        while d0 < n:
+            d1 = int(np.searchsorted(off, off[d0] + (1 << 24), side="right")) - 1
+            d1 = min(max(d1, d0 + 1), n)
+            pos = np.flatnonzero((docs >= d0) & (docs < d1))  # block order: term ascending
+            if pos.size:
+                sub = docs[pos].astype(np.int64)
+                order = np.argsort(sub, kind="stable")
+                tids = (np.searchsorted(term_off, pos, side="right") - 1).astype("<u4")
+                out[off[d0] : off[d1]] = tids[order]
+            d0 = d1
+        return off, out
 
     @classmethod
     def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> BM25Index:
@@ -957,6 +1022,8 @@ class BM25Index:
             n_docs, n_terms, n_post = int(header["docs"]), int(header["terms"]), int(header["postings"])
             k1, b, files = float(header["k1"]), float(header["b"]), header["files"]
             want = {
+                "doc_off": ("<i8", (n_docs + 1,)),
+                "doc_terms": ("<u4", (n_post,)),
                 "postings": ("<u4", (2 * n_post,)),
                 "offsets": ("<i8", (n_terms + 1,)),
                 "slots": ("<u4", (n_docs,)),
@@ -992,8 +1059,11 @@ class BM25Index:
             or voff[0] != 0
             or voff[-1] != vblob.size
             or (n_terms and int(np.diff(voff).min()) < 0)
-            or (n_docs and (int(slots.max()) >= 1 << 31 or np.unique(slots).size != n_docs))
+            or (n_docs and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1))
             or int(lengths.sum(dtype=np.int64)) != int(header.get("total_len", -1))
+            or cols["doc_off"][0] != 0
+            or cols["doc_off"][-1] != n_post
+            or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
         ):
             raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
         if verify and post.size:
@@ -1006,8 +1076,11 @@ class BM25Index:
             index = cls(k1, b)
         except ValueError as exc:
             raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
+        if verify and n_post and int(cols["doc_terms"].max()) >= n_terms:
+            raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
         vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
         index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
+        index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
         return index
 
     # --- persistence: msgpack state (compatibility, string keys) ------------------------

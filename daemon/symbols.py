@@ -32,8 +32,17 @@ this is the canonical public API, see :func:`api_boost`), then the shorter name,
 key, the key. The kind always wins over the boost, as an editor user expects (an exact name
 first); measured on the dev gold set this costs one query of 31 (see :func:`api_boost`).
 
-Data structures (n entries, columns indexed by an integer id): ids sorted by folded name in an
-``array('q')`` (``bisect`` with a key function, so no text is duplicated) for exact and prefix,
+Entries are named by the caller's **slots** (issue 12: one integer per chunk, shared by every
+channel, assigned by the chunk store; a freed slot may return with another chunk). The index
+keeps no chunk id strings: the "shorter key, then key" tie-breaks ask ``key_of(slot)`` at
+search time (only for the batch being sorted), filters are a bool mask indexed by slot.
+
+Data structures (n entries, columns indexed by an internal entry id, with ``slot <-> entry``
+as two ``array`` columns): names, folded names and the two word signatures are each ONE
+``str`` plus ``array('I')`` offsets (:class:`_StrCol`, no per-entry ``str``); kinds, word
+initials, folded containers and container tuples are ``uint32`` ids into small tables of
+distinct values (:class:`_Interned`). Ids sorted by folded name in an ``array('q')``
+(``bisect`` with a key function, so no text is duplicated) for exact and prefix,
 O(log n + matches); ids sorted by word initials for CamelHump (``ЗнРекОб`` looks up the
 initials prefix ``зро``, or the names starting with ``зн`` if those are fewer, and verifies
 the candidates); the same two for containers; trigram postings of the folded names for
@@ -41,8 +50,8 @@ substrings (candidates from the rarest trigrams, verified). Additions are buffer
 before the next search (one sort for a bulk load, ``insort``-like inserts for a few; the
 trigrams of a bulk load in one numpy pass over the code points); removals mark the id dead
 (searches skip it) and the index rebuilds itself compactly when dead ids exceed half the
-live ones. :class:`SymbolState` persists the derived columns, sorted arrays and trigram
-postings too, so :meth:`SymbolIndex.from_state` does no per-name work.
+live ones. :meth:`SymbolIndex.save` writes those columns as files and
+:meth:`SymbolIndex.load` reads them back with no per-entry work (one decode per text column).
 
 Build and load, measured on the 38,285 ssl31-ru names of the engine (methods and metadata;
 CPU time on one core of the loaded 2-core dev box, garbage collector off): adding all 0.92 →
@@ -324,6 +333,15 @@ class _StrCol:
     def __iter__(self) -> Iterator:
         return map(self.__getitem__, range(len(self)))
 
+    def take(self, ids: list[int]) -> list:
+        """``[col[i] for i in ids]`` without a method call per row (the search loops)."""
+        big, off, nf, tail = self.big, self.off, self.nf, self.tail
+        if tail:
+            out = [big[off[i] : off[i + 1]] if i < nf else tail[i - nf] for i in ids]
+        else:
+            out = [big[off[i] : off[i + 1]] for i in ids]
+        return [v or None for v in out] if self.none_empty else out
+
     def append(self, v: str | None) -> None:
         self.tail.append(v or "")
         if len(self.tail) >= max(4096, self.nf >> 3):
@@ -348,6 +366,40 @@ class _StrCol:
         self.tail = []
 
 
+class _Interned:
+    """A column of repeated values (kinds, initials, folded containers, container tuples):
+    per row a ``uint32`` id into a table of distinct values; id 0 is None. Rows cost 4 bytes,
+    and a load builds no per-row object."""
+
+    __slots__ = ("ids", "index", "table")
+
+    def __init__(self) -> None:
+        self.table: list = [None]
+        self.index: dict = {}
+        self.ids = array("I")
+
+    def id_of(self, v: object) -> int:
+        if v is None:
+            return 0
+        i = self.index.get(v)
+        if i is None:
+            i = self.index[v] = len(self.table)
+            self.table.append(v)
+        return i
+
+    def append(self, v: object) -> None:
+        self.ids.append(self.id_of(v))
+
+    def __getitem__(self, r: int):  # -> the value (str, tuple or None)
+        return self.table[self.ids[r]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator:
+        return map(self.table.__getitem__, self.ids)
+
+
 class _SortedIds:
     """Ids sorted by ``text[id]`` (an ``array('q')``), with buffered inserts.
 
@@ -357,7 +409,7 @@ class _SortedIds:
 
     __slots__ = ("ids", "pending", "text")
 
-    def __init__(self, text: list | _StrCol) -> None:
+    def __init__(self, text: list | _StrCol | _Interned) -> None:
         self.ids = array("q")
         self.pending: list[int] = []
         self.text = text
@@ -431,17 +483,17 @@ class SymbolIndex:
         self._fnames = _StrCol()
         self._sigs = _StrCol()  # folded words joined by \x00 (capital split)
         self._sigs2 = _StrCol(none_empty=True)  # the split_words splitting, when it differs
-        self._conts: list[tuple[str, ...]] = []
-        self._kinds: list[str] = []
+        self._conts = _Interned()  # entry -> tuple of containers
+        self._kinds = _Interned()
         self._boosts = array("d")
         self._comp = array("q")
         self._alive = bytearray()
         # initials rows: row 2*id from _sigs, 2*id+1 from _sigs2 (absent rows never inserted)
-        self._ini_text: list[str | None] = []
+        self._ini_text = _Interned()
         # container rows
-        self._crow_text: list[str] = []  # folded container
+        self._crow_text = _Interned()  # folded container
         self._crow_eid = array("q")
-        self._cini_text: list[str] = []  # initials of a container splitting
+        self._cini_text = _Interned()  # initials of a container splitting
         self._cini_eid = array("q")
         self._by_name = _SortedIds(self._fnames)
         self._by_ini = _SortedIds(self._ini_text)
@@ -451,7 +503,6 @@ class SymbolIndex:
         self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = None  # set per search
         self._key_of: Callable[[int], str] | None = None  # set per search
         self._intern: dict[str, str] = {}
-        self._cont_tuples: dict[tuple[str, ...], tuple[str, ...]] = {}
         self._cont_cache: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
         # substring search: trigram of the folded name -> ids (ascending, may hold stale ids);
         # ids added since the last flush are indexed by the next _flush
@@ -524,7 +575,6 @@ class SymbolIndex:
             self._remove_slot(slot)
         conts = (container,) if isinstance(container, str) else tuple(container)
         conts = tuple(dict.fromkeys(self._interned(c) for c in conts if c))
-        conts = self._cont_tuples.setdefault(conts, conts)  # one tuple per module, not per method
         eid = len(self._slot)
         fname = fold(name)
         splits = _word_splits(name)
@@ -690,12 +740,11 @@ class SymbolIndex:
         if not cand.size:
             return cand
         rx = _hump_matcher(q_humps, cand.size)
-        sigs, sigs2, fnames = self._sigs, self._sigs2, self._fnames
+        el = cand.tolist()
         keep = [
             e
-            for e in cand.tolist()
-            if (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e])))
-            and not fnames[e].startswith(fq)
+            for e, a, b, f in zip(el, self._sigs.take(el), self._sigs2.take(el), self._fnames.take(el))
+            if (rx(a) or (b is not None and rx(b))) and not f.startswith(fq)
         ]
         return np.asarray(keep, dtype=np.int64)
 
@@ -718,8 +767,8 @@ class SymbolIndex:
                 break
             cand = np.intersect1d(cand, np.frombuffer(post, dtype=np.int32), assume_unique=True)
         cand = self._live(cand)
-        fnames = self._fnames
-        hits = [e for e in cand.tolist() if fq in fnames[e] and not fnames[e].startswith(fq)]
+        el = cand.tolist()
+        hits = [e for e, f in zip(el, self._fnames.take(el)) if fq in f and not f.startswith(fq)]
         ids = np.asarray(hits[:SUBSTRING_MAX_HITS], dtype=np.int64)
         if exclude.size and ids.size:
             ids = ids[~np.isin(ids, exclude)]
@@ -730,8 +779,8 @@ class SymbolIndex:
         fcq = fold(cq)
         lo, hi = self._by_cont.prefix_range(fcq)
         rows = self._by_cont.view(lo, hi)
-        texts = self._crow_text
-        ranks = np.fromiter((0 if texts[r] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
+        table, tids = self._crow_text.table, self._crow_text.ids
+        ranks = np.fromiter((0 if table[tids[r]] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
         ids = np.frombuffer(self._crow_eid, dtype=np.int64)[rows] if rows.size else rows
         q_humps = humps(cq)
         if len(q_humps) >= 2:
@@ -966,16 +1015,17 @@ class SymbolIndex:
         fnames, sigs, sigs2 = self._fnames, self._sigs, self._sigs2
         rx = _hump_matcher(nq_humps, ids.size) if len(nq_humps) >= 2 else None
         sub = len(fnq) >= SUBSTRING_MIN_LEN
-        out = np.full(ids.size, 4, dtype=np.int64)
-        for i, e in enumerate(ids.tolist()):
-            f = fnames[e]
+        el = ids.tolist()
+        ranks = [4] * len(el)
+        two = (sigs.take(el), sigs2.take(el)) if rx is not None else ([], [])
+        for i, f in enumerate(fnames.take(el)):
             if f.startswith(fnq):
-                out[i] = 0 if len(f) == len(fnq) else 1
-            elif rx is not None and (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e]))):
-                out[i] = 2
+                ranks[i] = 0 if len(f) == len(fnq) else 1
+            elif rx is not None and (rx(two[0][i]) or (two[1][i] is not None and rx(two[1][i]))):
+                ranks[i] = 2
             elif sub and fnq in f:
-                out[i] = 3
-        return out
+                ranks[i] = 3
+        return np.asarray(ranks, dtype=np.int64)
 
     # --- persistence ---------------------------------------------------------------------
     def to_state(self) -> SymbolState:
@@ -1042,8 +1092,8 @@ class SymbolIndex:
             fnames=col(self._fnames),
             sigs=col(self._sigs),
             sigs2=col(self._sigs2),
-            inis=col(ini[0 : 2 * n_all : 2]),
-            inis2=col(ini[1 : 2 * n_all : 2]),
+            inis=col([ini[2 * e] for e in range(n_all)]),
+            inis2=col([ini[2 * e + 1] for e in range(n_all)]),
             by_name=u4(ids),
             by_ini=u4(rows),
             by_cont=by_cont,
@@ -1115,21 +1165,22 @@ class SymbolIndex:
         self._fnames.extend(state.fnames)
         self._sigs.extend(state.sigs)
         self._sigs2.extend(state.sigs2)
-        tuples = self._cont_tuples.setdefault
-        self._conts = [tuples(t, t) for t in (tuple(map(interned, c, c)) for c in state.containers)]
-        self._kinds = list(map(interned, state.kinds, state.kinds))
+        for c in state.containers:
+            self._conts.append(tuple(map(interned, c, c)))
+        for kind in state.kinds:
+            self._kinds.append(kind)
         self._boosts = array("d", boosts.tobytes())
         self._comp = array("q", _composites(boosts, state.fnames).tobytes())
         self._alive = bytearray(b"\x01" * n)
-        ini: list[str | None] = [None] * (2 * n)
-        ini[0::2] = map(interned, state.inis, state.inis)
-        ini[1::2] = state.inis2
-        self._ini_text.extend(ini)
+        ini_col = self._ini_text
+        for a, b in zip(state.inis, state.inis2):
+            ini_col.append(a)
+            ini_col.append(b)
         # container rows, in id order as add() appends them
         info = self._container_info
         crow_text, crow_eid = self._crow_text, []
         cini_text, cini_eid = self._cini_text, []
-        for e, conts in enumerate(self._conts):
+        for e, conts in enumerate(list(self._conts)):
             for c in conts:
                 fc, c_inis, _ = info(c)
                 crow_text.append(fc)
@@ -1160,30 +1211,197 @@ class SymbolIndex:
             post.frombytes(raw[bounds[i] : bounds[i + 1]])
 
     def save(self, folder: Path | str) -> None:
-        """Write the live entries and their derived columns into ``folder`` (created if
-        missing): one ``.npy`` per column (string columns as one UTF-8 blob each, separated
-        by U+001F; sorted id arrays and trigram postings ``<u4``/``<i4``; boosts ``<f8``) and
-        last ``header.json`` (format, layout, counts, byte size and CRC-32 of every file).
-        Files are fsynced; the caller makes the folder's appearance atomic. ``TypeError``
-        for a string-keyed (compatibility) index."""
+        """Write the index into ``folder`` (created if missing) as column files, one
+        ``.npy`` each, then ``header.json`` (format, layout, counts, byte size and CRC-32 of
+        every file): the name, folded-name and signature columns as one UTF-8 text plus
+        character offsets each; kinds, initials, folded containers and container tuples as
+        ``uint32`` ids into small tables of distinct values; slots, boosts, container rows,
+        the four sorted id arrays and the trigram postings as raw arrays. Compacts first when
+        entries are dead. Files are fsynced; the caller makes the folder's appearance
+        atomic. ``TypeError`` for a string-keyed (compatibility) index."""
         if self._km is not None:
             raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
-        _save_state(self._state(), Path(folder))
+        self._flush()
+        if self._dead:
+            self._rebuild(self._state())
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        cols: dict[str, np.ndarray] = {}
+        for name in _TEXT_COLS:
+            col: _StrCol = getattr(self, "_" + name)
+            col.freeze()
+            cols[name + "_text"] = np.frombuffer(col.big.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+            cols[name + "_off"] = np.frombuffer(col.off, dtype=np.uint32)
+        for name in _INTERNED_COLS:
+            icol: _Interned = getattr(self, "_" + name)
+            cols[name + "_ids"] = np.frombuffer(icol.ids, dtype=np.uint32)
+            cols[name + "_table"] = _join(icol.table[1:])
+        conts = self._conts
+        flat = [c for t in conts.table[1:] for c in t]
+        cols["conts_ids"] = np.frombuffer(conts.ids, dtype=np.uint32)
+        cols["conts_len"] = np.fromiter(map(len, conts.table[1:]), dtype=np.uint32, count=len(conts.table) - 1)
+        cols["conts_table"] = _join(flat)
+        cols["slots"] = np.frombuffer(self._slot, dtype=np.uint32)
+        cols["boosts"] = np.frombuffer(self._boosts, dtype=np.float64)
+        cols["crow_eid"] = np.frombuffer(self._crow_eid, dtype=np.int64)
+        cols["cini_eid"] = np.frombuffer(self._cini_eid, dtype=np.int64)
+        for name in _SORTED_COLS:
+            cols[name] = np.frombuffer(getattr(self, "_" + name).ids, dtype=np.int64)
+        terms = list(self._tri)
+        posts = [np.frombuffer(p, dtype=np.int32) for p in self._tri.values()]
+        cols["tri_terms"] = _join(terms)
+        cols["tri_off"] = np.concatenate(([0], np.cumsum([p.size for p in posts], dtype=np.int64))).astype(np.int64)
+        cols["tri_ids"] = np.concatenate(posts) if posts else np.zeros(0, dtype=np.int32)
+        del posts
+        files = {}
+        for name, arr in cols.items():
+            path = folder / f"{name}.npy"
+            with open(path, "wb") as fh:
+                np.save(fh, arr, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(np.ascontiguousarray(arr).view(np.uint8))}
+        counts = {
+            "entries": len(self._slot),
+            **{name: len(getattr(self, "_" + name).table) - 1 for name in _INTERNED_COLS},
+            "conts": len(conts.table) - 1,
+            "conts_flat": len(flat),
+            "tri_terms": len(terms),
+        }
+        header = {"format": FORMAT, "layout": STATE_LAYOUT, "counts": counts, "files": files}
+        with open(folder / _HEADER, "w", encoding="utf-8") as fh:
+            json.dump(header, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
 
     @classmethod
     def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> SymbolIndex:
-        """Open an index written by :meth:`save` (``mmap``: read the columns through a
-        memory map; ``verify``: also check each file's CRC-32). Raises :class:`SymbolError`
-        naming the folder for a missing, foreign or damaged file (sizes, counts, the derived
-        arrays that do not fit the entries)."""
+        """Open an index written by :meth:`save`: no per-entry work (the text columns are
+        decoded as one string each, the rest are array copies and small tables). ``mmap``:
+        read the files through a memory map; ``verify``: also check each file's CRC-32.
+        Raises :class:`SymbolError` naming the folder for a missing, foreign or damaged file
+        (sizes, counts, offsets, ids out of range, sorted arrays that are not permutations
+        of their rows, non-finite boosts, duplicate slots)."""
         folder = Path(folder)
-        state = _load_state(folder, mmap, verify)
-        index = cls()
         try:
-            index._rebuild(state)
-        except ValueError as exc:
+            index = cls()
+            index._load_columns(folder, mmap, verify)
+            return index
+        except SymbolError:
+            raise
+        except (OSError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
             raise SymbolError(f"names index in {folder}: {exc}") from exc
-        return index
+
+    def _load_columns(self, folder: Path, mmap: bool, verify: bool) -> None:
+        try:
+            with open(folder / _HEADER, encoding="utf-8") as fh:
+                header = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
+            raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
+        counts, files = header["counts"], header["files"]
+        n = int(counts["entries"])
+        cols: dict[str, np.ndarray] = {}
+        for name, meta in files.items():
+            path = folder / f"{name}.npy"
+            if path.stat().st_size != int(meta["bytes"]):
+                raise SymbolError(f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if arr.ndim != 1:
+                raise SymbolError(f"names index in {folder}: {path.name} is not one-dimensional")
+            if verify and zlib.crc32(np.ascontiguousarray(arr).view(np.uint8)) != int(meta["crc32"]):
+                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
+            cols[name] = arr
+
+        def bad(what: str) -> SymbolError:
+            return SymbolError(f"names index in {folder}: inconsistent {what}")
+
+        def arr_of(name: str, dtype: str, size: int | None = None) -> np.ndarray:
+            a = cols[name]
+            if a.dtype != np.dtype(dtype) or (size is not None and a.size != size):
+                raise bad(f"{name} ({a.dtype}[{a.size}])")
+            return a
+
+        def in_range(a: np.ndarray, hi: int) -> bool:
+            return not a.size or (int(a.min()) >= 0 and int(a.max()) < hi)
+
+        self._init()
+        for name in _TEXT_COLS:
+            off = arr_of(name + "_off", "<u4", n + 1)
+            text = bytes(arr_of(name + "_text", "|u1")).decode("utf-8", "surrogatepass")
+            d = np.diff(off.astype(np.int64))
+            if off[0] != 0 or int(off[-1]) != len(text) or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0)):
+                raise bad(f"{name} offsets")
+            col: _StrCol = getattr(self, "_" + name)
+            col.big, col.off, col.nf = text, array("I", off.astype("<u4").tobytes()), n
+        rows = {"kinds": n, "ini_text": 2 * n}
+        for name in _INTERNED_COLS:
+            table = [None, *_split(arr_of(name + "_table", "|u1"), int(counts[name]))]
+            ids = arr_of(name + "_ids", "<u4", rows.get(name))
+            if not in_range(ids, len(table)):
+                raise bad(f"{name} ids")
+            icol: _Interned = getattr(self, "_" + name)
+            icol.table, icol.index = table, dict(zip(table[1:], range(1, len(table))))
+            icol.ids = array("I", ids.astype("<u4").tobytes())
+        flat = _split(arr_of("conts_table", "|u1"), int(counts["conts_flat"]))
+        clen = arr_of("conts_len", "<u4", int(counts["conts"])).astype(np.int64)
+        if int(clen.sum()) != len(flat):
+            raise bad("container tuples")
+        interned = self._intern.setdefault
+        flat = [interned(c, c) for c in flat]
+        bounds = np.concatenate(([0], np.cumsum(clen))).tolist()
+        tuples = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(clen.size)]
+        conts_ids = arr_of("conts_ids", "<u4", n)
+        if not in_range(conts_ids, len(tuples) + 1) or (n and int(conts_ids.min()) == 0):
+            raise bad("container ids")
+        self._conts.table = [None, *tuples]
+        self._conts.index = dict(zip(tuples, range(1, len(tuples) + 1)))
+        self._conts.ids = array("I", conts_ids.astype("<u4").tobytes())
+        slots = arr_of("slots", "<u4", n)
+        if n and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1):
+            raise bad("slots")
+        boosts = arr_of("boosts", "<f8", n)
+        if not np.isfinite(boosts).all():
+            raise bad("boosts (not finite)")
+        n_crow, n_cini = len(self._crow_text), len(self._cini_text)
+        crow_eid = arr_of("crow_eid", "<i8", n_crow)
+        cini_eid = arr_of("cini_eid", "<i8", n_cini)
+        if not in_range(crow_eid, n) or not in_range(cini_eid, n):
+            raise bad("container rows")
+        ini_rows = np.frombuffer(self._ini_text.ids, dtype=np.uint32) != 0
+        for name, rows_ok in (
+            ("by_name", np.ones(n, dtype=bool)),
+            ("by_ini", ini_rows),
+            ("by_cont", np.ones(n_crow, dtype=bool)),
+            ("by_cini", np.ones(n_cini, dtype=bool)),
+        ):
+            ids = arr_of(name, "<i8")
+            if not in_range(ids, max(rows_ok.size, 1)) or not _is_permutation(ids, rows_ok):
+                raise bad(f"{name} (not a permutation of its rows)")
+            getattr(self, "_" + name).ids = array("q", ids.astype("<i8").tobytes())
+        tri_terms = _split(arr_of("tri_terms", "|u1"), int(counts["tri_terms"]))
+        tri_off = arr_of("tri_off", "<i8", len(tri_terms) + 1)
+        tri_ids = arr_of("tri_ids", "<i4")
+        if tri_off[0] != 0 or int(tri_off[-1]) != tri_ids.size or np.any(np.diff(tri_off) < 0) or not in_range(tri_ids, n):
+            raise bad("trigram postings")
+        self._slot = array("I", slots.astype("<u4").tobytes())
+        eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")
+        eo[slots] = np.arange(n, dtype="<i4")
+        self._eid_of = array("i", eo.tobytes())
+        self._n_live = n
+        self._boosts = array("d", boosts.astype("<f8").tobytes())
+        fname_len = np.diff(np.frombuffer(self._fnames.off, dtype=np.uint32).astype(np.int64))
+        self._comp = array("q", _composites_len(np.asarray(boosts, dtype=np.float64), fname_len).tobytes())
+        self._alive = bytearray(b"\x01" * n)
+        self._crow_eid = array("q", crow_eid.astype("<i8").tobytes())
+        self._cini_eid = array("q", cini_eid.astype("<i8").tobytes())
+        raw = np.ascontiguousarray(tri_ids, dtype="<i4").tobytes()
+        bounds = (4 * tri_off).tolist()
+        tri = self._tri
+        for i, t in enumerate(tri_terms):
+            post = tri[t] = array("i")
+            post.frombytes(raw[bounds[i] : bounds[i + 1]])
 
     @classmethod
     def from_state(cls, state: SymbolState) -> SymbolIndex:
@@ -1209,9 +1427,10 @@ _HEADER = "header.json"
 #: Separator of the string columns in the saved blobs (never in a name: :meth:`SymbolIndex.add`
 #: rejects it; identifiers cannot hold control characters).
 _SEP = "\x1f"
-_STR_COLS = ("names", "kinds", "fnames", "sigs", "inis", "tri_terms")
-_OPT_COLS = ("sigs2", "inis2")
-_U4_COLS = ("by_name", "by_ini", "by_cont", "by_cini", "tri_offsets", "slots")
+#: Columns of :meth:`SymbolIndex.save`: big-string columns, interned columns, id arrays.
+_TEXT_COLS = ("names", "fnames", "sigs", "sigs2")
+_INTERNED_COLS = ("kinds", "ini_text", "crow_text", "cini_text")
+_SORTED_COLS = ("by_name", "by_ini", "by_cont", "by_cini")
 
 
 def _join(strings: list[str]) -> np.ndarray:
@@ -1228,100 +1447,6 @@ def _split(blob: np.ndarray, n: int) -> list[str]:
     if len(out) != n:
         raise ValueError(f"string column has {len(out)} entries, expected {n}")
     return out
-
-
-def _save_state(state: SymbolState, folder: Path) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    cols: dict[str, np.ndarray] = {name: _join(getattr(state, name)) for name in _STR_COLS}
-    for name in _OPT_COLS:
-        col = getattr(state, name)
-        cols[name + "_has"] = np.fromiter((x is not None for x in col), dtype=np.uint8, count=len(col))
-        cols[name] = _join([x for x in col if x is not None])
-    flat = [c for conts in state.containers for c in conts]
-    cols["containers"] = _join(flat)
-    cols["cont_count"] = np.fromiter(map(len, state.containers), dtype="<u4", count=len(state.containers))
-    cols["boosts"] = np.asarray(state.boosts, dtype="<f8")
-    for name in _U4_COLS:
-        cols[name] = np.frombuffer(getattr(state, name), dtype="<u4")
-    cols["tri_ids"] = np.frombuffer(state.tri_ids, dtype="<i4")
-    files = {}
-    for name, arr in cols.items():
-        path = folder / f"{name}.npy"
-        with open(path, "wb") as fh:
-            np.save(fh, arr, allow_pickle=False)
-            fh.flush()
-            os.fsync(fh.fileno())
-        files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(arr.tobytes())}
-    counts = {
-        "entries": len(state.names),
-        "containers": len(flat),
-        "tri_terms": len(state.tri_terms),
-        "sigs2": sum(x is not None for x in state.sigs2),
-        "inis2": sum(x is not None for x in state.inis2),
-    }
-    header = {"format": FORMAT, "layout": state.layout, "counts": counts, "files": files}
-    with open(folder / _HEADER, "w", encoding="utf-8") as fh:
-        json.dump(header, fh, indent=1)
-        fh.flush()
-        os.fsync(fh.fileno())
-
-
-def _load_state(folder: Path, mmap: bool, verify: bool) -> SymbolState:
-    try:
-        with open(folder / _HEADER, encoding="utf-8") as fh:
-            header = json.load(fh)
-    except (OSError, ValueError) as exc:
-        raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
-    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
-        raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
-    try:
-        counts, files = header["counts"], header["files"]
-        n = int(counts["entries"])
-        cols = {}
-        for name, meta in files.items():
-            path = folder / f"{name}.npy"
-            if path.stat().st_size != int(meta["bytes"]):
-                raise SymbolError(f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
-            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-            if verify and zlib.crc32(arr.tobytes()) != int(meta["crc32"]):
-                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
-            cols[name] = arr
-        strs = {name: _split(cols[name], n if name != "tri_terms" else int(counts["tri_terms"])) for name in _STR_COLS}
-        opt = {}
-        for name in _OPT_COLS:
-            has = np.asarray(cols[name + "_has"], dtype=bool)
-            present = iter(_split(cols[name], int(has.sum())))
-            opt[name] = [next(present) if h else None for h in has.tolist()]
-        flat = _split(cols["containers"], int(counts["containers"]))
-        cc = np.asarray(cols["cont_count"], dtype=np.int64)
-        if cc.size != n or int(cc.sum()) != len(flat):
-            raise SymbolError(f"names index in {folder}: container counts do not fit")
-        bounds = np.concatenate(([0], np.cumsum(cc))).tolist()
-        return SymbolState(
-            keys=[],
-            names=strs["names"],
-            containers=[flat[bounds[i] : bounds[i + 1]] for i in range(n)],
-            kinds=strs["kinds"],
-            boosts=np.asarray(cols["boosts"], dtype=np.float64).tolist(),
-            layout=STATE_LAYOUT,
-            fnames=strs["fnames"],
-            sigs=strs["sigs"],
-            sigs2=opt["sigs2"],
-            inis=strs["inis"],
-            inis2=opt["inis2"],
-            by_name=np.asarray(cols["by_name"]).astype("<u4").tobytes(),
-            by_ini=np.asarray(cols["by_ini"]).astype("<u4").tobytes(),
-            by_cont=np.asarray(cols["by_cont"]).astype("<u4").tobytes(),
-            by_cini=np.asarray(cols["by_cini"]).astype("<u4").tobytes(),
-            tri_terms=strs["tri_terms"],
-            tri_offsets=np.asarray(cols["tri_offsets"]).astype("<u4").tobytes(),
-            tri_ids=np.asarray(cols["tri_ids"]).astype("<i4").tobytes(),
-            slots=np.asarray(cols["slots"]).astype("<u4").tobytes(),
-        )
-    except SymbolError:
-        raise
-    except (OSError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
-        raise SymbolError(f"names index in {folder}: {exc}") from exc
 
 
 def _u4(data: bytes) -> np.ndarray:
@@ -1344,6 +1469,10 @@ def _is_permutation(ids: np.ndarray, rows: np.ndarray) -> bool:
 def _composites(boosts: np.ndarray, fnames: list[str]) -> np.ndarray:
     """:func:`_composite` for many entries at once (numpy ``rint`` rounds half to even, as
     ``round`` does)."""
+    return _composites_len(boosts, np.fromiter(map(len, fnames), dtype=np.int64, count=len(fnames)))
+
+
+def _composites_len(boosts: np.ndarray, name_len: np.ndarray) -> np.ndarray:
+    """:func:`_composites` from the folded names' lengths."""
     b = np.clip(np.rint(boosts / BOOST_RESOLUTION), -(1 << 30), 1 << 30).astype(np.int64)
-    name_len = np.minimum(np.fromiter(map(len, fnames), dtype=np.int64, count=len(fnames)), 4095)
-    return (((1 << 30) - b) << 28) | (name_len << 16)
+    return (((1 << 30) - b) << 28) | (np.minimum(name_len, 4095) << 16)

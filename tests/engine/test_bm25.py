@@ -298,6 +298,40 @@ def test_save_load_round_trip_then_increments(tmp_path, mmap):
         assert again.scores(q) == rebuilt.scores(q)
 
 
+@pytest.mark.parametrize("remap", [True, False])
+def test_saved_index_keeps_working_and_removes_by_its_doc_index(tmp_path, remap):
+    """After save() the same object (its block then memory-mapped from the files with
+    ``remap``) takes removals of saved documents through the saved doc -> terms index (no
+    block scan) and new documents, and equals a fresh index."""
+    rng = random.Random(41)
+    docs = _slot_docs(_random_docs(rng, 400))
+    index = _build(docs)
+    index.save(tmp_path / "s", remap=remap)
+    assert isinstance(index._base, np.memmap) == remap
+    for s in rng.sample(sorted(docs), 120):
+        assert index.remove(s)
+        del docs[s]
+        assert not remap or not index._rm_block  # remapped: resolved at once from doc_terms
+    for s in range(400, 450):
+        docs[s] = [f"w{rng.randrange(70)}" for _ in range(rng.randint(1, 20))]
+        index.add(s, docs[s])
+    rebuilt = _build(docs)
+    for q in QUERIES + [["w65", "w69"]]:
+        assert index.scores(q) == rebuilt.scores(q)
+        assert index.search(q, 25) == rebuilt.search(q, 25)
+    assert index.n_terms == rebuilt.n_terms
+
+
+def test_save_refuses_the_folder_it_is_mapped_from(tmp_path):
+    index = _build({0: ["x"], 1: ["y"]})
+    index.save(tmp_path / "g1")
+    loaded = BM25Index.load(tmp_path / "g1")
+    with pytest.raises(ValueError, match="memory-mapped"):
+        loaded.save(tmp_path / "g1")
+    loaded.save(tmp_path / "g2")  # a new generation folder is fine
+    assert BM25Index.load(tmp_path / "g2").scores(["x"]) == index.scores(["x"])
+
+
 def test_empty_index_saves_and_loads(tmp_path):
     BM25Index().save(tmp_path / "e")
     index = BM25Index.load(tmp_path / "e")

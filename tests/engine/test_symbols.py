@@ -674,12 +674,18 @@ def test_damaged_saved_names_raise_symbol_error(tmp_path):
             (bad / p.name).write_bytes(p.read_bytes())
         return bad
 
+    def bump_last_u4(b):
+        return b[:-4] + (int.from_bytes(b[-4:], "little") + 1).to_bytes(4, "little")
+
     cases = {
-        "trunc": ("by_name.npy", lambda b: b[:-4]),
+        "trunc": ("by_name.npy", lambda b: b[:-8]),
         "header": ("header.json", lambda b: b"[]"),
         "layout": ("header.json", lambda b: b.replace(b'"layout": 2', b'"layout": 1')),
-        "names": ("names.npy", lambda b: b[:-2] + b"\x1f\x41"),  # one name more, same size
-        "perm": ("by_ini.npy", lambda b: b[:-4] + b[-8:-4]),  # a repeated id, same size
+        "offsets": ("names_off.npy", bump_last_u4),  # same size, text shorter than the offsets
+        "kinds": ("kinds_ids.npy", lambda b: b[:-4] + b"\xff\xff\xff\xff"),  # id out of range
+        "perm": ("by_ini.npy", lambda b: b[:-8] + b[-16:-8]),  # a repeated id, same size
+        "boosts": ("boosts.npy", lambda b: b[:-8] + np.array([np.inf]).tobytes()),
+        "slots": ("slots.npy", lambda b: b[:-4] + b[-8:-4]),  # a slot twice
     }
     for label, (name, fn) in cases.items():
         bad = copy(label)
