@@ -14,7 +14,14 @@ machine; the README says which one):
   full dense index without hours of embedding;
 * query latency p50/p95: the names channel alone (symbol lookup, in-process), and each
   search mode end to end (hybrid includes embedding the query);
-* peak RSS of the process, and the index size on disk.
+* peak RSS of the process (the cold build; ``cold_peak_rss_mb`` right after the build and
+  its snapshot), and the index size on disk;
+* a warm daemon in a fresh process (spawned, so its memory is its own): the warm start to
+  the first answer (:meth:`Engine.open` + one name query), its RSS once settled (after
+  queries and a ``gc.collect``), symbol / lexical query p50/p95 on the loaded (memory-mapped)
+  index, and "edit one module -> searchable": a module gets a new method
+  (a new file written in place of the hard link), then ``update_paths`` and a search for the
+  new name, with the journal on as in the daemon; p50/p95 over ``EDITS`` edits.
 
 ``--scale N`` first builds an ERP-sized tree by replicating the root N times under
 renamed objects (hard-linked files, renamed object folders), then measures the lexical side
@@ -76,6 +83,92 @@ def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
     return dest
 
 
+#: Module edits timed by the warm child (edit -> searchable p50/p95).
+EDITS = 20
+
+
+def _hwm_mb() -> float:
+    """Peak RSS of this process's own address space (``VmHWM``; ``ru_maxrss`` of a spawned
+    child starts at its parent's RSS at the fork). 0 where /proc is missing."""
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def _rss_mb() -> float:
+    import psutil
+
+    return psutil.Process().memory_info().rss / 2**20
+
+
+def _warm_child(root: str, idx: str, config_raw: bytes, embedder_spec: tuple | None, sym_queries: list, nl_queries: list, modules: list) -> dict:
+    """The warm-daemon measures (see the module docstring), run in a spawned process."""
+    import gc
+
+    import msgspec
+
+    from .engine import Engine, EngineConfig
+    from .tokenize import tokenize_query
+
+    t0 = time.perf_counter()
+    config = msgspec.msgpack.decode(config_raw, type=EngineConfig)
+    embedder = None
+    if embedder_spec is not None:
+        from .embed import embedder_for
+
+        embedder = embedder_for(embedder_spec[0])
+    eng = Engine.open(Path(root), index_dir=Path(idx), config=config, embedder=embedder)
+    load_s = time.perf_counter() - t0
+    t = time.perf_counter()
+    eng.search(sym_queries[0], mode="lexical", top_k=10)
+    out: dict = {
+        "warm_load_s": round(load_s, 2),
+        "first_query_after_load_ms": round((time.perf_counter() - t) * 1000, 2),
+        "warm_start_to_first_answer_s": round(time.perf_counter() - t0, 2),
+        "warm_load_dense": f"{len(eng.embedded)} vectors",
+        "warm_rss_after_load_mb": round(_rss_mb(), 1),
+    }
+    lat = []
+    for q in sym_queries:
+        t = time.perf_counter()
+        eng.names.search(q, 50, key_of=eng.store.ids)
+        lat.append((time.perf_counter() - t) * 1000)
+    out["warm_symbol_lookup_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
+    lat = []
+    for q in nl_queries[:100]:
+        t = time.perf_counter()
+        eng.search(q, mode="lexical", top_k=10)
+        lat.append((time.perf_counter() - t) * 1000)
+    out["warm_query_ms"] = {"lexical": {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}}
+    for q in nl_queries[:100]:
+        eng.bm25.search(tokenize_query(q, stem=config.stem), 100, key_of=eng.store.ids)
+    gc.collect()
+    out["warm_settled_rss_mb"] = round(_rss_mb(), 1)
+    # edit one module -> searchable (the daemon's watcher path: update_paths, journal on)
+    eng.journal_on = True
+    lat = []
+    found = 0
+    for i, rel in enumerate(modules):
+        path = Path(root) / rel
+        text = path.read_bytes()
+        name = f"БенчПравка{i}Метод"
+        path.unlink()  # a hard link of the scaled tree: write a file of its own
+        t = time.perf_counter()
+        path.write_bytes(text + f"\r\nПроцедура {name}() Экспорт\r\nКонецПроцедуры\r\n".encode("utf-8"))
+        eng.update_paths([rel])
+        res = eng.search(name, mode="lexical", top_k=5)
+        lat.append((time.perf_counter() - t) * 1000)
+        found += any(h.name == name for h in res.hits)
+    if lat:
+        out["edit_to_searchable_ms"] = {"p50": round(_pct(lat, 0.5), 1), "p95": round(_pct(lat, 0.95), 1), "n": len(lat), "found": found}
+    out["warm_peak_rss_mb"] = round(_hwm_mb(), 1)
+    return out
+
+
 def run_bench(args) -> dict:
     """Run the benchmark described in the module docstring for ``args.root`` and return the
     measurements: a flat dict like every bench's (``bsl-lens bench`` prints it, one JSON
@@ -90,11 +183,14 @@ def run_bench(args) -> dict:
     root = Path(args.root).resolve()
     work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
     out: dict = {"root": str(root), "scale": args.scale}
+    src_root = root
     try:
         if args.scale > 1:
             t = time.perf_counter()
             root = build_scaled_tree(root, args.scale, work / "tree")
             out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
+        else:  # a hard-linked mirror: the edit measure writes into it, never into the root given
+            root = Path(shutil.copytree(root, work / "tree", symlinks=True, copy_function=lambda a, b: _link_or_copy(Path(a), Path(b))))
         embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
@@ -116,6 +212,7 @@ def run_bench(args) -> dict:
         t = time.perf_counter()
         eng.save()
         out["save_s"] = round(time.perf_counter() - t, 2)
+        out["cold_peak_rss_mb"] = round(_peak_rss_mb(), 1)
         out["stats"] = {k: v for k, v in eng.stats().items() if k not in ("index_dir", "root")}
         out["files_skipped"] = len(rep.skipped)
 
@@ -141,13 +238,13 @@ def run_bench(args) -> dict:
         lat = []
         for q in sym_queries:
             t = time.perf_counter()
-            eng.names.search(q, 50)
+            eng.names.search(q, 50, key_of=eng.store.ids)
             lat.append((time.perf_counter() - t) * 1000)
         out["symbol_lookup_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
         lat = []
         for q in nl_queries:
             t = time.perf_counter()
-            eng.bm25.search(tokenize_query(q, stem=config.stem), 100)
+            eng.bm25.search(tokenize_query(q, stem=config.stem), 100, key_of=eng.store.ids)
             lat.append((time.perf_counter() - t) * 1000)
         out["bm25_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
 
@@ -181,8 +278,8 @@ def run_bench(args) -> dict:
 
             # the dense side from the embedding cache of an existing index of this root (run
             # `bsl-lens index ROOT` once): only hnswlib work here, no model calls
-            src = Path(args.index_dir) if args.index_dir else default_index_dir(root)
-            cache_file = Engine(root, src, config, embedder)._dense_paths()[2]
+            src = Path(args.index_dir) if args.index_dir else default_index_dir(src_root)
+            cache_file = Engine(src_root, src, config, embedder)._dense_paths()[2]
             eng.cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
             pending = eng.dense_pending()
             hashes = {text_hash(embed_text(eng.chunks[c], config.embed_max_chars)) for c in pending}
@@ -220,18 +317,24 @@ def run_bench(args) -> dict:
                 lat.append((time.perf_counter() - t) * 1000)
             out["query_ms"] = {"lexical": {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}}
         eng.save()
+        modules = sorted(p for p, r in eng.files.items() if r.kind == "bsl")
+        modules = rng.sample(modules, min(EDITS, len(modules)))
         del eng
-
-        # warm load (lexical + dense) into this process
-        t = time.perf_counter()
-        eng2 = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
-        out["warm_load_s"] = round(time.perf_counter() - t, 2)
-        out["warm_load_dense"] = f"{len(eng2.embedded)} vectors"
-        t = time.perf_counter()
-        eng2.search(sym_queries[0], mode="lexical", top_k=10)
-        out["first_query_after_load_ms"] = round((time.perf_counter() - t) * 1000, 2)
         out["index_size_mb"] = round(_dir_size_mb(idx), 1)
         out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
+
+        # a warm daemon in a fresh process: its memory is its own
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        import msgspec
+
+        spec = (args.embedder,) if embedder is not None else None
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+            warm = ex.submit(
+                _warm_child, str(root), str(idx), msgspec.msgpack.encode(config), spec, sym_queries, nl_queries, modules
+            ).result()
+        out.update(warm)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return out

@@ -1,4 +1,4 @@
-"""Incremental BM25 (Okapi, Lucene idf) over chunk ids.
+"""Incremental BM25 (Okapi, Lucene idf) over integer document slots.
 
 Scoring, for a query given as a list of terms (a repeated term counts once per
 occurrence, as in ``bm25s``) and a document ``d`` of length ``dl`` tokens::
@@ -13,66 +13,102 @@ This is ``bm25s.BM25(method="lucene")`` times the constant ``k1 + 1``, which ``b
 Lucene ≥ 8) leaves out; rankings are identical, and the tests check the scores against
 ``bm25s`` to float precision.
 
+Documents are named by the caller's **slots** (non-negative ints, issue 12: one slot per
+chunk shared by every channel, assigned by the chunk store; a freed slot may be given to a
+later document). The index keeps no chunk id strings: ties are broken by ``key_of(slot)``
+given to :meth:`BM25Index.search`, filters are a numpy bool mask indexed by slot.
+
 Why hand-written: the daemon changes the corpus on every file-watch batch. ``bm25s``
 precomputes per-posting scores that depend on ``N``, ``df`` and ``avgdl``, so every change
 would be a full rebuild. Here ``idf`` and ``avgdl`` are computed at query time from live
 counters, so :meth:`BM25Index.add` and :meth:`BM25Index.remove` cost O(terms of that
 document):
 
-* postings: a frozen CSR block (one ``uint32`` array of interleaved ``(doc slot, tf)`` pairs,
-  grouped by term, docs ascending, plus term offsets), and per term an append-only
-  ``array('I')`` *tail* for documents added after the block was built;
+* every added document gets an internal *doc number* (ascending, never reused until a
+  compaction renumbers; ``slot -> doc`` and ``doc -> slot`` are two ``array`` columns), so a
+  re-used slot never meets the postings of the document it held before;
+* postings: a frozen CSR block (one ``uint32`` array of interleaved ``(doc, tf)`` pairs,
+  grouped by term, docs ascending, plus ``int64`` term offsets), and per term an
+  append-only ``array('I')`` *tail* for documents added after the block was built;
 * :meth:`BM25Index.add` only counts the document's terms and buffers the ``(term id, tf)``
   rows (C-level: ``Counter``, ``map``, ``array``); the buffer is merged before the next
   read (:meth:`BM25Index.flush`): a few documents go to the tails (O(their terms)), a large
   buffer (a bulk build) or large tails are merged into a new CSR block with one stable
   numpy sort (two 16-bit radix passes: ~0.1 s for ssl31-ru's 2.9 M postings);
-* a removed document becomes a tombstone (its slot is marked dead and skipped when scoring;
-  ``df``, ``N`` and the total length are decremented at once, so scores are exact at every
-  moment); when dead slots outnumber half of the live ones, the index compacts itself
-  (O(postings), amortised O(1) per removal);
-* per document: its length and its distinct term ids (``array('I')``), needed to decrement
-  ``df`` on removal; for documents loaded by :meth:`BM25Index.from_state` they are read
-  from the CSR block (a scan of its doc column for the first 32 removals, ~3 ms each for
-  ssl31-ru, then one sort for all, ~0.13 s). No token lists are kept.
+* a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
+  ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
+  of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
+* the distinct term ids of a document (needed to decrement ``df`` on removal) are kept in
+  RAM only while its postings sit in the tails (the buffer holds them anyway); documents
+  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``,
+  memory-mapped, O(their terms)); documents merged into a block since then by one
+  vectorised pass over the block's doc column for all removals buffered since the last read
+  (O(postings): ~5 ms for ssl31-ru). No token lists, no per-document Python objects.
 
-:meth:`BM25Index.from_state` keeps the persisted posting bytes as the CSR block (no copy,
-no per-term objects). Measured on ssl31-ru (38,570 chunks, 174,597 terms, 2.93 M postings;
-CPU time on one core of the loaded 2-core dev box, garbage collector off): adding every
-chunk 1.53 → 0.84 s plus 0.12 s for the merge at the first read (was one ``array`` per term,
-appended per posting in Python), ``to_state`` 0.43 → 0.03 s, ``from_state`` 0.49 → 0.10 s;
-query latency unchanged (p50 0.36-0.39 ms before and after, 300 doc-comment queries, top 100).
+Vocabulary: terms added in this process are a ``dict``; terms of a block loaded or compacted
+are one UTF-8 blob with ``int64`` offsets (term id order) plus a sorted column of 64-bit
+hashes of the terms' bytes and the term ids in that order, so a lookup is a
+``searchsorted`` and one byte comparison, and a warm load builds no per-term ``str``.
+
+Persistence: :meth:`BM25Index.save` writes column files (``.npy``, little-endian) and a
+JSON header with the counts, the parameters and each file's size; :meth:`BM25Index.load`
+memory-maps them read-only. Merges and compactions build new arrays, so the mapped files are
+never written; increments after a load go to the tails and the buffer as usual.
 
 Not thread-safe: the daemon must serialise calls (a search may merge buffered additions,
 and it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize).
+
+Measured figures (CPU time on one core of the loaded 2-core dev box): see
+``_MEASURED`` below and the README; ssl31-ru before issue 12 (38,570 chunks, 174,597 terms,
+2.93 M postings): adding every chunk 0.84 s plus 0.12 s for the merge at the first read;
+query latency p50 0.36-0.39 ms (300 doc-comment queries, top 100).
 """
 
 from __future__ import annotations
 
+import json
 import math
+import operator
+import os
+import zlib
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from itertools import filterfalse
+from pathlib import Path
 
 import msgspec
 import numpy as np
 
-__all__ = ["BM25Index", "BM25State"]
+__all__ = ["BM25Error", "BM25Index", "BM25State"]
 
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
 _MERGE_MIN_ROWS = 4096
-#: Removals of loaded documents that find their terms by a scan of the block before the
-#: block's doc -> terms index is built.
-_BLOCK_SCANS = 32
-#: Compact when the number of dead slots exceeds this fraction of live documents ...
+#: Compact when the number of dead docs exceeds this fraction of live documents ...
 _COMPACT_DEAD_RATIO = 0.5
-#: ... and at least this many slots are dead (small indexes never bother).
+#: ... and at least this many docs are dead (small indexes never bother).
 _COMPACT_MIN_DEAD = 1024
+#: Column-file format written by :meth:`BM25Index.save`; :meth:`BM25Index.load` rejects others.
+FORMAT = "bsl-lens.bm25"
+FORMAT_VERSION = 1
+_HEADER = "header.json"
+#: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
+_FCACHE_MAX = 1 << 16
+#: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
+#: per-document columns copied into RAM).
+_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
+#: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
+_HASH_PIECE = 1 << 22
+
+
+class BM25Error(ValueError):
+    """A saved index that cannot be used: missing, damaged or of another format. The message
+    names the folder and what is wrong; the owner logs it and rebuilds."""
 
 
 class BM25State(msgspec.Struct, frozen=True):
-    """Persisted form of a :class:`BM25Index` (msgpack/JSON-encodable with ``msgspec``).
+    """Persisted form of a string-keyed :class:`BM25Index` (compatibility path for the
+    engine's msgpack snapshot until it switches to :meth:`BM25Index.save`).
 
     Arrays are little-endian ``uint32`` bytes. Documents are numbered ``0..len(keys)-1`` in
     ``keys`` order; ``terms[i]``'s postings are ``postings[2*offsets[i] : 2*offsets[i+1]]``
@@ -102,12 +138,248 @@ def _stable_argsort(keys: np.ndarray) -> np.ndarray:
     return lo[np.argsort(hi, kind="stable")]
 
 
+# --- vocabulary ------------------------------------------------------------------------------
+_P = np.uint64(0x100000001B3)  # the FNV-1 64-bit prime, as a polynomial base (odd)
+
+
+def _pow_table(n: int) -> np.ndarray:
+    p = np.full(max(n, 1), _P, dtype=np.uint64)
+    p[0] = 1
+    return np.cumprod(p, dtype=np.uint64)  # wraps modulo 2**64
+
+
+def _hash_spans(blob: np.ndarray, off: np.ndarray) -> np.ndarray:
+    """64-bit hash of each byte string ``blob[off[i]:off[i+1]]`` (``uint64[len(off) - 1]``):
+    a polynomial over the bytes modulo 2**64, mixed with the length and a splitmix64
+    finaliser. Vectorised (O(bytes), in pieces of :data:`_HASH_PIECE` bytes); the same
+    function hashes query terms, so it only has to be deterministic, not cryptographic."""
+    n = off.size - 1
+    out = np.empty(n, dtype=np.uint64)
+    if n <= 0:
+        return out
+    lens = np.diff(off)
+    pw = _pow_table(int(lens.max()) + 1)
+    start = 0
+    while start < n:
+        # as many terms as fit the piece (at least one)
+        end = int(np.searchsorted(off, off[start] + _HASH_PIECE, side="right")) - 1
+        end = min(max(end, start + 1), n)
+        b0, b1 = int(off[start]), int(off[end])
+        seg = blob[b0:b1].astype(np.uint64) + np.uint64(1)
+        ln = lens[start:end]
+        pos = np.arange(b1 - b0, dtype=np.int64) - np.repeat(off[start:end] - b0, ln)
+        cs = np.concatenate((np.zeros(1, dtype=np.uint64), np.cumsum(seg * pw[pos], dtype=np.uint64)))
+        h = cs[off[start + 1 : end + 1] - b0] - cs[off[start:end] - b0]
+        h ^= ln.astype(np.uint64) * np.uint64(0x9E3779B97F4A7C15)
+        h ^= h >> np.uint64(30)
+        h *= np.uint64(0xBF58476D1CE4E5B9)
+        h ^= h >> np.uint64(27)
+        h *= np.uint64(0x94D049BB133111EB)
+        h ^= h >> np.uint64(31)
+        out[start:end] = h
+        start = end
+    return out
+
+
+def _encode_terms(terms: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
+    """UTF-8 blob (``uint8``) and ``int64`` offsets of ``terms``."""
+    enc = [t.encode("utf-8", "surrogatepass") for t in terms]
+    off = np.zeros(len(enc) + 1, dtype=np.int64)
+    if enc:
+        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=off[1:])
+    return np.frombuffer(b"".join(enc), dtype=np.uint8), off
+
+
+def _gather_spans(blob: np.ndarray, off: np.ndarray, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The byte strings ``ids`` of ``(blob, off)`` as a new blob and offsets (in pieces)."""
+    lens = off[ids + 1] - off[ids]
+    new_off = np.zeros(ids.size + 1, dtype=np.int64)
+    np.cumsum(lens, out=new_off[1:])
+    out = np.empty(int(new_off[-1]), dtype=np.uint8)
+    step = 1 << 20
+    for i in range(0, ids.size, step):
+        j = min(i + step, ids.size)
+        ln = lens[i:j]
+        total = int(new_off[j] - new_off[i])
+        src = np.repeat(off[ids[i:j]] - (new_off[i:j] - new_off[i]), ln) + np.arange(total, dtype=np.int64)
+        out[new_off[i] : new_off[j]] = blob[src]
+    return out, new_off
+
+
+class _Vocab:
+    """Term <-> term id. Ids ``0..F-1`` are *frozen* terms: a UTF-8 blob with offsets (term
+    id order) and a hash column sorted with its term ids (``hsort``, ``hperm``), possibly
+    memory-mapped; ids ``F..`` are terms added in this process (``new``). ``ids`` maps every
+    new term and the frozen terms looked up by :meth:`intern` (documents added after a load)
+    to its id."""
+
+    __slots__ = ("blob", "fcache", "hperm", "hsort", "ids", "new", "off")
+
+    def __init__(
+        self,
+        blob: np.ndarray | None = None,
+        off: np.ndarray | None = None,
+        hsort: np.ndarray | None = None,
+        hperm: np.ndarray | None = None,
+    ) -> None:
+        self.blob = np.zeros(0, dtype=np.uint8) if blob is None else blob
+        self.off = np.zeros(1, dtype=np.int64) if off is None else off
+        self.hsort = np.zeros(0, dtype=np.uint64) if hsort is None else hsort
+        self.hperm = np.zeros(0, dtype=np.uint32) if hperm is None else hperm
+        self.ids: dict[str, int] = {}
+        self.new: list[str] = []
+        # query terms looked up in the frozen part (hits and misses; the frozen part never
+        # changes, a compaction makes a new _Vocab). Cleared at _FCACHE_MAX entries.
+        self.fcache: dict[str, int | None] = {}
+
+    @classmethod
+    def frozen(cls, blob: np.ndarray, off: np.ndarray) -> _Vocab:
+        h = _hash_spans(blob, off)
+        perm = np.argsort(h, kind="stable").astype(np.uint32)
+        return cls(blob, off, h[perm], perm)
+
+    @property
+    def n_frozen(self) -> int:
+        return self.off.size - 1
+
+    def __len__(self) -> int:
+        return self.n_frozen + len(self.new)
+
+    def term(self, tid: int) -> str:
+        f = self.n_frozen
+        if tid >= f:
+            return self.new[tid - f]
+        return bytes(self.blob[self.off[tid] : self.off[tid + 1]]).decode("utf-8", "surrogatepass")
+
+    def _frozen_lookup(self, terms: Sequence[str]) -> list[int | None]:
+        """Frozen term ids of ``terms`` (None where absent): one vectorised hash and
+        ``searchsorted`` for the batch, a byte comparison per found term."""
+        if not self.hsort.size or not terms:
+            return [None] * len(terms)
+        enc = [t.encode("utf-8", "surrogatepass") for t in terms]
+        blob, off = np.frombuffer(b"".join(enc), dtype=np.uint8), np.zeros(len(enc) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, enc), dtype=np.int64, count=len(enc)), out=off[1:])
+        h = _hash_spans(blob, off)
+        hsort, hperm, vb, vo = self.hsort, self.hperm, self.blob, self.off
+        pos = np.searchsorted(hsort, h).tolist()
+        out: list[int | None] = []
+        n = hsort.size
+        for e, hv, p in zip(enc, h.tolist(), pos):
+            found = None
+            while p < n and int(hsort[p]) == hv:
+                tid = int(hperm[p])
+                if vb[vo[tid] : vo[tid + 1]].tobytes() == e:
+                    found = tid
+                    break
+                p += 1
+            out.append(found)
+        return out
+
+    def get(self, term: str) -> int | None:
+        """Term id of ``term`` or None (query terms do not grow :attr:`ids`)."""
+        tid = self.ids.get(term)
+        if tid is None and self.hsort.size:
+            tid = self.get_many([term])[0]
+        return tid
+
+    def get_many(self, terms: Sequence[str]) -> list[int | None]:
+        """:meth:`get` for a batch (one vectorised lookup of the terms not in :attr:`ids`)."""
+        ids, fc = self.ids, self.fcache
+        out = [ids.get(t) for t in terms]
+        if self.hsort.size:
+            miss = [i for i, v in enumerate(out) if v is None]
+            if miss:
+                ask = [i for i in miss if terms[i] not in fc]
+                if ask:
+                    if len(fc) + len(ask) > _FCACHE_MAX:
+                        fc.clear()
+                    fc.update(zip((terms[i] for i in ask), self._frozen_lookup([terms[i] for i in ask])))
+                for i in miss:
+                    out[i] = fc.get(terms[i])
+        return out
+
+    def intern(self, terms: Iterable[str]) -> int:
+        """Give every term of ``terms`` (distinct) an id in :attr:`ids`, new ones appended;
+        returns how many new ids were created."""
+        ids = self.ids
+        missing = list(filterfalse(ids.__contains__, terms))
+        if not missing:
+            return 0
+        if self.hsort.size:
+            found = self._frozen_lookup(missing)
+            ids.update((t, f) for t, f in zip(missing, found) if f is not None)
+            missing = [t for t, f in zip(missing, found) if f is None]
+        start = len(self)
+        self.new.extend(missing)
+        ids.update(zip(missing, range(start, start + len(missing))))
+        return len(missing)
+
+    def select(self, keep: np.ndarray) -> _Vocab:
+        """A frozen vocabulary of the terms ``keep`` (ids, ascending), renumbered ``0..``."""
+        f = self.n_frozen
+        if not self.new and keep.size == f:
+            return _Vocab(self.blob, self.off, self.hsort, self.hperm)  # all kept: same arrays
+        blob, off = self.blob, self.off
+        h_by_tid = np.empty(f, dtype=np.uint64)
+        h_by_tid[self.hperm] = self.hsort
+        if self.new:
+            nblob, noff = _encode_terms(self.new)
+            h_by_tid = np.concatenate((h_by_tid, _hash_spans(nblob, noff)))
+            blob = np.concatenate((blob, nblob))
+            off = np.concatenate((off, off[-1] + noff[1:]))
+        new_blob, new_off = _gather_spans(blob, off, keep.astype(np.int64))
+        h = h_by_tid[keep]
+        perm = np.argsort(h, kind="stable").astype(np.uint32)
+        return _Vocab(new_blob, new_off, h[perm], perm)
+
+
+# --- compatibility: string keys (until the engine passes slots; see notes/channels-api.md) ---
+class _KeyMap:
+    """Chunk id <-> slot for callers that still pass string keys (daemon/engine.py before
+    issue 12). Freed slots are reused, as the chunk store does."""
+
+    __slots__ = ("free", "ids", "slot_of")
+
+    def __init__(self) -> None:
+        self.ids: list[str | None] = []
+        self.slot_of: dict[str, int] = {}
+        self.free: list[int] = []
+
+    def slot(self, key: str) -> int:
+        s = self.slot_of.get(key)
+        if s is None:
+            if self.free:
+                s = self.free.pop()
+                self.ids[s] = key
+            else:
+                s = len(self.ids)
+                self.ids.append(key)
+            self.slot_of[key] = s
+        return s
+
+    def release(self, key: str) -> None:
+        s = self.slot_of.pop(key)
+        self.ids[s] = None
+        self.free.append(s)
+
+
+def _check_slot(slot: object) -> int:
+    s = operator.index(slot)  # type: ignore[arg-type]
+    if s < 0:
+        raise ValueError(f"slot must be >= 0, got {s}")
+    return s
+
+
 class BM25Index:
-    """BM25 Okapi index keyed by strings (``Chunk.id``), updatable one document at a time.
+    """BM25 Okapi index over integer slots, updatable one document at a time.
 
     ``k1`` (term-frequency saturation, > 0) and ``b`` (length normalisation, 0..1) are the
     usual BM25 parameters; defaults 1.2 / 0.75 as in Lucene. See the module docstring for the
     exact formula. Raises ``ValueError`` for parameters outside those ranges.
+
+    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
+    :meth:`add`, :meth:`remove`, ``in``, and then :meth:`search`/:meth:`scores` return keys;
+    an index holds either string keys or slots, not both.
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
@@ -115,42 +387,56 @@ class BM25Index:
             raise ValueError(f"BM25 needs k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
         self.b = float(b)
+        self._km: _KeyMap | None = None
         self._reset()
 
     def _reset(self) -> None:
-        self._term_id: dict[str, int] = {}
-        self._terms: list[str] = []
+        self._vocab = _Vocab()
         self._df = array("I")  # term id -> live document frequency (exact after _flush)
         # postings: CSR block + per-term tails (see the module docstring)
-        self._base = np.zeros(0, dtype="<u4")  # interleaved (slot, tf), grouped by term
-        self._base_off = np.zeros(1, dtype=np.int64)  # term id -> offset in pairs; len = block terms + 1
-        self._tail: dict[int, array] = {}  # term id -> interleaved (slot, tf) after the block
+        self._base: np.ndarray = np.zeros(0, dtype="<u4")  # interleaved (doc, tf), grouped by term
+        self._base_off: np.ndarray = np.zeros(1, dtype=np.int64)  # term id -> offset in pairs
+        self._tail: dict[int, array] = {}  # term id -> interleaved (doc, tf) after the block
         self._tail_pairs = 0
-        # buffered additions: per document its slot and number of distinct terms; per row
-        # the term id and tf
+        # buffered additions: per document its doc number and number of distinct terms;
+        # per row the term id and tf
         self._p_docs = array("I")
         self._p_nterms = array("I")
         self._p_tids = array("I")
         self._p_tfs = array("I")
-        self._slot: dict[str, int] = {}  # key -> slot
-        self._keys: list[str | None] = []  # slot -> key (None: dead)
-        self._dl = array("I")  # slot -> length in tokens
-        self._alive = bytearray()  # slot -> 1 live / 0 dead
-        self._doc_terms: list[array | None] = []  # slot -> distinct term ids (None: in the block)
-        self._block_docs: tuple[np.ndarray, np.ndarray] | None = None  # lazy doc -> terms of the block
-        self._block_scans = 0
+        self._slot_doc = array("i")  # slot -> doc (-1: none)
+        self._doc_slot = array("I")  # doc -> slot
+        self._dl = array("I")  # doc -> length in tokens
+        self._alive = bytearray()  # doc -> 1 live / 0 dead
+        self._doc_terms: dict[int, array] = {}  # doc -> distinct term ids, while in the tails
+        self._rm_block = array("I")  # removed docs whose df decrements wait for a block scan
+        # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
+        self._dt_n = 0
+        self._dt_off: np.ndarray = np.zeros(1, dtype=np.int64)
+        self._dt_tids: np.ndarray = np.zeros(0, dtype=np.uint32)
+        self._n_live = 0
         self._n_live_terms = 0
         self._total_len = 0
         self._dead = 0
-        self._dead_at_merge = 0  # the block holds postings of dead slots iff _dead differs
+        self._dead_at_merge = 0  # the block holds postings of dead docs iff _dead differs
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
         """Number of live documents."""
-        return len(self._slot)
+        return self._n_live
 
-    def __contains__(self, key: object) -> bool:
-        return key in self._slot
+    def _doc(self, slot: int) -> int:
+        sd = self._slot_doc
+        return sd[slot] if 0 <= slot < len(sd) else -1
+
+    def __contains__(self, slot: object) -> bool:
+        if isinstance(slot, str):
+            km = self._km
+            return km is not None and slot in km.slot_of
+        try:
+            return self._doc(operator.index(slot)) >= 0  # type: ignore[arg-type]
+        except TypeError:
+            return False
 
     @property
     def n_terms(self) -> int:
@@ -161,7 +447,7 @@ class BM25Index:
     def df(self, term: str) -> int:
         """Number of live documents containing ``term`` (0 if unknown). With the tokenizer's
         pair tokens, ``df("модуль.метод")`` counts the chunks that call ``Модуль.Метод``."""
-        tid = self._term_id.get(term)
+        tid = self._vocab.get(term)
         if tid is None:
             return 0
         self._flush()
@@ -177,68 +463,124 @@ class BM25Index:
         trap 3).
         """
         distinct = set(query_tokens)
-        if not distinct or not self._slot:
+        if not distinct or not self._n_live:
             return 0.0
         known = sum(1 for t in distinct if self.df(t) > 0)
         return known / len(distinct)
 
+    def slots(self) -> np.ndarray:
+        """Live slots (``int64``), in insertion order (compaction keeps that order)."""
+        live = np.flatnonzero(np.frombuffer(self._alive, dtype=np.uint8))
+        return _u32(self._doc_slot)[live].astype(np.int64)
+
     def keys(self) -> list[str]:
-        """Live document keys, in insertion order (after compaction: still that order)."""
-        return [k for k in self._keys if k is not None]
+        """Compatibility: live string keys in insertion order (an index keyed by slots: [])."""
+        if self._km is None:
+            return []
+        ids = self._km.ids
+        return [ids[s] for s in self.slots().tolist()]  # type: ignore[misc]
 
     # --- updates -------------------------------------------------------------------------
-    def add(self, key: str, tokens: Iterable[str]) -> None:
-        """Index document ``key`` with its tokens (order irrelevant, repeats = term frequency).
+    def _compat_slot(self, key: str) -> int:
+        if self._km is None:
+            if self._n_live or len(self._slot_doc):
+                raise TypeError("this BM25 index is keyed by slots; got a string key")
+            self._km = _KeyMap()
+        return self._km.slot(key)
 
-        Replaces the document if ``key`` is already indexed. An empty token list is a valid,
+    def _intern(self, terms: Iterable[str]) -> None:
+        n_new = self._vocab.intern(terms)
+        if n_new:
+            self._df.frombytes(bytes(4 * n_new))
+
+    def add(self, slot: int, tokens: Iterable[str]) -> None:
+        """Index the document at ``slot`` with its tokens (order irrelevant, repeats = term
+        frequency).
+
+        Replaces the document if ``slot`` is already indexed. An empty token list is a valid,
         unmatchable document that still counts in ``N`` and ``avgdl``. Cost: O(len(tokens)),
-        all of it in C; the postings are written by the next :meth:`flush` (any read does it).
+        all of it in C (plus a vectorised vocabulary lookup for terms first seen since a
+        load); the postings are written by the next :meth:`flush` (any read does it).
+        ``ValueError``/``TypeError`` for a negative or non-integer slot.
         """
-        if key in self._slot:
-            self.remove(key)
+        if isinstance(slot, str):
+            slot = self._compat_slot(slot)
+        slot = _check_slot(slot)
+        if self._doc(slot) >= 0:
+            self._remove_slot(slot)
         counts = Counter(tokens)
-        term_id = self._term_id
-        new = list(filterfalse(term_id.__contains__, counts))
-        if new:
-            start = len(self._terms)
-            self._terms.extend(new)
-            term_id.update(zip(new, range(start, start + len(new))))
-            self._df.frombytes(bytes(4 * len(new)))
-        tids = array("I", map(term_id.__getitem__, counts))
-        slot = len(self._keys)
-        self._slot[key] = slot
-        self._keys.append(key)
-        length = sum(counts.values())
+        self._intern(counts)
+        ids = self._vocab.ids
+        self._add_doc(slot, array("I", map(ids.__getitem__, counts)), array("I", counts.values()))
+
+    def term_ids(self, terms: Sequence[str]) -> np.ndarray:
+        """Term ids (``uint32[len(terms)]``) of ``terms``, new terms added to the vocabulary:
+        the cold-build path maps a worker batch's distinct tokens once, then passes each
+        chunk's token ids to :meth:`add_term_ids` (no per-occurrence ``str``)."""
+        self._intern(dict.fromkeys(terms))
+        ids = self._vocab.ids
+        return np.fromiter(map(ids.__getitem__, terms), dtype=np.uint32, count=len(terms))
+
+    def add_term_ids(self, slot: int, term_ids: np.ndarray | Sequence[int]) -> None:
+        """:meth:`add` with the document given as term ids from :meth:`term_ids`, one per
+        token occurrence (any order; repeats = term frequency). Same result as ``add`` with
+        the tokens. ``ValueError`` for an id that is not a term of this index."""
+        slot = _check_slot(slot)
+        tids = np.asarray(term_ids, dtype=np.int64)
+        if tids.size and (int(tids.min()) < 0 or int(tids.max()) >= len(self._vocab)):
+            raise ValueError(f"term id out of range for slot {slot}")
+        if self._doc(slot) >= 0:
+            self._remove_slot(slot)
+        uniq, tfs = np.unique(tids, return_counts=True)
+        self._add_doc(slot, array("I", uniq.astype("<u4").tobytes()), array("I", tfs.astype("<u4").tobytes()))
+
+    def _add_doc(self, slot: int, tids: array, tfs: array) -> None:
+        doc = len(self._doc_slot)
+        sd = self._slot_doc
+        if slot >= len(sd):
+            sd.frombytes(b"\xff" * (4 * (slot + 1 - len(sd))))
+        sd[slot] = doc
+        self._doc_slot.append(slot)
+        length = sum(tfs)
         self._dl.append(length)
         self._alive.append(1)
         self._total_len += length
-        self._doc_terms.append(tids)
-        self._p_docs.append(slot)
+        self._n_live += 1
+        self._p_docs.append(doc)
         self._p_nterms.append(len(tids))
         self._p_tids.extend(tids)
-        self._p_tfs.extend(counts.values())
+        self._p_tfs.extend(tfs)
 
     def flush(self) -> None:
-        """Write buffered additions into the postings (searching and every other read do
-        this by themselves; call it to take the cost at a chosen moment, e.g. after a bulk
-        build). A few documents are appended to the per-term tails; a buffer of more than
-        1/16 of the block's postings (or 4,096) is merged into a new block."""
+        """Write buffered additions into the postings and buffered removals into ``df``
+        (searching and every other read do this by themselves; call it to take the cost at a
+        chosen moment, e.g. after a bulk build). A few documents are appended to the per-term
+        tails; a buffer of more than 1/32 of the block's postings (or 4,096) is merged into a
+        new block."""
+        if self._rm_block:
+            self._apply_block_removals()
+        self._flush_rows()
+
+    def _flush_rows(self) -> None:
+        """The additions part of :meth:`flush` (removals waiting for a block scan stay
+        buffered unless a merge needs them)."""
         n_rows = len(self._p_tids)
         if not n_rows:
             return
         if n_rows >= max(_MERGE_MIN_ROWS, self._base.size // 32):
             self._merge()
             return
-        df, tail = self._df, self._tail
+        df, tail, doc_terms = self._df, self._tail, self._doc_terms
         p_tids, p_tfs = self._p_tids, self._p_tfs
         row = 0
-        for slot, nt in zip(self._p_docs, self._p_nterms):
+        for doc, nt in zip(self._p_docs, self._p_nterms):
+            doc_terms[doc] = p_tids[row : row + nt]  # needed to uncount it while in the tails
             for j in range(row, row + nt):
                 tid = p_tids[j]
                 t = tail.get(tid)
                 if t is None:
                     t = tail[tid] = array("I")
-                t.append(slot)
+                t.append(doc)
                 t.append(p_tfs[j])
                 if df[tid] == 0:
                     self._n_live_terms += 1
@@ -256,49 +598,73 @@ class BM25Index:
         self._p_tfs = array("I")
 
     def _flush(self) -> None:
-        if self._p_tids:
+        if self._p_tids or self._rm_block:
             self.flush()
+
+    def _apply_block_removals(self) -> None:
+        """``df`` decrements of the removed documents whose postings are in the block: one
+        pass over the block's doc column for all of them."""
+        gone = np.zeros(len(self._doc_slot), dtype=bool)
+        gone[np.frombuffer(self._rm_block, dtype=np.uint32)] = True
+        self._rm_block = array("I")
+        pos = np.flatnonzero(gone[self._base[0::2]])
+        if not pos.size:
+            return
+        tids = np.searchsorted(self._base_off, pos, side="right") - 1
+        uniq, cnt = np.unique(tids, return_counts=True)
+        df = np.frombuffer(self._df, dtype=np.uint32)
+        after = df[uniq].astype(np.int64) - cnt
+        df[uniq] = after
+        self._n_live_terms -= int(np.count_nonzero(after == 0))
+        del df
 
     def _merge(self) -> None:
         """One new CSR block from the block, the tails and the buffer (dead documents'
-        postings dropped); updates ``df`` for the buffered rows."""
-        n_terms = len(self._terms)
+        postings dropped); updates ``df`` for the buffered rows. Every live document's
+        postings are in the block afterwards, so their term lists are dropped."""
+        if self._rm_block:
+            self._apply_block_removals()
+        n_terms = len(self._vocab)
         p_tids = np.frombuffer(self._p_tids, dtype=np.uint32)
         if p_tids.size:
             df = np.frombuffer(self._df, dtype=np.uint32).astype(np.int64)
             df += np.bincount(p_tids, minlength=n_terms)
             self._df = array("I", df.astype(np.uint32).tobytes())
             self._n_live_terms = int(np.count_nonzero(df))
-        pairs = [self._base.reshape(-1, 2)]
-        tids = [np.repeat(np.arange(self._base_off.size - 1, dtype=np.uint32), np.diff(self._base_off))]
+            del df
+        base_terms = self._base_off.size - 1
+        pairs = [np.asarray(self._base).reshape(-1, 2)]
+        tids = [np.repeat(np.arange(base_terms, dtype=np.uint32), np.diff(self._base_off))]
         for tid, t in self._tail.items():
             pairs.append(np.frombuffer(t, dtype=np.uint32).reshape(-1, 2))
             tids.append(np.full(len(t) // 2, tid, dtype=np.uint32))
         if p_tids.size:
-            slots = np.repeat(np.frombuffer(self._p_docs, dtype=np.uint32), np.frombuffer(self._p_nterms, dtype=np.uint32))
-            pairs.append(np.column_stack((slots, np.frombuffer(self._p_tfs, dtype=np.uint32))))
+            docs = np.repeat(np.frombuffer(self._p_docs, dtype=np.uint32), np.frombuffer(self._p_nterms, dtype=np.uint32))
+            pairs.append(np.column_stack((docs, np.frombuffer(self._p_tfs, dtype=np.uint32))))
             tids.append(p_tids)
         all_pairs = np.concatenate(pairs)
         all_tids = np.concatenate(tids)
+        del pairs, tids, p_tids
         if self._dead:
             keep = np.frombuffer(self._alive, dtype=np.uint8)[all_pairs[:, 0]] == 1
             all_pairs, all_tids = all_pairs[keep], all_tids[keep]
-        # block, tails and buffer are each in slot order and hold increasing slots, so a
+        # block, tails and buffer are each in doc order and hold increasing docs, so a
         # stable sort by term keeps every term's docs ascending
         order = _stable_argsort(all_tids)
-        rows = np.ascontiguousarray(all_pairs, dtype="<u4").view("<u8").ravel()  # one (slot, tf) row each
+        rows = np.ascontiguousarray(all_pairs, dtype="<u4").view("<u8").ravel()  # one (doc, tf) row each
         self._base = rows[order].view("<u4")
         self._base_off = np.concatenate(([0], np.cumsum(np.bincount(all_tids, minlength=n_terms)))).astype(np.int64)
         self._tail = {}
         self._tail_pairs = 0
+        self._doc_terms = {}
         self._dead_at_merge = self._dead
         self._clear_pending()
 
     def _pairs(self, tid: int) -> np.ndarray:
-        """All postings of term ``tid`` (flushed), interleaved (slot, tf)."""
+        """All postings of term ``tid`` (flushed), interleaved (doc, tf)."""
         off = self._base_off
         if tid + 1 < off.size:
-            block = self._base[2 * off[tid] : 2 * off[tid + 1]]
+            block = self._base[2 * int(off[tid]) : 2 * int(off[tid + 1])]
         else:
             block = self._base[:0]
         t = self._tail.get(tid)
@@ -306,77 +672,128 @@ class BM25Index:
             return block
         return np.concatenate((block, np.frombuffer(t, dtype=np.uint32)))
 
-    def _terms_of(self, slot: int) -> array | np.ndarray:
-        """Distinct term ids of live document ``slot``."""
-        tids = self._doc_terms[slot]
-        if tids is not None:
-            return tids
-        # loaded by from_state: its postings are in the block (merges keep live ones there).
-        # The first few removals scan the block's doc column (~3 ms each for ssl31-ru: an
-        # edit after a warm load touches a handful of chunks); after that, one sort gives
-        # every loaded document's terms (~0.13 s)
-        if self._block_docs is None and self._block_scans < _BLOCK_SCANS:
-            self._block_scans += 1
-            pos = np.flatnonzero(self._base[0::2] == slot)
-            return np.searchsorted(self._base_off, pos, side="right") - 1
-        if self._block_docs is None:
-            docs = self._base[0::2]
-            term_of = np.repeat(np.arange(self._base_off.size - 1, dtype=np.uint32), np.diff(self._base_off))
-            order = np.argsort(docs, kind="stable")
-            bounds = np.concatenate(([0], np.cumsum(np.bincount(docs, minlength=len(self._keys)))))
-            self._block_docs = (term_of[order], bounds)
-        by_doc, bounds = self._block_docs
-        return by_doc[bounds[slot] : bounds[slot + 1]]
+    def remove(self, slot: int) -> bool:
+        """Remove the document at ``slot``; returns False if none is indexed there.
 
-    def remove(self, key: str) -> bool:
-        """Remove document ``key``; returns False if it was not indexed.
-
-        Cost: O(distinct terms of the document); occasionally triggers a compaction
-        (O(all postings), amortised over at least ``N/2`` removals).
+        Cost: O(distinct terms of the document) while its postings are in the tails; for
+        one in the block the ``df`` decrements wait for the next read (one pass over the
+        block for all such removals). Occasionally triggers a compaction (O(all postings),
+        amortised over at least ``N/2`` removals).
         """
-        slot = self._slot.get(key)
-        if slot is None:
-            return False
-        self._flush()
-        del self._slot[key]
-        if not self._slot:
-            self._reset()
+        if isinstance(slot, str):
+            km = self._km
+            if km is None or slot not in km.slot_of:
+                return False
+            self._remove_slot(km.slot_of[slot])
+            km.release(slot)
             return True
-        df = self._df
-        for tid in self._terms_of(slot).tolist():
-            df[tid] -= 1
-            if df[tid] == 0:
-                self._n_live_terms -= 1
-        self._total_len -= self._dl[slot]
-        self._keys[slot] = None
-        self._doc_terms[slot] = None
-        self._alive[slot] = 0
-        self._dead += 1
-        if self._dead >= _COMPACT_MIN_DEAD and self._dead > _COMPACT_DEAD_RATIO * len(self._slot):
-            self.compact()
+        try:
+            s = operator.index(slot)
+        except TypeError:
+            return False
+        if self._doc(s) < 0:
+            return False
+        self._remove_slot(s)
         return True
 
-    def compact(self) -> None:
-        """Drop tombstones and unused terms, renumbering slots. O(all postings).
+    def _remove_slot(self, slot: int) -> None:
+        if self._p_tids:
+            self._flush_rows()  # the document's own rows must be counted before it is uncounted
+        doc = self._slot_doc[slot]
+        self._slot_doc[slot] = -1
+        self._n_live -= 1
+        if not self._n_live:
+            self._reset()
+            return
+        tids = self._doc_terms.pop(doc, None)
+        if tids is None and doc < self._dt_n:
+            tids = self._dt_tids[int(self._dt_off[doc]) : int(self._dt_off[doc + 1])].tolist()
+        if tids is None:
+            self._rm_block.append(doc)
+        else:
+            df = self._df
+            for tid in tids:
+                df[tid] -= 1
+                if df[tid] == 0:
+                    self._n_live_terms -= 1
+        self._total_len -= self._dl[doc]
+        self._alive[doc] = 0
+        self._dead += 1
+        if self._dead >= _COMPACT_MIN_DEAD and self._dead > _COMPACT_DEAD_RATIO * self._n_live:
+            self.compact()
 
-        Called automatically by :meth:`remove`; scores and results do not change.
-        """
+    def compact(self) -> None:
+        """Drop tombstones and unused terms, renumbering docs and term ids. O(all postings).
+
+        Called automatically by :meth:`remove` and by :meth:`save`; scores and results do
+        not change. Afterwards the vocabulary is one frozen blob (no per-term ``str``)."""
         self._flush()
-        if self._dead or len(self._terms) != self._n_live_terms:
-            self._load(self.to_state())
+        if len(self._p_tids) or self._tail or self._dead != self._dead_at_merge:
+            self._merge()
+        counts = np.diff(self._base_off)
+        keep = np.flatnonzero(counts)  # terms with live postings (the block holds no dead ones)
+        if not self._dead and keep.size == len(self._vocab) and not self._vocab.new:
+            return
+        live = np.flatnonzero(np.frombuffer(self._alive, dtype=np.uint8))
+        base = self._base
+        if self._dead:
+            remap = np.zeros(len(self._doc_slot), dtype=np.uint32)
+            remap[live] = np.arange(live.size, dtype=np.uint32)
+            pairs = base.reshape(-1, 2)
+            base = np.column_stack((remap[pairs[:, 0]], pairs[:, 1])).astype("<u4").ravel()
+        vocab = self._vocab.select(keep)
+        doc_slot = _u32(self._doc_slot)[live]
+        dl = _u32(self._dl)[live]
+        self._install(vocab, counts[keep], base, np.concatenate(([0], np.cumsum(counts[keep]))).astype(np.int64), doc_slot, dl)
+
+    def _install(
+        self,
+        vocab: _Vocab,
+        df: np.ndarray,
+        base: np.ndarray,
+        base_off: np.ndarray,
+        doc_slot: np.ndarray,
+        dl: np.ndarray,
+    ) -> None:
+        """Reset to a clean block (no tails, no buffer, no dead docs)."""
+        km = self._km
+        self._reset()
+        self._km = km
+        n = doc_slot.size
+        self._vocab = vocab
+        self._df = array("I", df.astype("<u4").tobytes())
+        self._base = base
+        self._base_off = base_off
+        self._doc_slot = array("I", doc_slot.astype("<u4").tobytes())
+        n_slots = int(doc_slot.max()) + 1 if n else 0
+        sd = np.full(n_slots, -1, dtype="<i4")
+        sd[doc_slot] = np.arange(n, dtype="<i4")
+        self._slot_doc = array("i", sd.tobytes())
+        self._dl = array("I", dl.astype("<u4").tobytes())
+        self._alive = bytearray(b"\x01" * n)
+        self._n_live = n
+        self._n_live_terms = int(np.count_nonzero(df))
+        self._total_len = int(dl.sum(dtype=np.int64))
 
     # --- search --------------------------------------------------------------------------
-    def scores(self, query_tokens: list[str]) -> dict[str, float]:
-        """BM25 score of every live document matching at least one query term (for tests
-        and diagnostics; :meth:`search` is the fast path)."""
+    def scores(self, query_tokens: list[str]) -> dict:
+        """BM25 score of every live document matching at least one query term,
+        ``{slot: score}`` (string keys for a string-keyed index; for tests and diagnostics,
+        :meth:`search` is the fast path)."""
         acc = self._accumulate(query_tokens)
         if acc is None:
             return {}
-        return {self._keys[s]: float(acc[s]) for s in np.flatnonzero(acc)}  # type: ignore[misc]
+        docs = np.flatnonzero(acc)
+        slots = _u32(self._doc_slot)[docs].tolist()
+        vals = acc[docs].tolist()
+        if self._km is not None:
+            ids = self._km.ids
+            return {ids[s]: v for s, v in zip(slots, vals)}
+        return dict(zip(slots, vals))
 
     def _accumulate(self, query_tokens: list[str]) -> np.ndarray | None:
-        """Score array over slots (0 = no match or dead), or None if nothing can match."""
-        n = len(self._slot)
+        """Score array over docs (0 = no match or dead), or None if nothing can match."""
+        n = self._n_live
         if n == 0 or self._total_len == 0:
             return None
         self._flush()
@@ -385,23 +802,22 @@ class BM25Index:
         dl = _u32(self._dl)
         alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
         acc: np.ndarray | None = None
-        for term in query_tokens:
-            tid = self._term_id.get(term)
+        for tid in self._vocab.get_many(query_tokens):
             if tid is None:
                 continue
             df = self._df[tid]
             if df == 0:
                 continue
             if acc is None:
-                acc = np.zeros(len(self._keys), dtype=np.float64)
+                acc = np.zeros(len(self._doc_slot), dtype=np.float64)
             pairs = self._pairs(tid).reshape(-1, 2)
-            slots = pairs[:, 0]
+            docs = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            contrib = (idf * (k1 + 1.0)) * tf / (tf + k1 * (1.0 - b + b * dl[slots] / avgdl))
+            contrib = (idf * (k1 + 1.0)) * tf / (tf + k1 * (1.0 - b + b * dl[docs] / avgdl))
             if alive is not None:
-                contrib *= alive[slots]
-            acc[slots] += contrib
+                contrib *= alive[docs]
+            acc[docs] += contrib
         return acc
 
     def search(
@@ -409,95 +825,294 @@ class BM25Index:
         query_tokens: list[str],
         k: int,
         *,
-        allow: Callable[[str], bool] | None = None,
-    ) -> list[tuple[str, float]]:
-        """Top ``k`` live documents for the query terms: ``[(key, score), ...]``.
+        allow: np.ndarray | Callable | None = None,
+        key_of: Callable[[int], str] | Sequence[str | None] | None = None,
+    ) -> list[tuple]:
+        """Top ``k`` live documents for the query terms: ``[(slot, score), ...]``.
 
-        Scores are descending; equal scores are ordered by key (stable across runs and
-        rebuilds). Terms not in the index contribute nothing; an empty query, ``k <= 0`` or an
-        empty index give ``[]``. ``allow(key)`` filters documents (it is called lazily, on
-        candidates in rank order, until ``k`` are accepted).
+        Scores are descending; equal scores are ordered by ``key_of(slot)`` (the chunk id:
+        stable across runs and rebuilds; a sequence is indexed), or by slot without it.
+        Terms not in the index contribute nothing; an empty query, ``k <= 0`` or an empty
+        index give ``[]``. ``allow``: a bool array indexed by slot (slots at or beyond its
+        length are not allowed), or a predicate on the slot called lazily in rank order.
+        A string-keyed index (compatibility) returns ``(key, score)``, ties by key, and
+        ``allow`` is then a predicate on the key.
         """
         if k <= 0:
             return []
+        km = self._km
+        compat = km is not None and key_of is None
+        if km is not None and key_of is None:
+            ids = km.ids
+            key_of = ids.__getitem__  # type: ignore[assignment]
+            if callable(allow):
+                pred = allow
+                allow = lambda s: pred(ids[s])  # noqa: E731
+        elif key_of is not None and not callable(key_of):
+            key_of = key_of.__getitem__
         acc = self._accumulate(query_tokens)
         if acc is None:
             return []
         cand = np.flatnonzero(acc)
+        if cand.size and isinstance(allow, np.ndarray):
+            slots = _u32(self._doc_slot)[cand]
+            ok = slots < allow.size
+            ok[ok] = allow[slots[ok]]
+            cand = cand[ok]
+            allow = None
         if cand.size == 0:
             return []
         if allow is None:
-            return self._top(acc, cand, k)
-        out: list[tuple[str, float]] = []
-        verdict: dict[int, bool] = {}
-        want = max(4 * k, 64)
-        while True:
-            out.clear()
-            for key, score in self._top(acc, cand, want):
-                slot = self._slot[key]
-                ok = verdict.get(slot)
-                if ok is None:
-                    ok = verdict[slot] = bool(allow(key))
-                if ok:
-                    out.append((key, score))
-                    if len(out) == k:
-                        return out
-            if want >= cand.size:
-                return out
-            want *= 4
+            out = self._top(acc, cand, k, key_of)
+        else:
+            out = []
+            verdict: dict[int, bool] = {}
+            want = max(4 * k, 64)
+            while True:
+                out.clear()
+                for slot, score in self._top(acc, cand, want, key_of):
+                    ok_ = verdict.get(slot)
+                    if ok_ is None:
+                        ok_ = verdict[slot] = bool(allow(slot))
+                    if ok_:
+                        out.append((slot, score))
+                        if len(out) == k:
+                            break
+                if len(out) == k or want >= cand.size:
+                    break
+                want *= 4
+        if compat:
+            ids = km.ids  # type: ignore[union-attr]
+            return [(ids[s], v) for s, v in out]
+        return out
 
-    def _top(self, acc: np.ndarray, cand: np.ndarray, k: int) -> list[tuple[str, float]]:
-        """The best ``k`` of ``cand`` by (-score, key), ties at the cut-off resolved by key."""
+    def _top(self, acc: np.ndarray, cand: np.ndarray, k: int, key_of: Callable | None) -> list[tuple[int, float]]:
+        """The best ``k`` of ``cand`` (docs) as ``(slot, score)`` by (-score, key), ties at
+        the cut-off resolved by key."""
         vals = acc[cand]
         if cand.size > k:
             kth = np.partition(vals, cand.size - k)[cand.size - k]
             keep = vals >= kth
             cand, vals = cand[keep], vals[keep]
-        keys = self._keys
-        ranked = sorted(zip(vals.tolist(), (keys[s] for s in cand.tolist())), key=lambda x: (-x[0], x[1]))
-        return [(key, score) for score, key in ranked[:k]]  # type: ignore[misc]
+        slots = _u32(self._doc_slot)[cand].tolist()
+        if key_of is None:
+            ranked = sorted(zip(vals.tolist(), slots), key=lambda x: (-x[0], x[1]))
+        else:
+            ranked = sorted(zip(vals.tolist(), slots), key=lambda x: (-x[0], key_of(x[1])))
+        return [(slot, score) for score, slot in ranked[:k]]
 
-    # --- persistence ---------------------------------------------------------------------
+    # --- persistence: column files -------------------------------------------------------
+    def save(self, folder: Path | str, *, remap: bool = True) -> None:
+        """Write the index as column files into ``folder`` (created if missing; files of
+        the same names are replaced): ``postings.npy`` (``<u4`` (doc, tf) pairs grouped by
+        term), ``offsets.npy`` (``<i8``), ``slots.npy`` / ``lengths.npy`` (``<u4`` per doc),
+        ``vocab_blob.npy`` (``u1``), ``vocab_off.npy`` (``<i8``), ``vocab_hash.npy``
+        (``<u8`` sorted), ``vocab_perm.npy`` (``<u4``) and last ``header.json`` (format,
+        parameters, counts, every file's byte size and CRC-32). Compacts first (see
+        :meth:`compact`); each array is written straight from memory (no encoded copy),
+        and each file is fsynced. The caller makes the folder's appearance atomic (a new
+        generation folder: ``ValueError`` for the folder this index is mapped from).
+        ``doc_off.npy`` / ``doc_terms.npy`` (doc -> term ids) make removals of saved documents
+        O(their terms). With ``remap`` the index then reads its block, vocabulary and that
+        doc index from the written files (memory-mapped; their RAM copies are freed).
+        """
+        if self._km is not None:
+            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
+        self.compact()
+        folder = Path(folder)
+        v = self._vocab
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
+            mapped = getattr(arr, "filename", None)
+            if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
+                # rewriting a file that is mapped would pull the pages from under this index
+                raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
+        folder.mkdir(parents=True, exist_ok=True)
+        doc_off, doc_terms = self._doc_csr()
+        cols = {
+            "doc_off": doc_off,
+            "doc_terms": doc_terms,
+            "postings": np.asarray(self._base, dtype="<u4"),
+            "offsets": np.asarray(self._base_off, dtype="<i8"),
+            "slots": _u32(self._doc_slot),
+            "lengths": _u32(self._dl),
+            "vocab_blob": np.asarray(v.blob, dtype=np.uint8),
+            "vocab_off": np.asarray(v.off, dtype="<i8"),
+            "vocab_hash": np.asarray(v.hsort, dtype="<u8"),
+            "vocab_perm": np.asarray(v.hperm, dtype="<u4"),
+        }
+        files = {}
+        for name, arr in cols.items():
+            path = folder / f"{name}.npy"
+            with open(path, "wb") as fh:
+                np.save(fh, arr, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(memoryview(np.ascontiguousarray(arr)).cast("B"))}
+        header = {
+            "format": FORMAT,
+            "version": FORMAT_VERSION,
+            "k1": self.k1,
+            "b": self.b,
+            "docs": len(self._doc_slot),
+            "terms": len(v),
+            "postings": int(self._base_off[-1]),
+            "total_len": self._total_len,
+            "files": files,
+        }
+        path = folder / _HEADER
+        with open(path, "w", encoding="utf-8") as fh:
+            json.dump(header, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+        del cols, doc_off, doc_terms
+        if remap:
+            # from now on read the block, the vocabulary and the doc -> terms index from the
+            # files just written: their RAM copies are freed (a cold build ends with the
+            # footprint of a warm load)
+            m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
+            self._base, self._base_off = m["postings"], m["offsets"]
+            self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
+            self._dt_n, self._dt_off, self._dt_tids = len(self._doc_slot), m["doc_off"], m["doc_terms"]
+
+    def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
+        """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
+        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. Built
+        in doc ranges of at most 2**24 postings (bounded temporaries)."""
+        n = len(self._doc_slot)
+        docs = self._base[0::2]
+        counts = np.bincount(docs, minlength=n) if docs.size else np.zeros(n, dtype=np.int64)
+        off = np.zeros(n + 1, dtype="<i8")
+        np.cumsum(counts, out=off[1:])
+        out = np.empty(int(off[-1]), dtype="<u4")
+        term_off = np.asarray(self._base_off)
+        d0 = 0
+        while d0 < n:
+            d1 = int(np.searchsorted(off, off[d0] + (1 << 24), side="right")) - 1
+            d1 = min(max(d1, d0 + 1), n)
+            pos = np.flatnonzero((docs >= d0) & (docs < d1))  # block order: term ascending
+            if pos.size:
+                sub = docs[pos].astype(np.int64)
+                order = np.argsort(sub, kind="stable")
+                tids = (np.searchsorted(term_off, pos, side="right") - 1).astype("<u4")
+                out[off[d0] : off[d1]] = tids[order]
+            d0 = d1
+        return off, out
+
+    @classmethod
+    def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> BM25Index:
+        """Open an index written by :meth:`save`. With ``mmap`` the postings, offsets and
+        vocabulary are memory-mapped read-only (pages are read on use; the files must stay
+        unchanged while the index lives -- replacing them by a rename is fine); per-document
+        columns and ``df`` are copied into RAM (they change with increments).
+
+        Checks always: the header, every file's size, dtypes and shapes against the counts,
+        offsets monotone and consistent with the postings, slots distinct; with ``verify``
+        also each file's CRC-32 and every posting (doc in range, tf sums equal to the
+        lengths). Raises :class:`BM25Error` naming the folder otherwise.
+        """
+        folder = Path(folder)
+        try:
+            with open(folder / _HEADER, encoding="utf-8") as fh:
+                header = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise BM25Error(f"BM25 index in {folder}: cannot read {_HEADER}: {exc}") from exc
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("version") != FORMAT_VERSION:
+            raise BM25Error(f"BM25 index in {folder}: not format {FORMAT} v{FORMAT_VERSION}")
+        try:
+            n_docs, n_terms, n_post = int(header["docs"]), int(header["terms"]), int(header["postings"])
+            k1, b, files = float(header["k1"]), float(header["b"]), header["files"]
+            want = {
+                "doc_off": ("<i8", (n_docs + 1,)),
+                "doc_terms": ("<u4", (n_post,)),
+                "postings": ("<u4", (2 * n_post,)),
+                "offsets": ("<i8", (n_terms + 1,)),
+                "slots": ("<u4", (n_docs,)),
+                "lengths": ("<u4", (n_docs,)),
+                "vocab_blob": ("|u1", None),
+                "vocab_off": ("<i8", (n_terms + 1,)),
+                "vocab_hash": ("<u8", (n_terms,)),
+                "vocab_perm": ("<u4", (n_terms,)),
+            }
+            cols = {}
+            for name, (dtype, shape) in want.items():
+                path = folder / f"{name}.npy"
+                meta = files[name]
+                if path.stat().st_size != int(meta["bytes"]):
+                    raise BM25Error(f"BM25 index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+                arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+                if arr.dtype.str != dtype or arr.ndim != 1 or (shape is not None and arr.shape != shape):
+                    raise BM25Error(f"BM25 index in {folder}: {path.name} is {arr.dtype.str}{arr.shape}, expected {dtype}{shape}")
+                if verify and zlib.crc32(memoryview(np.ascontiguousarray(arr)).cast("B")) != int(meta["crc32"]):
+                    raise BM25Error(f"BM25 index in {folder}: {path.name} fails its CRC-32")
+                cols[name] = arr
+        except (OSError, KeyError, TypeError, ValueError) as exc:
+            if isinstance(exc, BM25Error):
+                raise
+            raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
+        off, post, slots, lengths = cols["offsets"], cols["postings"], cols["slots"], cols["lengths"]
+        voff, vblob = cols["vocab_off"], cols["vocab_blob"]
+        counts = np.diff(off)
+        if (
+            off[0] != 0
+            or off[-1] != n_post
+            or (counts.size and int(counts.min()) <= 0)
+            or voff[0] != 0
+            or voff[-1] != vblob.size
+            or (n_terms and int(np.diff(voff).min()) < 0)
+            or (n_docs and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1))
+            or int(lengths.sum(dtype=np.int64)) != int(header.get("total_len", -1))
+            or cols["doc_off"][0] != 0
+            or cols["doc_off"][-1] != n_post
+            or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
+        ):
+            raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
+        if verify and post.size:
+            docs = post[0::2]
+            if int(docs.max()) >= n_docs or not np.array_equal(
+                np.bincount(docs, weights=post[1::2], minlength=n_docs), lengths
+            ):
+                raise BM25Error(f"BM25 index in {folder}: postings do not match the document lengths")
+        try:
+            index = cls(k1, b)
+        except ValueError as exc:
+            raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
+        if verify and n_post and int(cols["doc_terms"].max()) >= n_terms:
+            raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
+        vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
+        index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
+        index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
+        return index
+
+    # --- persistence: msgpack state (compatibility, string keys) ------------------------
     def to_state(self) -> BM25State:
-        """A compacted snapshot (live documents and terms only), encodable with ``msgspec``.
+        """Compatibility (string-keyed index): a compacted snapshot encodable with ``msgspec``.
 
         Deterministic: documents keep their relative insertion order, terms their first-seen
-        order, so ``from_state(s).to_state() == s``. Merges buffered additions and tails
-        into the block first (see :meth:`flush`).
+        order, so ``from_state(s).to_state() == s``.
         """
-        if len(self._p_tids) or self._tail or self._dead != self._dead_at_merge:
-            self._merge()
-        live = np.flatnonzero(np.frombuffer(self._alive, dtype=np.uint8))
-        counts = np.diff(self._base_off)
-        keep = np.flatnonzero(counts)  # terms with live postings (the block holds no dead ones)
-        pairs = self._base.reshape(-1, 2)
-        if self._dead:
-            remap = np.full(len(self._keys), -1, dtype=np.int64)
-            remap[live] = np.arange(live.size)
-            pairs = np.column_stack((remap[pairs[:, 0]].astype("<u4"), pairs[:, 1]))
-        terms = self._terms
+        if self._km is None and self._n_live:
+            raise TypeError("to_state() needs a string-keyed index; use save()")
+        self.compact()
+        v = self._vocab
+        ids = self._km.ids if self._km is not None else []
         return BM25State(
             k1=self.k1,
             b=self.b,
-            keys=[self._keys[s] for s in live.tolist()],  # type: ignore[misc]
-            lengths=_u32(self._dl)[live].astype("<u4").tobytes(),
-            terms=[terms[t] for t in keep.tolist()],
-            offsets=np.concatenate(([0], np.cumsum(counts[keep]))).astype("<u4").tobytes(),
-            postings=pairs.astype("<u4", copy=False).tobytes(),
+            keys=[ids[s] for s in self._doc_slot],  # type: ignore[misc]
+            lengths=_u32(self._dl).astype("<u4").tobytes(),
+            terms=[v.term(t) for t in range(len(v))],
+            offsets=np.asarray(self._base_off).astype("<u4").tobytes(),
+            postings=np.asarray(self._base, dtype="<u4").tobytes(),
         )
 
     @classmethod
     def from_state(cls, state: BM25State) -> BM25Index:
-        """Rebuild an index from :meth:`to_state` output.
+        """Compatibility: rebuild a string-keyed index from :meth:`to_state` output.
 
         Raises ``ValueError`` if the arrays are inconsistent (wrong lengths, doc ids out of
         range, duplicate keys or terms) -- a corrupt or foreign state file.
         """
         index = cls(state.k1, state.b)
-        index._load(state)
-        return index
-
-    def _load(self, state: BM25State) -> None:
         n = len(state.keys)
         lengths = _u32(state.lengths)
         offsets = _u32(state.offsets).astype(np.int64)
@@ -510,28 +1125,18 @@ class BM25Index:
             or post.size != 2 * int(offsets[-1])
         ):
             raise ValueError("BM25 state is inconsistent (array lengths or offsets)")
-        self._reset()
-        self._keys = list(state.keys)
-        self._slot = dict(zip(self._keys, range(n)))
-        self._terms = list(state.terms)
-        self._term_id = dict(zip(self._terms, range(len(self._terms))))
-        if len(self._slot) != n or len(self._term_id) != len(self._terms):
-            self._reset()
+        km = _KeyMap()
+        km.ids = list(state.keys)
+        km.slot_of = dict(zip(km.ids, range(n)))
+        if len(km.slot_of) != n or len(set(state.terms)) != len(state.terms):
             raise ValueError("BM25 state is inconsistent (duplicate keys or terms)")
         docs = post[0::2]
         if docs.size and int(docs.max()) >= n:
-            self._reset()
             raise ValueError("BM25 state is inconsistent (doc id out of range)")
-        # tf sums must equal the document lengths
         if not np.array_equal(np.bincount(docs, weights=post[1::2], minlength=n), lengths):
-            self._reset()
             raise ValueError("BM25 state is inconsistent (lengths do not match postings)")
-        self._base = post  # a read-only view of the state's bytes: never written in place
-        self._base_off = offsets
-        self._df = array("I", np.diff(offsets).astype(np.uint32).tobytes())
-        self._dl = array("I", lengths.tobytes())
-        self._alive = bytearray(b"\x01" * n)
-        self._doc_terms = [None] * n
-        self._n_live_terms = len(self._terms)
-        self._total_len = int(lengths.sum(dtype=np.int64))
-        self._dead = 0
+        if n:
+            blob, voff = _encode_terms(state.terms)
+            index._km = km
+            index._install(_Vocab.frozen(blob, voff), np.diff(offsets), post, offsets, np.arange(n), lengths)
+        return index

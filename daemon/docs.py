@@ -338,6 +338,8 @@ def docs_weights(weights: dict[str, float], query: str, chunks: dict) -> dict[st
     out = dict(weights)
     if "dense" in out:
         out["dense"] = DOCS_DENSE_WEIGHT
+        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the docs' script is not needed
+            return out
         cyr, lat = len(_CYR.findall(query)), len(_LAT.findall(query))
         if cyr + lat and abs(cyr / (cyr + lat) - docs_cyrillic_share(chunks)) > 0.5:
             for k in ("names", "bm25"):

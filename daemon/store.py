@@ -2,14 +2,17 @@
 
 Layout of an index directory (one per export root)::
 
-    snapshot.msgpack   manifest, file records, chunks, BM25 and symbol-name channel state
-                       (one file: one atomic rename commits the whole lexical side)
+    lexical/<gen>/     the lexical snapshot, one generation folder (daemon.persist): manifest.json,
+                       chunks/ (daemon.chunkstore column files + blob arena), bm25/,
+                       meta_bm25/, names/ (column files), files.msgpack, skipped.msgpack;
+                       written as <gen>.tmp/, renamed, then named by lexical/CURRENT
+    journal.bin        lexical batches since that generation (daemon.journal)
     manifest.json      a readable copy of the snapshot's manifest (versions, fingerprints)
     dense-<tag>/       hnswlib index + key map + chunk->text-hash map, per embedder
     embeddings-<tag>.bin  embedding cache, per embedder (daemon.embed)
     daemon.json, daemon.lock, daemon.log   the running daemon (daemon.runtime)
 
-Every file is written to a temporary name in the same directory, flushed, fsynced and
+Every other file is written to a temporary name in the same directory, flushed, fsynced and
 ``os.replace``d over the old one, so a reader (or a restart after ``kill -9``) sees either
 the old or the new file, never a torn one. A file that fails to decode raises
 :class:`SnapshotError`; the engine then rebuilds that part instead of crashing.

@@ -32,8 +32,17 @@ this is the canonical public API, see :func:`api_boost`), then the shorter name,
 key, the key. The kind always wins over the boost, as an editor user expects (an exact name
 first); measured on the dev gold set this costs one query of 31 (see :func:`api_boost`).
 
-Data structures (n entries, columns indexed by an integer id): ids sorted by folded name in an
-``array('q')`` (``bisect`` with a key function, so no text is duplicated) for exact and prefix,
+Entries are named by the caller's **slots** (issue 12: one integer per chunk, shared by every
+channel, assigned by the chunk store; a freed slot may return with another chunk). The index
+keeps no chunk id strings: the "shorter key, then key" tie-breaks ask ``key_of(slot)`` at
+search time (only for the batch being sorted), filters are a bool mask indexed by slot.
+
+Data structures (n entries, columns indexed by an internal entry id, with ``slot <-> entry``
+as two ``array`` columns): names, folded names and the two word signatures are each ONE
+``str`` plus ``array('I')`` offsets (:class:`_StrCol`, no per-entry ``str``); kinds, word
+initials, folded containers and container tuples are ``uint32`` ids into small tables of
+distinct values (:class:`_Interned`). Ids sorted by folded name in an ``array('q')``
+(``bisect`` with a key function, so no text is duplicated) for exact and prefix,
 O(log n + matches); ids sorted by word initials for CamelHump (``ЗнРекОб`` looks up the
 initials prefix ``зро``, or the names starting with ``зн`` if those are fewer, and verifies
 the candidates); the same two for containers; trigram postings of the folded names for
@@ -41,8 +50,8 @@ substrings (candidates from the rarest trigrams, verified). Additions are buffer
 before the next search (one sort for a bulk load, ``insort``-like inserts for a few; the
 trigrams of a bulk load in one numpy pass over the code points); removals mark the id dead
 (searches skip it) and the index rebuilds itself compactly when dead ids exceed half the
-live ones. :class:`SymbolState` persists the derived columns, sorted arrays and trigram
-postings too, so :meth:`SymbolIndex.from_state` does no per-name work.
+live ones. :meth:`SymbolIndex.save` writes those columns as files and
+:meth:`SymbolIndex.load` reads them back with no per-entry work (one decode per text column).
 
 Build and load, measured on the 38,285 ssl31-ru names of the engine (methods and metadata;
 CPU time on one core of the loaded 2-core dev box, garbage collector off): adding all 0.92 →
@@ -68,13 +77,21 @@ from operator import itemgetter
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Iterable, Iterator, Sequence
 
+import json
+import operator
+import os
+import zlib
+from pathlib import Path
+
 import msgspec
 import numpy as np
 
+from daemon.bm25 import _KeyMap
 from daemon.folding import fold, split_words
 
 __all__ = [
     "MATCH_KINDS",
+    "SymbolError",
     "SymbolIndex",
     "SymbolState",
     "api_boost",
@@ -240,7 +257,7 @@ class SymbolState(msgspec.Struct, frozen=True):
     :meth:`SymbolIndex.from_state` with ``ValueError``, so the owner rebuilds it.
     """
 
-    keys: list[str]
+    keys: list[str]  # string keys (compatibility path); [] for a slot-keyed index
     names: list[str]
     containers: list[list[str]]
     kinds: list[str]
@@ -258,6 +275,7 @@ class SymbolState(msgspec.Struct, frozen=True):
     tri_terms: list[str] = []
     tri_offsets: bytes = b""  # <u4[len(tri_terms) + 1]
     tri_ids: bytes = b""  # <i4 ids, ascending per trigram
+    slots: bytes = b""  # <u4 slot per entry (empty: slots 0..n-1)
 
 
 def _signature(words: tuple[str, ...]) -> str:
@@ -285,6 +303,103 @@ def _hump_matcher(q_humps: list[str], n_candidates: int) -> Callable[[str], bool
     return check
 
 
+class _StrCol:
+    """A column of strings indexed by entry id, held as ONE ``str`` plus ``array('I')``
+    character offsets (no per-entry ``str`` object: ~50 B per name instead of ~130 B for a
+    Cyrillic ``str`` and its list slot) and a list *tail* of strings appended since the last
+    :meth:`freeze`. ``col[i]`` slices out a new ``str``. With ``none_empty`` an empty string
+    stands for None (the optional second word signature)."""
+
+    __slots__ = ("big", "nf", "none_empty", "off", "tail")
+
+    def __init__(self, none_empty: bool = False) -> None:
+        self.big = ""
+        self.off = array("I", [0])
+        self.nf = 0
+        self.tail: list[str] = []
+        self.none_empty = none_empty
+
+    def __len__(self) -> int:
+        return self.nf + len(self.tail)
+
+    def __getitem__(self, i: int):  # -> str (or None, see none_empty)
+        if i < self.nf:
+            off = self.off
+            v = self.big[off[i] : off[i + 1]]
+        else:
+            v = self.tail[i - self.nf]
+        return None if self.none_empty and not v else v
+
+    def __iter__(self) -> Iterator:
+        return map(self.__getitem__, range(len(self)))
+
+    def take(self, ids: list[int]) -> list:
+        """``[col[i] for i in ids]`` without a method call per row (the search loops)."""
+        big, off, nf, tail = self.big, self.off, self.nf, self.tail
+        if tail:
+            out = [big[off[i] : off[i + 1]] if i < nf else tail[i - nf] for i in ids]
+        else:
+            out = [big[off[i] : off[i + 1]] for i in ids]
+        return [v or None for v in out] if self.none_empty else out
+
+    def append(self, v: str | None) -> None:
+        self.tail.append(v or "")
+        if len(self.tail) >= max(4096, self.nf >> 3):
+            self.freeze()
+
+    def extend(self, values: Iterable[str | None]) -> None:
+        self.tail.extend(v or "" for v in values)
+        self.freeze()
+
+    def freeze(self) -> None:
+        """Move the tail into the big string (O(total length); :meth:`append` does it when
+        the tail exceeds 1/8 of the frozen part, so appends stay amortised O(1))."""
+        tail = self.tail
+        if not tail:
+            return
+        ends = np.cumsum(np.fromiter(map(len, tail), dtype=np.int64, count=len(tail))) + self.off[-1]
+        if ends.size and int(ends[-1]) >= 1 << 32:
+            raise ValueError("symbol string column exceeds 4 G characters")
+        self.off.frombytes(ends.astype(np.uint32).tobytes())
+        self.big += "".join(tail)
+        self.nf += len(tail)
+        self.tail = []
+
+
+class _Interned:
+    """A column of repeated values (kinds, initials, folded containers, container tuples):
+    per row a ``uint32`` id into a table of distinct values; id 0 is None. Rows cost 4 bytes,
+    and a load builds no per-row object."""
+
+    __slots__ = ("ids", "index", "table")
+
+    def __init__(self) -> None:
+        self.table: list = [None]
+        self.index: dict = {}
+        self.ids = array("I")
+
+    def id_of(self, v: object) -> int:
+        if v is None:
+            return 0
+        i = self.index.get(v)
+        if i is None:
+            i = self.index[v] = len(self.table)
+            self.table.append(v)
+        return i
+
+    def append(self, v: object) -> None:
+        self.ids.append(self.id_of(v))
+
+    def __getitem__(self, r: int):  # -> the value (str, tuple or None)
+        return self.table[self.ids[r]]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def __iter__(self) -> Iterator:
+        return map(self.table.__getitem__, self.ids)
+
+
 class _SortedIds:
     """Ids sorted by ``text[id]`` (an ``array('q')``), with buffered inserts.
 
@@ -294,7 +409,7 @@ class _SortedIds:
 
     __slots__ = ("ids", "pending", "text")
 
-    def __init__(self, text: list) -> None:
+    def __init__(self, text: list | _StrCol | _Interned) -> None:
         self.ids = array("q")
         self.pending: list[int] = []
         self.text = text
@@ -335,44 +450,58 @@ class _SortedIds:
 BOOST_RESOLUTION = 1e-3
 
 
-def _composite(boost: float, name_len: int, key_len: int) -> int:
+def _composite(boost: float, name_len: int) -> int:
     """One int64 ordering entries inside a match kind: boost descending (at
-    :data:`BOOST_RESOLUTION`), then shorter name, then shorter key (ties: by key)."""
+    :data:`BOOST_RESOLUTION`), then shorter name (ties: shorter key, then key, compared at
+    search time through ``key_of``)."""
     b = max(-(1 << 30), min(1 << 30, round(boost / BOOST_RESOLUTION)))
-    return (((1 << 30) - b) << 28) | (min(name_len, 4095) << 16) | min(key_len, 65535)
+    return (((1 << 30) - b) << 28) | (min(name_len, 4095) << 16)
+
+
+class SymbolError(ValueError):
+    """Saved names that cannot be used (missing, damaged, another layout); the message
+    names the folder. The owner logs it and rebuilds."""
 
 
 class SymbolIndex:
-    """Name index over entries ``key → (name, containers, kind, boost)``; see the module doc."""
+    """Name index over entries ``slot → (name, containers, kind, boost)``; see the module doc.
+
+    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
+    :meth:`add`, :meth:`remove`, :meth:`get` and ``in``; :meth:`search` then returns keys.
+    """
 
     def __init__(self) -> None:
+        self._km: _KeyMap | None = None
         self._init()
 
     def _init(self) -> None:
         # columns, indexed by entry id (ids are never reused until a purge renumbers them)
-        self._keys: list[str] = []
-        self._names: list[str] = []
-        self._fnames: list[str] = []
-        self._sigs: list[str] = []  # folded words joined by \x00 (capital split)
-        self._sigs2: list[str | None] = []  # the split_words splitting, when it differs
-        self._conts: list[tuple[str, ...]] = []
-        self._kinds: list[str] = []
+        self._slot = array("I")  # entry id -> slot
+        self._eid_of = array("i")  # slot -> live entry id (-1: none)
+        self._n_live = 0
+        self._names = _StrCol()
+        self._fnames = _StrCol()
+        self._sigs = _StrCol()  # folded words joined by \x00 (capital split)
+        self._sigs2 = _StrCol(none_empty=True)  # the split_words splitting, when it differs
+        self._conts = _Interned()  # entry -> tuple of containers
+        self._kinds = _Interned()
         self._boosts = array("d")
         self._comp = array("q")
         self._alive = bytearray()
-        self._eid: dict[str, int] = {}
         # initials rows: row 2*id from _sigs, 2*id+1 from _sigs2 (absent rows never inserted)
-        self._ini_text: list[str | None] = []
+        self._ini_text = _Interned()
         # container rows
-        self._crow_text: list[str] = []  # folded container
+        self._crow_text = _Interned()  # folded container
         self._crow_eid = array("q")
-        self._cini_text: list[str] = []  # initials of a container splitting
+        self._cini_text = _Interned()  # initials of a container splitting
         self._cini_eid = array("q")
         self._by_name = _SortedIds(self._fnames)
         self._by_ini = _SortedIds(self._ini_text)
         self._by_cont = _SortedIds(self._crow_text)
         self._by_cini = _SortedIds(self._cini_text)
         self._dead = 0
+        self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = None  # set per search
+        self._key_of: Callable[[int], str] | None = None  # set per search
         self._intern: dict[str, str] = {}
         self._cont_cache: dict[str, tuple[str, tuple[str, ...], tuple[str, ...]]] = {}
         # substring search: trigram of the folded name -> ids (ascending, may hold stale ids);
@@ -382,22 +511,48 @@ class SymbolIndex:
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
-        return len(self._eid)
+        return self._n_live
+
+    def _eid(self, slot: int) -> int:
+        eo = self._eid_of
+        return eo[slot] if 0 <= slot < len(eo) else -1
+
+    def _slot_for(self, key: object, create: bool = False) -> int:
+        """Slot of ``key`` (an int slot, or a compatibility string key); -1 if unknown."""
+        if isinstance(key, str):
+            if self._km is None:
+                if not create:
+                    return -1
+                if self._n_live or len(self._eid_of):
+                    raise TypeError("this symbol index is keyed by slots; got a string key")
+                self._km = _KeyMap()
+            if create:
+                return self._km.slot(key)
+            return self._km.slot_of.get(key, -1)
+        try:
+            s = operator.index(key)  # type: ignore[call-overload]
+        except TypeError:
+            if create:
+                raise
+            return -1
+        if s < 0 and create:
+            raise ValueError(f"slot must be >= 0, got {s}")
+        return s
 
     def __contains__(self, key: object) -> bool:
-        return key in self._eid
+        return self._eid(self._slot_for(key)) >= 0
 
     # --- updates -------------------------------------------------------------------------
     def add(
         self,
-        key: str,
+        key: int | str,
         name: str,
         *,
         container: str | Iterable[str] = "",
         kind: str = "",
         boost: float = 0.0,
     ) -> None:
-        """Index ``name`` under ``key`` (replacing an earlier entry with that key).
+        """Index ``name`` under slot ``key`` (replacing an earlier entry at that slot).
 
         ``container``: the qualifier(s) a ``<container>.<name>`` query may use -- one string or
         several (for a method: the module's short name ``ОбщегоНазначения``; for a metadata
@@ -411,16 +566,24 @@ class SymbolIndex:
         """
         if not name:
             raise ValueError(f"empty symbol name for key {key!r}")
+        if _SEP in name or _SEP in kind or (_SEP in container if isinstance(container, str) else any(_SEP in c for c in container)):
+            raise ValueError(f"control character U+001F in the symbol entry for key {key!r}")
         if not math.isfinite(boost):
             raise ValueError(f"boost must be finite, got {boost!r} for key {key!r}")
-        if key in self._eid:
-            self.remove(key)
+        slot = self._slot_for(key, create=True)
+        if self._eid(slot) >= 0:
+            self._remove_slot(slot)
         conts = (container,) if isinstance(container, str) else tuple(container)
         conts = tuple(dict.fromkeys(self._interned(c) for c in conts if c))
-        eid = len(self._keys)
+        eid = len(self._slot)
         fname = fold(name)
         splits = _word_splits(name)
-        self._keys.append(key)
+        self._slot.append(slot)
+        eo = self._eid_of
+        if slot >= len(eo):
+            eo.frombytes(b"\xff" * (4 * (slot + 1 - len(eo))))
+        eo[slot] = eid
+        self._n_live += 1
         self._names.append(name)
         self._fnames.append(fname)
         self._sigs.append(_signature(splits[0]))
@@ -428,9 +591,8 @@ class SymbolIndex:
         self._conts.append(conts)
         self._kinds.append(self._interned(kind))
         self._boosts.append(float(boost))
-        self._comp.append(_composite(boost, len(fname), len(key)))
+        self._comp.append(_composite(boost, len(fname)))
         self._alive.append(1)
-        self._eid[key] = eid
         self._by_name.pending.append(eid)
         ini0 = self._interned(_initials(splits[0]))
         self._ini_text.append(ini0)
@@ -464,23 +626,31 @@ class SymbolIndex:
             self._cont_cache[c] = info
         return info
 
-    def remove(self, key: str) -> bool:
-        """Remove ``key``; False if absent. O(1): its sorted-array rows go stale and are
-        skipped; when stale entries exceed half the live ones (and 1,024), the index is
-        rebuilt compactly (O(n log n), amortised O(log n) per removal)."""
-        eid = self._eid.pop(key, None)
-        if eid is None:
+    def remove(self, key: int | str) -> bool:
+        """Remove the entry at slot ``key``; False if absent. O(1): its sorted-array rows go
+        stale and are skipped; when stale entries exceed half the live ones (and 1,024), the
+        index is rebuilt compactly (O(n log n), amortised O(log n) per removal)."""
+        slot = self._slot_for(key)
+        if self._eid(slot) < 0:
             return False
-        self._alive[eid] = 0
-        self._dead += 1
-        if self._dead > 1024 and self._dead > len(self._eid) // 2:
-            self._rebuild(self.to_state())
+        self._remove_slot(slot)
+        if isinstance(key, str):
+            self._km.release(key)  # type: ignore[union-attr]
         return True
 
-    def get(self, key: str) -> tuple[str, tuple[str, ...], str, float] | None:
-        """``(name, containers, kind, boost)`` of ``key``, or None."""
-        eid = self._eid.get(key)
-        if eid is None:
+    def _remove_slot(self, slot: int) -> None:
+        eid = self._eid_of[slot]
+        self._eid_of[slot] = -1
+        self._n_live -= 1
+        self._alive[eid] = 0
+        self._dead += 1
+        if self._dead > 1024 and self._dead > self._n_live // 2:
+            self._rebuild(self._state())
+
+    def get(self, key: int | str) -> tuple[str, tuple[str, ...], str, float] | None:
+        """``(name, containers, kind, boost)`` of the entry at slot ``key``, or None."""
+        eid = self._eid(self._slot_for(key))
+        if eid < 0:
             return None
         return self._names[eid], self._conts[eid], self._kinds[eid], self._boosts[eid]
 
@@ -570,12 +740,11 @@ class SymbolIndex:
         if not cand.size:
             return cand
         rx = _hump_matcher(q_humps, cand.size)
-        sigs, sigs2, fnames = self._sigs, self._sigs2, self._fnames
+        el = cand.tolist()
         keep = [
             e
-            for e in cand.tolist()
-            if (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e])))
-            and not fnames[e].startswith(fq)
+            for e, a, b, f in zip(el, self._sigs.take(el), self._sigs2.take(el), self._fnames.take(el))
+            if (rx(a) or (b is not None and rx(b))) and not f.startswith(fq)
         ]
         return np.asarray(keep, dtype=np.int64)
 
@@ -598,8 +767,8 @@ class SymbolIndex:
                 break
             cand = np.intersect1d(cand, np.frombuffer(post, dtype=np.int32), assume_unique=True)
         cand = self._live(cand)
-        fnames = self._fnames
-        hits = [e for e in cand.tolist() if fq in fnames[e] and not fnames[e].startswith(fq)]
+        el = cand.tolist()
+        hits = [e for e, f in zip(el, self._fnames.take(el)) if fq in f and not f.startswith(fq)]
         ids = np.asarray(hits[:SUBSTRING_MAX_HITS], dtype=np.int64)
         if exclude.size and ids.size:
             ids = ids[~np.isin(ids, exclude)]
@@ -610,8 +779,8 @@ class SymbolIndex:
         fcq = fold(cq)
         lo, hi = self._by_cont.prefix_range(fcq)
         rows = self._by_cont.view(lo, hi)
-        texts = self._crow_text
-        ranks = np.fromiter((0 if texts[r] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
+        table, tids = self._crow_text.table, self._crow_text.ids
+        ranks = np.fromiter((0 if table[tids[r]] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
         ids = np.frombuffer(self._crow_eid, dtype=np.int64)[rows] if rows.size else rows
         q_humps = humps(cq)
         if len(q_humps) >= 2:
@@ -641,10 +810,21 @@ class SymbolIndex:
         return ids, ranks
 
     # --- ordering ------------------------------------------------------------------------
-    def _ordered(self, ids: np.ndarray) -> Iterator[int]:
-        """Yield ``ids`` in rank order (composite, then key), sorting lazily in batches."""
+    def _ordered(self, ids: np.ndarray, key_of: Callable[[int], str] | None) -> Iterator[int]:
+        """Yield ``ids`` in rank order (composite, then the shorter key, then the key; by
+        slot without ``key_of``), sorting lazily in batches."""
         comp = np.frombuffer(self._comp, dtype=np.int64)
-        keys = self._keys
+        slot = self._slot
+        if key_of is None:
+
+            def order(e: int) -> tuple:
+                return comp[e], slot[e]
+        else:
+
+            def order(e: int) -> tuple:
+                k = key_of(slot[e])
+                return comp[e], len(k), k
+
         batch = 64
         while ids.size:
             c = comp[ids]
@@ -654,7 +834,7 @@ class SymbolIndex:
                 head, ids = ids[take], ids[~take]
             else:
                 head, ids = ids, ids[:0]
-            yield from sorted(head.tolist(), key=lambda e: (comp[e], keys[e]))
+            yield from sorted(head.tolist(), key=order)
             batch *= 4
 
     # --- search --------------------------------------------------------------------------
@@ -663,9 +843,10 @@ class SymbolIndex:
         query: str,
         k: int,
         *,
-        allow: Callable[[str], bool] | None = None,
-    ) -> list[tuple[str, float, str]]:
-        """Best ``k`` entries for ``query``: ``[(key, score, match_kind), ...]``, best first.
+        allow: np.ndarray | Callable | None = None,
+        key_of: Callable[[int], str] | Sequence[str | None] | None = None,
+    ) -> list[tuple]:
+        """Best ``k`` entries for ``query``: ``[(slot, score, match_kind), ...]``, best first.
 
         ``match_kind`` is one of :data:`MATCH_KINDS` (for a qualified query: the kind of the
         name part). Order: qualified matches before name-only ones; then the name's match kind;
@@ -675,13 +856,47 @@ class SymbolIndex:
         (in (-1, 1), so kinds never interleave), minus 40 for name-only hits of a qualified
         query. Surrounding whitespace and a trailing ``()`` are ignored. Queries that are not
         identifiers (see :func:`is_identifier_query`), ``k <= 0`` or an empty index give
-        ``[]``. ``allow(key)`` filters entries (called in rank order until ``k`` pass).
+        ``[]``. ``allow``: a bool array indexed by slot (slots beyond it are not allowed) or
+        a predicate on the slot (called in rank order until ``k`` pass). ``key_of(slot)``
+        gives the key for the "shorter key, then key" tie-breaks (a sequence is indexed);
+        without it ties go by slot. A string-keyed index (compatibility) returns keys and
+        takes ``allow`` as a predicate on the key.
         """
         q = _clean_query(query)
-        if k <= 0 or not self._eid or not is_identifier_query(q):
+        if k <= 0 or not self._n_live or not is_identifier_query(q):
             return []
+        km = self._km
+        if km is not None and key_of is None:
+            ids = km.ids
+            key_of = ids.__getitem__  # type: ignore[assignment]
+            if callable(allow):
+                pred = allow
+                allow = lambda s: pred(ids[s])  # noqa: E731
+            hits = self._search(q, k, allow, key_of)
+            return [(ids[s], v, kind) for s, v, kind in hits]
+        if key_of is not None and not callable(key_of):
+            key_of = key_of.__getitem__
+        return self._search(q, k, allow, key_of)  # type: ignore[arg-type]
+
+    def _search(
+        self, q: str, k: int, allow: np.ndarray | Callable | None, key_of: Callable[[int], str] | None
+    ) -> list[tuple[int, float, str]]:
         self._flush()
-        out: list[tuple[str, float, str]] = []
+        if isinstance(allow, np.ndarray):
+            ok = allow
+
+            def allow_ids(ids: np.ndarray) -> np.ndarray:
+                slots = np.frombuffer(self._slot, dtype=np.uint32)[ids]
+                keep = slots < ok.size
+                keep[keep] = ok[slots[keep]]
+                return ids[keep]
+
+            self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = allow_ids
+            allow = None
+        else:
+            self._allow_ids = None
+        self._key_of = key_of
+        out: list[tuple[int, float, str]] = []
         if "." in q:
             cq, _, nq = q.rpartition(".")
             fnq, nq_humps = fold(nq), humps(nq)
@@ -707,23 +922,25 @@ class SymbolIndex:
 
     def _emit(
         self,
-        out: list[tuple[str, float, str]],
+        out: list[tuple[int, float, str]],
         ids: np.ndarray,
         nrank: int,
         name_only: bool,
         k: int,
-        allow: Callable[[str], bool] | None,
+        allow: Callable[[int], bool] | None,
     ) -> bool:
         """Append ``ids`` in rank order to ``out``; True once ``out`` holds ``k`` results."""
         kind = MATCH_KINDS[nrank]
         base = _KIND_BASE[kind] - (_UNQUALIFIED_PENALTY if name_only else 0.0)
-        keys, boosts = self._keys, self._boosts
-        for e in self._ordered(ids):
-            key = keys[e]
-            if allow is not None and not allow(key):
+        slots, boosts = self._slot, self._boosts
+        if self._allow_ids is not None:
+            ids = self._allow_ids(ids)
+        for e in self._ordered(ids, self._key_of):
+            slot = slots[e]
+            if allow is not None and not allow(slot):
                 continue
             b = boosts[e]
-            out.append((key, base + b / (1.0 + abs(b)), kind))
+            out.append((slot, base + b / (1.0 + abs(b)), kind))
             if len(out) == k:
                 return True
         return False
@@ -798,23 +1015,33 @@ class SymbolIndex:
         fnames, sigs, sigs2 = self._fnames, self._sigs, self._sigs2
         rx = _hump_matcher(nq_humps, ids.size) if len(nq_humps) >= 2 else None
         sub = len(fnq) >= SUBSTRING_MIN_LEN
-        out = np.full(ids.size, 4, dtype=np.int64)
-        for i, e in enumerate(ids.tolist()):
-            f = fnames[e]
+        el = ids.tolist()
+        ranks = [4] * len(el)
+        two = (sigs.take(el), sigs2.take(el)) if rx is not None else ([], [])
+        for i, f in enumerate(fnames.take(el)):
             if f.startswith(fnq):
-                out[i] = 0 if len(f) == len(fnq) else 1
-            elif rx is not None and (rx(sigs[e]) or (sigs2[e] is not None and rx(sigs2[e]))):
-                out[i] = 2
+                ranks[i] = 0 if len(f) == len(fnq) else 1
+            elif rx is not None and (rx(two[0][i]) or (two[1][i] is not None and rx(two[1][i]))):
+                ranks[i] = 2
             elif sub and fnq in f:
-                out[i] = 3
-        return out
+                ranks[i] = 3
+        return np.asarray(ranks, dtype=np.int64)
 
     # --- persistence ---------------------------------------------------------------------
     def to_state(self) -> SymbolState:
-        """Snapshot of the live entries in insertion order, with the derived structures
-        (msgspec-encodable; see :class:`SymbolState`)."""
+        """Compatibility (string-keyed index): snapshot of the live entries in insertion
+        order, with the derived structures (msgspec-encodable; see :class:`SymbolState`)."""
+        if self._km is None and self._n_live:
+            raise TypeError("to_state() needs a string-keyed index; use save()")
+        state = self._state()
+        ids = self._km.ids if self._km is not None else []
+        keys = [ids[s] for s in _u4(state.slots).tolist()]
+        return msgspec.structs.replace(state, keys=keys)  # type: ignore[arg-type]
+
+    def _state(self) -> SymbolState:
+        """Snapshot of the live entries in insertion order (slots, no keys)."""
         self._flush()
-        n_all = len(self._keys)
+        n_all = len(self._slot)
         alive = np.frombuffer(self._alive, dtype=np.uint8).astype(bool)
         remap = np.cumsum(alive, dtype=np.int64) - 1  # old id -> new id (where alive)
         if self._dead:
@@ -853,8 +1080,10 @@ class SymbolIndex:
             terms = list(compress(terms, (counts > 0).tolist()))
             counts = counts[counts > 0]
         del posts
+        slots = np.frombuffer(self._slot, dtype=np.uint32)
         return SymbolState(
-            keys=col(self._keys),
+            keys=[],
+            slots=(slots[alive] if self._dead else slots).astype("<u4").tobytes(),
             names=col(self._names),
             containers=[list(c) for c in col(self._conts)],
             kinds=col(self._kinds),
@@ -863,8 +1092,8 @@ class SymbolIndex:
             fnames=col(self._fnames),
             sigs=col(self._sigs),
             sigs2=col(self._sigs2),
-            inis=col(ini[0 : 2 * n_all : 2]),
-            inis2=col(ini[1 : 2 * n_all : 2]),
+            inis=col([ini[2 * e] for e in range(n_all)]),
+            inis2=col([ini[2 * e + 1] for e in range(n_all)]),
             by_name=u4(ids),
             by_ini=u4(rows),
             by_cont=by_cont,
@@ -888,17 +1117,19 @@ class SymbolIndex:
     def _rebuild(self, state: SymbolState) -> None:
         """Reset to ``state``, with no per-name work; ``ValueError`` if it is inconsistent
         (see :meth:`from_state`; the index may then be left empty)."""
-        n = len(state.keys)
+        n = len(state.names)
         if state.layout != STATE_LAYOUT:
             raise ValueError(f"symbol state has layout {state.layout}, expected {STATE_LAYOUT}")
+        slots = _u4(state.slots) if state.slots else np.arange(n, dtype=np.uint32)
+        if slots.size != n or (n and (int(slots.max()) >= 1 << 31 or np.unique(slots).size != n)):
+            raise ValueError("symbol state is inconsistent (slots)")
         columns = (
             state.names, state.containers, state.kinds, state.boosts,
             state.fnames, state.sigs, state.sigs2, state.inis, state.inis2,
         )  # fmt: skip
         if any(len(c) != n for c in columns):
             raise ValueError("symbol state is inconsistent (column lengths differ)")
-        eid = dict(zip(state.keys, range(n)))
-        if len(eid) != n:
+        if state.keys and len(set(state.keys)) != n:
             raise ValueError("symbol state is inconsistent (duplicate keys)")
         if not all(state.names):
             raise ValueError("symbol state is inconsistent (empty name)")
@@ -925,26 +1156,31 @@ class SymbolIndex:
 
         self._init()
         interned = self._intern.setdefault
-        self._keys.extend(state.keys)
+        self._slot = array("I", slots.astype("<u4").tobytes())
+        eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")
+        eo[slots] = np.arange(n, dtype="<i4")
+        self._eid_of = array("i", eo.tobytes())
+        self._n_live = n
         self._names.extend(state.names)
         self._fnames.extend(state.fnames)
         self._sigs.extend(state.sigs)
         self._sigs2.extend(state.sigs2)
-        self._conts = [tuple(map(interned, c, c)) for c in state.containers]
-        self._kinds = list(map(interned, state.kinds, state.kinds))
+        for c in state.containers:
+            self._conts.append(tuple(map(interned, c, c)))
+        for kind in state.kinds:
+            self._kinds.append(kind)
         self._boosts = array("d", boosts.tobytes())
-        self._comp = array("q", _composites(boosts, state.fnames, state.keys).tobytes())
+        self._comp = array("q", _composites(boosts, state.fnames).tobytes())
         self._alive = bytearray(b"\x01" * n)
-        self._eid = eid
-        ini: list[str | None] = [None] * (2 * n)
-        ini[0::2] = map(interned, state.inis, state.inis)
-        ini[1::2] = state.inis2
-        self._ini_text.extend(ini)
+        ini_col = self._ini_text
+        for a, b in zip(state.inis, state.inis2):
+            ini_col.append(a)
+            ini_col.append(b)
         # container rows, in id order as add() appends them
         info = self._container_info
         crow_text, crow_eid = self._crow_text, []
         cini_text, cini_eid = self._cini_text, []
-        for e, conts in enumerate(self._conts):
+        for e, conts in enumerate(list(self._conts)):
             for c in conts:
                 fc, c_inis, _ = info(c)
                 crow_text.append(fc)
@@ -974,6 +1210,199 @@ class SymbolIndex:
             post = tri[t] = array("i")
             post.frombytes(raw[bounds[i] : bounds[i + 1]])
 
+    def save(self, folder: Path | str) -> None:
+        """Write the index into ``folder`` (created if missing) as column files, one
+        ``.npy`` each, then ``header.json`` (format, layout, counts, byte size and CRC-32 of
+        every file): the name, folded-name and signature columns as one UTF-8 text plus
+        character offsets each; kinds, initials, folded containers and container tuples as
+        ``uint32`` ids into small tables of distinct values; slots, boosts, container rows,
+        the four sorted id arrays and the trigram postings as raw arrays. Compacts first when
+        entries are dead. Files are fsynced; the caller makes the folder's appearance
+        atomic. ``TypeError`` for a string-keyed (compatibility) index."""
+        if self._km is not None:
+            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
+        self._flush()
+        if self._dead:
+            self._rebuild(self._state())
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        cols: dict[str, np.ndarray] = {}
+        for name in _TEXT_COLS:
+            col: _StrCol = getattr(self, "_" + name)
+            col.freeze()
+            cols[name + "_text"] = np.frombuffer(col.big.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+            cols[name + "_off"] = np.frombuffer(col.off, dtype=np.uint32)
+        for name in _INTERNED_COLS:
+            icol: _Interned = getattr(self, "_" + name)
+            cols[name + "_ids"] = np.frombuffer(icol.ids, dtype=np.uint32)
+            cols[name + "_table"] = _join(icol.table[1:])
+        conts = self._conts
+        flat = [c for t in conts.table[1:] for c in t]
+        cols["conts_ids"] = np.frombuffer(conts.ids, dtype=np.uint32)
+        cols["conts_len"] = np.fromiter(map(len, conts.table[1:]), dtype=np.uint32, count=len(conts.table) - 1)
+        cols["conts_table"] = _join(flat)
+        cols["slots"] = np.frombuffer(self._slot, dtype=np.uint32)
+        cols["boosts"] = np.frombuffer(self._boosts, dtype=np.float64)
+        cols["crow_eid"] = np.frombuffer(self._crow_eid, dtype=np.int64)
+        cols["cini_eid"] = np.frombuffer(self._cini_eid, dtype=np.int64)
+        for name in _SORTED_COLS:
+            cols[name] = np.frombuffer(getattr(self, "_" + name).ids, dtype=np.int64)
+        terms = list(self._tri)
+        posts = [np.frombuffer(p, dtype=np.int32) for p in self._tri.values()]
+        cols["tri_terms"] = _join(terms)
+        cols["tri_off"] = np.concatenate(([0], np.cumsum([p.size for p in posts], dtype=np.int64))).astype(np.int64)
+        cols["tri_ids"] = np.concatenate(posts) if posts else np.zeros(0, dtype=np.int32)
+        del posts
+        files = {}
+        for name, arr in cols.items():
+            path = folder / f"{name}.npy"
+            with open(path, "wb") as fh:
+                np.save(fh, arr, allow_pickle=False)
+                fh.flush()
+                os.fsync(fh.fileno())
+            files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(np.ascontiguousarray(arr).view(np.uint8))}
+        counts = {
+            "entries": len(self._slot),
+            **{name: len(getattr(self, "_" + name).table) - 1 for name in _INTERNED_COLS},
+            "conts": len(conts.table) - 1,
+            "conts_flat": len(flat),
+            "tri_terms": len(terms),
+        }
+        header = {"format": FORMAT, "layout": STATE_LAYOUT, "counts": counts, "files": files}
+        with open(folder / _HEADER, "w", encoding="utf-8") as fh:
+            json.dump(header, fh, indent=1)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    @classmethod
+    def load(cls, folder: Path | str, *, mmap: bool = True, verify: bool = False) -> SymbolIndex:
+        """Open an index written by :meth:`save`: no per-entry work (the text columns are
+        decoded as one string each, the rest are array copies and small tables). ``mmap``:
+        read the files through a memory map; ``verify``: also check each file's CRC-32.
+        Raises :class:`SymbolError` naming the folder for a missing, foreign or damaged file
+        (sizes, counts, offsets, ids out of range, sorted arrays that are not permutations
+        of their rows, non-finite boosts, duplicate slots)."""
+        folder = Path(folder)
+        try:
+            index = cls()
+            index._load_columns(folder, mmap, verify)
+            return index
+        except SymbolError:
+            raise
+        except (OSError, KeyError, TypeError, ValueError, UnicodeDecodeError) as exc:
+            raise SymbolError(f"names index in {folder}: {exc}") from exc
+
+    def _load_columns(self, folder: Path, mmap: bool, verify: bool) -> None:
+        try:
+            with open(folder / _HEADER, encoding="utf-8") as fh:
+                header = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
+            raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
+        counts, files = header["counts"], header["files"]
+        n = int(counts["entries"])
+        cols: dict[str, np.ndarray] = {}
+        for name, meta in files.items():
+            path = folder / f"{name}.npy"
+            if path.stat().st_size != int(meta["bytes"]):
+                raise SymbolError(f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if arr.ndim != 1:
+                raise SymbolError(f"names index in {folder}: {path.name} is not one-dimensional")
+            if verify and zlib.crc32(np.ascontiguousarray(arr).view(np.uint8)) != int(meta["crc32"]):
+                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
+            cols[name] = arr
+
+        def bad(what: str) -> SymbolError:
+            return SymbolError(f"names index in {folder}: inconsistent {what}")
+
+        def arr_of(name: str, dtype: str, size: int | None = None) -> np.ndarray:
+            a = cols[name]
+            if a.dtype != np.dtype(dtype) or (size is not None and a.size != size):
+                raise bad(f"{name} ({a.dtype}[{a.size}])")
+            return a
+
+        def in_range(a: np.ndarray, hi: int) -> bool:
+            return not a.size or (int(a.min()) >= 0 and int(a.max()) < hi)
+
+        self._init()
+        for name in _TEXT_COLS:
+            off = arr_of(name + "_off", "<u4", n + 1)
+            text = bytes(arr_of(name + "_text", "|u1")).decode("utf-8", "surrogatepass")
+            d = np.diff(off.astype(np.int64))
+            if off[0] != 0 or int(off[-1]) != len(text) or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0)):
+                raise bad(f"{name} offsets")
+            col: _StrCol = getattr(self, "_" + name)
+            col.big, col.off, col.nf = text, array("I", off.astype("<u4").tobytes()), n
+        rows = {"kinds": n, "ini_text": 2 * n}
+        for name in _INTERNED_COLS:
+            table = [None, *_split(arr_of(name + "_table", "|u1"), int(counts[name]))]
+            ids = arr_of(name + "_ids", "<u4", rows.get(name))
+            if not in_range(ids, len(table)):
+                raise bad(f"{name} ids")
+            icol: _Interned = getattr(self, "_" + name)
+            icol.table, icol.index = table, dict(zip(table[1:], range(1, len(table))))
+            icol.ids = array("I", ids.astype("<u4").tobytes())
+        flat = _split(arr_of("conts_table", "|u1"), int(counts["conts_flat"]))
+        clen = arr_of("conts_len", "<u4", int(counts["conts"])).astype(np.int64)
+        if int(clen.sum()) != len(flat):
+            raise bad("container tuples")
+        interned = self._intern.setdefault
+        flat = [interned(c, c) for c in flat]
+        bounds = np.concatenate(([0], np.cumsum(clen))).tolist()
+        tuples = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(clen.size)]
+        conts_ids = arr_of("conts_ids", "<u4", n)
+        if not in_range(conts_ids, len(tuples) + 1) or (n and int(conts_ids.min()) == 0):
+            raise bad("container ids")
+        self._conts.table = [None, *tuples]
+        self._conts.index = dict(zip(tuples, range(1, len(tuples) + 1)))
+        self._conts.ids = array("I", conts_ids.astype("<u4").tobytes())
+        slots = arr_of("slots", "<u4", n)
+        if n and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1):
+            raise bad("slots")
+        boosts = arr_of("boosts", "<f8", n)
+        if not np.isfinite(boosts).all():
+            raise bad("boosts (not finite)")
+        n_crow, n_cini = len(self._crow_text), len(self._cini_text)
+        crow_eid = arr_of("crow_eid", "<i8", n_crow)
+        cini_eid = arr_of("cini_eid", "<i8", n_cini)
+        if not in_range(crow_eid, n) or not in_range(cini_eid, n):
+            raise bad("container rows")
+        ini_rows = np.frombuffer(self._ini_text.ids, dtype=np.uint32) != 0
+        for name, rows_ok in (
+            ("by_name", np.ones(n, dtype=bool)),
+            ("by_ini", ini_rows),
+            ("by_cont", np.ones(n_crow, dtype=bool)),
+            ("by_cini", np.ones(n_cini, dtype=bool)),
+        ):
+            ids = arr_of(name, "<i8")
+            if not in_range(ids, max(rows_ok.size, 1)) or not _is_permutation(ids, rows_ok):
+                raise bad(f"{name} (not a permutation of its rows)")
+            getattr(self, "_" + name).ids = array("q", ids.astype("<i8").tobytes())
+        tri_terms = _split(arr_of("tri_terms", "|u1"), int(counts["tri_terms"]))
+        tri_off = arr_of("tri_off", "<i8", len(tri_terms) + 1)
+        tri_ids = arr_of("tri_ids", "<i4")
+        if tri_off[0] != 0 or int(tri_off[-1]) != tri_ids.size or np.any(np.diff(tri_off) < 0) or not in_range(tri_ids, n):
+            raise bad("trigram postings")
+        self._slot = array("I", slots.astype("<u4").tobytes())
+        eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")
+        eo[slots] = np.arange(n, dtype="<i4")
+        self._eid_of = array("i", eo.tobytes())
+        self._n_live = n
+        self._boosts = array("d", boosts.astype("<f8").tobytes())
+        fname_len = np.diff(np.frombuffer(self._fnames.off, dtype=np.uint32).astype(np.int64))
+        self._comp = array("q", _composites_len(np.asarray(boosts, dtype=np.float64), fname_len).tobytes())
+        self._alive = bytearray(b"\x01" * n)
+        self._crow_eid = array("q", crow_eid.astype("<i8").tobytes())
+        self._cini_eid = array("q", cini_eid.astype("<i8").tobytes())
+        raw = np.ascontiguousarray(tri_ids, dtype="<i4").tobytes()
+        bounds = (4 * tri_off).tolist()
+        tri = self._tri
+        for i, t in enumerate(tri_terms):
+            post = tri[t] = array("i")
+            post.frombytes(raw[bounds[i] : bounds[i + 1]])
+
     @classmethod
     def from_state(cls, state: SymbolState) -> SymbolIndex:
         """Rebuild from :meth:`to_state` output; ``ValueError`` if the state is of another
@@ -981,7 +1410,43 @@ class SymbolIndex:
         empty or the derived arrays do not fit the entries."""
         index = cls()
         index._rebuild(state)
+        if state.keys:
+            slots = _u4(state.slots).tolist() if state.slots else list(range(len(state.keys)))
+            km = index._km = _KeyMap()
+            km.ids = [None] * (max(slots) + 1)
+            for s, key in zip(slots, state.keys):
+                km.ids[s] = key
+            km.slot_of = dict(zip(state.keys, slots))
+            km.free = [s for s, key in enumerate(km.ids) if key is None]
         return index
+
+
+#: Column-file format of :meth:`SymbolIndex.save`.
+FORMAT = "bsl-lens.names"
+_HEADER = "header.json"
+#: Separator of the string columns in the saved blobs (never in a name: :meth:`SymbolIndex.add`
+#: rejects it; identifiers cannot hold control characters).
+_SEP = "\x1f"
+#: Columns of :meth:`SymbolIndex.save`: big-string columns, interned columns, id arrays.
+_TEXT_COLS = ("names", "fnames", "sigs", "sigs2")
+_INTERNED_COLS = ("kinds", "ini_text", "crow_text", "cini_text")
+_SORTED_COLS = ("by_name", "by_ini", "by_cont", "by_cini")
+
+
+def _join(strings: list[str]) -> np.ndarray:
+    text = _SEP.join(strings)
+    if text.count(_SEP) != max(len(strings) - 1, 0):
+        raise ValueError("a string column holds the separator U+001F")
+    return np.frombuffer(text.encode("utf-8", "surrogatepass"), dtype=np.uint8)
+
+
+def _split(blob: np.ndarray, n: int) -> list[str]:
+    if n == 0:
+        return []
+    out = blob.tobytes().decode("utf-8", "surrogatepass").split(_SEP)
+    if len(out) != n:
+        raise ValueError(f"string column has {len(out)} entries, expected {n}")
+    return out
 
 
 def _u4(data: bytes) -> np.ndarray:
@@ -1001,10 +1466,13 @@ def _is_permutation(ids: np.ndarray, rows: np.ndarray) -> bool:
     return bool(np.array_equal(np.bincount(ids, minlength=rows.size), rows))
 
 
-def _composites(boosts: np.ndarray, fnames: list[str], keys: list[str]) -> np.ndarray:
+def _composites(boosts: np.ndarray, fnames: list[str]) -> np.ndarray:
     """:func:`_composite` for many entries at once (numpy ``rint`` rounds half to even, as
     ``round`` does)."""
+    return _composites_len(boosts, np.fromiter(map(len, fnames), dtype=np.int64, count=len(fnames)))
+
+
+def _composites_len(boosts: np.ndarray, name_len: np.ndarray) -> np.ndarray:
+    """:func:`_composites` from the folded names' lengths."""
     b = np.clip(np.rint(boosts / BOOST_RESOLUTION), -(1 << 30), 1 << 30).astype(np.int64)
-    name_len = np.minimum(np.fromiter(map(len, fnames), dtype=np.int64, count=len(fnames)), 4095)
-    key_len = np.minimum(np.fromiter(map(len, keys), dtype=np.int64, count=len(keys)), 65535)
-    return (((1 << 30) - b) << 28) | (name_len << 16) | key_len
+    return (((1 << 30) - b) << 28) | (np.minimum(name_len, 4095) << 16)

@@ -85,7 +85,7 @@ def test_start_status_stop_transcript(daemons, sample_root, tmp_path):
     assert f"stopped (pid {d.pid})" in stop.stdout
     assert not d.alive()
     assert not paths.state.exists() and not paths.socket.exists() and not paths.pointer.exists()
-    assert (d.index_dir / "snapshot.msgpack").exists() or any(d.index_dir.iterdir())
+    assert (d.index_dir / "lexical" / "CURRENT").exists() or any(d.index_dir.iterdir())
 
     gone = d.cli("status")
     assert gone.returncode == 3 and "not running" in gone.stdout

@@ -7,7 +7,7 @@ import shutil
 import pytest
 
 from daemon import journal
-from daemon.engine import JOURNAL_FILE, SNAPSHOT_FILE, Engine, EngineConfig
+from daemon.engine import CURRENT_FILE, JOURNAL_FILE, LEXICAL_DIR, Engine, EngineConfig
 
 
 
@@ -47,7 +47,7 @@ def test_torn_and_damaged_frames_end_the_replay(tmp_path):
 
 def _state(e: Engine):
     return (
-        {p: (r.hash, r.chunk_ids) for p, r in e.files.items()},
+        {p: (r.hash, [c.id for c in e.file_chunks(p)]) for p, r in e.files.items()},
         {k: c for k, c in e.chunks.items()},
         [h.id for h in e.search("курс валюты", mode="lexical", top_k=20).hits],
         [h.id for h in e.search("ЗагрКурс", mode="lexical", top_k=5).hits],
@@ -62,7 +62,7 @@ def test_snapshot_plus_journal_equals_the_live_engine(sample_root, tmp_path):
     e.journal_on = True
     e.refresh()
     e.save()
-    assert (idx / SNAPSHOT_FILE).exists() and journal.size(idx / JOURNAL_FILE) > 0
+    assert (idx / LEXICAL_DIR / CURRENT_FILE).exists() and journal.size(idx / JOURNAL_FILE) > 0
     mod = sample_root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
     text = mod.read_text(encoding="utf-8-sig")
     mod.write_text(text.replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютНовая()"), encoding="utf-8")
@@ -90,7 +90,8 @@ def test_a_damaged_snapshot_is_rebuilt_and_its_journal_ignored(sample_root, tmp_
     e.journal_on = True
     e.refresh()
     e.save()
-    (idx / SNAPSHOT_FILE).write_bytes(b"\x00" * 100)
+    gen = (idx / LEXICAL_DIR / CURRENT_FILE).read_text()
+    (idx / LEXICAL_DIR / gen / "files.msgpack").write_bytes(b"\x00" * 100)
     back = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
     assert back.chunks == {} and back.generation == ""
     back.refresh()

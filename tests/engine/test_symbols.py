@@ -9,6 +9,7 @@ import os
 import random
 import re
 import math
+import tempfile
 from collections import Counter
 
 import msgspec
@@ -22,6 +23,7 @@ from daemon.symbols import (
     BOOST_RESOLUTION,
     MATCH_KINDS,
     STATE_LAYOUT,
+    SymbolError,
     SymbolIndex,
     SymbolState,
     api_boost,
@@ -32,8 +34,61 @@ from daemon.symbols import (
 from conftest import EVAL_DIR
 
 
+class Keyed:
+    """Chunk ids over a slot-keyed :class:`SymbolIndex`, as the chunk store does it: a slot
+    per key from a free list (so slots are reused), ``key_of`` for the tie-breaks, ``allow``
+    predicates on keys turned into a bool mask indexed by slot."""
+
+    def __init__(self, idx: SymbolIndex | None = None, ids: list | None = None) -> None:
+        self.idx = idx if idx is not None else SymbolIndex()
+        self.ids: list[str | None] = list(ids or [])
+        self.slot_of = {k: s for s, k in enumerate(self.ids) if k is not None}
+        self.free = [s for s, k in enumerate(self.ids) if k is None]
+
+    def add(self, key, name, **kw):
+        slot = self.slot_of.get(key)
+        if slot is None:
+            slot = self.free.pop() if self.free else len(self.ids)
+            if slot == len(self.ids):
+                self.ids.append(key)
+            self.ids[slot] = key
+            self.slot_of[key] = slot
+        self.idx.add(slot, name, **kw)
+
+    def remove(self, key):
+        slot = self.slot_of.get(key)
+        if slot is None:
+            assert not self.idx.remove(len(self.ids) + 5)
+            return False
+        assert self.idx.remove(slot)
+        del self.slot_of[key]
+        self.ids[slot] = None
+        self.free.append(slot)
+        return True
+
+    def get(self, key):
+        slot = self.slot_of.get(key)
+        return None if slot is None else self.idx.get(slot)
+
+    def __len__(self):
+        return len(self.idx)
+
+    def __contains__(self, key):
+        return key in self.slot_of and self.slot_of[key] in self.idx
+
+    def flush(self):
+        self.idx.flush()
+
+    def search(self, query, k, allow=None):
+        mask = None if allow is None else np.array([k_ is not None and allow(k_) for k_ in self.ids], dtype=bool)
+        hits = self.idx.search(query, k, allow=mask, key_of=self.ids.__getitem__)
+        if allow is not None:  # a predicate on the slot gives the same
+            assert hits == self.idx.search(query, k, allow=lambda s: allow(self.ids[s]), key_of=self.ids)
+        return [(self.ids[s], v, kind) for s, v, kind in hits]
+
+
 def _index(entries):
-    idx = SymbolIndex()
+    idx = Keyed()
     for key, name, *rest in entries:
         cont = rest[0] if rest else ""
         boost = rest[1] if len(rest) > 1 else 0.0
@@ -159,8 +214,8 @@ def test_substring_needs_three_chars_and_fewer_than_k_better():
 # --- qualified -----------------------------------------------------------------------------
 
 
-def _qualified_index():
-    return _index(
+def _qualified_index(make=None):
+    return (make or _index)(
         [
             ("cm::ЗРО", "ЗначениеРеквизитаОбъекта", "ОбщегоНазначения", 3.0),
             ("cm::ЗРОв", "ЗначениеРеквизитаОбъектов", "ОбщегоНазначения", 3.0),
@@ -265,7 +320,7 @@ def test_allow_filter():
 
 
 def test_invalid_add():
-    idx = SymbolIndex()
+    idx = Keyed()
     with pytest.raises(ValueError):
         idx.add("k", "")
     with pytest.raises(ValueError):
@@ -382,7 +437,7 @@ def _random_query(rng: random.Random, live: dict) -> str:
 
 def test_random_operations_match_brute_force_reference():
     rng = random.Random(20260613)
-    idx = SymbolIndex()
+    idx = Keyed()
     live: dict[str, tuple[str, tuple[str, ...], float]] = {}
     removed: set[str] = set()
     for step in range(3000):
@@ -413,7 +468,7 @@ def test_random_operations_match_brute_force_reference():
 
 
 def test_removed_keys_never_return_across_rebuild():
-    idx = SymbolIndex()
+    idx = Keyed()
     for i in range(3000):
         idx.add(f"k{i}", f"ИмяМетода{i}", container="Модуль")
     for i in range(0, 3000, 2):
@@ -429,7 +484,7 @@ def test_removed_keys_never_return_across_rebuild():
 
 
 def test_replace_changes_name_container_and_boost():
-    idx = SymbolIndex()
+    idx = Keyed()
     idx.add("k", "СтароеИмя", container="А", boost=1.0)
     idx.add("k", "НовоеИмя", container="Б", boost=2.0)
     assert len(idx) == 1
@@ -439,8 +494,16 @@ def test_replace_changes_name_container_and_boost():
     assert idx.get("k") == ("НовоеИмя", ("Б",), "", 2.0)
 
 
-def test_state_round_trip():
-    idx = _qualified_index()
+def _compat_index(entries):
+    """String keys straight into SymbolIndex: the compatibility path of daemon/engine.py."""
+    idx = SymbolIndex()
+    for key, name, cont, boost in entries:
+        idx.add(key, name, container=cont, boost=boost)
+    return idx
+
+
+def test_compat_state_round_trip():
+    idx = _qualified_index(_compat_index)
     idx.remove("fs::ЗП")
     state = idx.to_state()
     restored = SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState))
@@ -453,10 +516,12 @@ def test_state_round_trip():
         SymbolIndex.from_state(msgspec.structs.replace(state, keys=[state.keys[0]] * len(state.keys)))
 
 
-def _round_trip(idx: SymbolIndex) -> SymbolIndex:
-    state = idx.to_state()
-    restored = SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState))
-    assert restored.to_state() == state
+def _round_trip(idx: Keyed, mmap: bool = True) -> Keyed:
+    """Column files out and back in: the same state (derived arrays included)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        idx.idx.save(tmp)
+        restored = Keyed(SymbolIndex.load(tmp, mmap=mmap, verify=True), idx.ids)
+    assert restored.idx._state() == idx.idx._state()
     return restored
 
 
@@ -465,7 +530,7 @@ def test_bulk_loads_and_state_round_trips_match_reference():
     ids behind, and state round trips (derived arrays renumbered) in between: every search
     equals the brute-force reference, and a restored index keeps working incrementally."""
     rng = random.Random(20260614)
-    idx = SymbolIndex()
+    idx = Keyed()
     live: dict[str, tuple[str, tuple[str, ...], float]] = {}
     for _round in range(40):
         for _ in range(rng.choice([1, 5, 70, 300])):
@@ -479,7 +544,7 @@ def test_bulk_loads_and_state_round_trips_match_reference():
             assert idx.remove(key)
             del live[key]
         if rng.random() < 0.4:
-            idx = _round_trip(idx)
+            idx = _round_trip(idx, mmap=rng.random() < 0.5)
         for _ in range(6):
             q = _random_query(rng, live)
             k = rng.choice([1, 3, 10, 50])
@@ -490,26 +555,25 @@ def test_bulk_loads_and_state_round_trips_match_reference():
 def test_bulk_trigrams_equal_one_by_one():
     rng = random.Random(9)
     names = [_random_name(rng) + rng.choice(["", "ё", "Ё", "ß", "İ", "\U0001f600x"]) for _ in range(500)]
-    bulk, single = SymbolIndex(), SymbolIndex()
+    bulk, single = Keyed(), Keyed()
     for i, name in enumerate(names):
         bulk.add(f"k{i}", name)
         single.add(f"k{i}", name)
         single.flush()  # one at a time: the Python path
     bulk.flush()
-    assert {t: list(p) for t, p in bulk._tri.items()} == {t: list(p) for t, p in single._tri.items()}
+    assert {t: list(p) for t, p in bulk.idx._tri.items()} == {t: list(p) for t, p in single.idx._tri.items()}
 
 
 def test_composites_match_one_by_one():
     rng = random.Random(2)
     boosts = [rng.choice([0.0, 0.0005, 0.0015, -0.0025, 1.5, 1e12, -1e12, rng.uniform(-5, 5)]) for _ in range(300)]
     fnames = ["x" * rng.randint(1, 5000) for _ in boosts]
-    keys = ["k" * rng.randint(1, 70000) for _ in boosts]
-    got = symbols_mod._composites(np.asarray(boosts), fnames, keys).tolist()
-    assert got == [symbols_mod._composite(b, len(f), len(k)) for b, f, k in zip(boosts, fnames, keys)]
+    got = symbols_mod._composites(np.asarray(boosts), fnames).tolist()
+    assert got == [symbols_mod._composite(b, len(f)) for b, f in zip(boosts, fnames)]
 
 
 def test_old_or_damaged_state_is_rejected():
-    idx = _qualified_index()
+    idx = _qualified_index(_compat_index)
     state = idx.to_state()
     assert state.layout == STATE_LAYOUT
     old = SymbolState(keys=state.keys, names=state.names, containers=state.containers, kinds=state.kinds, boosts=state.boosts)
@@ -528,6 +592,116 @@ def test_old_or_damaged_state_is_rejected():
     for s in bad:
         with pytest.raises(ValueError):
             SymbolIndex.from_state(s)
+
+
+def test_save_load_then_increments_match_reference(tmp_path):
+    """A loaded index (memory-mapped columns) takes adds, replaces and removals (slots
+    reused) and still equals the brute-force reference; the saved files are not written."""
+    rng = random.Random(31)
+    idx = Keyed()
+    live: dict[str, tuple[str, tuple[str, ...], float]] = {}
+    for i in range(600):
+        key, name = f"k{i}", _random_name(rng)
+        conts = tuple(rng.sample(MODULES, rng.randint(0, 2)))
+        idx.add(key, name, container=conts, boost=rng.uniform(-2, 4))
+        live[key] = (name, conts, idx.get(key)[3])
+    for key in rng.sample(sorted(live), 150):
+        idx.remove(key)
+        del live[key]
+    idx.idx.save(tmp_path / "n")
+    files = {p.name: p.read_bytes() for p in (tmp_path / "n").iterdir()}
+    idx = Keyed(SymbolIndex.load(tmp_path / "n"), idx.ids)
+    for step in range(800):
+        if rng.random() < 0.6:
+            key = f"k{rng.randrange(900)}"
+            name = _random_name(rng)
+            conts = tuple(rng.sample(MODULES, rng.randint(0, 2)))
+            boost = rng.choice([0.0, 1.0, rng.uniform(-2, 4)])
+            idx.add(key, name, container=conts, boost=boost)
+            live[key] = (name, conts, boost)
+        elif live:
+            key = rng.choice(sorted(live))
+            assert idx.remove(key)
+            del live[key]
+        if step % 9 == 0:
+            q = _random_query(rng, live)
+            k = rng.choice([1, 10, 50])
+            assert _keys(idx.search(q, k)) == _reference_search(live, q, k), (step, q, k)
+    assert {p.name: p.read_bytes() for p in (tmp_path / "n").iterdir()} == files
+
+
+def test_slots_reused_and_allow_mask():
+    idx = SymbolIndex()
+    idx.add(0, "ПервыйМетод", container="Модуль")
+    idx.add(1, "ВторойМетод", container="Модуль")
+    assert idx.remove(0) and not idx.remove(0) and not idx.remove(99)
+    idx.add(0, "ТретийМетод")
+    assert [s for s, _, _ in idx.search("ПервыйМетод", 5)] == []
+    assert [s for s, _, _ in idx.search("ТретийМетод", 5)] == [0]
+    assert [s for s, _, _ in idx.search("Модуль.", 5)] == [1]
+    assert idx.search("ВторойМетод", 5, allow=np.array([True])) == []  # slot 1 beyond the mask
+    assert [s for s, _, _ in idx.search("ВторойМетод", 5, allow=np.array([False, True]))] == [1]
+    assert 0 in idx and 2 not in idx and "x" not in idx and idx.get(1)[0] == "ВторойМетод"
+    with pytest.raises(ValueError):
+        idx.add(-1, "Имя")
+    with pytest.raises(ValueError):
+        idx.add(3, "Имя\x1fДругое")
+    with pytest.raises(TypeError):
+        idx.add("key", "Имя")  # slots and string keys do not mix
+    with pytest.raises(TypeError):
+        _qualified_index(_compat_index).save("/nonexistent")
+
+
+def test_ties_go_by_shorter_key_then_key():
+    idx = SymbolIndex()
+    keys = ["bb", "a", "ab", "c"]
+    for s in range(4):
+        idx.add(s, "ОдинаковоеИмя")
+    assert [keys[s] for s, _, _ in idx.search("ОдинаковоеИмя", 4, key_of=keys)] == ["a", "c", "ab", "bb"]
+    assert [s for s, _, _ in idx.search("ОдинаковоеИмя", 4)] == [0, 1, 2, 3]
+
+
+def test_damaged_saved_names_raise_symbol_error(tmp_path):
+    idx = _qualified_index()
+    good = tmp_path / "good"
+    idx.idx.save(good)
+    assert len(SymbolIndex.load(good, verify=True)) == len(idx)
+
+    def copy(label):
+        bad = tmp_path / label
+        bad.mkdir()
+        for p in good.iterdir():
+            (bad / p.name).write_bytes(p.read_bytes())
+        return bad
+
+    def bump_last_u4(b):
+        return b[:-4] + (int.from_bytes(b[-4:], "little") + 1).to_bytes(4, "little")
+
+    cases = {
+        "trunc": ("by_name.npy", lambda b: b[:-8]),
+        "header": ("header.json", lambda b: b"[]"),
+        "layout": ("header.json", lambda b: b.replace(b'"layout": 2', b'"layout": 1')),
+        "offsets": ("names_off.npy", bump_last_u4),  # same size, text shorter than the offsets
+        "kinds": ("kinds_ids.npy", lambda b: b[:-4] + b"\xff\xff\xff\xff"),  # id out of range
+        "perm": ("by_ini.npy", lambda b: b[:-8] + b[-16:-8]),  # a repeated id, same size
+        "boosts": ("boosts.npy", lambda b: b[:-8] + np.array([np.inf]).tobytes()),
+        "slots": ("slots.npy", lambda b: b[:-4] + b[-8:-4]),  # a slot twice
+    }
+    for label, (name, fn) in cases.items():
+        bad = copy(label)
+        (bad / name).write_bytes(fn((bad / name).read_bytes()))
+        with pytest.raises(SymbolError, match=label):
+            SymbolIndex.load(bad)
+    gone = copy("gone")
+    (gone / "slots.npy").unlink()
+    with pytest.raises(SymbolError):
+        SymbolIndex.load(gone)
+    flip = copy("flip")
+    b = (flip / "boosts.npy").read_bytes()
+    (flip / "boosts.npy").write_bytes(b[:-1] + bytes([b[-1] ^ 1]))
+    SymbolIndex.load(flip)
+    with pytest.raises(SymbolError, match="CRC"):
+        SymbolIndex.load(flip, verify=True)
 
 
 # --- real code and the dev gold set ----------------------------------------------------------
@@ -595,7 +769,7 @@ def _scan(root):
 
 def _build_real_index(root):
     methods, calls = _scan(root)
-    idx = SymbolIndex()
+    idx = Keyed()
     seen: Counter = Counter()
     for path, name, export, region in methods:
         key = f"{path}::{name}"

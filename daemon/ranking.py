@@ -1,0 +1,334 @@
+"""Ranking: the channels of one query (names, BM25, metadata BM25, dense), their weights,
+filters, fusion (:func:`daemon.fusion.rrf`) and the hits.
+
+Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes).
+"""
+
+from __future__ import annotations
+
+import logging
+import unicodedata
+import re
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+
+
+from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
+from .docs import docs_weights
+from .fusion import rrf
+from .intent import metadata_intent
+from .symbols import is_identifier_query
+from .tokenize import tokenize_query
+
+log = logging.getLogger(__name__)
+
+#: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
+#: metadata (:mod:`daemon.intent`); measured on the dev metadata queries (README).
+META_WEIGHT = 1.0
+#: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
+#: for metadata questions (0 disables it); measured on the dev set (README).
+DENSE_WEIGHT = 0.35
+META_DENSE_WEIGHT = 1.0
+#: The metadata dense channel reads the top CHANNEL_DEPTH * META_DENSE_DEPTH dense hits.
+META_DENSE_DEPTH = 10
+#: RRF weight of the lexical channels for a query in another script than the code
+#: (measured on the dev crosslingual queries: README, "Quality").
+CROSS_SCRIPT_WEIGHT = 0.0
+#: Longest query accepted (characters), and the part of it that is embedded: e5 reads at most
+#: 512 tokens, and a query of a few thousand words would take seconds to embed while holding
+#: the query embedder (every other hybrid query would wait behind it).
+MAX_QUERY_CHARS = 4096
+QUERY_EMBED_CHARS = 512
+#: How many candidates each channel contributes to fusion.
+CHANNEL_DEPTH = 100
+
+
+#: Names-channel match kinds that put a hit in the first tier of a name query.
+NAME_TIER = ("exact", "prefix", "camelhump")
+
+
+def _names_first(fused: list, match: dict[str, str]) -> list:
+    """Order for a name query: hits the names channel matched as exact, prefix or CamelHump
+    come first, in the names channel's own order (match kind, then the API boost); the rest
+    follow by fused score. Measured on the 31 dev symbol queries (ssl31-ru, lexical mode):
+    plain weighted RRF let BM25 lift callers and same-named copies over the definition
+    (Hit@1 0.32 -> see README for the tiered result)."""
+    first = [t for t in fused if match.get(t[0]) in NAME_TIER]
+    first.sort(key=lambda t: t[2]["names"])
+    rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
+    return first + rest
+
+
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_LAT = re.compile(r"[a-zA-Z]")
+
+
+def _script_counts(text: str) -> tuple[int, int]:
+    """(Cyrillic letters, Latin letters) in ``text``."""
+    return len(_CYR.findall(text)), len(_LAT.findall(text))
+
+
+
+def snippet(c: Chunk, max_chars: int = 300) -> str:
+    """A short preview: doc comment and signature first for methods, the description for
+    metadata; at most ``max_chars`` characters."""
+    if c.is_code and c.kind != "module":
+        body = "\n".join(x for x in (c.doc, c.signature) if x)
+    else:
+        body = c.text
+    return body if len(body) <= max_chars else body[: max_chars - 1] + "…"
+
+
+class RankingMixin:
+    """The engine's read side for queries: :meth:`search`."""
+
+    # ------------------------------------------------------------------ search
+    def _allow(self, f: Filters | None) -> np.ndarray | None:
+        """The filters as a bool mask over chunk slots (:meth:`daemon.chunkstore.ChunkStore.mask`),
+        None for no filter. ``ValueError`` for a bad scope, object type, module kind or prefix."""
+        if f is None or f == Filters():
+            return None
+        if f.scope not in SCOPES:
+            raise ValueError(f"scope must be one of {SCOPES}, got {f.scope!r}")
+        otype = None
+        if f.object_type:
+            from .scan import normalize_object_type
+
+            otype = normalize_object_type(f.object_type)
+            if otype is None:
+                from .scan import object_type_list
+
+                raise ValueError(f"unknown object type {f.object_type!r}; use one of: {object_type_list()}")
+        prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
+        if f.module_kind and f.module_kind not in MODULE_KINDS:
+            raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")
+        return self.store.mask(
+            scope=f.scope,
+            object_types=(otype,) if otype else None,
+            module_kind=f.module_kind or None,
+            path_prefix=prefix or None,
+            export_only=f.export_only,
+        )
+
+    def _by_id(self, mask: np.ndarray | None) -> Callable[[str], bool] | None:
+        """``mask`` as a predicate over chunk ids (for the channels keyed by id: dense)."""
+        if mask is None:
+            return None
+        slot_of = self.store.slot_of
+        n = len(mask)
+
+        def allow(cid: str) -> bool:
+            s = slot_of.get(cid)
+            return s is not None and s < n and bool(mask[s])
+
+        return allow
+
+    def _normalize_prefix(self, prefix: str) -> str:
+        """A path prefix relative to the root, forward slashes, NFC; an absolute prefix inside
+        the root is made relative; ``ValueError`` for one outside it or with ``..``."""
+        p = prefix.replace("\\", "/")
+        if Path(p).is_absolute():
+            try:
+                p = Path(p).resolve().relative_to(self.root).as_posix()
+            except ValueError:
+                raise ValueError(f"path prefix {prefix!r} is outside the export root {self.root}") from None
+            if p == ".":
+                p = ""
+        while p.startswith("./"):
+            p = p[2:]
+        if ".." in p.split("/"):
+            raise ValueError(f"path prefix {prefix!r} contains '..'; give a prefix relative to the export root")
+        return unicodedata.normalize("NFC", p)
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 10,
+        filters: Filters | None = None,
+        snippets: bool = True,
+    ) -> SearchResult:
+        """Rank chunks for ``query``.
+
+        Args:
+            query: a name (``ЗначениеРеквизитаОбъекта``, ``ЗнРекОб``, ``ОбщегоНазначения.Сообщ``)
+                or natural language ("как отправить письмо").
+            mode: ``hybrid`` (names + bm25 + dense through weighted RRF), ``lexical`` (names +
+                bm25) or ``vector`` (dense only; empty without an embedder).
+            top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of one method collapse to one hit.
+            filters: see :class:`Filters`.
+            snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
+                a 128-hit answer is ~3x smaller on the wire without them).
+
+        Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete
+        the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
+        filter value.
+        """
+        if mode not in SEARCH_MODES:
+            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+        if not 1 <= int(top_k) <= MAX_TOP_K:
+            raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
+        t0 = time.perf_counter()
+        query = query.strip()
+        if not any(ch.isalnum() for ch in query):
+            query = ""  # nothing to search for: punctuation or whitespace only
+        qvec = None
+        if mode != "lexical" and self.embedder is not None and query and len(self.dense):
+            if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):
+                pass  # a name query the names channel answers in full: skip the ~5 ms query embedding
+            else:
+                # a question is a sentence or two: the model reads at most the first
+                # QUERY_EMBED_CHARS (a long text would be windowed and cost seconds)
+                qvec = self.embedder.encode_queries([query[:QUERY_EMBED_CHARS]])[0]
+        with self.lock:
+            allow = self._allow(filters)
+            channels, weights, match = self._channels(query, mode, qvec, allow)
+            if self._docs_search(filters):  # docs: the weights measured on the docs gold set
+                weights = docs_weights(weights, query, self.chunks)
+            fused = rrf(channels, k=self.config.rrf_k, weights=weights)
+            if match:
+                fused = _names_first(fused, match)
+            hits: list[Hit] = []
+            seen: set[tuple[str, str | None]] = set()
+            store = self.store
+            slot_of = store.slot_of
+            for cid, score, ranks in fused:
+                slot = slot_of.get(cid)
+                if slot is None:
+                    continue
+                key = store.hit_key(slot)  # no chunk is materialised for the candidates past top_k
+                if key in seen:  # parts of one method, or an #Если twin: one hit
+                    continue
+                seen.add(key)
+                if len(hits) < top_k:
+                    hits.append(self._hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
+            return SearchResult(
+                query=query,
+                mode=mode,
+                hits=hits,
+                total=len(seen),
+                dense_done=self.dense_done(),
+                dense_total=len(self.chunks) if self.embedder else 0,
+                took_ms=(time.perf_counter() - t0) * 1000,
+            )
+
+    def _docs_search(self, filters: Filters | None) -> bool:
+        """True for a search of documentation: ``scope`` docs, or a root that holds only docs
+        sections (a docs root searched in ``all``)."""
+        if filters is not None and filters.scope == "docs":
+            return True
+        if self.format != "unknown" or (filters is not None and filters.scope != "all"):
+            return False
+        return bool(self.files) and all(r.kind == "docs" for r in self.files.values())
+
+    def _channels(self, query: str, mode: str, qvec, allow):
+        """The ranked chunk ids of each channel for ``query``, their RRF weights and the
+        names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
+        The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
+        on chunk ids, as before the chunk store (same order for equal fused scores)."""
+        channels: dict[str, list[str]] = {}
+        weights: dict[str, float] = {}
+        match: dict[str, str] = {}
+        if not query:
+            return channels, weights, match
+        ids = self.store.ids
+        ident = is_identifier_query(query)
+        intent = None
+        if mode in ("hybrid", "lexical"):
+            if ident:
+                res = self.names.search(query, CHANNEL_DEPTH, allow=allow, key_of=ids)
+                channels["names"] = [ids[s] for s, _, _ in res]
+                match = {ids[s]: m for s, _, m in res}
+                # a name query is answered by the names channel; the others only break ties
+                weights["names"] = 4.0 if res else 0.0
+            qtok = tokenize_query(query, stem=self.config.stem)
+            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
+            channels["bm25"] = [ids[s] for s, _ in res]
+            weights["bm25"] = self._lexical_weight(query)
+            intent = metadata_intent(query) if not ident else None
+            if intent is not None and intent.metadata:
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=ids)
+                if not res and intent.object_types:
+                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
+                channels["meta"] = [ids[s] for s, _ in res]
+                weights["meta"] = META_WEIGHT * weights["bm25"]
+        if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
+            intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
+            meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
+            # one hnswlib search serves both channels: the metadata channel is the dense
+            # ranking restricted to metadata chunks (of the named types), read off a deeper list
+            res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=self._by_id(allow))
+            channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
+            weights["dense"] = DENSE_WEIGHT
+            if meta:
+                meta_allow = self._by_id(self._metadata_filter(intent.object_types))
+                channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
+                weights["meta_dense"] = META_DENSE_WEIGHT
+        return channels, weights, match
+
+    def _lexical_weight(self, query: str) -> float:
+        """RRF weight of the lexical channels for a natural-language query: 1, or
+        :data:`CROSS_SCRIPT_WEIGHT` when the query is written in another script than the code
+        (an English question over a Russian configuration), where BM25 only matches stray
+        English words in comments and strings and would vote with noise
+        (research/peer_baseline.md, trap 3)."""
+        q_cyr, q_lat = _script_counts(query)
+        if q_cyr + q_lat == 0:
+            return 1.0
+        corpus_cyrillic = self._corpus_cyrillic_share()
+        query_cyrillic = q_cyr / (q_cyr + q_lat)
+        if abs(query_cyrillic - corpus_cyrillic) > 0.5:
+            return CROSS_SCRIPT_WEIGHT
+        return 1.0
+
+    def _corpus_cyrillic_share(self) -> float:
+        """Share of Cyrillic letters in the method and object names (summed over the store's letter columns, cached per store version)."""
+        n = (id(self.store), self.store.version)
+        if self._script_cache[0] != n:
+            cyr, lat = self.store.name_letters()
+            self._script_cache = (n, cyr / (cyr + lat) if cyr + lat else 0.5)
+        return self._script_cache[1]
+
+    def _names_fill(self, query: str, top_k: int, filters: Filters | None) -> bool:
+        """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
+        hits for ``query``: then those are the whole answer (see :func:`_names_first`)."""
+        with self.lock:
+            res = self.names.search(query, top_k, allow=self._allow(filters), key_of=self.store.ids)
+        return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
+
+    def _metadata_filter(self, types: tuple[str, ...], allow: np.ndarray | None = None) -> np.ndarray:
+        """Mask over chunk slots: metadata chunks (of ``types`` when given) that ``allow``
+        also accepts; used by the metadata BM25 and metadata dense channels."""
+        m = self.store.mask(scope="metadata", object_types=types or None)
+        if allow is not None:
+            m &= allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow)))
+        return m
+
+    def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
+        return Hit(
+            id=c.id,
+            path=c.path,
+            symbol=(c.symbol if c.kind != "module" else None),
+            kind=c.kind,
+            name=c.name,
+            owner=c.owner,
+            object_type=c.object_type,
+            module_kind=c.module_kind,
+            export=c.export,
+            signature=c.signature,
+            start_line=c.start_line,
+            end_line=c.end_line,
+            name_range=c.name_range,
+            score=round(score, 6),
+            ranks=ranks,
+            match=match,
+            snippet=snippet(c) if snippets else "",
+            anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
+        )
+

@@ -1,0 +1,265 @@
+"""The chunk store (daemon/chunkstore.py): slots, columns, blobs, masks, save/load, and the
+engine's generation folders built on it (damage and a kill -9 mid-snapshot)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import msgspec
+import numpy as np
+import pytest
+
+from daemon.chunkstore import ChunkStore, ChunkStoreError
+from daemon.contract import Chunk, Filters
+from daemon.engine import CURRENT_FILE, LEXICAL_DIR, Engine, EngineConfig
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def _full_chunk(i: int = 0, **kw) -> Chunk:
+    """A chunk with every field set to a non-default value (Cyrillic, ё, emoji, CJK)."""
+    text = f"// Ёлка {i}: 🎄 комментарий\nПроцедура Метод{i}(Знач А, Б = 1) Экспорт\n\tА = \"漢字\";\nКонецПроцедуры"
+    base = dict(
+        id=f"CommonModules/Общий/Ext/Module.bsl::Метод{i}",
+        path="CommonModules/Общий/Ext/Module.bsl",
+        kind="procedure",
+        name=f"Метод{i}",
+        owner="ОбщийМодуль.Общий",
+        object_type="ОбщийМодуль",
+        module_kind="common",
+        symbol=f"ОбщийМодуль.Общий.Метод{i}",
+        export=True,
+        is_async=True,
+        params="Знач А, Б = 1",
+        directives=["&НаСервере"],
+        annotations=['&Вместо("Ёжик")'],
+        region=["ПрограммныйИнтерфейс", "Ёлки"],
+        doc=f"// Ёлка {i}: 🎄 комментарий",
+        signature=f"Процедура Метод{i}(Знач А, Б = 1) Экспорт",
+        part=2,
+        synonym={"ru": "Ёлка", "en": "Fir"},
+        comment="примечание",
+        types=["СправочникСсылка.Ёлки", "String(50)"],
+        properties={"Индексирование": "Индексировать", "ё": "Ё"},
+        start_line=10 + i,
+        end_line=20 + i,
+        name_range=(9 + i, 10, 9 + i, 16),
+        text=text,
+    )
+    base.update(kw)
+    return Chunk(**base)
+
+
+def test_every_field_round_trips_through_add_save_and_load(tmp_path):
+    chunks = [
+        _full_chunk(0),
+        _full_chunk(1, doc="// a doc that is not part of the text"),  # not a span of the text
+        Chunk(id="Catalogs/Ё.xml::", path="Catalogs/Ё.xml", kind="object", name="Ё"),  # all defaults
+        _full_chunk(2, text="x" * 5000, doc=""),  # compressed blob
+    ]
+    for c in chunks:
+        assert set(msgspec.structs.asdict(c)) == set(Chunk.__struct_fields__)
+    s = ChunkStore()
+    slots = [s.add(c) for c in chunks]
+    assert slots == [0, 1, 2, 3] and len(s) == 4
+    assert [s.get(i) for i in slots] == chunks
+    assert s.get_by_id(chunks[2].id) == chunks[2] and s.get_by_id("nope") is None
+    s.save(tmp_path / "st")
+    back = ChunkStore.load(tmp_path / "st")
+    assert [back.get(i) for i in slots] == chunks and back.ids == s.ids
+    # increments on a loaded (memory-mapped) store: replace, move, add
+    changed = msgspec.structs.replace(chunks[0], text=chunks[0].text + "\n// ещё", export=False)
+    assert back.add(changed) == 0
+    back.set_position(1, 100, 120, (99, 1, 99, 5))
+    assert back.get(0) == changed
+    assert back.get(1) == msgspec.structs.replace(chunks[1], start_line=100, end_line=120, name_range=(99, 1, 99, 5))
+    assert back.add(_full_chunk(7)) == 4 and back.get(4) == _full_chunk(7)
+    back.save(tmp_path / "st2")
+    again = ChunkStore.load(tmp_path / "st2", mmap_arena=False)
+    assert [again.get(i) for i in range(5)] == [back.get(i) for i in range(5)]
+
+
+def test_freed_slots_are_reused_and_ids_stay_consistent(tmp_path):
+    s = ChunkStore()
+    a, b, c = (s.add(_full_chunk(i)) for i in range(3))
+    assert s.remove(_full_chunk(1).id) == b and s.remove(_full_chunk(1).id) is None
+    assert s.ids[b] is None and _full_chunk(1).id not in s and len(s) == 2
+    with pytest.raises(KeyError):
+        s.get(b)
+    d = s.add(_full_chunk(9))
+    assert d == b and s.ids[d] == _full_chunk(9).id and s.slot_of[_full_chunk(9).id] == d
+    assert s.live_slots().tolist() == [a, b, c] and s.capacity == 3
+    s.remove(_full_chunk(0).id)
+    s.save(tmp_path / "st")
+    back = ChunkStore.load(tmp_path / "st")
+    assert back.ids == [None, _full_chunk(9).id, _full_chunk(2).id]
+    assert back.add(_full_chunk(5)) == a  # the free list survives a save
+    assert back.get(a) == _full_chunk(5)
+
+
+def _old_allow(f: Filters, c: Chunk, otype, prefix) -> bool:
+    """The per-chunk predicate the engine used before the chunk store (daemon/engine.py at
+    d6041a8, Engine._allow)."""
+    if f.scope == "code" and not c.is_code or f.scope == "metadata" and c.is_code:
+        return False
+    if otype and c.object_type != otype:
+        return False
+    if f.module_kind and c.module_kind != f.module_kind:
+        return False
+    if prefix and not c.path.startswith(prefix):
+        return False
+    if f.export_only and not (c.export or not c.is_code):
+        return False
+    return True
+
+
+def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx")
+    eng.refresh()
+    # holes in the slot range: removed chunks must never pass
+    gone = [cid for cid in list(eng.chunks)[::7]]
+    for cid in gone:
+        eng.store.remove(cid)
+    chunks = {cid: eng.store.get_by_id(cid) for cid in eng.chunks}
+    assert len(chunks) > 50
+    cases = [
+        Filters(scope=scope, object_type=ot, module_kind=mk, path_prefix=pp, export_only=ex)
+        for scope in ("all", "code", "metadata")
+        for ot in (None, "Справочник", "Catalog", "ОбщийМодуль")
+        for mk in (None, "common", "object")
+        for pp in (None, "CommonModules/", "Catalogs/Валюты", "Nope/")
+        for ex in (False, True)
+    ]
+    from daemon.scan import normalize_object_type
+
+    for f in cases:
+        mask = eng._allow(f)
+        otype = normalize_object_type(f.object_type) if f.object_type else None
+        want = {cid for cid, c in chunks.items() if _old_allow(f, c, otype, f.path_prefix)}
+        if mask is None:
+            assert f == Filters()
+            continue
+        got = {eng.store.ids[s] for s in np.flatnonzero(mask).tolist()}
+        assert got == want, f
+    meta = eng._metadata_filter(("Справочник",))
+    assert {eng.store.ids[s] for s in np.flatnonzero(meta)} == {
+        cid for cid, c in chunks.items() if not c.is_code and c.object_type == "Справочник"
+    }
+
+
+def _current(idx) -> str:
+    return (idx / LEXICAL_DIR / CURRENT_FILE).read_text()
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["flags.npy", "ids.msgpack", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
+)
+def test_damaged_column_files_mean_a_logged_rebuild(sample_root, tmp_path, caplog, damage):
+    idx = tmp_path / "idx"
+    eng = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
+    eng.refresh()
+    eng.save()
+    d = idx / LEXICAL_DIR / _current(idx) / "chunks"
+    if damage == "missing":
+        (d / "owner.npy").unlink()
+    elif damage == "arena.bin":
+        with open(d / damage, "ab") as fh:
+            fh.write(b"\x00")  # one byte more than store.json says
+    else:
+        data = (d / damage).read_bytes()
+        (d / damage).write_bytes(data[: len(data) // 2])
+    with pytest.raises(ChunkStoreError):
+        ChunkStore.load(d)
+    with caplog.at_level(logging.WARNING, logger="daemon"):
+        back = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
+    assert len(back.chunks) == 0 and back.generation == ""
+    assert any("lexical snapshot unusable" in r.getMessage() and "rebuilding" in r.getMessage() for r in caplog.records)
+    back.refresh()
+    assert back.chunks == eng.chunks
+
+
+def test_a_snapshot_of_the_old_single_file_format_is_a_logged_rebuild(sample_root, tmp_path, caplog):
+    idx = tmp_path / "idx"
+    idx.mkdir()
+    (idx / "snapshot.msgpack").write_bytes(msgspec.msgpack.encode({"manifest": {"schema": 5}}))
+    with caplog.at_level(logging.WARNING, logger="daemon"):
+        eng = Engine.open(sample_root, index_dir=idx)
+    assert len(eng.chunks) == 0
+    assert any("older format" in r.getMessage() for r in caplog.records)
+    eng.refresh()
+    eng.save()
+    assert not (idx / "snapshot.msgpack").exists() and len(Engine.open(sample_root, index_dir=idx).chunks) == len(eng.chunks)
+
+
+_CHILD = r"""
+import sys, time
+from pathlib import Path
+from daemon import persist
+from daemon.engine import Engine, EngineConfig
+
+root, idx, marker, stage = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
+eng = Engine.open(root, index_dir=idx, config=EngineConfig(stem=False))
+eng.journal_on = True
+mod = root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
+mod.write_text(mod.read_text(encoding="utf-8-sig").replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютУбит()"), encoding="utf-8")
+eng.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
+eng._dirty = True
+
+def pause(*a, **kw):
+    marker.write_text("paused")
+    time.sleep(60)
+
+if stage == "names":       # generation folder half written
+    persist._save_names = pause
+elif stage == "current":   # generation complete, CURRENT not yet replaced
+    persist.atomic_write_bytes = pause
+elif stage == "journal":   # CURRENT replaced, the journal still of the old generation
+    import daemon.journal as j
+    j.reset = pause
+eng.save_lexical()
+"""
+
+
+@pytest.mark.parametrize("stage", ["names", "current", "journal"])
+def test_kill_9_mid_snapshot_leaves_a_consistent_index(sample_root, tmp_path, stage):
+    """A real ``kill -9`` of a process writing a snapshot, at three points: the next open
+    finds the old or the new generation, complete, with the journal replayed on top; both
+    are the state of the engine that had applied the edit."""
+    idx = tmp_path / "idx"
+    eng = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
+    eng.journal_on = True
+    eng.refresh()
+    eng.save()
+    old_gen = _current(idx)
+    marker = tmp_path / "marker"
+    env = dict(os.environ, PYTHONPATH=REPO)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(sample_root), str(idx), str(marker), stage], env=env)
+    try:
+        for _ in range(1200):
+            if marker.exists() or child.poll() is not None:
+                break
+            time.sleep(0.05)
+        assert marker.exists(), "the child never reached the pause"
+        os.kill(child.pid, signal.SIGKILL)
+    finally:
+        child.kill()
+        child.wait()
+    back = Engine.open(sample_root, index_dir=idx, config=EngineConfig(stem=False))
+    assert (_current(idx) == old_gen) == (stage != "journal")
+    assert any("ЗагрузитьКурсыВалютУбит" in k for k in back.chunks)  # from the journal or the new generation
+    assert not any(k.endswith("::ЗагрузитьКурсыВалют") for k in back.chunks)
+    fresh = Engine.open(sample_root, index_dir=tmp_path / "fresh", config=EngineConfig(stem=False))
+    fresh.refresh()
+    assert back.chunks == fresh.chunks
+    for q in ("курс валюты", "ЗагрКурс"):
+        assert back.search(q, mode="lexical").hits == fresh.search(q, mode="lexical").hits
+    back.refresh()
+    back._dirty = True  # (nothing changed since the kill: force the next snapshot)
+    back.save()  # the next snapshot clears leftovers of the killed one
+    assert sorted(p.name for p in (idx / LEXICAL_DIR).iterdir()) == sorted([CURRENT_FILE, _current(idx)])
