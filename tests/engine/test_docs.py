@@ -194,11 +194,14 @@ def test_a_folder_of_markdown_is_a_docs_root_and_updates_by_hash(tmp_path):
     eng = _engine(root, tmp_path)
     assert eng.format == "unknown" and {c.path for c in eng.chunks.values()} == {"docs/page.md", "docs/bank.md"}
     before = {c.id: c for c in eng.chunks.values()}
+    slots = dict(eng.store.slot_of)
     (root / "docs" / "bank.md").write_text("# Обмен с банком\n\nНовый текст про выгрузку платежей.\n", encoding="utf-8")
     rep = eng.update_paths(["docs/bank.md"])
     assert rep.files_changed == 1
     assert eng.search("выгрузку платежей", mode="lexical").hits[0].path == "docs/bank.md"
-    assert all(eng.chunks[i] is c for i, c in before.items() if c.path == "docs/page.md")  # untouched page kept
+    # the untouched page kept: same chunks in the same slots (not re-indexed)
+    kept = [i for i, c in before.items() if c.path == "docs/page.md"]
+    assert kept and all(eng.chunks[i] == before[i] and eng.store.slot_of[i] == slots[i] for i in kept)
 
 
 def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
