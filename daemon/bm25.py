@@ -76,11 +76,11 @@ load                        2.17 s (load avg 11)              0.01 s (load avg 5
 replace 30 chunks + query   356 ms (load avg 11)              16 ms (load avg 5.7)
 =========================  ================================  ==================================
 
-At ×20 (771,400 chunks, 276,721 terms, 58 M postings): load 7.6 s → 0.01 s, RSS after load
-+1,027 → +17 B/chunk (pages are read on use), 851 → 1,030 B/chunk on disk, build 217 s (load
-avg 7) → 45 s (load avg 3.5), save 7.0 → 9.5 s, replace 30 chunks + one query 4.9 s → 22 ms,
-query p50 / p95 (300 queries: 200 method names, 100 random 6-token samples of chunks, top
-100) 23 / 63 ms (load avg 7) → 6.9 / 24 ms (load avg 3.5). The vocabulary at 20× ssl31-ru's
+At ×20 (771,400 chunks, 276,721 terms, 58 M postings; before at load avg 4.7, after at 3.5):
+load 6.3 s → 0.01 s, RSS after load +1,025 → +17 B/chunk (pages are read on use), 851 →
+1,030 B/chunk on disk, build 66 → 45 s, save 5.3 → 9.5 s (the doc -> terms index), replace 30
+chunks + one query 1.9 s → 22 ms, query p50 / p95 (300 queries: 200 method names, 100 random
+6-token samples of chunks, top 100) 9.7 / 34 ms → 6.9 / 24 ms. The vocabulary at 20× ssl31-ru's
 (3.49 M distinct terms, 251 MB of files): the hashed blob loads in 6.5 ms and looks up a
 7-term query in 81 / 218 µs (p50 / p95); a ``dict`` built lazily from the blob at the first
 lookup takes 165 s and 1,175 MB, then 14 / 31 µs (load avg 10.9) -- so the blob.
