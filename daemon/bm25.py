@@ -385,6 +385,14 @@ class _KeyMap:
         self.free.append(s)
 
 
+def _same_dir(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one folder (False when ``a`` is gone: renamed or deleted)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
+
+
 def _check_slot(slot: object) -> int:
     s = operator.index(slot)  # type: ignore[arg-type]
     if s < 0:
@@ -945,7 +953,7 @@ class BM25Index:
         v = self._vocab
         for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
             mapped = getattr(arr, "filename", None)
-            if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
+            if mapped and folder.exists() and _same_dir(Path(mapped).parent, folder):
                 # rewriting a file that is mapped would pull the pages from under this index
                 raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
         folder.mkdir(parents=True, exist_ok=True)
