@@ -59,6 +59,19 @@ CPU time on one core of the loaded 2-core dev box, garbage collector off): addin
 ``from_state`` 0.95 → 0.06 s (the state grew from 10.7 to 20.5 MB of msgpack, decoded in
 0.05 s); 900 searches 0.16 → 0.15 s.
 
+Issue 12 (slots, string columns, interned tables, column files), measured with
+``/work/scratch-channels/measure.py`` on the engine's 38,285 ssl31-ru names (real chunks, the
+engine's chunker) and on ×16 of them (612,560 names: ids renamed, method containers suffixed),
+before → after, wall time on the shared 2-core box: heap of the built index (``tracemalloc``)
+789 → 596 B/chunk, after a load 1,149 → 548 B/chunk; RSS after a load +517 → +268 B/chunk
+(×16: +759 → +427); on disk 530 → 395 B/chunk; load 0.19 → 0.04 s (×16: 4.75 → 0.84 s);
+save 0.14 → 0.21 s (×16: 3.25 → 0.82 s); build 0.67 → 1.5 s (×16: 17.8 → 20.4 s). Search p95
+(k = 10, best of three runs per query, 200 queries per form; ×1 at load avg 3.2, ×16 at 4.7)
+exact 0.11 → 0.18 ms (×16 0.09 → 0.26), prefix 0.16 → 0.21 (0.19 → 0.26), CamelHump 0.36 →
+0.88 (6.5 → 11.2), qualified 0.46 → 0.56 (1.46 → 1.96), substring 0.53 → 0.71 (22.6 → 20.1):
+slicing names out of the column strings costs ~0.1 ms on a heavy query; repeated runs at
+this load vary by ±30 %.
+
 Measured in-process on the 31,577 ssl31-ru method names (regex scan), k = 10, median of five
 runs per query, 300 random queries per form: p50 / p95 0.05 / 0.10 ms exact, 0.06 / 0.17 ms
 prefix, 0.06 / 0.49 ms CamelHump, 0.17 / 0.42 ms qualified, 0.22 / 0.66 ms qualified with an
