@@ -58,10 +58,32 @@ never written; increments after a load go to the tails and the buffer as usual.
 Not thread-safe: the daemon must serialise calls (a search may merge buffered additions,
 and it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize).
 
-Measured figures (CPU time on one core of the loaded 2-core dev box): see
-``_MEASURED`` below and the README; ssl31-ru before issue 12 (38,570 chunks, 174,597 terms,
-2.93 M postings): adding every chunk 0.84 s plus 0.12 s for the merge at the first read;
-query latency p50 0.36-0.39 ms (300 doc-comment queries, top 100).
+Measured (``/work/scratch-channels/measure.py`` of issue 12: the engine's two BM25 channels,
+all chunks + metadata chunks, built from ssl31-ru's real chunks by the engine's chunker; ×20:
+the chunks replicated with renamed ids and owner tokens, as ``bench --scale`` renames objects;
+heap bytes by ``tracemalloc``, per chunk; wall times on the shared 2-core dev box, whose load
+average is given; before = the string-keyed index with the msgpack state):
+
+=========================  ================================  ==================================
+ssl31-ru, 38,570 chunks     before                            after
+=========================  ================================  ==================================
+heap, built                 1,546 B/chunk                     1,032 B/chunk (41 after ``save``:
+                                                              remapped onto its files)
+heap, loaded                1,996 B/chunk                     41 B/chunk + mapped files
+on disk                     1,099 B/chunk (msgpack)           1,379 B/chunk (``.npy``; 300 B of it
+                                                              the doc -> terms index)
+load                        2.17 s (load avg 11)              0.01 s (load avg 5.7)
+replace 30 chunks + query   356 ms (load avg 11)              16 ms (load avg 5.7)
+=========================  ================================  ==================================
+
+At ×20 (771,400 chunks, 276,721 terms, 58 M postings; before at load avg 4.7, after at 3.5):
+load 6.3 s → 0.01 s, RSS after load +1,025 → +17 B/chunk (pages are read on use), 851 →
+1,030 B/chunk on disk, build 66 → 45 s, save 5.3 → 9.5 s (the doc -> terms index), replace 30
+chunks + one query 1.9 s → 22 ms, query p50 / p95 (300 queries: 200 method names, 100 random
+6-token samples of chunks, top 100) 9.7 / 34 ms → 6.9 / 24 ms. The vocabulary at 20× ssl31-ru's
+(3.49 M distinct terms, 251 MB of files): the hashed blob loads in 6.5 ms and looks up a
+7-term query in 81 / 218 µs (p50 / p95); a ``dict`` built lazily from the blob at the first
+lookup takes 165 s and 1,175 MB, then 14 / 31 µs (load avg 10.9) -- so the blob.
 """
 
 from __future__ import annotations
@@ -361,6 +383,14 @@ class _KeyMap:
         s = self.slot_of.pop(key)
         self.ids[s] = None
         self.free.append(s)
+
+
+def _same_dir(a: Path, b: Path) -> bool:
+    """``a`` and ``b`` are one folder (False when ``a`` is gone: renamed or deleted)."""
+    try:
+        return a.samefile(b)
+    except OSError:
+        return False
 
 
 def _check_slot(slot: object) -> int:
@@ -923,7 +953,7 @@ class BM25Index:
         v = self._vocab
         for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
             mapped = getattr(arr, "filename", None)
-            if mapped and folder.exists() and Path(mapped).parent.samefile(folder):
+            if mapped and folder.exists() and _same_dir(Path(mapped).parent, folder):
                 # rewriting a file that is mapped would pull the pages from under this index
                 raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
         folder.mkdir(parents=True, exist_ok=True)

@@ -192,12 +192,8 @@ class ChunkStore:
         self._base_len = 0
         self._tail = bytearray()  # blobs added since the load, at offsets >= _base_len
         self._spill = None
+        self._spill_dir = spill_dir  # the file is made by the first add (no index dir before)
         self._tail_len = 0
-        if spill_dir is not None:
-            import tempfile
-
-            spill_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
-            self._spill = tempfile.TemporaryFile(dir=spill_dir, prefix="staging-arena-")
         self._dead_bytes = 0
         self.version = 0  # bumped by every add/remove (caches keyed on it)
 
@@ -278,6 +274,11 @@ class ChunkStore:
             nr0=nr[0], nr1=nr[1], nr2=nr[2], nr3=nr[3],
         )
         self._rows[slot] = tuple(row[name] for name in ROW.names)
+        if self._spill is None and self._spill_dir is not None:
+            import tempfile
+
+            self._spill_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
+            self._spill = tempfile.TemporaryFile(dir=self._spill_dir, prefix="staging-arena-")
         if self._spill is not None:
             self._spill.write(head)
             self._spill.write(body)
@@ -570,6 +571,7 @@ class ChunkStore:
         if self._spill is not None:
             self._spill.close()
             self._spill = None
+        self._spill_dir = None
         self._dead_bytes = 0
 
     def nbytes(self) -> dict[str, int]:

@@ -59,6 +59,19 @@ CPU time on one core of the loaded 2-core dev box, garbage collector off): addin
 ``from_state`` 0.95 → 0.06 s (the state grew from 10.7 to 20.5 MB of msgpack, decoded in
 0.05 s); 900 searches 0.16 → 0.15 s.
 
+Issue 12 (slots, string columns, interned tables, column files), measured with
+``/work/scratch-channels/measure.py`` on the engine's 38,285 ssl31-ru names (real chunks, the
+engine's chunker) and on ×16 of them (612,560 names: ids renamed, method containers suffixed),
+before → after, wall time on the shared 2-core box: heap of the built index (``tracemalloc``)
+789 → 596 B/chunk, after a load 1,149 → 548 B/chunk; RSS after a load +517 → +268 B/chunk
+(×16: +759 → +427); on disk 530 → 395 B/chunk; load 0.19 → 0.04 s (×16: 4.75 → 0.84 s);
+save 0.14 → 0.21 s (×16: 3.25 → 0.82 s); build 0.67 → 1.5 s (×16: 17.8 → 20.4 s). Search p95
+(k = 10, best of three runs per query, 200 queries per form; ×1 at load avg 3.2, ×16 at 4.7)
+exact 0.11 → 0.18 ms (×16 0.09 → 0.26), prefix 0.16 → 0.21 (0.19 → 0.26), CamelHump 0.36 →
+0.88 (6.5 → 11.2), qualified 0.46 → 0.56 (1.46 → 1.96), substring 0.53 → 0.71 (22.6 → 20.1):
+slicing names out of the column strings costs ~0.1 ms on a heavy query; repeated runs at
+this load vary by ±30 %.
+
 Measured in-process on the 31,577 ssl31-ru method names (regex scan), k = 10, median of five
 runs per query, 300 random queries per form: p50 / p95 0.05 / 0.10 ms exact, 0.06 / 0.17 ms
 prefix, 0.06 / 0.49 ms CamelHump, 0.17 / 0.42 ms qualified, 0.22 / 0.66 ms qualified with an
@@ -368,15 +381,17 @@ class _StrCol:
 
 class _Interned:
     """A column of repeated values (kinds, initials, folded containers, container tuples):
-    per row a ``uint32`` id into a table of distinct values; id 0 is None. Rows cost 4 bytes,
-    and a load builds no per-row object."""
+    per row a ``uint32`` id into a table of distinct values (id 0 is None), and ``vals``, the
+    row's value as a list slot (a reference to the table's one copy: what the search loops and
+    ``bisect`` read at C speed). 12 bytes a row; a load builds no per-row object."""
 
-    __slots__ = ("ids", "index", "table")
+    __slots__ = ("ids", "index", "table", "vals")
 
     def __init__(self) -> None:
         self.table: list = [None]
         self.index: dict = {}
         self.ids = array("I")
+        self.vals: list = []
 
     def id_of(self, v: object) -> int:
         if v is None:
@@ -388,16 +403,18 @@ class _Interned:
         return i
 
     def append(self, v: object) -> None:
-        self.ids.append(self.id_of(v))
+        i = self.id_of(v)
+        self.ids.append(i)
+        self.vals.append(self.table[i])
 
     def __getitem__(self, r: int):  # -> the value (str, tuple or None)
-        return self.table[self.ids[r]]
+        return self.vals[r]
 
     def __len__(self) -> int:
         return len(self.ids)
 
     def __iter__(self) -> Iterator:
-        return map(self.table.__getitem__, self.ids)
+        return iter(self.vals)
 
 
 class _SortedIds:
@@ -496,9 +513,9 @@ class SymbolIndex:
         self._cini_text = _Interned()  # initials of a container splitting
         self._cini_eid = array("q")
         self._by_name = _SortedIds(self._fnames)
-        self._by_ini = _SortedIds(self._ini_text)
-        self._by_cont = _SortedIds(self._crow_text)
-        self._by_cini = _SortedIds(self._cini_text)
+        self._by_ini = _SortedIds(self._ini_text.vals)
+        self._by_cont = _SortedIds(self._crow_text.vals)
+        self._by_cini = _SortedIds(self._cini_text.vals)
         self._dead = 0
         self._allow_ids: Callable[[np.ndarray], np.ndarray] | None = None  # set per search
         self._key_of: Callable[[int], str] | None = None  # set per search
@@ -741,11 +758,13 @@ class SymbolIndex:
             return cand
         rx = _hump_matcher(q_humps, cand.size)
         el = cand.tolist()
-        keep = [
-            e
-            for e, a, b, f in zip(el, self._sigs.take(el), self._sigs2.take(el), self._fnames.take(el))
-            if (rx(a) or (b is not None and rx(b))) and not f.startswith(fq)
-        ]
+        hit = [rx(a) for a in self._sigs.take(el)]
+        rest = [e for e, h in zip(el, hit) if not h]
+        if rest:
+            hit2 = {e for e, b in zip(rest, self._sigs2.take(rest)) if b is not None and rx(b)}
+            hit = [h or e in hit2 for e, h in zip(el, hit)]
+        el = [e for e, h in zip(el, hit) if h]
+        keep = [e for e, f in zip(el, self._fnames.take(el)) if not f.startswith(fq)]
         return np.asarray(keep, dtype=np.int64)
 
     def _substring(self, fq: str, exclude: np.ndarray) -> np.ndarray:
@@ -779,8 +798,8 @@ class SymbolIndex:
         fcq = fold(cq)
         lo, hi = self._by_cont.prefix_range(fcq)
         rows = self._by_cont.view(lo, hi)
-        table, tids = self._crow_text.table, self._crow_text.ids
-        ranks = np.fromiter((0 if table[tids[r]] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
+        texts = self._crow_text.vals
+        ranks = np.fromiter((0 if texts[r] == fcq else 1 for r in rows.tolist()), dtype=np.int64, count=rows.size)
         ids = np.frombuffer(self._crow_eid, dtype=np.int64)[rows] if rows.size else rows
         q_humps = humps(cq)
         if len(q_humps) >= 2:
@@ -1017,14 +1036,22 @@ class SymbolIndex:
         sub = len(fnq) >= SUBSTRING_MIN_LEN
         el = ids.tolist()
         ranks = [4] * len(el)
-        two = (sigs.take(el), sigs2.take(el)) if rx is not None else ([], [])
-        for i, f in enumerate(fnames.take(el)):
+        left: list[int] = []  # positions that are not a prefix match
+        names = fnames.take(el)
+        for i, f in enumerate(names):
             if f.startswith(fnq):
                 ranks[i] = 0 if len(f) == len(fnq) else 1
-            elif rx is not None and (rx(two[0][i]) or (two[1][i] is not None and rx(two[1][i]))):
-                ranks[i] = 2
-            elif sub and fnq in f:
-                ranks[i] = 3
+            else:
+                left.append(i)
+        if rx is not None and left:
+            le = [el[i] for i in left]
+            for i, a, b in zip(left, sigs.take(le), sigs2.take(le)):
+                if rx(a) or (b is not None and rx(b)):
+                    ranks[i] = 2
+        if sub:
+            for i in left:
+                if ranks[i] == 4 and fnq in names[i]:
+                    ranks[i] = 3
         return np.asarray(ranks, dtype=np.int64)
 
     # --- persistence ---------------------------------------------------------------------
@@ -1344,6 +1371,7 @@ class SymbolIndex:
             icol: _Interned = getattr(self, "_" + name)
             icol.table, icol.index = table, dict(zip(table[1:], range(1, len(table))))
             icol.ids = array("I", ids.astype("<u4").tobytes())
+            icol.vals.extend(map(table.__getitem__, icol.ids))
         flat = _split(arr_of("conts_table", "|u1"), int(counts["conts_flat"]))
         clen = arr_of("conts_len", "<u4", int(counts["conts"])).astype(np.int64)
         if int(clen.sum()) != len(flat):
@@ -1358,6 +1386,7 @@ class SymbolIndex:
         self._conts.table = [None, *tuples]
         self._conts.index = dict(zip(tuples, range(1, len(tuples) + 1)))
         self._conts.ids = array("I", conts_ids.astype("<u4").tobytes())
+        self._conts.vals.extend(map(self._conts.table.__getitem__, self._conts.ids))
         slots = arr_of("slots", "<u4", n)
         if n and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1):
             raise bad("slots")

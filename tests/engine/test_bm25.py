@@ -330,6 +330,16 @@ def test_save_refuses_the_folder_it_is_mapped_from(tmp_path):
         loaded.save(tmp_path / "g1")
     loaded.save(tmp_path / "g2")  # a new generation folder is fine
     assert BM25Index.load(tmp_path / "g2").scores(["x"]) == index.scores(["x"])
+    # the generation it maps was renamed (g2.tmp -> g2) and the old one deleted: still works
+    (tmp_path / "g3.tmp").mkdir()
+    loaded.save(tmp_path / "g3.tmp" / "bm25")
+    (tmp_path / "g3.tmp").rename(tmp_path / "g3")
+    for p in (tmp_path / "g1").iterdir():
+        p.unlink()
+    (tmp_path / "g1").rmdir()
+    loaded.add(2, ["x", "z"])
+    loaded.save(tmp_path / "g4")
+    assert loaded.scores(["x"]) == _build({0: ["x"], 1: ["y"], 2: ["x", "z"]}).scores(["x"])
 
 
 def test_empty_index_saves_and_loads(tmp_path):

@@ -263,3 +263,44 @@ def test_kill_9_mid_snapshot_leaves_a_consistent_index(sample_root, tmp_path, st
     back._dirty = True  # (nothing changed since the kill: force the next snapshot)
     back.save()  # the next snapshot clears leftovers of the killed one
     assert sorted(p.name for p in (idx / LEXICAL_DIR).iterdir()) == sorted([CURRENT_FILE, _current(idx)])
+
+
+def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sample_root, tmp_path, monkeypatch):
+    """A first index is built aside and swapped in (daemon.reconcile._Staged); the same
+    export applied as one ChangeSet of every file (the path before, and of every later
+    reconcile) gives the same chunks, slots, BM25 column files and rankings. Cancelled half
+    way, the engine stays empty."""
+    from daemon import reconcile
+    from daemon.engine import Cancelled
+
+    staged = Engine.open(sample_root, index_dir=tmp_path / "a")
+    rep_s = staged.refresh()
+    real = reconcile._Staged
+    monkeypatch.setattr(reconcile, "_Staged", lambda engine: None)
+    batch = Engine.open(sample_root, index_dir=tmp_path / "b")
+    rep_b = batch.refresh()
+    monkeypatch.setattr(reconcile, "_Staged", real)
+    assert (rep_s.chunks_added, rep_s.files_changed, sorted(rep_s.changed_ids)) == (
+        rep_b.chunks_added, rep_b.files_changed, sorted(rep_b.changed_ids))
+    assert staged.store.ids == batch.store.ids and staged.chunks == batch.chunks
+    for name in ("bm25", "meta_bm25"):
+        getattr(staged, name).save(tmp_path / "sa" / name)
+        getattr(batch, name).save(tmp_path / "sb" / name)
+        for f in sorted((tmp_path / "sa" / name).glob("*.npy")):
+            assert f.read_bytes() == (tmp_path / "sb" / name / f.name).read_bytes(), f
+    for q in ("курс валюты", "ЗагрКурс", "Справочник.Валюты", "сумма прописью"):
+        assert staged.search(q, mode="lexical").hits == batch.search(q, mode="lexical").hits
+    assert staged.compact_due  # never journaled: a snapshot is due
+
+    seen = []
+
+    def cancel() -> bool:
+        seen.append(1)
+        return len(seen) > 10  # after ten files
+
+    fresh = Engine.open(sample_root, index_dir=tmp_path / "c")
+    with pytest.raises(Cancelled):
+        fresh.prepare(cancel=cancel)
+    assert len(fresh.chunks) == 0 and fresh.files == {} and len(fresh.bm25) == 0
+    fresh.refresh()
+    assert fresh.chunks == staged.chunks
