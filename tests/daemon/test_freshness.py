@@ -203,7 +203,7 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
     for rel, reason in SKIPS.items():
         mine = [ln for ln in lines if f"skipped {rel}: {reason}" in ln]
         assert len(mine) == 1, (rel, mine)
-        assert " WARNING daemon.engine: " in mine[0]
+        assert " WARNING daemon.reconcile: " in mine[0]
 
     svc = st.service
     assert {(k.path, k.reason) for k in svc.skipped_files} == set(SKIPS.items())
