@@ -63,7 +63,7 @@ Issue 12 (slots, string columns, interned tables, column files), measured with
 ``/work/scratch-channels/measure.py`` on the engine's 38,285 ssl31-ru names (real chunks, the
 engine's chunker) and on ×16 of them (612,560 names: ids renamed, method containers suffixed),
 before → after, wall time on the shared 2-core box: heap of the built index (``tracemalloc``)
-789 → 596 B/chunk, after a load 1,149 → 548 B/chunk; RSS after a load +517 → +268 B/chunk
+789 → 648 B/chunk, after a load 1,149 → 600 B/chunk; RSS after a load +517 → +268 B/chunk
 (×16: +759 → +427); on disk 530 → 395 B/chunk; load 0.19 → 0.04 s (×16: 4.75 → 0.84 s);
 save 0.14 → 0.21 s (×16: 3.25 → 0.82 s); build 0.67 → 1.5 s (×16: 17.8 → 20.4 s). Search p95
 (k = 10, best of three runs per query, 200 queries per form; ×1 at load avg 3.2, ×16 at 4.7)
