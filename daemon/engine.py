@@ -85,6 +85,11 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
+#: A first dense index is built in one multi-threaded hnswlib build when the local embedding
+#: cache holds at least this many of its texts (:meth:`Engine._first_fill`); fewer go the usual
+#: way, 256 upserts at a time (a build's thread start-up and the swap are not worth it).
+FIRST_FILL_MIN = 1024
+
 
 class Engine(ReconcileMixin, PersistMixin, RankingMixin):
     """Chunks, lexical indexes and the dense index of one export root.
@@ -225,6 +230,11 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             from .shared_cache import prefetch
 
             prefetch(self, pending)
+        first = self._first_fill(pending)
+        if first:
+            pending = [cid for cid in pending if cid not in self.embedded]
+            if progress:
+                progress("embed", first, first + len(pending))
         total, done = len(pending), 0
         last_save = time.monotonic()
         step = batch_size * 8
@@ -236,7 +246,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             if time.monotonic() - last_save > save_every_s:
                 self.save()
                 last_save = time.monotonic()
-        return done
+        return first + done
 
     def embed_ids(self, ids: Iterable[str], *, batch_size: int = 32, embedder=None) -> int:
         """Embed these chunks (those that still exist and whose vector is missing or stale)
@@ -285,6 +295,55 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
                     live.append((cid, h, v))
             return n + self._set_vectors(live)
+
+    def _first_fill(self, pending: list[str]) -> int:
+        """A first dense index (the dense index is empty) whose texts the local embedding
+        cache already holds — a second developer's, filled from the team's shared cache, or
+        one rebuilt after ``cache import`` — is built in one multi-threaded hnswlib build
+        (:meth:`daemon.dense.DenseIndex.rebuild_from`, all cores) outside the engine lock, then
+        swapped in, instead of upserted 256 at a time on one thread. Returns the vectors set
+        (0 when the dense index is not empty or fewer than :data:`FIRST_FILL_MIN` are cached).
+        Chunks that changed while the graph was built are left pending (their vectors are
+        dropped from the new graph)."""
+        from .dense import DenseIndex
+        from .embed import embed_text, text_hash
+
+        if self.dense is None or len(self.dense) or len(pending) < FIRST_FILL_MIN:
+            return 0
+        if self.cache is None:
+            self.load_dense()
+        with self.lock:
+            todo = []
+            for cid in pending:
+                c = self.store.get_by_id(cid)
+                if c is not None:
+                    todo.append((cid, text_hash(embed_text(c, self.config.embed_max_chars))))
+        found = self.cache.get_many([h for _, h in todo])
+        hits = [(cid, h) for cid, h in todo if h in found]
+        if len(hits) < FIRST_FILL_MIN:
+            return 0
+        fresh = DenseIndex(self.embedder.dim)
+        fresh.rebuild_from([cid for cid, _ in hits], np.stack([found[h] for _, h in hits]), num_threads=-1)
+        with self.lock:
+            if len(self.dense):  # another batch got there first: keep it, the upserts follow
+                return 0
+            gone = []
+            for cid, h in hits:
+                c = self.store.get_by_id(cid)
+                if c is None or text_hash(embed_text(c, self.config.embed_max_chars)) != h:
+                    gone.append(cid)
+            if gone:
+                fresh.remove(gone)
+            self.dense = fresh
+            dead = set(gone)
+            for cid, h in hits:
+                if cid not in dead:
+                    self.embedded[cid] = h
+                    self.stale_vectors.discard(cid)
+            self._dense_dirty = True
+            self.dense_compact_due = True  # one dense snapshot, not a journal of every vector
+        log.info("dense index built from the embedding cache: %d vectors", len(hits) - len(gone))
+        return len(hits) - len(gone)
 
     def _set_vectors(self, live: list) -> int:
         """Upsert ``live`` (``[(chunk id, text hash, (dim,) vector)]``) into the dense index,

@@ -371,8 +371,17 @@ def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemo
     assert seen["nice"] and all(n == base_nice for n in seen["nice"]), (base_nice, seen["nice"])
     d.wait_idle()
     # after the first index no normal-priority worker is left (the niced pool starts on use)
-    wait_until(lambda: all(c.nice() != base_nice for c in psutil.Process(d.pid).children(recursive=True)
-                           if "resource_tracker" not in " ".join(c.cmdline())), what="the first-index worker to exit")
+    def normal_priority_workers() -> list:
+        out = []
+        for c in psutil.Process(d.pid).children(recursive=True):
+            try:
+                if c.status() != psutil.STATUS_ZOMBIE and c.nice() == base_nice and "resource_tracker" not in " ".join(c.cmdline()):
+                    out.append(c.pid)
+            except psutil.Error:  # exited (or a zombie not reaped yet) while we looked: gone
+                pass
+        return out
+
+    wait_until(lambda: not normal_priority_workers(), what="the first-index worker to exit")
 
 
 def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):

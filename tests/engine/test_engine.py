@@ -325,3 +325,37 @@ def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path
         assert broken.chunks == plain.chunks
     finally:
         pooled.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def test_first_dense_index_from_a_filled_cache_is_one_build(sample_root, tmp_path, embedder, monkeypatch):
+    """A second developer's first dense index: the embedding cache already holds every text
+    (here: copied from a first index; in a team: filled from the shared cache), so the whole
+    dense index is one multi-threaded hnswlib build (Engine._first_fill), nothing is embedded,
+    and the answers equal the first index's."""
+    import daemon.engine as engine_mod
+
+    first = Engine.open(sample_root, index_dir=tmp_path / "a", embedder=embedder)
+    first.refresh()
+    first.embed_pending()
+    first.save()
+    q = "как вывести сумму прописью"
+    want = [h.id for h in first.search(q, mode="vector").hits]
+
+    (cache_file,) = (tmp_path / "a").glob("embeddings-*.bin")
+    (tmp_path / "b").mkdir()
+    shutil.copy(cache_file, tmp_path / "b" / cache_file.name)
+    monkeypatch.setattr(engine_mod, "FIRST_FILL_MIN", 1)  # the sample export is small
+    counting = CountingEmbedder(embedder)
+    second = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
+    second.refresh()
+    total = len(second.chunks)
+    builds = []
+    real = engine_mod.Engine._first_fill
+    monkeypatch.setattr(engine_mod.Engine, "_first_fill", lambda self, p: builds.append(real(self, p)) or builds[-1])
+    assert second.embed_pending() == total  # all of it in the one build, nothing left for the batches
+    assert builds == [total] and counting.passages == 0
+    assert second.dense_done() == total and second.dense_pending() == []
+    assert [h.id for h in second.search(q, mode="vector").hits] == want
+    second.save()
+    warm = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
+    assert warm.dense_pending() == [] and [h.id for h in warm.search(q, mode="vector").hits] == want
