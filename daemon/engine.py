@@ -130,6 +130,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0, 0)
+        self._pending_hashes: tuple = (None, {})  # (content key, {chunk id: text hash}) of dense_pending
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
@@ -193,16 +194,23 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             slots = self.store.live_slots().tolist()
             embedded = dict(self.embedded)
         out = []
+        hashes: dict[str, str] = {}
+        with self.lock:
+            key = self._content_key()
         step = 2048  # chunks materialised per hold of the lock
         for i in range(0, len(slots), step):
             with self.lock:
                 store = self.store
                 items = [(store.ids[s], store.get(s)) for s in slots[i : i + step] if store.ids[s] is not None]
             for cid, c in items:
-                if embedded.get(cid) != text_hash(embed_text(c, self.config.embed_max_chars)):
+                h = text_hash(embed_text(c, self.config.embed_max_chars))
+                if embedded.get(cid) != h:
                     out.append(cid)
+                    hashes[cid] = h
         with self.lock:
             self.stale_vectors = {cid for cid in out if cid in self.embedded}
+            # the pending texts' hashes, valid while no batch changes the chunks (_text_hashes)
+            self._pending_hashes = (key, hashes) if key == self._content_key() else (None, {})
         return out
 
     def embed_pending(
@@ -296,6 +304,30 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                     live.append((cid, h, v))
             return n + self._set_vectors(live)
 
+    def _content_key(self) -> tuple:
+        """Changes whenever a chunk is added, changed or removed (lock held)."""
+        return (id(self.store), self.store.version, self.version)
+
+    def text_hashes(self, ids: list[str]) -> tuple[tuple, list[tuple[str, str]]]:
+        """``(content key, [(chunk id, hash of its embedded text)])`` for the live chunks of
+        ``ids``: from the last :meth:`dense_pending` when no batch changed the chunks since
+        (one pass over the texts instead of one per caller: ~2.4 s for ssl31-ru's 38,570
+        chunks), else read and hashed now under the lock. Compare the key with
+        :meth:`_content_key` later to know whether the hashes still hold."""
+        from .embed import embed_text, text_hash
+
+        with self.lock:
+            key = self._content_key()
+            known_key, known = self._pending_hashes
+            if known_key == key and all(cid in known for cid in ids):
+                return key, [(cid, known[cid]) for cid in ids]
+            out = []
+            for cid in ids:
+                c = self.store.get_by_id(cid)
+                if c is not None:
+                    out.append((cid, text_hash(embed_text(c, self.config.embed_max_chars))))
+            return key, out
+
     def _first_fill(self, pending: list[str]) -> int:
         """A first dense index (the dense index is empty) whose texts the local embedding
         cache already holds — a second developer's, filled from the team's shared cache, or
@@ -312,12 +344,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             return 0
         if self.cache is None:
             self.load_dense()
-        with self.lock:
-            todo = []
-            for cid in pending:
-                c = self.store.get_by_id(cid)
-                if c is not None:
-                    todo.append((cid, text_hash(embed_text(c, self.config.embed_max_chars))))
+        key, todo = self.text_hashes(pending)
         found = self.cache.get_many([h for _, h in todo])
         hits = [(cid, h) for cid, h in todo if h in found]
         if len(hits) < FIRST_FILL_MIN:
@@ -328,10 +355,11 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             if len(self.dense):  # another batch got there first: keep it, the upserts follow
                 return 0
             gone = []
-            for cid, h in hits:
-                c = self.store.get_by_id(cid)
-                if c is None or text_hash(embed_text(c, self.config.embed_max_chars)) != h:
-                    gone.append(cid)
+            if self._content_key() != key:  # a batch changed chunks while the graph was built
+                for cid, h in hits:
+                    c = self.store.get_by_id(cid)
+                    if c is None or text_hash(embed_text(c, self.config.embed_max_chars)) != h:
+                        gone.append(cid)
             if gone:
                 fresh.remove(gone)
             self.dense = fresh

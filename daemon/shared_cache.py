@@ -419,14 +419,11 @@ def prefetch(engine, ids: Sequence[str]) -> int:
     shared = getattr(engine, "shared_cache", None)
     if shared is None or engine.embedder is None or not ids:
         return 0
-    from .embed import embed_text, text_hash
-
     if engine.cache is None:
         engine.load_dense()
-    with engine.lock:
-        texts = [embed_text(c, engine.config.embed_max_chars) for c in (engine.chunks.get(cid) for cid in ids) if c is not None]
+    _, hashes = engine.text_hashes(list(ids))  # the hashes dense_pending just made, if still valid
     t0 = time.perf_counter()
-    n = shared.fill_local(engine.cache, [text_hash(t) for t in texts])
+    n = shared.fill_local(engine.cache, [h for _, h in hashes])
     if n:
-        log.info("shared embedding cache: %d of %d pending vectors found in %.1f s", n, len(texts), time.perf_counter() - t0)
+        log.info("shared embedding cache: %d of %d pending vectors found in %.1f s", n, len(hashes), time.perf_counter() - t0)
     return n
