@@ -37,7 +37,7 @@ from .contract import (  # noqa: E402
     SEARCH_MODES,
     WATCH_MODES,
 )
-from .options import EMBEDDER_HELP, ENV_VARS, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, SettingError, embedder_arg, resolve, shared_cache_mode_arg  # noqa: E402
+from .options import EMBEDDER_HELP, ENV_VARS, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, SettingError, embedder_arg, resolve, shared_cache_arg, shared_cache_mode_arg  # noqa: E402
 from .format import format_status  # noqa: E402
 from .runtime import export_problem  # noqa: E402
 from .stats import p50_p95  # noqa: E402
@@ -882,7 +882,7 @@ def _lazy(module: str, name: str):
 
 
 def _shared_cache_args(sp) -> None:
-    sp.add_argument("--shared-cache", metavar="DSN", help=SHARED_CACHE_HELP)
+    sp.add_argument("--shared-cache", type=shared_cache_arg, metavar="DSN", help=SHARED_CACHE_HELP)
     sp.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help=SHARED_CACHE_MODE_HELP)
 
 

@@ -97,7 +97,33 @@ def shared_cache_mode_arg(value: str) -> str:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-_CHECKS = {"embedder": check_embedder_spec, "shared_cache_mode": check_shared_cache_mode}
+def check_shared_cache(dsn: str) -> str:
+    """A PostgreSQL DSN as libpq takes it: a ``postgresql://`` / ``postgres://`` URL or the
+    ``key=value`` form (stripped); ``ValueError`` for anything else (another database's URL,
+    an empty string), naming only the scheme — the DSN may hold a password."""
+    s = (dsn or "").strip()
+    if not s:
+        raise ValueError("empty shared cache DSN")
+    if "://" in s:
+        scheme = s.split("://", 1)[0].lower()
+        if scheme not in ("postgresql", "postgres"):
+            raise ValueError(f"the shared cache is PostgreSQL: a postgresql:// URL or key=value DSN, not {scheme}://")
+    elif "=" not in s:
+        raise ValueError("the shared cache DSN is neither a postgresql:// URL nor key=value pairs")
+    return s
+
+
+def shared_cache_arg(value: str) -> str:
+    """argparse ``type`` for ``--shared-cache`` (:func:`check_shared_cache`)."""
+    import argparse
+
+    try:
+        return check_shared_cache(value)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+_CHECKS = {"embedder": check_embedder_spec, "shared_cache_mode": check_shared_cache_mode, "shared_cache": check_shared_cache}
 
 
 def from_env(name: str, env: Mapping[str, str] | None = None) -> str | None:

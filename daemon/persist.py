@@ -122,10 +122,17 @@ class PersistMixin:
 
     def _load(self) -> None:
         d = self.index_dir
+        lex = d / LEXICAL_DIR
+        if lex.is_dir():  # a snapshot being written when the last process died: never complete
+            for tmp in lex.glob("*.tmp"):
+                log.info("removing %s, a lexical snapshot left unfinished by an earlier process", tmp)
+                shutil.rmtree(tmp, ignore_errors=True)
         gen = _current_generation(d)
         if not gen:
             if (d / SNAPSHOT_FILE).exists():
                 log.warning("index in %s is a snapshot of an older format (%s); rebuilding", d, SNAPSHOT_FILE)
+            elif (lex / CURRENT_FILE).exists():
+                log.warning("%s does not name a snapshot generation (damaged); rebuilding the lexical index", lex / CURRENT_FILE)
             return
         t0 = time.perf_counter()
         import gc

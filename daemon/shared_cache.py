@@ -68,8 +68,9 @@ MISS_TTL_S = 300.0
 #: smallest pgvector with ``halfvec``.
 HALFVEC_SINCE = (0, 7)
 
-_URL_PASS = re.compile(r"^(\w+://[^:/@]*):[^@]*@")
-_KV_PASS = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|\S+)", re.IGNORECASE)
+# user:password@ up to the LAST @ of the authority: a password with an unencoded @ stays hidden
+_URL_PASS = re.compile(r"^(\w+://[^:/@]*):[^/?#]*@")
+_KV_PASS = re.compile(r"(password\s*=\s*)('(?:[^'\\]|\\.)*'|(?:\\.|\S)+)", re.IGNORECASE)
 _Q_PASS = re.compile(r"([?&]password=)[^&]*", re.IGNORECASE)
 
 

