@@ -462,7 +462,7 @@ def cmd_eval(args) -> int:
     if args.per_query:
         for mode, r in results.items():
             for row in r["per_query"]:
-                print(f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['query']}")
+                print(f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['file']['ndcg@10']:.3f}\t{row['query']}")
     return 0
 
 
@@ -1153,7 +1153,7 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", help="gold 'corpus' value to use (default: the root folder's name)")
     sp.add_argument("--modes", default="lexical,vector,hybrid")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--per-query", action="store_true")
+    sp.add_argument("--per-query", action="store_true", help="one line per query: mode, id, intent, nDCG@10 symbol level, file level, query")
     sp.add_argument("--no-refresh", action="store_true")
     sp.set_defaults(func=cmd_eval)
 
