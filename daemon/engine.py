@@ -131,6 +131,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0, 0)
         self._pending_hashes: tuple = (None, {})  # (content key, {chunk id: text hash}) of dense_pending
+        self.on_damaged: Callable[[], None] | None = None  # called when a query finds the index damaged
         # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
@@ -303,6 +304,24 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
                     live.append((cid, h, v))
             return n + self._set_vectors(live)
+
+    def _lexical_damaged(self, exc: BaseException) -> None:
+        """A channel failed on the loaded snapshot's data (lock held): log it, drop the
+        lexical side (empty store and channels, no file records: the next reconcile re-reads
+        every file; vectors are kept, keyed by text hash) and call :attr:`on_damaged` (the
+        daemon queues a full reconcile)."""
+        log.error("lexical index in %s is damaged (%s: %s); rebuilding it from the export", self.index_dir, type(exc).__name__, exc)
+        cfg = self.config
+        self.store = ChunkStore()
+        self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
+        self.meta_bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
+        self.names = SymbolIndex()
+        self.files = {}
+        self.generation = ""
+        self.version += 1
+        self._dirty = True
+        if self.on_damaged is not None:
+            self.on_damaged()
 
     def _content_key(self) -> tuple:
         """Changes whenever a chunk is added, changed or removed (lock held)."""

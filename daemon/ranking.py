@@ -82,6 +82,11 @@ def snippet(c: Chunk, max_chars: int = 300) -> str:
     return body if len(body) <= max_chars else body[: max_chars - 1] + "…"
 
 
+class IndexDamaged(RuntimeError):
+    """A query met index files that cannot be right (see :meth:`RankingMixin._lexical_damaged`):
+    the lexical side was dropped and is being rebuilt; the query may be retried shortly."""
+
+
 class RankingMixin:
     """The engine's read side for queries: :meth:`search`."""
 
@@ -188,7 +193,15 @@ class RankingMixin:
                 qvec = self.embedder.encode_queries([query[:QUERY_EMBED_CHARS]])[0]
         with self.lock:
             allow = self._allow(filters)
-            channels, weights, match = self._channels(query, mode, qvec, allow)
+            try:
+                channels, weights, match = self._channels(query, mode, qvec, allow)
+            except (IndexError, OverflowError, MemoryError) as exc:
+                # the memory-mapped column files hold values no index builds (bytes damaged on
+                # disk after a size-preserving write): drop the lexical side, rebuild it
+                self._lexical_damaged(exc)
+                raise IndexDamaged(
+                    "the lexical index on disk is damaged; it is being rebuilt from the export (retry in a moment)"
+                ) from exc
             if self._docs_search(filters):  # docs: the weights measured on the docs gold set
                 weights = docs_weights(weights, query, self.chunks)
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)

@@ -262,6 +262,7 @@ class Service:
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
+        self.engine.on_damaged = lambda: self.reindex(full=True)  # a damaged snapshot: rebuild it
         self.engine.log_skips = True  # each skipped file named once in the daemon log
         # big reconciles (a first index, a checkout) are chunked in a worker process: the
         # daemon's GIL stays free for queries; one worker leaves a core for them (2-core

@@ -323,3 +323,31 @@ def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sampl
     assert len(fresh.chunks) == 0 and fresh.files == {} and len(fresh.bm25) == 0
     fresh.refresh()
     assert fresh.chunks == staged.chunks
+
+
+def test_a_query_on_damaged_postings_drops_and_rebuilds_the_lexical_side(sample_root, tmp_path, caplog):
+    """Bytes of a saved column file overwritten in place (same size: nothing to notice at a
+    memory-mapped load): the first query that reads them gets a clear IndexDamaged, the engine
+    drops its lexical side and asks for a full reconcile, which rebuilds the same answers."""
+    from daemon.ranking import IndexDamaged
+
+    idx = tmp_path / "idx"
+    eng = Engine.open(sample_root, index_dir=idx)
+    eng.refresh()
+    eng.save()
+    q = "сумма прописью"
+    want = [h.id for h in eng.search(q, mode="lexical").hits]
+    gen = (idx / LEXICAL_DIR / CURRENT_FILE).read_text().strip()
+    postings = idx / LEXICAL_DIR / gen / "bm25" / "postings.npy"
+    raw = bytearray(postings.read_bytes())
+    raw[128:] = np.random.default_rng(7).integers(0, 256, len(raw) - 128, dtype=np.uint8).tobytes()
+    postings.write_bytes(bytes(raw))
+    damaged = Engine.open(sample_root, index_dir=idx)
+    calls = []
+    damaged.on_damaged = lambda: calls.append(1)
+    with caplog.at_level(logging.ERROR, logger="daemon"), pytest.raises(IndexDamaged):
+        damaged.search(q, mode="lexical")
+    assert calls == [1] and len(damaged.chunks) == 0
+    assert any("damaged" in r.getMessage() and str(idx) in r.getMessage() for r in caplog.records)
+    damaged.refresh()
+    assert [h.id for h in damaged.search(q, mode="lexical").hits] == want
