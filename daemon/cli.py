@@ -925,7 +925,7 @@ def _add_daemon_parsers(sub) -> None:
     opts(sp, spawn=False)
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to exit before signals (default 60)")
     sp.set_defaults(func=cmd_daemon_stop)
-    sp = dsub.add_parser("restart", help="stop, then start with these options")
+    sp = dsub.add_parser("restart", help="stop, then start with these options (only the index dir is kept from the running daemon: give --docs, --embedder, --shared-cache again)")
     opts(sp)
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)")
     sp.add_argument("--wait", type=float, nargs="?", const=START_WAIT_S, metavar="SECONDS", help="as for start")
