@@ -276,6 +276,22 @@ class _Rec(msgspec.Struct):
     encoding: str
 
 
+#: How often (seconds) a wait for a worker batch checks whether the daemon is stopping.
+CANCEL_POLL_S = 0.1
+
+
+def _result_or_cancel(fut, cancel: Callable[[], bool]) -> bytes:
+    """``fut.result()``, raising :class:`Cancelled` as soon as ``cancel()`` says so while the
+    worker still chunks its batch (a batch of 32 large modules takes seconds on a busy
+    machine; a stop must not wait for it)."""
+    while True:
+        try:
+            return fut.result(timeout=CANCEL_POLL_S)
+        except TimeoutError:  # concurrent.futures.TimeoutError is the builtin since 3.11
+            if cancel():
+                raise Cancelled() from None
+
+
 def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
     """BM25 tokens of a chunk: a code chunk's owner and its :func:`daemon.bsl.live_code`
     (an extension's ``#Удаление`` lines left out), a metadata chunk's text."""
@@ -598,7 +614,7 @@ class ReconcileMixin:
                 # batch held ~870 MB in the daemon after a first index of ssl31-ru
                 fut, futures[k // POOL_BATCH] = futures[k // POOL_BATCH], None
                 try:
-                    results = msgspec.msgpack.decode(fut.result(), type=_WorkResult).results()
+                    results = msgspec.msgpack.decode(_result_or_cancel(fut, cancel), type=_WorkResult).results()
                 except (BrokenProcessPool, OSError, RuntimeError) as exc:
                     if cancel():
                         raise Cancelled() from None
