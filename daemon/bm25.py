@@ -102,6 +102,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from .store import save_npy_synced
+
 __all__ = ["BM25Error", "BM25Index", "BM25State"]
 
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
@@ -970,14 +972,7 @@ class BM25Index:
             "vocab_hash": np.asarray(v.hsort, dtype="<u8"),
             "vocab_perm": np.asarray(v.hperm, dtype="<u4"),
         }
-        files = {}
-        for name, arr in cols.items():
-            path = folder / f"{name}.npy"
-            with open(path, "wb") as fh:
-                np.save(fh, arr, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(memoryview(np.ascontiguousarray(arr)).cast("B"))}
+        files = {name: save_npy_synced(folder / f"{name}.npy", arr) for name, arr in cols.items()}
         header = {
             "format": FORMAT,
             "version": FORMAT_VERSION,

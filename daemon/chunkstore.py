@@ -41,6 +41,8 @@ import lz4.block
 import msgspec
 import numpy as np
 
+from .store import save_npy_synced
+
 from .contract import CODE_KINDS, DOCS_KINDS, Chunk
 
 #: Bump when the folder layout or the blob encoding changes.
@@ -489,9 +491,9 @@ class ChunkStore:
             os.fsync(fh.fileno())
         for name in COLUMNS:
             col = offs if name == "blob_off" else lens if name == "blob_len" else self._col(name)
-            _save_npy(d / f"{name}.npy", col)
+            save_npy_synced(d / f"{name}.npy", col)
         rows = self._rows[:n]
-        _save_npy(d / "name_range.npy", np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32))
+        save_npy_synced(d / "name_range.npy", np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32))
         _write_synced(d / "ids.msgpack", _enc.encode(self.ids))
         tables = {k: [list(v) if k == "region" else v for v in t.values] for k, t in self.tables.items()}
         _write_synced(d / "tables.msgpack", _enc.encode(tables))
@@ -623,9 +625,3 @@ def _write_synced(path: Path, data: bytes) -> None:
         fh.flush()
         os.fsync(fh.fileno())
 
-
-def _save_npy(path: Path, arr: np.ndarray) -> None:
-    with open(path, "wb") as fh:
-        np.save(fh, np.ascontiguousarray(arr), allow_pickle=False)
-        fh.flush()
-        os.fsync(fh.fileno())

@@ -79,6 +79,23 @@ def atomic_write_parts(path: Path, parts: Iterable[bytes]) -> int:
     return size
 
 
+def save_npy_synced(path: Path, arr: Any) -> dict[str, int]:
+    """Write ``arr`` (a numpy array, made C-contiguous) as one ``.npy`` file at ``path``,
+    flushed and fsynced (the column files of a snapshot generation: BM25, names, the chunk
+    store); returns ``{"bytes": file size, "crc32": zlib CRC-32 of the array's data}`` for a
+    column header. No pickles."""
+    import zlib
+
+    import numpy as np
+
+    arr = np.ascontiguousarray(arr)
+    with open(path, "wb") as fh:
+        np.save(fh, arr, allow_pickle=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return {"bytes": path.stat().st_size, "crc32": zlib.crc32(arr.view(np.uint8))}
+
+
 def write_msgpack(path: Path, obj: Any) -> None:
     """Encode ``obj`` with msgspec msgpack and write it atomically."""
     atomic_write_bytes(path, msgspec.msgpack.encode(obj))

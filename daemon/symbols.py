@@ -99,6 +99,8 @@ from pathlib import Path
 import msgspec
 import numpy as np
 
+from .store import save_npy_synced
+
 from daemon.bm25 import _KeyMap
 from daemon.folding import fold, split_words
 
@@ -1280,14 +1282,7 @@ class SymbolIndex:
         cols["tri_off"] = np.concatenate(([0], np.cumsum([p.size for p in posts], dtype=np.int64))).astype(np.int64)
         cols["tri_ids"] = np.concatenate(posts) if posts else np.zeros(0, dtype=np.int32)
         del posts
-        files = {}
-        for name, arr in cols.items():
-            path = folder / f"{name}.npy"
-            with open(path, "wb") as fh:
-                np.save(fh, arr, allow_pickle=False)
-                fh.flush()
-                os.fsync(fh.fileno())
-            files[name] = {"bytes": path.stat().st_size, "crc32": zlib.crc32(np.ascontiguousarray(arr).view(np.uint8))}
+        files = {name: save_npy_synced(folder / f"{name}.npy", arr) for name, arr in cols.items()}
         counts = {
             "entries": len(self._slot),
             **{name: len(getattr(self, "_" + name).table) - 1 for name in _INTERNED_COLS},
