@@ -279,6 +279,15 @@ async def _status(bridge: Bridge, link: RootLink):
         raise _tool_error(exc) from exc
 
 
+async def _status_or_fail(bridge: Bridge, link: RootLink):
+    """:func:`_status`, with a daemon still starting as a ToolError (for the tools that have no
+    partial answer to give meanwhile: get_method, read_document, ...)."""
+    try:
+        return await _status(bridge, link)
+    except Starting as exc:
+        raise ToolError(str(exc)) from None
+
+
 #: ``wait_fresh`` of search and find_symbol: seconds; bounded so that a tool call stays well
 #: inside the bridge's request timeout (mcp_bridge.links.REQUEST_TIMEOUT, 60 s).
 MAX_WAIT_FRESH_S = 10.0
@@ -598,10 +607,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     ) -> MethodOutput:
         b = _bridge(ctx)
         link = b.pick(root)
-        try:
-            st = await _status(b, link)
-        except Starting as exc:
-            raise ToolError(str(exc)) from None
+        st = await _status_or_fail(b, link)
         m = await _call(b, link, lambda c: c.get_method(name, path), warming=_lexical_warming(st))
         text, truncated, note = m.text, False, ""
         if len(text) > MAX_METHOD_CHARS:
@@ -649,10 +655,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     ) -> DocumentOutput:
         b = _bridge(ctx)
         link = b.pick(root)
-        try:
-            st = await _status(b, link)
-        except Starting as exc:
-            raise ToolError(str(exc)) from None
+        st = await _status_or_fail(b, link)
         d = await _call(b, link, lambda c: c.read_document(path, heading), warming=_lexical_warming(st))
         return DocumentOutput(
             root=link.name, path=d.path, heading=d.heading, heading_path=d.heading_path, link=d.link, lang=d.lang,
@@ -708,10 +711,7 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     ) -> ObjectOutput:
         b = _bridge(ctx)
         link = b.pick(root)
-        try:
-            st = await _status(b, link)
-        except Starting as exc:
-            raise ToolError(str(exc)) from None
+        st = await _status_or_fail(b, link)
         try:
             d = await link.call(lambda c: c.describe_object(name), wait=b.connect_wait)
         except DaemonError as exc:  # NOT_FOUND names similar and closest objects (the daemon's "did you mean")
