@@ -220,52 +220,85 @@ def code_identifiers(text: str) -> list[str]:
 
 
 class DocLinks:
-    """Links between docs sections and code methods, built from an engine's chunks.
+    """Links between docs sections and code methods.
 
     ``mentions[method chunk id]`` -> docs section ids that name it; ``resolved[section id]``
-    -> method ids it names. A name resolves when it is the name of an indexed method
-    (case- and ``ё``-folded); ``Module.Method`` resolves only to that module's method
-    (the owner's short name), a bare ``Method`` to every method of that name that is
-    exported (an internal helper sharing a common word is not a link). ``Module.Method``
-    whose module is unknown does not resolve. Built in one pass (docs-yaxunit against
-    yaxunit-edt: ~0.1 s)."""
+    -> method ids it names; ``qualified[method id]`` -> ``Модуль.Метод`` of each method
+    linked. A name resolves when it is the name of an indexed method (case- and
+    ``ё``-folded); ``Module.Method`` resolves only to that module's method (the owner's short
+    name), a bare ``Method`` to every method of that name that is exported (an internal
+    helper sharing a common word is not a link). ``Module.Method`` whose module is unknown
+    does not resolve.
 
-    def __init__(self, chunks) -> None:
+    Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
+    indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
+    materialises only the docs sections and the methods whose names they mention (looked
+    up in the names channel), so its cost follows the docs, not the code: docs-yaxunit
+    against yaxunit-edt ~0.1 s; an ERP-size code root without docs costs nothing."""
+
+    def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
         from .folding import fold
 
-        by_name: dict[str, list[Chunk]] = {}
-        docs: list[Chunk] = []
-        for c in chunks:
-            if c.kind in ("procedure", "function") and c.part <= 1:
-                by_name.setdefault(fold(c.name), []).append(c)
-            elif c.kind == "section":
-                docs.append(c)
+        if methods_named is None:  # from materialised chunks: index every method by name
+            by_name: dict[str, list[Chunk]] = {}
+            docs = []
+            for c in chunks:
+                if c.kind in ("procedure", "function") and c.part <= 1:
+                    by_name.setdefault(fold(c.name), []).append(c)
+                elif c.kind == "section":
+                    docs.append(c)
+            methods_named = lambda folded: by_name.get(folded, [])  # noqa: E731
         self.mentions: dict[str, list[str]] = {}
         self.resolved: dict[str, list[str]] = {}
-        # method id -> Модуль.Метод, for answers
-        self.qualified: dict[str, str] = {
-            c.id: f"{c.owner.split('.')[-1]}.{c.name}" for cs in by_name.values() for c in cs
-        }
+        self.qualified: dict[str, str] = {}
         self.names_seen = 0
         self.names_resolved = 0
-        for d in docs:
+        cands_of: dict[str, list[Chunk]] = {}
+        for d in docs or ():
             hits: dict[str, None] = {}
             for name in code_identifiers(d.text):
                 self.names_seen += 1
-                found = self._resolve(name, by_name, fold)
+                last = fold(name.rsplit(".", 1)[-1])
+                if last not in cands_of:
+                    cands_of[last] = methods_named(last)
+                found = self._resolve(name, cands_of[last], fold)
                 if found:
                     self.names_resolved += 1
                 for m in found:
                     hits[m.id] = None
+                    self.qualified[m.id] = f"{m.owner.split('.')[-1]}.{m.name}"
             if hits:
                 self.resolved[d.id] = list(hits)
                 for mid in hits:
                     self.mentions.setdefault(mid, []).append(d.id)
 
+    @classmethod
+    def from_store(cls, store, names) -> "DocLinks":
+        """The links of an engine's index without materialising its code: ``store`` a
+        :class:`daemon.chunkstore.ChunkStore`, ``names`` the names channel
+        (:class:`daemon.symbols.SymbolIndex`, keyed by the store's slots). Only the docs
+        sections (``store.mask(scope="docs")``) and, per distinct name they mention, the
+        methods of that exact (folded) name (:meth:`daemon.symbols.SymbolIndex.exact_slots`)
+        are read from the store."""
+        import numpy as np
+
+        method_kinds = [store.tables["kind"].find(k) for k in ("procedure", "function")]
+        kinds, parts = store.col("kind"), store.col("part")
+
+        def methods_named(folded: str) -> list[Chunk]:
+            slots = names.exact_slots(folded)
+            slots = slots[(slots < len(kinds))]
+            if not slots.size:
+                return []
+            keep = np.isin(kinds[slots], [k for k in method_kinds if k >= 0]) & (parts[slots] <= 1)
+            return [store.get(int(s)) for s in slots[keep]]
+
+        docs = [store.get(int(s)) for s in np.flatnonzero(store.mask(scope="docs"))]
+        return cls(docs=docs, methods_named=methods_named)
+
     @staticmethod
-    def _resolve(name: str, by_name, fold) -> list[Chunk]:
+    def _resolve(name: str, cands: list[Chunk], fold) -> list[Chunk]:
         parts = name.split(".")
-        cands = by_name.get(fold(parts[-1]), [])
         if len(parts) >= 2:
             module = fold(parts[-2])
             return [c for c in cands if fold(c.owner.split(".")[-1]) == module]
