@@ -335,47 +335,66 @@ def docs_tokens(c: Chunk, stem: bool) -> list[str]:
 #: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
 #: (README, "Documentation"). The names and BM25 weights are the code's.
 DOCS_DENSE_WEIGHT = 0.35
-#: RRF weight of the lexical channels for a question in another script than the docs
-#: (an English question over Russian-only pages: BM25 matches stray English words);
-#: measured as above. 1.0 = no rule.
+#: RRF weight of the lexical channels for a question in a language that (almost) no docs
+#: page is written in (an English question over Russian-only pages: BM25 matches stray
+#: English words); measured as above. 1.0 = no rule. Measured 2026-12-01 on the dev set with
+#: this language test: 0 lifts docs_crosslingual (2 queries) but lowers fold 0 with the
+#: code's dense text (README, "Documentation"), so the rule stays off.
 DOCS_CROSS_SCRIPT_WEIGHT = 1.0
+#: The rule above fires when fewer than this share of the docs sections are in the
+#: question's language (docs-yaxunit: 0 % English sections; docs-bslls: 50 %, never).
+DOCS_CROSS_LANG_SHARE = 0.1
 
-_share_cache: dict[int, tuple[int, float]] = {}
+_share_cache: dict[tuple[int, int], dict[str, float]] = {}
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 _LAT = re.compile(r"[a-zA-Z]")
 
 
-def docs_cyrillic_share(chunks: dict) -> float:
-    """Share of Cyrillic letters in the docs sections' headings (0.5 when there are none);
-    cached per chunk dict and size."""
-    key = id(chunks)
+def query_language(query: str) -> str | None:
+    """``ru`` for a question with a Cyrillic letter (``параметр ignoredAuthors`` is Russian:
+    the Latin word is a key), ``en`` for Latin letters only, None without letters."""
+    if _CYR.search(query):
+        return "ru"
+    return "en" if _LAT.search(query) else None
+
+
+def docs_language_shares(store) -> dict[str, float]:
+    """``{lang: share of the docs sections}`` by each section's ``lang`` property
+    (:func:`daemon.markdown.page_language`) over a :class:`daemon.chunkstore.ChunkStore`;
+    only the docs sections are read; cached per store and version. ``{}`` without docs.
+    The script of the headings is not the test: a bilingual site (docs-bslls, Cyrillic share
+    of its headings 0.44) would count a Russian question as foreign to it."""
+    import numpy as np
+
+    key = (id(store), store.version)
     hit = _share_cache.get(key)
-    if hit is not None and hit[0] == len(chunks):
-        return hit[1]
-    cyr = lat = 0
-    for c in chunks.values():
-        if c.kind == "section":
-            cyr += len(_CYR.findall(c.name))
-            lat += len(_LAT.findall(c.name))
-    share = cyr / (cyr + lat) if cyr + lat else 0.5
-    _share_cache.clear()
-    _share_cache[key] = (len(chunks), share)
-    return share
+    if hit is None:
+        counts: dict[str, int] = {}
+        slots = np.flatnonzero(store.mask(scope="docs"))
+        for sl in slots:
+            lang = store.get(int(sl)).properties.get("lang", "")
+            counts[lang] = counts.get(lang, 0) + 1
+        hit = {k: v / len(slots) for k, v in counts.items()} if len(slots) else {}
+        _share_cache.clear()
+        _share_cache[key] = hit
+    return hit
 
 
-def docs_weights(weights: dict[str, float], query: str, chunks: dict) -> dict[str, float]:
+def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
     """The channel weights of a documentation search: ``weights`` with the dense channel at
-    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones at :data:`DOCS_CROSS_SCRIPT_WEIGHT` when
-    the query's script (Cyrillic share of its letters) is more than 0.5 away from the docs'
-    (:func:`docs_cyrillic_share`) and the dense channel is there to answer."""
+    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones times :data:`DOCS_CROSS_SCRIPT_WEIGHT`
+    when the dense channel is there to answer and fewer than :data:`DOCS_CROSS_LANG_SHARE`
+    of the docs sections (``store``: the engine's chunk store) are in the question's
+    language (:func:`query_language`)."""
     out = dict(weights)
     if "dense" in out:
         out["dense"] = DOCS_DENSE_WEIGHT
-        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the docs' script is not needed
+        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the pages' languages are not needed
             return out
-        cyr, lat = len(_CYR.findall(query)), len(_LAT.findall(query))
-        if cyr + lat and abs(cyr / (cyr + lat) - docs_cyrillic_share(chunks)) > 0.5:
-            for k in ("names", "bm25"):
+        lang = query_language(query)
+        shares = docs_language_shares(store)
+        if lang and shares and shares.get(lang, 0.0) < DOCS_CROSS_LANG_SHARE:
+            for k in ("names", "bm25", "meta"):
                 if k in out:
                     out[k] *= DOCS_CROSS_SCRIPT_WEIGHT
     return out

@@ -302,3 +302,26 @@ def test_read_document_returns_a_section_with_its_subsections_bounded(code_and_d
     bsecs = chunk_markdown("\n".join(big), path="big.md")
     cut = read_document(bsecs, "big.md", big, None)
     assert cut.truncated and "read_module" in cut.note and len(cut.text) <= 20_000
+
+
+def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_script(tmp_path, monkeypatch):
+    import daemon.docs as D
+
+    ru = tmp_path / "ru"
+    _docs_tree(ru)  # Russian pages only
+    both = tmp_path / "both"
+    _docs_tree(both)
+    (both / "en").mkdir()
+    for name in ("page.md", "bank.md", "more.md"):  # a translated site: English pages under en/
+        (both / "en" / name).write_text("# Bank exchange\n\n## Parsing\n\nThe statement is parsed.\n", encoding="utf-8")
+    e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
+    assert D.docs_language_shares(e_ru.store) == {"ru": 1.0}
+    assert 0.4 < D.docs_language_shares(e_both.store)["en"] < 0.7
+    w = {"names": 4.0, "bm25": 1.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
+    monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
+    assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
+    assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
+    assert D.docs_weights({"bm25": 1.0}, "how do I parse", e_ru.store) == {"bm25": 1.0}  # no dense channel: BM25 stays
