@@ -233,8 +233,11 @@ class DocLinks:
     Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
     indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
     materialises only the docs sections and the methods whose names they mention (looked
-    up in the names channel), so its cost follows the docs, not the code: docs-yaxunit
-    against yaxunit-edt ~0.1 s; an ERP-size code root without docs costs nothing."""
+    up in the names channel), so its cost follows the docs, not the code. docs-yaxunit
+    against yaxunit-edt (498 sections, 3,098 methods; 292 sections link to 626 methods, the
+    same links both ways): 0.46-0.68 s at load average 10, the all-chunks pass 0.55-0.75 s
+    there, most of it :func:`code_identifiers` over the sections; the all-chunks pass also
+    materialises every chunk of the code, which at ERP size (~770k chunks) this does not."""
 
     def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
         from .folding import fold
