@@ -122,7 +122,7 @@ def cmd_index(args) -> int:
     for s in eng.skipped:
         by_reason[s.reason] = by_reason.get(s.reason, 0) + 1
     print(
-        f"{st['format']} export {st['root']}: {st['modules']} modules, {st['methods']} methods, "
+        f"{'docs root' if st['format'] == 'docs' else st['format'] + ' export'} {st['root']}: {st['modules']} modules, {st['methods']} methods, "
         f"{st['metadata_chunks']} metadata chunks, "
         + (f"{st['docs_pages']} docs pages ({st['docs_sections']} sections), " if st["docs_pages"] else "")
         + f"{st['bm25_terms']} BM25 terms, "
@@ -692,17 +692,62 @@ def cmd_daemon_stop(args) -> int:
 
 
 def cmd_daemon_restart(args) -> int:
-    """``daemon stop`` then ``daemon start`` with the given options. Without ``--index-dir``
-    the new daemon keeps the index dir of the one it replaces (so a restart with another
-    ``--embedder`` reuses the index instead of building one in the default dir)."""
+    """``daemon stop`` then ``daemon start``. Without ``--index-dir`` the new daemon keeps
+    the index dir of the one it replaces (so a restart with another ``--embedder`` reuses
+    the index instead of building one in the default dir); every other option not given
+    here (``--docs``, ``--embedder``, ``--shared-cache`` and its mode, ``--watch``,
+    ``--reconcile-interval``, ``--log-file``) is the running daemon's, read from its
+    ``daemon.json`` (:class:`daemon.runtime.DaemonOptions`; a flag given here wins, then the
+    recorded value, then the environment variable and default). The options taken over are
+    printed on stderr (a DSN masked)."""
     from . import runtime
 
     if args.index_dir is None:
         owner = runtime.root_owner(runtime.paths_for(args.root, None))
         if owner is not None and owner.index_dir:
             args.index_dir = owner.index_dir
+    state = runtime.read_state(runtime.paths_for(args.root, args.index_dir))
+    if state is not None and state.options is not None:
+        kept = restart_options(args, state.options)
+        if kept:
+            print(f"bsl-lens: restarting with the running daemon's {' '.join(kept)}", file=sys.stderr)
     rc = cmd_daemon_stop(args)
     return rc if rc else cmd_daemon_start(args)
+
+
+def restart_options(args, opts) -> list[str]:
+    """Fill ``args`` (a parsed ``daemon restart``) with the running daemon's options
+    ``opts`` (:class:`daemon.runtime.DaemonOptions`) where the restart did not give the
+    flag; returns the options taken over as flags for the message (a DSN masked). The
+    embedder and shared cache settings count as given when they came as flags
+    (``args._explicit``, set by :func:`parse_args`), not from the environment."""
+    from .shared_cache import mask_dsn
+
+    explicit = getattr(args, "_explicit", set())
+    kept: list[str] = []
+    if not args.docs and opts.docs:
+        args.docs = list(opts.docs)
+        kept += [f"--docs {d or '.'}" for d in opts.docs]
+    if "embedder" not in explicit and opts.embedder:
+        args.embedder = opts.embedder
+        kept.append(f"--embedder {opts.embedder}")
+    if "shared_cache" not in explicit and opts.shared_cache:
+        args.shared_cache = opts.shared_cache
+        kept.append(f"--shared-cache {mask_dsn(opts.shared_cache)}")
+        if "shared_cache_mode" not in explicit:
+            args.shared_cache_mode = opts.shared_cache_mode
+            kept.append(f"--shared-cache-mode {opts.shared_cache_mode}")
+    if args.watch is None:
+        args.watch = opts.watch
+        if opts.watch != "auto":
+            kept.append(f"--watch {opts.watch}")
+    if args.reconcile_interval is None and opts.reconcile_interval is not None:
+        args.reconcile_interval = opts.reconcile_interval
+        kept.append(f"--reconcile-interval {opts.reconcile_interval:g}")
+    if args.log_file is None and opts.log_file:
+        args.log_file = opts.log_file
+        kept.append(f"--log-file {opts.log_file}")
+    return kept
 
 
 def cmd_daemon_run(args) -> int:
@@ -887,14 +932,19 @@ def _shared_cache_args(sp) -> None:
 
 
 def _add_daemon_parsers(sub) -> None:
-    def opts(sp, *, spawn: bool = True):
+    def opts(sp, *, spawn: bool = True, restart: bool = False):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v: debug in the daemon)")
         sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
         if spawn:
             sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
             _shared_cache_args(sp)
-            sp.add_argument("--watch", choices=WATCH_MODES, default="auto", help="file watching: auto (native, else polling; default), native, polling, off")
+            sp.add_argument(
+                "--watch",
+                choices=WATCH_MODES,
+                default=None if restart else "auto",  # restart: None = the running daemon's
+                help="file watching: auto (native, else polling; default), native, polling, off",
+            )
             sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
             sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
             sp.add_argument(
@@ -925,8 +975,12 @@ def _add_daemon_parsers(sub) -> None:
     opts(sp, spawn=False)
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to exit before signals (default 60)")
     sp.set_defaults(func=cmd_daemon_stop)
-    sp = dsub.add_parser("restart", help="stop, then start with these options (only the index dir is kept from the running daemon: give --docs, --embedder, --shared-cache again)")
-    opts(sp)
+    sp = dsub.add_parser(
+        "restart",
+        help="stop, then start again: the options the running daemon was started with (index dir, --docs, --embedder, "
+        "--shared-cache, --watch, ...) are kept unless given here",
+    )
+    opts(sp, restart=True)
     sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)")
     sp.add_argument("--wait", type=float, nargs="?", const=START_WAIT_S, metavar="SECONDS", help="as for start")
     sp.add_argument("--no-wait", dest="wait", action="store_const", const=0.0, help="as for start")
@@ -1229,6 +1283,8 @@ def parse_args(argv: list[str] | None = None, env=None) -> argparse.Namespace:
     sub = getattr(args, "_parser", parser)
     if extra:
         sub.error(_unrecognized(sub, extra))
+    # the settings given as flags (daemon restart keeps the running daemon's value of the others)
+    args._explicit = {name for name in ENV_VARS if getattr(args, name, None) is not None}
     for name in ENV_VARS:
         if hasattr(args, name):
             try:

@@ -558,7 +558,7 @@ class Status(msgspec.Struct, kw_only=True):
     uptime_s: float
     root: str
     index_dir: str
-    format: str
+    format: str  # designer, edt, docs (a root of markdown pages only) or unknown
     files: int
     modules: int
     methods: int

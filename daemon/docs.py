@@ -220,52 +220,88 @@ def code_identifiers(text: str) -> list[str]:
 
 
 class DocLinks:
-    """Links between docs sections and code methods, built from an engine's chunks.
+    """Links between docs sections and code methods.
 
     ``mentions[method chunk id]`` -> docs section ids that name it; ``resolved[section id]``
-    -> method ids it names. A name resolves when it is the name of an indexed method
-    (case- and ``ё``-folded); ``Module.Method`` resolves only to that module's method
-    (the owner's short name), a bare ``Method`` to every method of that name that is
-    exported (an internal helper sharing a common word is not a link). ``Module.Method``
-    whose module is unknown does not resolve. Built in one pass (docs-yaxunit against
-    yaxunit-edt: ~0.1 s)."""
+    -> method ids it names; ``qualified[method id]`` -> ``Модуль.Метод`` of each method
+    linked. A name resolves when it is the name of an indexed method (case- and
+    ``ё``-folded); ``Module.Method`` resolves only to that module's method (the owner's short
+    name), a bare ``Method`` to every method of that name that is exported (an internal
+    helper sharing a common word is not a link). ``Module.Method`` whose module is unknown
+    does not resolve.
 
-    def __init__(self, chunks) -> None:
+    Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
+    indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
+    materialises only the docs sections and the methods whose names they mention (looked
+    up in the names channel), so its cost follows the docs, not the code. docs-yaxunit
+    against yaxunit-edt (498 sections, 3,098 methods; 292 sections link to 626 methods, the
+    same links both ways): 0.46-0.68 s at load average 10, the all-chunks pass 0.55-0.75 s
+    there, most of it :func:`code_identifiers` over the sections; the all-chunks pass also
+    materialises every chunk of the code, which at ERP size (~770k chunks) this does not."""
+
+    def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
         from .folding import fold
 
-        by_name: dict[str, list[Chunk]] = {}
-        docs: list[Chunk] = []
-        for c in chunks:
-            if c.kind in ("procedure", "function") and c.part <= 1:
-                by_name.setdefault(fold(c.name), []).append(c)
-            elif c.kind == "section":
-                docs.append(c)
+        if methods_named is None:  # from materialised chunks: index every method by name
+            by_name: dict[str, list[Chunk]] = {}
+            docs = []
+            for c in chunks:
+                if c.kind in ("procedure", "function") and c.part <= 1:
+                    by_name.setdefault(fold(c.name), []).append(c)
+                elif c.kind == "section":
+                    docs.append(c)
+            methods_named = lambda folded: by_name.get(folded, [])  # noqa: E731
         self.mentions: dict[str, list[str]] = {}
         self.resolved: dict[str, list[str]] = {}
-        # method id -> Модуль.Метод, for answers
-        self.qualified: dict[str, str] = {
-            c.id: f"{c.owner.split('.')[-1]}.{c.name}" for cs in by_name.values() for c in cs
-        }
+        self.qualified: dict[str, str] = {}
         self.names_seen = 0
         self.names_resolved = 0
-        for d in docs:
+        cands_of: dict[str, list[Chunk]] = {}
+        for d in docs or ():
             hits: dict[str, None] = {}
             for name in code_identifiers(d.text):
                 self.names_seen += 1
-                found = self._resolve(name, by_name, fold)
+                last = fold(name.rsplit(".", 1)[-1])
+                if last not in cands_of:
+                    cands_of[last] = methods_named(last)
+                found = self._resolve(name, cands_of[last], fold)
                 if found:
                     self.names_resolved += 1
                 for m in found:
                     hits[m.id] = None
+                    self.qualified[m.id] = f"{m.owner.split('.')[-1]}.{m.name}"
             if hits:
                 self.resolved[d.id] = list(hits)
                 for mid in hits:
                     self.mentions.setdefault(mid, []).append(d.id)
 
+    @classmethod
+    def from_store(cls, store, names) -> "DocLinks":
+        """The links of an engine's index without materialising its code: ``store`` a
+        :class:`daemon.chunkstore.ChunkStore`, ``names`` the names channel
+        (:class:`daemon.symbols.SymbolIndex`, keyed by the store's slots). Only the docs
+        sections (``store.mask(scope="docs")``) and, per distinct name they mention, the
+        methods of that exact (folded) name (:meth:`daemon.symbols.SymbolIndex.exact_slots`)
+        are read from the store."""
+        import numpy as np
+
+        method_kinds = [store.tables["kind"].find(k) for k in ("procedure", "function")]
+        kinds, parts = store.col("kind"), store.col("part")
+
+        def methods_named(folded: str) -> list[Chunk]:
+            slots = names.exact_slots(folded)
+            slots = slots[(slots < len(kinds))]
+            if not slots.size:
+                return []
+            keep = np.isin(kinds[slots], [k for k in method_kinds if k >= 0]) & (parts[slots] <= 1)
+            return [store.get(int(s)) for s in slots[keep]]
+
+        docs = [store.get(int(s)) for s in np.flatnonzero(store.mask(scope="docs"))]
+        return cls(docs=docs, methods_named=methods_named)
+
     @staticmethod
-    def _resolve(name: str, by_name, fold) -> list[Chunk]:
+    def _resolve(name: str, cands: list[Chunk], fold) -> list[Chunk]:
         parts = name.split(".")
-        cands = by_name.get(fold(parts[-1]), [])
         if len(parts) >= 2:
             module = fold(parts[-2])
             return [c for c in cands if fold(c.owner.split(".")[-1]) == module]
@@ -302,47 +338,66 @@ def docs_tokens(c: Chunk, stem: bool) -> list[str]:
 #: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
 #: (README, "Documentation"). The names and BM25 weights are the code's.
 DOCS_DENSE_WEIGHT = 0.35
-#: RRF weight of the lexical channels for a question in another script than the docs
-#: (an English question over Russian-only pages: BM25 matches stray English words);
-#: measured as above. 1.0 = no rule.
+#: RRF weight of the lexical channels for a question in a language that (almost) no docs
+#: page is written in (an English question over Russian-only pages: BM25 matches stray
+#: English words); measured as above. 1.0 = no rule. Measured 2026-12-01 on the dev set with
+#: this language test: 0 lifts docs_crosslingual (2 queries) but lowers fold 0 with the
+#: code's dense text (README, "Documentation"), so the rule stays off.
 DOCS_CROSS_SCRIPT_WEIGHT = 1.0
+#: The rule above fires when fewer than this share of the docs sections are in the
+#: question's language (docs-yaxunit: 0 % English sections; docs-bslls: 50 %, never).
+DOCS_CROSS_LANG_SHARE = 0.1
 
-_share_cache: dict[int, tuple[int, float]] = {}
+_share_cache: dict[tuple[int, int], dict[str, float]] = {}
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
 _LAT = re.compile(r"[a-zA-Z]")
 
 
-def docs_cyrillic_share(chunks: dict) -> float:
-    """Share of Cyrillic letters in the docs sections' headings (0.5 when there are none);
-    cached per chunk dict and size."""
-    key = id(chunks)
+def query_language(query: str) -> str | None:
+    """``ru`` for a question with a Cyrillic letter (``параметр ignoredAuthors`` is Russian:
+    the Latin word is a key), ``en`` for Latin letters only, None without letters."""
+    if _CYR.search(query):
+        return "ru"
+    return "en" if _LAT.search(query) else None
+
+
+def docs_language_shares(store) -> dict[str, float]:
+    """``{lang: share of the docs sections}`` by each section's ``lang`` property
+    (:func:`daemon.markdown.page_language`) over a :class:`daemon.chunkstore.ChunkStore`;
+    only the docs sections are read; cached per store and version. ``{}`` without docs.
+    The script of the headings is not the test: a bilingual site (docs-bslls, Cyrillic share
+    of its headings 0.44) would count a Russian question as foreign to it."""
+    import numpy as np
+
+    key = (id(store), store.version)
     hit = _share_cache.get(key)
-    if hit is not None and hit[0] == len(chunks):
-        return hit[1]
-    cyr = lat = 0
-    for c in chunks.values():
-        if c.kind == "section":
-            cyr += len(_CYR.findall(c.name))
-            lat += len(_LAT.findall(c.name))
-    share = cyr / (cyr + lat) if cyr + lat else 0.5
-    _share_cache.clear()
-    _share_cache[key] = (len(chunks), share)
-    return share
+    if hit is None:
+        counts: dict[str, int] = {}
+        slots = np.flatnonzero(store.mask(scope="docs"))
+        for sl in slots:
+            lang = store.get(int(sl)).properties.get("lang", "")
+            counts[lang] = counts.get(lang, 0) + 1
+        hit = {k: v / len(slots) for k, v in counts.items()} if len(slots) else {}
+        _share_cache.clear()
+        _share_cache[key] = hit
+    return hit
 
 
-def docs_weights(weights: dict[str, float], query: str, chunks: dict) -> dict[str, float]:
+def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
     """The channel weights of a documentation search: ``weights`` with the dense channel at
-    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones at :data:`DOCS_CROSS_SCRIPT_WEIGHT` when
-    the query's script (Cyrillic share of its letters) is more than 0.5 away from the docs'
-    (:func:`docs_cyrillic_share`) and the dense channel is there to answer."""
+    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones times :data:`DOCS_CROSS_SCRIPT_WEIGHT`
+    when the dense channel is there to answer and fewer than :data:`DOCS_CROSS_LANG_SHARE`
+    of the docs sections (``store``: the engine's chunk store) are in the question's
+    language (:func:`query_language`)."""
     out = dict(weights)
     if "dense" in out:
         out["dense"] = DOCS_DENSE_WEIGHT
-        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the docs' script is not needed
+        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the pages' languages are not needed
             return out
-        cyr, lat = len(_CYR.findall(query)), len(_LAT.findall(query))
-        if cyr + lat and abs(cyr / (cyr + lat) - docs_cyrillic_share(chunks)) > 0.5:
-            for k in ("names", "bm25"):
+        lang = query_language(query)
+        shares = docs_language_shares(store)
+        if lang and shares and shares.get(lang, 0.0) < DOCS_CROSS_LANG_SHARE:
+            for k in ("names", "bm25", "meta"):
                 if k in out:
                     out[k] *= DOCS_CROSS_SCRIPT_WEIGHT
     return out

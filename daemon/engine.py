@@ -546,8 +546,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         return rel
 
     def stats(self) -> dict:
-        """Counts for ``status``: files, modules, methods, metadata chunks, BM25 terms, dense.
-        The per-chunk counts are recounted only after a batch changed the index."""
+        """Counts for ``status``: files, modules, methods, metadata chunks, docs pages and
+        sections, BM25 terms, dense. ``format`` is the export's (designer, edt, unknown), or
+        ``docs`` for a root that holds markdown pages only (:mod:`daemon.docs`). The per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
             store = self.store
             key = (id(store), store.version, self.version)
@@ -563,14 +564,16 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 docs = int(store.mask(scope="docs").sum())  # docs: sections
                 self._counts = (key, methods, meta, docs)
             _, methods, meta, docs = self._counts
+            pages = sum(1 for r in self.files.values() if r.kind == "docs")
             return {
                 "root": str(self.root),
-                "format": self.format,
+                # a root of markdown pages only (no configuration, no .bsl) is a docs root
+                "format": "docs" if self.format == "unknown" and pages and pages == len(self.files) else self.format,
                 "files": len(self.files),
                 "modules": sum(1 for r in self.files.values() if r.kind == "bsl"),
                 "methods": methods,
                 "metadata_chunks": meta,
-                "docs_pages": sum(1 for r in self.files.values() if r.kind == "docs"),
+                "docs_pages": pages,
                 "docs_sections": docs,
                 "chunks": len(self.chunks),
                 "bm25_terms": self.bm25.n_terms,

@@ -45,6 +45,14 @@ MAX_SECTION_CHARS = 2000
 #: Headings are cut to this many characters for ``name``/``symbol``/``anchor`` (a 10,000
 #: character "heading" is a paste accident; the full line stays in ``text``).
 MAX_HEADING_CHARS = 200
+#: A page is chunked up to its MAX_PAGE_HEADINGS-th heading or MAX_PAGE_BLOCKS-th block
+#: (paragraph, list, table, code block...), whichever comes first; the rest of the page is
+#: not indexed (noted, and logged naming the file). The parser's time grows with the blocks:
+#: a 0.7 MB page of 20,000 headings took 5.9 s (markdown-it-py, 2 loaded cores), so the cap
+#: bounds a page at ~1-2 s. The corpora's largest pages: 42 headings
+#: (docs-yaxunit ``features/mocking/mockito/Примеры.md``), a few hundred blocks.
+MAX_PAGE_HEADINGS = 1000
+MAX_PAGE_BLOCKS = 5000
 #: Site-generator flavours for anchors (:func:`slug`).
 FLAVORS = ("mkdocs", "docusaurus")
 
@@ -154,8 +162,15 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
     text = text.replace("\r\n", "\n").replace("\r", "\n")
     body_text, _ = strip_front_matter(text)
     lines = body_text.split("\n")
-    tokens = _parser().parse(body_text)
     notes: list[str] = []
+    cut = page_cut(lines)
+    if cut is not None:
+        notes.append(
+            f"over {MAX_PAGE_HEADINGS} headings or {MAX_PAGE_BLOCKS} blocks: only lines 1-{cut} of {len(lines)} are indexed"
+        )
+        lines = lines[:cut]
+        body_text = "\n".join(lines)
+    tokens = _parser().parse(body_text)
     # top-level blocks: (start0, end0 exclusive, type, heading level, heading raw)
     blocks: list[tuple[int, int, str, int, str]] = []
     for i, t in enumerate(tokens):
@@ -232,6 +247,39 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
     if notes and out:  # what was odd about the page: logged by the daemon (daemon.docs.log_notes)
         out[0].properties = {**out[0].properties, "notes": "; ".join(notes)}
     return out
+
+
+_FENCE_OPEN = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_ATX = re.compile(r"^ {0,3}#{1,6}(?:[ \t]|$)")
+
+
+def page_cut(lines: list[str], max_headings: int = MAX_PAGE_HEADINGS, max_blocks: int = MAX_PAGE_BLOCKS) -> int | None:
+    """Where a page is cut before parsing (:data:`MAX_PAGE_HEADINGS`,
+    :data:`MAX_PAGE_BLOCKS`): the 0-based index of the line that starts the first heading
+    or block over a cap, or None when the page is under both. A quick line scan, not the
+    parser: ATX headings and runs of non-blank lines outside fenced code (so ``#`` lines
+    in a fence count as neither, and a cut never falls inside a fence)."""
+    headings = blocks = 0
+    fence = ""
+    prev_blank = True
+    for i, line in enumerate(lines):
+        if fence:
+            s = line.strip()
+            if s.startswith(fence) and not s.strip(fence[0]):
+                fence = ""
+            prev_blank = False
+            continue
+        m = _FENCE_OPEN.match(line)
+        heading = bool(_ATX.match(line))
+        if heading or m or (prev_blank and line.strip()):
+            headings += heading
+            blocks += 1
+            if headings > max_headings or blocks > max_blocks:
+                return i
+        if m:
+            fence = m.group(1)
+        prev_blank = not line.strip() or heading
+    return None
 
 
 def _closes(line: str, markup: str) -> bool:

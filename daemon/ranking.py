@@ -203,7 +203,7 @@ class RankingMixin:
                     "the lexical index on disk is damaged; it is being rebuilt from the export (retry in a moment)"
                 ) from exc
             if self._docs_search(filters):  # docs: the weights measured on the docs gold set
-                weights = docs_weights(weights, query, self.chunks)
+                weights = docs_weights(weights, query, self.store)
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)
             if match:
                 fused = _names_first(fused, match)

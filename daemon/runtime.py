@@ -3,7 +3,8 @@
 Per export root (files in its index dir, ``--index-dir`` or
 :func:`daemon.store.default_index_dir`)::
 
-    daemon.json   DaemonState: pid, socket, version, protocol, root, index_dir, log, started_at
+    daemon.json   DaemonState: pid, socket, version, protocol, root, index_dir, log, started_at,
+                  options (what the daemon was started with: ``daemon restart`` reuses them)
                   (written once the socket accepts; unlinked first thing on shutdown)
     daemon.lock   flock held exclusively by the live daemon for its whole life (after the
                   root lock below); the holder writes its pid into it
@@ -76,8 +77,31 @@ EXIT_ALREADY_RUNNING = 5
 LOG_ROTATE_BYTES = 8 << 20
 
 
+class DaemonOptions(msgspec.Struct, kw_only=True):
+    """The options a daemon was started with, recorded in ``daemon.json`` so that
+    ``bsl-lens daemon restart`` starts the new daemon the same way (a flag given to the
+    restart wins; :func:`daemon.cli.cmd_daemon_restart`).
+
+    ``embedder``: the spec it runs with (``"none"``: lexical only); ``watch``: auto | native |
+    polling | off; ``docs``: the ``--docs`` folders relative to the root (as normalised by
+    :func:`daemon.docs.normalize_docs_dirs`); ``reconcile_interval``: seconds, None for the
+    service's default; ``shared_cache``: the DSN ("" for none) - ``daemon.json`` is 0600 in
+    a 0700 index dir, like ``daemon.token``, and the DSN is shown only through
+    :func:`daemon.shared_cache.mask_dsn`; ``shared_cache_mode``: rw | ro; ``log_file``: a
+    ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir)."""
+
+    embedder: str = "none"
+    watch: str = "auto"
+    docs: list[str] = []
+    reconcile_interval: float | None = None
+    shared_cache: str = ""
+    shared_cache_mode: str = "rw"
+    log_file: str = ""
+
+
 class DaemonState(msgspec.Struct, kw_only=True):
-    """Contents of ``daemon.json``: how to reach the daemon and who it claims to be."""
+    """Contents of ``daemon.json``: how to reach the daemon and who it claims to be, and the
+    options it was started with (None in a file written by an older daemon)."""
 
     pid: int
     socket: str  # Unix socket path; "" on Windows
@@ -88,6 +112,7 @@ class DaemonState(msgspec.Struct, kw_only=True):
     log: str
     started_at: float  # epoch seconds
     port: int = 0  # Windows: loopback TCP port
+    options: DaemonOptions | None = None
 
 
 class Paths(msgspec.Struct, kw_only=True, frozen=True):

@@ -36,7 +36,7 @@ from typing import Any
 import msgspec
 
 from . import __version__, runtime
-from .contract import DEFAULT_EMBEDDER
+from .contract import DEFAULT_EMBEDDER, NO_EMBEDDER
 from .options import embedder_or_none
 from .protocol import (
     INTERNAL_ERROR,
@@ -624,7 +624,16 @@ def run_daemon(
 
             kwargs["config"] = EngineConfig(docs=normalize_docs_dirs(paths.root, docs))
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
-        asyncio.run(_serve(service, paths, log_path, lock, root_lock))
+        options = runtime.DaemonOptions(  # in daemon.json: `daemon restart` starts the next daemon the same way
+            embedder=emb or NO_EMBEDDER,
+            watch=watch,
+            docs=list(kwargs["config"].docs) if "config" in kwargs else [],
+            reconcile_interval=reconcile_interval,
+            shared_cache=shared_cache or "",
+            shared_cache_mode=shared_cache_mode or "rw",
+            log_file=str(Path(log_file).resolve()) if log_file else "",
+        )
+        asyncio.run(_serve(service, paths, log_path, lock, root_lock, options))
         return 0
     finally:
         if owner:
@@ -662,7 +671,12 @@ async def _watch_lock(server: "Server", locks: list[runtime.FileLock]) -> None:
 
 
 async def _serve(
-    service: Any, paths: runtime.Paths, log_path: str, lock: runtime.FileLock | None = None, root_lock: runtime.FileLock | None = None
+    service: Any,
+    paths: runtime.Paths,
+    log_path: str,
+    lock: runtime.FileLock | None = None,
+    root_lock: runtime.FileLock | None = None,
+    options: runtime.DaemonOptions | None = None,
 ) -> None:
     loop = asyncio.get_running_loop()
     info = HelloResult(
@@ -724,6 +738,7 @@ async def _serve(
                 log=log_path,
                 started_at=info.started_at,
                 port=port,
+                options=options,
             ),
         )
         if root_lock is not None:

@@ -1042,8 +1042,9 @@ class Service:
         cached = getattr(self, "_doc_links_cache", None)
         if cached is None or cached[0] != (id(eng), eng.version):
             with eng.lock:
-                # no docs sections (most code roots): nothing to link, skip the pass over the chunks
-                links = DocLinks(list(eng.chunks.values()) if eng.stats()["docs_sections"] else [])
+                # no docs sections (most code roots): nothing to link; else only the docs sections
+                # and the methods of the names they mention are read from the chunk store
+                links = DocLinks.from_store(eng.store, eng.names) if eng.stats()["docs_sections"] else DocLinks()
                 self._doc_links_cache = ((id(eng), eng.version), links)
             return links
         return cached[1]

@@ -727,6 +727,19 @@ class SymbolIndex:
             post.frombytes(raw[4 * bounds[i] : 4 * bounds[i + 1]])
 
     # --- candidate generation -----------------------------------------------------------
+    def exact_slots(self, name: str) -> np.ndarray:
+        """Slots (int64, in name order) of the live entries whose name equals ``name`` after
+        :func:`daemon.folding.fold` (case, ``ё``); a binary search of the sorted names, no
+        scan. Used by :meth:`daemon.docs.DocLinks.from_store`. Only slot-keyed indexes (the
+        engine's): ``TypeError`` for one keyed by strings."""
+        if self._km is not None:
+            raise TypeError("exact_slots needs a slot-keyed index")
+        self._by_name.flush()  # the other sorted arrays and trigrams wait for the next search
+        fq = fold(name)
+        lo, hi = self._by_name.prefix_range(fq)
+        ids = self._live(self._by_name.view(lo, self._by_name.exact_end(fq, lo, hi)))
+        return np.frombuffer(self._slot, dtype=np.uint32)[ids].astype(np.int64) if ids.size else np.zeros(0, dtype=np.int64)
+
     def _live(self, ids: np.ndarray) -> np.ndarray:
         if self._dead and ids.size:
             ids = ids[np.frombuffer(self._alive, dtype=np.uint8)[ids] == 1]

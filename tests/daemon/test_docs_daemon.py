@@ -122,3 +122,40 @@ def test_a_markdown_folder_is_a_docs_root_and_the_cli_searches_and_evaluates_it(
                  "--embedder", "none", "--json", check=True)
     r = json.loads(ev.stdout)["modes"]["lexical"]["overall"]
     assert r["file"]["ndcg@10"] == 1.0 and r["symbol"]["hit@1"] == 1.0
+
+
+def test_restart_keeps_the_docs_folders_embedder_and_watch_of_the_running_daemon(daemons, tmp_path):
+    from daemon import runtime
+
+    root = _root(tmp_path)
+    d = daemons.start(root, *LEXICAL, "--watch", "off", "--docs", "docs", wait_idle=True)
+    opts = runtime.read_state(d.paths).options
+    assert (opts.docs, opts.embedder, opts.watch) == (["docs"], "none", "off")
+    r = d.cli("daemon", "restart", "--no-wait")  # no --docs, --embedder or --watch given
+    assert r.returncode == 0, r.stderr
+    assert "--docs docs" in r.stderr and "--embedder none" in r.stderr and "--watch off" in r.stderr
+    d2 = daemons.adopt(root, d.index_dir)
+    assert d2.pid != d.pid
+    d2.wait_idle()
+    with d2.client() as c:
+        st = c.status().service
+        assert (st.docs_pages, st.dense.enabled, st.watcher.mode) == (1, False, "off")
+        assert c.search("разбор строк выписки", mode="lexical", filters={"scope": "docs"}).hits[0].path == "docs/bank.md"
+    # a flag given to the restart wins over the recorded one
+    r = d2.cli("daemon", "restart", "--no-wait", "--watch", "polling")
+    assert r.returncode == 0, r.stderr
+    d3 = daemons.adopt(root, d.index_dir)
+    d3.wait_idle()
+    opts = runtime.read_state(d3.paths).options
+    assert (opts.docs, opts.embedder, opts.watch) == (["docs"], "none", "polling")
+
+
+def test_a_docs_root_says_docs_in_status(daemons, tmp_path):
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "bank.md").write_text(BANK, encoding="utf-8")
+    d = daemons.start(root, *LEXICAL, "--watch", "off", wait_idle=True)
+    st = json.loads(d.cli("status", "--json", check=True).stdout)
+    assert (st["format"], st["docs_pages"], st["modules"]) == ("docs", 1, 0), st
+    out = d.cli("search", "разбор строк", "--scope", "docs", "--mode", "lexical", "--no-spawn", check=True)
+    assert "neither a Designer dump" not in out.stderr  # no warning meant for a code root without configuration

@@ -13,7 +13,7 @@ import pytest
 from daemon.contract import Filters
 from daemon.docs import DOCS_MAX_BYTES, DocLinks, code_identifiers, docs_name, normalize_docs_dirs, read_document
 from daemon.engine import Engine, EngineConfig
-from daemon.markdown import MAX_HEADING_CHARS, chunk_markdown, slug
+from daemon.markdown import MAX_HEADING_CHARS, MAX_PAGE_BLOCKS, MAX_PAGE_HEADINGS, chunk_markdown, page_cut, slug
 
 SAMPLE = Path(__file__).resolve().parents[2] / "daemon" / "sample_export"
 
@@ -134,6 +134,22 @@ def test_unclosed_fence_and_huge_heading_are_handled_and_noted():
     assert "10000 characters long" in cs[0].properties["notes"]
 
 
+def test_a_page_over_the_section_cap_is_cut_at_a_heading_with_a_note():
+    fence = "```bsl\n" + "# не заголовок\n" * (2 * MAX_PAGE_HEADINGS) + "```\n\n"  # one block, no headings
+    body = "".join(f"## Раздел {i}\n\nТекст {i}.\n\n" for i in range(MAX_PAGE_HEADINGS + 500))
+    text = "# Страница\n\n" + fence + body
+    cs = chunks_of(text, path="many.md")
+    assert len(cs) == MAX_PAGE_HEADINGS  # the H1 and the first 999 H2: the fence's lines did not count
+    assert cs[-1].symbol == f"Раздел {MAX_PAGE_HEADINGS - 2}"
+    note = cs[0].properties["notes"]
+    assert f"over {MAX_PAGE_HEADINGS} headings" in note and f"of {text.count(chr(10)) + 1} are indexed" in note
+    lines = text.split("\n")
+    assert lines[page_cut(lines)] == f"## Раздел {MAX_PAGE_HEADINGS - 1}"
+    paragraphs = "# Т\n\n" + "абзац\n\n" * (MAX_PAGE_BLOCKS + 10)  # many blocks, one heading
+    assert page_cut(paragraphs.split("\n")) == 2 * MAX_PAGE_BLOCKS  # the block past the cap (the H1 is block 1)
+    assert page_cut(PAGE.split("\n")) is None and "notes" not in chunks_of(PAGE)[0].properties
+
+
 # ------------------------------------------------------------------------------ roots through the engine
 def _docs_tree(root: Path) -> Path:
     d = root / "docs"
@@ -193,6 +209,7 @@ def test_a_folder_of_markdown_is_a_docs_root_and_updates_by_hash(tmp_path):
     _docs_tree(root)
     eng = _engine(root, tmp_path)
     assert eng.format == "unknown" and {c.path for c in eng.chunks.values()} == {"docs/page.md", "docs/bank.md"}
+    assert eng.stats()["format"] == "docs"  # status says what the root is, not "unknown"
     before = {c.id: c for c in eng.chunks.values()}
     slots = dict(eng.store.slot_of)
     (root / "docs" / "bank.md").write_text("# Обмен с банком\n\nНовый текст про выгрузку платежей.\n", encoding="utf-8")
@@ -215,6 +232,7 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     (d / "broken.md").write_bytes("# Сломанный UTF-8\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "дальше текст\n".encode("utf-8"))
     (d / "heading.md").write_text("# " + "Заголовок" * 1200 + "\n\nтекст\n", encoding="utf-8")
     (d / "open.md").write_text("# Открытый блок\n\n```bsl\n# Внутри\nКод();\n", encoding="utf-8")
+    (d / "many.md").write_text("".join(f"# Раздел {i}\n\nтекст\n\n" for i in range(3 * MAX_PAGE_HEADINGS)), encoding="utf-8")
     eng = _engine(root, tmp_path)
     skips = {k.path: k.reason for k in eng.skipped}
     assert skips["docs/huge.md"] == "too_large" and (d / "huge.md").stat().st_size > DOCS_MAX_BYTES
@@ -226,6 +244,8 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     assert eng.file_chunks("docs/heading.md")[0].symbol.startswith("Заголовок")
     assert [c.symbol for c in eng.file_chunks("docs/open.md")] == ["Открытый блок"]
     assert any("docs/open.md" in r.getMessage() and "never closed" in r.getMessage() for r in caplog.records)
+    assert len(eng.file_chunks("docs/many.md")) == MAX_PAGE_HEADINGS
+    assert any("docs/many.md" in r.getMessage() and f"over {MAX_PAGE_HEADINGS} headings" in r.getMessage() for r in caplog.records)
     assert eng.search("проверка типа значения", mode="lexical").hits  # the rest is served
 
 
@@ -247,6 +267,25 @@ def test_docs_sections_link_to_the_methods_they_name(code_and_docs, tmp_path):
     assert not any("НеизвестныйМетод" in m for m in links.qualified.values())
 
 
+def test_doc_links_from_the_store_read_only_docs_and_the_methods_they_name(code_and_docs, tmp_path, monkeypatch):
+    eng = _engine(code_and_docs, tmp_path, docs=["docs"])
+    full = DocLinks(list(eng.chunks.values()))
+    read: list[int] = []
+    get = eng.store.get
+    monkeypatch.setattr(eng.store, "get", lambda slot: read.append(slot) or get(slot))
+    links = DocLinks.from_store(eng.store, eng.names)
+    seen = list(read)  # the slots from_store materialised (the asserts below read more)
+    assert (links.mentions, links.resolved, links.qualified) == (full.mentions, full.resolved, full.qualified)
+    assert links.mentions and (links.names_seen, links.names_resolved) == (full.names_seen, full.names_resolved)
+    docs = {eng.store.slot_of[c.id] for c in eng.chunks.values() if c.is_docs}
+    methods = [s for s in seen if s not in docs]
+    assert docs <= set(seen) and methods  # every section, and some methods ...
+    assert all(get(s).kind in ("procedure", "function") for s in methods)
+    n_methods = sum(1 for c in eng.chunks.values() if c.kind in ("procedure", "function"))
+    assert len(set(methods)) < n_methods / 4  # ... only those named in the docs, not the code
+    assert DocLinks.from_store(_engine(code_and_docs, tmp_path / "plain").store, eng.names).mentions == {}
+
+
 def test_read_document_returns_a_section_with_its_subsections_bounded(code_and_docs, tmp_path):
     eng = _engine(code_and_docs, tmp_path, docs=["docs"])
     secs = eng.file_chunks("docs/page.md")
@@ -263,3 +302,26 @@ def test_read_document_returns_a_section_with_its_subsections_bounded(code_and_d
     bsecs = chunk_markdown("\n".join(big), path="big.md")
     cut = read_document(bsecs, "big.md", big, None)
     assert cut.truncated and "read_module" in cut.note and len(cut.text) <= 20_000
+
+
+def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_script(tmp_path, monkeypatch):
+    import daemon.docs as D
+
+    ru = tmp_path / "ru"
+    _docs_tree(ru)  # Russian pages only
+    both = tmp_path / "both"
+    _docs_tree(both)
+    (both / "en").mkdir()
+    for name in ("page.md", "bank.md", "more.md"):  # a translated site: English pages under en/
+        (both / "en" / name).write_text("# Bank exchange\n\n## Parsing\n\nThe statement is parsed.\n", encoding="utf-8")
+    e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
+    assert D.docs_language_shares(e_ru.store) == {"ru": 1.0}
+    assert 0.4 < D.docs_language_shares(e_both.store)["en"] < 0.7
+    w = {"names": 4.0, "bm25": 1.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
+    monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
+    assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
+    assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
+    assert D.docs_weights({"bm25": 1.0}, "how do I parse", e_ru.store) == {"bm25": 1.0}  # no dense channel: BM25 stays

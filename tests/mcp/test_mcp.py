@@ -728,9 +728,10 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                 missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
                 method = ok(await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}), MethodOutput)
                 sym = ok(await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}), FindSymbolOutput)
-                return found, section, page, missing, method, sym
+                status = ok(await c.call_tool("index_status", {}), StatusOutput)
+                return found, section, page, missing, method, sym, status
 
-        found, section, page, missing, method, sym = run(main())
+        found, section, page, missing, method, sym, status = run(main())
     finally:
         ds.close()
     top = found.hits[0]
@@ -740,3 +741,5 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert "its headings" in missing
     assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
     assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]
+    st = status.roots[0]  # the docs counts next to the code's: one page, its two sections
+    assert (st.format, st.docs_pages) == ("designer", 1) and st.docs_sections == 2 and st.methods > 0
