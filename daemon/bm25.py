@@ -108,6 +108,9 @@ __all__ = ["BM25Error", "BM25Index", "BM25State"]
 
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
 _MERGE_MIN_ROWS = 4096
+#: Postings per piece of a merge's counting sort (:meth:`BM25Index._merge`): bounds its
+#: temporaries to ~40 bytes per posting of one piece.
+_MERGE_PIECE = 1 << 21
 #: Compact when the number of dead docs exceeds this fraction of live documents ...
 _COMPACT_DEAD_RATIO = 0.5
 #: ... and at least this many docs are dead (small indexes never bother).
@@ -653,39 +656,111 @@ class BM25Index:
     def _merge(self) -> None:
         """One new CSR block from the block, the tails and the buffer (dead documents'
         postings dropped); updates ``df`` for the buffered rows. Every live document's
-        postings are in the block afterwards, so their term lists are dropped."""
+        postings are in the block afterwards, so their term lists are dropped.
+
+        A counting sort by term in pieces of at most :data:`_MERGE_PIECE` postings: the
+        new block's offsets come from the per-term counts, then each piece of the block,
+        of the tails and of the buffer is stably sorted by term and scattered behind the
+        postings its terms already have (block, then tails, then buffer: docs ascending per
+        term). Beyond the old and new postings themselves, it holds O(piece) temporaries
+        (at ``bench --scale 20``: ~0.1 GB instead of ~2.5 GB for one sort of everything)."""
         if self._rm_block:
             self._apply_block_removals()
         n_terms = len(self._vocab)
         p_tids = np.frombuffer(self._p_tids, dtype=np.uint32)
+        alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
+        base = np.asarray(self._base)
+        base_off = np.asarray(self._base_off)
+        base_terms = base_off.size - 1
+        base_rows = base.view("<u8") if base.size else np.zeros(0, dtype="<u8")
+        p_docs = np.frombuffer(self._p_docs, dtype=np.uint32)
+        p_nterms = np.frombuffer(self._p_nterms, dtype=np.uint32)
+        p_tfs = np.frombuffer(self._p_tfs, dtype=np.uint32)
+        row_end = np.cumsum(p_nterms, dtype=np.int64) if p_docs.size else np.zeros(0, dtype=np.int64)
+
+        def block_pieces():
+            # term ranges of the block of at most _MERGE_PIECE postings (at least one term)
+            t0 = 0
+            while t0 < base_terms:
+                t1 = int(np.searchsorted(base_off, base_off[t0] + _MERGE_PIECE, side="right")) - 1
+                t1 = min(max(t1, t0 + 1), base_terms)
+                a, z = int(base_off[t0]), int(base_off[t1])
+                tids = np.repeat(np.arange(t0, t1, dtype=np.uint32), np.diff(base_off[t0 : t1 + 1]))
+                yield tids, base_rows[a:z], True
+                t0 = t1
+
+        def tail_pieces():
+            if self._tail:
+                rows = np.concatenate([np.frombuffer(t, dtype="<u8") for t in self._tail.values()])
+                tids = np.repeat(
+                    np.fromiter(self._tail, dtype=np.uint32, count=len(self._tail)),
+                    np.fromiter((len(t) // 2 for t in self._tail.values()), dtype=np.int64, count=len(self._tail)),
+                )
+                yield tids, rows, False
+
+        def buffer_pieces():
+            # document ranges of the buffer of at most _MERGE_PIECE rows (at least one doc)
+            d0, n = 0, p_docs.size
+            while d0 < n:
+                r0 = int(row_end[d0 - 1]) if d0 else 0
+                d1 = int(np.searchsorted(row_end, r0 + _MERGE_PIECE, side="right"))
+                d1 = min(max(d1, d0 + 1), n)
+                r1 = int(row_end[d1 - 1])
+                docs = np.repeat(p_docs[d0:d1], p_nterms[d0:d1]).astype("<u8")
+                rows = docs | (p_tfs[r0:r1].astype("<u8") << np.uint64(32))
+                yield p_tids[r0:r1], rows, False
+                d0 = d1
+
+        def live(tids, rows):
+            if alive is None:
+                return tids, rows
+            keep = alive[(rows & np.uint64(0xFFFFFFFF)).astype(np.int64)] == 1
+            return tids[keep], rows[keep]
+
+        def pieces():
+            yield from block_pieces()
+            yield from tail_pieces()
+            yield from buffer_pieces()
+
+        # pass 1: live postings per term
+        counts = np.zeros(n_terms, dtype=np.int64)
+        if alive is None and base_terms:
+            counts[:base_terms] += np.diff(base_off)
+            first = (tail_pieces(), buffer_pieces())
+        else:
+            first = (block_pieces(), tail_pieces(), buffer_pieces())
+        for gen in first:
+            for tids, rows, _ in gen:
+                tids, rows = live(tids, rows)
+                counts += np.bincount(tids, minlength=n_terms)
+        new_off = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_off[1:])
+        # pass 2: scatter each piece behind what its terms already hold
+        out = np.empty(int(new_off[-1]), dtype="<u8")
+        cursor = new_off[:-1].copy()
+        for tids, rows, ordered in pieces():
+            tids, rows = live(tids, rows)
+            if not tids.size:
+                continue
+            if not ordered:
+                order = _stable_argsort(tids)
+                tids, rows = tids[order], rows[order]
+                del order
+            cnt = np.bincount(tids, minlength=n_terms)
+            first_of = np.cumsum(cnt) - cnt  # each term's first position in the piece
+            dest = cursor[tids] + (np.arange(tids.size, dtype=np.int64) - first_of[tids])
+            out[dest] = rows
+            cursor += cnt
+            del dest, first_of, cnt
         if p_tids.size:
             df = np.frombuffer(self._df, dtype=np.uint32).astype(np.int64)
             df += np.bincount(p_tids, minlength=n_terms)
             self._df = array("I", df.astype(np.uint32).tobytes())
             self._n_live_terms = int(np.count_nonzero(df))
             del df
-        base_terms = self._base_off.size - 1
-        pairs = [np.asarray(self._base).reshape(-1, 2)]
-        tids = [np.repeat(np.arange(base_terms, dtype=np.uint32), np.diff(self._base_off))]
-        for tid, t in self._tail.items():
-            pairs.append(np.frombuffer(t, dtype=np.uint32).reshape(-1, 2))
-            tids.append(np.full(len(t) // 2, tid, dtype=np.uint32))
-        if p_tids.size:
-            docs = np.repeat(np.frombuffer(self._p_docs, dtype=np.uint32), np.frombuffer(self._p_nterms, dtype=np.uint32))
-            pairs.append(np.column_stack((docs, np.frombuffer(self._p_tfs, dtype=np.uint32))))
-            tids.append(p_tids)
-        all_pairs = np.concatenate(pairs)
-        all_tids = np.concatenate(tids)
-        del pairs, tids, p_tids
-        if self._dead:
-            keep = np.frombuffer(self._alive, dtype=np.uint8)[all_pairs[:, 0]] == 1
-            all_pairs, all_tids = all_pairs[keep], all_tids[keep]
-        # block, tails and buffer are each in doc order and hold increasing docs, so a
-        # stable sort by term keeps every term's docs ascending
-        order = _stable_argsort(all_tids)
-        rows = np.ascontiguousarray(all_pairs, dtype="<u4").view("<u8").ravel()  # one (doc, tf) row each
-        self._base = rows[order].view("<u4")
-        self._base_off = np.concatenate(([0], np.cumsum(np.bincount(all_tids, minlength=n_terms)))).astype(np.int64)
+        del base, base_rows, p_tids, p_docs, p_nterms, p_tfs
+        self._base = out.view("<u4")
+        self._base_off = new_off
         self._tail = {}
         self._tail_pairs = 0
         self._doc_terms = {}
@@ -1001,26 +1076,36 @@ class BM25Index:
 
     def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
-        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. Built
-        in doc ranges of at most 2**24 postings (bounded temporaries)."""
+        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. The
+        transpose of the block by a counting sort over pieces of :data:`_MERGE_PIECE`
+        postings taken in term order (bounded temporaries)."""
         n = len(self._doc_slot)
-        docs = self._base[0::2]
-        counts = np.bincount(docs, minlength=n) if docs.size else np.zeros(n, dtype=np.int64)
+        base = np.asarray(self._base)
+        docs_all = base[0::2]
+        counts = np.bincount(docs_all, minlength=n) if docs_all.size else np.zeros(n, dtype=np.int64)
         off = np.zeros(n + 1, dtype="<i8")
         np.cumsum(counts, out=off[1:])
+        del counts
         out = np.empty(int(off[-1]), dtype="<u4")
         term_off = np.asarray(self._base_off)
-        d0 = 0
-        while d0 < n:
-            d1 = int(np.searchsorted(off, off[d0] + (1 << 24), side="right")) - 1
-            d1 = min(max(d1, d0 + 1), n)
-            pos = np.flatnonzero((docs >= d0) & (docs < d1))  # block order: term ascending
-            if pos.size:
-                sub = docs[pos].astype(np.int64)
-                order = np.argsort(sub, kind="stable")
-                tids = (np.searchsorted(term_off, pos, side="right") - 1).astype("<u4")
-                out[off[d0] : off[d1]] = tids[order]
-            d0 = d1
+        n_terms = term_off.size - 1
+        cursor = off[:-1].copy()
+        t0 = 0
+        while t0 < n_terms:
+            t1 = int(np.searchsorted(term_off, term_off[t0] + _MERGE_PIECE, side="right")) - 1
+            t1 = min(max(t1, t0 + 1), n_terms)
+            a, z = int(term_off[t0]), int(term_off[t1])
+            docs = np.ascontiguousarray(docs_all[a:z])
+            tids = np.repeat(np.arange(t0, t1, dtype="<u4"), np.diff(term_off[t0 : t1 + 1]))
+            order = _stable_argsort(docs)  # per doc its terms stay ascending
+            docs, tids = docs[order], tids[order]
+            del order
+            cnt = np.bincount(docs, minlength=n)
+            first_of = np.cumsum(cnt) - cnt
+            out[cursor[docs] + (np.arange(docs.size, dtype=np.int64) - first_of[docs])] = tids
+            cursor += cnt
+            del docs, tids, cnt, first_of
+            t0 = t1
         return off, out
 
     @classmethod

@@ -115,12 +115,17 @@ def test_incremental_ops_match_rebuild_and_oracle(monkeypatch):
         ]
 
 
-@pytest.mark.parametrize(("merge_min", "save_every"), [(1, 0.05), (64, 0.05), (10**9, 0.05), (64, 0.0)])
-def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_path, merge_min, save_every):
+@pytest.mark.parametrize(
+    ("merge_min", "save_every", "piece"), [(1, 0.05, 1 << 21), (64, 0.05, 1 << 21), (10**9, 0.05, 1 << 21), (64, 0.0, 1 << 21), (1, 0.05, 7), (64, 0.05, 64)]
+)
+def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_path, merge_min, save_every, piece):
     """The posting layouts (CSR block, per-term tails, the add buffer, removals waiting for
     a block scan; documents loaded from memory-mapped column files) give the scores of a
-    fresh index at every step: merge_min 1 merges on every read, 10**9 never (tails only)."""
+    fresh index at every step: merge_min 1 merges on every read, 10**9 never (tails only);
+    ``piece`` 7 / 64: the merge's and the doc -> terms index's counting sorts run in many
+    pieces (one term's postings or one document's rows split across pieces)."""
     monkeypatch.setattr(bm25_mod, "_MERGE_MIN_ROWS", merge_min)
+    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", piece)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 30)
     rng = random.Random(11)
     fresh = list(_random_docs(random.Random(12), 300).values())
