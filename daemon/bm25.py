@@ -109,8 +109,8 @@ __all__ = ["BM25Error", "BM25Index", "BM25State"]
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
 _MERGE_MIN_ROWS = 4096
 #: Postings per piece of a merge's counting sort (:meth:`BM25Index._merge`): bounds its
-#: temporaries to ~40 bytes per posting of one piece.
-_MERGE_PIECE = 1 << 21
+#: temporaries to ~60 bytes per posting of one piece (~30 MB).
+_MERGE_PIECE = 1 << 19
 #: Compact when the number of dead docs exceeds this fraction of live documents ...
 _COMPACT_DEAD_RATIO = 0.5
 #: ... and at least this many docs are dead (small indexes never bother).
@@ -125,7 +125,7 @@ _FCACHE_MAX = 1 << 16
 #: per-document columns copied into RAM).
 _MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
-_HASH_PIECE = 1 << 22
+_HASH_PIECE = 1 << 20
 
 
 class BM25Error(ValueError):
@@ -354,8 +354,11 @@ class _Vocab:
             h_by_tid = np.concatenate((h_by_tid, _hash_spans(nblob, noff)))
             blob = np.concatenate((blob, nblob))
             off = np.concatenate((off, off[-1] + noff[1:]))
-        new_blob, new_off = _gather_spans(blob, off, keep.astype(np.int64))
-        h = h_by_tid[keep]
+        if keep.size == off.size - 1:  # every term kept (a first build's save): no gather
+            new_blob, new_off, h = blob, off, h_by_tid
+        else:
+            new_blob, new_off = _gather_spans(blob, off, keep.astype(np.int64))
+            h = h_by_tid[keep]
         perm = np.argsort(h, kind="stable").astype(np.uint32)
         return _Vocab(new_blob, new_off, h[perm], perm)
 
