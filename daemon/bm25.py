@@ -33,8 +33,10 @@ document):
 * :meth:`BM25Index.add` only counts the document's terms and buffers the ``(term id, tf)``
   rows (C-level: ``Counter``, ``map``, ``array``); the buffer is merged before the next
   read (:meth:`BM25Index.flush`): a few documents go to the tails (O(their terms)), a large
-  buffer (a bulk build) or large tails are merged into a new CSR block with one stable
-  numpy sort (two 16-bit radix passes: ~0.1 s for ssl31-ru's 2.9 M postings);
+  buffer (a bulk build) or large tails are merged into a new CSR block by a counting
+  sort by term in pieces of 512k postings (each piece stably sorted by two 16-bit radix
+  passes), so a merge holds the old and the new postings plus ~30 MB, not a sort of all
+  rows at once (which held ~2.5 GB of temporaries at the end of a ``--scale 20`` build);
 * a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
   ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
@@ -99,12 +101,11 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import filterfalse
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from .store import save_npy_synced
 
-__all__ = ["BM25Error", "BM25Index", "BM25State"]
+__all__ = ["BM25Error", "BM25Index"]
 
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
 _MERGE_MIN_ROWS = 4096
@@ -131,24 +132,6 @@ _HASH_PIECE = 1 << 20
 class BM25Error(ValueError):
     """A saved index that cannot be used: missing, damaged or of another format. The message
     names the folder and what is wrong; the owner logs it and rebuilds."""
-
-
-class BM25State(msgspec.Struct, frozen=True):
-    """Persisted form of a string-keyed :class:`BM25Index` (compatibility path for the
-    engine's msgpack snapshot until it switches to :meth:`BM25Index.save`).
-
-    Arrays are little-endian ``uint32`` bytes. Documents are numbered ``0..len(keys)-1`` in
-    ``keys`` order; ``terms[i]``'s postings are ``postings[2*offsets[i] : 2*offsets[i+1]]``
-    as interleaved ``(doc, tf)`` pairs, docs ascending. Only terms with ``df > 0`` appear.
-    """
-
-    k1: float
-    b: float
-    keys: list[str]
-    lengths: bytes  # uint32[len(keys)]: document lengths in tokens
-    terms: list[str]
-    offsets: bytes  # uint32[len(terms) + 1]: posting offsets (in pairs)
-    postings: bytes  # uint32[2 * offsets[-1]]: (doc, tf) pairs
 
 
 def _u32(data: bytes | array) -> np.ndarray:
@@ -363,36 +346,6 @@ class _Vocab:
         return _Vocab(new_blob, new_off, h[perm], perm)
 
 
-# --- compatibility: string keys (until the engine passes slots; see notes/channels-api.md) ---
-class _KeyMap:
-    """Chunk id <-> slot for callers that still pass string keys (daemon/engine.py before
-    issue 12). Freed slots are reused, as the chunk store does."""
-
-    __slots__ = ("free", "ids", "slot_of")
-
-    def __init__(self) -> None:
-        self.ids: list[str | None] = []
-        self.slot_of: dict[str, int] = {}
-        self.free: list[int] = []
-
-    def slot(self, key: str) -> int:
-        s = self.slot_of.get(key)
-        if s is None:
-            if self.free:
-                s = self.free.pop()
-                self.ids[s] = key
-            else:
-                s = len(self.ids)
-                self.ids.append(key)
-            self.slot_of[key] = s
-        return s
-
-    def release(self, key: str) -> None:
-        s = self.slot_of.pop(key)
-        self.ids[s] = None
-        self.free.append(s)
-
-
 def _same_dir(a: Path, b: Path) -> bool:
     """``a`` and ``b`` are one folder (False when ``a`` is gone: renamed or deleted)."""
     try:
@@ -414,10 +367,6 @@ class BM25Index:
     ``k1`` (term-frequency saturation, > 0) and ``b`` (length normalisation, 0..1) are the
     usual BM25 parameters; defaults 1.2 / 0.75 as in Lucene. See the module docstring for the
     exact formula. Raises ``ValueError`` for parameters outside those ranges.
-
-    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
-    :meth:`add`, :meth:`remove`, ``in``, and then :meth:`search`/:meth:`scores` return keys;
-    an index holds either string keys or slots, not both.
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
@@ -425,7 +374,6 @@ class BM25Index:
             raise ValueError(f"BM25 needs k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
         self.b = float(b)
-        self._km: _KeyMap | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -457,6 +405,9 @@ class BM25Index:
         self._total_len = 0
         self._dead = 0
         self._dead_at_merge = 0  # the block holds postings of dead docs iff _dead differs
+        # doc -> k1·(1 − b + b·dl/avgdl) for the current N and total length (None: stale);
+        # made by the first search after a change (:meth:`_norms`)
+        self._norm: np.ndarray | None = None
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -468,9 +419,6 @@ class BM25Index:
         return sd[slot] if 0 <= slot < len(sd) else -1
 
     def __contains__(self, slot: object) -> bool:
-        if isinstance(slot, str):
-            km = self._km
-            return km is not None and slot in km.slot_of
         try:
             return self._doc(operator.index(slot)) >= 0  # type: ignore[arg-type]
         except TypeError:
@@ -511,21 +459,7 @@ class BM25Index:
         live = np.flatnonzero(np.frombuffer(self._alive, dtype=np.uint8))
         return _u32(self._doc_slot)[live].astype(np.int64)
 
-    def keys(self) -> list[str]:
-        """Compatibility: live string keys in insertion order (an index keyed by slots: [])."""
-        if self._km is None:
-            return []
-        ids = self._km.ids
-        return [ids[s] for s in self.slots().tolist()]  # type: ignore[misc]
-
     # --- updates -------------------------------------------------------------------------
-    def _compat_slot(self, key: str) -> int:
-        if self._km is None:
-            if self._n_live or len(self._slot_doc):
-                raise TypeError("this BM25 index is keyed by slots; got a string key")
-            self._km = _KeyMap()
-        return self._km.slot(key)
-
     def _intern(self, terms: Iterable[str]) -> None:
         n_new = self._vocab.intern(terms)
         if n_new:
@@ -541,8 +475,6 @@ class BM25Index:
         load); the postings are written by the next :meth:`flush` (any read does it).
         ``ValueError``/``TypeError`` for a negative or non-integer slot.
         """
-        if isinstance(slot, str):
-            slot = self._compat_slot(slot)
         slot = _check_slot(slot)
         if self._doc(slot) >= 0:
             self._remove_slot(slot)
@@ -574,6 +506,7 @@ class BM25Index:
 
     def _add_doc(self, slot: int, tids: array, tfs: array) -> None:
         doc = len(self._doc_slot)
+        self._norm = None
         sd = self._slot_doc
         if slot >= len(sd):
             sd.frombytes(b"\xff" * (4 * (slot + 1 - len(sd))))
@@ -761,7 +694,6 @@ class BM25Index:
             self._df = array("I", df.astype(np.uint32).tobytes())
             self._n_live_terms = int(np.count_nonzero(df))
             del df
-        del base, base_rows, p_tids, p_docs, p_nterms, p_tfs
         self._base = out.view("<u4")
         self._base_off = new_off
         self._tail = {}
@@ -790,13 +722,6 @@ class BM25Index:
         block for all such removals). Occasionally triggers a compaction (O(all postings),
         amortised over at least ``N/2`` removals).
         """
-        if isinstance(slot, str):
-            km = self._km
-            if km is None or slot not in km.slot_of:
-                return False
-            self._remove_slot(km.slot_of[slot])
-            km.release(slot)
-            return True
         try:
             s = operator.index(slot)
         except TypeError:
@@ -828,6 +753,7 @@ class BM25Index:
                     self._n_live_terms -= 1
         self._total_len -= self._dl[doc]
         self._alive[doc] = 0
+        self._norm = None
         self._dead += 1
         if self._dead >= _COMPACT_MIN_DEAD and self._dead > _COMPACT_DEAD_RATIO * self._n_live:
             self.compact()
@@ -866,9 +792,7 @@ class BM25Index:
         dl: np.ndarray,
     ) -> None:
         """Reset to a clean block (no tails, no buffer, no dead docs)."""
-        km = self._km
         self._reset()
-        self._km = km
         n = doc_slot.size
         self._vocab = vocab
         self._df = array("I", df.astype("<u4").tobytes())
@@ -888,18 +812,26 @@ class BM25Index:
     # --- search --------------------------------------------------------------------------
     def scores(self, query_tokens: list[str]) -> dict:
         """BM25 score of every live document matching at least one query term,
-        ``{slot: score}`` (string keys for a string-keyed index; for tests and diagnostics,
-        :meth:`search` is the fast path)."""
+        ``{slot: score}`` (for tests and diagnostics; :meth:`search` is the fast path)."""
         acc = self._accumulate(query_tokens)
         if acc is None:
             return {}
         docs = np.flatnonzero(acc)
         slots = _u32(self._doc_slot)[docs].tolist()
         vals = acc[docs].tolist()
-        if self._km is not None:
-            ids = self._km.ids
-            return {ids[s]: v for s, v in zip(slots, vals)}
         return dict(zip(slots, vals))
+
+    def _norms(self) -> np.ndarray:
+        """``k1·(1 − b + b·dl/avgdl)`` per doc (``float64[docs]``), cached until the next
+        add or removal: the same float operations per element as evaluating it per posting,
+        so scores are bit-identical, and a query does 5 array operations per posting
+        instead of 9 (no gather of ``dl``, no three arithmetic passes)."""
+        norm = self._norm
+        if norm is None:
+            k1, b = self.k1, self.b
+            avgdl = self._total_len / self._n_live
+            norm = self._norm = k1 * (1.0 - b + b * _u32(self._dl) / avgdl)
+        return norm
 
     def _accumulate(self, query_tokens: list[str]) -> np.ndarray | None:
         """Score array over docs (0 = no match or dead), or None if nothing can match."""
@@ -907,9 +839,8 @@ class BM25Index:
         if n == 0 or self._total_len == 0:
             return None
         self._flush()
-        k1, b = self.k1, self.b
-        avgdl = self._total_len / n
-        dl = _u32(self._dl)
+        k1 = self.k1
+        norm = self._norms()
         alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
         acc: np.ndarray | None = None
         for tid in self._vocab.get_many(query_tokens):
@@ -924,7 +855,7 @@ class BM25Index:
             docs = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            contrib = (idf * (k1 + 1.0)) * tf / (tf + k1 * (1.0 - b + b * dl[docs] / avgdl))
+            contrib = (idf * (k1 + 1.0)) * tf / (tf + norm[docs])
             if alive is not None:
                 contrib *= alive[docs]
             acc[docs] += contrib
@@ -945,20 +876,10 @@ class BM25Index:
         Terms not in the index contribute nothing; an empty query, ``k <= 0`` or an empty
         index give ``[]``. ``allow``: a bool array indexed by slot (slots at or beyond its
         length are not allowed), or a predicate on the slot called lazily in rank order.
-        A string-keyed index (compatibility) returns ``(key, score)``, ties by key, and
-        ``allow`` is then a predicate on the key.
         """
         if k <= 0:
             return []
-        km = self._km
-        compat = km is not None and key_of is None
-        if km is not None and key_of is None:
-            ids = km.ids
-            key_of = ids.__getitem__  # type: ignore[assignment]
-            if callable(allow):
-                pred = allow
-                allow = lambda s: pred(ids[s])  # noqa: E731
-        elif key_of is not None and not callable(key_of):
+        if key_of is not None and not callable(key_of):
             key_of = key_of.__getitem__
         acc = self._accumulate(query_tokens)
         if acc is None:
@@ -991,9 +912,6 @@ class BM25Index:
                 if len(out) == k or want >= cand.size:
                     break
                 want *= 4
-        if compat:
-            ids = km.ids  # type: ignore[union-attr]
-            return [(ids[s], v) for s, v in out]
         return out
 
     def _top(self, acc: np.ndarray, cand: np.ndarray, k: int, key_of: Callable | None) -> list[tuple[int, float]]:
@@ -1026,8 +944,6 @@ class BM25Index:
         O(their terms). With ``remap`` the index then reads its block, vocabulary and that
         doc index from the written files (memory-mapped; their RAM copies are freed).
         """
-        if self._km is not None:
-            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
         self.compact()
         folder = Path(folder)
         v = self._vocab
@@ -1194,62 +1110,4 @@ class BM25Index:
         vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
         index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
         index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
-        return index
-
-    # --- persistence: msgpack state (compatibility, string keys) ------------------------
-    def to_state(self) -> BM25State:
-        """Compatibility (string-keyed index): a compacted snapshot encodable with ``msgspec``.
-
-        Deterministic: documents keep their relative insertion order, terms their first-seen
-        order, so ``from_state(s).to_state() == s``.
-        """
-        if self._km is None and self._n_live:
-            raise TypeError("to_state() needs a string-keyed index; use save()")
-        self.compact()
-        v = self._vocab
-        ids = self._km.ids if self._km is not None else []
-        return BM25State(
-            k1=self.k1,
-            b=self.b,
-            keys=[ids[s] for s in self._doc_slot],  # type: ignore[misc]
-            lengths=_u32(self._dl).astype("<u4").tobytes(),
-            terms=[v.term(t) for t in range(len(v))],
-            offsets=np.asarray(self._base_off).astype("<u4").tobytes(),
-            postings=np.asarray(self._base, dtype="<u4").tobytes(),
-        )
-
-    @classmethod
-    def from_state(cls, state: BM25State) -> BM25Index:
-        """Compatibility: rebuild a string-keyed index from :meth:`to_state` output.
-
-        Raises ``ValueError`` if the arrays are inconsistent (wrong lengths, doc ids out of
-        range, duplicate keys or terms) -- a corrupt or foreign state file.
-        """
-        index = cls(state.k1, state.b)
-        n = len(state.keys)
-        lengths = _u32(state.lengths)
-        offsets = _u32(state.offsets).astype(np.int64)
-        post = _u32(state.postings)
-        if (
-            lengths.size != n
-            or offsets.size != len(state.terms) + 1
-            or (offsets.size and offsets[0] != 0)
-            or np.any(np.diff(offsets) <= 0)
-            or post.size != 2 * int(offsets[-1])
-        ):
-            raise ValueError("BM25 state is inconsistent (array lengths or offsets)")
-        km = _KeyMap()
-        km.ids = list(state.keys)
-        km.slot_of = dict(zip(km.ids, range(n)))
-        if len(km.slot_of) != n or len(set(state.terms)) != len(state.terms):
-            raise ValueError("BM25 state is inconsistent (duplicate keys or terms)")
-        docs = post[0::2]
-        if docs.size and int(docs.max()) >= n:
-            raise ValueError("BM25 state is inconsistent (doc id out of range)")
-        if not np.array_equal(np.bincount(docs, weights=post[1::2], minlength=n), lengths):
-            raise ValueError("BM25 state is inconsistent (lengths do not match postings)")
-        if n:
-            blob, voff = _encode_terms(state.terms)
-            index._km = km
-            index._install(_Vocab.frozen(blob, voff), np.diff(offsets), post, offsets, np.arange(n), lengths)
         return index
