@@ -42,8 +42,10 @@ document):
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
 * the distinct term ids of a document (needed to decrement ``df`` on removal) are kept in
   RAM only while its postings sit in the tails (the buffer holds them anyway); documents
-  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``,
-  memory-mapped, O(their terms)); documents merged into a block since then by one
+  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``: per doc
+  its ascending term ids as 16-bit deltas, the rare delta of 2**16 or more completed by
+  ``doc_terms_xpos.npy`` / ``doc_terms_xhi.npy``; memory-mapped, O(their terms); 2.0-2.2
+  bytes per posting instead of 4); documents merged into a block since then by one
   vectorised pass over the block's doc column for all removals buffered since the last read
   (O(postings): ~5 ms for ssl31-ru). No token lists, no per-document Python objects.
 
@@ -118,13 +120,13 @@ _COMPACT_DEAD_RATIO = 0.5
 _COMPACT_MIN_DEAD = 1024
 #: Column-file format written by :meth:`BM25Index.save`; :meth:`BM25Index.load` rejects others.
 FORMAT = "bsl-lens.bm25"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: doc -> terms as 16-bit deltas + exceptions (1: uint32 term ids)
 _HEADER = "header.json"
 #: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
 _FCACHE_MAX = 1 << 16
 #: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
 #: per-document columns copied into RAM).
-_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
+_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms", "doc_terms_xpos", "doc_terms_xhi")
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
 _HASH_PIECE = 1 << 20
 
@@ -376,6 +378,46 @@ class _KeyMap:
         self.free.append(s)
 
 
+def _encode_doc_terms(off: np.ndarray, tids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The doc -> terms CSR (``off`` ``<i8[docs + 1]``, ``tids`` ``<u4`` ascending per doc)
+    as ``lo`` (``<u2[len(tids)]``: the low 16 bits of each delta, the first term id of a doc
+    being its delta from 0), ``xpos`` (``<i8``, ascending: the positions whose delta is
+    2**16 or more) and ``xhi`` (``<u2``: those deltas' high 16 bits; term ids < 2**32).
+    Computed in pieces of :data:`_MERGE_PIECE` postings (bounded temporaries)."""
+    n = tids.size
+    lo = np.empty(n, dtype="<u2")
+    xpos, xhi = [], []
+    starts = off[:-1][np.diff(off) > 0]
+    for a in range(0, n, _MERGE_PIECE):
+        z = min(a + _MERGE_PIECE, n)
+        d = np.empty(z - a, dtype=np.uint32)
+        d[0] = (int(tids[a]) - (int(tids[a - 1]) if a else 0)) & 0xFFFFFFFF
+        np.subtract(tids[a + 1 : z], tids[a : z - 1], out=d[1:])  # wraps at a doc's start: fixed next
+        s = starts[(starts >= a) & (starts < z)]
+        d[s - a] = tids[s]
+        lo[a:z] = d.astype("<u2")  # the low 16 bits
+        big = np.flatnonzero(d > 0xFFFF)
+        if big.size:
+            xpos.append(big + a)
+            xhi.append((d[big] >> 16).astype("<u2"))
+    return (
+        lo,
+        np.concatenate(xpos).astype("<i8") if xpos else np.zeros(0, dtype="<i8"),
+        np.concatenate(xhi) if xhi else np.zeros(0, dtype="<u2"),
+    )
+
+
+def _decode_doc_terms(off: np.ndarray, lo: np.ndarray, xpos: np.ndarray, xhi: np.ndarray, doc: int) -> list[int]:
+    """The ascending term ids of ``doc`` from :func:`_encode_doc_terms`'s columns."""
+    a, z = int(off[doc]), int(off[doc + 1])
+    d = lo[a:z].astype(np.int64)
+    if xpos.size:
+        i0, i1 = int(np.searchsorted(xpos, a)), int(np.searchsorted(xpos, z))
+        if i1 > i0:
+            d[np.asarray(xpos[i0:i1], dtype=np.int64) - a] += np.asarray(xhi[i0:i1], dtype=np.int64) << 16
+    return np.cumsum(d).tolist()
+
+
 def _same_dir(a: Path, b: Path) -> bool:
     """``a`` and ``b`` are one folder (False when ``a`` is gone: renamed or deleted)."""
     try:
@@ -429,7 +471,9 @@ class BM25Index:
         # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
         self._dt_n = 0
         self._dt_off: np.ndarray = np.zeros(1, dtype=np.int64)
-        self._dt_tids: np.ndarray = np.zeros(0, dtype=np.uint32)
+        self._dt_lo: np.ndarray = np.zeros(0, dtype=np.uint16)  # see _encode_doc_terms
+        self._dt_xpos: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._dt_xhi: np.ndarray = np.zeros(0, dtype=np.uint16)
         self._n_live = 0
         self._n_live_terms = 0
         self._total_len = 0
@@ -772,7 +816,7 @@ class BM25Index:
             return
         tids = self._doc_terms.pop(doc, None)
         if tids is None and doc < self._dt_n:
-            tids = self._dt_tids[int(self._dt_off[doc]) : int(self._dt_off[doc + 1])].tolist()
+            tids = _decode_doc_terms(self._dt_off, self._dt_lo, self._dt_xpos, self._dt_xhi, doc)
         if tids is None:
             self._rm_block.append(doc)
         else:
@@ -977,16 +1021,20 @@ class BM25Index:
         self.compact()
         folder = Path(folder)
         v = self._vocab
-        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_lo):
             mapped = getattr(arr, "filename", None)
             if mapped and folder.exists() and _same_dir(Path(mapped).parent, folder):
                 # rewriting a file that is mapped would pull the pages from under this index
                 raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
         folder.mkdir(parents=True, exist_ok=True)
         doc_off, doc_terms = self._doc_csr()
+        lo, xpos, xhi = _encode_doc_terms(doc_off, doc_terms)
+        del doc_terms
         cols = {
             "doc_off": doc_off,
-            "doc_terms": doc_terms,
+            "doc_terms": lo,
+            "doc_terms_xpos": xpos,
+            "doc_terms_xhi": xhi,
             "postings": np.asarray(self._base, dtype="<u4"),
             "offsets": np.asarray(self._base_off, dtype="<i8"),
             "slots": _u32(self._doc_slot),
@@ -1013,7 +1061,7 @@ class BM25Index:
             json.dump(header, fh, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
-        del cols, doc_off, doc_terms
+        del cols, doc_off, lo, xpos, xhi
         if remap:
             # from now on read the block, the vocabulary and the doc -> terms index from the
             # files just written: their RAM copies are freed (a cold build ends with the
@@ -1021,7 +1069,8 @@ class BM25Index:
             m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
             self._base, self._base_off = m["postings"], m["offsets"]
             self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
-            self._dt_n, self._dt_off, self._dt_tids = len(self._doc_slot), m["doc_off"], m["doc_terms"]
+            self._dt_n, self._dt_off = len(self._doc_slot), m["doc_off"]
+            self._dt_lo, self._dt_xpos, self._dt_xhi = m["doc_terms"], m["doc_terms_xpos"], m["doc_terms_xhi"]
 
     def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
@@ -1082,7 +1131,9 @@ class BM25Index:
             k1, b, files = float(header["k1"]), float(header["b"]), header["files"]
             want = {
                 "doc_off": ("<i8", (n_docs + 1,)),
-                "doc_terms": ("<u4", (n_post,)),
+                "doc_terms": ("<u2", (n_post,)),
+                "doc_terms_xpos": ("<i8", None),
+                "doc_terms_xhi": ("<u2", None),
                 "postings": ("<u4", (2 * n_post,)),
                 "offsets": ("<i8", (n_terms + 1,)),
                 "slots": ("<u4", (n_docs,)),
@@ -1123,6 +1174,8 @@ class BM25Index:
             or cols["doc_off"][0] != 0
             or cols["doc_off"][-1] != n_post
             or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
+            or cols["doc_terms_xpos"].size != cols["doc_terms_xhi"].size
+            or (cols["doc_terms_xpos"].size and not 0 <= int(cols["doc_terms_xpos"][0]) <= int(cols["doc_terms_xpos"][-1]) < n_post)
         ):
             raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
         if verify and post.size:
@@ -1135,9 +1188,15 @@ class BM25Index:
             index = cls(k1, b)
         except ValueError as exc:
             raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
-        if verify and n_post and int(cols["doc_terms"].max()) >= n_terms:
-            raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
+        if verify and n_post:
+            top = 0  # the largest term id (each doc's last: ascending)
+            for d in range(n_docs):
+                ids = _decode_doc_terms(cols["doc_off"], cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"], d)
+                top = max(top, ids[-1] if ids else 0)
+            if top >= n_terms:
+                raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
         vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
         index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
-        index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
+        index._dt_n, index._dt_off = n_docs, cols["doc_off"]
+        index._dt_lo, index._dt_xpos, index._dt_xhi = cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"]
         return index

@@ -531,3 +531,19 @@ def test_full_corpus_build_update_and_save_load(ssl_ru, tmp_path):
     restored = BM25Index.load(tmp_path / "bm25", verify=True)
     for q in queries:
         assert restored.search(q, 10, key_of=paths) == index.search(q, 10, key_of=paths)
+
+
+def test_doc_terms_encoding_round_trips_wide_gaps(monkeypatch):
+    """The saved doc -> terms index (16-bit deltas, wide deltas completed by the exception
+    columns) gives back every document's term ids, also across pieces and for gaps of
+    2**16 and more."""
+    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", 5)
+    rng = np.random.default_rng(9)
+    docs = [np.unique(rng.integers(0, high, size=rng.integers(0, 12))) for high in [3, 70_000, 2**31, 2**32 - 1] * 10]
+    off = np.zeros(len(docs) + 1, dtype="<i8")
+    np.cumsum([d.size for d in docs], out=off[1:])
+    tids = np.concatenate(docs).astype("<u4")
+    lo, xpos, xhi = bm25_mod._encode_doc_terms(off, tids)
+    assert lo.dtype == np.dtype("<u2") and lo.size == tids.size and xpos.size == xhi.size > 0
+    for i, d in enumerate(docs):
+        assert bm25_mod._decode_doc_terms(off, lo, xpos, xhi, i) == d.tolist()
