@@ -36,7 +36,8 @@ document):
   buffer (a bulk build) or large tails are merged into a new CSR block by a counting
   sort by term in pieces of 512k postings (each piece stably sorted by two 16-bit radix
   passes), so a merge holds the old and the new postings plus ~30 MB, not a sort of all
-  rows at once (which held ~2.5 GB of temporaries at the end of a ``--scale 20`` build);
+  rows at once (whose temporaries made the peak of a first build: ×5 ssl31-ru 1,147 MB
+  against 794 MB with the pieces; ~2.5 GB of them at ×20, extrapolated);
 * a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
   ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
@@ -1014,8 +1015,9 @@ class BM25Index:
         :meth:`compact`); each array is written straight from memory (no encoded copy),
         and each file is fsynced. The caller makes the folder's appearance atomic (a new
         generation folder: ``ValueError`` for the folder this index is mapped from).
-        ``doc_off.npy`` / ``doc_terms.npy`` (doc -> term ids) make removals of saved documents
-        O(their terms). With ``remap`` the index then reads its block, vocabulary and that
+        ``doc_off.npy`` (``<i8``) / ``doc_terms.npy`` (``<u2`` deltas) /
+        ``doc_terms_xpos.npy`` (``<i8``) / ``doc_terms_xhi.npy`` (``<u2``) (doc -> term ids,
+        :func:`_encode_doc_terms`) make removals of saved documents O(their terms). With ``remap`` the index then reads its block, vocabulary and that
         doc index from the written files (memory-mapped; their RAM copies are freed).
         """
         self.compact()
