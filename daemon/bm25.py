@@ -33,15 +33,20 @@ document):
 * :meth:`BM25Index.add` only counts the document's terms and buffers the ``(term id, tf)``
   rows (C-level: ``Counter``, ``map``, ``array``); the buffer is merged before the next
   read (:meth:`BM25Index.flush`): a few documents go to the tails (O(their terms)), a large
-  buffer (a bulk build) or large tails are merged into a new CSR block with one stable
-  numpy sort (two 16-bit radix passes: ~0.1 s for ssl31-ru's 2.9 M postings);
+  buffer (a bulk build) or large tails are merged into a new CSR block by a counting
+  sort by term in pieces of 512k postings (each piece stably sorted by two 16-bit radix
+  passes), so a merge holds the old and the new postings plus ~30 MB, not a sort of all
+  rows at once (whose temporaries made the peak of a first build: ×5 ssl31-ru 1,147 MB
+  against 794 MB with the pieces; ~2.5 GB of them at ×20, extrapolated);
 * a removed document becomes a tombstone (its doc is marked dead and skipped when scoring;
   ``df``, ``N`` and the total length are exact at every read); when dead docs outnumber half
   of the live ones, the index compacts itself (O(postings), amortised O(1) per removal);
 * the distinct term ids of a document (needed to decrement ``df`` on removal) are kept in
   RAM only while its postings sit in the tails (the buffer holds them anyway); documents
-  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``,
-  memory-mapped, O(their terms)); documents merged into a block since then by one
+  saved or loaded find theirs in the saved doc -> terms index (``doc_terms.npy``: per doc
+  its ascending term ids as 16-bit deltas, the rare delta of 2**16 or more completed by
+  ``doc_terms_xpos.npy`` / ``doc_terms_xhi.npy``; memory-mapped, O(their terms); 2.0-2.2
+  bytes per posting instead of 4); documents merged into a block since then by one
   vectorised pass over the block's doc column for all removals buffered since the last read
   (O(postings): ~5 ms for ssl31-ru). No token lists, no per-document Python objects.
 
@@ -99,53 +104,37 @@ from collections.abc import Callable, Iterable, Sequence
 from itertools import filterfalse
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from .store import save_npy_synced
 
-__all__ = ["BM25Error", "BM25Index", "BM25State"]
+__all__ = ["BM25Error", "BM25Index"]
 
 #: Buffered rows (or tail rows) that always go to a merge into a new CSR block.
 _MERGE_MIN_ROWS = 4096
+#: Postings per piece of a merge's counting sort (:meth:`BM25Index._merge`): bounds its
+#: temporaries to ~60 bytes per posting of one piece (~30 MB).
+_MERGE_PIECE = 1 << 19
 #: Compact when the number of dead docs exceeds this fraction of live documents ...
 _COMPACT_DEAD_RATIO = 0.5
 #: ... and at least this many docs are dead (small indexes never bother).
 _COMPACT_MIN_DEAD = 1024
 #: Column-file format written by :meth:`BM25Index.save`; :meth:`BM25Index.load` rejects others.
 FORMAT = "bsl-lens.bm25"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2  # 2: doc -> terms as 16-bit deltas + exceptions (1: uint32 term ids)
 _HEADER = "header.json"
 #: Query terms whose frozen-vocabulary lookup is remembered (a dict of at most this many).
 _FCACHE_MAX = 1 << 16
 #: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
 #: per-document columns copied into RAM).
-_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms")
+_MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms", "doc_terms_xpos", "doc_terms_xhi")
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
-_HASH_PIECE = 1 << 22
+_HASH_PIECE = 1 << 20
 
 
 class BM25Error(ValueError):
     """A saved index that cannot be used: missing, damaged or of another format. The message
     names the folder and what is wrong; the owner logs it and rebuilds."""
-
-
-class BM25State(msgspec.Struct, frozen=True):
-    """Persisted form of a string-keyed :class:`BM25Index` (compatibility path for the
-    engine's msgpack snapshot until it switches to :meth:`BM25Index.save`).
-
-    Arrays are little-endian ``uint32`` bytes. Documents are numbered ``0..len(keys)-1`` in
-    ``keys`` order; ``terms[i]``'s postings are ``postings[2*offsets[i] : 2*offsets[i+1]]``
-    as interleaved ``(doc, tf)`` pairs, docs ascending. Only terms with ``df > 0`` appear.
-    """
-
-    k1: float
-    b: float
-    keys: list[str]
-    lengths: bytes  # uint32[len(keys)]: document lengths in tokens
-    terms: list[str]
-    offsets: bytes  # uint32[len(terms) + 1]: posting offsets (in pairs)
-    postings: bytes  # uint32[2 * offsets[-1]]: (doc, tf) pairs
 
 
 def _u32(data: bytes | array) -> np.ndarray:
@@ -351,13 +340,16 @@ class _Vocab:
             h_by_tid = np.concatenate((h_by_tid, _hash_spans(nblob, noff)))
             blob = np.concatenate((blob, nblob))
             off = np.concatenate((off, off[-1] + noff[1:]))
-        new_blob, new_off = _gather_spans(blob, off, keep.astype(np.int64))
-        h = h_by_tid[keep]
+        if keep.size == off.size - 1:  # every term kept (a first build's save): no gather
+            new_blob, new_off, h = blob, off, h_by_tid
+        else:
+            new_blob, new_off = _gather_spans(blob, off, keep.astype(np.int64))
+            h = h_by_tid[keep]
         perm = np.argsort(h, kind="stable").astype(np.uint32)
         return _Vocab(new_blob, new_off, h[perm], perm)
 
 
-# --- compatibility: string keys (until the engine passes slots; see notes/channels-api.md) ---
+# --- chunk id <-> slot for daemon/symbols.py's string-key path (BM25Index takes slots only) ---
 class _KeyMap:
     """Chunk id <-> slot for callers that still pass string keys (daemon/engine.py before
     issue 12). Freed slots are reused, as the chunk store does."""
@@ -387,6 +379,46 @@ class _KeyMap:
         self.free.append(s)
 
 
+def _encode_doc_terms(off: np.ndarray, tids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The doc -> terms CSR (``off`` ``<i8[docs + 1]``, ``tids`` ``<u4`` ascending per doc)
+    as ``lo`` (``<u2[len(tids)]``: the low 16 bits of each delta, the first term id of a doc
+    being its delta from 0), ``xpos`` (``<i8``, ascending: the positions whose delta is
+    2**16 or more) and ``xhi`` (``<u2``: those deltas' high 16 bits; term ids < 2**32).
+    Computed in pieces of :data:`_MERGE_PIECE` postings (bounded temporaries)."""
+    n = tids.size
+    lo = np.empty(n, dtype="<u2")
+    xpos, xhi = [], []
+    starts = off[:-1][np.diff(off) > 0]
+    for a in range(0, n, _MERGE_PIECE):
+        z = min(a + _MERGE_PIECE, n)
+        d = np.empty(z - a, dtype=np.uint32)
+        d[0] = (int(tids[a]) - (int(tids[a - 1]) if a else 0)) & 0xFFFFFFFF
+        np.subtract(tids[a + 1 : z], tids[a : z - 1], out=d[1:])  # wraps at a doc's start: fixed next
+        s = starts[(starts >= a) & (starts < z)]
+        d[s - a] = tids[s]
+        lo[a:z] = d.astype("<u2")  # the low 16 bits
+        big = np.flatnonzero(d > 0xFFFF)
+        if big.size:
+            xpos.append(big + a)
+            xhi.append((d[big] >> 16).astype("<u2"))
+    return (
+        lo,
+        np.concatenate(xpos).astype("<i8") if xpos else np.zeros(0, dtype="<i8"),
+        np.concatenate(xhi) if xhi else np.zeros(0, dtype="<u2"),
+    )
+
+
+def _decode_doc_terms(off: np.ndarray, lo: np.ndarray, xpos: np.ndarray, xhi: np.ndarray, doc: int) -> list[int]:
+    """The ascending term ids of ``doc`` from :func:`_encode_doc_terms`'s columns."""
+    a, z = int(off[doc]), int(off[doc + 1])
+    d = lo[a:z].astype(np.int64)
+    if xpos.size:
+        i0, i1 = int(np.searchsorted(xpos, a)), int(np.searchsorted(xpos, z))
+        if i1 > i0:
+            d[np.asarray(xpos[i0:i1], dtype=np.int64) - a] += np.asarray(xhi[i0:i1], dtype=np.int64) << 16
+    return np.cumsum(d).tolist()
+
+
 def _same_dir(a: Path, b: Path) -> bool:
     """``a`` and ``b`` are one folder (False when ``a`` is gone: renamed or deleted)."""
     try:
@@ -408,10 +440,6 @@ class BM25Index:
     ``k1`` (term-frequency saturation, > 0) and ``b`` (length normalisation, 0..1) are the
     usual BM25 parameters; defaults 1.2 / 0.75 as in Lucene. See the module docstring for the
     exact formula. Raises ``ValueError`` for parameters outside those ranges.
-
-    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
-    :meth:`add`, :meth:`remove`, ``in``, and then :meth:`search`/:meth:`scores` return keys;
-    an index holds either string keys or slots, not both.
     """
 
     def __init__(self, k1: float = 1.2, b: float = 0.75) -> None:
@@ -419,7 +447,6 @@ class BM25Index:
             raise ValueError(f"BM25 needs k1 > 0 and 0 <= b <= 1, got k1={k1}, b={b}")
         self.k1 = float(k1)
         self.b = float(b)
-        self._km: _KeyMap | None = None
         self._reset()
 
     def _reset(self) -> None:
@@ -445,12 +472,17 @@ class BM25Index:
         # doc -> term ids of the docs saved or loaded (docs < _dt_n), memory-mapped (save/load)
         self._dt_n = 0
         self._dt_off: np.ndarray = np.zeros(1, dtype=np.int64)
-        self._dt_tids: np.ndarray = np.zeros(0, dtype=np.uint32)
+        self._dt_lo: np.ndarray = np.zeros(0, dtype=np.uint16)  # see _encode_doc_terms
+        self._dt_xpos: np.ndarray = np.zeros(0, dtype=np.int64)
+        self._dt_xhi: np.ndarray = np.zeros(0, dtype=np.uint16)
         self._n_live = 0
         self._n_live_terms = 0
         self._total_len = 0
         self._dead = 0
         self._dead_at_merge = 0  # the block holds postings of dead docs iff _dead differs
+        # doc -> k1·(1 − b + b·dl/avgdl) for the current N and total length (None: stale);
+        # made by the first search after a change (:meth:`_norms`)
+        self._norm: np.ndarray | None = None
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -462,9 +494,6 @@ class BM25Index:
         return sd[slot] if 0 <= slot < len(sd) else -1
 
     def __contains__(self, slot: object) -> bool:
-        if isinstance(slot, str):
-            km = self._km
-            return km is not None and slot in km.slot_of
         try:
             return self._doc(operator.index(slot)) >= 0  # type: ignore[arg-type]
         except TypeError:
@@ -505,21 +534,7 @@ class BM25Index:
         live = np.flatnonzero(np.frombuffer(self._alive, dtype=np.uint8))
         return _u32(self._doc_slot)[live].astype(np.int64)
 
-    def keys(self) -> list[str]:
-        """Compatibility: live string keys in insertion order (an index keyed by slots: [])."""
-        if self._km is None:
-            return []
-        ids = self._km.ids
-        return [ids[s] for s in self.slots().tolist()]  # type: ignore[misc]
-
     # --- updates -------------------------------------------------------------------------
-    def _compat_slot(self, key: str) -> int:
-        if self._km is None:
-            if self._n_live or len(self._slot_doc):
-                raise TypeError("this BM25 index is keyed by slots; got a string key")
-            self._km = _KeyMap()
-        return self._km.slot(key)
-
     def _intern(self, terms: Iterable[str]) -> None:
         n_new = self._vocab.intern(terms)
         if n_new:
@@ -535,8 +550,6 @@ class BM25Index:
         load); the postings are written by the next :meth:`flush` (any read does it).
         ``ValueError``/``TypeError`` for a negative or non-integer slot.
         """
-        if isinstance(slot, str):
-            slot = self._compat_slot(slot)
         slot = _check_slot(slot)
         if self._doc(slot) >= 0:
             self._remove_slot(slot)
@@ -568,6 +581,7 @@ class BM25Index:
 
     def _add_doc(self, slot: int, tids: array, tfs: array) -> None:
         doc = len(self._doc_slot)
+        self._norm = None
         sd = self._slot_doc
         if slot >= len(sd):
             sd.frombytes(b"\xff" * (4 * (slot + 1 - len(sd))))
@@ -653,39 +667,110 @@ class BM25Index:
     def _merge(self) -> None:
         """One new CSR block from the block, the tails and the buffer (dead documents'
         postings dropped); updates ``df`` for the buffered rows. Every live document's
-        postings are in the block afterwards, so their term lists are dropped."""
+        postings are in the block afterwards, so their term lists are dropped.
+
+        A counting sort by term in pieces of at most :data:`_MERGE_PIECE` postings: the
+        new block's offsets come from the per-term counts, then each piece of the block,
+        of the tails and of the buffer is stably sorted by term and scattered behind the
+        postings its terms already have (block, then tails, then buffer: docs ascending per
+        term). Beyond the old and new postings themselves, it holds O(piece) temporaries
+        (at ``bench --scale 20``: ~0.1 GB instead of ~2.5 GB for one sort of everything)."""
         if self._rm_block:
             self._apply_block_removals()
         n_terms = len(self._vocab)
         p_tids = np.frombuffer(self._p_tids, dtype=np.uint32)
+        alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
+        base = np.asarray(self._base)
+        base_off = np.asarray(self._base_off)
+        base_terms = base_off.size - 1
+        base_rows = base.view("<u8") if base.size else np.zeros(0, dtype="<u8")
+        p_docs = np.frombuffer(self._p_docs, dtype=np.uint32)
+        p_nterms = np.frombuffer(self._p_nterms, dtype=np.uint32)
+        p_tfs = np.frombuffer(self._p_tfs, dtype=np.uint32)
+        row_end = np.cumsum(p_nterms, dtype=np.int64) if p_docs.size else np.zeros(0, dtype=np.int64)
+
+        def block_pieces():
+            # term ranges of the block of at most _MERGE_PIECE postings (at least one term)
+            t0 = 0
+            while t0 < base_terms:
+                t1 = int(np.searchsorted(base_off, base_off[t0] + _MERGE_PIECE, side="right")) - 1
+                t1 = min(max(t1, t0 + 1), base_terms)
+                a, z = int(base_off[t0]), int(base_off[t1])
+                tids = np.repeat(np.arange(t0, t1, dtype=np.uint32), np.diff(base_off[t0 : t1 + 1]))
+                yield tids, base_rows[a:z], True
+                t0 = t1
+
+        def tail_pieces():
+            if self._tail:
+                rows = np.concatenate([np.frombuffer(t, dtype="<u8") for t in self._tail.values()])
+                tids = np.repeat(
+                    np.fromiter(self._tail, dtype=np.uint32, count=len(self._tail)),
+                    np.fromiter((len(t) // 2 for t in self._tail.values()), dtype=np.int64, count=len(self._tail)),
+                )
+                yield tids, rows, False
+
+        def buffer_pieces():
+            # document ranges of the buffer of at most _MERGE_PIECE rows (at least one doc)
+            d0, n = 0, p_docs.size
+            while d0 < n:
+                r0 = int(row_end[d0 - 1]) if d0 else 0
+                d1 = int(np.searchsorted(row_end, r0 + _MERGE_PIECE, side="right"))
+                d1 = min(max(d1, d0 + 1), n)
+                r1 = int(row_end[d1 - 1])
+                docs = np.repeat(p_docs[d0:d1], p_nterms[d0:d1]).astype("<u8")
+                rows = docs | (p_tfs[r0:r1].astype("<u8") << np.uint64(32))
+                yield p_tids[r0:r1], rows, False
+                d0 = d1
+
+        def live(tids, rows):
+            if alive is None:
+                return tids, rows
+            keep = alive[(rows & np.uint64(0xFFFFFFFF)).astype(np.int64)] == 1
+            return tids[keep], rows[keep]
+
+        def pieces():
+            yield from block_pieces()
+            yield from tail_pieces()
+            yield from buffer_pieces()
+
+        # pass 1: live postings per term
+        counts = np.zeros(n_terms, dtype=np.int64)
+        if alive is None and base_terms:
+            counts[:base_terms] += np.diff(base_off)
+            first = (tail_pieces(), buffer_pieces())
+        else:
+            first = (block_pieces(), tail_pieces(), buffer_pieces())
+        for gen in first:
+            for tids, rows, _ in gen:
+                tids, rows = live(tids, rows)
+                counts += np.bincount(tids, minlength=n_terms)
+        new_off = np.zeros(n_terms + 1, dtype=np.int64)
+        np.cumsum(counts, out=new_off[1:])
+        # pass 2: scatter each piece behind what its terms already hold
+        out = np.empty(int(new_off[-1]), dtype="<u8")
+        cursor = new_off[:-1].copy()
+        for tids, rows, ordered in pieces():
+            tids, rows = live(tids, rows)
+            if not tids.size:
+                continue
+            if not ordered:
+                order = _stable_argsort(tids)
+                tids, rows = tids[order], rows[order]
+                del order
+            cnt = np.bincount(tids, minlength=n_terms)
+            first_of = np.cumsum(cnt) - cnt  # each term's first position in the piece
+            dest = cursor[tids] + (np.arange(tids.size, dtype=np.int64) - first_of[tids])
+            out[dest] = rows
+            cursor += cnt
+            del dest, first_of, cnt
         if p_tids.size:
             df = np.frombuffer(self._df, dtype=np.uint32).astype(np.int64)
             df += np.bincount(p_tids, minlength=n_terms)
             self._df = array("I", df.astype(np.uint32).tobytes())
             self._n_live_terms = int(np.count_nonzero(df))
             del df
-        base_terms = self._base_off.size - 1
-        pairs = [np.asarray(self._base).reshape(-1, 2)]
-        tids = [np.repeat(np.arange(base_terms, dtype=np.uint32), np.diff(self._base_off))]
-        for tid, t in self._tail.items():
-            pairs.append(np.frombuffer(t, dtype=np.uint32).reshape(-1, 2))
-            tids.append(np.full(len(t) // 2, tid, dtype=np.uint32))
-        if p_tids.size:
-            docs = np.repeat(np.frombuffer(self._p_docs, dtype=np.uint32), np.frombuffer(self._p_nterms, dtype=np.uint32))
-            pairs.append(np.column_stack((docs, np.frombuffer(self._p_tfs, dtype=np.uint32))))
-            tids.append(p_tids)
-        all_pairs = np.concatenate(pairs)
-        all_tids = np.concatenate(tids)
-        del pairs, tids, p_tids
-        if self._dead:
-            keep = np.frombuffer(self._alive, dtype=np.uint8)[all_pairs[:, 0]] == 1
-            all_pairs, all_tids = all_pairs[keep], all_tids[keep]
-        # block, tails and buffer are each in doc order and hold increasing docs, so a
-        # stable sort by term keeps every term's docs ascending
-        order = _stable_argsort(all_tids)
-        rows = np.ascontiguousarray(all_pairs, dtype="<u4").view("<u8").ravel()  # one (doc, tf) row each
-        self._base = rows[order].view("<u4")
-        self._base_off = np.concatenate(([0], np.cumsum(np.bincount(all_tids, minlength=n_terms)))).astype(np.int64)
+        self._base = out.view("<u4")
+        self._base_off = new_off
         self._tail = {}
         self._tail_pairs = 0
         self._doc_terms = {}
@@ -712,13 +797,6 @@ class BM25Index:
         block for all such removals). Occasionally triggers a compaction (O(all postings),
         amortised over at least ``N/2`` removals).
         """
-        if isinstance(slot, str):
-            km = self._km
-            if km is None or slot not in km.slot_of:
-                return False
-            self._remove_slot(km.slot_of[slot])
-            km.release(slot)
-            return True
         try:
             s = operator.index(slot)
         except TypeError:
@@ -739,7 +817,7 @@ class BM25Index:
             return
         tids = self._doc_terms.pop(doc, None)
         if tids is None and doc < self._dt_n:
-            tids = self._dt_tids[int(self._dt_off[doc]) : int(self._dt_off[doc + 1])].tolist()
+            tids = _decode_doc_terms(self._dt_off, self._dt_lo, self._dt_xpos, self._dt_xhi, doc)
         if tids is None:
             self._rm_block.append(doc)
         else:
@@ -750,6 +828,7 @@ class BM25Index:
                     self._n_live_terms -= 1
         self._total_len -= self._dl[doc]
         self._alive[doc] = 0
+        self._norm = None
         self._dead += 1
         if self._dead >= _COMPACT_MIN_DEAD and self._dead > _COMPACT_DEAD_RATIO * self._n_live:
             self.compact()
@@ -788,9 +867,7 @@ class BM25Index:
         dl: np.ndarray,
     ) -> None:
         """Reset to a clean block (no tails, no buffer, no dead docs)."""
-        km = self._km
         self._reset()
-        self._km = km
         n = doc_slot.size
         self._vocab = vocab
         self._df = array("I", df.astype("<u4").tobytes())
@@ -810,18 +887,26 @@ class BM25Index:
     # --- search --------------------------------------------------------------------------
     def scores(self, query_tokens: list[str]) -> dict:
         """BM25 score of every live document matching at least one query term,
-        ``{slot: score}`` (string keys for a string-keyed index; for tests and diagnostics,
-        :meth:`search` is the fast path)."""
+        ``{slot: score}`` (for tests and diagnostics; :meth:`search` is the fast path)."""
         acc = self._accumulate(query_tokens)
         if acc is None:
             return {}
         docs = np.flatnonzero(acc)
         slots = _u32(self._doc_slot)[docs].tolist()
         vals = acc[docs].tolist()
-        if self._km is not None:
-            ids = self._km.ids
-            return {ids[s]: v for s, v in zip(slots, vals)}
         return dict(zip(slots, vals))
+
+    def _norms(self) -> np.ndarray:
+        """``k1·(1 − b + b·dl/avgdl)`` per doc (``float64[docs]``), cached until the next
+        add or removal: the same float operations per element as evaluating it per posting,
+        so scores are bit-identical, and a query does 5 array operations per posting
+        instead of 9 (no gather of ``dl``, no three arithmetic passes)."""
+        norm = self._norm
+        if norm is None:
+            k1, b = self.k1, self.b
+            avgdl = self._total_len / self._n_live
+            norm = self._norm = k1 * (1.0 - b + b * _u32(self._dl) / avgdl)
+        return norm
 
     def _accumulate(self, query_tokens: list[str]) -> np.ndarray | None:
         """Score array over docs (0 = no match or dead), or None if nothing can match."""
@@ -829,9 +914,8 @@ class BM25Index:
         if n == 0 or self._total_len == 0:
             return None
         self._flush()
-        k1, b = self.k1, self.b
-        avgdl = self._total_len / n
-        dl = _u32(self._dl)
+        k1 = self.k1
+        norm = self._norms()
         alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
         acc: np.ndarray | None = None
         for tid in self._vocab.get_many(query_tokens):
@@ -846,7 +930,7 @@ class BM25Index:
             docs = pairs[:, 0]
             tf = pairs[:, 1].astype(np.float64)
             idf = math.log(1.0 + (n - df + 0.5) / (df + 0.5))
-            contrib = (idf * (k1 + 1.0)) * tf / (tf + k1 * (1.0 - b + b * dl[docs] / avgdl))
+            contrib = (idf * (k1 + 1.0)) * tf / (tf + norm[docs])
             if alive is not None:
                 contrib *= alive[docs]
             acc[docs] += contrib
@@ -867,20 +951,10 @@ class BM25Index:
         Terms not in the index contribute nothing; an empty query, ``k <= 0`` or an empty
         index give ``[]``. ``allow``: a bool array indexed by slot (slots at or beyond its
         length are not allowed), or a predicate on the slot called lazily in rank order.
-        A string-keyed index (compatibility) returns ``(key, score)``, ties by key, and
-        ``allow`` is then a predicate on the key.
         """
         if k <= 0:
             return []
-        km = self._km
-        compat = km is not None and key_of is None
-        if km is not None and key_of is None:
-            ids = km.ids
-            key_of = ids.__getitem__  # type: ignore[assignment]
-            if callable(allow):
-                pred = allow
-                allow = lambda s: pred(ids[s])  # noqa: E731
-        elif key_of is not None and not callable(key_of):
+        if key_of is not None and not callable(key_of):
             key_of = key_of.__getitem__
         acc = self._accumulate(query_tokens)
         if acc is None:
@@ -913,9 +987,6 @@ class BM25Index:
                 if len(out) == k or want >= cand.size:
                     break
                 want *= 4
-        if compat:
-            ids = km.ids  # type: ignore[union-attr]
-            return [(ids[s], v) for s, v in out]
         return out
 
     def _top(self, acc: np.ndarray, cand: np.ndarray, k: int, key_of: Callable | None) -> list[tuple[int, float]]:
@@ -944,25 +1015,28 @@ class BM25Index:
         :meth:`compact`); each array is written straight from memory (no encoded copy),
         and each file is fsynced. The caller makes the folder's appearance atomic (a new
         generation folder: ``ValueError`` for the folder this index is mapped from).
-        ``doc_off.npy`` / ``doc_terms.npy`` (doc -> term ids) make removals of saved documents
-        O(their terms). With ``remap`` the index then reads its block, vocabulary and that
+        ``doc_off.npy`` (``<i8``) / ``doc_terms.npy`` (``<u2`` deltas) /
+        ``doc_terms_xpos.npy`` (``<i8``) / ``doc_terms_xhi.npy`` (``<u2``) (doc -> term ids,
+        :func:`_encode_doc_terms`) make removals of saved documents O(their terms). With ``remap`` the index then reads its block, vocabulary and that
         doc index from the written files (memory-mapped; their RAM copies are freed).
         """
-        if self._km is not None:
-            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
         self.compact()
         folder = Path(folder)
         v = self._vocab
-        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_tids):
+        for arr in (self._base, self._base_off, v.blob, v.off, v.hsort, v.hperm, self._dt_off, self._dt_lo):
             mapped = getattr(arr, "filename", None)
             if mapped and folder.exists() and _same_dir(Path(mapped).parent, folder):
                 # rewriting a file that is mapped would pull the pages from under this index
                 raise ValueError(f"cannot save a BM25 index into {folder}: it is memory-mapped from there")
         folder.mkdir(parents=True, exist_ok=True)
         doc_off, doc_terms = self._doc_csr()
+        lo, xpos, xhi = _encode_doc_terms(doc_off, doc_terms)
+        del doc_terms
         cols = {
             "doc_off": doc_off,
-            "doc_terms": doc_terms,
+            "doc_terms": lo,
+            "doc_terms_xpos": xpos,
+            "doc_terms_xhi": xhi,
             "postings": np.asarray(self._base, dtype="<u4"),
             "offsets": np.asarray(self._base_off, dtype="<i8"),
             "slots": _u32(self._doc_slot),
@@ -989,7 +1063,7 @@ class BM25Index:
             json.dump(header, fh, indent=1)
             fh.flush()
             os.fsync(fh.fileno())
-        del cols, doc_off, doc_terms
+        del cols, doc_off, lo, xpos, xhi
         if remap:
             # from now on read the block, the vocabulary and the doc -> terms index from the
             # files just written: their RAM copies are freed (a cold build ends with the
@@ -997,30 +1071,41 @@ class BM25Index:
             m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
             self._base, self._base_off = m["postings"], m["offsets"]
             self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
-            self._dt_n, self._dt_off, self._dt_tids = len(self._doc_slot), m["doc_off"], m["doc_terms"]
+            self._dt_n, self._dt_off = len(self._doc_slot), m["doc_off"]
+            self._dt_lo, self._dt_xpos, self._dt_xhi = m["doc_terms"], m["doc_terms_xpos"], m["doc_terms_xhi"]
 
     def _doc_csr(self) -> tuple[np.ndarray, np.ndarray]:
         """doc -> its term ids of a clean block (after :meth:`compact`), as CSR: offsets
-        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. Built
-        in doc ranges of at most 2**24 postings (bounded temporaries)."""
+        ``<i8[docs + 1]`` and term ids ``<u4[postings]``, term ids ascending per doc. The
+        transpose of the block by a counting sort over pieces of :data:`_MERGE_PIECE`
+        postings taken in term order (bounded temporaries)."""
         n = len(self._doc_slot)
-        docs = self._base[0::2]
-        counts = np.bincount(docs, minlength=n) if docs.size else np.zeros(n, dtype=np.int64)
+        base = np.asarray(self._base)
+        docs_all = base[0::2]
+        counts = np.bincount(docs_all, minlength=n) if docs_all.size else np.zeros(n, dtype=np.int64)
         off = np.zeros(n + 1, dtype="<i8")
         np.cumsum(counts, out=off[1:])
+        del counts
         out = np.empty(int(off[-1]), dtype="<u4")
         term_off = np.asarray(self._base_off)
-        d0 = 0
-        while d0 < n:
-            d1 = int(np.searchsorted(off, off[d0] + (1 << 24), side="right")) - 1
-            d1 = min(max(d1, d0 + 1), n)
-            pos = np.flatnonzero((docs >= d0) & (docs < d1))  # block order: term ascending
-            if pos.size:
-                sub = docs[pos].astype(np.int64)
-                order = np.argsort(sub, kind="stable")
-                tids = (np.searchsorted(term_off, pos, side="right") - 1).astype("<u4")
-                out[off[d0] : off[d1]] = tids[order]
-            d0 = d1
+        n_terms = term_off.size - 1
+        cursor = off[:-1].copy()
+        t0 = 0
+        while t0 < n_terms:
+            t1 = int(np.searchsorted(term_off, term_off[t0] + _MERGE_PIECE, side="right")) - 1
+            t1 = min(max(t1, t0 + 1), n_terms)
+            a, z = int(term_off[t0]), int(term_off[t1])
+            docs = np.ascontiguousarray(docs_all[a:z])
+            tids = np.repeat(np.arange(t0, t1, dtype="<u4"), np.diff(term_off[t0 : t1 + 1]))
+            order = _stable_argsort(docs)  # per doc its terms stay ascending
+            docs, tids = docs[order], tids[order]
+            del order
+            cnt = np.bincount(docs, minlength=n)
+            first_of = np.cumsum(cnt) - cnt
+            out[cursor[docs] + (np.arange(docs.size, dtype=np.int64) - first_of[docs])] = tids
+            cursor += cnt
+            del docs, tids, cnt, first_of
+            t0 = t1
         return off, out
 
     @classmethod
@@ -1048,7 +1133,9 @@ class BM25Index:
             k1, b, files = float(header["k1"]), float(header["b"]), header["files"]
             want = {
                 "doc_off": ("<i8", (n_docs + 1,)),
-                "doc_terms": ("<u4", (n_post,)),
+                "doc_terms": ("<u2", (n_post,)),
+                "doc_terms_xpos": ("<i8", None),
+                "doc_terms_xhi": ("<u2", None),
                 "postings": ("<u4", (2 * n_post,)),
                 "offsets": ("<i8", (n_terms + 1,)),
                 "slots": ("<u4", (n_docs,)),
@@ -1089,6 +1176,8 @@ class BM25Index:
             or cols["doc_off"][0] != 0
             or cols["doc_off"][-1] != n_post
             or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
+            or cols["doc_terms_xpos"].size != cols["doc_terms_xhi"].size
+            or (cols["doc_terms_xpos"].size and not 0 <= int(cols["doc_terms_xpos"][0]) <= int(cols["doc_terms_xpos"][-1]) < n_post)
         ):
             raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
         if verify and post.size:
@@ -1101,67 +1190,15 @@ class BM25Index:
             index = cls(k1, b)
         except ValueError as exc:
             raise BM25Error(f"BM25 index in {folder}: {exc}") from exc
-        if verify and n_post and int(cols["doc_terms"].max()) >= n_terms:
-            raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
+        if verify and n_post:
+            top = 0  # the largest term id (each doc's last: ascending)
+            for d in range(n_docs):
+                ids = _decode_doc_terms(cols["doc_off"], cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"], d)
+                top = max(top, ids[-1] if ids else 0)
+            if top >= n_terms:
+                raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
         vocab = _Vocab(vblob, voff, cols["vocab_hash"], cols["vocab_perm"])
         index._install(vocab, counts, post, off, np.asarray(slots), np.asarray(lengths))
-        index._dt_n, index._dt_off, index._dt_tids = n_docs, cols["doc_off"], cols["doc_terms"]
-        return index
-
-    # --- persistence: msgpack state (compatibility, string keys) ------------------------
-    def to_state(self) -> BM25State:
-        """Compatibility (string-keyed index): a compacted snapshot encodable with ``msgspec``.
-
-        Deterministic: documents keep their relative insertion order, terms their first-seen
-        order, so ``from_state(s).to_state() == s``.
-        """
-        if self._km is None and self._n_live:
-            raise TypeError("to_state() needs a string-keyed index; use save()")
-        self.compact()
-        v = self._vocab
-        ids = self._km.ids if self._km is not None else []
-        return BM25State(
-            k1=self.k1,
-            b=self.b,
-            keys=[ids[s] for s in self._doc_slot],  # type: ignore[misc]
-            lengths=_u32(self._dl).astype("<u4").tobytes(),
-            terms=[v.term(t) for t in range(len(v))],
-            offsets=np.asarray(self._base_off).astype("<u4").tobytes(),
-            postings=np.asarray(self._base, dtype="<u4").tobytes(),
-        )
-
-    @classmethod
-    def from_state(cls, state: BM25State) -> BM25Index:
-        """Compatibility: rebuild a string-keyed index from :meth:`to_state` output.
-
-        Raises ``ValueError`` if the arrays are inconsistent (wrong lengths, doc ids out of
-        range, duplicate keys or terms) -- a corrupt or foreign state file.
-        """
-        index = cls(state.k1, state.b)
-        n = len(state.keys)
-        lengths = _u32(state.lengths)
-        offsets = _u32(state.offsets).astype(np.int64)
-        post = _u32(state.postings)
-        if (
-            lengths.size != n
-            or offsets.size != len(state.terms) + 1
-            or (offsets.size and offsets[0] != 0)
-            or np.any(np.diff(offsets) <= 0)
-            or post.size != 2 * int(offsets[-1])
-        ):
-            raise ValueError("BM25 state is inconsistent (array lengths or offsets)")
-        km = _KeyMap()
-        km.ids = list(state.keys)
-        km.slot_of = dict(zip(km.ids, range(n)))
-        if len(km.slot_of) != n or len(set(state.terms)) != len(state.terms):
-            raise ValueError("BM25 state is inconsistent (duplicate keys or terms)")
-        docs = post[0::2]
-        if docs.size and int(docs.max()) >= n:
-            raise ValueError("BM25 state is inconsistent (doc id out of range)")
-        if not np.array_equal(np.bincount(docs, weights=post[1::2], minlength=n), lengths):
-            raise ValueError("BM25 state is inconsistent (lengths do not match postings)")
-        if n:
-            blob, voff = _encode_terms(state.terms)
-            index._km = km
-            index._install(_Vocab.frozen(blob, voff), np.diff(offsets), post, offsets, np.arange(n), lengths)
+        index._dt_n, index._dt_off = n_docs, cols["doc_off"]
+        index._dt_lo, index._dt_xpos, index._dt_xhi = cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"]
         return index

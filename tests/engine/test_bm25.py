@@ -7,12 +7,11 @@ import os
 import random
 
 import bm25s
-import msgspec
 import numpy as np
 import pytest
 
 from daemon import bm25 as bm25_mod
-from daemon.bm25 import BM25Error, BM25Index, BM25State
+from daemon.bm25 import BM25Error, BM25Index
 from daemon.tokenize import tokenize, tokenize_query
 
 K1, B = 1.2, 0.75
@@ -115,12 +114,17 @@ def test_incremental_ops_match_rebuild_and_oracle(monkeypatch):
         ]
 
 
-@pytest.mark.parametrize(("merge_min", "save_every"), [(1, 0.05), (64, 0.05), (10**9, 0.05), (64, 0.0)])
-def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_path, merge_min, save_every):
+@pytest.mark.parametrize(
+    ("merge_min", "save_every", "piece"), [(1, 0.05, 1 << 21), (64, 0.05, 1 << 21), (10**9, 0.05, 1 << 21), (64, 0.0, 1 << 21), (1, 0.05, 7), (64, 0.05, 64)]
+)
+def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_path, merge_min, save_every, piece):
     """The posting layouts (CSR block, per-term tails, the add buffer, removals waiting for
     a block scan; documents loaded from memory-mapped column files) give the scores of a
-    fresh index at every step: merge_min 1 merges on every read, 10**9 never (tails only)."""
+    fresh index at every step: merge_min 1 merges on every read, 10**9 never (tails only);
+    ``piece`` 7 / 64: the merge's and the doc -> terms index's counting sorts run in many
+    pieces (one term's postings or one document's rows split across pieces)."""
     monkeypatch.setattr(bm25_mod, "_MERGE_MIN_ROWS", merge_min)
+    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", piece)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 30)
     rng = random.Random(11)
     fresh = list(_random_docs(random.Random(12), 300).values())
@@ -423,56 +427,6 @@ def test_damaged_or_foreign_files_raise_bm25error(tmp_path):
         BM25Index.load(flip, verify=True)
 
 
-def test_compat_string_keys_and_state_round_trip():
-    """Compatibility path for daemon/engine.py until it passes slots (see
-    notes/channels-api.md): string keys in, string keys out, msgpack state."""
-    rng = random.Random(5)
-    docs = _random_docs(rng, 300)
-    index = BM25Index(1.5, 0.6)
-    for k, toks in docs.items():
-        index.add(k, toks)
-    for k in rng.sample(index.keys(), 100):
-        index.remove(k)
-    index.add("doc0001", ["w1", "w1", "w2"])  # replace
-    assert "doc0001" in index and not index.remove("absent")
-    state = index.to_state()
-    for enc in (msgspec.msgpack, msgspec.json):
-        restored = BM25Index.from_state(enc.decode(enc.encode(state), type=BM25State))
-        assert restored.to_state() == state
-        for q in QUERIES:
-            assert restored.scores(q) == index.scores(q)
-            assert restored.search(q, 20) == index.search(q, 20)
-    hits = index.search(["w1"], 30, allow=lambda key: key.endswith("1"))
-    assert hits and all(k.endswith("1") for k, _ in hits)
-    restored.remove("doc0001")
-    index.remove("doc0001")
-    assert restored.search(["w1"], 50) == index.search(["w1"], 50)
-    mixed = BM25Index()
-    mixed.add(0, ["x"])
-    with pytest.raises(TypeError):
-        mixed.add("key", ["y"])  # an index holds slots or string keys, not both
-
-
-def test_corrupt_state_is_rejected():
-    index = BM25Index()
-    index.add("a", ["x", "y"])
-    index.add("b", ["y"])
-    state = index.to_state()
-    bad = [
-        msgspec.structs.replace(state, keys=["a"]),
-        msgspec.structs.replace(state, keys=["a", "a"]),
-        msgspec.structs.replace(state, terms=state.terms[:1]),
-        msgspec.structs.replace(state, postings=state.postings[:-8]),
-        msgspec.structs.replace(state, lengths=np.array([5, 1], dtype="<u4").tobytes()),
-        msgspec.structs.replace(
-            state, postings=np.array([0, 1, 7, 1, 1, 1], dtype="<u4").tobytes()
-        ),
-    ]
-    for s in bad:
-        with pytest.raises(ValueError):
-            BM25Index.from_state(s)
-
-
 def test_df_and_coverage_follow_live_documents():
     index = BM25Index()
     index.add(0, ["x", "y", "x"])
@@ -497,6 +451,11 @@ def test_invalid_parameters_and_slots():
         BM25Index().add(-1, ["x"])
     with pytest.raises(TypeError):
         BM25Index().add(1.5, ["x"])  # type: ignore[arg-type]
+    index = _build({0: ["x"]})
+    with pytest.raises(TypeError):  # slots only: the string-key path is gone
+        index.add("doc0000", ["x"])  # type: ignore[arg-type]
+    assert "doc0000" not in index and not index.remove("doc0000")  # type: ignore[arg-type]
+    assert index.search(["x"], 5) == [(0, index.scores(["x"])[0])]
 
 
 def _common_module_texts(root, limit=None):
@@ -572,3 +531,19 @@ def test_full_corpus_build_update_and_save_load(ssl_ru, tmp_path):
     restored = BM25Index.load(tmp_path / "bm25", verify=True)
     for q in queries:
         assert restored.search(q, 10, key_of=paths) == index.search(q, 10, key_of=paths)
+
+
+def test_doc_terms_encoding_round_trips_wide_gaps(monkeypatch):
+    """The saved doc -> terms index (16-bit deltas, wide deltas completed by the exception
+    columns) gives back every document's term ids, also across pieces and for gaps of
+    2**16 and more."""
+    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", 5)
+    rng = np.random.default_rng(9)
+    docs = [np.unique(rng.integers(0, high, size=rng.integers(0, 12))) for high in [3, 70_000, 2**31, 2**32 - 1] * 10]
+    off = np.zeros(len(docs) + 1, dtype="<i8")
+    np.cumsum([d.size for d in docs], out=off[1:])
+    tids = np.concatenate(docs).astype("<u4")
+    lo, xpos, xhi = bm25_mod._encode_doc_terms(off, tids)
+    assert lo.dtype == np.dtype("<u2") and lo.size == tids.size and xpos.size == xhi.size > 0
+    for i, d in enumerate(docs):
+        assert bm25_mod._decode_doc_terms(off, lo, xpos, xhi, i) == d.tolist()
