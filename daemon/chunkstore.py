@@ -18,9 +18,17 @@ path/owner/type/kind a separate string after a load and the text a 2-byte-per-ch
 * **blobs**: name, symbol, params, directives, annotations, doc, signature, synonym,
   comment, types, properties and text, msgpack-encoded (:class:`_Var`; the doc comment as a
   span of the text when it is one) and LZ4-compressed (ssl31-ru: 108 -> 39 MB; zlib level 1
-  gave 31 MB but wrote 10x slower, ~60 us per chunk), in an arena: the memory-mapped ``arena.bin`` of the loaded snapshot
-  generation (page cache, not heap) plus an append area (a ``bytearray``) for chunks added
-  since. :meth:`get` materialises a :class:`Chunk` on demand.
+  gave 31 MB but wrote 10x slower, ~60 us per chunk), in an arena: ``arena.bin`` of the
+  loaded snapshot generation, read blob by blob with ``os.pread`` (:class:`_ArenaFile`: the
+  pages stay in the OS page cache, outside the process) plus an append area (a
+  ``bytearray``) for chunks added since. :meth:`get` materialises a :class:`Chunk` on demand.
+
+  Why not a memory map (the first design): every fault on a mapped file maps its 64 KB
+  neighbourhood too (the kernel's fault-around, which ``MADV_RANDOM`` does not turn off),
+  so the ~120 blob heads a search reads land on ~120 different 64 KB windows; after 100
+  queries of ``bench --scale 5`` 125 of the 154 MB arena counted in the daemon's RSS
+  (measured with ``/proc/self/smaps``), ~0.5 GB at ``--scale 20``. A ``pread`` of a blob
+  costs ~1-2 us more than a slice of the map.
 
 Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files, ``ids.msgpack``,
 ``tables.msgpack``, ``arena.bin`` (live blobs only, streamed to the file blob by blob) and
@@ -30,7 +38,6 @@ Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files, ``
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
 from collections.abc import Iterable, Iterator, Mapping
@@ -190,7 +197,7 @@ class ChunkStore:
         self._cap = 0
         self._rows = np.zeros(0, dtype=ROW)
         self._free: list[int] = []
-        self._base: mmap.mmap | memoryview | bytes = b""  # the loaded generation's arena
+        self._base: _ArenaFile | bytes = b""  # the loaded generation's arena
         self._base_len = 0
         self._tail = bytearray()  # blobs added since the load, at offsets >= _base_len
         self._spill = None
@@ -318,7 +325,8 @@ class ChunkStore:
                 self._spill.flush()
                 return os.pread(self._spill.fileno(), n, off)
             return bytes(self._tail[off : off + n])
-        return self._base[off : off + n]
+        base = self._base
+        return base.read(off, n) if type(base) is _ArenaFile else base[off : off + n]
 
     def _parts(self, row: tuple) -> tuple[_Head, _Var]:
         raw = self._bytes(row[_F["blob_off"]], row[_F["blob_len"]])
@@ -483,7 +491,7 @@ class ChunkStore:
                     o = off - self._base_len
                     fh.write(memoryview(self._tail)[o : o + ln])
                 else:
-                    fh.write(self._base[off : off + ln])
+                    fh.write(self._bytes(off, ln))
                 offs[slot] = pos
                 pos += ln
             lens[~live] = 0
@@ -502,8 +510,9 @@ class ChunkStore:
 
     @classmethod
     def load(cls, d: Path, *, mmap_arena: bool = True) -> "ChunkStore":
-        """Load a folder written by :meth:`save`; the arena is memory-mapped (read-only,
-        shared page cache) unless ``mmap_arena`` is False. :class:`ChunkStoreError` when a
+        """Load a folder written by :meth:`save`; the arena is read on demand from its file
+        (:class:`_ArenaFile`, the OS page cache) unless ``mmap_arena`` is False (then it is
+        read into memory). :class:`ChunkStoreError` when a
         file is missing, damaged, of another version or inconsistent with ``store.json``."""
         try:
             meta = json.loads((d / "store.json").read_bytes())
@@ -552,8 +561,7 @@ class ChunkStore:
         s._cap = n
         if arena_bytes:
             if mmap_arena:
-                with open(d / "arena.bin", "rb") as fh:
-                    s._base = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                s._base = _ArenaFile(d / "arena.bin")
             else:
                 s._base = (d / "arena.bin").read_bytes()
         s._base_len = arena_bytes
@@ -564,7 +572,7 @@ class ChunkStore:
         and drop the append area (a first index's blobs leave the heap). The columns are
         rewritten to the saved offsets; the store must not have changed since the save."""
         fresh = ChunkStore.load(d)
-        self._base, self._base_len = fresh._base, fresh._base_len
+        self._base, self._base_len = fresh._base, fresh._base_len  # the old file closes with its last user
         n = len(self.ids)
         self._rows["blob_off"][:n] = fresh._rows["blob_off"]
         self._rows["blob_len"][:n] = fresh._rows["blob_len"]
@@ -578,7 +586,7 @@ class ChunkStore:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held: ``columns`` (numpy), ``tail`` (append area in the heap), ``arena``
-        (memory-mapped, page cache), ``spilled`` (append area in a temporary file), ``dead`` (blobs of
+        (the loaded generation's file, read on demand: page cache), ``spilled`` (append area in a temporary file), ``dead`` (blobs of
         replaced or removed chunks)."""
         return {
             "columns": self._rows.nbytes,
@@ -587,6 +595,47 @@ class ChunkStore:
             "arena": self._base_len,
             "dead": self._dead_bytes,
         }
+
+
+class _ArenaFile:
+    """The blob arena of a loaded generation (``arena.bin``), read by positional reads
+    (``os.pread``) instead of a memory map: see the module docstring. The file stays open
+    while the store uses it (a newer generation's save deletes the folder: an open file
+    stays readable); ``posix_fadvise(RANDOM)`` turns off the kernel's readahead for it."""
+
+    __slots__ = ("fd", "__weakref__")
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        if hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:
+                pass
+
+    def read(self, off: int, n: int) -> bytes:
+        """``n`` bytes at ``off``; ``ChunkStoreError`` if the file is shorter (damaged since
+        the load)."""
+        if os.name == "nt":  # no pread on Windows
+            os.lseek(self.fd, off, os.SEEK_SET)
+            data = os.read(self.fd, n)
+        else:
+            data = os.pread(self.fd, n, off)
+        if len(data) != n:
+            raise ChunkStoreError(f"arena.bin: {len(data)} of {n} bytes at {off} (the file shrank)")
+        return data
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
 
 
 class ChunksView(Mapping):
