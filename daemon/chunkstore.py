@@ -30,8 +30,8 @@ path/owner/type/kind a separate string after a load and the text a 2-byte-per-ch
   (measured with ``/proc/self/smaps``), ~0.5 GB at ``--scale 20``. A ``pread`` of a blob
   costs ~1-2 us more than a slice of the map.
 
-Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files, ``ids.msgpack``,
-``tables.msgpack``, ``arena.bin`` (live blobs only, streamed to the file blob by blob) and
+Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files (the ids among
+them: :class:`IdColumn`, :class:`SlotMap`), ``tables.msgpack``, ``arena.bin`` (live blobs only, streamed to the file blob by blob) and
 ``store.json`` (counts and sizes, checked on load). Damage raises :class:`ChunkStoreError`.
 """
 
@@ -40,7 +40,10 @@ from __future__ import annotations
 import json
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +56,7 @@ from .store import save_npy_synced
 from .contract import CODE_KINDS, DOCS_KINDS, Chunk
 
 #: Bump when the folder layout or the blob encoding changes.
-STORE_VERSION = 2  # 2: blobs start with an uncompressed head (name, symbol)
+STORE_VERSION = 3  # 2: blobs start with an uncompressed head (name, symbol); 3: ids as columns
 #: Blobs shorter than this are stored raw (the compressor's call costs more than it saves).
 COMPRESS_MIN = 96
 
@@ -62,6 +65,7 @@ _FLAG_ASYNC = 2
 _FLAG_LIVE = 4
 _FLAG_CODE = 8
 _FLAG_LZ4 = 16  # the blob is LZ4-compressed (block format, size stored)
+_FLAG_PATH_ID = 32  # on disk only: the chunk id is path + "::" + its entry in ids_blob.npy
 
 #: name -> dtype of each column (one row per slot).
 COLUMNS: dict[str, Any] = {
@@ -180,6 +184,161 @@ def encode_blob(c: Chunk) -> tuple[bytes, bytes, bool]:
     return head, raw, False
 
 
+_MISSING = object()
+
+
+def _id_hash(cid: str) -> int:
+    """The 32-bit hash of a chunk id kept sorted in ``id_hash.npy`` (CRC-32 of its UTF-8;
+    collisions only cost a comparison: :meth:`SlotMap.get` checks the id itself)."""
+    return zlib.crc32(cid.encode("utf-8", "surrogatepass"))
+
+
+class IdColumn(Sequence):
+    """``ChunkStore.ids`` of a loaded store: ``ids[slot]`` is the chunk id (None for a free
+    slot), made on demand from the saved column (``ids_blob.npy``: UTF-8 of each id
+    without its ``path + "::"`` prefix when it has one, ``ids_off.npy``: offsets) instead of
+    ~770k ``str`` objects (``bench --scale 20``: ~200 MB of heap and ~1 s to decode, plus
+    ~0.9 s and ~50 MB for the dict back). Slots written since the load (``ids[slot] = v``,
+    :meth:`append`) are kept in a small dict that wins over the column.
+
+    Reads cost ~1 us (a slice, a UTF-8 decode, a concatenation); the engine reads an id per
+    channel hit and for BM25 / names ties, never all of them per query."""
+
+    __slots__ = ("_blob", "_off", "_pfx", "_paths", "_n", "_len", "_over")
+
+    def __init__(self, blob: bytes, off: array, pfx: array, paths: list[str], n: int) -> None:
+        self._blob, self._off, self._pfx, self._paths = blob, off, pfx, paths
+        self._n = self._len = n
+        self._over: dict[int, str | None] = {}
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, slot):  # type: ignore[override]
+        if type(slot) is not int:
+            if isinstance(slot, slice):
+                return [self[i] for i in range(*slot.indices(self._len))]
+            slot = int(slot)  # numpy integers
+        o = self._over.get(slot, _MISSING)
+        if o is not _MISSING:
+            return o
+        if slot < 0:
+            slot += self._len
+            o = self._over.get(slot, _MISSING)
+            if o is not _MISSING:
+                return o
+        if not 0 <= slot < self._n:
+            raise IndexError(slot)
+        p = self._pfx[slot]
+        if p == -2:
+            return None
+        a, b = self._off[slot], self._off[slot + 1]
+        tail = self._blob[a:b].decode("utf-8", "surrogatepass")
+        return tail if p < 0 else self._paths[p] + "::" + tail
+
+    def __setitem__(self, slot: int, cid: str | None) -> None:
+        if not 0 <= slot < self._len:
+            raise IndexError(slot)
+        self._over[slot] = cid
+
+    def append(self, cid: str | None) -> None:
+        """Add a slot at the end (a new chunk when no slot is free)."""
+        self._over[self._len] = cid
+        self._len += 1
+
+    def __iter__(self) -> Iterator[str | None]:
+        for i in range(self._len):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, IdColumn)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SlotMap(MutableMapping):
+    """``ChunkStore.slot_of`` of a loaded store: chunk id -> slot through the saved hash
+    column (``id_hash.npy``: :func:`_id_hash` of every live id, ascending;
+    ``id_hash_slot.npy``: their slots) and a binary search, the id at the slot compared
+    to rule out collisions; ids added since the load are in a small dict, saved ids removed
+    since in a small set. No per-chunk object is made at load."""
+
+    __slots__ = ("_hash", "_hslot", "_ids", "_new", "_gone", "_len")
+
+    def __init__(self, hashes: array, hslot: array, ids: IdColumn, live: int) -> None:
+        self._hash, self._hslot, self._ids = hashes, hslot, ids
+        self._new: dict[str, int] = {}
+        self._gone: set[int] = set()  # slots whose saved id was removed since the load
+        self._len = live
+
+    def get(self, cid, default=None):  # type: ignore[override]
+        """The slot of ``cid`` or ``default``."""
+        s = self._new.get(cid)
+        if s is not None:
+            return s
+        if type(cid) is not str:
+            return default
+        s = self._base_slot(cid)
+        return default if s is None else s
+
+    def _base_slot(self, cid: str) -> int | None:
+        """The slot of ``cid`` in the saved hash column, None if absent or removed since."""
+        h = _id_hash(cid)
+        hs = self._hash
+        i = bisect_left(hs, h)
+        n = len(hs)
+        ids = self._ids
+        while i < n and hs[i] == h:
+            s = self._hslot[i]
+            if s not in self._gone and ids[s] == cid:
+                return s
+            i += 1
+        return None
+
+    def __getitem__(self, cid: str) -> int:
+        s = self.get(cid)
+        if s is None:
+            raise KeyError(cid)
+        return s
+
+    def __contains__(self, cid: object) -> bool:
+        return self.get(cid) is not None
+
+    def __setitem__(self, cid: str, slot: int) -> None:
+        if self.get(cid) is None:
+            self._len += 1
+        self._new[cid] = slot
+
+    def __delitem__(self, cid: str) -> None:
+        """Forget ``cid`` (the caller frees its slot)."""
+        if self._new.pop(cid, None) is None:
+            s = self._base_slot(cid) if type(cid) is str else None
+            if s is None:
+                raise KeyError(cid)
+            self._gone.add(s)
+        self._len -= 1
+
+    def pop(self, cid, default=_MISSING):  # type: ignore[override]
+        """The slot of ``cid``, forgotten (see :meth:`__delitem__`); ``default`` if absent."""
+        s = self.get(cid)
+        if s is None:
+            if default is _MISSING:
+                raise KeyError(cid)
+            return default
+        del self[cid]
+        return s
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        for cid in self._ids:
+            if cid is not None:
+                yield cid
+
+
 class ChunkStore:
     """All chunks of one export root, by slot (see the module docstring).
 
@@ -191,8 +350,9 @@ class ChunkStore:
         that folder instead of a ``bytearray`` (a first index of ``bench --scale 20`` appends
         ~650 MB of blobs: in the page cache then, not in the heap); read back with
         ``os.pread``. Gone with the store or the process (it has no name)."""
-        self.ids: list[str | None] = []
-        self.slot_of: dict[str, int] = {}
+        # lists while building; the lazy IdColumn / SlotMap after a load (or a rebase)
+        self.ids: list[str | None] | IdColumn = []
+        self.slot_of: dict[str, int] | SlotMap = {}
         self.tables: dict[str, Interner] = {t: Interner() for t in _TABLES}
         self._cap = 0
         self._rows = np.zeros(0, dtype=ROW)
@@ -471,8 +631,8 @@ class ChunkStore:
 
     # ------------------------------------------------------------------ persistence
     def save(self, d: Path) -> None:
-        """Write the store into the (new, empty or missing) folder ``d``: column files,
-        ``ids.msgpack``, ``tables.msgpack``, ``arena.bin`` with the live blobs only (streamed
+        """Write the store into the (new, empty or missing) folder ``d``: column files
+        (with the id columns, :meth:`_save_ids`), ``tables.msgpack``, ``arena.bin`` with the live blobs only (streamed
         to the file, never one bytes object) and ``store.json``. Each file is fsynced; the
         caller makes the folder visible atomically (rename) and fsyncs the parent."""
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -497,16 +657,50 @@ class ChunkStore:
             lens[~live] = 0
             fh.flush()
             os.fsync(fh.fileno())
+        flags = self._col("flags").copy()
+        self._save_ids(d, flags)
         for name in COLUMNS:
-            col = offs if name == "blob_off" else lens if name == "blob_len" else self._col(name)
+            col = offs if name == "blob_off" else lens if name == "blob_len" else flags if name == "flags" else self._col(name)
             save_npy_synced(d / f"{name}.npy", col)
         rows = self._rows[:n]
         save_npy_synced(d / "name_range.npy", np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32))
-        _write_synced(d / "ids.msgpack", _enc.encode(self.ids))
         tables = {k: [list(v) if k == "region" else v for v in t.values] for k, t in self.tables.items()}
         _write_synced(d / "tables.msgpack", _enc.encode(tables))
         meta = {"version": STORE_VERSION, "slots": n, "live": len(self.slot_of), "arena_bytes": pos}
         _write_synced(d / "store.json", json.dumps(meta).encode())
+
+    def _save_ids(self, d: Path, flags: np.ndarray) -> None:
+        """Write the id columns (see :class:`IdColumn`, :class:`SlotMap`): ``ids_blob.npy``,
+        ``ids_off.npy`` (``<i8[slots + 1]``), ``id_hash.npy`` / ``id_hash_slot.npy``
+        (``<u4[live]``, by hash); sets :data:`_FLAG_PATH_ID` in ``flags`` (the column to
+        save) for ids that start with their path and ``::``."""
+        n = len(self.ids)
+        paths = self.tables["path"].values
+        path_col = self._col("path").tolist()
+        off = np.zeros(n + 1, dtype="<i8")
+        hashes: list[int] = []
+        slots: list[int] = []
+        buf = bytearray()
+        ids = self.ids
+        for slot in range(n):
+            cid = ids[slot]
+            if cid is not None:
+                p = paths[path_col[slot]]
+                if cid.startswith(p) and cid.startswith("::", len(p)):
+                    tail = cid[len(p) + 2 :]
+                    flags[slot] |= _FLAG_PATH_ID
+                else:
+                    tail = cid
+                buf += tail.encode("utf-8", "surrogatepass")
+                hashes.append(_id_hash(cid))
+                slots.append(slot)
+            off[slot + 1] = len(buf)
+        h = np.array(hashes, dtype="<u4")
+        order = np.argsort(h, kind="stable")
+        save_npy_synced(d / "ids_blob.npy", np.frombuffer(bytes(buf), dtype=np.uint8))
+        save_npy_synced(d / "ids_off.npy", off)
+        save_npy_synced(d / "id_hash.npy", h[order])
+        save_npy_synced(d / "id_hash_slot.npy", np.array(slots, dtype="<u4")[order])
 
     @classmethod
     def load(cls, d: Path, *, mmap_arena: bool = True) -> "ChunkStore":
@@ -519,7 +713,10 @@ class ChunkStore:
             if meta.get("version") != STORE_VERSION:
                 raise ChunkStoreError(f"chunk store version {meta.get('version')!r}, expected {STORE_VERSION}")
             n, arena_bytes = int(meta["slots"]), int(meta["arena_bytes"])
-            ids = msgspec.msgpack.decode((d / "ids.msgpack").read_bytes(), type=list[str | None])
+            blob = np.load(d / "ids_blob.npy", mmap_mode="r", allow_pickle=False)
+            id_off = np.load(d / "ids_off.npy", allow_pickle=False)
+            id_hash = np.load(d / "id_hash.npy", allow_pickle=False)
+            id_hslot = np.load(d / "id_hash_slot.npy", allow_pickle=False)
             tables = msgspec.msgpack.decode((d / "tables.msgpack").read_bytes(), type=dict[str, list[Any]])
             cols = {}
             for name, dt in COLUMNS.items():
@@ -535,11 +732,28 @@ class ChunkStore:
             raise
         except (OSError, ValueError, KeyError, TypeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ChunkStoreError(f"chunk store in {d} unusable: {exc}") from exc
-        if len(ids) != n or size != arena_bytes or set(tables) != set(_TABLES):
-            raise ChunkStoreError(f"chunk store in {d} is inconsistent (ids {len(ids)}/{n}, arena {size}/{arena_bytes})")
+        if size != arena_bytes or set(tables) != set(_TABLES):
+            raise ChunkStoreError(f"chunk store in {d} is inconsistent (arena {size}/{arena_bytes})")
         live = (cols["flags"] & _FLAG_LIVE) != 0
-        if int(live.sum()) != int(meta["live"]) or any((cid is None) == bool(lv) for cid, lv in zip(ids, live.tolist())):
-            raise ChunkStoreError(f"chunk store in {d}: live flags and ids disagree")
+        n_live = int(live.sum())
+        if n_live != int(meta["live"]):
+            raise ChunkStoreError(f"chunk store in {d}: {n_live} live flags, store.json says {meta['live']}")
+        path_id = (cols["flags"] & _FLAG_PATH_ID) != 0
+        lens_ = np.diff(id_off) if id_off.shape == (n + 1,) else None
+        if (
+            blob.dtype != np.uint8 or blob.ndim != 1
+            or id_off.dtype != np.dtype("<i8") or lens_ is None or int(id_off[0]) != 0 or int(id_off[-1]) != blob.size
+            or (lens_.size and int(lens_.min()) < 0)
+            or bool((lens_[~live] != 0).any()) or bool((path_id & ~live).any()) or bool((live & ~path_id & (lens_ == 0)).any())
+        ):
+            raise ChunkStoreError(f"chunk store in {d}: the id columns (ids_blob, ids_off) disagree with the live flags")
+        if (
+            id_hash.dtype != np.dtype("<u4") or id_hash.shape != (n_live,)
+            or id_hslot.dtype != np.dtype("<u4") or id_hslot.shape != (n_live,)
+            or (n_live and (bool((np.diff(id_hash.astype(np.int64)) < 0).any()) or int(id_hslot.max()) >= n
+                            or not np.array_equal(np.bincount(id_hslot, minlength=n).astype(bool), live)))
+        ):
+            raise ChunkStoreError(f"chunk store in {d}: the id hash columns are not a sorted index of the live slots")
         ends = cols["blob_off"][live] + cols["blob_len"][live]
         if ends.size and int(ends.max()) > arena_bytes:
             raise ChunkStoreError(f"chunk store in {d}: a blob lies beyond the arena")
@@ -548,13 +762,17 @@ class ChunkStore:
             if live.any() and int(cols[col][live].max()) >= len(tables[t]):
                 raise ChunkStoreError(f"chunk store in {d}: column {col} points outside its table")
         s = cls()
-        s.ids = ids
-        s.slot_of = {cid: i for i, cid in enumerate(ids) if cid is not None}
-        s._free = [i for i, cid in enumerate(ids) if cid is None][::-1]
         s.tables = {k: Interner(tuple(v) for v in vals) if k == "region" else Interner(vals) for k, vals in tables.items()}
+        pfx = np.where(path_id, cols["path"], -1).astype("<i4")
+        pfx[~live] = -2
+        ids = IdColumn(bytes(blob), array("q", id_off.tobytes()), array("i", pfx.tobytes()), s.tables["path"].values, n)
+        s.ids = ids
+        s.slot_of = SlotMap(array("I", id_hash.tobytes()), array("I", id_hslot.tobytes()), ids, n_live)
+        s._free = np.flatnonzero(~live)[::-1].tolist()
         rows = np.zeros(n, dtype=ROW)
         for name, a in cols.items():
             rows[name] = a
+        rows["flags"] &= np.uint8(0xFF & ~_FLAG_PATH_ID)
         for i in range(4):
             rows[f"nr{i}"] = nr[:, i]
         s._rows = rows
@@ -573,6 +791,9 @@ class ChunkStore:
         rewritten to the saved offsets; the store must not have changed since the save."""
         fresh = ChunkStore.load(d)
         self._base, self._base_len = fresh._base, fresh._base_len  # the old file closes with its last user
+        # the ids as the saved columns (a first index's ~770k id strings and their dict leave the heap)
+        fresh.ids._paths = self.tables["path"].values
+        self.ids, self.slot_of = fresh.ids, fresh.slot_of
         n = len(self.ids)
         self._rows["blob_off"][:n] = fresh._rows["blob_off"]
         self._rows["blob_len"][:n] = fresh._rows["blob_len"]

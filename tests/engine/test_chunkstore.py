@@ -102,6 +102,39 @@ def test_freed_slots_are_reused_and_ids_stay_consistent(tmp_path):
     assert back.get(a) == _full_chunk(5)
 
 
+def test_ids_of_a_loaded_store_follow_every_change_as_a_list_and_dict_would(tmp_path):
+    """A loaded store's ids and slot_of are made on demand from the id columns (IdColumn,
+    SlotMap): the same answers as the built store's list and dict through removals,
+    re-additions of a saved id (in its old slot or another), new ids and slot reuse, and
+    for ids that do not start with their path (stored whole)."""
+    odd = [_full_chunk(20 + i, id=f"not-the-path::{i}") for i in range(3)]  # id without the path prefix
+    chunks = [_full_chunk(i) for i in range(12)] + odd
+    built = ChunkStore()
+    for c in chunks:
+        built.add(c)
+    built.remove(chunks[3].id)  # a hole saved as a free slot
+    built.save(tmp_path / "st")
+    loaded = ChunkStore.load(tmp_path / "st")
+    assert loaded.ids == built.ids and dict(loaded.slot_of) == built.slot_of and len(loaded) == len(built)
+    for st in (built, loaded):  # the same operations on both
+        st.remove(chunks[5].id)
+        st.add(_full_chunk(50))  # reuses a free slot
+        st.add(chunks[5])  # a saved id back, in another slot
+        st.remove(odd[1].id)
+        st.add(odd[1])
+        st.add(_full_chunk(60))
+        st.remove(chunks[0].id)
+    assert loaded.ids == built.ids and len(loaded) == len(built) == len(loaded.slot_of)
+    for cid in [c.id for c in chunks] + [_full_chunk(50).id, _full_chunk(60).id, "nope", chunks[0].id]:
+        assert loaded.slot_of.get(cid) == built.slot_of.get(cid), cid
+        assert (cid in loaded) == (cid in built)
+    assert dict(loaded.slot_of) == built.slot_of
+    assert [loaded.get(s) for s in loaded.live_slots().tolist()] == [built.get(s) for s in built.live_slots().tolist()]
+    loaded.save(tmp_path / "st2")  # and a save of the loaded store loads as the same
+    again = ChunkStore.load(tmp_path / "st2")
+    assert again.ids == built.ids and dict(again.slot_of) == built.slot_of
+
+
 def _old_allow(f: Filters, c: Chunk, otype, prefix) -> bool:
     """The per-chunk predicate the engine used before the chunk store (daemon/engine.py at
     d6041a8, Engine._allow)."""
@@ -158,7 +191,7 @@ def _current(idx) -> str:
 
 @pytest.mark.parametrize(
     "damage",
-    ["flags.npy", "ids.msgpack", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
+    ["flags.npy", "ids_blob.npy", "ids_off.npy", "id_hash.npy", "id_hash_slot.npy", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
 )
 def test_damaged_column_files_mean_a_logged_rebuild(sample_root, tmp_path, caplog, damage):
     idx = tmp_path / "idx"
