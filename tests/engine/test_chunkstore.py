@@ -384,3 +384,39 @@ def test_a_query_on_damaged_postings_drops_and_rebuilds_the_lexical_side(sample_
     assert any("damaged" in r.getMessage() and str(idx) in r.getMessage() for r in caplog.records)
     damaged.refresh()
     assert [h.id for h in damaged.search(q, mode="lexical").hits] == want
+
+
+def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path, monkeypatch):
+    """The store trains a zstd dictionary on its first ZDICT_SAMPLES blob bodies (LZ4
+    before): every chunk reads back the same through add, save, load, increments on the
+    loaded store (compressed with the saved dictionary) and a second save; a store saved
+    before it trained keeps LZ4; a missing dictionary is damage."""
+    import daemon.chunkstore as cs
+
+    monkeypatch.setattr(cs, "ZDICT_SAMPLES", 40)
+    monkeypatch.setattr(cs, "ZDICT_BYTES", 4096)
+    chunks = [_full_chunk(i, text=f"Процедура Метод{i}()\n" + "\n".join(f"\tА{j} = Б{i} * {j}; // шаг {j}" for j in range(i % 17 + 5))) for i in range(150)]
+    s = ChunkStore()
+    for c in chunks:
+        s.add(c)
+    flags = s.col("flags")
+    assert not (flags[:39] & cs._FLAG_ZSTD).any() and (flags[40:] & cs._FLAG_ZSTD).all()
+    assert [s.get(i) for i in range(150)] == chunks
+    s.save(tmp_path / "st")
+    back = ChunkStore.load(tmp_path / "st")
+    assert [back.get(i) for i in range(150)] == chunks and back._zdict == s._zdict and back._zdict
+    more = _full_chunk(500, text="Функция Ещё()\n" + "\tВозврат 1;\n" * 30)
+    assert back.add(more) == 150 and back.get(150) == more and back.col("flags")[150] & cs._FLAG_ZSTD
+    back.save(tmp_path / "st2")
+    again = ChunkStore.load(tmp_path / "st2")
+    assert [again.get(i) for i in range(151)] == chunks + [more]
+    small = ChunkStore()
+    for c in chunks[:10]:
+        small.add(c)
+    small.save(tmp_path / "small")
+    loaded = ChunkStore.load(tmp_path / "small")
+    loaded.add(chunks[20])
+    assert not (loaded.col("flags") & cs._FLAG_ZSTD).any() and loaded.get(10) == chunks[20]
+    (tmp_path / "st2" / "zdict.bin").write_bytes(b"")
+    with pytest.raises(ChunkStoreError):
+        ChunkStore.load(tmp_path / "st2")
