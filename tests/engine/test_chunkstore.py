@@ -61,12 +61,13 @@ def test_every_field_round_trips_through_add_save_and_load(tmp_path):
         _full_chunk(1, doc="// a doc that is not part of the text"),  # not a span of the text
         Chunk(id="Catalogs/Ё.xml::", path="Catalogs/Ё.xml", kind="object", name="Ё"),  # all defaults
         _full_chunk(2, text="x" * 5000, doc=""),  # compressed blob
+        _full_chunk(3, symbol="Метод3"),  # the symbol is the name (stored once)
     ]
     for c in chunks:
         assert set(msgspec.structs.asdict(c)) == set(Chunk.__struct_fields__)
     s = ChunkStore()
     slots = [s.add(c) for c in chunks]
-    assert slots == [0, 1, 2, 3] and len(s) == 4
+    assert slots == [0, 1, 2, 3, 4] and len(s) == 5
     assert [s.get(i) for i in slots] == chunks
     assert s.get_by_id(chunks[2].id) == chunks[2] and s.get_by_id("nope") is None
     s.save(tmp_path / "st")
@@ -78,10 +79,11 @@ def test_every_field_round_trips_through_add_save_and_load(tmp_path):
     back.set_position(1, 100, 120, (99, 1, 99, 5))
     assert back.get(0) == changed
     assert back.get(1) == msgspec.structs.replace(chunks[1], start_line=100, end_line=120, name_range=(99, 1, 99, 5))
-    assert back.add(_full_chunk(7)) == 4 and back.get(4) == _full_chunk(7)
+    assert back.add(_full_chunk(7)) == 5 and back.get(5) == _full_chunk(7)
+    assert back.head(4) == ("Метод3", "Метод3") and back.hit_key(4) == (chunks[4].path, "Метод3")
     back.save(tmp_path / "st2")
     again = ChunkStore.load(tmp_path / "st2", mmap_arena=False)
-    assert [again.get(i) for i in range(5)] == [back.get(i) for i in range(5)]
+    assert [again.get(i) for i in range(6)] == [back.get(i) for i in range(6)]
 
 
 def test_freed_slots_are_reused_and_ids_stay_consistent(tmp_path):
