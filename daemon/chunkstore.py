@@ -17,23 +17,36 @@ path/owner/type/kind a separate string after a load and the text a 2-byte-per-ch
   Filters are vectorised masks over them (:meth:`ChunkStore.mask`).
 * **blobs**: name, symbol, params, directives, annotations, doc, signature, synonym,
   comment, types, properties and text, msgpack-encoded (:class:`_Var`; the doc comment as a
-  span of the text when it is one) and LZ4-compressed (ssl31-ru: 108 -> 39 MB; zlib level 1
-  gave 31 MB but wrote 10x slower, ~60 us per chunk), in an arena: the memory-mapped ``arena.bin`` of the loaded snapshot
-  generation (page cache, not heap) plus an append area (a ``bytearray``) for chunks added
-  since. :meth:`get` materialises a :class:`Chunk` on demand.
+  span of the text when it is one) and compressed: zstd with a dictionary the store trains
+  on its first :data:`ZDICT_SAMPLES` blobs, LZ4 before that (:meth:`ChunkStore._compress`;
+  ssl31-ru: 108 MB raw, 39 MB all LZ4, ~20 MB with the dictionary; zlib level 1 without one
+  gave 31 MB and wrote 10x slower than LZ4), in an arena: ``arena.bin`` of the
+  loaded snapshot generation, read blob by blob with ``os.pread`` (:class:`_ArenaFile`: the
+  pages stay in the OS page cache, outside the process) plus an append area (a
+  ``bytearray``) for chunks added since. :meth:`get` materialises a :class:`Chunk` on demand.
 
-Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files, ``ids.msgpack``,
-``tables.msgpack``, ``arena.bin`` (live blobs only, streamed to the file blob by blob) and
+  Why not a memory map (the first design): every fault on a mapped file maps its 64 KB
+  neighbourhood too (the kernel's fault-around, which ``MADV_RANDOM`` does not turn off),
+  so the ~120 blob heads a search reads land on ~120 different 64 KB windows; after 100
+  queries of ``bench --scale 5`` 125 of the 154 MB arena counted in the daemon's RSS
+  (measured with ``/proc/self/smaps``), ~0.5 GB at ``--scale 20``. A ``pread`` of a blob
+  costs ~1-2 us more than a slice of the map.
+
+Persistence (:meth:`save` / :meth:`load`): a folder of ``.npy`` column files (the ids among
+them: :class:`IdColumn`, :class:`SlotMap`), ``tables.msgpack``, ``zdict.bin`` (the zstd
+dictionary, possibly empty), ``arena.bin`` (live blobs only, streamed to the file blob by blob) and
 ``store.json`` (counts and sizes, checked on load). Damage raises :class:`ChunkStoreError`.
 """
 
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
-from collections.abc import Iterable, Iterator, Mapping
+import zlib
+from array import array
+from bisect import bisect_left
+from collections.abc import Iterable, Iterator, Mapping, MutableMapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +59,7 @@ from .store import save_npy_synced
 from .contract import CODE_KINDS, DOCS_KINDS, Chunk
 
 #: Bump when the folder layout or the blob encoding changes.
-STORE_VERSION = 2  # 2: blobs start with an uncompressed head (name, symbol)
+STORE_VERSION = 3  # 2: blobs start with an uncompressed head (name, symbol); 3: ids as columns, zstd, symbol True = name
 #: Blobs shorter than this are stored raw (the compressor's call costs more than it saves).
 COMPRESS_MIN = 96
 
@@ -55,6 +68,14 @@ _FLAG_ASYNC = 2
 _FLAG_LIVE = 4
 _FLAG_CODE = 8
 _FLAG_LZ4 = 16  # the blob is LZ4-compressed (block format, size stored)
+_FLAG_PATH_ID = 32  # on disk only: the chunk id is path + "::" + its entry in ids_blob.npy
+_FLAG_ZSTD = 64  # the blob is zstd-compressed with the store's dictionary (zdict.bin)
+#: Blob bodies the store collects before it trains its zstd dictionary (the ones before are
+#: LZ4): ~0.3 s of training; see :meth:`ChunkStore._compress`.
+ZDICT_SAMPLES = 2000
+#: Size of that dictionary (bytes) and the zstd level of the blobs.
+ZDICT_BYTES = 65536
+ZSTD_LEVEL = 3
 
 #: name -> dtype of each column (one row per slot).
 COLUMNS: dict[str, Any] = {
@@ -88,10 +109,17 @@ class ChunkStoreError(Exception):
 
 class _Head(msgspec.Struct, array_like=True):
     """The start of a chunk's blob, never compressed: what a search reads of every candidate
-    (:meth:`ChunkStore.hit_key`) without inflating the rest."""
+    (:meth:`ChunkStore.hit_key`) without inflating the rest. ``symbol`` True: the symbol is
+    the name (most methods: 93 % of ssl31-ru's chunks; the head of a method then holds its
+    name once, ~115 -> ~60 bytes); read it through :meth:`sym`."""
 
     name: str
-    symbol: str | None
+    symbol: str | bool | None
+
+    def sym(self) -> str | None:
+        """The chunk's symbol."""
+        s = self.symbol
+        return self.name if s is True else s
 
 
 class _Var(msgspec.Struct, array_like=True):
@@ -151,9 +179,9 @@ def _letters(text: str) -> tuple[int, int]:
     return len(_CYR.findall(text)), len(_LAT.findall(text))
 
 
-def encode_blob(c: Chunk) -> tuple[bytes, bytes, bool]:
-    """The blob of ``c``: its :class:`_Head` and its :class:`_Var` (msgpack), and whether
-    the latter is LZ4-compressed."""
+def encode_parts(c: Chunk) -> tuple[bytes, bytes]:
+    """The blob of ``c`` before compression: its :class:`_Head` and its :class:`_Var`
+    (msgpack)."""
     doc, span = c.doc, None
     if doc:
         at = c.text.find(doc)
@@ -163,14 +191,165 @@ def encode_blob(c: Chunk) -> tuple[bytes, bytes, bool]:
         _Var(c.params, c.directives, c.annotations, doc, span, c.signature, c.synonym,
              c.comment, c.types, c.properties, c.text)
     )
-    head = _enc.encode(_Head(c.name, c.symbol))
+    head = _enc.encode(_Head(c.name, True if c.symbol is not None and c.symbol == c.name else c.symbol))
     if len(head) > 65535:
         raise ValueError(f"chunk {c.id!r}: name and symbol take {len(head)} bytes, at most 65535")
-    if len(raw) >= COMPRESS_MIN:
-        z = lz4.block.compress(raw, store_size=True)
-        if len(z) < len(raw):
-            return head, z, True
-    return head, raw, False
+    return head, raw
+
+
+_MISSING = object()
+
+
+def _id_hash(cid: str) -> int:
+    """The 32-bit hash of a chunk id kept sorted in ``id_hash.npy`` (CRC-32 of its UTF-8;
+    collisions only cost a comparison: :meth:`SlotMap.get` checks the id itself)."""
+    return zlib.crc32(cid.encode("utf-8", "surrogatepass"))
+
+
+class IdColumn(Sequence):
+    """``ChunkStore.ids`` of a loaded store: ``ids[slot]`` is the chunk id (None for a free
+    slot), made on demand from the saved column (``ids_blob.npy``: UTF-8 of each id
+    without its ``path + "::"`` prefix when it has one, ``ids_off.npy``: offsets) instead of
+    ~770k ``str`` objects (``bench --scale 20``: ~200 MB of heap and ~1 s to decode, plus
+    ~0.9 s and ~50 MB for the dict back). Slots written since the load (``ids[slot] = v``,
+    :meth:`append`) are kept in a small dict that wins over the column.
+
+    Reads cost ~1 us (a slice, a UTF-8 decode, a concatenation); the engine reads an id per
+    channel hit and for BM25 / names ties, never all of them per query."""
+
+    __slots__ = ("_blob", "_off", "_pfx", "_paths", "_n", "_len", "_over")
+
+    def __init__(self, blob: bytes, off: array, pfx: array, paths: list[str], n: int) -> None:
+        self._blob, self._off, self._pfx, self._paths = blob, off, pfx, paths
+        self._n = self._len = n
+        self._over: dict[int, str | None] = {}
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, slot):  # type: ignore[override]
+        if type(slot) is not int:
+            if isinstance(slot, slice):
+                return [self[i] for i in range(*slot.indices(self._len))]
+            slot = int(slot)  # numpy integers
+        o = self._over.get(slot, _MISSING)
+        if o is not _MISSING:
+            return o
+        if slot < 0:
+            slot += self._len
+            o = self._over.get(slot, _MISSING)
+            if o is not _MISSING:
+                return o
+        if not 0 <= slot < self._n:
+            raise IndexError(slot)
+        p = self._pfx[slot]
+        if p == -2:
+            return None
+        a, b = self._off[slot], self._off[slot + 1]
+        tail = self._blob[a:b].decode("utf-8", "surrogatepass")
+        return tail if p < 0 else self._paths[p] + "::" + tail
+
+    def __setitem__(self, slot: int, cid: str | None) -> None:
+        if not 0 <= slot < self._len:
+            raise IndexError(slot)
+        self._over[slot] = cid
+
+    def append(self, cid: str | None) -> None:
+        """Add a slot at the end (a new chunk when no slot is free)."""
+        self._over[self._len] = cid
+        self._len += 1
+
+    def __iter__(self) -> Iterator[str | None]:
+        for i in range(self._len):
+            yield self[i]
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, tuple, IdColumn)):
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+
+class SlotMap(MutableMapping):
+    """``ChunkStore.slot_of`` of a loaded store: chunk id -> slot through the saved hash
+    column (``id_hash.npy``: :func:`_id_hash` of every live id, ascending;
+    ``id_hash_slot.npy``: their slots) and a binary search, the id at the slot compared
+    to rule out collisions; ids added since the load are in a small dict, saved ids removed
+    since in a small set. No per-chunk object is made at load."""
+
+    __slots__ = ("_hash", "_hslot", "_ids", "_new", "_gone", "_len")
+
+    def __init__(self, hashes: array, hslot: array, ids: IdColumn, live: int) -> None:
+        self._hash, self._hslot, self._ids = hashes, hslot, ids
+        self._new: dict[str, int] = {}
+        self._gone: set[int] = set()  # slots whose saved id was removed since the load
+        self._len = live
+
+    def get(self, cid, default=None):  # type: ignore[override]
+        """The slot of ``cid`` or ``default``."""
+        s = self._new.get(cid)
+        if s is not None:
+            return s
+        if type(cid) is not str:
+            return default
+        s = self._base_slot(cid)
+        return default if s is None else s
+
+    def _base_slot(self, cid: str) -> int | None:
+        """The slot of ``cid`` in the saved hash column, None if absent or removed since."""
+        h = _id_hash(cid)
+        hs = self._hash
+        i = bisect_left(hs, h)
+        n = len(hs)
+        ids = self._ids
+        while i < n and hs[i] == h:
+            s = self._hslot[i]
+            if s not in self._gone and ids[s] == cid:
+                return s
+            i += 1
+        return None
+
+    def __getitem__(self, cid: str) -> int:
+        s = self.get(cid)
+        if s is None:
+            raise KeyError(cid)
+        return s
+
+    def __contains__(self, cid: object) -> bool:
+        return self.get(cid) is not None
+
+    def __setitem__(self, cid: str, slot: int) -> None:
+        if self.get(cid) is None:
+            self._len += 1
+        self._new[cid] = slot
+
+    def __delitem__(self, cid: str) -> None:
+        """Forget ``cid`` (the caller frees its slot)."""
+        if self._new.pop(cid, None) is None:
+            s = self._base_slot(cid) if type(cid) is str else None
+            if s is None:
+                raise KeyError(cid)
+            self._gone.add(s)
+        self._len -= 1
+
+    def pop(self, cid, default=_MISSING):  # type: ignore[override]
+        """The slot of ``cid``, forgotten (see :meth:`__delitem__`); ``default`` if absent."""
+        s = self.get(cid)
+        if s is None:
+            if default is _MISSING:
+                raise KeyError(cid)
+            return default
+        del self[cid]
+        return s
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __iter__(self) -> Iterator[str]:
+        for cid in self._ids:
+            if cid is not None:
+                yield cid
 
 
 class ChunkStore:
@@ -184,19 +363,24 @@ class ChunkStore:
         that folder instead of a ``bytearray`` (a first index of ``bench --scale 20`` appends
         ~650 MB of blobs: in the page cache then, not in the heap); read back with
         ``os.pread``. Gone with the store or the process (it has no name)."""
-        self.ids: list[str | None] = []
-        self.slot_of: dict[str, int] = {}
+        # lists while building; the lazy IdColumn / SlotMap after a load (or a rebase)
+        self.ids: list[str | None] | IdColumn = []
+        self.slot_of: dict[str, int] | SlotMap = {}
         self.tables: dict[str, Interner] = {t: Interner() for t in _TABLES}
         self._cap = 0
         self._rows = np.zeros(0, dtype=ROW)
         self._free: list[int] = []
-        self._base: mmap.mmap | memoryview | bytes = b""  # the loaded generation's arena
+        self._base: _ArenaFile | bytes = b""  # the loaded generation's arena
         self._base_len = 0
         self._tail = bytearray()  # blobs added since the load, at offsets >= _base_len
         self._spill = None
         self._spill_dir = spill_dir  # the file is made by the first add (no index dir before)
         self._tail_len = 0
         self._dead_bytes = 0
+        # zstd dictionary of the blobs (None: not trained yet, b"": never, the corpus is too small)
+        self._zdict: bytes | None = None
+        self._zc = self._zd = None  # its compressor / decompressor, made on first use
+        self._samples: list[bytes] = []  # blob bodies for the training
         self.version = 0  # bumped by every add/remove (caches keyed on it)
 
     # ------------------------------------------------------------------ size and ids
@@ -249,7 +433,8 @@ class ChunkStore:
             self.slot_of[c.id] = slot
         else:
             self._dead_bytes += int(self._rows["blob_len"][slot])
-        head, body, z = encode_blob(c)
+        head, raw = encode_parts(c)
+        body, zflag = self._compress(raw)
         t = self.tables
         cyr, lat = _letters(c.name)
         nr = c.name_range
@@ -258,7 +443,7 @@ class ChunkStore:
             | (_FLAG_EXPORT if c.export else 0)
             | (_FLAG_ASYNC if c.is_async else 0)
             | (_FLAG_CODE if c.kind in CODE_KINDS else 0)
-            | (_FLAG_LZ4 if z else 0),
+            | zflag,
             kind=t["kind"].index(c.kind),
             module_kind=t["module_kind"].index(c.module_kind),
             object_type=t["object_type"].index(c.object_type),
@@ -291,6 +476,52 @@ class ChunkStore:
         self.version += 1
         return slot
 
+    def _compress(self, raw: bytes) -> tuple[bytes, int]:
+        """A blob body as stored, and its flag (0: raw, :data:`_FLAG_LZ4`, :data:`_FLAG_ZSTD`).
+
+        zstd with a dictionary trained on the store's first :data:`ZDICT_SAMPLES` bodies
+        (LZ4 until then; a store that never gets that many keeps LZ4). Measured on ssl31-ru,
+        the dictionary trained on 2,000 chunks of one half of the objects and applied to the
+        other half: LZ4 14.1 MB, zstd level 3 without a dictionary 10.6 MB, with it 6.5 MB;
+        ~30 us a blob to write against LZ4's ~10 (a loaded 2-core machine), ~18 us to read
+        against ~6. The dictionary is saved with the store (``zdict.bin``) and serves every
+        later blob of it."""
+        if len(raw) < COMPRESS_MIN:
+            return raw, 0
+        if self._zdict is None:
+            self._samples.append(raw)
+            if len(self._samples) >= ZDICT_SAMPLES:
+                self._train()
+        if self._zdict:
+            if self._zc is None:
+                import zstandard
+
+                self._zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL, dict_data=zstandard.ZstdCompressionDict(self._zdict))
+            z = self._zc.compress(raw)
+            if len(z) < len(raw):
+                return z, _FLAG_ZSTD
+            return raw, 0
+        z = lz4.block.compress(raw, store_size=True)
+        if len(z) < len(raw):
+            return z, _FLAG_LZ4
+        return raw, 0
+
+    def _train(self) -> None:
+        import zstandard
+
+        try:
+            self._zdict = zstandard.train_dictionary(ZDICT_BYTES, self._samples).as_bytes()
+        except zstandard.ZstdError:  # too little or too uniform data: LZ4 for good
+            self._zdict = b""
+        self._samples = []
+
+    def _decompress(self, body: bytes) -> bytes:
+        if self._zd is None:
+            import zstandard
+
+            self._zd = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(self._zdict or b""))
+        return self._zd.decompress(body)
+
     def set_position(self, slot: int, start_line: int, end_line: int, name_range: tuple[int, int, int, int]) -> None:
         """Move a chunk (an edit above it shifted its lines): only the location columns change."""
         r = self._rows
@@ -318,13 +549,17 @@ class ChunkStore:
                 self._spill.flush()
                 return os.pread(self._spill.fileno(), n, off)
             return bytes(self._tail[off : off + n])
-        return self._base[off : off + n]
+        base = self._base
+        return base.read(off, n) if type(base) is _ArenaFile else base[off : off + n]
 
     def _parts(self, row: tuple) -> tuple[_Head, _Var]:
         raw = self._bytes(row[_F["blob_off"]], row[_F["blob_len"]])
         h = row[_F["head_len"]]
         body = raw[h:]
-        if row[_F["flags"]] & _FLAG_LZ4:
+        fl = row[_F["flags"]]
+        if fl & _FLAG_ZSTD:
+            body = self._decompress(body)
+        elif fl & _FLAG_LZ4:
             body = lz4.block.decompress(body)
         return _dec_head.decode(raw[:h]), _dec.decode(body)
 
@@ -332,7 +567,7 @@ class ChunkStore:
         """(name, symbol) of the chunk at ``slot``: the uncompressed start of its blob."""
         row = self._rows[slot].item()
         v = _dec_head.decode(self._bytes(row[_F["blob_off"]], row[_F["head_len"]]))
-        return v.name, v.symbol
+        return v.name, v.sym()
 
     def hit_key(self, slot: int) -> tuple[str, str | None]:
         """What makes two chunks one search hit: (path, symbol) for metadata, (path, method
@@ -347,7 +582,7 @@ class ChunkStore:
         if kind in DOCS_KINDS:
             return path, "#" + "\x00".join(self.tables["region"].values[row[_F["region"]]])
         v = _dec_head.decode(self._bytes(row[_F["blob_off"]], row[_F["head_len"]]))
-        return path, (v.name if row[_F["flags"]] & _FLAG_CODE else v.symbol)
+        return path, (v.name if row[_F["flags"]] & _FLAG_CODE else v.sym())
 
     def get(self, slot: int) -> Chunk:
         """The chunk at ``slot`` as a :class:`Chunk` (a new struct each call; ``KeyError``
@@ -368,7 +603,7 @@ class ChunkStore:
             owner=t["owner"].values[row[_F["owner"]]],
             object_type=t["object_type"].values[row[_F["object_type"]]],
             module_kind=t["module_kind"].values[row[_F["module_kind"]]],
-            symbol=hd.symbol,
+            symbol=hd.sym(),
             export=bool(flags & _FLAG_EXPORT),
             is_async=bool(flags & _FLAG_ASYNC),
             params=v.params,
@@ -463,8 +698,8 @@ class ChunkStore:
 
     # ------------------------------------------------------------------ persistence
     def save(self, d: Path) -> None:
-        """Write the store into the (new, empty or missing) folder ``d``: column files,
-        ``ids.msgpack``, ``tables.msgpack``, ``arena.bin`` with the live blobs only (streamed
+        """Write the store into the (new, empty or missing) folder ``d``: column files
+        (with the id columns, :meth:`_save_ids`), ``tables.msgpack``, ``arena.bin`` with the live blobs only (streamed
         to the file, never one bytes object) and ``store.json``. Each file is fsynced; the
         caller makes the folder visible atomically (rename) and fsyncs the parent."""
         d.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -483,34 +718,75 @@ class ChunkStore:
                     o = off - self._base_len
                     fh.write(memoryview(self._tail)[o : o + ln])
                 else:
-                    fh.write(self._base[off : off + ln])
+                    fh.write(self._bytes(off, ln))
                 offs[slot] = pos
                 pos += ln
             lens[~live] = 0
             fh.flush()
             os.fsync(fh.fileno())
+        flags = self._col("flags").copy()
+        self._save_ids(d, flags)
         for name in COLUMNS:
-            col = offs if name == "blob_off" else lens if name == "blob_len" else self._col(name)
+            col = offs if name == "blob_off" else lens if name == "blob_len" else flags if name == "flags" else self._col(name)
             save_npy_synced(d / f"{name}.npy", col)
         rows = self._rows[:n]
         save_npy_synced(d / "name_range.npy", np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32))
-        _write_synced(d / "ids.msgpack", _enc.encode(self.ids))
         tables = {k: [list(v) if k == "region" else v for v in t.values] for k, t in self.tables.items()}
         _write_synced(d / "tables.msgpack", _enc.encode(tables))
-        meta = {"version": STORE_VERSION, "slots": n, "live": len(self.slot_of), "arena_bytes": pos}
+        zdict = self._zdict or b""
+        _write_synced(d / "zdict.bin", zdict)
+        meta = {"version": STORE_VERSION, "slots": n, "live": len(self.slot_of), "arena_bytes": pos, "zdict_bytes": len(zdict),
+                "zdict": "never" if self._zdict == b"" else "trained" if self._zdict else "untrained"}
         _write_synced(d / "store.json", json.dumps(meta).encode())
+
+    def _save_ids(self, d: Path, flags: np.ndarray) -> None:
+        """Write the id columns (see :class:`IdColumn`, :class:`SlotMap`): ``ids_blob.npy``,
+        ``ids_off.npy`` (``<i8[slots + 1]``), ``id_hash.npy`` / ``id_hash_slot.npy``
+        (``<u4[live]``, by hash); sets :data:`_FLAG_PATH_ID` in ``flags`` (the column to
+        save) for ids that start with their path and ``::``."""
+        n = len(self.ids)
+        paths = self.tables["path"].values
+        path_col = self._col("path").tolist()
+        off = np.zeros(n + 1, dtype="<i8")
+        hashes: list[int] = []
+        slots: list[int] = []
+        buf = bytearray()
+        ids = self.ids
+        for slot in range(n):
+            cid = ids[slot]
+            if cid is not None:
+                p = paths[path_col[slot]]
+                if cid.startswith(p) and cid.startswith("::", len(p)):
+                    tail = cid[len(p) + 2 :]
+                    flags[slot] |= _FLAG_PATH_ID
+                else:
+                    tail = cid
+                buf += tail.encode("utf-8", "surrogatepass")
+                hashes.append(_id_hash(cid))
+                slots.append(slot)
+            off[slot + 1] = len(buf)
+        h = np.array(hashes, dtype="<u4")
+        order = np.argsort(h, kind="stable")
+        save_npy_synced(d / "ids_blob.npy", np.frombuffer(bytes(buf), dtype=np.uint8))
+        save_npy_synced(d / "ids_off.npy", off)
+        save_npy_synced(d / "id_hash.npy", h[order])
+        save_npy_synced(d / "id_hash_slot.npy", np.array(slots, dtype="<u4")[order])
 
     @classmethod
     def load(cls, d: Path, *, mmap_arena: bool = True) -> "ChunkStore":
-        """Load a folder written by :meth:`save`; the arena is memory-mapped (read-only,
-        shared page cache) unless ``mmap_arena`` is False. :class:`ChunkStoreError` when a
+        """Load a folder written by :meth:`save`; the arena is read on demand from its file
+        (:class:`_ArenaFile`, the OS page cache) unless ``mmap_arena`` is False (then it is
+        read into memory). :class:`ChunkStoreError` when a
         file is missing, damaged, of another version or inconsistent with ``store.json``."""
         try:
             meta = json.loads((d / "store.json").read_bytes())
             if meta.get("version") != STORE_VERSION:
                 raise ChunkStoreError(f"chunk store version {meta.get('version')!r}, expected {STORE_VERSION}")
             n, arena_bytes = int(meta["slots"]), int(meta["arena_bytes"])
-            ids = msgspec.msgpack.decode((d / "ids.msgpack").read_bytes(), type=list[str | None])
+            blob = np.load(d / "ids_blob.npy", mmap_mode="r", allow_pickle=False)
+            id_off = np.load(d / "ids_off.npy", allow_pickle=False)
+            id_hash = np.load(d / "id_hash.npy", allow_pickle=False)
+            id_hslot = np.load(d / "id_hash_slot.npy", allow_pickle=False)
             tables = msgspec.msgpack.decode((d / "tables.msgpack").read_bytes(), type=dict[str, list[Any]])
             cols = {}
             for name, dt in COLUMNS.items():
@@ -522,15 +798,35 @@ class ChunkStore:
             if nr.dtype != np.int32 or nr.shape != (n, 4):
                 raise ChunkStoreError(f"name_range.npy: {nr.dtype} {nr.shape}, expected int32 ({n}, 4)")
             size = (d / "arena.bin").stat().st_size
+            zdict = (d / "zdict.bin").read_bytes()
+            if len(zdict) != int(meta["zdict_bytes"]) or meta.get("zdict") not in ("never", "trained", "untrained"):
+                raise ChunkStoreError(f"zdict.bin: {len(zdict)} bytes, store.json says {meta['zdict_bytes']} ({meta.get('zdict')!r})")
         except ChunkStoreError:
             raise
         except (OSError, ValueError, KeyError, TypeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise ChunkStoreError(f"chunk store in {d} unusable: {exc}") from exc
-        if len(ids) != n or size != arena_bytes or set(tables) != set(_TABLES):
-            raise ChunkStoreError(f"chunk store in {d} is inconsistent (ids {len(ids)}/{n}, arena {size}/{arena_bytes})")
+        if size != arena_bytes or set(tables) != set(_TABLES):
+            raise ChunkStoreError(f"chunk store in {d} is inconsistent (arena {size}/{arena_bytes})")
         live = (cols["flags"] & _FLAG_LIVE) != 0
-        if int(live.sum()) != int(meta["live"]) or any((cid is None) == bool(lv) for cid, lv in zip(ids, live.tolist())):
-            raise ChunkStoreError(f"chunk store in {d}: live flags and ids disagree")
+        n_live = int(live.sum())
+        if n_live != int(meta["live"]):
+            raise ChunkStoreError(f"chunk store in {d}: {n_live} live flags, store.json says {meta['live']}")
+        path_id = (cols["flags"] & _FLAG_PATH_ID) != 0
+        lens_ = np.diff(id_off) if id_off.shape == (n + 1,) else None
+        if (
+            blob.dtype != np.uint8 or blob.ndim != 1
+            or id_off.dtype != np.dtype("<i8") or lens_ is None or int(id_off[0]) != 0 or int(id_off[-1]) != blob.size
+            or (lens_.size and int(lens_.min()) < 0)
+            or bool((lens_[~live] != 0).any()) or bool((path_id & ~live).any()) or bool((live & ~path_id & (lens_ == 0)).any())
+        ):
+            raise ChunkStoreError(f"chunk store in {d}: the id columns (ids_blob, ids_off) disagree with the live flags")
+        if (
+            id_hash.dtype != np.dtype("<u4") or id_hash.shape != (n_live,)
+            or id_hslot.dtype != np.dtype("<u4") or id_hslot.shape != (n_live,)
+            or (n_live and (bool((np.diff(id_hash.astype(np.int64)) < 0).any()) or int(id_hslot.max()) >= n
+                            or not np.array_equal(np.bincount(id_hslot, minlength=n).astype(bool), live)))
+        ):
+            raise ChunkStoreError(f"chunk store in {d}: the id hash columns are not a sorted index of the live slots")
         ends = cols["blob_off"][live] + cols["blob_len"][live]
         if ends.size and int(ends.max()) > arena_bytes:
             raise ChunkStoreError(f"chunk store in {d}: a blob lies beyond the arena")
@@ -539,21 +835,28 @@ class ChunkStore:
             if live.any() and int(cols[col][live].max()) >= len(tables[t]):
                 raise ChunkStoreError(f"chunk store in {d}: column {col} points outside its table")
         s = cls()
-        s.ids = ids
-        s.slot_of = {cid: i for i, cid in enumerate(ids) if cid is not None}
-        s._free = [i for i, cid in enumerate(ids) if cid is None][::-1]
+        # a store saved before its dictionary was trained keeps LZ4 (no samples at hand)
+        s._zdict = zdict if meta["zdict"] == "trained" else b""
+        if int((cols["flags"] & _FLAG_ZSTD).astype(bool).sum()) and not s._zdict:
+            raise ChunkStoreError(f"chunk store in {d}: zstd blobs without a dictionary")
         s.tables = {k: Interner(tuple(v) for v in vals) if k == "region" else Interner(vals) for k, vals in tables.items()}
+        pfx = np.where(path_id, cols["path"], -1).astype("<i4")
+        pfx[~live] = -2
+        ids = IdColumn(bytes(blob), array("q", id_off.tobytes()), array("i", pfx.tobytes()), s.tables["path"].values, n)
+        s.ids = ids
+        s.slot_of = SlotMap(array("I", id_hash.tobytes()), array("I", id_hslot.tobytes()), ids, n_live)
+        s._free = np.flatnonzero(~live)[::-1].tolist()
         rows = np.zeros(n, dtype=ROW)
         for name, a in cols.items():
             rows[name] = a
+        rows["flags"] &= np.uint8(0xFF & ~_FLAG_PATH_ID)
         for i in range(4):
             rows[f"nr{i}"] = nr[:, i]
         s._rows = rows
         s._cap = n
         if arena_bytes:
             if mmap_arena:
-                with open(d / "arena.bin", "rb") as fh:
-                    s._base = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+                s._base = _ArenaFile(d / "arena.bin")
             else:
                 s._base = (d / "arena.bin").read_bytes()
         s._base_len = arena_bytes
@@ -564,7 +867,10 @@ class ChunkStore:
         and drop the append area (a first index's blobs leave the heap). The columns are
         rewritten to the saved offsets; the store must not have changed since the save."""
         fresh = ChunkStore.load(d)
-        self._base, self._base_len = fresh._base, fresh._base_len
+        self._base, self._base_len = fresh._base, fresh._base_len  # the old file closes with its last user
+        # the ids as the saved columns (a first index's ~770k id strings and their dict leave the heap)
+        fresh.ids._paths = self.tables["path"].values
+        self.ids, self.slot_of = fresh.ids, fresh.slot_of
         n = len(self.ids)
         self._rows["blob_off"][:n] = fresh._rows["blob_off"]
         self._rows["blob_len"][:n] = fresh._rows["blob_len"]
@@ -578,7 +884,7 @@ class ChunkStore:
 
     def nbytes(self) -> dict[str, int]:
         """Bytes held: ``columns`` (numpy), ``tail`` (append area in the heap), ``arena``
-        (memory-mapped, page cache), ``spilled`` (append area in a temporary file), ``dead`` (blobs of
+        (the loaded generation's file, read on demand: page cache), ``spilled`` (append area in a temporary file), ``dead`` (blobs of
         replaced or removed chunks)."""
         return {
             "columns": self._rows.nbytes,
@@ -587,6 +893,47 @@ class ChunkStore:
             "arena": self._base_len,
             "dead": self._dead_bytes,
         }
+
+
+class _ArenaFile:
+    """The blob arena of a loaded generation (``arena.bin``), read by positional reads
+    (``os.pread``) instead of a memory map: see the module docstring. The file stays open
+    while the store uses it (a newer generation's save deletes the folder: an open file
+    stays readable); ``posix_fadvise(RANDOM)`` turns off the kernel's readahead for it."""
+
+    __slots__ = ("fd", "__weakref__")
+
+    def __init__(self, path: Path) -> None:
+        self.fd = os.open(path, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0))
+        if hasattr(os, "posix_fadvise"):
+            try:
+                os.posix_fadvise(self.fd, 0, 0, os.POSIX_FADV_RANDOM)
+            except OSError:
+                pass
+
+    def read(self, off: int, n: int) -> bytes:
+        """``n`` bytes at ``off``; ``ChunkStoreError`` if the file is shorter (damaged since
+        the load)."""
+        if os.name == "nt":  # no pread on Windows
+            os.lseek(self.fd, off, os.SEEK_SET)
+            data = os.read(self.fd, n)
+        else:
+            data = os.pread(self.fd, n, off)
+        if len(data) != n:
+            raise ChunkStoreError(f"arena.bin: {len(data)} of {n} bytes at {off} (the file shrank)")
+        return data
+
+    def close(self) -> None:
+        """Close the file (idempotent)."""
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
 
 
 class ChunksView(Mapping):

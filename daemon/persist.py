@@ -155,14 +155,7 @@ class PersistMixin:
             names = _load_names(g / "names")
             files = read_msgpack(g / "files.msgpack", dict[str, FileRecord])
             skipped = read_msgpack(g / "skipped.msgpack", list[Skip])
-            n = 0
-            for rec in files.values():
-                sl = rec.slot_list()
-                n += len(sl)
-                if sl and (max(sl) >= store.capacity or min(sl) < 0 or any(store.ids[s] is None for s in sl)):
-                    raise SnapshotError(f"files.msgpack: {rec.path} names chunk slots the store does not hold")
-            if n != len(store):
-                raise SnapshotError(f"files.msgpack names {n} chunks, the store holds {len(store)}")
+            _check_file_slots(files, store)
         except (ChunkStoreError, SnapshotError, OSError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
             log.warning("lexical snapshot unusable (%s); rebuilding", exc)
             return
@@ -448,6 +441,29 @@ class PersistMixin:
         self._dense_journal_vectors += len(live)
         if self._dense_journal_vectors > DENSE_JOURNAL_MAX:
             self.dense_compact_due = True
+
+
+def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:
+    """``SnapshotError`` unless the file records name every live chunk slot of ``store``
+    exactly once and nothing else (vectorised: one array of all the records' slots)."""
+    recs = list(files.values())
+    if any(len(r.slots) % 4 for r in recs):
+        raise SnapshotError("files.msgpack: a record's chunk slots are damaged (not int32)")
+    try:
+        allslots = np.frombuffer(b"".join(r.slots for r in recs), dtype="<i4")
+    except ValueError as exc:  # a slots field of a size not a multiple of 4
+        raise SnapshotError(f"files.msgpack: a record's chunk slots are damaged ({exc})") from exc
+    live = np.zeros(store.capacity, dtype=bool)
+    live[store.live_slots()] = True
+    ok = (allslots >= 0) & (allslots < store.capacity)
+    if ok.all():
+        ok = live[allslots]
+    if not ok.all():
+        bad = int(np.flatnonzero(~ok)[0])
+        ends = np.cumsum([len(r.slots) // 4 for r in recs])
+        raise SnapshotError(f"files.msgpack: {recs[int(np.searchsorted(ends, bad, side='right'))].path} names chunk slots the store does not hold")
+    if allslots.size != len(store) or (allslots.size and int(np.bincount(allslots).max()) > 1):
+        raise SnapshotError(f"files.msgpack names {allslots.size} chunk slots, the store holds {len(store)} chunks")
 
 
 def _current_generation(d: Path) -> str:

@@ -101,7 +101,6 @@ import numpy as np
 
 from .store import save_npy_synced
 
-from daemon.bm25 import _KeyMap
 from daemon.folding import fold, split_words
 
 __all__ = [
@@ -272,7 +271,7 @@ class SymbolState(msgspec.Struct, frozen=True):
     :meth:`SymbolIndex.from_state` with ``ValueError``, so the owner rebuilds it.
     """
 
-    keys: list[str]  # string keys (compatibility path); [] for a slot-keyed index
+    keys: list[str]  # always []: string keys were a compatibility path, removed (the slots say whose entry)
     names: list[str]
     containers: list[list[str]]
     kinds: list[str]
@@ -484,13 +483,9 @@ class SymbolError(ValueError):
 
 class SymbolIndex:
     """Name index over entries ``slot → (name, containers, kind, boost)``; see the module doc.
-
-    Compatibility (until daemon/engine.py passes slots): string keys are accepted by
-    :meth:`add`, :meth:`remove`, :meth:`get` and ``in``; :meth:`search` then returns keys.
-    """
+    Keyed by the chunk store's slots only (a string key is a ``TypeError``)."""
 
     def __init__(self) -> None:
-        self._km: _KeyMap | None = None
         self._init()
 
     def _init(self) -> None:
@@ -537,17 +532,10 @@ class SymbolIndex:
         return eo[slot] if 0 <= slot < len(eo) else -1
 
     def _slot_for(self, key: object, create: bool = False) -> int:
-        """Slot of ``key`` (an int slot, or a compatibility string key); -1 if unknown."""
+        """Slot of ``key`` (a non-negative int: the chunk store's slot); -1 if unknown.
+        ``TypeError`` for a string: the index is keyed by slots only."""
         if isinstance(key, str):
-            if self._km is None:
-                if not create:
-                    return -1
-                if self._n_live or len(self._eid_of):
-                    raise TypeError("this symbol index is keyed by slots; got a string key")
-                self._km = _KeyMap()
-            if create:
-                return self._km.slot(key)
-            return self._km.slot_of.get(key, -1)
+            raise TypeError(f"the symbol index is keyed by chunk slots (ints); got the string {key!r}")
         try:
             s = operator.index(key)  # type: ignore[call-overload]
         except TypeError:
@@ -559,12 +547,12 @@ class SymbolIndex:
         return s
 
     def __contains__(self, key: object) -> bool:
-        return self._eid(self._slot_for(key)) >= 0
+        return not isinstance(key, str) and self._eid(self._slot_for(key)) >= 0
 
     # --- updates -------------------------------------------------------------------------
     def add(
         self,
-        key: int | str,
+        key: int,
         name: str,
         *,
         container: str | Iterable[str] = "",
@@ -645,7 +633,7 @@ class SymbolIndex:
             self._cont_cache[c] = info
         return info
 
-    def remove(self, key: int | str) -> bool:
+    def remove(self, key: int) -> bool:
         """Remove the entry at slot ``key``; False if absent. O(1): its sorted-array rows go
         stale and are skipped; when stale entries exceed half the live ones (and 1,024), the
         index is rebuilt compactly (O(n log n), amortised O(log n) per removal)."""
@@ -653,8 +641,6 @@ class SymbolIndex:
         if self._eid(slot) < 0:
             return False
         self._remove_slot(slot)
-        if isinstance(key, str):
-            self._km.release(key)  # type: ignore[union-attr]
         return True
 
     def _remove_slot(self, slot: int) -> None:
@@ -666,7 +652,7 @@ class SymbolIndex:
         if self._dead > 1024 and self._dead > self._n_live // 2:
             self._rebuild(self._state())
 
-    def get(self, key: int | str) -> tuple[str, tuple[str, ...], str, float] | None:
+    def get(self, key: int) -> tuple[str, tuple[str, ...], str, float] | None:
         """``(name, containers, kind, boost)`` of the entry at slot ``key``, or None."""
         eid = self._eid(self._slot_for(key))
         if eid < 0:
@@ -893,21 +879,11 @@ class SymbolIndex:
         ``[]``. ``allow``: a bool array indexed by slot (slots beyond it are not allowed) or
         a predicate on the slot (called in rank order until ``k`` pass). ``key_of(slot)``
         gives the key for the "shorter key, then key" tie-breaks (a sequence is indexed);
-        without it ties go by slot. A string-keyed index (compatibility) returns keys and
-        takes ``allow`` as a predicate on the key.
+        without it ties go by slot.
         """
         q = _clean_query(query)
         if k <= 0 or not self._n_live or not is_identifier_query(q):
             return []
-        km = self._km
-        if km is not None and key_of is None:
-            ids = km.ids
-            key_of = ids.__getitem__  # type: ignore[assignment]
-            if callable(allow):
-                pred = allow
-                allow = lambda s: pred(ids[s])  # noqa: E731
-            hits = self._search(q, k, allow, key_of)
-            return [(ids[s], v, kind) for s, v, kind in hits]
         if key_of is not None and not callable(key_of):
             key_of = key_of.__getitem__
         return self._search(q, k, allow, key_of)  # type: ignore[arg-type]
@@ -1071,14 +1047,10 @@ class SymbolIndex:
 
     # --- persistence ---------------------------------------------------------------------
     def to_state(self) -> SymbolState:
-        """Compatibility (string-keyed index): snapshot of the live entries in insertion
-        order, with the derived structures (msgspec-encodable; see :class:`SymbolState`)."""
-        if self._km is None and self._n_live:
-            raise TypeError("to_state() needs a string-keyed index; use save()")
-        state = self._state()
-        ids = self._km.ids if self._km is not None else []
-        keys = [ids[s] for s in _u4(state.slots).tolist()]
-        return msgspec.structs.replace(state, keys=keys)  # type: ignore[arg-type]
+        """Snapshot of the live entries in insertion order, with the derived structures and
+        their slots (msgspec-encodable; see :class:`SymbolState`; the daemon saves column
+        files instead: :meth:`save`)."""
+        return self._state()
 
     def _state(self) -> SymbolState:
         """Snapshot of the live entries in insertion order (slots, no keys)."""
@@ -1260,9 +1232,7 @@ class SymbolIndex:
         ``uint32`` ids into small tables of distinct values; slots, boosts, container rows,
         the four sorted id arrays and the trigram postings as raw arrays. Compacts first when
         entries are dead. Files are fsynced; the caller makes the folder's appearance
-        atomic. ``TypeError`` for a string-keyed (compatibility) index."""
-        if self._km is not None:
-            raise TypeError("save() needs a slot-keyed index (this one holds string keys)")
+        atomic."""
         self._flush()
         if self._dead:
             self._rebuild(self._state())
@@ -1443,18 +1413,13 @@ class SymbolIndex:
     @classmethod
     def from_state(cls, state: SymbolState) -> SymbolIndex:
         """Rebuild from :meth:`to_state` output; ``ValueError`` if the state is of another
-        layout (:data:`STATE_LAYOUT`), the columns differ in length, a key repeats, a name is
-        empty or the derived arrays do not fit the entries."""
+        layout (:data:`STATE_LAYOUT`), holds string keys (the removed compatibility path),
+        the columns differ in length, a slot repeats, a name is empty or the derived arrays
+        do not fit the entries."""
+        if state.keys:
+            raise ValueError("symbol state with string keys: the index is keyed by chunk slots only")
         index = cls()
         index._rebuild(state)
-        if state.keys:
-            slots = _u4(state.slots).tolist() if state.slots else list(range(len(state.keys)))
-            km = index._km = _KeyMap()
-            km.ids = [None] * (max(slots) + 1)
-            for s, key in zip(slots, state.keys):
-                km.ids[s] = key
-            km.slot_of = dict(zip(state.keys, slots))
-            km.free = [s for s, key in enumerate(km.ids) if key is None]
         return index
 
 

@@ -61,12 +61,13 @@ def test_every_field_round_trips_through_add_save_and_load(tmp_path):
         _full_chunk(1, doc="// a doc that is not part of the text"),  # not a span of the text
         Chunk(id="Catalogs/Ё.xml::", path="Catalogs/Ё.xml", kind="object", name="Ё"),  # all defaults
         _full_chunk(2, text="x" * 5000, doc=""),  # compressed blob
+        _full_chunk(3, symbol="Метод3"),  # the symbol is the name (stored once)
     ]
     for c in chunks:
         assert set(msgspec.structs.asdict(c)) == set(Chunk.__struct_fields__)
     s = ChunkStore()
     slots = [s.add(c) for c in chunks]
-    assert slots == [0, 1, 2, 3] and len(s) == 4
+    assert slots == [0, 1, 2, 3, 4] and len(s) == 5
     assert [s.get(i) for i in slots] == chunks
     assert s.get_by_id(chunks[2].id) == chunks[2] and s.get_by_id("nope") is None
     s.save(tmp_path / "st")
@@ -78,10 +79,11 @@ def test_every_field_round_trips_through_add_save_and_load(tmp_path):
     back.set_position(1, 100, 120, (99, 1, 99, 5))
     assert back.get(0) == changed
     assert back.get(1) == msgspec.structs.replace(chunks[1], start_line=100, end_line=120, name_range=(99, 1, 99, 5))
-    assert back.add(_full_chunk(7)) == 4 and back.get(4) == _full_chunk(7)
+    assert back.add(_full_chunk(7)) == 5 and back.get(5) == _full_chunk(7)
+    assert back.head(4) == ("Метод3", "Метод3") and back.hit_key(4) == (chunks[4].path, "Метод3")
     back.save(tmp_path / "st2")
     again = ChunkStore.load(tmp_path / "st2", mmap_arena=False)
-    assert [again.get(i) for i in range(5)] == [back.get(i) for i in range(5)]
+    assert [again.get(i) for i in range(6)] == [back.get(i) for i in range(6)]
 
 
 def test_freed_slots_are_reused_and_ids_stay_consistent(tmp_path):
@@ -100,6 +102,39 @@ def test_freed_slots_are_reused_and_ids_stay_consistent(tmp_path):
     assert back.ids == [None, _full_chunk(9).id, _full_chunk(2).id]
     assert back.add(_full_chunk(5)) == a  # the free list survives a save
     assert back.get(a) == _full_chunk(5)
+
+
+def test_ids_of_a_loaded_store_follow_every_change_as_a_list_and_dict_would(tmp_path):
+    """A loaded store's ids and slot_of are made on demand from the id columns (IdColumn,
+    SlotMap): the same answers as the built store's list and dict through removals,
+    re-additions of a saved id (in its old slot or another), new ids and slot reuse, and
+    for ids that do not start with their path (stored whole)."""
+    odd = [_full_chunk(20 + i, id=f"not-the-path::{i}") for i in range(3)]  # id without the path prefix
+    chunks = [_full_chunk(i) for i in range(12)] + odd
+    built = ChunkStore()
+    for c in chunks:
+        built.add(c)
+    built.remove(chunks[3].id)  # a hole saved as a free slot
+    built.save(tmp_path / "st")
+    loaded = ChunkStore.load(tmp_path / "st")
+    assert loaded.ids == built.ids and dict(loaded.slot_of) == built.slot_of and len(loaded) == len(built)
+    for st in (built, loaded):  # the same operations on both
+        st.remove(chunks[5].id)
+        st.add(_full_chunk(50))  # reuses a free slot
+        st.add(chunks[5])  # a saved id back, in another slot
+        st.remove(odd[1].id)
+        st.add(odd[1])
+        st.add(_full_chunk(60))
+        st.remove(chunks[0].id)
+    assert loaded.ids == built.ids and len(loaded) == len(built) == len(loaded.slot_of)
+    for cid in [c.id for c in chunks] + [_full_chunk(50).id, _full_chunk(60).id, "nope", chunks[0].id]:
+        assert loaded.slot_of.get(cid) == built.slot_of.get(cid), cid
+        assert (cid in loaded) == (cid in built)
+    assert dict(loaded.slot_of) == built.slot_of
+    assert [loaded.get(s) for s in loaded.live_slots().tolist()] == [built.get(s) for s in built.live_slots().tolist()]
+    loaded.save(tmp_path / "st2")  # and a save of the loaded store loads as the same
+    again = ChunkStore.load(tmp_path / "st2")
+    assert again.ids == built.ids and dict(again.slot_of) == built.slot_of
 
 
 def _old_allow(f: Filters, c: Chunk, otype, prefix) -> bool:
@@ -158,7 +193,7 @@ def _current(idx) -> str:
 
 @pytest.mark.parametrize(
     "damage",
-    ["flags.npy", "ids.msgpack", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
+    ["flags.npy", "ids_blob.npy", "ids_off.npy", "id_hash.npy", "id_hash_slot.npy", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
 )
 def test_damaged_column_files_mean_a_logged_rebuild(sample_root, tmp_path, caplog, damage):
     idx = tmp_path / "idx"
@@ -351,3 +386,39 @@ def test_a_query_on_damaged_postings_drops_and_rebuilds_the_lexical_side(sample_
     assert any("damaged" in r.getMessage() and str(idx) in r.getMessage() for r in caplog.records)
     damaged.refresh()
     assert [h.id for h in damaged.search(q, mode="lexical").hits] == want
+
+
+def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path, monkeypatch):
+    """The store trains a zstd dictionary on its first ZDICT_SAMPLES blob bodies (LZ4
+    before): every chunk reads back the same through add, save, load, increments on the
+    loaded store (compressed with the saved dictionary) and a second save; a store saved
+    before it trained keeps LZ4; a missing dictionary is damage."""
+    import daemon.chunkstore as cs
+
+    monkeypatch.setattr(cs, "ZDICT_SAMPLES", 40)
+    monkeypatch.setattr(cs, "ZDICT_BYTES", 4096)
+    chunks = [_full_chunk(i, text=f"Процедура Метод{i}()\n" + "\n".join(f"\tА{j} = Б{i} * {j}; // шаг {j}" for j in range(i % 17 + 5))) for i in range(150)]
+    s = ChunkStore()
+    for c in chunks:
+        s.add(c)
+    flags = s.col("flags")
+    assert not (flags[:39] & cs._FLAG_ZSTD).any() and (flags[40:] & cs._FLAG_ZSTD).all()
+    assert [s.get(i) for i in range(150)] == chunks
+    s.save(tmp_path / "st")
+    back = ChunkStore.load(tmp_path / "st")
+    assert [back.get(i) for i in range(150)] == chunks and back._zdict == s._zdict and back._zdict
+    more = _full_chunk(500, text="Функция Ещё()\n" + "\tВозврат 1;\n" * 30)
+    assert back.add(more) == 150 and back.get(150) == more and back.col("flags")[150] & cs._FLAG_ZSTD
+    back.save(tmp_path / "st2")
+    again = ChunkStore.load(tmp_path / "st2")
+    assert [again.get(i) for i in range(151)] == chunks + [more]
+    small = ChunkStore()
+    for c in chunks[:10]:
+        small.add(c)
+    small.save(tmp_path / "small")
+    loaded = ChunkStore.load(tmp_path / "small")
+    loaded.add(chunks[20])
+    assert not (loaded.col("flags") & cs._FLAG_ZSTD).any() and loaded.get(10) == chunks[20]
+    (tmp_path / "st2" / "zdict.bin").write_bytes(b"")
+    with pytest.raises(ChunkStoreError):
+        ChunkStore.load(tmp_path / "st2")

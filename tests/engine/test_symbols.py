@@ -494,26 +494,35 @@ def test_replace_changes_name_container_and_boost():
     assert idx.get("k") == ("НовоеИмя", ("Б",), "", 2.0)
 
 
-def _compat_index(entries):
-    """String keys straight into SymbolIndex: the compatibility path of daemon/engine.py."""
+def test_string_keys_are_refused():
+    """The index is keyed by chunk slots only (the string-key compatibility path is gone)."""
     idx = SymbolIndex()
-    for key, name, cont, boost in entries:
-        idx.add(key, name, container=cont, boost=boost)
-    return idx
-
-
-def test_compat_state_round_trip():
-    idx = _qualified_index(_compat_index)
-    idx.remove("fs::ЗП")
+    with pytest.raises(TypeError):
+        idx.add("cm::ЗРО", "ЗначениеРеквизитаОбъекта")
+    idx.add(3, "ЗначениеРеквизитаОбъекта")
+    assert "cm::ЗРО" not in idx and 3 in idx
+    with pytest.raises(TypeError):
+        idx.remove("cm::ЗРО")
     state = idx.to_state()
-    restored = SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState))
-    assert restored.to_state() == state
+    with pytest.raises(ValueError):
+        SymbolIndex.from_state(msgspec.structs.replace(state, keys=["cm::ЗРО"]))
+
+
+def test_state_round_trip():
+    idx = _qualified_index()
+    idx.remove("fs::ЗП")
+    state = idx.idx.to_state()
+    assert state.keys == []
+    restored = Keyed(SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState)), idx.ids)
+    assert restored.idx.to_state() == state
     for q in ["ЗначениеРеквизитаОбъекта", "ОбщНаз.ЗнРекОб", "Спр.Польз", "ЗапуститьПрогр", "Рекв"]:
         assert restored.search(q, 10) == idx.search(q, 10)
     with pytest.raises(ValueError):
         SymbolIndex.from_state(msgspec.structs.replace(state, names=state.names[:-1]))
+    slots = np.frombuffer(state.slots, dtype="<u4").copy()
+    slots[1] = slots[0]
     with pytest.raises(ValueError):
-        SymbolIndex.from_state(msgspec.structs.replace(state, keys=[state.keys[0]] * len(state.keys)))
+        SymbolIndex.from_state(msgspec.structs.replace(state, slots=slots.tobytes()))
 
 
 def _round_trip(idx: Keyed, mmap: bool = True) -> Keyed:
@@ -573,8 +582,7 @@ def test_composites_match_one_by_one():
 
 
 def test_old_or_damaged_state_is_rejected():
-    idx = _qualified_index(_compat_index)
-    state = idx.to_state()
+    state = _qualified_index().idx.to_state()
     assert state.layout == STATE_LAYOUT
     old = SymbolState(keys=state.keys, names=state.names, containers=state.containers, kinds=state.kinds, boosts=state.boosts)
     decoded = msgspec.msgpack.decode(msgspec.msgpack.encode(old), type=SymbolState)
@@ -647,9 +655,7 @@ def test_slots_reused_and_allow_mask():
     with pytest.raises(ValueError):
         idx.add(3, "Имя\x1fДругое")
     with pytest.raises(TypeError):
-        idx.add("key", "Имя")  # slots and string keys do not mix
-    with pytest.raises(TypeError):
-        _qualified_index(_compat_index).save("/nonexistent")
+        idx.add("key", "Имя")  # slots only
 
 
 def test_ties_go_by_shorter_key_then_key():
