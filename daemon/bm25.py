@@ -349,36 +349,6 @@ class _Vocab:
         return _Vocab(new_blob, new_off, h[perm], perm)
 
 
-# --- chunk id <-> slot for daemon/symbols.py's string-key path (BM25Index takes slots only) ---
-class _KeyMap:
-    """Chunk id <-> slot for callers that still pass string keys (daemon/engine.py before
-    issue 12). Freed slots are reused, as the chunk store does."""
-
-    __slots__ = ("free", "ids", "slot_of")
-
-    def __init__(self) -> None:
-        self.ids: list[str | None] = []
-        self.slot_of: dict[str, int] = {}
-        self.free: list[int] = []
-
-    def slot(self, key: str) -> int:
-        s = self.slot_of.get(key)
-        if s is None:
-            if self.free:
-                s = self.free.pop()
-                self.ids[s] = key
-            else:
-                s = len(self.ids)
-                self.ids.append(key)
-            self.slot_of[key] = s
-        return s
-
-    def release(self, key: str) -> None:
-        s = self.slot_of.pop(key)
-        self.ids[s] = None
-        self.free.append(s)
-
-
 def _encode_doc_terms(off: np.ndarray, tids: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The doc -> terms CSR (``off`` ``<i8[docs + 1]``, ``tids`` ``<u4`` ascending per doc)
     as ``lo`` (``<u2[len(tids)]``: the low 16 bits of each delta, the first term id of a doc

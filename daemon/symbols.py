@@ -716,10 +716,7 @@ class SymbolIndex:
     def exact_slots(self, name: str) -> np.ndarray:
         """Slots (int64, in name order) of the live entries whose name equals ``name`` after
         :func:`daemon.folding.fold` (case, ``ё``); a binary search of the sorted names, no
-        scan. Used by :meth:`daemon.docs.DocLinks.from_store`. Only slot-keyed indexes (the
-        engine's): ``TypeError`` for one keyed by strings."""
-        if self._km is not None:
-            raise TypeError("exact_slots needs a slot-keyed index")
+        scan. Used by :meth:`daemon.docs.DocLinks.from_store`."""
         self._by_name.flush()  # the other sorted arrays and trigrams wait for the next search
         fq = fold(name)
         lo, hi = self._by_name.prefix_range(fq)
