@@ -72,6 +72,11 @@ def spelled_name(query: str) -> str | None:
 OVERLAY_MAX = 5000
 
 
+def _name(store, slot: int, name_of: Callable[[int], str | None] | None) -> str:
+    name = name_of(slot) if name_of is not None else None
+    return name if name is not None else store.head(slot)[0]
+
+
 class MetadataNames:
     """BM25 over the name words of metadata chunks, and the word families of method names,
     both keyed by chunk slot (see the module docstring).
@@ -119,22 +124,24 @@ class MetadataNames:
         """The document of one metadata chunk: its name's words, stemmed."""
         return tokenize(name, stem=True)
 
-    def ensure(self, store) -> BM25Index:
+    def ensure(self, store, name_of: Callable[[int], str | None] | None = None) -> BM25Index:
         """The metadata-names BM25 (keyed by slot), built from ``store`` if it is not built
-        for it yet (ssl31-ru: 6,708 names)."""
+        for it yet (ssl31-ru: 6,708 names). ``name_of(slot)``: the chunk's name from an index
+        that holds it in memory (the engine passes its names channel's), else None; without
+        it, or for None, the name is read from the blob's head (which pages the arena in)."""
         self._bind(store)
         if self.index is None:
             idx = BM25Index(K1, B)
             for s in np.flatnonzero(store.mask(scope="metadata")).tolist():
-                idx.add(s, self.tokens(store.head(s)[0]))
+                idx.add(s, self.tokens(_name(store, s, name_of)))
             idx.flush()
             self.index = idx
         return self.index
 
-    def ensure_families(self, store) -> None:
+    def ensure_families(self, store, name_of: Callable[[int], str | None] | None = None) -> None:
         """The word families of every method name in ``store``, built on first use (only a
         name typed in the other language needs them; ssl31-ru's 31k methods: about a
-        second)."""
+        second). ``name_of``: as for :meth:`ensure`."""
         self._bind(store)
         if self._fam_ids is not None and len(self._over) + len(self._stale) <= max(OVERLAY_MAX, len(self._nwords) // 10):
             return
@@ -143,7 +150,7 @@ class MetadataNames:
         slot_col: list[int] = []
         nwords = np.zeros(store.capacity, dtype=np.uint8)
         for s in self._method_slots(store).tolist():
-            fams = {family(w) for w in name_words(store.head(s)[0])}
+            fams = {family(w) for w in name_words(_name(store, s, name_of))}
             nwords[s] = min(len(fams), 255)
             for f in fams:
                 fid_col.append(fam_ids.setdefault(f, len(fam_ids)))
@@ -224,6 +231,7 @@ class MetadataNames:
         k: int,
         allow: np.ndarray | None = None,
         boost: Callable[[int], float] | None = None,
+        name_of: Callable[[int], str | None] | None = None,
     ) -> list[int]:
         """Methods whose name is ``name`` (an identifier) in the other language: every word of
         ``name`` is translated (:func:`daemon.lexicon.default_lexicon`, into ``to``) and must
@@ -231,7 +239,8 @@ class MetadataNames:
         the number of extra words, then by ``boost(slot)`` (higher first; the engine passes
         its canonical-API boost), then by chunk id. A word without a translation, or a
         one-word name, gives ``[]`` (one word alone would match thousands of names).
-        Returns at most ``k`` slots of ``store`` that the bool mask ``allow`` accepts."""
+        Returns at most ``k`` slots of ``store`` that the bool mask ``allow`` accepts.
+        ``name_of``: as for :meth:`ensure`."""
         words = list(dict.fromkeys(name_words(name)))
         if len(words) < 2:
             return []
@@ -242,7 +251,7 @@ class MetadataNames:
             if not fams:
                 return []
             wanted.append(fams)
-        self.ensure_families(store)
+        self.ensure_families(store, name_of)
         cand: np.ndarray | None = None
         extra: dict[int, int] = {}
         for fams in wanted:
@@ -259,8 +268,10 @@ class MetadataNames:
         ranked = sorted(extra, key=lambda s: (extra[s], -(boost(s) if boost else 0.0), ids[s] or ""))
         return ranked[:k]
 
-    def search(self, store, query_tokens: list[str], k: int, allow: np.ndarray | None) -> list[int]:
+    def search(
+        self, store, query_tokens: list[str], k: int, allow: np.ndarray | None, name_of: Callable[[int], str | None] | None = None
+    ) -> list[int]:
         """Slots of the best ``k`` metadata chunks of ``store`` for ``query_tokens`` (index
         tokens of the query, stemmed), best first (ties by chunk id), within the bool mask
-        ``allow``."""
-        return [s for s, _ in self.ensure(store).search(query_tokens, k, allow=allow, key_of=store.ids)]
+        ``allow``. ``name_of``: as for :meth:`ensure`."""
+        return [s for s, _ in self.ensure(store, name_of).search(query_tokens, k, allow=allow, key_of=store.ids)]

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 
-from .contract import CODE_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
+from .contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
 from .docs import docs_weights
 from .fusion import rrf
 from .intent import metadata_intent
@@ -272,7 +272,7 @@ class RankingMixin:
                 match = {ids[s]: m for s, _, m in res}
                 if not res and code_side and self._cross_script(query):  # the name typed in the other language
                     to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
-                    slots = self.meta_names.translated_names(self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost)
+                    slots = self.meta_names.translated_names(self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost, self._entry_name)
                     res = [(s, 0.0, "translated") for s in slots]
                     channels["names"] = [ids[s] for s in slots]
                     match = dict.fromkeys(channels["names"], "translated")
@@ -300,7 +300,9 @@ class RankingMixin:
                     for s, _, m in self.names.search(spelled, 3, allow=allow, key_of=ids)
                 )
                 if not named:
-                    res = self.meta_names.search(self.store, qtok, CHANNEL_DEPTH, self._metadata_filter(intent.object_types, allow))
+                    res = self.meta_names.search(
+                        self.store, qtok, CHANNEL_DEPTH, self._metadata_filter(intent.object_types, allow), self._entry_name
+                    )
                     channels["metanames"] = [ids[s] for s in res]
                     weights["metanames"] = METANAMES_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
@@ -336,6 +338,12 @@ class RankingMixin:
         if q_cyr + q_lat == 0:
             return False
         return abs(q_cyr / (q_cyr + q_lat) - self._corpus_cyrillic_share()) > 0.5
+
+    def _entry_name(self, slot: int) -> str | None:
+        """The name the names channel holds for ``slot`` (in memory: no arena page is read),
+        None without an entry or for a docs section (its entry is a heading key)."""
+        e = self.names.get(slot)
+        return e[0] if e is not None and e[2] not in DOCS_KINDS else None
 
     def _name_boost(self, slot: int) -> float:
         """The names channel's API boost of the entry at ``slot`` (0 without an entry)."""
