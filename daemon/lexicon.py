@@ -37,10 +37,12 @@ _EN_FUNCTION_WORDS = frozenset("where when how what who which why whose all also
 _NON_WORD = re.compile(r"[^\w]+")
 
 
-def name_words(name: str) -> list[str]:
+def name_words(name: str, memo: dict[str, str | None] | None = None) -> list[str]:
     """Index-token words of an identifier or a synonym, as the lexicon speaks them: split
     into words (:func:`daemon.folding.split_words`, and at non-letters), folded, Snowball
-    stemmed; no function words, no one-letter words, no digits.
+    stemmed; no function words, no one-letter words, no digits. ``memo``: a dict the caller
+    keeps over many names (word part -> token or None), so a bulk build folds and stems each
+    distinct part once.
 
     >>> name_words("ПолучитьРасширениеИмениФайла")
     ['получ', 'расширен', 'им', 'файл']
@@ -48,10 +50,15 @@ def name_words(name: str) -> list[str]:
     out = []
     for chunk in _NON_WORD.split(name):
         for part in split_words(chunk):
-            w = fold(part)
-            if len(w) < 2 or w.isdigit() or w in FUNCTION_WORDS or w in _EN_FUNCTION_WORDS:
-                continue
-            out.append(_stem(w))
+            if memo is not None and part in memo:
+                tok = memo[part]
+            else:
+                w = fold(part)
+                tok = None if len(w) < 2 or w.isdigit() or w in FUNCTION_WORDS or w in _EN_FUNCTION_WORDS else _stem(w)
+                if memo is not None:
+                    memo[part] = tok
+            if tok is not None:
+                out.append(tok)
     return out
 
 

@@ -149,8 +149,9 @@ class MetadataNames:
         fid_col: list[int] = []
         slot_col: list[int] = []
         nwords = np.zeros(store.capacity, dtype=np.uint8)
+        memo: dict[str, str | None] = {}  # word part -> token: each distinct part folded and stemmed once
         for s in self._method_slots(store).tolist():
-            fams = {family(w) for w in name_words(_name(store, s, name_of))}
+            fams = {family(w) for w in name_words(_name(store, s, name_of), memo)}
             nwords[s] = min(len(fams), 255)
             for f in fams:
                 fid_col.append(fam_ids.setdefault(f, len(fam_ids)))
