@@ -211,11 +211,12 @@ def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_en
 def test_documentation_searches_are_not_translated(sample_engine):
     """A docs search (scope docs) keeps its own cross-script handling (daemon.docs.docs_weights):
     no translation, no translated names, the lexical vote as before issue 15."""
+    from daemon.lexicon import TRANSLATED_WEIGHT
     from daemon.ranking import CROSS_SCRIPT_WEIGHT
 
     q = "load bank statement from file"
     ch, w, _ = sample_engine._channels(q, "lexical", None, None, code_side=True)
-    assert w["bm25"] == 1.0 and ch["bm25"]
+    assert w["bm25"] == TRANSLATED_WEIGHT and ch["bm25"]
     ch, w, _ = sample_engine._channels(q, "lexical", None, None, code_side=False)
     assert w["bm25"] == CROSS_SCRIPT_WEIGHT
     _, _, match = sample_engine._channels("AmountInWords", "lexical", None, None, code_side=False)
