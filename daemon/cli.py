@@ -399,12 +399,21 @@ def _chain(eng, hit) -> list[str]:
 
 
 def cmd_eval(args) -> int:
-    """nDCG@10 / MRR@10 / Recall@10 / Hit@1 per mode and intent (shared/eval/README.md)."""
+    """nDCG@10 / MRR@10 / Recall@10 / Hit@1 per mode and intent (shared/eval/README.md);
+    ``--fold A|B`` scores one fixed fold of the gold set, ``--fold both`` reports the full set
+    and both folds (:func:`daemon.evaluate.fold_of`)."""
     from .contract import Filters
-    from .evaluate import docs_heading_key, evaluate, is_docs_entry, load_gold
+    from .evaluate import docs_heading_key, evaluate, fold_of, fold_results, is_docs_entry, load_gold
 
     corpus = args.corpus or Path(args.root).resolve().name
+    try:
+        folds = fold_of(load_gold(Path(args.gold))) if args.fold else {}
+    except ValueError as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return 1
     entries = load_gold(Path(args.gold), corpus)
+    if args.fold in ("A", "B"):
+        entries = [e for e in entries if folds[str(e.get("id") or e["query"])] == args.fold]
     by_query = {e["query"]: e for e in entries}
     # the documentation gold set is searched in the docs scope (a code root with --docs), 30 sections deep:
     # the file level deduplicates the sections of one page before its cut at 10 (eval/README)
@@ -450,15 +459,24 @@ def cmd_eval(args) -> int:
 
         r = evaluate(entries, run)
         r["latency_ms"] = p50_p95(lat, 3)
+        if args.fold == "both":
+            r["folds"] = fold_results(r, folds)
         results[mode] = r
     if args.json:
         if not args.per_query:
             for r in results.values():
                 r.pop("per_query", None)
-        print(json.dumps({"corpus": corpus, "gold": str(args.gold), "stats": st, "modes": results}, ensure_ascii=False, indent=2))
+        out = {"corpus": corpus, "gold": str(args.gold), "fold": args.fold or "all", "stats": st, "modes": results}
+        print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
-    print(f"corpus {corpus}: {len(entries)} queries; dense {st['dense_done']}/{st['dense_total']}")
+    fold_note = f" (fold {args.fold})" if args.fold in ("A", "B") else ""
+    print(f"corpus {corpus}: {len(entries)} queries{fold_note}; dense {st['dense_done']}/{st['dense_total']}")
     print(format_eval_table(results))
+    if args.fold == "both":
+        for f in ("A", "B"):
+            sub = {m: {**r["folds"][f], "latency_ms": r["latency_ms"]} for m, r in results.items()}
+            print(f"\nfold {f}: {sub[next(iter(sub))]['n']} queries (latency: all queries)")
+            print(format_eval_table(sub))
     if args.per_query:
         for mode, r in results.items():
             for row in r["per_query"]:
@@ -1209,6 +1227,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--json", action="store_true")
     sp.add_argument("--per-query", action="store_true", help="one line per query: mode, id, intent, nDCG@10 symbol level, file level, query")
     sp.add_argument("--no-refresh", action="store_true")
+    sp.add_argument(
+        "--fold", choices=("A", "B", "both"),
+        help="score one of the gold set's two fixed folds (stratified by intent x corpus, by a hash of the id), "
+        "or 'both': the full set and each fold",
+    )
     sp.set_defaults(func=cmd_eval)
 
     sp = sub.add_parser("bench", help="speed and memory on one export root")

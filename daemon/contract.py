@@ -429,7 +429,7 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
     score: float
     ranks: dict[str, int] = {}
-    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring
+    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in the other language)
     snippet: str = ""
     anchor: str = ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)

@@ -73,6 +73,7 @@ from .reconcile import (
     symbol_boost,
 )
 from .store import default_index_dir
+from .namewords import MetadataNames
 from .symbols import SymbolIndex
 
 __all__ = [
@@ -120,6 +121,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
         self.meta_bm25 = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
         self.names = SymbolIndex()
+        # name words of metadata chunks and word families of method names (daemon.namewords):
+        # built from the store on first use, kept current by the reconcile hooks
+        self.meta_names = MetadataNames()
         self.dense = None
         self.cache = None
         # daemon.shared_cache.SharedCache or None: the team's cache, set by the caller (hook)

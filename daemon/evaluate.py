@@ -10,6 +10,7 @@ over queries, overall and per intent.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import unicodedata
@@ -19,6 +20,8 @@ from pathlib import Path
 
 METRICS = ("ndcg@10", "mrr@10", "recall@10", "hit@1")
 LEVELS = ("symbol", "file")
+#: The two fixed folds of a gold set (:func:`fold_of`): tune on one, report the other, swap.
+FOLDS = ("A", "B")
 
 
 def _p(path: str) -> str:
@@ -141,6 +144,66 @@ def _entry_problem(entry) -> str | None:
     return None
 
 
+def _fold_rank(entry_id: str) -> str:
+    return hashlib.sha256(entry_id.encode("utf-8")).hexdigest()
+
+
+def fold_of(entries: Iterable[dict]) -> dict[str, str]:
+    """Assign each gold entry to fold ``"A"`` or ``"B"``: ``{id: fold}``.
+
+    Deterministic and stratified: within each stratum (``intent`` × ``corpus``) the entries
+    are ordered by the SHA-256 of their ``id`` and dealt alternately to A and B, starting
+    with A. So every stratum splits evenly (A gets the odd one out) and an entry's fold
+    depends only on the ids of its stratum: the same file always gives the same folds, on
+    any machine and Python version (no ``hash()`` randomisation, no RNG). Entries without an
+    ``id`` are keyed by their query text. The folds exist so that a tuned constant is
+    checked on queries it was not tuned on (issue 15's protocol); the split keeps no list
+    of queries anywhere. Raises ``ValueError`` for two entries with the same id.
+    """
+    strata: dict[tuple[str, str], list[str]] = defaultdict(list)
+    seen: set[str] = set()
+    for e in entries:
+        eid = str(e.get("id") or e["query"])
+        if eid in seen:
+            raise ValueError(f"gold id {eid!r} occurs twice; folds need unique ids")
+        seen.add(eid)
+        strata[(str(e.get("intent")), str(e.get("corpus")))].append(eid)
+    out: dict[str, str] = {}
+    for ids in strata.values():
+        for i, eid in enumerate(sorted(ids, key=_fold_rank)):
+            out[eid] = FOLDS[i % 2]
+    return out
+
+
+def summarize(per_query: Sequence[dict]) -> dict:
+    """Macro-averages of :func:`evaluate`'s ``per_query`` rows (or any subset of them):
+    ``{"n", "overall": {level: {metric: mean}}, "by_intent": {intent: {"n", level: {...}}}}``."""
+
+    def mean(rows: Sequence[dict]) -> dict:
+        return {
+            level: {m: (sum(r[level][m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
+            for level in LEVELS
+        }
+
+    by_intent: dict[str, list[dict]] = defaultdict(list)
+    for row in per_query:
+        by_intent[row["intent"]].append(row)
+    return {
+        "n": len(per_query),
+        "overall": mean(per_query),
+        "by_intent": {i: {"n": len(rows), **mean(rows)} for i, rows in sorted(by_intent.items())},
+    }
+
+
+def fold_results(result: dict, folds: dict[str, str]) -> dict[str, dict]:
+    """Split an :func:`evaluate` result by fold: ``{"A": summary, "B": summary}`` (see
+    :func:`summarize`), from its ``per_query`` rows (no query is run again)."""
+    return {
+        f: summarize([row for row in result["per_query"] if folds.get(str(row.get("id") or row["query"])) == f])
+        for f in FOLDS
+    }
+
+
 def evaluate(
     entries: Iterable[dict],
     run: Callable[[str], Sequence[tuple[str, str | None]]],
@@ -157,19 +220,4 @@ def evaluate(
         for level in LEVELS:
             row[level] = score(entry, hits, level)
         per_query.append(row)
-
-    def mean(rows: list[dict]) -> dict:
-        return {
-            level: {m: (sum(r[level][m] for r in rows) / len(rows) if rows else 0.0) for m in METRICS}
-            for level in LEVELS
-        }
-
-    by_intent: dict[str, list[dict]] = defaultdict(list)
-    for row in per_query:
-        by_intent[row["intent"]].append(row)
-    return {
-        "n": len(per_query),
-        "overall": mean(per_query),
-        "by_intent": {i: {"n": len(rows), **mean(rows)} for i, rows in sorted(by_intent.items())},
-        "per_query": per_query,
-    }
+    return {**summarize(per_query), "per_query": per_query}

@@ -16,12 +16,15 @@ from pathlib import Path
 import numpy as np
 
 
-from .contract import MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
+from .contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
 from .docs import docs_weights
 from .fusion import rrf
 from .intent import metadata_intent
+from .lexicon import translated_query
+from .namewords import METANAMES_HYBRID_WEIGHT, METANAMES_WEIGHT, spelled_name
 from .symbols import is_identifier_query
 from .tokenize import tokenize_query
+from .weights import dense_weight, query_kind
 
 log = logging.getLogger(__name__)
 
@@ -29,7 +32,9 @@ log = logging.getLogger(__name__)
 #: metadata (:mod:`daemon.intent`); measured on the dev metadata queries (README).
 META_WEIGHT = 1.0
 #: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
-#: for metadata questions (0 disables it); measured on the dev set (README).
+#: for metadata questions (0 disables it); measured on the dev set (README). DENSE_WEIGHT is
+#: the single value the per-kind weights start from: the engine reads
+#: :data:`daemon.weights.DENSE_WEIGHTS` (issue 15).
 DENSE_WEIGHT = 0.35
 META_DENSE_WEIGHT = 1.0
 #: The metadata dense channel reads the top CHANNEL_DEPTH * META_DENSE_DEPTH dense hits.
@@ -46,8 +51,9 @@ QUERY_EMBED_CHARS = 512
 CHANNEL_DEPTH = 100
 
 
-#: Names-channel match kinds that put a hit in the first tier of a name query.
-NAME_TIER = ("exact", "prefix", "camelhump")
+#: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
+#: the name typed in the other language, :meth:`daemon.namewords.MetadataNames.translated_names`).
+NAME_TIER = ("exact", "prefix", "camelhump", "translated")
 
 
 def _names_first(fused: list, match: dict[str, str]) -> list:
@@ -194,7 +200,7 @@ class RankingMixin:
         with self.lock:
             allow = self._allow(filters)
             try:
-                channels, weights, match = self._channels(query, mode, qvec, allow)
+                channels, weights, match = self._channels(query, mode, qvec, allow, code_side=not self._docs_search(filters))
             except (IndexError, OverflowError, MemoryError) as exc:
                 # the memory-mapped column files hold values no index builds (bytes damaged on
                 # disk after a size-preserving write): drop the lexical side, rebuild it
@@ -240,11 +246,17 @@ class RankingMixin:
             return False
         return bool(self.files) and all(r.kind == "docs" for r in self.files.values())
 
-    def _channels(self, query: str, mode: str, qvec, allow):
+    def _channels(self, query: str, mode: str, qvec, allow, *, code_side: bool = True):
         """The ranked chunk ids of each channel for ``query``, their RRF weights and the
         names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
         The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
-        on chunk ids, as before the chunk store (same order for equal fused scores)."""
+        on chunk ids, as before the chunk store (same order for equal fused scores).
+
+        ``code_side`` False (a documentation search, :meth:`_docs_search`) leaves out what
+        issue 15 added for code: the cross-lingual translation of the query (docs pages are
+        bilingual and carry their own cross-script weight, :func:`daemon.docs.docs_weights`),
+        the translated names and the per-kind dense weight; the metadata channels never
+        see docs sections (``scope="metadata"``)."""
         channels: dict[str, list[str]] = {}
         weights: dict[str, float] = {}
         match: dict[str, str] = {}
@@ -258,12 +270,21 @@ class RankingMixin:
                 res = self.names.search(query, CHANNEL_DEPTH, allow=allow, key_of=ids)
                 channels["names"] = [ids[s] for s, _, _ in res]
                 match = {ids[s]: m for s, _, m in res}
+                if not res and code_side and self._cross_script(query):  # the name typed in the other language
+                    to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
+                    slots = self.meta_names.translated_names(self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost, self._entry_name)
+                    res = [(s, 0.0, "translated") for s in slots]
+                    channels["names"] = [ids[s] for s in slots]
+                    match = dict.fromkeys(channels["names"], "translated")
                 # a name query is answered by the names channel; the others only break ties
                 weights["names"] = 4.0 if res else 0.0
             qtok = tokenize_query(query, stem=self.config.stem)
+            lexical_weight = self._lexical_weight(query)
+            if code_side and self._cross_script(query):  # the query's words in the code's language (daemon.lexicon)
+                qtok, lexical_weight = translated_query(qtok, self._corpus_cyrillic_share())
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
             channels["bm25"] = [ids[s] for s, _ in res]
-            weights["bm25"] = self._lexical_weight(query)
+            weights["bm25"] = lexical_weight
             intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
                 res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=ids)
@@ -271,6 +292,20 @@ class RankingMixin:
                     res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
                 channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = META_WEIGHT * weights["bm25"]
+                # the objects and fields *named* after the query's words (daemon.namewords),
+                # unless the query spells out an existing method name word by word
+                spelled = spelled_name(query)
+                named = spelled is not None and any(
+                    m == "exact" and self.store.kind_of(s) in CODE_KINDS
+                    for s, _, m in self.names.search(spelled, 3, allow=allow, key_of=ids)
+                )
+                metanames_weight = METANAMES_WEIGHT if mode == "lexical" else METANAMES_HYBRID_WEIGHT
+                if not named and metanames_weight > 0:
+                    res = self.meta_names.search(
+                        self.store, qtok, CHANNEL_DEPTH, self._metadata_filter(intent.object_types, allow), self._entry_name
+                    )
+                    channels["metanames"] = [ids[s] for s in res]
+                    weights["metanames"] = metanames_weight * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
             meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
@@ -278,7 +313,11 @@ class RankingMixin:
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
             res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=self._by_id(allow))
             channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
-            weights["dense"] = DENSE_WEIGHT
+            if code_side:  # the dense weight per kind of query (daemon.weights)
+                kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)
+                weights["dense"] = dense_weight(kind)
+            else:
+                weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.docs.docs_weights
             if meta:
                 meta_allow = self._by_id(self._metadata_filter(intent.object_types))
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
@@ -291,14 +330,26 @@ class RankingMixin:
         (an English question over a Russian configuration), where BM25 only matches stray
         English words in comments and strings and would vote with noise
         (research/peer_baseline.md, trap 3)."""
+        return CROSS_SCRIPT_WEIGHT if self._cross_script(query) else 1.0
+
+    def _cross_script(self, query: str) -> bool:
+        """True if ``query`` is written in another script than the code: its share of
+        Cyrillic letters differs from the names' share by more than a half."""
         q_cyr, q_lat = _script_counts(query)
         if q_cyr + q_lat == 0:
-            return 1.0
-        corpus_cyrillic = self._corpus_cyrillic_share()
-        query_cyrillic = q_cyr / (q_cyr + q_lat)
-        if abs(query_cyrillic - corpus_cyrillic) > 0.5:
-            return CROSS_SCRIPT_WEIGHT
-        return 1.0
+            return False
+        return abs(q_cyr / (q_cyr + q_lat) - self._corpus_cyrillic_share()) > 0.5
+
+    def _entry_name(self, slot: int) -> str | None:
+        """The name the names channel holds for ``slot`` (in memory: no arena page is read),
+        None without an entry or for a docs section (its entry is a heading key)."""
+        e = self.names.get(slot)
+        return e[0] if e is not None and e[2] not in DOCS_KINDS else None
+
+    def _name_boost(self, slot: int) -> float:
+        """The names channel's API boost of the entry at ``slot`` (0 without an entry)."""
+        e = self.names.get(slot)
+        return e[3] if e is not None else 0.0
 
     def _corpus_cyrillic_share(self) -> float:
         """Share of Cyrillic letters in the method and object names (summed over the store's letter columns, cached per store version)."""

@@ -795,6 +795,9 @@ class ReconcileMixin:
             self.names.add(slot, name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
         elif slot in self.names:
             self.names.remove(slot)
+        meta_names = getattr(self, "meta_names", None)  # the engine's (a staged build has none: built on first use)
+        if meta_names is not None:
+            meta_names.add(self.store, slot, c)
         # the dense side notices the changed text through embed_pending()
         return slot
 
@@ -805,6 +808,9 @@ class ReconcileMixin:
             self.bm25.remove(slot)
             self.meta_bm25.remove(slot)
             self.names.remove(slot)
+            meta_names = getattr(self, "meta_names", None)
+            if meta_names is not None:
+                meta_names.remove(self.store, slot)
         if self.dense is not None and cid in self.embedded:
             self.dense.remove([cid])
             self.embedded.pop(cid, None)

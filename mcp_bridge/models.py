@@ -63,9 +63,9 @@ class SearchHit(_Out):
     ranks: dict[str, int] = Field(
         default_factory=dict,
         description="1-based rank in each retrieval channel that found it: names (symbol names), bm25 "
-        "(words), meta (metadata words), dense / meta_dense (meaning)",
+        "(words), meta (metadata words), metanames (metadata names), dense / meta_dense (meaning)",
     )
-    match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring ('' if not by name)")
+    match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring, translated (a name in the other language; '' if not by name)")
     snippet: str = Field("", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)")
     stale: bool = Field(False, description="The file changed on disk and is not re-indexed yet: re-check with read_module")
     heading_path: str = Field("", description="Docs sections (kind section): the heading chain H1 > H2 > H3")
@@ -135,7 +135,7 @@ class SymbolDef(_Out):
     line: int = Field(description="Line of the header / name: cite as path:line")
     start_line: int = Field(description="First line, doc comment included")
     end_line: int
-    match: str = Field("", description="exact, prefix, camelhump, substring (names channel), '' when found by words only")
+    match: str = Field("", description="exact, prefix, camelhump, substring, translated (names channel; translated: the name typed in the other language), '' when found by words only")
     signature: str = Field("", description="Header as written (methods)")
     params: str = Field("", description="Parameter list as written, without parentheses (methods)")
     directives: list[str] = Field(default_factory=list, description="Compilation directives: &НаСервере, &НаКлиенте, ...")

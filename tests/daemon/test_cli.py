@@ -77,6 +77,26 @@ def test_eval_on_gold_entries_with_corpus(sample_root, tmp_path):
     assert lex["by_intent"]["symbol"]["symbol"]["hit@1"] == 1.0
     assert lex["overall"]["symbol"]["ndcg@10"] > 0.6
 
+    # --fold both: the same run, plus each fold's averages (the folds partition the queries)
+    both = json.loads(
+        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+            "--json", "--fold", "both", "--no-refresh").stdout
+    )
+    lexb = both["modes"]["lexical"]
+    assert both["fold"] == "both" and lexb["overall"] == lex["overall"]
+    assert lexb["folds"]["A"]["n"] + lexb["folds"]["B"]["n"] == 10
+    # --fold A scores only fold A's queries, with the numbers --fold both reported for A
+    a = json.loads(
+        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+            "--json", "--fold", "A", "--no-refresh").stdout
+    )["modes"]["lexical"]
+    assert a["n"] == lexb["folds"]["A"]["n"] and a["overall"] == lexb["folds"]["A"]["overall"]
+    text = run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
+               "--fold", "both", "--no-refresh").stdout
+    assert "\nfold A: " in text and "\nfold B: " in text
+    bad = run("eval", str(sample_root), "--gold", str(gold), "--embedder", "none", "--fold", "C", check=False)
+    assert bad.returncode == 2 and "invalid choice" in bad.stderr
+
 
 def test_clear_errors_never_tracebacks(sample_root, tmp_path):
     afile = tmp_path / "a-file"

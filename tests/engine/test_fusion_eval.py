@@ -5,7 +5,7 @@ import math
 
 import pytest
 
-from daemon.evaluate import evaluate, load_gold, score
+from daemon.evaluate import evaluate, fold_of, fold_results, load_gold, score
 from daemon.fusion import rrf
 
 
@@ -87,3 +87,65 @@ def test_evaluate_macro_averages_per_intent():
     assert r["n"] == 2
     assert set(r["by_intent"]) == {"symbol", "semantic"}
     assert r["overall"]["symbol"]["hit@1"] == 1.0
+
+
+def _entries(n_per_intent: dict[str, int]) -> list[dict]:
+    out = []
+    k = 0
+    for intent, n in n_per_intent.items():
+        for _ in range(n):
+            k += 1
+            out.append(dict(ENTRY, id=f"q{k:03d}", query=f"запрос {k}", intent=intent, corpus="ssl31-ru"))
+    return out
+
+
+def test_folds_are_stratified_and_deterministic():
+    entries = _entries({"symbol": 7, "semantic": 10, "metadata": 3, "crosslingual": 1})
+    folds = fold_of(entries)
+    assert set(folds) == {e["id"] for e in entries} and set(folds.values()) == {"A", "B"}
+    for intent, n in (("symbol", 7), ("semantic", 10), ("metadata", 3), ("crosslingual", 1)):
+        a = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "A")
+        assert a == (n + 1) // 2  # an even split, A takes the odd one out
+    # the same entries in another order give the same folds; so does a run in a fresh process
+    assert fold_of(list(reversed(entries))) == folds
+    import json as _json
+    import subprocess
+    import sys
+
+    code = (
+        "import json,sys; from daemon.evaluate import fold_of; "
+        "print(json.dumps(fold_of(json.loads(sys.stdin.read())), sort_keys=True))"
+    )
+    other = subprocess.run([sys.executable, "-c", code], input=_json.dumps(entries), capture_output=True, text=True, check=True)
+    assert _json.loads(other.stdout) == folds
+    # strata are intent x corpus: another corpus does not move the ssl31-ru entries
+    extra = [dict(e, id="e" + e["id"], corpus="ssl31-en") for e in entries[:5]]
+    assert {k: v for k, v in fold_of(entries + extra).items() if k in folds} == folds
+    with pytest.raises(ValueError, match="twice"):
+        fold_of(entries + entries[:1])
+
+
+def test_dev_gold_folds_split_every_intent(tmp_path):
+    from conftest import EVAL_DIR
+
+    gold = EVAL_DIR / "gold_dev.jsonl"
+    if not gold.exists():
+        pytest.skip(f"{gold} not found")
+    entries = load_gold(gold)
+    folds = fold_of(entries)
+    for intent in {e["intent"] for e in entries}:
+        a = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "A")
+        b = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "B")
+        assert abs(a - b) <= 2, (intent, a, b)  # at most one odd entry per corpus
+
+
+def test_fold_results_average_back_to_the_whole():
+    entries = _entries({"symbol": 4, "semantic": 5})
+    hits = {e["query"]: ([("A/Module.bsl", "Метод")] if i % 2 else []) for i, e in enumerate(entries)}
+    r = evaluate(entries, lambda q: hits[q])
+    folds = fold_of(entries)
+    fr = fold_results(r, folds)
+    assert fr["A"]["n"] + fr["B"]["n"] == r["n"]
+    total = fr["A"]["overall"]["symbol"]["ndcg@10"] * fr["A"]["n"] + fr["B"]["overall"]["symbol"]["ndcg@10"] * fr["B"]["n"]
+    assert math.isclose(total / r["n"], r["overall"]["symbol"]["ndcg@10"])
+    assert fr["A"]["overall"] != fr["B"]["overall"]
