@@ -14,8 +14,11 @@ machine; the README says which one):
   full dense index without hours of embedding;
 * query latency p50/p95: the names channel alone (symbol lookup, in-process), and each
   search mode end to end (hybrid includes embedding the query);
+* the cold lexical index as the daemon's first index builds it: chunking in a pool of
+  :data:`daemon.service.FIRST_INDEX_WORKERS` worker processes (``--in-process``: in the
+  bench's own process, the method of the releases before this measure);
 * peak RSS of the process (the cold build; ``cold_peak_rss_mb`` right after the build and
-  its snapshot), and the index size on disk;
+  its snapshot; ``cold_worker_peak_rss_mb`` the largest worker's), and the index size on disk;
 * a warm daemon in a fresh process (spawned, so its memory is its own): the warm start to
   the first answer (:meth:`Engine.open` + one name query), its RSS once settled (after
   queries and a ``gc.collect``), symbol / lexical query p50/p95 on the loaded (memory-mapped)
@@ -204,11 +207,26 @@ def run_bench(args) -> dict:
             runs.append(time.perf_counter() - t)
         out["scan_ms"] = round(sorted(runs)[1] * 1000, 1)
 
-        # cold lexical index
+        # cold lexical index: as the daemon's first index does it (chunking in a worker pool of
+        # FIRST_INDEX_WORKERS processes, daemon/service.py), unless --in-process (the method of
+        # the releases before this bench measured the pool: one process, no workers)
         t = time.perf_counter()
         eng = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
-        rep = eng.refresh()
+        pool = None
+        if not getattr(args, "in_process", False):
+            from .engine import make_pool
+            from .service import FIRST_INDEX_WORKERS
+
+            pool = eng.pool = make_pool(FIRST_INDEX_WORKERS)
+        try:
+            rep = eng.refresh()
+        finally:
+            if pool is not None:
+                eng.pool = None
+                pool.shutdown(wait=True)
         out["cold_lexical_index_s"] = round(time.perf_counter() - t, 2)
+        out["cold_workers"] = 0 if pool is None else FIRST_INDEX_WORKERS
+        out["cold_worker_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
         t = time.perf_counter()
         eng.save()
         out["save_s"] = round(time.perf_counter() - t, 2)

@@ -1238,6 +1238,11 @@ def build_parser() -> argparse.ArgumentParser:
     common(sp, root="optional")
     sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects (--daemon: for the RSS cold vs warm measurement only)")
     sp.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
+    sp.add_argument(
+        "--in-process",
+        action="store_true",
+        help="the cold index in the bench's own process, without the worker pool the daemon's first index chunks in (the method of earlier releases)",
+    )
     sp.add_argument("--embed-sample", type=int, default=256, help="chunks for the embed throughput run")
     sp.add_argument(
         "--daemon",
