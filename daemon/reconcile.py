@@ -52,6 +52,9 @@ SKIP_LOG_LINES = 500
 #: a spawned worker (imports, grammar) costs ~1 s, more than 200 small files take to chunk.
 POOL_MIN_FILES = 200
 POOL_BATCH = 32
+#: Batches submitted ahead of the one being read, per worker process (bounds the encoded
+#: results waiting in the owner; 4 kept both workers busy in a --scale 20 first index).
+POOL_WINDOW = 4
 
 
 class Cancelled(Exception):
@@ -593,26 +596,41 @@ class ReconcileMixin:
         from concurrent.futures.process import BrokenProcessPool
 
         cfg = msgspec.msgpack.encode(self.config)
-        futures = []
-        try:
-            for i in range(0, len(todo), POOL_BATCH):
+        n_batches = (len(todo) + POOL_BATCH - 1) // POOL_BATCH
+        window = POOL_WINDOW * max(1, getattr(pool, "_max_workers", 1))
+        futures: list = []
+
+        def submit_until(end: int) -> None:
+            # batches are submitted at most ``window`` ahead of the one being read: a pool
+            # given every batch at once finished them faster than apply() took them, and
+            # their encoded results piled up in this process (+340 MB at --scale 20)
+            while len(futures) < min(end, n_batches):
+                i = len(futures) * POOL_BATCH
                 items = [
                     _WorkItem(kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps)
                     for kind, src, rec, deps in todo[i : i + POOL_BATCH]
                 ]
                 futures.append(pool.submit(_chunk_batch, str(self.root), cfg, fmt, msgspec.msgpack.encode(items)))
+
+        try:
+            submit_until(window)
         except (BrokenProcessPool, OSError, RuntimeError) as exc:
             log.warning("worker processes unavailable (%s); chunking in the daemon instead", exc)
             self.pool_broken = True
-            futures = []
         for k in range(0, len(todo), POOL_BATCH):
             batch_todo = todo[k : k + POOL_BATCH]
             results = None
-            if not self.pool_broken and k // POOL_BATCH < len(futures):
+            b = k // POOL_BATCH
+            if not self.pool_broken:
+                try:
+                    submit_until(b + 1 + window)
+                except (BrokenProcessPool, OSError, RuntimeError):
+                    pass  # reading the batch's future below reports the broken pool
+            if not self.pool_broken and b < len(futures):
                 # the future is dropped once read: it holds the batch's encoded result
                 # (chunks and every chunk's tokens), and keeping all of them until the last
                 # batch held ~870 MB in the daemon after a first index of ssl31-ru
-                fut, futures[k // POOL_BATCH] = futures[k // POOL_BATCH], None
+                fut, futures[b] = futures[b], None
                 try:
                     results = msgspec.msgpack.decode(_result_or_cancel(fut, cancel), type=_WorkResult).results()
                 except (BrokenProcessPool, OSError, RuntimeError) as exc:

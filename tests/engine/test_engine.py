@@ -300,11 +300,25 @@ def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path
     plain = Engine.open(sample_root, index_dir=tmp_path / "a")
     plain.refresh()
     monkeypatch.setattr(reconcile_mod, "POOL_MIN_FILES", 2)  # the sample has 32 files
+    # 11 batches of 3 files, at most 1 per worker submitted ahead of the one being read
+    monkeypatch.setattr(reconcile_mod, "POOL_BATCH", 3)
+    monkeypatch.setattr(reconcile_mod, "POOL_WINDOW", 1)
     pooled = Engine.open(sample_root, index_dir=tmp_path / "b")
     pooled.pool = make_pool(2)
+    submit, pending, most = pooled.pool.submit, set(), [0]
+
+    def counting_submit(*a, **kw):
+        fut = submit(*a, **kw)
+        pending.add(fut)
+        most[0] = max(most[0], sum(1 for f in pending if not f.done()))
+        return fut
+
+    monkeypatch.setattr(pooled.pool, "submit", counting_submit)
     try:
         pooled.refresh()
         assert not pooled.pool_broken
+        assert len(pending) == 11  # every batch went to the pool
+        assert most[0] <= 1 + 2 * 1  # the batch being read + the window (POOL_WINDOW x workers)
         assert pooled.chunks == plain.chunks
         # the worker's tokens travel as a batch vocabulary + indices: the same BM25 postings
         for name in ("bm25", "meta_bm25"):  # the same column files, byte for byte
