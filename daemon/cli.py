@@ -650,6 +650,14 @@ def cmd_daemon_start(args) -> int:
     if problem:
         print(f"bsl-lens: error: {problem} (no daemon started)", file=sys.stderr)
         return 1
+    if getattr(args, "docs", None):  # checked here, as `bsl-lens index` does, not in the spawned daemon
+        from .docs import normalize_docs_dirs
+
+        try:
+            normalize_docs_dirs(Path(args.root), args.docs)
+        except ValueError as exc:
+            print(f"bsl-lens: error: {exc} (no daemon started)", file=sys.stderr)
+            return 1
     try:
         c = connect(args.root, index_dir=args.index_dir, args=_daemon_spawn_args(args), timeout=args.timeout, client="cli")
     except DaemonError as exc:
@@ -683,7 +691,8 @@ def _start_wait(c, args) -> None:
         if _follow_index(c, wait):
             st = c.status().service
             dense = f"; `bsl-lens status {args.root}` follows the dense side" if st.dense.enabled else ""
-            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{dense}", file=sys.stderr)
+            docs = f", {st.docs_pages} docs pages ({st.docs_sections} sections)" if getattr(st, "docs_pages", 0) else ""
+            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{docs}{dense}", file=sys.stderr)
         else:
             print(f"bsl-lens: still indexing after {wait:g} s; `bsl-lens status {args.root}` follows it", file=sys.stderr)
     except KeyboardInterrupt:

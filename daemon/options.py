@@ -142,7 +142,9 @@ def from_env(name: str, env: Mapping[str, str] | None = None) -> str | None:
     try:
         return check(raw)
     except ValueError as exc:
-        raise SettingError(f"{var}={raw!r}: {exc}") from None
+        # the shared cache's value may hold a password: the message names the variable only
+        shown = "" if name == "shared_cache" else f"={raw!r}"
+        raise SettingError(f"{var}{shown}: {exc}") from None
 
 
 def resolve(name: str, given: str | None, env: Mapping[str, str] | None = None) -> str | None:

@@ -262,6 +262,6 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
             problem = runtime.export_problem(p)  # nothing to index at all: refuse before any daemon starts
             if problem:
                 raise ValueError(problem)
-            log.warning("%s has no Configuration.xml or EDT project: only its .bsl files will be indexed", p)
+            log.warning("%s has no Configuration.xml or EDT project: only its .bsl modules and markdown pages (a docs root) will be indexed", p)
         out.append(p)
     return out

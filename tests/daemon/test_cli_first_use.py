@@ -100,6 +100,11 @@ def test_shared_cache_flag_over_environment_over_default(command, flags, env, wa
 def test_shared_cache_mode_is_checked_and_the_dsn_never_reaches_a_command_line(tmp_path, monkeypatch):
     with pytest.raises(SettingError, match="BSL_LENS_SHARED_CACHE_MODE='write'.*rw or ro"):
         resolve("shared_cache_mode", None, {"BSL_LENS_SHARED_CACHE_MODE": "write"})
+    # another database's DSN from the environment: refused, the password not in the message
+    with pytest.raises(SettingError) as exc:
+        resolve("shared_cache", None, {"BSL_LENS_SHARED_CACHE": "mysql://bob:s3cretpw@db/x"})
+    assert "BSL_LENS_SHARED_CACHE" in str(exc.value) and "mysql://" in str(exc.value)
+    assert "s3cretpw" not in str(exc.value)
     with pytest.raises(SystemExit):
         cli.parse_args(["index", "ROOT", "--shared-cache-mode", "write"])
     # a spawned daemon gets the DSN through its environment: not in ps, not in the spawn log line

@@ -48,6 +48,17 @@ def test_daemon_run_refuses_a_folder_that_is_not_an_export(tmp_path):
     assert not idx.exists()  # refused before the index dir or its log were made
 
 
+def test_daemon_start_refuses_a_docs_folder_outside_the_root_before_spawning(sample_root, tmp_path):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    idx = tmp_path / "idx"
+    r = run_cli("daemon", "start", str(sample_root), "--docs", str(outside), "--index-dir", str(idx), *LEXICAL, "--no-wait", timeout=60)
+    assert r.returncode == 1, (r.returncode, r.stderr)
+    assert "is outside the root" in r.stderr and "no daemon started" in r.stderr, r.stderr
+    assert "exited with code" not in r.stderr  # refused here, not by a spawned daemon
+    assert not idx.exists()
+
+
 def test_a_module_that_stops_decoding_keeps_its_methods_and_is_stale(daemons, sample_root, tmp_path):
     idx = tmp_path / "idx"
     d = daemons.start(sample_root, "--embedder", "none", "--watch", "off", index_dir=idx, wait_idle=True)
