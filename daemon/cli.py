@@ -292,6 +292,14 @@ def _no_vectors(args, why: str) -> int:
     return 2
 
 
+def _must_wait(st) -> bool:
+    """Whether ``search`` waits (``--wait``) before asking: a daemon that is starting,
+    loading its snapshot or has nothing indexed yet (a first index). A warm daemon that is
+    bringing its index up to date (a checkout, a burst of edits) answers at once from the
+    index it has, and the answer says what is stale (``--fresh`` waits for the changes)."""
+    return st.state in ("starting", "loading") or (st.state != "ready" and not st.chunks)
+
+
 def _wait_phrase(st) -> str:
     """What a daemon that is not ready is doing, for "…; waiting" on stderr."""
     if st.state == "starting":
@@ -367,7 +375,7 @@ def _search_via_daemon(args):
                     f"fresh until `bsl-lens daemon stop {args.root}`",
                     file=sys.stderr,
                 )
-            if st.state != "ready":
+            if _must_wait(st):
                 print(f"bsl-lens: the daemon {_wait_phrase(st)}; waiting (up to {args.wait:g} s)...", file=sys.stderr)
                 if not _follow_index(c, args.wait):
                     print(f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed", file=sys.stderr)

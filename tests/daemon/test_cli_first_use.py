@@ -343,6 +343,10 @@ def test_waiting_says_what_the_daemon_is_doing():
     assert "up to date" in warm and "first" not in warm
     assert "loading" in cli._wait_phrase(ns(state="loading", root="/r", chunks=0, files=0, modules=0))
     assert "starting" in cli._wait_phrase(ns(state="starting", root="/r", chunks=0, files=0, modules=0))
+    # search waits for a first index or a load, not for a warm index being brought up to date
+    assert cli._must_wait(ns(state="indexing", chunks=0)) and cli._must_wait(ns(state="loading", chunks=0))
+    assert cli._must_wait(ns(state="starting", chunks=0)) and not cli._must_wait(ns(state="ready", chunks=0))
+    assert not cli._must_wait(ns(state="indexing", chunks=38570))
 
 
 @pytest.mark.slow
