@@ -1,7 +1,7 @@
 """Carry query words across languages: English query words to Russian identifier parts for
 a Russian configuration, and Russian words to English ones for an English configuration.
 
-The lexicon (``daemon/data/lexicon_ssl31.json``) is learned by ``tools/build_lexicon.py``
+The lexicon (``daemon/data/lexicon_1c.json``) is learned by ``tools/build_lexicon.py``
 from the Russian and English editions of SSL 3.1, whose objects, fields, methods and
 parameters correspond one to one; it maps index tokens to index tokens (folded, Snowball
 stemmed word parts, as :mod:`daemon.tokenize` makes them): ``extens`` → ``расширен``,
@@ -24,7 +24,7 @@ from .folding import fold, split_words
 from .tokenize import FUNCTION_WORDS, _stem
 
 #: The lexicon shipped with the package.
-LEXICON_PATH = Path(__file__).resolve().parent / "data" / "lexicon_ssl31.json"
+LEXICON_PATH = Path(__file__).resolve().parent / "data" / "lexicon_1c.json"
 #: Letters of a stem that name its morphological family (``отправ``, ``отправк``,
 #: ``отправля`` are one family): chosen with the lexicon's thresholds on held-out SSL name
 #: pairs (tools/build_lexicon.py), family precision 0.77 / recall 0.92.

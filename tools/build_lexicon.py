@@ -1,9 +1,9 @@
 """Learn a Russian <-> English lexicon of 1C identifier words from the two SSL editions.
 
-Usage (writes ``daemon/data/lexicon_ssl31.json``)::
+Usage (writes ``daemon/data/lexicon_1c.json``)::
 
     python tools/build_lexicon.py ../shared/corpora/ssl31-ru ../shared/corpora/ssl31-en \
-        [--out daemon/data/lexicon_ssl31.json] [--check]
+        [--out daemon/data/lexicon_1c.json] [--check]
 
 The Russian SSL 3.1 (3.1.12.238) and its World edition (3.1.12.175) are the same library
 translated: every metadata object and every child object (attribute, tabular section,
@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("ru", type=Path)
     ap.add_argument("en", type=Path)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "daemon" / "data" / "lexicon_ssl31.json")
+    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "daemon" / "data" / "lexicon_1c.json")
     ap.add_argument("--check", action="store_true", help="print held-out precision/recall for a grid of thresholds; write nothing")
     a = ap.parse_args(argv)
     pairs = name_pairs(a.ru, a.en)

@@ -1,4 +1,4 @@
-"""The cross-lingual lexicon (daemon/lexicon.py, daemon/data/lexicon_ssl31.json, built by
+"""The cross-lingual lexicon (daemon/lexicon.py, daemon/data/lexicon_1c.json, built by
 tools/build_lexicon.py), the query translation in the engine, and the metadata-names channel
 (daemon/namewords.py): real files, a real engine over the bundled sample export."""
 
