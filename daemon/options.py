@@ -87,14 +87,24 @@ def check_shared_cache_mode(mode: str) -> str:
     return m
 
 
-def shared_cache_mode_arg(value: str) -> str:
-    """argparse ``type`` for ``--shared-cache-mode`` (:func:`check_shared_cache_mode`)."""
-    import argparse
+def _argparse_type(check):
+    """An argparse ``type`` from a ``check`` that raises ``ValueError``: its message becomes
+    the one argparse prints as ``argument --flag: ...`` (exit 2)."""
 
-    try:
-        return check_shared_cache_mode(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    def arg(value: str) -> str:
+        import argparse
+
+        try:
+            return check(value)
+        except ValueError as exc:
+            raise argparse.ArgumentTypeError(str(exc)) from None
+
+    arg.__doc__ = f"argparse ``type`` for :func:`{check.__name__}`."
+    return arg
+
+
+#: argparse ``type`` for ``--shared-cache-mode`` (:func:`check_shared_cache_mode`).
+shared_cache_mode_arg = _argparse_type(check_shared_cache_mode)
 
 
 def check_shared_cache(dsn: str) -> str:
@@ -113,14 +123,8 @@ def check_shared_cache(dsn: str) -> str:
     return s
 
 
-def shared_cache_arg(value: str) -> str:
-    """argparse ``type`` for ``--shared-cache`` (:func:`check_shared_cache`)."""
-    import argparse
-
-    try:
-        return check_shared_cache(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+#: argparse ``type`` for ``--shared-cache`` (:func:`check_shared_cache`).
+shared_cache_arg = _argparse_type(check_shared_cache)
 
 
 _CHECKS = {"embedder": check_embedder_spec, "shared_cache_mode": check_shared_cache_mode, "shared_cache": check_shared_cache}
@@ -161,12 +165,5 @@ def resolve(name: str, given: str | None, env: Mapping[str, str] | None = None) 
     return DEFAULTS.get(name)
 
 
-def embedder_arg(value: str) -> str:
-    """argparse ``type`` for ``--embedder``: :func:`check_embedder_spec`, with the message
-    argparse prints as ``argument --embedder: ...`` (exit 2)."""
-    import argparse
-
-    try:
-        return check_embedder_spec(value)
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+#: argparse ``type`` for ``--embedder`` (:func:`check_embedder_spec`).
+embedder_arg = _argparse_type(check_embedder_spec)
