@@ -10,7 +10,8 @@ links from docs sections to the code they name.
 * **Reading a page** (:func:`read_page`): a page over :data:`DOCS_MAX_BYTES` is ``too_large``;
   a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes is read
   with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
-  :func:`daemon.scan.decode_bytes`. Chunked by :func:`daemon.markdown.chunk_markdown`.
+  :func:`daemon.scan.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
+  warning naming the file and the decoding). Chunked by :func:`daemon.markdown.chunk_markdown`.
 * **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
   (``ЮТест.ОжидаетЧто``, ``ЗначениеРеквизитаОбъекта()``, in code spans, code blocks and
   prose) resolved against the methods of the code the daemon serves.
@@ -168,13 +169,22 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
         if bad <= max(1, len(data) * BROKEN_UTF8_SHARE):
             text, _ = _replaced(data, src.path)
             chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
-            if chunks:
-                note = f"{bad} invalid UTF-8 sequences replaced by U+FFFD"
-                old = chunks[0].properties.get("notes")
-                chunks[0].properties = {**chunks[0].properties, "notes": f"{note}; {old}" if old else note}
-            return chunks
-        text, _ = decode_bytes(data)
+            return _noted(chunks, f"{bad} invalid UTF-8 sequences replaced by U+FFFD")
+        text, encoding = decode_bytes(data)
+        chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+        # a page saved in Windows-1251 reads right this way; one that is only badly broken
+        # UTF-8 reads as mojibake: either way the log names the file and the decoding
+        return _noted(chunks, f"not UTF-8 ({bad} invalid sequences in {len(data)} bytes): read as {encoding}")
     return chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+
+
+def _noted(chunks: list[Chunk], note: str) -> list[Chunk]:
+    """``chunks`` with ``note`` put first in their first chunk's ``properties["notes"]``
+    (what :func:`log_notes` logs); unchanged when there are none."""
+    if chunks:
+        old = chunks[0].properties.get("notes")
+        chunks[0].properties = {**chunks[0].properties, "notes": f"{note}; {old}" if old else note}
+    return chunks
 
 
 # ------------------------------------------------------------------------------ links to code

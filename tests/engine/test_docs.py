@@ -230,6 +230,7 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
         fh.write(b"# Big\n\n" + b"text " * (4 * 2**20))
     (d / "binary.md").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 10)
     (d / "broken.md").write_bytes("# Сломанный UTF-8\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "дальше текст\n".encode("utf-8"))
+    (d / "win.md").write_bytes("# Страница в Windows-1251\n\nтекст про выгрузку\n".encode("cp1251"))
     (d / "heading.md").write_text("# " + "Заголовок" * 1200 + "\n\nтекст\n", encoding="utf-8")
     (d / "open.md").write_text("# Открытый блок\n\n```bsl\n# Внутри\nКод();\n", encoding="utf-8")
     (d / "many.md").write_text("".join(f"# Раздел {i}\n\nтекст\n\n" for i in range(3 * MAX_PAGE_HEADINGS)), encoding="utf-8")
@@ -240,6 +241,8 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     broken = eng.file_chunks("docs/broken.md")
     assert broken and "\ufffd" in broken[0].text and "дальше текст" in broken[0].text
     assert any("docs/broken.md" in r.getMessage() and "invalid UTF-8" in r.getMessage() for r in caplog.records)
+    assert eng.file_chunks("docs/win.md")[0].symbol == "Страница в Windows-1251"  # read as cp1251, said so
+    assert any("docs/win.md" in r.getMessage() and "read as cp1251" in r.getMessage() for r in caplog.records)
     assert any("docs/heading.md" in r.getMessage() and "characters long" in r.getMessage() for r in caplog.records)
     assert eng.file_chunks("docs/heading.md")[0].symbol.startswith("Заголовок")
     assert [c.symbol for c in eng.file_chunks("docs/open.md")] == ["Открытый блок"]
