@@ -17,7 +17,7 @@ import numpy as np
 
 
 from .contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
-from .docs import docs_weights
+from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
 from .intent import metadata_intent
 from .lexicon import translated_query
@@ -282,6 +282,9 @@ class RankingMixin:
             lexical_weight = self._lexical_weight(query)
             if code_side and self._cross_script(query):  # the query's words in the code's language (daemon.lexicon)
                 qtok, lexical_weight = translated_query(qtok, self._corpus_cyrillic_share())
+            elif not code_side:  # docs: the question's words in the pages' language (daemon.docs.docs_query_tokens)
+                qtok, factor = docs_query_tokens(qtok, query, self.store)
+                lexical_weight *= factor
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
             channels["bm25"] = [ids[s] for s, _ in res]
             weights["bm25"] = lexical_weight
