@@ -317,10 +317,10 @@ def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_s
     e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
     assert D.docs_language_shares(e_ru.store) == {"ru": 1.0}
     assert 0.4 < D.docs_language_shares(e_both.store)["en"] < 0.7
-    w = {"names": 4.0, "bm25": 1.0, "dense": 0.35}
+    w = {"names": 4.0, "bm25": 1.0, "dense": D.DOCS_DENSE_WEIGHT}
     assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
     monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
-    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": D.DOCS_DENSE_WEIGHT}
     assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
     assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
     assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
