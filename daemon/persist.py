@@ -254,6 +254,7 @@ class PersistMixin:
             self.dense = dense
             self.dense_generation = meta.generation
             self._extra_vectors = any(VECTOR_SEP in k for k in embedded)
+            self._dense_gen += 1
             self.embedded = embedded
             self._dense_journal_vectors = replayed
             if replayed:

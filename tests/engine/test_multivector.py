@@ -208,9 +208,13 @@ def test_engine_keeps_several_vectors_per_section_and_upkeeps_them(tmp_path, mon
     assert len(old) == 2
     (root / "bank.md").write_text(BANK.replace("читает **файл** банка", "читает *архив* выписок банка"), encoding="utf-8")
     eng.refresh()
+    assert eng.dense_done() == len(eng.chunks) - 1  # the edited section's first vector is stale
+    eng.dense_pending()  # marks its extra vector stale too: still one chunk not done
+    assert eng.dense_done() == len(eng.chunks) - 1 and len(eng.stale_vectors) == 2
     before = emb.passages
     eng.embed_pending()
     assert emb.passages - before == 2  # the section's two texts changed, nothing else
+    assert eng.dense_done() == len(eng.chunks) and not eng.stale_vectors
     new = {k: eng.embedded[k] for k in _keys_of(eng, bank_first)}
     assert set(new) == set(old) and all(new[k] != old[k] for k in old)
     assert eng.dense_pending() == [] and set(eng.dense.keys()) == set(eng.embedded)
