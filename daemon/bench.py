@@ -300,7 +300,7 @@ def run_bench(args) -> dict:
             cache_file = Engine(src_root, src, config, embedder)._dense_paths()[2]
             eng.cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
             pending = eng.dense_pending()
-            hashes = {text_hash(embed_text(eng.chunks[c], config.embed_max_chars)) for c in pending}
+            hashes = {text_hash(t) for t in (eng.vector_text(k) for k in pending) if t is not None}
             cached = sum(1 for h in hashes if h in eng.cache)
             out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
             if not hashes or cached / len(hashes) < 0.98:

@@ -93,14 +93,14 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
     the local cache and saved. Returns the figures: ``pending``, ``shared_hits``,
     ``embedded``, ``embed_s`` (wall seconds of the embedding alone), ``texts_per_s``,
     ``written`` (to the shared cache), ``total_s``."""
-    from .embed import embed_text, text_hash
+    from .embed import text_hash
 
     t0 = time.perf_counter()
     if eng.cache is None:
         eng.load_dense()
-    pending = eng.dense_pending()
+    pending = eng.dense_pending()  # dense keys: a chunk's extra texts too (daemon.embed.embed_texts)
     with eng.lock:
-        texts = list(dict.fromkeys(embed_text(eng.chunks[c], eng.config.embed_max_chars) for c in pending if c in eng.chunks))
+        texts = list(dict.fromkeys(t for t in (eng.vector_text(k) for k in pending) if t is not None))
     hashes = [text_hash(t) for t in texts]
     hits, written = 0, 0
     if shared is not None:

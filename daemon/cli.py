@@ -113,7 +113,7 @@ def cmd_index(args) -> int:
             raise
         _progress_done()
         eng.save()
-        print(f"dense: {n} chunks embedded", file=sys.stderr)
+        print(f"dense: {n} vectors set", file=sys.stderr)
         if shared is not None:
             print(_shared_line(shared), file=sys.stderr)
             shared.close()

@@ -321,6 +321,36 @@ class DenseIndex:
                 return result
             return self._exact(q, k, allow)
 
+    def search_grouped(
+        self,
+        vector: np.ndarray,
+        k: int,
+        group: Callable[[str], str],
+        *,
+        allow: Callable[[str], bool] | None = None,
+    ) -> list[tuple[str, float]]:
+        """The ``k`` nearest *groups* of keys (``group(key)``: the chunk id of a key when a
+        chunk has several vectors, :func:`daemon.embed.vector_chunk`):
+        ``[(group, best similarity of its keys)]``, best first, each group once. ``allow``
+        is asked about the group, not the key. Searches :meth:`search` for ``k`` keys and,
+        while fewer than ``k`` distinct groups came back and more keys are live, again for
+        twice as many (with one key per group the first search is the answer, at the cost of
+        one ``group`` call per hit). Same errors and similarity as :meth:`search`."""
+        if k <= 0:
+            return []
+        key_allow = None if allow is None else (lambda key: allow(group(key)))
+        fetch = int(k)
+        while True:
+            hits = self.search(vector, fetch, allow=key_allow)
+            out: dict[str, float] = {}
+            for key, sim in hits:
+                g = group(key)
+                if g not in out:  # hits come best first: the first is the group's best
+                    out[g] = sim
+            if len(out) >= k or len(hits) < fetch or fetch >= len(self):
+                return list(out.items())[:k]
+            fetch = min(2 * fetch, len(self))
+
     def search_exact(
         self,
         vector: np.ndarray,

@@ -346,8 +346,10 @@ def docs_tokens(c: Chunk, stem: bool) -> list[str]:
 
 #: RRF weight of the dense channel in a documentation search (the code's is
 #: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
-#: (README, "Documentation"). The names and BM25 weights are the code's.
-DOCS_DENSE_WEIGHT = 0.35
+#: (README, "Documentation"). The names and BM25 weights are the code's. 0.5 since the
+#: second (cleaned) vector per section, :data:`DOCS_EXTRA_TEXTS`: chosen on fold 0 (0.35 /
+#: 0.5 / 0.75: 0.838 / 0.839 / 0.829), fold 1 then 0.831 (0.797 at 0.35, 0.846 at 0.75).
+DOCS_DENSE_WEIGHT = 0.5
 #: RRF weight of the lexical channels for a question in a language that (almost) no docs
 #: page is written in (an English question over Russian-only pages: BM25 matches stray
 #: English words); measured as above. 1.0 = no rule. Measured 2026-12-01 on the dev set with
@@ -357,6 +359,15 @@ DOCS_CROSS_SCRIPT_WEIGHT = 1.0
 #: The rule above fires when fewer than this share of the docs sections are in the
 #: question's language (docs-yaxunit: 0 % English sections; docs-bslls: 50 %, never).
 DOCS_CROSS_LANG_SHARE = 0.1
+
+#: Translate an English question's BM25 words into Russian (or back) with the code's
+#: cross-lingual lexicon, exactly as a code search does (:func:`daemon.lexicon.translated_query`:
+#: translations only, BM25 weight ``TRANSLATED_WEIGHT`` 2.0), when the docs pages are in the
+#: other language (:func:`docs_foreign_target`: an English question over docs-yaxunit).
+#: Measured 2026-12-02 on the docs dev set, both folds (README, "Documentation", fourth
+#: round): hybrid file nDCG@10 0.782 (0.815 / 0.748) -> 0.826 (0.833 / 0.820),
+#: docs_crosslingual 0.42 -> 0.91; lexical 0.708 (0.738 / 0.677) -> 0.728 (0.734 / 0.722).
+DOCS_TRANSLATE_QUERY = True
 
 _share_cache: dict[tuple[int, int], dict[str, float]] = {}
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
@@ -391,6 +402,36 @@ def docs_language_shares(store) -> dict[str, float]:
         _share_cache.clear()
         _share_cache[key] = hit
     return hit
+
+
+def docs_foreign_target(query: str, store) -> str | None:
+    """The language the docs pages are written in (``ru`` / ``en``) when ``query`` is in
+    the other one and fewer than :data:`DOCS_CROSS_LANG_SHARE` of the docs sections are in
+    the question's language (an English question over docs-yaxunit); else None (a Russian
+    question, a bilingual site such as docs-bslls, a question without letters)."""
+    lang = query_language(query)
+    shares = docs_language_shares(store)
+    if not lang or not shares or shares.get(lang, 0.0) >= DOCS_CROSS_LANG_SHARE:
+        return None
+    other = "ru" if lang == "en" else "en"
+    return other if shares.get(other, 0.0) > 0.5 else None
+
+
+def docs_query_tokens(tokens: list[str], query: str, store) -> tuple[list[str], float]:
+    """(BM25 tokens, BM25 weight factor) of a docs search: ``tokens`` and 1.0, or, with
+    :data:`DOCS_TRANSLATE_QUERY` on and the pages in the other language
+    (:func:`docs_foreign_target`), the lexicon's translations and weight
+    (:func:`daemon.lexicon.translated_query`). Nothing translates: ``tokens`` and 1.0 (the
+    BM25 vote stays, as before this rule)."""
+    if not DOCS_TRANSLATE_QUERY:
+        return tokens, 1.0
+    target = docs_foreign_target(query, store)
+    if target is None:
+        return tokens, 1.0
+    from .lexicon import translated_query
+
+    out, weight = translated_query(tokens, 1.0 if target == "ru" else 0.0)
+    return (out, weight) if weight > 0 else (tokens, 1.0)
 
 
 def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
@@ -432,6 +473,113 @@ def docs_embed_text(c: Chunk, max_chars: int) -> str:
         out.append(line)
         size += 1 + len(line)
     return "\n".join(out)[:max_chars]
+
+
+#: Extra dense texts of a docs section, by name (:func:`docs_extra_texts`), each one more
+#: vector per section in the dense index (the chunk counts by its best vector). Empty = one
+#: vector per section. Measured 2026-12-02 on the docs dev set in its two folds, with the
+#: query translation on and :data:`DOCS_DENSE_WEIGHT` 0.5 (README, "Documentation", fourth
+#: round): ``clean`` 0.835 (0.839 / 0.831) against 0.826 (0.833 / 0.820) for one vector
+#: (0.828 (0.832 / 0.825) at dense 0.5); ``tail`` 0.810 (0.827 / 0.794), ``clean_body``
+#: 0.839 (0.820 / 0.859), ``clean`` + ``tail`` 0.817 (0.835 / 0.798). docs-bslls: 1,642 of
+#: its 2,008 sections get a second vector (the others' cleaned text is their first text).
+DOCS_EXTRA_TEXTS: tuple[str, ...] = ("clean",)
+_EXTRA_KINDS = ("clean", "clean_body", "tail")
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
+_HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|(?<![\w])_)(?=\S)(.+?)(?<=\S)\1")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def clean_markdown_line(line: str) -> str:
+    """One markdown line as prose for the embedder: images dropped, links kept as their text
+    (targets dropped), HTML tags and comments, backticks and emphasis marks dropped, a list
+    mark at the start dropped, table pipes turned into spaces, whitespace collapsed; ``""``
+    for a table rule (``|---|:--|``) or a link definition (``[x]: url``)."""
+    if _TABLE_RULE.match(line) or _REF_DEF.match(line):
+        return ""
+    line = _IMAGE.sub("", line)
+    line = _LINK.sub(r"\1", line)
+    line = _REF_LINK.sub(r"\1", line)
+    line = _HTML.sub(" ", line)
+    line = line.replace("`", "")
+    line = _EMPHASIS.sub(r"\2", line)
+    line = _LIST_MARK.sub("", line)
+    if line.lstrip().startswith("|"):
+        line = line.replace("|", " ")
+    return " ".join(line.split())
+
+
+def _section_lines(c: Chunk, clean: bool) -> list[str]:
+    """The section's lines after the heading chain and the heading line, as
+    :func:`docs_embed_text` takes them (blank, fence, admonition and ``#`` lines dropped,
+    whitespace collapsed), cleaned with :func:`clean_markdown_line` when ``clean``."""
+    out = []
+    for line in c.text.split("\n")[2:]:
+        if not line.strip() or _FENCE_LINE.match(line) or line.lstrip().startswith("#"):
+            continue
+        line = clean_markdown_line(line) if clean else " ".join(line.split())
+        if line:
+            out.append(line)
+    return out
+
+
+def _fill(head: list[str], lines: list[str], max_chars: int) -> str:
+    """``head`` then whole ``lines`` while they fit in ``max_chars``; when not even the
+    first of ``lines`` fits, its start is kept (cut to the budget), so the text never
+    holds the head alone while there are lines."""
+    out = list(head)
+    size = sum(len(x) + 1 for x in out) - 1 if out else -1
+    for i, line in enumerate(lines):
+        if size + 1 + len(line) > max_chars:
+            if i == 0:
+                out.append(line[: max(max_chars - size - 1, 0)])
+            break
+        out.append(line)
+        size += 1 + len(line)
+    return "\n".join(out)[:max_chars]
+
+
+def docs_extra_texts(c: Chunk, max_chars: int, kinds: tuple[str, ...] | None = None) -> list[str]:
+    """The extra dense texts of a docs section (each at most ``max_chars``), one per name in
+    ``kinds`` (default :data:`DOCS_EXTRA_TEXTS`), in that order:
+
+    * ``clean``: the heading chain, then the section's lines cleaned for prose
+      (:func:`clean_markdown_line`: link targets, images, HTML, backticks, emphasis, table
+      rules and list marks dropped), so more prose fits in the budget;
+    * ``clean_body``: the cleaned lines without the heading chain (a vector of the content
+      alone);
+    * ``tail``: for a section longer than its first text (:func:`docs_embed_text`), the
+      heading chain then the lines that did not fit there; nothing for a short section.
+
+    :func:`daemon.embed.embed_texts` drops a text equal to an earlier one. Raises
+    ``ValueError`` for an unknown name."""
+    kinds = DOCS_EXTRA_TEXTS if kinds is None else kinds
+    if not kinds:
+        return []
+    head = c.text.split("\n", 1)[0]
+    out = []
+    for kind in kinds:
+        if kind == "clean":
+            out.append(_fill([head], _section_lines(c, True), max_chars))
+        elif kind == "clean_body":
+            body = _section_lines(c, True)
+            if body:
+                out.append(_fill([], body, max_chars))
+        elif kind == "tail":
+            first = docs_embed_text(c, max_chars)
+            used = first.count("\n")  # lines of the section the first text holds
+            rest = _section_lines(c, False)[used:]
+            if rest:
+                out.append(_fill([head], rest, max_chars))
+        else:
+            raise ValueError(f"unknown docs extra text {kind!r}: use one of {_EXTRA_KINDS}")
+    return out
 
 
 # ------------------------------------------------------------------------------ lookups

@@ -53,10 +53,14 @@ __all__ = [
     "SentenceTransformerEmbedder",
     "embed_chunks",
     "embed_text",
+    "embed_texts",
     "embedder_for",
     "make_embedder",
     "pin_blas_threads",
     "text_hash",
+    "vector_chunk",
+    "vector_key",
+    "vector_texts",
 ]
 
 #: Maximum length of the embedded text of a chunk, in characters. The head of a method cut at
@@ -684,6 +688,50 @@ def embed_text(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> str:
     if chunk.kind in CODE_KINDS:
         return _code_text(chunk, max_chars)
     return _metadata_text(chunk, max_chars)
+
+
+#: Most texts (so vectors) one chunk may have in the dense index (:func:`embed_texts`); a
+#: kind asking for more is cut here. Removing a chunk removes keys 0..MAX_TEXTS-1.
+MAX_TEXTS = 4
+#: Separates a chunk id from the number of its extra vector in a dense key (``<id>\x1f1``);
+#: never part of a chunk id (ids are paths and symbols: no control characters).
+VECTOR_SEP = "\x1f"
+
+
+def embed_texts(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
+    """Every text embedded for ``chunk``, 1 to :data:`MAX_TEXTS` strings: first
+    :func:`embed_text` (the chunk's vector as before), then the extra texts its kind asks for
+    (docs sections: :func:`daemon.docs.docs_extra_texts`, none by default; code and metadata
+    chunks: none). Each text is a vector of its own in the dense index; a search counts the
+    chunk once, by its best vector (:meth:`daemon.dense.DenseIndex.search_grouped`). An extra
+    text equal to an earlier one is dropped. Deterministic, like :func:`embed_text`."""
+    first = embed_text(chunk, max_chars)
+    if chunk.kind not in DOCS_KINDS:
+        return [first]
+    from .docs import docs_extra_texts
+
+    out = [first]
+    for t in docs_extra_texts(chunk, max_chars):
+        if t and t not in out:
+            out.append(t)
+    return out[:MAX_TEXTS]
+
+
+def vector_key(chunk_id: str, i: int) -> str:
+    """The dense-index key of text ``i`` of a chunk: the chunk id itself for the first text
+    (so a chunk with one text is keyed as it always was), ``<id>\x1f<i>`` for the others."""
+    return chunk_id if i == 0 else f"{chunk_id}{VECTOR_SEP}{i}"
+
+
+def vector_chunk(key: str) -> str:
+    """The chunk id of a dense-index key (:func:`vector_key`'s inverse for the id)."""
+    cut = key.find(VECTOR_SEP)
+    return key if cut < 0 else key[:cut]
+
+
+def vector_texts(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> list[tuple[str, str]]:
+    """``[(dense key, text)]`` of a chunk: :func:`embed_texts` keyed by :func:`vector_key`."""
+    return [(vector_key(chunk.id, i), t) for i, t in enumerate(embed_texts(chunk, max_chars))]
 
 
 # --------------------------------------------------------------------------------------

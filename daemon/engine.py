@@ -146,6 +146,12 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.compact_due = False  # the lexical journal is big: write a snapshot soon
         self.dense_compact_due = False
         self._dense_journal_vectors = 0
+        # True once a dense key of a chunk's extra text (daemon.embed.vector_key) was set
+        self._extra_vectors = False
+        # bumped whenever dense keys are added or stale_vectors is rebuilt: with the sizes of
+        # embedded / stale_vectors and self.version it keys the extra-vector counts (dense_done)
+        self._dense_gen = 0
+        self._extra_counts: tuple = (None, 0, 0)
         if embedder is not None:
             from .dense import DenseIndex
 
@@ -183,17 +189,79 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
     # ------------------------------------------------------------------ dense side
     def dense_done(self) -> int:
-        """Chunks whose vector was made from their current text (the ``done`` of dense
-        progress; a chunk edited since counts again once re-embedded)."""
-        return len(self.embedded) - len(self.stale_vectors)
+        """Chunks whose (first) vector was made from their current text (the ``done`` of
+        dense progress; a chunk edited since counts again once re-embedded). A chunk's extra
+        vectors (:func:`daemon.embed.embed_texts`) are not counted: ``dense_total`` stays the
+        number of chunks. Counting them is a pass over the keys (1.5 ms for 40k), made only
+        once an extra vector was ever set (:attr:`_extra_vectors`) and then only when keys
+        were added, removed or marked stale since the last count, not per search."""
+        if not self._extra_vectors:
+            return len(self.embedded) - len(self.stale_vectors)
+        from .embed import VECTOR_SEP
+
+        with self.lock:  # the counts and their key are read in one hold (a batch mutates both)
+            key = (self._dense_gen, self.version, id(self.embedded), len(self.embedded), len(self.stale_vectors))
+            known, n_emb, n_stale = self._extra_counts
+            if known != key:
+                n_emb = sum(1 for k in self.embedded if VECTOR_SEP in k)
+                n_stale = sum(1 for k in self.stale_vectors if VECTOR_SEP in k)
+                self._extra_counts = (key, n_emb, n_stale)
+            return (len(self.embedded) - n_emb) - (len(self.stale_vectors) - n_stale)
+
+    def vector_text(self, key: str) -> str | None:
+        """The current text of dense key ``key`` (:func:`daemon.embed.vector_key`): a chunk
+        id is its first text; None when the chunk is gone or has fewer texts now. Lock held."""
+        from .embed import embed_text, vector_chunk
+
+        cid = vector_chunk(key)
+        c = self.store.get_by_id(cid)
+        if c is None:
+            return None
+        if cid == key:
+            return embed_text(c, self.config.embed_max_chars)
+        for k, t in self._chunk_vector_texts(c):
+            if k == key:
+                return t
+        return None
+
+    def _chunk_vector_texts(self, c: Chunk) -> list[tuple[str, str]]:
+        """``[(dense key, text)]`` of chunk ``c`` (:func:`daemon.embed.vector_texts`)."""
+        from .embed import vector_texts
+
+        return vector_texts(c, self.config.embed_max_chars)
+
+    def vector_texts_of(self, ids: Iterable[str]) -> dict[str, str]:
+        """``{dense key: current text}`` of ``ids`` (chunk ids and/or dense keys): a chunk
+        id stands for all its texts (:func:`daemon.embed.vector_texts`; the first text's key
+        is the id itself), a dense key of an extra text for that text. Ids of chunks that are
+        gone, or keys of texts a chunk no longer has, give nothing. Order kept, duplicates
+        dropped. Takes the lock."""
+        from .embed import VECTOR_SEP
+
+        out: dict[str, str] = {}
+        with self.lock:
+            for key in ids:
+                if key in out:
+                    continue
+                if VECTOR_SEP in key:
+                    t = self.vector_text(key)
+                    if t is not None:
+                        out[key] = t
+                    continue
+                c = self.store.get_by_id(key)
+                if c is not None:
+                    for k, t in self._chunk_vector_texts(c):
+                        out.setdefault(k, t)
+        return out
 
     def dense_pending(self) -> list[str]:
-        """Ids of chunks whose vector is missing or was made from another text; also
-        refreshes :attr:`stale_vectors`. The texts are hashed outside the lock (~40k chunks:
-        about a second), so queries are not held up."""
+        """Dense keys (:func:`daemon.embed.vector_key`: a chunk's id for its first text)
+        whose vector is missing or was made from another text; also refreshes
+        :attr:`stale_vectors`. The texts are hashed outside the lock (~40k chunks: about a
+        second), so queries are not held up."""
         if self.embedder is None:
             return []
-        from .embed import embed_text, text_hash
+        from .embed import text_hash, vector_texts
 
         with self.lock:
             slots = self.store.live_slots().tolist()
@@ -207,13 +275,15 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             with self.lock:
                 store = self.store
                 items = [(store.ids[s], store.get(s)) for s in slots[i : i + step] if store.ids[s] is not None]
-            for cid, c in items:
-                h = text_hash(embed_text(c, self.config.embed_max_chars))
-                if embedded.get(cid) != h:
-                    out.append(cid)
-                    hashes[cid] = h
+            for _, c in items:
+                for key, t in vector_texts(c, self.config.embed_max_chars):
+                    h = text_hash(t)
+                    if embedded.get(key) != h:
+                        out.append(key)
+                        hashes[key] = h
         with self.lock:
             self.stale_vectors = {cid for cid in out if cid in self.embedded}
+            self._dense_gen += 1
             # the pending texts' hashes, valid while no batch changes the chunks (_text_hashes)
             self._pending_hashes = (key, hashes) if key == self._content_key() else (None, {})
         return out
@@ -229,7 +299,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         """Embed every chunk whose embedded text changed (cache first, model for misses).
 
         Saves the snapshot every ``save_every_s`` seconds, so an interrupted first index
-        resumes where it stopped. Returns the number of chunks whose vector was (re)set.
+        resumes where it stopped. Returns the number of vectors (re)set (dense keys: a docs
+        section may have more than one, :func:`daemon.embed.embed_texts`).
         No-op without an embedder.
         """
         if self.embedder is None:
@@ -263,7 +334,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
     def embed_ids(self, ids: Iterable[str], *, batch_size: int = 32, embedder=None) -> int:
         """Embed these chunks (those that still exist and whose vector is missing or stale)
-        and upsert their vectors; returns how many vectors were set.
+        and upsert their vectors; returns how many vectors were set. ``ids`` are chunk ids
+        (each stands for all its texts, :meth:`vector_texts_of`) or dense keys (one text, as
+        :meth:`dense_pending` lists them).
 
         ``embedder``: another instance of the same model (same fingerprint) to compute the
         passages with, so that a long background batch does not hold the query embedder's
@@ -272,7 +345,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         """
         if self.embedder is None:
             return 0
-        from .embed import embed_chunks, embed_text, text_hash
+        from .embed import embed_chunks, text_hash
 
         if self.cache is None:  # opened with load_dense=False and not loaded yet
             self.load_dense()
@@ -281,11 +354,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             raise ValueError("embed_ids: the passage embedder is another model than the engine's")
         with self.lock:
             todo = []
-            for cid in ids:
-                c = self.store.get_by_id(cid)
-                if c is None:
-                    continue
-                t = embed_text(c, self.config.embed_max_chars)
+            for cid, t in self.vector_texts_of(ids).items():
                 h = text_hash(t)
                 if self.embedded.get(cid) != h:
                     todo.append((cid, t, h))
@@ -302,10 +371,10 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         with self.lock:
             live = []
             for (cid, t, h), v in zip(todo, vecs):
-                c = self.store.get_by_id(cid)
+                now = self.vector_text(cid)
                 # the chunk may have changed or gone while the model ran: then its new text
                 # is (or will be) queued again
-                if c is not None and text_hash(embed_text(c, self.config.embed_max_chars)) == h:
+                if now is not None and text_hash(now) == h:
                     live.append((cid, h, v))
             return n + self._set_vectors(live)
 
@@ -332,12 +401,12 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         return (id(self.store), self.store.version, self.version)
 
     def text_hashes(self, ids: list[str]) -> tuple[tuple, list[tuple[str, str]]]:
-        """``(content key, [(chunk id, hash of its embedded text)])`` for the live chunks of
-        ``ids``: from the last :meth:`dense_pending` when no batch changed the chunks since
+        """``(content key, [(dense key, hash of its embedded text)])`` for the live dense keys
+        of ``ids`` (:meth:`dense_pending`'s): from the last :meth:`dense_pending` when no batch changed the chunks since
         (one pass over the texts instead of one per caller: ~2.4 s for ssl31-ru's 38,570
         chunks), else read and hashed now under the lock. Compare the key with
         :meth:`_content_key` later to know whether the hashes still hold."""
-        from .embed import embed_text, text_hash
+        from .embed import text_hash
 
         with self.lock:
             key = self._content_key()
@@ -346,9 +415,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 return key, [(cid, known[cid]) for cid in ids]
             out = []
             for cid in ids:
-                c = self.store.get_by_id(cid)
-                if c is not None:
-                    out.append((cid, text_hash(embed_text(c, self.config.embed_max_chars))))
+                t = self.vector_text(cid)
+                if t is not None:
+                    out.append((cid, text_hash(t)))
             return key, out
 
     def _first_fill(self, pending: list[str]) -> int:
@@ -361,7 +430,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         Chunks that changed while the graph was built are left pending (their vectors are
         dropped from the new graph)."""
         from .dense import DenseIndex
-        from .embed import embed_text, text_hash
+        from .embed import VECTOR_SEP, text_hash
 
         if self.dense is None or len(self.dense) or len(pending) < FIRST_FILL_MIN:
             return 0
@@ -380,8 +449,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             gone = []
             if self._content_key() != key:  # a batch changed chunks while the graph was built
                 for cid, h in hits:
-                    c = self.store.get_by_id(cid)
-                    if c is None or text_hash(embed_text(c, self.config.embed_max_chars)) != h:
+                    now = self.vector_text(cid)
+                    if now is None or text_hash(now) != h:
                         gone.append(cid)
             if gone:
                 fresh.remove(gone)
@@ -391,6 +460,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 if cid not in dead:
                     self.embedded[cid] = h
                     self.stale_vectors.discard(cid)
+                    if VECTOR_SEP in cid:
+                        self._extra_vectors = True
+            self._dense_gen += 1
             self._dense_dirty = True
             self.dense_compact_due = True  # one dense snapshot, not a journal of every vector
         log.info("dense index built from the embedding cache: %d vectors", len(hits) - len(gone))
@@ -401,11 +473,16 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         record them as embedded and journal them; returns ``len(live)``. Lock held."""
         if not live:
             return 0
+        from .embed import VECTOR_SEP
+
         mat = np.stack([x[2] for x in live]).astype(np.float32)
         self.dense.upsert([x[0] for x in live], mat)
         for cid, h, _ in live:
             self.embedded[cid] = h
             self.stale_vectors.discard(cid)
+            if VECTOR_SEP in cid:
+                self._extra_vectors = True
+        self._dense_gen += 1
         self._dense_dirty = True
         if self.journal_on:
             self._dense_journal_append(live, mat)

@@ -225,7 +225,7 @@ class PersistMixin:
         if self.embedder is None:
             return
         from .dense import DenseIndex, DenseIndexError
-        from .embed import EmbeddingCache
+        from .embed import VECTOR_SEP, EmbeddingCache
 
         dense_dir, embedded_file, cache_file = self._dense_paths()
         cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
@@ -253,6 +253,8 @@ class PersistMixin:
             self.cache = cache
             self.dense = dense
             self.dense_generation = meta.generation
+            self._extra_vectors = any(VECTOR_SEP in k for k in embedded)
+            self._dense_gen += 1
             self.embedded = embedded
             self._dense_journal_vectors = replayed
             if replayed:
@@ -285,10 +287,26 @@ class PersistMixin:
         return n
 
     def _prune_dense(self) -> None:
-        """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild)."""
+        """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild),
+        and extra vectors (:func:`daemon.embed.vector_key`) a chunk no longer has a text for."""
         if self.dense is None:
             return
-        gone = [k for k in self.embedded if k not in self.store]
+        from .embed import VECTOR_SEP, vector_chunk
+
+        gone = []
+        extra_of: dict[str, set[str]] = {}
+        for k in self.embedded:
+            if VECTOR_SEP not in k:
+                if k not in self.store:
+                    gone.append(k)
+                continue
+            cid = vector_chunk(k)
+            keys = extra_of.get(cid)
+            if keys is None:
+                c = self.store.get_by_id(cid)
+                keys = extra_of[cid] = set() if c is None else {x for x, _ in self._chunk_vector_texts(c)}
+            if k not in keys:
+                gone.append(k)
         if gone:
             self.dense.remove(gone)
             for k in gone:

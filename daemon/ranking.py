@@ -17,7 +17,8 @@ import numpy as np
 
 
 from .contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
-from .docs import docs_weights
+from .docs import docs_query_tokens, docs_weights
+from .embed import vector_chunk
 from .fusion import rrf
 from .intent import metadata_intent
 from .lexicon import translated_query
@@ -282,6 +283,9 @@ class RankingMixin:
             lexical_weight = self._lexical_weight(query)
             if code_side and self._cross_script(query):  # the query's words in the code's language (daemon.lexicon)
                 qtok, lexical_weight = translated_query(qtok, self._corpus_cyrillic_share())
+            elif not code_side:  # docs: the question's words in the pages' language (daemon.docs.docs_query_tokens)
+                qtok, factor = docs_query_tokens(qtok, query, self.store)
+                lexical_weight *= factor
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=ids)
             channels["bm25"] = [ids[s] for s, _ in res]
             weights["bm25"] = lexical_weight
@@ -311,7 +315,10 @@ class RankingMixin:
             meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
-            res = self.dense.search(qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), allow=self._by_id(allow))
+            # a chunk may have several vectors (daemon.embed.embed_texts): each chunk once, by its best
+            res = self.dense.search_grouped(
+                qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), vector_chunk, allow=self._by_id(allow)
+            )
             channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             if code_side:  # the dense weight per kind of query (daemon.weights)
                 kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)

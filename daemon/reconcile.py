@@ -829,9 +829,17 @@ class ReconcileMixin:
             meta_names = getattr(self, "meta_names", None)
             if meta_names is not None:
                 meta_names.remove(self.store, slot)
-        if self.dense is not None and cid in self.embedded:
-            self.dense.remove([cid])
-            self.embedded.pop(cid, None)
+        if self.dense is not None:
+            from .embed import MAX_TEXTS, vector_key
+
+            # the chunk's extra vectors (daemon.embed.embed_texts) go with it
+            keys = [k for k in (vector_key(cid, i) for i in range(MAX_TEXTS)) if k in self.embedded]
+            if not keys:
+                return
+            self.dense.remove(keys)
+            for k in keys:
+                self.embedded.pop(k, None)
+                self.stale_vectors.discard(k)
             self._dense_dirty = True
 
 

