@@ -135,6 +135,9 @@ _PRUNE_CHECK_DF = 1024
 #: ... the rarer terms scored before the bound holds may hold at most this share of the
 #: query's postings (beyond it the rest is scored in full, reusing what was scored) ...
 _PRUNE_BUDGET = 0.35
+#: ... a skipped term is read for its candidates by binary searches when it has more than
+#: this many postings per candidate (else by one gather per posting) ...
+_PRUNE_SEARCH_RATIO = 16
 #: ... and the bound of the skipped terms, times this, must stay below the k-th score
 #: (float rounding of the sums is ~1e-15 relative).
 _PRUNE_MARGIN = 1.0 + 1e-9
@@ -944,15 +947,26 @@ class BM25Index:
         return docs, tf
 
     def _candidate_scores(
-        self, pairs: np.ndarray, mark: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
+        self, pairs: np.ndarray, mark: np.ndarray, cand: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
     ) -> tuple[np.ndarray, np.ndarray]:
-        """:meth:`_term_scores` of the postings ``pairs`` whose doc is marked in ``mark``
-        (``bool[docs]``): one gather per posting, then the scoring of the few kept (a
-        boolean row selection of the ``(m, 2)`` pairs was 2-3x slower)."""
-        docs = pairs[:, 0].astype(np.intp)
-        keep = np.flatnonzero(mark[docs])
-        docs = docs[keep]
-        tf = pairs[:, 1].take(keep).astype(np.float64)
+        """:meth:`_term_scores` of the postings ``pairs`` whose doc is one of ``cand``
+        (ascending docs, marked in ``mark``, ``bool[docs]``). Few candidates for many
+        postings (:data:`_PRUNE_SEARCH_RATIO`): a binary search of each in the term's doc
+        column (ascending: block, then tails, docs numbered in the order they were added);
+        else one gather of ``mark`` per posting (a boolean row selection of the ``(m, 2)``
+        pairs was 2-3x slower). Then only the kept postings are scored."""
+        col = pairs[:, 0]
+        if cand.size * _PRUNE_SEARCH_RATIO < col.size:
+            pos = np.searchsorted(col, cand.astype(col.dtype))
+            pos[pos == col.size] = col.size - 1
+            hit = col[pos] == cand
+            sel = pos[hit]
+            docs = cand[hit]
+        else:
+            docs = col.astype(np.intp)
+            sel = np.flatnonzero(mark[docs])
+            docs = docs[sel]
+        tf = pairs[:, 1].take(sel).astype(np.float64)
         den = norm.take(docs)
         np.add(tf, den, out=den)
         np.multiply(tf, c, out=tf)
@@ -1019,7 +1033,7 @@ class BM25Index:
             used = 0
             for j, i in enumerate(order):
                 tid, df = occ[i]
-                if scored and df >= _PRUNE_CHECK_DF and rest[j] * _PRUNE_MARGIN < done:
+                if scored and df >= _PRUNE_CHECK_DF and rest[j] * _PRUNE_MARGIN < done :
                     touched = np.flatnonzero(mark)  # the docs of the terms scored so far
                     ok = touched
                     if mask is not None:
@@ -1042,23 +1056,47 @@ class BM25Index:
                 scored = True
                 done += cs[i]
                 used += docs.size
-            if scored:
-                if skip_from is None:
-                    touched = np.flatnonzero(mark)
+            if scored and skip_from is None:
+                touched = np.flatnonzero(mark)
                 part[touched] = 0.0
         if skip_from is not None:
-            skipped = set(order[skip_from:])
-            for i, (tid, _) in enumerate(occ):
-                if i in skipped:
-                    docs, c = self._candidate_scores(pairs_of(tid).reshape(-1, 2), mark, cs[i], norm, alive)
-                else:
-                    docs, c = cache[i]
-                acc[docs] += c
-            mark[touched] = False
-            vals = acc[touched]
+            # the candidates: of the docs scored so far, those whose partial score plus the
+            # bound of the terms not yet read reaches the k-th partial score (a lower bound of
+            # the final k-th score); no other doc can be in the top k. The skipped terms are
+            # read rarest first for the candidates, and each one read raises the partial
+            # scores and lowers the bound, so the candidates only shrink.
+            cp = part[touched]  # the candidates' partial scores
+            part[touched] = 0.0
+            cand = touched
+            allowed = None
+            if mask is not None:
+                slots = _u32(self._doc_slot)[cand]
+                allowed = slots < mask.size
+                allowed[allowed] = mask[slots[allowed]]
+            read: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for jj in range(skip_from, len(order) + 1):
+                keep = (cp + rest[jj]) * _PRUNE_MARGIN >= kth
+                if not keep.all():
+                    mark[cand[~keep]] = False  # `mark` holds the candidates
+                    cand, cp = cand[keep], cp[keep]
+                    if allowed is not None:
+                        allowed = allowed[keep]
+                if jj == len(order):
+                    break
+                i = order[jj]
+                docs, c = self._candidate_scores(pairs_of(occ[i][0]).reshape(-1, 2), mark, cand, cs[i], norm, alive)
+                read[i] = (docs, c)
+                cp[np.searchsorted(cand, docs)] += c  # docs: ascending, all candidates
+                ok = cp if allowed is None else cp[allowed]
+                kth = max(kth, float(np.partition(ok, ok.size - k)[ok.size - k]))
+            for i in range(len(occ)):
+                docs, c = read[i] if i in read else cache[i]
+                acc[docs] += c  # in query order: each candidate's sum as in full scoring
+            mark[cand] = False
+            vals = acc[cand]
             acc[touched] = 0.0
             live = vals != 0.0
-            return touched[live], vals[live]
+            return cand[live], vals[live]
         if scored:
             mark[touched] = False
         for i, (tid, _) in enumerate(occ):
@@ -1093,8 +1131,11 @@ class BM25Index:
         if key_of is not None and not callable(key_of):
             key_of = key_of.__getitem__
         mask = allow if isinstance(allow, np.ndarray) else None
-        # a predicate is asked lazily in rank order: no bound on its k-th score up front
-        got = self._scored(query_tokens, k if allow is None or mask is not None else 0, mask)
+        # no pruning for a predicate (asked lazily in rank order: no k-th score up front) or a
+        # mask keeping under half the slots (the rarer terms' allowed docs seldom give a k-th
+        # score to bound by: at x20 a scope=metadata search was slower pruned than in full)
+        prune = allow is None or (mask is not None and np.count_nonzero(mask) * 2 >= mask.size)
+        got = self._scored(query_tokens, k if prune else 0, mask)
         if got is None:
             return []
         cand, vals = got

@@ -565,12 +565,16 @@ def _full_top(index: BM25Index, q: list[str], k: int, key_of, mask=None) -> list
     return got[:k]
 
 
-def test_pruned_search_equals_full_scoring(monkeypatch):
-    """The exact pruning (common terms read only for the rarer terms' docs) gives the same
-    (slot, score) lists, bit for bit, as scoring every posting: ties, masks, dead docs (block
-    and tails), repeated query terms, several k. The pruned path must actually run (and also
-    the fall-back to full scoring when the bound never holds)."""
+@pytest.mark.parametrize("search_ratio", [0, 10**9])
+def test_pruned_search_equals_full_scoring(monkeypatch, search_ratio):
+    """The exact pruning (common terms read only for the candidates among the rarer terms'
+    docs) gives the same (slot, score) lists, bit for bit, as scoring every posting: ties,
+    masks, dead docs (block and tails), repeated query terms, several k; the skipped terms
+    read by binary searches (``search_ratio`` 0) or by a gather per posting (10**9). The
+    pruned path must actually run (and also the fall-back to full scoring when the bound
+    never holds)."""
     monkeypatch.setattr(bm25_mod, "_PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_mod, "_PRUNE_SEARCH_RATIO", search_ratio)
     monkeypatch.setattr(bm25_mod, "_PRUNE_CHECK_DF", 1)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 10**9)
     calls = {"pruned": 0}
