@@ -754,12 +754,19 @@ class SymbolIndex:
         cand = self._live(cand)
         if not cand.size:
             return cand
-        rx = _hump_matcher(q_humps, cand.size)
         el = cand.tolist()
-        hit = [rx(a) for a in self._sigs.take(el)]
+        sigs = self._sigs.take(el)
+        # each distinct signature is matched once: one method name recurs in many modules
+        # (a form's event handlers in every form; ×20 in ``bench --scale 20``)
+        distinct = set(sigs)
+        rx = _hump_matcher(q_humps, len(distinct))
+        ok = {a for a in distinct if rx(a)}
+        hit = [a in ok for a in sigs]
         rest = [e for e, h in zip(el, hit) if not h]
         if rest:
-            hit2 = {e for e, b in zip(rest, self._sigs2.take(rest)) if b is not None and rx(b)}
+            sigs2 = self._sigs2.take(rest)
+            ok2 = {b for b in set(sigs2) if b is not None and rx(b)}
+            hit2 = {e for e, b in zip(rest, sigs2) if b in ok2}
             hit = [h or e in hit2 for e, h in zip(el, hit)]
         el = [e for e, h in zip(el, hit) if h]
         keep = [e for e, f in zip(el, self._fnames.take(el)) if not f.startswith(fq)]
