@@ -60,8 +60,14 @@ JSON header with the counts, the parameters and each file's size; :meth:`BM25Ind
 memory-maps them read-only. Merges and compactions build new arrays, so the mapped files are
 never written; increments after a load go to the tails and the buffer as usual.
 
+Search: :meth:`BM25Index.search` scores the query's rarer terms in full and, once the idf
+bounds of the commoner ones sum below the k-th partial score, reads those only for the
+remaining candidates (exact: the same (slot, score) list as scoring every posting; see
+:meth:`BM25Index._scored`), in work arrays kept between searches.
+
 Not thread-safe: the daemon must serialise calls (a search may merge buffered additions,
-and it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize).
+it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize, and
+its work arrays are shared).
 
 Measured (``/work/scratch-channels/measure.py`` of issue 12: the engine's two BM25 channels,
 all chunks + metadata chunks, built from ssl31-ru's real chunks by the engine's chunker; ×20:
@@ -1033,7 +1039,7 @@ class BM25Index:
             used = 0
             for j, i in enumerate(order):
                 tid, df = occ[i]
-                if scored and df >= _PRUNE_CHECK_DF and rest[j] * _PRUNE_MARGIN < done :
+                if scored and df >= _PRUNE_CHECK_DF and rest[j] * _PRUNE_MARGIN < done:
                     touched = np.flatnonzero(mark)  # the docs of the terms scored so far
                     ok = touched
                     if mask is not None:
