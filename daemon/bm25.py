@@ -60,8 +60,14 @@ JSON header with the counts, the parameters and each file's size; :meth:`BM25Ind
 memory-maps them read-only. Merges and compactions build new arrays, so the mapped files are
 never written; increments after a load go to the tails and the buffer as usual.
 
+Search: :meth:`BM25Index.search` scores the query's rarer terms in full and, once the idf
+bounds of the commoner ones sum below the k-th partial score, reads those only for the
+remaining candidates (exact: the same (slot, score) list as scoring every posting; see
+:meth:`BM25Index._scored`), in work arrays kept between searches.
+
 Not thread-safe: the daemon must serialise calls (a search may merge buffered additions,
-and it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize).
+it holds buffer views of ``array`` objects that a concurrent ``add`` could not resize, and
+its work arrays are shared).
 
 Measured (``/work/scratch-channels/measure.py`` of issue 12: the engine's two BM25 channels,
 all chunks + metadata chunks, built from ssl31-ru's real chunks by the engine's chunker; ×20:
@@ -128,6 +134,19 @@ _FCACHE_MAX = 1 << 16
 #: Files :meth:`BM25Index.save` writes and :meth:`BM25Index.load` memory-maps (besides the
 #: per-document columns copied into RAM).
 _MAPPED = ("postings", "offsets", "vocab_blob", "vocab_off", "doc_off", "doc_terms", "doc_terms_xpos", "doc_terms_xhi")
+#: Pruning in :meth:`BM25Index._scored`: queries of fewer postings are scored in full ...
+_PRUNE_MIN_POSTINGS = 1 << 16
+#: ... the bound is checked before a term of at least this many documents ...
+_PRUNE_CHECK_DF = 1024
+#: ... the rarer terms scored before the bound holds may hold at most this share of the
+#: query's postings (beyond it the rest is scored in full, reusing what was scored) ...
+_PRUNE_BUDGET = 0.35
+#: ... a skipped term is read for its candidates by binary searches when it has more than
+#: this many postings per candidate (else by one gather per posting) ...
+_PRUNE_SEARCH_RATIO = 16
+#: ... and the bound of the skipped terms, times this, must stay below the k-th score
+#: (float rounding of the sums is ~1e-15 relative).
+_PRUNE_MARGIN = 1.0 + 1e-9
 #: Vocabulary hashing works on pieces of at most this many bytes (bounds the uint64 temporaries).
 _HASH_PIECE = 1 << 20
 
@@ -453,6 +472,8 @@ class BM25Index:
         # doc -> k1·(1 − b + b·dl/avgdl) for the current N and total length (None: stale);
         # made by the first search after a change (:meth:`_norms`)
         self._norm: np.ndarray | None = None
+        # work arrays of a search (:meth:`_buffers`), all zero between searches
+        self._bufs: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     # --- size ----------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -906,6 +927,193 @@ class BM25Index:
             acc[docs] += contrib
         return acc
 
+    def _buffers(self, n: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Per-doc work arrays of one search, kept between searches (allocating and zeroing
+        three arrays over every doc per query cost ~1 ms at 769k docs): the score
+        accumulator and the partial scores of the pruning (``float64[n]``) and the candidate
+        mark (``bool[n]``). All zero between searches: :meth:`_scored` zeroes what it
+        touched before it returns, and drops them if it is interrupted."""
+        bufs = self._bufs
+        if bufs is None or bufs[0].size != n:
+            bufs = self._bufs = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool))
+        return bufs
+
+    def _term_scores(self, pairs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """(docs as ``intp``, contributions ``float64``) of the postings ``pairs`` (``(m, 2)``
+        doc, tf) of a term whose ``idf·(k1 + 1)`` is ``c``: ``c·tf / (tf + norm[doc])``, the
+        same float operations in the same order as :meth:`_accumulate`, in place."""
+        docs = pairs[:, 0].astype(np.intp)
+        tf = pairs[:, 1].astype(np.float64)
+        den = norm.take(docs)
+        np.add(tf, den, out=den)
+        np.multiply(tf, c, out=tf)
+        np.divide(tf, den, out=tf)
+        if alive is not None:
+            tf *= alive[docs]
+        return docs, tf
+
+    def _candidate_scores(
+        self, pairs: np.ndarray, mark: np.ndarray, cand: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """:meth:`_term_scores` of the postings ``pairs`` whose doc is one of ``cand``
+        (ascending docs, marked in ``mark``, ``bool[docs]``). Few candidates for many
+        postings (:data:`_PRUNE_SEARCH_RATIO`): a binary search of each in the term's doc
+        column (ascending: block, then tails, docs numbered in the order they were added);
+        else one gather of ``mark`` per posting (a boolean row selection of the ``(m, 2)``
+        pairs was 2-3x slower). Then only the kept postings are scored."""
+        col = pairs[:, 0]
+        if cand.size * _PRUNE_SEARCH_RATIO < col.size:
+            pos = np.searchsorted(col, cand.astype(col.dtype))
+            pos[pos == col.size] = col.size - 1
+            hit = col[pos] == cand
+            sel = pos[hit]
+            docs = cand[hit]
+        else:
+            docs = col.astype(np.intp)
+            sel = np.flatnonzero(mark[docs])
+            docs = docs[sel]
+        tf = pairs[:, 1].take(sel).astype(np.float64)
+        den = norm.take(docs)
+        np.add(tf, den, out=den)
+        np.multiply(tf, c, out=tf)
+        np.divide(tf, den, out=tf)
+        if alive is not None:
+            tf *= alive[docs]
+        return docs, tf
+
+    def _scored(self, query_tokens: list[str], k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
+        """``(docs, scores)`` of the candidates for the top ``k``: the same scores, bit for
+        bit, as :meth:`_accumulate` (each doc's terms summed in query order), for a set of
+        docs that holds every doc of the top ``k`` (of those ``mask`` allows, a bool array
+        by slot, or all) with its ties; None if nothing can match.
+
+        Exact pruning decided up front (no per-posting steps): a term contributes at most
+        ``idf·(k1 + 1)`` to a doc (``tf / (tf + norm) < 1``). The terms are scored rarest
+        first into partial sums; before a common term, if the bounds of it and every
+        commoner one add up to less than the ``k``-th best partial score so far (a lower
+        bound of the final ``k``-th score), no doc those terms alone match can reach the
+        top ``k``: the candidates are the docs of the rarer terms, and the common terms are
+        only read for them (one bool gather per posting instead of scoring it). The final
+        scores are then summed again in query order. Queries of fewer than
+        :data:`_PRUNE_MIN_POSTINGS` postings, or whose rarer terms would exceed
+        :data:`_PRUNE_BUDGET` of them before the bound holds, are scored in full.
+
+        Measured (``bsl-lens bench --scale 20`` tree, 769k chunks, the bench's 100
+        doc-comment queries, warm process): most of a slow query's 0.9-1.5 M postings belong
+        to 3-6 terms of 100k-490k docs whose bounds (1-4 each) sum far below the 100th
+        score (15-60)."""
+        n = self._n_live
+        if n == 0 or self._total_len == 0:
+            return None
+        self._flush()
+        df_of = self._df
+        occ = [(tid, df_of[tid]) for tid in self._vocab.get_many(query_tokens) if tid is not None and df_of[tid]]
+        if not occ:
+            return None
+        k1 = self.k1
+        norm = self._norms()
+        alive = np.frombuffer(self._alive, dtype=np.uint8) if self._dead else None
+        cs = [math.log(1.0 + (n - df + 0.5) / (df + 0.5)) * (k1 + 1.0) for _, df in occ]
+        acc, part, mark = self._buffers(len(self._doc_slot))
+        try:
+            return self._scored_into(occ, cs, k, mask, norm, alive, acc, part, mark)
+        except BaseException:
+            self._bufs = None  # possibly dirty
+            raise
+
+    def _scored_into(self, occ, cs, k, mask, norm, alive, acc, part, mark):
+        """The body of :meth:`_scored` on its zeroed work arrays (zeroed again on return)."""
+        pairs_of = self._pairs
+        total = sum(df for _, df in occ)
+        cache: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+        skip_from = None  # position in `order` from which the terms are only read for candidates
+        touched = None
+        scored = False  # some terms were scored into `part` (and their docs marked)
+        if len(occ) > 1 and total >= _PRUNE_MIN_POSTINGS and k > 0:
+            order = sorted(range(len(occ)), key=lambda i: occ[i][1])
+            rest = [0.0] * (len(order) + 1)  # rest[j]: bound of the terms order[j:]
+            for j in range(len(order) - 1, -1, -1):
+                rest[j] = rest[j + 1] + cs[order[j]]
+            done = 0.0  # bound of the terms scored so far (>= any partial score)
+            budget = _PRUNE_BUDGET * total
+            used = 0
+            for j, i in enumerate(order):
+                tid, df = occ[i]
+                if scored and df >= _PRUNE_CHECK_DF and rest[j] * _PRUNE_MARGIN < done:
+                    touched = np.flatnonzero(mark)  # the docs of the terms scored so far
+                    ok = touched
+                    if mask is not None:
+                        slots = _u32(self._doc_slot)[touched]
+                        keep = slots < mask.size
+                        keep[keep] = mask[slots[keep]]
+                        ok = touched[keep]
+                    if ok.size >= k:
+                        vals = part[ok]
+                        kth = float(np.partition(vals, ok.size - k)[ok.size - k])
+                        if rest[j] * _PRUNE_MARGIN < kth:
+                            skip_from = j
+                            break
+                if used > budget:
+                    break
+                docs, c = self._term_scores(pairs_of(tid).reshape(-1, 2), cs[i], norm, alive)
+                cache[i] = (docs, c)
+                part[docs] += c
+                mark[docs] = True
+                scored = True
+                done += cs[i]
+                used += docs.size
+            if scored and skip_from is None:
+                touched = np.flatnonzero(mark)
+                part[touched] = 0.0
+        if skip_from is not None:
+            # the candidates: of the docs scored so far, those whose partial score plus the
+            # bound of the terms not yet read reaches the k-th partial score (a lower bound of
+            # the final k-th score); no other doc can be in the top k. The skipped terms are
+            # read rarest first for the candidates, and each one read raises the partial
+            # scores and lowers the bound, so the candidates only shrink.
+            cp = part[touched]  # the candidates' partial scores
+            part[touched] = 0.0
+            cand = touched
+            allowed = None
+            if mask is not None:
+                slots = _u32(self._doc_slot)[cand]
+                allowed = slots < mask.size
+                allowed[allowed] = mask[slots[allowed]]
+            read: dict[int, tuple[np.ndarray, np.ndarray]] = {}
+            for jj in range(skip_from, len(order) + 1):
+                keep = (cp + rest[jj]) * _PRUNE_MARGIN >= kth
+                if not keep.all():
+                    mark[cand[~keep]] = False  # `mark` holds the candidates
+                    cand, cp = cand[keep], cp[keep]
+                    if allowed is not None:
+                        allowed = allowed[keep]
+                if jj == len(order):
+                    break
+                i = order[jj]
+                docs, c = self._candidate_scores(pairs_of(occ[i][0]).reshape(-1, 2), mark, cand, cs[i], norm, alive)
+                read[i] = (docs, c)
+                cp[np.searchsorted(cand, docs)] += c  # docs: ascending, all candidates
+                ok = cp if allowed is None else cp[allowed]
+                kth = max(kth, float(np.partition(ok, ok.size - k)[ok.size - k]))
+            for i in range(len(occ)):
+                docs, c = read[i] if i in read else cache[i]
+                acc[docs] += c  # in query order: each candidate's sum as in full scoring
+            mark[cand] = False
+            vals = acc[cand]
+            acc[touched] = 0.0
+            live = vals != 0.0
+            return cand[live], vals[live]
+        if scored:
+            mark[touched] = False
+        for i, (tid, _) in enumerate(occ):
+            hit = cache.get(i)
+            docs, c = hit if hit is not None else self._term_scores(pairs_of(tid).reshape(-1, 2), cs[i], norm, alive)
+            acc[docs] += c
+        cand = np.flatnonzero(acc != 0.0)  # (flatnonzero of the float array itself is ~5x slower)
+        vals = acc[cand]
+        acc[cand] = 0.0
+        return cand, vals
+
     def search(
         self,
         query_tokens: list[str],
@@ -921,32 +1129,39 @@ class BM25Index:
         Terms not in the index contribute nothing; an empty query, ``k <= 0`` or an empty
         index give ``[]``. ``allow``: a bool array indexed by slot (slots at or beyond its
         length are not allowed), or a predicate on the slot called lazily in rank order.
+        The same list as scoring every posting (:meth:`_accumulate`, then the top ``k``):
+        see :meth:`_scored` for what is skipped.
         """
         if k <= 0:
             return []
         if key_of is not None and not callable(key_of):
             key_of = key_of.__getitem__
-        acc = self._accumulate(query_tokens)
-        if acc is None:
+        mask = allow if isinstance(allow, np.ndarray) else None
+        # no pruning for a predicate (asked lazily in rank order: no k-th score up front) or a
+        # mask keeping under half the slots (the rarer terms' allowed docs seldom give a k-th
+        # score to bound by: at x20 a scope=metadata search was slower pruned than in full)
+        prune = allow is None or (mask is not None and np.count_nonzero(mask) * 2 >= mask.size)
+        got = self._scored(query_tokens, k if prune else 0, mask)
+        if got is None:
             return []
-        cand = np.flatnonzero(acc)
-        if cand.size and isinstance(allow, np.ndarray):
+        cand, vals = got
+        if cand.size and mask is not None:
             slots = _u32(self._doc_slot)[cand]
-            ok = slots < allow.size
-            ok[ok] = allow[slots[ok]]
-            cand = cand[ok]
+            ok = slots < mask.size
+            ok[ok] = mask[slots[ok]]
+            cand, vals = cand[ok], vals[ok]
             allow = None
         if cand.size == 0:
             return []
         if allow is None:
-            out = self._top(acc, cand, k, key_of)
+            out = self._top(vals, cand, k, key_of)
         else:
             out = []
             verdict: dict[int, bool] = {}
             want = max(4 * k, 64)
             while True:
                 out.clear()
-                for slot, score in self._top(acc, cand, want, key_of):
+                for slot, score in self._top(vals, cand, want, key_of):
                     ok_ = verdict.get(slot)
                     if ok_ is None:
                         ok_ = verdict[slot] = bool(allow(slot))
@@ -959,10 +1174,9 @@ class BM25Index:
                 want *= 4
         return out
 
-    def _top(self, acc: np.ndarray, cand: np.ndarray, k: int, key_of: Callable | None) -> list[tuple[int, float]]:
-        """The best ``k`` of ``cand`` (docs) as ``(slot, score)`` by (-score, key), ties at
-        the cut-off resolved by key."""
-        vals = acc[cand]
+    def _top(self, vals: np.ndarray, cand: np.ndarray, k: int, key_of: Callable | None) -> list[tuple[int, float]]:
+        """The best ``k`` of ``cand`` (docs, with their scores ``vals``) as ``(slot, score)``
+        by (-score, key), ties at the cut-off resolved by key."""
         if cand.size > k:
             kth = np.partition(vals, cand.size - k)[cand.size - k]
             keep = vals >= kth

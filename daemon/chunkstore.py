@@ -681,6 +681,12 @@ class ChunkStore:
             m &= ((flags & _FLAG_EXPORT) != 0) | ~code
         return m
 
+    def object_type_mask(self, object_types: Iterable[str]) -> np.ndarray:
+        """A bool array of length :attr:`capacity`: True where the slot's object type is one
+        of ``object_types`` (live or not; :meth:`mask` combines it with the other criteria).
+        One gather over the slots."""
+        return self._in_table("object_type", object_types)[self._col("object_type")]
+
     def slots_where(self, *, kind: str | None = None, object_type: str | None = None) -> np.ndarray:
         """Live slots (ascending) of chunks of ``kind`` and ``object_type`` (None: any)."""
         m = (self._col("flags") & _FLAG_LIVE) != 0

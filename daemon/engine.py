@@ -131,6 +131,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self._dirty = False
         self._dense_dirty = False
         self._script_cache: tuple[Any, float] = (None, 0.5)
+        # the metadata masks of the metadata channels per object-type tuple, for one store
+        # version (RankingMixin._metadata_filter)
+        self._meta_masks: tuple[Any, Any, dict] = (None, None, {})
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0, 0)

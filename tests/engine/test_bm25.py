@@ -547,3 +547,94 @@ def test_doc_terms_encoding_round_trips_wide_gaps(monkeypatch):
     assert lo.dtype == np.dtype("<u2") and lo.size == tids.size and xpos.size == xhi.size > 0
     for i, d in enumerate(docs):
         assert bm25_mod._decode_doc_terms(off, lo, xpos, xhi, i) == d.tolist()
+
+
+def _zipf_docs(rng: random.Random, n: int, vocab: int = 400) -> dict[int, list[str]]:
+    """Documents whose words follow Zipf's law (a few words in most documents, many rare
+    ones), as in code: the shape the pruning of :meth:`BM25Index._scored` works on."""
+    words = [f"z{i}" for i in range(vocab)]
+    weights = [1.0 / (i + 1) for i in range(vocab)]
+    return {s: rng.choices(words, weights, k=rng.randint(3, 60)) for s in range(n)}
+
+
+def _full_top(index: BM25Index, q: list[str], k: int, key_of, mask=None) -> list[tuple[int, float]]:
+    """The top k by the unpruned algorithm: every posting scored (:meth:`BM25Index.scores`,
+    the reference accumulation), sorted by (-score, key)."""
+    got = [(s, v) for s, v in index.scores(q).items() if mask is None or (s < mask.size and mask[s])]
+    got.sort(key=lambda x: (-x[1], key_of(x[0])))
+    return got[:k]
+
+
+@pytest.mark.parametrize("search_ratio", [0, 10**9])
+def test_pruned_search_equals_full_scoring(monkeypatch, search_ratio):
+    """The exact pruning (common terms read only for the candidates among the rarer terms'
+    docs) gives the same (slot, score) lists, bit for bit, as scoring every posting: ties,
+    masks, dead docs (block and tails), repeated query terms, several k; the skipped terms
+    read by binary searches (``search_ratio`` 0) or by a gather per posting (10**9). The
+    pruned path must actually run (and also the fall-back to full scoring when the bound
+    never holds)."""
+    monkeypatch.setattr(bm25_mod, "_PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_mod, "_PRUNE_SEARCH_RATIO", search_ratio)
+    monkeypatch.setattr(bm25_mod, "_PRUNE_CHECK_DF", 1)
+    monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 10**9)
+    calls = {"pruned": 0}
+    real = BM25Index._candidate_scores
+
+    def counted(self, *a, **kw):
+        calls["pruned"] += 1
+        return real(self, *a, **kw)
+
+    monkeypatch.setattr(BM25Index, "_candidate_scores", counted)
+    rng = random.Random(31)
+    docs = _zipf_docs(rng, 1500)
+    for s in range(1500, 1540):  # exact duplicates: ties at every cut-off
+        docs[s] = list(docs[s - 1500])
+    index = _build(docs)
+    index.flush()
+    for s in rng.sample(sorted(docs), 200):  # dead docs in the block
+        index.remove(s)
+    for s in range(1600, 1700):  # documents in the tails after the block
+        index.add(s, rng.choices([f"z{i}" for i in range(400)], [1.0 / (i + 1) for i in range(400)], k=rng.randint(3, 60)))
+    index.remove(1650)
+    keys = {s: f"k{(s * 7919) % 10007:05d}" for s in range(2000)}
+    key_of = keys.__getitem__
+    mask = np.array([s % 3 != 0 for s in range(1800)])
+    queries = [[f"z{rng.randrange(150, 400)}"] + [f"z{rng.randrange(0, 12)}" for _ in range(rng.randint(1, 6))] for _ in range(60)]
+    queries += [["z0", "z1", "z2", "z3"], ["z0", "z0", "z200"], ["z399", "z1", "z398", "z0"], ["z5", "nope", "z300"]]
+    for q in queries:
+        for k in (1, 10, 50):
+            assert index.search(q, k, key_of=key_of) == _full_top(index, q, k, key_of), (q, k)
+            assert index.search(q, k, key_of=key_of, allow=mask) == _full_top(index, q, k, key_of, mask), (q, k)
+    assert calls["pruned"] > 50  # the pruned path ran
+    # k beyond the rarer terms' docs: no k-th score to bound by -> full scoring, same list
+    calls["pruned"] = 0
+    q = ["z300", "z0", "z1"]
+    assert index.search(q, 2000, key_of=key_of) == _full_top(index, q, 2000, key_of)
+    assert calls["pruned"] == 0
+
+
+def test_search_work_arrays_stay_zero_and_follow_growth(monkeypatch):
+    """The per-search work arrays (:meth:`BM25Index._buffers`) are all zero after every
+    search (pruned or not), are replaced when documents are added, and are dropped when a
+    search fails half-way; results stay those of full scoring."""
+    monkeypatch.setattr(bm25_mod, "_PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_mod, "_PRUNE_CHECK_DF", 1)
+    rng = random.Random(5)
+    docs = _zipf_docs(rng, 800)
+    index = _build(docs)
+    for q in (["z300", "z0", "z1"], ["z2"], ["z0", "z1", "z2", "z3"]):
+        index.search(q, 10)
+        acc, part, mark = index._bufs
+        assert not acc.any() and not part.any() and not mark.any()
+    n = index._bufs[0].size
+    index.add(900, ["z300", "z0"])
+    assert index.search(["z300", "z0"], 5, key_of=_key) == _full_top(index, ["z300", "z0"], 5, _key)
+    assert index._bufs[0].size == n + 1
+
+    def boom(*a, **kw):
+        raise IndexError("damaged postings")
+
+    monkeypatch.setattr(index, "_term_scores", boom)
+    with pytest.raises(IndexError):
+        index.search(["z300", "z0"], 5)
+    assert index._bufs is None

@@ -187,6 +187,44 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
     }
 
 
+
+def test_metadata_mask_is_cached_per_store_version(sample_root, tmp_path):
+    """The metadata channels' mask (Engine._metadata_filter) is read once per store version:
+    the same read-only array while nothing changes, a new one after a chunk is removed or
+    added (and after the store is replaced), always equal to a fresh ``store.mask``; an
+    ``allow`` combines into a new array and never writes into the cached one."""
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx")
+    eng.refresh()
+
+    def fresh(types):
+        return eng.store.mask(scope="metadata", object_types=types or None)
+
+    types = ("Справочник",)
+    a = eng._metadata_filter(types)
+    assert not a.flags.writeable and np.array_equal(a, fresh(types)) and a.any()
+    assert eng._metadata_filter(types) is a  # cached
+    every = eng._metadata_filter(())
+    assert np.array_equal(every, fresh(())) and every.sum() > a.sum()
+    allow = np.zeros(eng.store.capacity, dtype=bool)
+    first = int(np.flatnonzero(a)[0])
+    allow[first] = True
+    both = eng._metadata_filter(types, allow)
+    assert np.flatnonzero(both).tolist() == [first] and np.array_equal(eng._metadata_filter(types), fresh(types))
+    # a metadata chunk removed: the next read sees it gone
+    cid = eng.store.ids[first]
+    chunk = eng.store.get(first)
+    eng.store.remove(cid)
+    b = eng._metadata_filter(types)
+    assert b is not a and not b[first] and np.array_equal(b, fresh(types))
+    # ... and back (a slot of its own again)
+    slot = eng.store.add(chunk)
+    c = eng._metadata_filter(types)
+    assert c[slot] and np.array_equal(c, fresh(types))
+    # a replaced store (a rebuild or a load) is never answered from the old one's masks
+    eng.store = ChunkStore()
+    assert not eng._metadata_filter(types).any()
+
+
 def _current(idx) -> str:
     return (idx / LEXICAL_DIR / CURRENT_FILE).read_text()
 

@@ -853,3 +853,36 @@ def test_real_names_every_form_finds_the_name(ssl_ru_symbols):
         assert exact and exact[0][2] == "exact", n
         half = n[: max(3, len(n) // 2)]
         assert any(m in ("exact", "prefix") for _, _, m in idx.search(half, 10)), half
+
+
+def test_camelhump_over_many_repeated_names_equals_brute_force():
+    """Names repeated in many modules (a form's event handlers; each signature is matched
+    once per search): the CamelHump tier holds exactly the entries whose words start with
+    the humps (either word splitting), for the regex (> 64 distinct signatures) and the
+    startswith matcher alike."""
+    rng = random.Random(3)
+    words = ["При", "Создании", "На", "Сервере", "Записи", "Получить", "Данные", "HTTP", "Запрос", "Сп", "Объекта"]
+    names = sorted({"".join(rng.sample(words, rng.randint(2, 4))) for _ in range(400)})
+    assert len(names) > 100
+    idx = SymbolIndex()
+    entries = {}
+    slot = 0
+    for name in names:
+        for _ in range(rng.randint(1, 5)):  # the same name in several modules
+            idx.add(slot, name, kind="procedure")
+            entries[slot] = name
+            slot += 1
+    found = 0
+    for q in ("ПриСозНа", "ПриСоз", "ПолДан", "HTTPЗап", "ЗапСп", "НаСерПри", "СпОбъ"):
+        qh = humps(q)
+        rx = re.compile("[^\x00]*\x00".join(re.escape(fold(h)) for h in qh))
+        want = {
+            s
+            for s, n in entries.items()
+            if not fold(n).startswith(fold(q))
+            and any(rx.match("\x00".join(fold(w) for w in ws)) for ws in (split_words(n), symbols_mod._word_splits(n)[0]))
+        }
+        got = {s for s, _, m in idx.search(q, len(entries)) if m == "camelhump"}
+        assert got == want, q
+        found += bool(want)
+    assert found >= 3
