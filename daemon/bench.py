@@ -20,7 +20,8 @@ machine; the README says which one):
 * peak RSS of the process (the cold build; ``cold_peak_rss_mb`` right after the build and
   its snapshot; ``cold_worker_peak_rss_mb`` the largest worker's), and the index size on disk;
 * a warm daemon in a fresh process (spawned, so its memory is its own): the warm start to
-  the first answer (:meth:`Engine.open` + one name query), its RSS once settled (after
+  the first answer (:meth:`Engine.open` + one name query), then :meth:`Engine.prewarm` (what
+  the daemon builds after its first reconcile; ``warm_prewarm_s``), its RSS once settled (after
   queries and a ``gc.collect``), symbol / lexical query p50/p95 on the loaded (memory-mapped)
   index, and "edit one module -> searchable": a module gets a new method
   (a new file written in place of the hard link), then ``update_paths`` and a search for the
@@ -134,6 +135,8 @@ def _warm_child(root: str, idx: str, config_raw: bytes, embedder_spec: tuple | N
         "warm_start_to_first_answer_s": round(time.perf_counter() - t0, 2),
         "warm_load_dense": f"{len(eng.embedded)} vectors",
         "warm_rss_after_load_mb": round(_rss_mb(), 1),
+        # what the daemon builds after its first reconcile, before the warm query loop
+        "warm_prewarm_s": round(eng.prewarm(), 2),
     }
     lat = []
     for q in sym_queries:

@@ -656,6 +656,7 @@ class Service:
                 self._renice_pool()
                 self._first_reconcile_done.set()
                 self._set_state("ready")
+                log.info("prewarmed the on-demand channels in %.2fs", eng.prewarm())
                 self._queue_backlog()
             self._notify_idle()
 

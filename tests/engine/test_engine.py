@@ -373,3 +373,20 @@ def test_first_dense_index_from_a_filled_cache_is_one_build(sample_root, tmp_pat
     second.save()
     warm = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
     assert warm.dense_pending() == [] and [h.id for h in warm.search(q, mode="vector").hits] == want
+
+
+def test_prewarm_builds_the_on_demand_channels_and_changes_no_answer(sample_root, tmp_path):
+    """Engine.prewarm (the daemon calls it after its first reconcile) builds the
+    metadata-names channel a metadata question would build, and answers stay the same."""
+    cold = Engine.open(sample_root, index_dir=tmp_path / "a", embedder=None)
+    cold.refresh()
+    warm = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=None)
+    warm.refresh()
+    assert warm.meta_names.index is None  # built on demand
+    assert warm.prewarm() >= 0 and warm.meta_names.index is not None
+    built = warm.meta_names.index
+    for q in ("в каком справочнике хранятся контрагенты", "регистр остатков товаров", "which catalog stores the goods"):
+        a = [h.id for h in cold.search(q, mode="lexical").hits]
+        assert a and a == [h.id for h in warm.search(q, mode="lexical").hits]
+    assert cold.meta_names.index is not None  # a metadata question builds it on demand
+    assert warm.meta_names.index is built  # the queries used the prewarmed channel, not a rebuild
