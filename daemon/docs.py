@@ -8,8 +8,9 @@ links from docs sections to the code they name.
   ``.md``/``.markdown`` pages are indexed; images and other files are skipped with reason
   ``not_markdown`` (``.bsl``/``.xml``/``.mdo`` keep their code meaning).
 * **Reading a page** (:func:`read_page`): a page over :data:`DOCS_MAX_BYTES` is ``too_large``;
-  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes is read
-  with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
+  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes (at most
+  :data:`BROKEN_UTF8_SHARE` of the bytes, and fewer than its valid multi-byte characters) is
+  read with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
   :func:`daemon.scan.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
   warning naming the file and the decoding). Chunked by :func:`daemon.markdown.chunk_markdown`.
 * **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
@@ -165,8 +166,13 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        bad = data.decode("utf-8", errors="replace").count("\ufffd")
-        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE):
+        replaced = data.decode("utf-8", errors="replace")
+        bad = replaced.count("\ufffd")
+        # broken UTF-8 still holds valid multi-byte sequences (more of them than broken ones);
+        # a page saved in Windows-1251 holds none, however little Cyrillic it has (English
+        # prose with one Russian word, an em dash or guillemets in ASCII text: under 1 %)
+        multibyte = len(replaced) - bad - sum(1 for ch in replaced if ch < "\x80")
+        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE) and multibyte > bad:
             text, _ = _replaced(data, src.path)
             chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
             return _noted(chunks, f"{bad} invalid UTF-8 sequences replaced by U+FFFD")

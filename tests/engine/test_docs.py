@@ -361,3 +361,22 @@ def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(
     assert on.hits and on.hits[0].path == "docs/bank.md"
     both_hits = e_both.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert both_hits.hits and both_hits.hits[0].path.startswith("en/")  # a bilingual site: the English pages answer
+
+
+def test_a_windows_1251_page_of_mostly_latin_text_is_read_as_cp1251_not_as_broken_utf8(tmp_path, caplog):
+    # a page saved in Windows-1251 whose Cyrillic is under 1 % of its bytes (English prose,
+    # code listings) has no valid multi-byte UTF-8 at all: it must not be taken for broken
+    # UTF-8 and lose its Russian words to U+FFFD
+    caplog.set_level(logging.WARNING)
+    root = tmp_path / "site"
+    _docs_tree(root)
+    d = root / "docs"
+    text = "# Mixed page\n\n" + "Mostly English prose about running the tests. " * 250 + "\n\nРусское слово: Мокирование — «так».\n"
+    (d / "mixed.md").write_bytes(text.encode("cp1251"))
+    (d / "dash.md").write_bytes("# Dashes\n\nan em dash \u2014 in plain text\n".encode("cp1251"))
+    eng = _engine(root, tmp_path)
+    body = "\n".join(c.text for c in eng.file_chunks("docs/mixed.md"))
+    assert "\ufffd" not in body and "Русское слово: Мокирование — «так»." in body
+    assert any("docs/mixed.md" in r.getMessage() and "read as cp1251" in r.getMessage() for r in caplog.records)
+    assert "\u2014" in eng.file_chunks("docs/dash.md")[0].text  # one cp1251 byte in ASCII text: cp1251's em dash
+
