@@ -616,15 +616,22 @@ def _level(c: Chunk) -> int:
 def find_section(sections: list[Chunk], heading: str) -> Chunk | None:
     """The first section (part <= 1) whose heading matches ``heading``: the heading as
     written, as plain text, its anchor, or its heading path (``A > B``), compared after
-    NFC, trimming, ``#`` marks dropped and casefolding; then a heading that contains it."""
+    NFC, trimming, ``#`` marks dropped and casefolding (a heading cut at
+    :data:`daemon.markdown.MAX_HEADING_CHARS` when indexed also by its first that many
+    characters); then a heading that contains it."""
     from .folding import fold
+    from .markdown import MAX_HEADING_CHARS
 
-    want = fold(heading.strip().lstrip("#").strip())
+    raw = heading.strip().lstrip("#").strip()
     heads = [c for c in sections if c.part <= 1 and c.symbol]
-    for c in heads:
-        keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
-        if want in keys:
-            return c
+    # a heading over MAX_HEADING_CHARS was indexed cut to that length: as written, it is
+    # looked up the same way
+    for want in dict.fromkeys((fold(raw), fold(raw[:MAX_HEADING_CHARS]))):
+        for c in heads:
+            keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
+            if want in keys:
+                return c
+    want = fold(raw)
     return next((c for c in heads if want and want in fold(c.name)), None)
 
 
@@ -646,7 +653,9 @@ def read_document(sections: list[Chunk], rel: str, lines: list[str], heading: st
         sec = find_section(sections, heading)
         if sec is None:
             listed = "; ".join(headings[:40])
-            raise LookupError(f"no heading {heading!r} in {rel}; its headings: {listed}")
+            # the argument is echoed only in part: a huge one would flood the caller's answer
+            asked = repr(heading) if len(heading) <= 200 else f"{heading[:200]!r}... ({len(heading)} characters)"
+            raise LookupError(f"no heading {asked} in {rel}; its headings: {listed}")
         start, level = sec.start_line, _level(sec)
         nxt = [c for c in sections if c.part <= 1 and c.start_line > start and 0 < _level(c) <= level]
         end = (nxt[0].start_line - 1) if nxt else total

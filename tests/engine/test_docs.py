@@ -380,3 +380,14 @@ def test_a_windows_1251_page_of_mostly_latin_text_is_read_as_cp1251_not_as_broke
     assert any("docs/mixed.md" in r.getMessage() and "read as cp1251" in r.getMessage() for r in caplog.records)
     assert "\u2014" in eng.file_chunks("docs/dash.md")[0].text  # one cp1251 byte in ASCII text: cp1251's em dash
 
+
+def test_read_document_finds_a_cut_heading_as_written_and_never_echoes_a_huge_heading(tmp_path):
+    long = "Оченьдлинныйзаголовок " * 460  # 10,120 characters: indexed cut to MAX_HEADING_CHARS
+    page = ["# " + long, "", "текст под ним", "", "## Короткий", "", "ещё"]
+    secs = chunk_markdown("\n".join(page), path="long.md")
+    d = read_document(secs, "long.md", page, long)  # the heading as written in the page
+    assert d.start_line == 1 and "текст под ним" in d.text and d.heading == long.strip()[:MAX_HEADING_CHARS]
+    with pytest.raises(LookupError) as err:
+        read_document(secs, "long.md", page, "H" * 1_000_000)
+    msg = str(err.value)
+    assert "its headings" in msg and "1000000 characters" in msg and len(msg) < 2_000

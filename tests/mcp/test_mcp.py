@@ -726,12 +726,13 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                 section = ok(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Разбор строк"}), DocumentOutput)
                 page = ok(await c.call_tool("read_document", {"path": "docs/bank.md"}), DocumentOutput)
                 missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
+                huge = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "H" * 1_000_000}))
                 method = ok(await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}), MethodOutput)
                 sym = ok(await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}), FindSymbolOutput)
                 status = ok(await c.call_tool("index_status", {}), StatusOutput)
-                return found, section, page, missing, method, sym, status
+                return found, section, page, missing, huge, method, sym, status
 
-        found, section, page, missing, method, sym, status = run(main())
+        found, section, page, missing, huge, method, sym, status = run(main())
     finally:
         ds.close()
     top = found.hits[0]
@@ -739,6 +740,7 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert section.heading == "Разбор строк" and section.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
     assert page.truncated and "read_module" in page.note and len(page.text) <= 20_000  # bounded, says so
     assert "its headings" in missing
+    assert "its headings" in huge and "1000000 characters" in huge and len(huge) < 2_000  # not the 1 MB argument echoed
     assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
     assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]
     st = status.roots[0]  # the docs counts next to the code's: one page, its two sections
