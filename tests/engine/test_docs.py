@@ -391,3 +391,22 @@ def test_read_document_finds_a_cut_heading_as_written_and_never_echoes_a_huge_he
         read_document(secs, "long.md", page, "H" * 1_000_000)
     msg = str(err.value)
     assert "its headings" in msg and "1000000 characters" in msg and len(msg) < 2_000
+
+
+def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs_query(tmp_path):
+    # an English question over Russian pages names a product or an identifier the pages
+    # write in Latin letters: the translation must not drop it (main before this fix:
+    # "ADO RecordSet" lost docs-yaxunit's ADO.RecordSet page from the top 10)
+    import daemon.docs as D
+
+    ru = tmp_path / "ru"
+    d = _docs_tree(ru)
+    (d / "ado.md").write_text("# Заглушка ADO.RecordSet\n\nРеализация свойств и методов `ADO.RecordSet` для тестов.\n", encoding="utf-8")
+    for i in range(6):  # pages about records and settings: what "record set" translates to
+        (d / f"rec{i}.md").write_text(f"# Запись {i}\n\nЗапись и установка настроек записи, набор записей номер {i}.\n", encoding="utf-8")
+    eng = _engine(ru, tmp_path / "i")
+    q = "ADO RecordSet"
+    got, w = D.docs_query_tokens(["ado", "recordset", "record", "set"], q, eng.store)
+    assert w > 1 and "ado" in got and "recordset" in got  # kept beside the translations of record/set
+    res = eng.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert res.hits and res.hits[0].path == "docs/ado.md"
