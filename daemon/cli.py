@@ -308,6 +308,8 @@ def _wait_phrase(st) -> str:
         return f"is loading its index of {st.root}"
     if not st.chunks and not st.files:
         return f"is indexing {st.root} for the first time"
+    if getattr(st, "format", "") == "docs":  # a docs root has pages, no modules
+        return f"is bringing its index of {st.root} up to date ({getattr(st, 'docs_pages', 0)} pages indexed so far)"
     return f"is bringing its index of {st.root} up to date ({st.modules} modules indexed so far)"
 
 

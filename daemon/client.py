@@ -869,7 +869,11 @@ class Supervisor:
     doubling up to :data:`RETRY_MAX_S`; without it the attempt ends and the next
     :meth:`start` tries again. With ``reconnect`` a connection that drops (the daemon was
     stopped or killed) is re-established at once, spawning a new daemon like any client
-    does; without it the front end calls :meth:`drop` when a call finds it gone.
+    does; without it the front end calls :meth:`drop` when a call finds it gone. Without
+    ``index_dir``, a daemon spawned after one was served keeps the index dir of the one
+    served (a clean stop removes the root's pointer file, and the default cache dir would
+    mean a first index and a full re-embedding); while another daemon holds the root, that
+    one is used whatever its index dir.
 
     The front end keeps what is its own (progress bars, messages, error mapping) in the
     hooks, all called on the loop and none may block:
@@ -923,6 +927,7 @@ class Supervisor:
         self.since: float | None = None
         self.failed_at = 0.0
         self.connections = 0
+        self.served_index_dir: str | None = None  # the index dir of the last daemon connected to
         self._task: asyncio.Task | None = None
 
     @property
@@ -987,6 +992,16 @@ class Supervisor:
             self._task = None
             self.state = "idle"
 
+    def _connect_index_dir(self) -> str | os.PathLike | None:
+        """``index_dir`` for the next attempt: the one given; else, when no daemon holds the
+        root (it was stopped), the served daemon's (:attr:`served_index_dir`), so a respawn
+        does not start over in the default cache dir; else None (the running daemon's)."""
+        if self.index_dir is not None or self.served_index_dir is None:
+            return self.index_dir
+        if runtime.lock_is_held(runtime.paths_for(self.root).root_lock):
+            return None
+        return self.served_index_dir
+
     def _hook(self, i: int, *a: Any) -> None:
         fn = self._hooks[i]
         if fn is not None:
@@ -1002,7 +1017,7 @@ class Supervisor:
             try:
                 c = await connect_async(
                     self.root,
-                    index_dir=self.index_dir,
+                    index_dir=self._connect_index_dir(),
                     spawn=self.spawn,
                     args=self.args,
                     timeout=self.spawn_timeout,
@@ -1030,6 +1045,8 @@ class Supervisor:
             failures = 0
             delay = RETRY_FIRST_S
             self.connections += 1
+            if c.hello is not None and c.hello.index_dir:
+                self.served_index_dir = c.hello.index_dir
             self.client = c
             self.state = "ready"
             self.error = None

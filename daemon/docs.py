@@ -8,8 +8,9 @@ links from docs sections to the code they name.
   ``.md``/``.markdown`` pages are indexed; images and other files are skipped with reason
   ``not_markdown`` (``.bsl``/``.xml``/``.mdo`` keep their code meaning).
 * **Reading a page** (:func:`read_page`): a page over :data:`DOCS_MAX_BYTES` is ``too_large``;
-  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes is read
-  with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
+  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes (at most
+  :data:`BROKEN_UTF8_SHARE` of the bytes, and fewer than its valid multi-byte characters) is
+  read with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
   :func:`daemon.scan.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
   warning naming the file and the decoding). Chunked by :func:`daemon.markdown.chunk_markdown`.
 * **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
@@ -165,8 +166,13 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
     try:
         text = data.decode("utf-8-sig")
     except UnicodeDecodeError:
-        bad = data.decode("utf-8", errors="replace").count("\ufffd")
-        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE):
+        replaced = data.decode("utf-8", errors="replace")
+        bad = replaced.count("\ufffd")
+        # broken UTF-8 still holds valid multi-byte sequences (more of them than broken ones);
+        # a page saved in Windows-1251 holds none, however little Cyrillic it has (English
+        # prose with one Russian word, an em dash or guillemets in ASCII text: under 1 %)
+        multibyte = len(replaced) - bad - sum(1 for ch in replaced if ch < "\x80")
+        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE) and multibyte > bad:
             text, _ = _replaced(data, src.path)
             chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
             return _noted(chunks, f"{bad} invalid UTF-8 sequences replaced by U+FFFD")
@@ -421,17 +427,24 @@ def docs_query_tokens(tokens: list[str], query: str, store) -> tuple[list[str], 
     """(BM25 tokens, BM25 weight factor) of a docs search: ``tokens`` and 1.0, or, with
     :data:`DOCS_TRANSLATE_QUERY` on and the pages in the other language
     (:func:`docs_foreign_target`), the lexicon's translations and weight
-    (:func:`daemon.lexicon.translated_query`). Nothing translates: ``tokens`` and 1.0 (the
+    (:func:`daemon.lexicon.translated_query`) plus the tokens it cannot translate. Nothing translates: ``tokens`` and 1.0 (the
     BM25 vote stays, as before this rule)."""
     if not DOCS_TRANSLATE_QUERY:
         return tokens, 1.0
     target = docs_foreign_target(query, store)
     if target is None:
         return tokens, 1.0
-    from .lexicon import translated_query
+    from .lexicon import default_lexicon, translated_query
 
     out, weight = translated_query(tokens, 1.0 if target == "ru" else 0.0)
-    return (out, weight) if weight > 0 else (tokens, 1.0)
+    if weight <= 0:
+        return tokens, 1.0
+    # the words the lexicon has no translation for (product names and identifiers: ``ADO``,
+    # ``RecordSet``, ``Allure``, ``JUnit``) stand in the pages as written: they keep their vote
+    # (dropped, "ADO RecordSet" lost its page from the top 10, hybrid too)
+    lex, to = default_lexicon(), ("ru" if target == "ru" else "en")
+    kept = [t for t in tokens if not lex.translate([t], to)]
+    return list(dict.fromkeys(out + kept)), weight
 
 
 def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
@@ -610,15 +623,22 @@ def _level(c: Chunk) -> int:
 def find_section(sections: list[Chunk], heading: str) -> Chunk | None:
     """The first section (part <= 1) whose heading matches ``heading``: the heading as
     written, as plain text, its anchor, or its heading path (``A > B``), compared after
-    NFC, trimming, ``#`` marks dropped and casefolding; then a heading that contains it."""
+    NFC, trimming, ``#`` marks dropped and casefolding (a heading cut at
+    :data:`daemon.markdown.MAX_HEADING_CHARS` when indexed also by its first that many
+    characters); then a heading that contains it."""
     from .folding import fold
+    from .markdown import MAX_HEADING_CHARS
 
-    want = fold(heading.strip().lstrip("#").strip())
+    raw = heading.strip().lstrip("#").strip()
     heads = [c for c in sections if c.part <= 1 and c.symbol]
-    for c in heads:
-        keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
-        if want in keys:
-            return c
+    # a heading over MAX_HEADING_CHARS was indexed cut to that length: as written, it is
+    # looked up the same way
+    for want in dict.fromkeys((fold(raw), fold(raw[:MAX_HEADING_CHARS]))):
+        for c in heads:
+            keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
+            if want in keys:
+                return c
+    want = fold(raw)
     return next((c for c in heads if want and want in fold(c.name)), None)
 
 
@@ -640,7 +660,9 @@ def read_document(sections: list[Chunk], rel: str, lines: list[str], heading: st
         sec = find_section(sections, heading)
         if sec is None:
             listed = "; ".join(headings[:40])
-            raise LookupError(f"no heading {heading!r} in {rel}; its headings: {listed}")
+            # the argument is echoed only in part: a huge one would flood the caller's answer
+            asked = repr(heading) if len(heading) <= 200 else f"{heading[:200]!r}... ({len(heading)} characters)"
+            raise LookupError(f"no heading {asked} in {rel}; its headings: {listed}")
         start, level = sec.start_line, _level(sec)
         nxt = [c for c in sections if c.part <= 1 and c.start_line > start and 0 < _level(c) <= level]
         end = (nxt[0].start_line - 1) if nxt else total

@@ -75,8 +75,10 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     lines.append(f"  stale:    {g('stale_count', 0)} files" + (f" ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''})" if stale else ""))
     lines.append(f"  error:    {g('last_error') or 'none'}")
     lines.append(f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}")
+    skipped = g("skipped") or {}
+    if skipped and not verbose:  # the totals per reason; -v lists the files
+        lines.append("  skipped:  " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + " (-v lists them)")
     if verbose:
-        skipped = g("skipped") or {}
         lines.append(f"  socket:   {daemon.get('socket', '?')}")
         lines.append(f"  log:      {daemon.get('log', '?')}")
         lines.append("  skipped:  " + (", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) or "none"))
@@ -90,6 +92,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         li = g("last_index") or {}
         if li:
             lines.append("  last index: " + ", ".join(f"{k} {v}" for k, v in li.items() if k != "at"))
+        counters = g("counters") or {}
+        if counters:
+            lines.append("  counters: " + ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in counters.items()))
         lines.append(
             f"  clients:  {daemon.get('connections', '?')} connected, {daemon.get('requests', '?')} requests "
             f"({daemon.get('errors', '?')} errors), protocol {daemon.get('protocol', '?')}"

@@ -129,6 +129,7 @@ class RootLink:
 
     def _on_connected(self, c: AsyncDaemonClient) -> None:
         self.spawned = c.spawned
+        self._status = None  # a new connection (perhaps a new daemon): the cached status is not its
         log.info(
             "%s daemon for %s: pid %s (%.2f s)",
             "spawned" if c.spawned else "connected to the",

@@ -279,6 +279,18 @@ async def _status(bridge: Bridge, link: RootLink):
         raise _tool_error(exc) from exc
 
 
+async def _status_after(bridge: Bridge, link: RootLink, st, connections: int):
+    """``st``, or the daemon's status asked again when the call made since reconnected
+    (``connections`` changed: the daemon was stopped and a new one answered, perhaps still
+    indexing): an answer must not carry the old daemon's "ready" over the new one's hits."""
+    if link.link.connections == connections:
+        return st
+    try:
+        return await _status(bridge, link)
+    except Starting:
+        return st
+
+
 async def _status_or_fail(bridge: Bridge, link: RootLink):
     """:func:`_status`, with a daemon still starting as a ToolError (for the tools that have no
     partial answer to give meanwhile: get_method, read_document, ...)."""
@@ -491,7 +503,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             )
         filters = {"scope": scope, "object_type": object_type, "module_kind": module_kind, "path_prefix": path_prefix, "export_only": export_only}
         filters = {k: v for k, v in filters.items() if v not in (None, False, "all")}
+        conns = link.link.connections
         res = await _call(b, link, lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None, fresh_timeout=wait_fresh))
+        st = await _status_after(b, link, st, conns)
         hits = [
             SearchHit(
                 rank=i,
@@ -549,7 +563,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 note=str(exc), index=_starting_info(link), symbols=[],
             )
         filters = {k: v for k, v in {"scope": scope, "export_only": export_only}.items() if v not in (False, "all")}
+        conns = link.link.connections
         res = await _call(b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None, fresh_timeout=wait_fresh))
+        st = await _status_after(b, link, st, conns)
 
         async def chunks(c):
             return await asyncio.gather(*(c.get_chunk(h.id) for h in res.hits))

@@ -405,3 +405,21 @@ def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):
     assert resolve_roots([str(notes)]) == [notes.resolve()]  # loose modules: served, with a warning
     proc = run_cli("mcp", str(tmp_path / "missing"))
     assert proc.returncode == 1 and "not a directory" in proc.stderr and proc.stdout == ""
+
+
+def test_status_text_totals_the_skipped_files_and_a_docs_root_counts_pages():
+    d = {
+        "root": "/r", "state": "ready", "pid": 1, "version": "x", "uptime_s": 4, "format": "docs",
+        "modules": 0, "methods": 0, "metadata_chunks": 0, "bm25_terms": 10, "files": 2, "chunks": 3,
+        "docs_pages": 2, "docs_sections": 3, "dense": {"enabled": False}, "watcher": {"mode": "off"}, "latency": {},
+        "skipped": {"too_large": 1, "binary": 2}, "skipped_count": 3,
+        "skipped_files": [{"path": "big.md", "reason": "too_large", "detail": "20971627 bytes > docs page limit 2097152"}],
+        "counters": {"jobs": 4, "vectors_embedded": 0},
+    }
+    text = cli.format_status(d)  # the bad pages are said without -v; -v lists them
+    assert "skipped:  binary 2, too_large 1 (-v lists them)" in text and "big.md" not in text
+    verbose = cli.format_status(d, verbose=1)
+    assert "big.md: too_large (20971627 bytes" in verbose and "counters: jobs 4, vectors embedded 0" in verbose
+    ns = SimpleNamespace
+    warm = cli._wait_phrase(ns(state="indexing", root="/r", chunks=498, files=49, modules=0, format="docs", docs_pages=49))
+    assert "(49 pages indexed so far)" in warm

@@ -361,3 +361,52 @@ def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(
     assert on.hits and on.hits[0].path == "docs/bank.md"
     both_hits = e_both.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert both_hits.hits and both_hits.hits[0].path.startswith("en/")  # a bilingual site: the English pages answer
+
+
+def test_a_windows_1251_page_of_mostly_latin_text_is_read_as_cp1251_not_as_broken_utf8(tmp_path, caplog):
+    # a page saved in Windows-1251 whose Cyrillic is under 1 % of its bytes (English prose,
+    # code listings) has no valid multi-byte UTF-8 at all: it must not be taken for broken
+    # UTF-8 and lose its Russian words to U+FFFD
+    caplog.set_level(logging.WARNING)
+    root = tmp_path / "site"
+    _docs_tree(root)
+    d = root / "docs"
+    text = "# Mixed page\n\n" + "Mostly English prose about running the tests. " * 250 + "\n\nРусское слово: Мокирование — «так».\n"
+    (d / "mixed.md").write_bytes(text.encode("cp1251"))
+    (d / "dash.md").write_bytes("# Dashes\n\nan em dash \u2014 in plain text\n".encode("cp1251"))
+    eng = _engine(root, tmp_path)
+    body = "\n".join(c.text for c in eng.file_chunks("docs/mixed.md"))
+    assert "\ufffd" not in body and "Русское слово: Мокирование — «так»." in body
+    assert any("docs/mixed.md" in r.getMessage() and "read as cp1251" in r.getMessage() for r in caplog.records)
+    assert "\u2014" in eng.file_chunks("docs/dash.md")[0].text  # one cp1251 byte in ASCII text: cp1251's em dash
+
+
+def test_read_document_finds_a_cut_heading_as_written_and_never_echoes_a_huge_heading(tmp_path):
+    long = "Оченьдлинныйзаголовок " * 460  # 10,120 characters: indexed cut to MAX_HEADING_CHARS
+    page = ["# " + long, "", "текст под ним", "", "## Короткий", "", "ещё"]
+    secs = chunk_markdown("\n".join(page), path="long.md")
+    d = read_document(secs, "long.md", page, long)  # the heading as written in the page
+    assert d.start_line == 1 and "текст под ним" in d.text and d.heading == long.strip()[:MAX_HEADING_CHARS]
+    with pytest.raises(LookupError) as err:
+        read_document(secs, "long.md", page, "H" * 1_000_000)
+    msg = str(err.value)
+    assert "its headings" in msg and "1000000 characters" in msg and len(msg) < 2_000
+
+
+def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs_query(tmp_path):
+    # an English question over Russian pages names a product or an identifier the pages
+    # write in Latin letters: the translation must not drop it (main before this fix:
+    # "ADO RecordSet" lost docs-yaxunit's ADO.RecordSet page from the top 10)
+    import daemon.docs as D
+
+    ru = tmp_path / "ru"
+    d = _docs_tree(ru)
+    (d / "ado.md").write_text("# Заглушка ADO.RecordSet\n\nРеализация свойств и методов `ADO.RecordSet` для тестов.\n", encoding="utf-8")
+    for i in range(6):  # pages about records and settings: what "record set" translates to
+        (d / f"rec{i}.md").write_text(f"# Запись {i}\n\nЗапись и установка настроек записи, набор записей номер {i}.\n", encoding="utf-8")
+    eng = _engine(ru, tmp_path / "i")
+    q = "ADO RecordSet"
+    got, w = D.docs_query_tokens(["ado", "recordset", "record", "set"], q, eng.store)
+    assert w > 1 and "ado" in got and "recordset" in got  # kept beside the translations of record/set
+    res = eng.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert res.hits and res.hits[0].path == "docs/ado.md"

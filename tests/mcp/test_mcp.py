@@ -522,6 +522,38 @@ def test_a_stopped_daemon_is_respawned_on_the_next_call(daemons, sample_root):
     assert after.index.state in ("indexing", "ready") and after.root == "demo"
 
 
+def test_a_daemon_respawned_after_a_stop_keeps_the_served_index_dir_and_its_own_status(daemons, sample_root, tmp_path, monkeypatch):
+    # a bridge given no --index-dir serves a daemon that runs on its own index dir; the daemon
+    # is stopped (a clean stop removes the root's pointer file) and its index dir emptied: the
+    # next call spawns a daemon on that same index dir, not in the default cache dir (for a
+    # real export: a first index and an hour of embedding), and the answer carries the new
+    # daemon's status (first index: warming), not the stopped one's cached "ready"
+    from daemon import runtime
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where a wrong respawn goes
+    d = daemons.start(sample_root, *LEXICAL, wait_idle=True)
+    link = RootLink(sample_root, "demo", spawn_args=SPAWN_LEXICAL)
+
+    async def main():
+        async with session(link) as c:
+            first = ok(await c.call_tool("search", {"query": "ИННСоотв", "mode": "lexical"}), SearchOutput)
+            await asyncio.to_thread(d.stop)
+            for p in d.index_dir.iterdir():  # the served index is gone: the new daemon indexes anew
+                shutil.rmtree(p) if p.is_dir() else p.unlink()
+            again = ok(await c.call_tool("search", {"query": "ИННСоотв", "mode": "lexical"}), SearchOutput)
+            st = (await until_status(c, lambda r: r.running and r.state == "ready", "the new daemon")).roots[0]
+            return first, again, st
+
+    try:
+        first, again, st = run(main())
+    finally:
+        owner = runtime.root_owner(runtime.paths_for(sample_root))
+        daemons.adopt(sample_root, Path(owner.index_dir) if owner is not None and owner.index_dir else d.index_dir)
+    assert first.hits and not first.warming
+    assert st.index_dir == str(d.index_dir) and st.pid != d.pid
+    assert again.hits or again.warming, again  # no hits from a daemon still indexing say so
+
+
 # ------------------------------------------------------------------------------ processes
 def _mcp_cmd(root: Path, index_dir: Path, *extra: str) -> list[str]:
     return [sys.executable, "-m", "daemon.cli", "mcp", str(root), "--index-dir", str(index_dir), *extra]
@@ -726,12 +758,13 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                 section = ok(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Разбор строк"}), DocumentOutput)
                 page = ok(await c.call_tool("read_document", {"path": "docs/bank.md"}), DocumentOutput)
                 missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
+                huge = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "H" * 1_000_000}))
                 method = ok(await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}), MethodOutput)
                 sym = ok(await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}), FindSymbolOutput)
                 status = ok(await c.call_tool("index_status", {}), StatusOutput)
-                return found, section, page, missing, method, sym, status
+                return found, section, page, missing, huge, method, sym, status
 
-        found, section, page, missing, method, sym, status = run(main())
+        found, section, page, missing, huge, method, sym, status = run(main())
     finally:
         ds.close()
     top = found.hits[0]
@@ -739,6 +772,7 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert section.heading == "Разбор строк" and section.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
     assert page.truncated and "read_module" in page.note and len(page.text) <= 20_000  # bounded, says so
     assert "its headings" in missing
+    assert "its headings" in huge and "1000000 characters" in huge and len(huge) < 2_000  # not the 1 MB argument echoed
     assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
     assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]
     st = status.roots[0]  # the docs counts next to the code's: one page, its two sections
