@@ -46,6 +46,9 @@ log = logging.getLogger(__name__)
 
 #: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.
 SKIP_LOG_LINES = 500
+#: Skip reasons logged at INFO rather than WARNING: files that are expected where they are
+#: (``not_markdown``: the images and other files of a docs folder, 37 in docs-yaxunit).
+QUIET_SKIP_REASONS = frozenset({"not_markdown"})
 
 #: Reconciles of at least this many changed files are chunked in :attr:`Engine.pool`'s worker
 #: processes, in batches of POOL_BATCH. Below it the daemon chunks in its own thread: starting
@@ -703,7 +706,8 @@ class ReconcileMixin:
 
 
     def _log_skips(self, skipped: list[Skip]) -> None:
-        """Log each skipped file once per process at WARNING, with its path, reason and
+        """Log each skipped file once per process at WARNING (INFO for the reasons in
+        :data:`QUIET_SKIP_REASONS`), with its path, reason and
         detail: the first reconcile names every skip (also those loaded from the snapshot),
         later ones only new skips; a file that stops being skipped and fails again later is
         named again. At most :data:`SKIP_LOG_LINES` lines per batch, then one line with the
@@ -712,7 +716,9 @@ class ReconcileMixin:
         self._skips_logged &= current
         new = [k for k in skipped if (k.path, k.reason) not in self._skips_logged]
         for k in new[:SKIP_LOG_LINES]:
-            log.warning("skipped %s: %s%s", k.path, k.reason, f" ({k.detail})" if k.detail else "")
+            # an image or other file in a docs folder is expected there: INFO, not a warning
+            level = logging.INFO if k.reason in QUIET_SKIP_REASONS else logging.WARNING
+            log.log(level, "skipped %s: %s%s", k.path, k.reason, f" ({k.detail})" if k.detail else "")
         if len(new) > SKIP_LOG_LINES:
             log.warning("... and %d more skipped files (bsl-lens status -v lists them)", len(new) - SKIP_LOG_LINES)
         self._skips_logged |= {(k.path, k.reason) for k in new}

@@ -249,7 +249,8 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
         if not looks_like_export(here):
             raise ValueError(
                 f"no ROOT given and the current directory {here} is not a 1C export (no Configuration.xml, "
-                "no src/Configuration/Configuration.mdo): pass the export root, e.g. bsl-lens mcp /path/to/export"
+                "no src/Configuration/Configuration.mdo): pass the export root, e.g. bsl-lens mcp /path/to/export "
+                "(a folder of markdown documentation is served when given as ROOT: bsl-lens mcp /path/to/docs)"
             )
         return [here]
     out: list[Path] = []

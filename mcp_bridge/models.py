@@ -115,7 +115,7 @@ class SearchOutput(_Out):
     )
     stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /): changed and not re-indexed yet, or not parseable")
     stale_count: int = Field(0, description="How many there are in all")
-    warming: bool = Field(description="The index is still being built: results cover only what is indexed so far (see index)")
+    warming: bool = Field(description="The index is still being built, or a saved index is being brought up to date with the disk: results cover only what is indexed so far (see note and index)")
     note: str = Field("", description="Anything the caller should know about this answer (warming, dense coverage, stale files)")
     index: IndexInfo
     hits: list[SearchHit]

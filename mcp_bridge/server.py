@@ -521,7 +521,9 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         notes = []
         lex_warm = _lexical_warming(st)
         dense_warm = mode != "lexical" and _dense_warming(st)
-        if lex_warm:
+        if lex_warm and st.chunks:  # a warm start: the saved index answers while the daemon checks the disk
+            notes.append(f"the index is being brought up to date with the disk ({_progress(st)}): results come from the saved index, files changed since it was saved may be missing or out of date; search again later for complete results")
+        elif lex_warm:
             notes.append(f"the index is still being built ({_progress(st)}): results cover only the files indexed so far; search again later for complete results")
         if dense_warm:
             notes.append(f"semantic search covers {st.dense.done} of {st.dense.total} chunks so far (embedding continues in the background); names and words still match everywhere")

@@ -410,3 +410,17 @@ def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs
     assert w > 1 and "ado" in got and "recordset" in got  # kept beside the translations of record/set
     res = eng.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert res.hits and res.hits[0].path == "docs/ado.md"
+
+
+def test_the_daemon_logs_images_of_a_docs_folder_at_info_and_bad_pages_at_warning(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="daemon")
+    root = tmp_path / "site"
+    d = _docs_tree(root)
+    (d / "binary.md").write_bytes(b"\x7fELF\x00\x01" * 40)
+    eng = Engine.open(root, index_dir=tmp_path / "idx", config=EngineConfig())
+    eng.log_skips = True  # as the daemon sets it
+    eng.refresh()
+    lines = {r.getMessage(): r.levelno for r in caplog.records if r.getMessage().startswith("skipped ")}
+    image = next(m for m in lines if "docs/images/shot.png" in m and "not_markdown" in m)
+    binary = next(m for m in lines if "docs/binary.md" in m and "binary" in m)
+    assert lines[image] == logging.INFO and lines[binary] == logging.WARNING

@@ -479,7 +479,7 @@ def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sam
     finally:
         _stop_gated(proc, gate, handle)
     assert s.warming and s.index.state == "indexing" and s.hits  # what the snapshot holds
-    assert "still being built" in s.note and s.index.progress.startswith("indexing")
+    assert "brought up to date" in s.note and "saved index" in s.note and s.index.progress.startswith("indexing")
     assert st.roots[0].warming and st.roots[0].state == "indexing" and st.roots[0].running
     assert "may not be indexed yet" in missing
     assert done.roots[0].state == "ready" and not done.roots[0].warming
