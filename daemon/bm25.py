@@ -943,14 +943,7 @@ class BM25Index:
         doc, tf) of a term whose ``idf·(k1 + 1)`` is ``c``: ``c·tf / (tf + norm[doc])``, the
         same float operations in the same order as :meth:`_accumulate`, in place."""
         docs = pairs[:, 0].astype(np.intp)
-        tf = pairs[:, 1].astype(np.float64)
-        den = norm.take(docs)
-        np.add(tf, den, out=den)
-        np.multiply(tf, c, out=tf)
-        np.divide(tf, den, out=tf)
-        if alive is not None:
-            tf *= alive[docs]
-        return docs, tf
+        return docs, _contributions(pairs[:, 1].astype(np.float64), docs, c, norm, alive)
 
     def _candidate_scores(
         self, pairs: np.ndarray, mark: np.ndarray, cand: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
@@ -972,14 +965,7 @@ class BM25Index:
             docs = col.astype(np.intp)
             sel = np.flatnonzero(mark[docs])
             docs = docs[sel]
-        tf = pairs[:, 1].take(sel).astype(np.float64)
-        den = norm.take(docs)
-        np.add(tf, den, out=den)
-        np.multiply(tf, c, out=tf)
-        np.divide(tf, den, out=tf)
-        if alive is not None:
-            tf *= alive[docs]
-        return docs, tf
+        return docs, _contributions(pairs[:, 1].take(sel).astype(np.float64), docs, c, norm, alive)
 
     def _scored(self, query_tokens: list[str], k: int, mask: np.ndarray | None) -> tuple[np.ndarray, np.ndarray] | None:
         """``(docs, scores)`` of the candidates for the top ``k``: the same scores, bit for
@@ -1386,3 +1372,16 @@ class BM25Index:
         index._dt_n, index._dt_off = n_docs, cols["doc_off"]
         index._dt_lo, index._dt_xpos, index._dt_xhi = cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"]
         return index
+
+
+def _contributions(tf: np.ndarray, docs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
+    """``c·tf / (tf + norm[docs])`` (times ``alive[docs]`` when given), computed in place in
+    ``tf`` (``float64``, one per posting of ``docs``): the same float operations in the same
+    order as :meth:`BM25Index._accumulate`, so pruned and full scoring agree bit for bit."""
+    den = norm.take(docs)
+    np.add(tf, den, out=den)
+    np.multiply(tf, c, out=tf)
+    np.divide(tf, den, out=tf)
+    if alive is not None:
+        tf *= alive[docs]
+    return tf
