@@ -20,6 +20,16 @@ DENSE_WEIGHTS: dict[str, float] = {"name": 0.35, "semantic": 0.35, "metadata": 0
 
 QUERY_KINDS = tuple(DENSE_WEIGHTS)
 
+#: query kind -> RRF weight of the *rerank* channel: the lexical channels' candidates (the
+#: top :data:`RERANK_DEPTH` of each) ordered by their dense similarity to the query
+#: (:meth:`daemon.dense.DenseIndex.similarities`). It lets the dense model vote among the
+#: chunks that share the query's words, where the dense channel alone brings in plausible
+#: methods of other modules (README, "Quality"). 0 disables it (a name query is answered by
+#: the names channel: it never has one).
+RERANK_WEIGHTS: dict[str, float] = {"name": 0.0, "semantic": 0.0, "metadata": 0.0, "cross_script": 0.0}
+#: Candidates read off each lexical channel for the rerank channel.
+RERANK_DEPTH = 50
+
 
 def query_kind(*, identifier: bool, cross_script: bool, metadata: bool) -> str:
     """The kind of a query from the engine's three cues: ``name`` > ``cross_script`` >
@@ -37,3 +47,9 @@ def dense_weight(kind: str) -> float:
     """RRF weight of the dense channel for a query of ``kind`` (one of :data:`QUERY_KINDS`).
     Raises ``KeyError`` for another kind."""
     return DENSE_WEIGHTS[kind]
+
+
+def rerank_weight(kind: str) -> float:
+    """RRF weight of the rerank channel for a query of ``kind`` (:data:`RERANK_WEIGHTS`).
+    Raises ``KeyError`` for another kind."""
+    return RERANK_WEIGHTS[kind]
