@@ -246,7 +246,7 @@ class RankingMixin:
             if match:
                 fused = _names_first(fused, match)
             elif fused and not self._docs_search(filters) and OBJECT_ROLLUP and self._metadata_question(query):
-                fused = self._roll_up(fused, slot_by_id)
+                fused = self._roll_up(fused, slot_by_id, allow)
             hits: list[Hit] = []
             seen: set[tuple[str, str | None]] = set()
             store = self.store
@@ -277,10 +277,10 @@ class RankingMixin:
         """True for a natural-language metadata question (:func:`daemon.intent.metadata_intent`)."""
         return bool(query) and not is_identifier_query(query) and metadata_intent(query).metadata
 
-    def _roll_up(self, fused: list, slot_by_id: dict[str, int]) -> list:
+    def _roll_up(self, fused: list, slot_by_id: dict[str, int], allow: np.ndarray | None = None) -> list:
         """The fused ranking of a metadata question with every field's object (chunk id
         ``<path>::``) placed just above the object's first field, unless it is higher already
-        (:data:`OBJECT_ROLLUP`). The object keeps its own score and channel ranks when it has
+        (:data:`OBJECT_ROLLUP`) or the filters (``allow``, :meth:`_allow`) leave it out. The object keeps its own score and channel ranks when it has
         them, else it takes its field's score. Code and docs chunks keep their places.
 
         Measured on the dev metadata questions (ssl31-ru, lexical, nDCG@10 symbol / file
@@ -302,7 +302,8 @@ class RankingMixin:
                 continue
             if kind != "object":
                 obj = cid.split("::", 1)[0] + "::"
-                if obj not in placed and obj in slot_of:
+                oslot = slot_of.get(obj) if obj not in placed else None
+                if oslot is not None and (allow is None or (oslot < len(allow) and allow[oslot])):
                     placed.add(obj)
                     out.append(by_id.get(obj) or (obj, t[1], {}))
                 out.append(t)
