@@ -371,29 +371,6 @@ class DenseIndex:
                 return []
             return self._exact(q, min(int(k), len(self._key_to_label)), allow)
 
-    def similarities(self, vector: np.ndarray, keys: Sequence[str]) -> dict[str, float]:
-        """``{key: similarity to vector}`` for those of ``keys`` that are live (the others are
-        left out), the same similarity as :meth:`search`. The vectors are read back from
-        hnswlib (``get_items``, ~12 us per key on the 2-core machine: 200 keys ~2.5 ms), so
-        this is for scoring a short candidate list, not the whole index. ``ValueError`` for a
-        query vector of another shape."""
-        q = self._query_vector(vector)[0]
-        with self._lock:
-            found = [(key, self._key_to_label[key]) for key in dict.fromkeys(keys) if key in self._key_to_label]
-            if not found:
-                return {}
-            pin_blas_threads()
-            vectors = np.asarray(self._index.get_items([label for _, label in found], return_type="numpy"), dtype=np.float32)
-        if self.space == "l2":
-            diff = vectors - q
-            sims = -np.einsum("ij,ij->i", diff, diff)
-        else:
-            if self.space == "cosine":
-                norm = float(np.linalg.norm(q))
-                q = q / norm if norm > 0 else q
-            sims = vectors @ q
-        return {key: float(s) for (key, _), s in zip(found, sims.tolist())}
-
     # ---------------------------------------------------------------- search helpers
 
     def _filter_is_selective(self, allow: Callable[[str], bool], k: int) -> bool:

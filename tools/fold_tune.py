@@ -14,8 +14,8 @@ round. The verdict is "keep" only when both held-out folds improve; otherwise th
 value stays.
 
 Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.weights.DENSE_WEIGHTS`
-(kinds: name, semantic, metadata, cross_script), ``rerank.<kind>`` for
-:data:`daemon.weights.RERANK_WEIGHTS` and ``rerank_depth`` (:data:`~daemon.weights.RERANK_DEPTH`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
+(kinds: name, semantic, metadata, cross_script), ``howto_code_only``
+(:data:`daemon.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.OBJECT_ROLLUP`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
 (:data:`daemon.ranking.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
 ``translated`` (:data:`daemon.lexicon.TRANSLATED_WEIGHT`).
 """
@@ -42,16 +42,11 @@ def _setter(param: str):
         if kind not in weights_mod.DENSE_WEIGHTS:
             raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
         return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
-    if param.startswith("rerank."):
-        kind = param.split(".", 1)[1]
-        if kind not in weights_mod.RERANK_WEIGHTS:
-            raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.RERANK_WEIGHTS)}")
-        return (lambda: weights_mod.RERANK_WEIGHTS[kind]), (lambda v: weights_mod.RERANK_WEIGHTS.__setitem__(kind, v))
-    attrs = {"rerank_depth": (weights_mod, "RERANK_DEPTH"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
+    attrs = {"howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
              "metanames": (ranking_mod, "METANAMES_WEIGHT"),
              "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
     if param not in attrs:
-        raise SystemExit(f"unknown parameter {param!r}; one of dense.<kind>, rerank.<kind>, {', '.join(attrs)}")
+        raise SystemExit(f"unknown parameter {param!r}; one of dense.<kind>, {', '.join(attrs)}")
     mod, name = attrs[param]
     return (lambda: getattr(mod, name)), (lambda v: setattr(mod, name, v))
 

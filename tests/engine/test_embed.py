@@ -25,6 +25,7 @@ from daemon.embed import (
     text_hash,
 )
 from daemon.model import Chunk
+from daemon.cli import sample_export_dir
 
 DIM = 384
 
@@ -292,10 +293,27 @@ def test_embed_text_metadata_object_and_field():
         object_type="Справочник",
         synonym={"en": "External users", "ru": "Внешние пользователи"},
         comment="Пользователи-контрагенты",
+        text=(
+            "Справочник ВнешниеПользователи (Catalog)\nСиноним (ru): Внешние пользователи\nСиноним (en): External users\n"
+            "Комментарий: Пользователи-контрагенты\nПояснение: Пользователи из числа контрагентов\nСвойства: Hierarchical=false\n"
+            "Реквизиты: ОбъектАвторизации (Объект авторизации, контрагент), Недействителен, ИдентификаторПользователяИБ\n"
+            "Табличная часть КонтактнаяИнформация (Контактная информация): Тип, Представление\n"
+            "Формы: ФормаСписка, ФормаЭлемента\nКоманды: Открыть"
+        ),
     )
+    # type and name as words, synonyms, comment, explanation, then what it holds (fields as
+    # words, a field's synonym when it has one); forms, commands and properties left out
     assert embed_text(obj) == (
-        "Справочник.ВнешниеПользователи: Внешние пользователи\nExternal users\nПользователи-контрагенты"
+        "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов\n"
+        "Реквизиты: Объект авторизации, контрагент, Недействителен, Идентификатор пользователя ИБ\n"
+        "Табличная часть Контактная информация: Тип, Представление"
     )
+    # a field list that does not fit is cut, or left out when under 40 chars would be left
+    assert embed_text(obj, 150) == (
+        "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов\n"
+        "Реквизиты: Объект авторизации, контрагент"
+    )
+    assert embed_text(obj, 120) == "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов"
     field = Chunk(
         id="Catalogs/Пользователи.xml::Реквизит:ФизическоеЛицо",
         path="Catalogs/Пользователи.xml",
@@ -306,9 +324,14 @@ def test_embed_text_metadata_object_and_field():
         symbol="Реквизит:ФизическоеЛицо",
         synonym={"ru": "Физ. лицо"},
         types=["CatalogRef.ФизическиеЛица", "String(10)"],
+        text=(
+            "Реквизит ФизическоеЛицо: Физ. лицо\nТип: CatalogRef.ФизическиеЛица, String(10)\n"
+            "Подсказка: Физическое лицо, с которым связан пользователь\nСправочник Пользователи: Пользователи"
+        ),
     )
+    # kind and name as words, the owner by its synonym, synonyms, tooltip, types
     assert embed_text(field) == (
-        "Реквизит Справочник.Пользователи.ФизическоеЛицо: Физическое лицо\nФиз. лицо\n"
+        "Реквизит Физическое лицо\nСправочник Пользователи\nФиз. лицо\nФизическое лицо, с которым связан пользователь\n"
         "Тип: CatalogRef.ФизическиеЛица, String(10)"
     )
     nested = Chunk(
@@ -317,9 +340,32 @@ def test_embed_text_metadata_object_and_field():
         kind="attribute",
         name="Роль",
         owner="Справочник.ПрофилиГруппДоступа",
+        object_type="Справочник",
         symbol="Реквизит:Роли.Роль",
+        text="Реквизит Роль: Роль\nТабличная часть Роли: Роли\nСправочник ПрофилиГруппДоступа: Профили групп доступа",
     )
-    assert embed_text(nested) == "Реквизит Справочник.ПрофилиГруппДоступа.Роли.Роль: Роль"
+    assert embed_text(nested) == "Реквизит Роль\nСправочник Профили групп доступа\nТабличная часть Роли"
+    assert embed_text(Chunk(id="x::Реквизит:Код", path="x", kind="attribute", name="Код", symbol="Реквизит:Код")) == "Реквизит Код"
+
+
+def test_embed_text_metadata_from_real_descriptors(tmp_path):
+    """The object and field texts of a real descriptor of the sample export (daemon.metadata
+    writes the object text the field list is read from)."""
+    from daemon.metadata import chunk_metadata
+    from daemon.scan import scan_export
+
+    root = sample_export_dir()
+    src = next(s for s in scan_export(root).metadata if s.path == "InformationRegisters/КурсыВалют.xml")
+    chunks, skips = chunk_metadata(root, src, "designer")
+    assert not skips
+    texts = {c.symbol: embed_text(c) for c in chunks}
+    head = texts[None].splitlines()
+    assert head[0] == "Регистр сведений Курсы валют"
+    assert any(line.startswith("Ресурсы: ") and "Курс" in line for line in head)
+    assert any(line.startswith("Измерения: ") and "Валюта" in line for line in head)
+    assert not any(line.startswith(("Формы", "Свойства")) for line in head)
+    rate = texts["Ресурс:Курс"].splitlines()
+    assert rate[:2] == ["Ресурс Курс", "Регистр сведений Курсы валют"]
 
 
 # ------------------------------------------------------------------ cache and pipeline

