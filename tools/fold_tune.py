@@ -42,7 +42,7 @@ def _setter(param: str):
         if kind not in weights_mod.DENSE_WEIGHTS:
             raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
         return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
-    attrs = {"howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
+    attrs = {"api": (ranking_mod, "API_PRIOR_WEIGHT"), "api_depth": (ranking_mod, "API_PRIOR_DEPTH"), "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
              "metanames": (ranking_mod, "METANAMES_WEIGHT"),
              "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
     if param not in attrs:

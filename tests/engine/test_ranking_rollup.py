@@ -79,3 +79,27 @@ def test_howto_question_dense_channel_keeps_code_only(hybrid_engine, monkeypatch
     assert dense_kinds(hybrid_engine.search(query, mode="vector", top_k=30)) - set(CODE_KINDS)
     stored = dense_kinds(hybrid_engine.search("курсы валют по дням", mode="hybrid", top_k=30))
     assert stored - set(CODE_KINDS)
+
+
+def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monkeypatch):
+    from daemon.symbols import api_boost
+
+    query = "рассчитать НДС с аванса"
+    monkeypatch.setattr(ranking, "API_PRIOR_WEIGHT", 0.0)
+    off = lexical_engine.search(query, mode="lexical", top_k=20)
+    assert all("api" not in h.ranks for h in off.hits)
+    monkeypatch.setattr(ranking, "API_PRIOR_WEIGHT", 0.5)
+    on = lexical_engine.search(query, mode="lexical", top_k=20)
+    voted = [h for h in on.hits if "api" in h.ranks]
+    assert voted and all("bm25" in h.ranks for h in voted)  # only the channels' candidates
+
+    def boost(h):
+        c = lexical_engine.chunks[h.id]
+        return api_boost(export=c.export, module_kind=c.module_kind, owner=c.owner, region=c.region) if c.is_code else 0.0
+
+    by_api = sorted(voted, key=lambda h: h.ranks["api"])
+    got = [boost(h) for h in by_api]
+    assert got == sorted(got, reverse=True) and got[0] > got[-1]
+    # names and metadata questions get no api channel
+    assert all("api" not in h.ranks for h in lexical_engine.search("РасчетнаяСтавкаНДС", mode="lexical").hits)
+    assert all("api" not in h.ranks for h in lexical_engine.search("в каком регистре хранится курс валюты", mode="lexical").hits)
