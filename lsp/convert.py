@@ -422,7 +422,7 @@ def search_hit(hit: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | N
     number), ``containerName``, ``owner``, ``symbol`` (gold-set convention), ``path``
     (relative to the folder), ``folder`` (its URI), ``location`` {uri, range},
     ``snippet``, ``signature``, ``export``, ``score`` (fused RRF score), ``ranks`` (1-based
-    rank per channel: names, bm25, meta, metanames, dense, meta_dense), ``match`` (names channel:
+    rank per channel: names, bm25, meta, metanames, api, dense, meta_dense), ``match`` (names channel:
     exact, prefix, camelhump, substring, translated) and ``stale`` (its file changed on disk and is not
     re-indexed yet)."""
     r = hit.name_range

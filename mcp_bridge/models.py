@@ -63,7 +63,8 @@ class SearchHit(_Out):
     ranks: dict[str, int] = Field(
         default_factory=dict,
         description="1-based rank in each retrieval channel that found it: names (symbol names), bm25 "
-        "(words), meta (metadata words), metanames (metadata names), dense / meta_dense (meaning)",
+        "(words), meta (metadata words), metanames (metadata names), api (public-API order of a code question's "
+        "candidates), dense / meta_dense (meaning)",
     )
     match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring, translated (a name in the other language; '' if not by name)")
     snippet: str = Field("", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)")
