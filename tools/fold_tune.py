@@ -15,7 +15,9 @@ value stays.
 
 Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.weights.DENSE_WEIGHTS`
 (kinds: name, semantic, metadata, cross_script), ``howto_code_only``
-(:data:`daemon.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.OBJECT_ROLLUP`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
+(:data:`daemon.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.OBJECT_ROLLUP`), ``api`` / ``api_depth``
+(:data:`daemon.ranking.API_PRIOR_WEIGHT`, ``API_PRIOR_DEPTH``), ``uncued``
+(:data:`daemon.ranking.UNCUED_META_WEIGHT`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
 (:data:`daemon.ranking.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
 ``translated`` (:data:`daemon.lexicon.TRANSLATED_WEIGHT`).
 """
@@ -42,7 +44,7 @@ def _setter(param: str):
         if kind not in weights_mod.DENSE_WEIGHTS:
             raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
         return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
-    attrs = {"api": (ranking_mod, "API_PRIOR_WEIGHT"), "api_depth": (ranking_mod, "API_PRIOR_DEPTH"), "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
+    attrs = {"uncued": (ranking_mod, "UNCUED_META_WEIGHT"), "api": (ranking_mod, "API_PRIOR_WEIGHT"), "api_depth": (ranking_mod, "API_PRIOR_DEPTH"), "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
              "metanames": (ranking_mod, "METANAMES_WEIGHT"),
              "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
     if param not in attrs:

@@ -103,3 +103,19 @@ def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monke
     # names and metadata questions get no api channel
     assert all("api" not in h.ranks for h in lexical_engine.search("РасчетнаяСтавкаНДС", mode="lexical").hits)
     assert all("api" not in h.ranks for h in lexical_engine.search("в каком регистре хранится курс валюты", mode="lexical").hits)
+
+
+def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexical_engine, monkeypatch):
+    monkeypatch.setattr(ranking, "UNCUED_META_WEIGHT", 0.0)
+    noun = "кратность курса валюты"  # no metadata cue, no how-to verb
+    assert all("meta" not in h.ranks for h in lexical_engine.search(noun, mode="lexical", top_k=20).hits)
+    monkeypatch.setattr(ranking, "UNCUED_META_WEIGHT", 0.1)
+    hits = lexical_engine.search(noun, mode="lexical", top_k=20).hits
+    assert any("meta" in h.ranks and h.path.endswith("КурсыВалют.xml") for h in hits)
+    assert all(lexical_engine.chunks[h.id].is_metadata for h in hits if "meta" in h.ranks)
+    # a how-to question and a cued metadata question are not "uncued"
+    assert all("meta" not in h.ranks for h in lexical_engine.search("получить курс валюты на дату", mode="lexical", top_k=20).hits)
+    channels, weights_of, _ = lexical_engine._channels("в каком регистре хранится курс валюты", "lexical", None, None)
+    assert weights_of["meta"] == ranking.META_WEIGHT * weights_of["bm25"]  # full weight when cued
+    channels, weights_of, _ = lexical_engine._channels(noun, "lexical", None, None)
+    assert weights_of["meta"] == pytest.approx(0.1 * ranking.META_WEIGHT * weights_of["bm25"])
