@@ -85,7 +85,7 @@ def test_english_question_over_russian_code_finds_the_method(sample_engine):
 def test_russian_queries_are_not_translated(sample_engine):
     res = sample_engine.search("загрузка выписки из банка из файла", mode="lexical", top_k=3)
     assert res.hits[0].symbol == "ЗагрузитьВыпискуБанка"
-    assert all(set(h.ranks) <= {"bm25", "names"} for h in res.hits)
+    assert all(set(h.ranks) <= {"bm25", "names", "api", "meta"} for h in res.hits)
 
 
 def test_metadata_question_gets_the_metadata_names_channel(sample_engine):
