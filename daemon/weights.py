@@ -48,4 +48,3 @@ def dense_weight(kind: str) -> float:
     """RRF weight of the dense channel for a query of ``kind`` (one of :data:`QUERY_KINDS`).
     Raises ``KeyError`` for another kind."""
     return DENSE_WEIGHTS[kind]
-

@@ -532,3 +532,18 @@ def test_sentence_transformer_backend_offline(st_model_path, e5, monkeypatch):
     assert fp.startswith(f"st:{st_model_path.name}:dim384:sha256=") and fp != e5.fingerprint
     prefixed = SentenceTransformerEmbedder(st_model_path, query_prefix="query: ", passage_prefix="passage: ")
     assert prefixed.fingerprint != fp  # prefixes change the vectors, so the identity
+
+
+def test_embed_text_metadata_field_lists_keep_the_names_language_and_odd_synonyms():
+    text = (
+        "РегистрСведений КурсыВалют (InformationRegister)\nСиноним (ru): Курсы валют\nСиноним (en): Exchange rates\n"
+        "Ресурсы: Курс (Rate), Кратность (Кратность курса; Multiplier), Цена (Цена (за ед., Сумма\n"
+        "Табличная часть Состав (Состав: комплектующие): Номенклатура, Количество"
+    )
+    obj = Chunk(id="x::", path="x", kind="object", name="КурсыВалют", object_type="РегистрСведений",
+                synonym={"ru": "Курсы валют", "en": "Exchange rates"}, text=text)
+    lines = embed_text(obj).splitlines()
+    # a synonym in another script than the name is not the field's words; a synonym with an
+    # unbalanced "(" splits the line at every comma; ": " inside a synonym is not the label's
+    assert "Ресурсы: Курс, Кратность курса, Цена, Сумма" in lines
+    assert "Табличная часть Состав: комплектующие: Номенклатура, Количество" in lines

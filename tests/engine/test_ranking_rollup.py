@@ -119,3 +119,17 @@ def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexi
     assert weights_of["meta"] == ranking.META_WEIGHT * weights_of["bm25"]  # full weight when cued
     channels, weights_of, _ = lexical_engine._channels(noun, "lexical", None, None)
     assert weights_of["meta"] == pytest.approx(0.1 * ranking.META_WEIGHT * weights_of["bm25"])
+
+
+def test_api_channel_takes_no_candidates_from_a_channel_without_a_vote(lexical_engine):
+    # an English query the lexicon cannot translate: BM25 votes with weight 0 (noise), so the
+    # api channel must not bring its matches back
+    channels, weights_of, _ = lexical_engine._channels("valute nominal numcode", "lexical", None, None)
+    assert weights_of.get("bm25") == 0.0
+    assert "api" not in channels or not channels["api"]
+    assert lexical_engine.search("valute nominal numcode", mode="lexical").hits == []
+
+
+def test_no_roll_up_in_vector_mode(hybrid_engine):
+    hits = hybrid_engine.search("в каком регистре хранится курс валюты", mode="vector", top_k=10).hits
+    assert all(set(h.ranks) == {"dense"} for h in hits)
