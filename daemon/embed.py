@@ -42,6 +42,7 @@ from .bsl import live_code
 from .contract import CODE_KINDS, DEFAULT_EMBEDDER, DOCS_KINDS, Chunk
 from .store import atomic_write_parts
 from .folding import split_words
+from .metadata import _LABELS as _MD_LABELS  # the labels the object and field texts are written with
 
 log = logging.getLogger(__name__)
 
@@ -609,18 +610,17 @@ def _module_text(chunk: Chunk, max_chars: int) -> str:
     return _assemble([title], _module_code_lines(chunk.text), max_chars)
 
 
-#: Labels of the object text's field-list lines (``daemon.metadata`` writes them, in the
-#: synonyms' language) that the dense text of an object keeps: what the object *holds*.
-#: Forms, commands, templates, properties and handlers are left out.
-_FIELD_GROUPS = (
-    "Реквизиты", "Измерения", "Ресурсы", "Значения", "Реквизиты адресации", "Графы",
-    "Признаки учета", "Признаки учета субконто",
-    "Attributes", "Dimensions", "Resources", "Values", "Addressing attributes", "Columns",
-    "Accounting flags", "Extra dimension accounting flags",
+#: Labels of the object text's field-list lines that the dense text of an object keeps (what
+#: the object *holds*), in every language :mod:`daemon.metadata` writes them in: forms,
+#: commands, templates, properties and handlers are left out.
+_FIELD_GROUPS = tuple(
+    L[k]
+    for L in _MD_LABELS.values()
+    for k in ("Attribute", "Dimension", "Resource", "EnumValue", "AddressingAttribute", "Column", "AccountingFlag", "ExtDimensionAccountingFlag")
 )
-_TS_PREFIXES = ("Табличная часть ", "Tabular section ")
-_EXPLANATION = ("Пояснение: ", "Explanation: ")
-_TOOLTIP = ("Подсказка: ", "Tooltip: ")
+_TS_PREFIXES = tuple(L["tabular_section"] + " " for L in _MD_LABELS.values())
+_EXPLANATION = tuple(L["explanation"] + ": " for L in _MD_LABELS.values())
+_TOOLTIP = tuple(L["tooltip"] + ": " for L in _MD_LABELS.values())
 
 
 def _split_items(text: str) -> list[str]:

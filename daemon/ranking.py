@@ -400,7 +400,11 @@ class RankingMixin:
         else:
             ids = _RecordingIds(store_ids, slot_of_id)
         ident = is_identifier_query(query)
-        intent = None
+        # the query's cues, once: a metadata question (types named), a how-to question, and
+        # neither ("uncued", :meth:`_uncued`)
+        intent = metadata_intent(query) if not ident else None
+        howto = intent is not None and not intent.metadata and howto_question(query)
+        uncued = bool(UNCUED_META_WEIGHT) and self._uncued(query, intent, howto, code_side)
         if mode in ("hybrid", "lexical"):
             if ident:
                 res = self.names.search(query, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
@@ -424,7 +428,6 @@ class RankingMixin:
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
             channels["bm25"] = [ids[s] for s, _ in res]
             weights["bm25"] = lexical_weight
-            intent = metadata_intent(query) if not ident else None
             if intent is not None and intent.metadata:
                 res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=store_ids)
                 if not res and intent.object_types:
@@ -445,22 +448,21 @@ class RankingMixin:
                     )
                     channels["metanames"] = [ids[s] for s in res]
                     weights["metanames"] = metanames_weight * weights["bm25"]
-            elif UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
+            elif uncued:
                 res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids)
                 channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
-            intent = intent if intent is not None else (metadata_intent(query) if not ident else None)
             meta_weight = META_DENSE_WEIGHT if intent is not None and intent.metadata else 0.0
             meta_types = intent.object_types if meta_weight else DATA_TYPES
-            if not meta_weight and UNCUED_META_WEIGHT and self._uncued(query, intent, code_side):
+            if not meta_weight and uncued:
                 meta_weight = UNCUED_META_WEIGHT * META_DENSE_WEIGHT
             meta = mode == "hybrid" and meta_weight > 0
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
             # a chunk may have several vectors (daemon.embed.embed_texts): each chunk once, by its best
             kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)
-            code_only = code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto_question(query)
+            code_only = code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto
             depth = CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 2 if code_only else 1)
             res = self.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
             if code_only:  # a how-to question is answered by code (daemon.weights.HOWTO_DENSE_CODE_ONLY)
@@ -492,12 +494,12 @@ class RankingMixin:
             weights["api"] = API_PRIOR_WEIGHT
         return channels, weights, match
 
-    def _uncued(self, query: str, intent, code_side: bool) -> bool:
+    def _uncued(self, query: str, intent, howto: bool, code_side: bool) -> bool:
         """True for a natural-language code-side question that may still be about metadata:
-        no metadata cue (``intent`` says no), no how-to verb
-        (:func:`daemon.intent.howto_question`), written in the code's script; it gets the
+        no metadata cue (``intent`` says no), no how-to verb (``howto``,
+        :func:`daemon.intent.howto_question`), written in the code's script; it gets the
         metadata channels at :data:`UNCUED_META_WEIGHT` of their weight."""
-        return code_side and intent is not None and not intent.metadata and not howto_question(query) and not self._cross_script(query)
+        return code_side and intent is not None and not intent.metadata and not howto and not self._cross_script(query)
 
     def _lexical_weight(self, query: str) -> float:
         """RRF weight of the lexical channels for a natural-language query: 1, or
