@@ -35,18 +35,14 @@ FAMILY_PREFIX = 5
 # learn the "Искать" of "ГдеИскать".
 _EN_FUNCTION_WORDS = frozenset("where when how what who which why whose all also already still so too then there here".split())
 _NON_WORD = re.compile(r"[^\w]+")
+_LETTERS = re.compile(r"[^\W\d_]+")
 
 
-def name_words(name: str, memo: dict[str, str | None] | None = None) -> list[str]:
-    """Index-token words of an identifier or a synonym, as the lexicon speaks them: split
-    into words (:func:`daemon.folding.split_words`, and at non-letters), folded, Snowball
-    stemmed; no function words, no one-letter words, no digits. ``memo``: a dict the caller
-    keeps over many names (word part -> token or None), so a bulk build folds and stems each
-    distinct part once.
-
-    >>> name_words("ПолучитьРасширениеИмениФайла")
-    ['получ', 'расширен', 'им', 'файл']
-    """
+def name_word_forms(name: str, memo: dict[str, str | None] | None = None) -> list[tuple[str, str]]:
+    """``(index token, folded word)`` of each word of an identifier or a synonym that
+    :func:`name_words` keeps, in order: the token and the word as written, folded
+    (``ПолучитьРасширениеИмениФайла`` -> ``("получ", "получить")``, ``("расширен",
+    "расширение")``, ...). ``memo`` as in :func:`name_words`."""
     out = []
     for chunk in _NON_WORD.split(name):
         for part in split_words(chunk):
@@ -58,8 +54,21 @@ def name_words(name: str, memo: dict[str, str | None] | None = None) -> list[str
                 if memo is not None:
                     memo[part] = tok
             if tok is not None:
-                out.append(tok)
+                out.append((tok, fold(part)))
     return out
+
+
+def name_words(name: str, memo: dict[str, str | None] | None = None) -> list[str]:
+    """Index-token words of an identifier or a synonym, as the lexicon speaks them: split
+    into words (:func:`daemon.folding.split_words`, and at non-letters), folded, Snowball
+    stemmed; no function words, no one-letter words, no digits. ``memo``: a dict the caller
+    keeps over many names (word part -> token or None), so a bulk build folds and stems each
+    distinct part once.
+
+    >>> name_words("ПолучитьРасширениеИмениФайла")
+    ['получ', 'расширен', 'имен', 'файл']
+    """
+    return [tok for tok, _ in name_word_forms(name, memo)]
 
 
 def family(word: str) -> str:
@@ -69,14 +78,24 @@ def family(word: str) -> str:
 
 class Lexicon:
     """Two token maps, ``en_ru`` and ``ru_en``: token -> [(translation, share)], best first;
-    ``share`` (0..1] is the translation's share of the word's links (see the build script)."""
+    ``share`` (0..1] is the translation's share of the word's links (see the build script).
+    ``surface``: ``{"ru": {token: word}, "en": {token: word}}``, the folded word a
+    translation token most often stands for in the names (empty in a lexicon built before
+    it existed: :meth:`translate_text` then writes the tokens)."""
 
-    __slots__ = ("en_ru", "ru_en", "attribution")
+    __slots__ = ("en_ru", "ru_en", "attribution", "surface")
 
-    def __init__(self, en_ru: dict[str, list[tuple[str, float]]], ru_en: dict[str, list[tuple[str, float]]], attribution: str = "") -> None:
+    def __init__(
+        self,
+        en_ru: dict[str, list[tuple[str, float]]],
+        ru_en: dict[str, list[tuple[str, float]]],
+        attribution: str = "",
+        surface: dict[str, dict[str, str]] | None = None,
+    ) -> None:
         self.en_ru = en_ru
         self.ru_en = ru_en
         self.attribution = attribution
+        self.surface = surface or {"ru": {}, "en": {}}
 
     @classmethod
     def load(cls, path: Path = LEXICON_PATH) -> "Lexicon":
@@ -90,9 +109,11 @@ class Lexicon:
             maps = []
             for key in ("en_ru", "ru_en"):
                 maps.append({str(k): [(str(t), float(w)) for t, w in v] for k, v in data[key].items()})
+            raw = data.get("surface") or {}
+            surface = {lang: {str(k): str(v) for k, v in (raw.get(lang) or {}).items()} for lang in ("ru", "en")}
         except (KeyError, TypeError, ValueError, AttributeError) as exc:
             raise ValueError(f"{path}: not a lexicon file ({exc})") from exc
-        return cls(maps[0], maps[1], str(data.get("attribution", "")))
+        return cls(maps[0], maps[1], str(data.get("attribution", "")), surface)
 
     def translate(self, tokens: list[str], to: str, min_share: float = 0.0) -> list[str]:
         """Translations of ``tokens`` (index tokens of a query) into ``to`` (``"ru"`` or
@@ -108,6 +129,34 @@ class Lexicon:
                 if share >= min_share:
                     out.setdefault(t, None)
         return list(out)
+
+
+    def translate_text(self, text: str, to: str) -> str:
+        """``text`` (a question in the other language) as words of ``to`` for the embedder:
+        each word of ``text`` in order, as its index token (:func:`name_words`), replaced by
+        its best translation (the first of :meth:`translate`'s list) written as the word it
+        most often stands for in the names (:attr:`surface`); words without a translation
+        and function words are left out, each word once. ``""`` when nothing translates.
+        Raises ``ValueError`` for another ``to``.
+
+        >>> default_lexicon().translate_text("get the file extension from a file name", "ru")
+        'получить файла расширений имя'
+
+        Only the best translation per word: a short text reads as one request to the embedder
+        (the first three per word: :data:`daemon.ranking.TRANSLATED_DENSE_WEIGHT`'s docstring)."""
+        if to not in ("ru", "en"):
+            raise ValueError(f"to must be 'ru' or 'en', got {to!r}")
+        table = self.en_ru if to == "ru" else self.ru_en
+        surface = self.surface.get(to, {})
+        out: dict[str, None] = {}
+        for word in _LETTERS.findall(text):
+            toks = name_words(word)
+            if not toks:
+                continue
+            best = table.get(toks[0])
+            if best:
+                out.setdefault(surface.get(best[0][0], best[0][0]), None)
+        return " ".join(out)
 
 
 @lru_cache(maxsize=1)

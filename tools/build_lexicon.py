@@ -46,7 +46,9 @@ that is its prefix, ``им``/``имен`` of "name", measured worse on the dev c
 queries, 0.304 / 0.486 -> 0.294 / 0.463, and is not done.)
 
 Output: JSON ``{"attribution", "source", "thresholds", "en_ru": {en: [[ru, weight], ...]},
-"ru_en": {ru: [[en, weight], ...]}}``, sorted, so a rebuild from the same corpora is
+"ru_en": {ru: [[en, weight], ...]}, "surface": {"ru": {token: word}, "en": {token: word}}}``
+(``surface``: the folded word each translation token most often stands for in the names,
+:func:`surface_forms`), sorted, so a rebuild from the same corpora is
 byte-identical. The lexicon is a work derived from SSL (CC BY 4.0, © 1C-Soft); its
 attribution travels inside the file and in ``daemon/data/README.md``.
 """
@@ -66,6 +68,7 @@ from lxml import etree
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from daemon.lexicon import family  # noqa: E402
+from daemon.lexicon import name_word_forms  # noqa: E402
 from daemon.lexicon import name_words as words  # noqa: E402
 
 MIN_LINKS = 2
@@ -215,6 +218,22 @@ def lexicon(links: dict[tuple[str, str], int], min_links: int = MIN_LINKS, min_s
             _one_way(links, 1, min_links, min_share, max_translations))
 
 
+def surface_forms(pairs: list[tuple[str, str]], en_ru: dict, ru_en: dict) -> dict[str, dict[str, str]]:
+    """``{"ru": {token: word}, "en": {token: word}}``: for every token that is a translation
+    in the lexicon, the folded word it most often stands for in the names (``расширен`` ->
+    ``расширение``; ties by the word), so a translated query can be written as words for the
+    embedder (:func:`daemon.lexicon.translated_text`)."""
+    want = {"ru": {t for v in en_ru.values() for t, _ in v}, "en": {t for v in ru_en.values() for t, _ in v}}
+    counts: dict[str, dict[str, Counter]] = {"ru": defaultdict(Counter), "en": defaultdict(Counter)}
+    memo: dict = {}
+    for e, r in pairs:
+        for lang, name in (("en", e), ("ru", r)):
+            for tok, word in name_word_forms(name, memo):
+                if tok in want[lang]:
+                    counts[lang][tok][word] += 1
+    return {lang: {tok: min(c.items(), key=lambda x: (-x[1], x[0]))[0] for tok, c in sorted(counts[lang].items())} for lang in ("ru", "en")}
+
+
 def check(pairs: list[tuple[str, str]]) -> None:
     """Held-out precision / recall of the translation of name words for a grid of thresholds."""
     train = [p for i, p in enumerate(pairs) if i % 10]
@@ -258,6 +277,7 @@ def main(argv: list[str] | None = None) -> int:
         "thresholds": {"min_links": MIN_LINKS, "min_share": MIN_SHARE, "max_translations": MAX_TRANSLATIONS},
         "en_ru": en_ru,
         "ru_en": ru_en,
+        "surface": surface_forms(pairs, en_ru, ru_en),
     }
     a.out.parent.mkdir(parents=True, exist_ok=True)
     a.out.write_text(json.dumps(out, ensure_ascii=False, indent=0, sort_keys=False) + "\n", encoding="utf-8")

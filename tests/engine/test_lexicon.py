@@ -54,6 +54,33 @@ def test_translated_query_picks_the_corpus_language():
     assert same == ["zzqx"] and w0 == 0.0
 
 
+def test_translate_text_writes_the_question_as_words_of_the_other_language():
+    lx = default_lexicon()
+    ru = lx.translate_text("Get the file extension from a file name!", "ru")
+    words = ru.split()
+    # whole words as the names write them (the dense channel embeds this text), each once,
+    # in the question's order; function words ("the", "from", "a") and punctuation are gone
+    assert words[0] == "получить" and "расширений" in words and words.count("файла") == 1
+    assert all(w.isalpha() and w == w.lower() for w in words)
+    assert not any(w in ("the", "from", "a") for w in words)
+    assert lx.translate_text("курсы валют", "en").split() == ["rates", "currency"]
+    assert lx.translate_text("zzqx 42 ...", "ru") == ""
+    with pytest.raises(ValueError):
+        lx.translate_text("file", "de")
+    # every surface word stands for its token: folding and stemming it gives the token back
+    from daemon.lexicon import name_words
+
+    for lang in ("ru", "en"):
+        assert len(lx.surface[lang]) > 1000
+        assert all(name_words(word) == [tok] for tok, word in list(lx.surface[lang].items())[::50])
+
+
+def test_lexicon_without_surface_forms_writes_tokens(tmp_path):
+    old = tmp_path / "lex.json"
+    old.write_text(json.dumps({"en_ru": {"file": [["файл", 1.0]]}, "ru_en": {}}), encoding="utf-8")
+    assert Lexicon.load(old).translate_text("a file", "ru") == "файл"
+
+
 def test_bad_lexicon_file_is_a_clear_error(tmp_path):
     bad = tmp_path / "lex.json"
     bad.write_text('{"en_ru": {"a": 1}}', encoding="utf-8")
