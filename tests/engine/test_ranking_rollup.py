@@ -183,6 +183,11 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     monkeypatch.setattr(ranking, "LINKED_OBJECTS", 1)
     on = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
     assert on[:2] == [fo, const] and len(on) == len(set(on))
+    assert "Constants/ИспользоватьГосключ.xml::" not in on[:4]  # the partner of the first hit only
+    monkeypatch.setattr(ranking, "LINK_DEPTH", 1000)
+    every = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
+    assert every[2:4] == ["FunctionalOptions/ИспользоватьГосключ.xml::", "Constants/ИспользоватьГосключ.xml::"]
+    monkeypatch.setattr(ranking, "LINK_DEPTH", 1)
     bp = _ids(eng.search("бизнес-процесс задание", mode="lexical", top_k=10))
     assert bp[:2] == ["BusinessProcesses/Задание.xml::", "Tasks/ЗадачаИсполнителя.xml::"]
     # not for a question about code, and a removed object is no longer linked
