@@ -486,13 +486,17 @@ class SharedCacheStatus(msgspec.Struct, kw_only=True):
 
 class DenseStatus(msgspec.Struct, kw_only=True):
     """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
-    ``eta_s`` at that rate (None when unknown)."""
+    ``eta_s`` at that rate (None when unknown). ``vectors``: vectors made from current
+    texts, a chunk's first vector plus the context vector of an exported method
+    (:func:`daemon.embed.embed_texts`), so it exceeds ``done`` and is what
+    ``counters.vectors_embedded`` counts against."""
 
     enabled: bool
     embedder: str | None = None
     model: str | None = None
     done: int = 0
     total: int = 0
+    vectors: int = 0  # current vectors, extra ones included (>= done)
     pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
     rate_per_s: float = 0.0
     eta_s: float | None = None

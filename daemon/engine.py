@@ -683,6 +683,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
                 "bm25_terms": self.bm25.n_terms,
                 "dense_done": self.dense_done(),
                 "dense_total": len(self.chunks) if self.embedder else 0,
+                # every current vector: chunks' first vectors and exported methods' context vectors
+                "dense_vectors": len(self.embedded) - len(self.stale_vectors) if self.embedder else 0,
                 "embedder": self.embedder.name if self.embedder else None,
                 "skipped": len(self.skipped),
                 "index_dir": str(self.index_dir),

