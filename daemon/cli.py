@@ -530,7 +530,7 @@ def cmd_demo(args) -> int:
     st = eng.stats()
     print(
         f"Indexed the sample export {root}\n  {st['modules']} modules, {st['methods']} methods, "
-        f"{st['metadata_chunks']} metadata chunks ({rep.seconds:.2f}s lexical, {n} chunks embedded); "
+        f"{st['metadata_chunks']} metadata chunks ({rep.seconds:.2f}s lexical, {n} vectors embedded); "
         f"skipped: {', '.join(f'{s.path} ({s.reason})' for s in eng.skipped) or 'none'}\n"
     )
     for q in DEMO_QUERIES:

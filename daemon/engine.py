@@ -322,7 +322,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         """Embed every chunk whose embedded text changed (cache first, model for misses).
 
         Saves the snapshot every ``save_every_s`` seconds, so an interrupted first index
-        resumes where it stopped. Returns the number of vectors (re)set (dense keys: a docs
+        resumes where it stopped. ``progress("embed", done, total)`` counts chunks (a chunk
+        with all its texts handed to the model is done). Returns the number of vectors (re)set (dense keys: a docs
         section may have more than one, :func:`daemon.embed.embed_texts`).
         No-op without an embedder.
         """
@@ -337,19 +338,30 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             from .shared_cache import prefetch
 
             prefetch(self, pending)
+        from .embed import VECTOR_SEP
+
+        def chunks(keys: list[str]) -> int:  # progress is in chunks, as the daemon's status
+            return len({k.split(VECTOR_SEP, 1)[0] for k in keys})
+
         first = self._first_fill(pending)
+        filled = 0
         if first:
-            pending = [cid for cid in pending if cid not in self.embedded]
+            rest = [cid for cid in pending if cid not in self.embedded]
+            filled = chunks(pending) - chunks(rest)
+            pending = rest
             if progress:
-                progress("embed", first, first + len(pending))
+                progress("embed", filled, filled + chunks(pending))
         total, done = len(pending), 0
+        total_chunks = filled + chunks(pending)
         last_save = time.monotonic()
         step = batch_size * 8
+        seen: set[str] = set()
         for i in range(0, total, step):
             self.embed_ids(pending[i : i + step], batch_size=batch_size)
             done += len(pending[i : i + step])
+            seen.update(k.split(VECTOR_SEP, 1)[0] for k in pending[i : i + step])
             if progress:
-                progress("embed", min(done, total), total)
+                progress("embed", min(filled + len(seen), total_chunks), total_chunks)
             if time.monotonic() - last_save > save_every_s:
                 self.save()
                 last_save = time.monotonic()

