@@ -30,7 +30,7 @@ class IndexInfo(_Out):
         description="starting (the daemon is not answering yet: nothing is searchable), loading, "
         "indexing (first pass over the files: results may miss files not reached yet), ready, stopping"
     )
-    progress: str = Field("", description='Human-readable progress while warming, e.g. "chunk 1200/5000; dense vectors 300/38570"; "" when ready')
+    progress: str = Field("", description='Human-readable progress while warming, e.g. "chunk 1200/5000; dense chunks embedded 300/38570"; "" when ready')
     files: int = Field(0, description="Files (modules and metadata descriptors) indexed so far")
     methods: int = Field(0, description="Methods indexed so far")
     dense_enabled: bool = Field(False, description="Whether semantic (vector) search is available for this root")

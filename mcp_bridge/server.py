@@ -204,7 +204,7 @@ def _progress(st) -> str:
     d = st.dense
     if d.enabled and d.done < d.total:
         eta = f", ETA {d.eta_s:.0f} s" if d.eta_s else ""
-        parts.append(f"dense vectors {d.done}/{d.total}" + (f" ({d.rate_per_s:g}/s{eta})" if d.rate_per_s else ""))
+        parts.append(f"dense chunks embedded {d.done}/{d.total}" + (f" ({d.rate_per_s:g}/s{eta})" if d.rate_per_s else ""))
     return "; ".join(parts)
 
 

@@ -777,3 +777,19 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]
     st = status.roots[0]  # the docs counts next to the code's: one page, its two sections
     assert (st.format, st.docs_pages) == ("designer", 1) and st.docs_sections == 2 and st.methods > 0
+
+
+def test_progress_text_counts_dense_chunks_not_vectors():
+    """A warming index's progress names what the numbers count: chunks embedded of all
+    chunks (status.dense done/total), not the vectors (an exported method has two)."""
+    from daemon.contract import DenseStatus
+    from mcp_bridge.server import _progress
+
+    class St:
+        state = "ready"
+        progress = None
+        dense = DenseStatus(enabled=True, done=300, total=38570, vectors=410, rate_per_s=12.0, eta_s=3189.0)
+
+    assert _progress(St()) == "dense chunks embedded 300/38570 (12/s, ETA 3189 s)"
+    St.dense = DenseStatus(enabled=True, done=38570, total=38570, vectors=51496)
+    assert _progress(St()) == ""
