@@ -147,6 +147,11 @@ LINKED_OBJECTS = 1
 #: every depth. So this value was chosen on fold B alone (A cannot tell): the top answer's
 #: partner only, the conservative reading of the rule.
 LINK_DEPTH = 1
+#: At most this many linked objects per hit (in chunk id order): ssl31-ru has at most
+#: 3 functional options stored in one constant or register, so the dev figures above are the
+#: same with or without the cap; it keeps a register that many options point at (common in
+#: larger configurations) from filling the first page with its options.
+LINK_PARTNERS = 3
 #: The object type -> the property of its descriptor that names the object it is one unit
 #: with (``Location=Constant.X``: where a functional option is stored; ``Task=Task.X``: the
 #: task type of a business process). Both directions are linked.
@@ -420,17 +425,19 @@ class RankingMixin:
             elif cid not in placed:
                 placed.add(cid)
                 out.append(t)
-        return self._link_objects(out) if LINKED_OBJECTS else out
+        return self._link_objects(out, allow) if LINKED_OBJECTS else out
 
-    def _link_objects(self, ranked: list) -> list:
+    def _link_objects(self, ranked: list, allow: np.ndarray | None = None) -> list:
         """``ranked`` (fused ``(id, score, ranks)``) with the linked objects
         (:meth:`_object_links`) of each of its first :data:`LINK_DEPTH` hits placed just below
-        it, unless they rank higher already; a
-        linked object keeps its own score and ranks (it takes the object's score when no
-        channel found it). Each id once."""
+        it, at most :data:`LINK_PARTNERS` per hit, unless they rank higher already; a linked
+        object keeps its own score and ranks (it takes the object's score when no channel
+        found it). ``allow``: the filters' slot mask (:meth:`_allow`); an object it excludes
+        is not brought in. Each id once."""
         links = self._object_links()
         if not links:
             return ranked
+        slot_of = self.store.slot_of
         at = {t[0]: i for i, t in enumerate(ranked)}
         out: list = []
         placed: set[str] = set()
@@ -441,11 +448,20 @@ class RankingMixin:
             placed.add(t[0])
             if len(out) > LINK_DEPTH:
                 continue
+            brought = 0
             for other in links.get(t[0], ()):
+                if brought >= LINK_PARTNERS:
+                    break
                 j = at.get(other)
-                if other not in placed and (j is None or j > i):
-                    out.append(ranked[j] if j is not None else (other, t[1], {}))
-                    placed.add(other)
+                if other in placed or (j is not None and j < i):
+                    continue
+                if j is None and allow is not None:
+                    slot = slot_of.get(other)
+                    if slot is None or slot >= len(allow) or not allow[slot]:
+                        continue
+                out.append(ranked[j] if j is not None else (other, t[1], {}))
+                placed.add(other)
+                brought += 1
         return out
 
     def _object_links(self) -> dict[str, tuple[str, ...]]:

