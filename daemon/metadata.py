@@ -253,9 +253,13 @@ def _parser() -> etree.XMLParser:
 
 
 def _ln(el) -> str:
-    """Local name of an element (``{ns}Name`` -> ``Name``)."""
+    """Local name of an element (``{ns}Name`` -> ``Name``); ``""`` for a node that is not an
+    element (an entity reference, which the parser leaves unresolved: ``resolve_entities``
+    is off, so a descriptor cannot pull in files or expand a DTD's text)."""
     tag = el.tag
-    return tag[tag.rfind("}") + 1 :] if tag[0] == "{" else tag
+    if not isinstance(tag, str):
+        return ""
+    return tag[tag.rfind("}") + 1 :] if tag[:1] == "{" else tag
 
 
 def _text(el) -> str:

@@ -545,3 +545,17 @@ def test_missing_objects_en_and_edt(ssl_en, yaxunit):
     assert {p.split("/")[0] for p in (s.path for s in en)} >= {"InformationRegisters", "Roles", "Reports", "DataProcessors"}
     assert not any(s.path.startswith("Catalogs/") for s in en)
     assert missing_objects(yaxunit) == []
+
+
+def test_entity_references_are_left_unresolved_not_a_parse_failure(ssl_ru):
+    """A descriptor with a DTD entity (never in a real dump) keeps its object; the entity is
+    not expanded (``resolve_entities`` off), so its text is simply absent."""
+    rel = "FunctionalOptions/ИспользоватьЗаметки.xml"
+    src = (ssl_ru / rel).read_text(encoding="utf-8-sig")
+    head, sep, rest = src.partition("?>")
+    assert sep and "<Location>" in rest
+    start, end = rest.index("<Location>") + len("<Location>"), rest.index("</Location>")
+    data = (head + sep + '\n<!DOCTYPE MetaDataObject [ <!ENTITY loc "Constant.ИспользоватьЗаметки"> ]>' + rest[:start] + "&loc;" + rest[end:]).encode()
+    chunks, skips = chunk_metadata_bytes(data, SourceFile(path=rel, size=len(data), mtime_ns=1), "designer")
+    assert skips == [] and chunks and chunks[0].name == "ИспользоватьЗаметки"
+    assert chunks[0].properties.get("Location", "") == ""
