@@ -418,7 +418,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         lexical side (empty store and channels, no file records: the next reconcile re-reads
         every file; vectors are kept, keyed by text hash) and call :attr:`on_damaged` (the
         daemon queues a full reconcile)."""
-        log.error("lexical index in %s is damaged (%s: %s); rebuilding it from the export", self.index_dir, type(exc).__name__, exc)
+        log.error(
+            "lexical index in %s is damaged (%s: %s); rebuilding it from the export", self.index_dir, type(exc).__name__, exc, exc_info=exc
+        )
         cfg = self.config
         self.store = ChunkStore()
         self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
