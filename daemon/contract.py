@@ -497,7 +497,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     done: int = 0
     total: int = 0
     vectors: int = 0  # current vectors, extra ones included (>= done)
-    pending: int = 0  # chunks queued for embedding (changed ones and the backlog)
+    pending: int = 0  # texts (vectors to be) queued for embedding, changed ones and the backlog: counted like vectors, not chunks
     rate_per_s: float = 0.0
     eta_s: float | None = None
     shared_cache: SharedCacheStatus | None = None  # None: no --shared-cache
