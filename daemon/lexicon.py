@@ -36,6 +36,15 @@ FAMILY_PREFIX = 5
 _EN_FUNCTION_WORDS = frozenset("where when how what who which why whose all also already still so too then there here".split())
 _NON_WORD = re.compile(r"[^\w]+")
 _LETTERS = re.compile(r"[^\W\d_]+")
+#: A letter of the target script: a word of the question that has one is already written
+#: the way the code is (an identifier such as ``СуммаБезНДС`` typed into an English question).
+_SCRIPT = {"ru": re.compile(r"[а-яё]", re.IGNORECASE), "en": re.compile(r"[a-z]", re.IGNORECASE)}
+
+
+def in_script(word: str, to: str) -> bool:
+    """True when ``word`` has a letter of ``to``'s script (Cyrillic for ``"ru"``, Latin for
+    ``"en"``): it needs no translation into ``to``."""
+    return _SCRIPT[to].search(word) is not None
 
 
 def name_word_forms(name: str, memo: dict[str, str | None] | None = None) -> list[tuple[str, str]]:
@@ -135,8 +144,10 @@ class Lexicon:
         """``text`` (a question in the other language) as words of ``to`` for the embedder:
         each word of ``text`` in order, as its index token (:func:`name_words`), replaced by
         its best translation (the first of :meth:`translate`'s list) written as the word it
-        most often stands for in the names (:attr:`surface`); words without a translation
-        and function words are left out, each word once. ``""`` when nothing translates.
+        most often stands for in the names (:attr:`surface`); a word already in ``to``'s
+        script (:func:`in_script`: a name typed into the question, "how to call
+        СуммаБезНДС") is kept as written; words without a translation and function words
+        are left out, each word once. ``""`` when nothing is left.
         Raises ``ValueError`` for another ``to``.
 
         >>> default_lexicon().translate_text("get the file extension from a file name", "ru")
@@ -150,6 +161,9 @@ class Lexicon:
         surface = self.surface.get(to, {})
         out: dict[str, None] = {}
         for word in _LETTERS.findall(text):
+            if in_script(word, to):
+                out.setdefault(word, None)
+                continue
             toks = name_words(word)
             if not toks:
                 continue
@@ -182,9 +196,14 @@ def translated_query(query_tokens: list[str], corpus_cyrillic: float) -> tuple[l
     """(BM25 tokens, lexical RRF weight) for a query in the other script than the corpus:
     its words translated with :func:`default_lexicon` (into Russian when the corpus's names
     are mostly Cyrillic, ``corpus_cyrillic`` > 0.5, else into English), with the original
-    tokens first if :data:`KEEP_ORIGINAL`, and :data:`TRANSLATED_WEIGHT`. Nothing translates:
-    the tokens unchanged and weight ``CROSS_SCRIPT_WEIGHT`` of the engine (0)."""
-    out = default_lexicon().translate(query_tokens, "ru" if corpus_cyrillic > 0.5 else "en")
+    tokens first if :data:`KEEP_ORIGINAL`, and :data:`TRANSLATED_WEIGHT`; tokens already in
+    the corpus's script (:func:`in_script`: a name typed into the question) are kept first.
+    Nothing translates and nothing is kept: the tokens unchanged and weight
+    ``CROSS_SCRIPT_WEIGHT`` of the engine (0)."""
+    to = "ru" if corpus_cyrillic > 0.5 else "en"
+    # the tokens already in the code's script (a name typed into the question) stay
+    kept = [t for t in query_tokens if in_script(t, to)]
+    out = list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
     if not out:
         return query_tokens, 0.0
     return (list(dict.fromkeys(query_tokens + out)) if KEEP_ORIGINAL else out), TRANSLATED_WEIGHT

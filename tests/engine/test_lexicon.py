@@ -52,6 +52,12 @@ def test_translated_query_picks_the_corpus_language():
     assert {"password", "user"} <= set(en)
     same, w0 = translated_query(["zzqx"], corpus_cyrillic=0.95)
     assert same == ["zzqx"] and w0 == 0.0
+    # a name typed into the question in the code's script stays, first, and gets the vote
+    mixed, wm = translated_query(tokenize_query("how to call СуммаБезНДС in code", stem=True), corpus_cyrillic=0.95)
+    assert "суммабезндс" in mixed and mixed.index("суммабезндс") < mixed.index("код") and wm > 0
+    assert not any(t in mixed for t in ("call", "code", "how"))
+    only_name, wn = translated_query(tokenize_query("zzqx СуммаБезНДС", stem=True), corpus_cyrillic=0.95)
+    assert "суммабезндс" in only_name and "zzqx" not in only_name and wn > 0
 
 
 def test_translate_text_writes_the_question_as_words_of_the_other_language():
@@ -65,6 +71,10 @@ def test_translate_text_writes_the_question_as_words_of_the_other_language():
     assert not any(w in ("the", "from", "a") for w in words)
     assert lx.translate_text("курсы валют", "en").split() == ["rates", "currency"]
     assert lx.translate_text("zzqx 42 ...", "ru") == ""
+    # words already in the target script (names typed into the question) are kept as written
+    assert lx.translate_text("how to call СуммаБезНДС in code", "ru").split() == ["вызов", "СуммаБезНДС", "код"]
+    assert lx.translate_text("SendEmailMessage пример использования", "en").split()[0] == "SendEmailMessage"
+    assert lx.translate_text("ОтправитьSMS from the server", "ru").split()[0] == "ОтправитьSMS"
     with pytest.raises(ValueError):
         lx.translate_text("file", "de")
     # every surface word stands for its token: folding and stemming it gives the token back

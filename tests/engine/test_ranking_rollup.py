@@ -150,6 +150,9 @@ def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engin
     assert weights_of["dense_tr"] == ranking.TRANSLATED_DENSE_WEIGHT and "dense" not in channels
     assert set(channels["dense_tr"][: ranking.API_PRIOR_DEPTH]) <= set(channels["api"])
     assert {r for h in hybrid_engine.search(query, mode="vector", top_k=10).hits for r in h.ranks} == {"dense_tr"}
+    # a method name typed into an English question is kept in the translation: found by every mode
+    for mode in ("lexical", "vector", "hybrid"):
+        assert hybrid_engine.search("how to call СуммаБезНДС in code", mode=mode, top_k=3).hits[0].symbol == "СуммаБезНДС", mode
     # nothing the lexicon can translate: the question's own vector, as before
     assert {r for h in hybrid_engine.search("zzqx wwqy", mode="vector", top_k=5).hits for r in h.ranks} <= {"dense"}
     # none for a question in the code's language, in lexical mode, for a docs search, or at weight 0
