@@ -398,3 +398,32 @@ def test_prewarm_builds_the_on_demand_channels_and_changes_no_answer(sample_root
         assert a and a == [h.id for h in warm.search(q, mode="lexical").hits]
     assert cold.meta_names.index is not None  # a metadata question builds it on demand
     assert warm.meta_names.index is built  # the queries used the prewarmed channel, not a rebuild
+
+
+def test_save_compacts_bm25_under_the_lock(sample_root, tmp_path, monkeypatch):
+    """save_lexical runs beside queries; the BM25 compaction it needs (tails merged,
+    tombstones dropped, documents renumbered) changes what a query reads, so it must hold the
+    engine lock: every merge and install of a compaction during a save happens with it held.
+    (A query that met a compaction half done raised IndexError and dropped the index.)"""
+    from daemon.bm25 import BM25Index
+
+    eng = Engine.open(sample_root, index_dir=tmp_path / "idx", embedder=None)
+    eng.refresh()
+    eng.save()
+    # an edit and a removal: tails and tombstones for the next save to compact
+    mod = next(sample_root.glob("CommonModules/*/Ext/Module.bsl"))
+    mod.write_text(mod.read_text(encoding="utf-8-sig") + "\nПроцедура ДобавленаДляТеста() Экспорт\nКонецПроцедуры\n", encoding="utf-8")
+    shutil.rmtree(next(p for p in sample_root.glob("CommonModules/*") if p.is_dir() and p != mod.parent.parent))
+    eng.refresh()
+    held: list[tuple[str, bool]] = []
+    for name in ("_merge", "_install"):
+        orig = getattr(BM25Index, name)
+
+        def spy(self, *a, _orig=orig, _name=name, **kw):
+            held.append((_name, eng.lock._is_owned()))
+            return _orig(self, *a, **kw)
+
+        monkeypatch.setattr(BM25Index, name, spy)
+    assert eng.save_lexical()
+    assert held and all(ok for _, ok in held), held
+    assert "ДобавленаДляТеста" in {h.symbol for h in eng.search("ДобавленаДляТеста", mode="lexical").hits}
