@@ -142,7 +142,8 @@ class Lexicon:
 
     def translate_text(self, text: str, to: str) -> str:
         """``text`` (a question in the other language) as words of ``to`` for the embedder:
-        each word of ``text`` in order, as its index token (:func:`name_words`), replaced by
+        each word of ``text`` in order, as its index tokens (:func:`name_words`: one, or one
+        per part of a camelCase name such as ``getCurrencyRate``), each replaced by
         its best translation (the first of :meth:`translate`'s list) written as the word it
         most often stands for in the names (:attr:`surface`); a word already in ``to``'s
         script (:func:`in_script`: a name typed into the question, "how to call
@@ -164,12 +165,10 @@ class Lexicon:
             if in_script(word, to):
                 out.setdefault(word, None)
                 continue
-            toks = name_words(word)
-            if not toks:
-                continue
-            best = table.get(toks[0])
-            if best:
-                out.setdefault(surface.get(best[0][0], best[0][0]), None)
+            for tok in name_words(word):  # a camelCase name typed in gives each of its words
+                best = table.get(tok)
+                if best:
+                    out.setdefault(surface.get(best[0][0], best[0][0]), None)
         return " ".join(out)
 
 

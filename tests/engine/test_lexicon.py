@@ -75,6 +75,8 @@ def test_translate_text_writes_the_question_as_words_of_the_other_language():
     assert lx.translate_text("how to call СуммаБезНДС in code", "ru").split() == ["вызов", "СуммаБезНДС", "код"]
     assert lx.translate_text("SendEmailMessage пример использования", "en").split()[0] == "SendEmailMessage"
     assert lx.translate_text("ОтправитьSMS from the server", "ru").split()[0] == "ОтправитьSMS"
+    # a camelCase English name gives each of its words, as the same words written apart do
+    assert lx.translate_text("getCurrencyRate", "ru") == lx.translate_text("get currency rate", "ru") != "получить"
     with pytest.raises(ValueError):
         lx.translate_text("file", "de")
     # every surface word stands for its token: folding and stemming it gives the token back
