@@ -338,10 +338,10 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             from .shared_cache import prefetch
 
             prefetch(self, pending)
-        from .embed import VECTOR_SEP
+        from .embed import vector_chunk
 
         def chunks(keys: list[str]) -> int:  # progress is in chunks, as the daemon's status
-            return len({k.split(VECTOR_SEP, 1)[0] for k in keys})
+            return len({vector_chunk(k) for k in keys})
 
         first = self._first_fill(pending)
         filled = 0
@@ -359,7 +359,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         for i in range(0, total, step):
             self.embed_ids(pending[i : i + step], batch_size=batch_size)
             done += len(pending[i : i + step])
-            seen.update(k.split(VECTOR_SEP, 1)[0] for k in pending[i : i + step])
+            seen.update(vector_chunk(k) for k in pending[i : i + step])
             if progress:
                 progress("embed", min(filled + len(seen), total_chunks), total_chunks)
             if time.monotonic() - last_save > save_every_s:

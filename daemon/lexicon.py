@@ -139,7 +139,6 @@ class Lexicon:
                     out.setdefault(t, None)
         return list(out)
 
-
     def translate_text(self, text: str, to: str) -> str:
         """``text`` (a question in the other language) as words of ``to`` for the embedder:
         each word of ``text`` in order, as its index tokens (:func:`name_words`: one, or one

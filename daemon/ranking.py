@@ -437,7 +437,7 @@ class RankingMixin:
         links = self._object_links()
         if not links:
             return ranked
-        slot_of = self.store.slot_of
+        allowed = self._by_id(allow)
         at = {t[0]: i for i, t in enumerate(ranked)}
         out: list = []
         placed: set[str] = set()
@@ -455,10 +455,8 @@ class RankingMixin:
                 j = at.get(other)
                 if other in placed or (j is not None and j < i):
                     continue
-                if j is None and allow is not None:
-                    slot = slot_of.get(other)
-                    if slot is None or slot >= len(allow) or not allow[slot]:
-                        continue
+                if j is None and allowed is not None and not allowed(other):
+                    continue
                 out.append(ranked[j] if j is not None else (other, t[1], {}))
                 placed.add(other)
                 brought += 1
@@ -485,7 +483,8 @@ class RankingMixin:
                 if ttype is None:
                     continue
                 if ttype not in by_name:
-                    by_name[ttype] = {store.get(s).name: s for s in store.slots_where(kind="object", object_type=ttype).tolist()}
+                    # the names channel's in-memory names: no arena page read per object
+                    by_name[ttype] = {self._entry_name(s): s for s in store.slots_where(kind="object", object_type=ttype).tolist()}
                 other = by_name[ttype].get(target[1])
                 a, b = store.ids[slot], store.ids[other] if other is not None else None
                 if a is None or b is None or a == b:
