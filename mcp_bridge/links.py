@@ -24,7 +24,7 @@ from typing import Any, TypeVar
 from mcp import MCPError
 from mcp_types import INTERNAL_ERROR
 
-from daemon import runtime
+from daemon.server import runtime
 from daemon.client import AsyncDaemonClient, DaemonNotRunning, Supervisor
 
 log = logging.getLogger(__name__)
@@ -63,7 +63,7 @@ class RootLink:
         root: the export root (resolved here, as the daemon identifies it).
         name: the short name tools accept as ``root=`` (unique among the served roots).
         index_dir: the daemon's index dir (None: the root's pointer file, else the per-user
-            cache dir; see :func:`daemon.runtime.paths_for`).
+            cache dir; see :func:`daemon.server.runtime.paths_for`).
         spawn_args: extra ``daemon run`` arguments if this link has to start the daemon
             (:func:`daemon.client.daemon_args`); a daemon already running is used as it is.
         spawn_timeout: seconds a spawned daemon may take to answer.
@@ -217,8 +217,8 @@ def _settled(st) -> bool:
 # ------------------------------------------------------------------------------ roots
 def looks_like_export(path: Path) -> bool:
     """True if ``path`` is a Designer dump (``Configuration.xml``) or holds EDT project(s)
-    (:func:`daemon.scan.detect_export`)."""
-    from daemon.scan import detect_export
+    (:func:`daemon.sources.scan.detect_export`)."""
+    from daemon.sources.scan import detect_export
 
     return path.is_dir() and detect_export(path).format != "unknown"
 
@@ -243,7 +243,7 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
     """The export roots to serve, resolved; the current directory when ``roots`` is empty
     and it looks like an export. Raises ``ValueError`` with a message for the user (a root
     that is not a directory or holds neither an export nor ``.bsl`` modules
-    (:func:`daemon.runtime.export_problem`), no root given outside an export, the same root twice)."""
+    (:func:`daemon.server.runtime.export_problem`), no root given outside an export, the same root twice)."""
     if not roots:
         here = (cwd or Path.cwd()).resolve()
         if not looks_like_export(here):

@@ -4,7 +4,7 @@ Every tool returns one of these; the SDK publishes the model's JSON schema as th
 ``outputSchema`` and validates each result against it. The field descriptions below are
 part of that schema, so they are written for the model that reads the results.
 
-Conventions (the same as the daemon's, :mod:`daemon.model`):
+Conventions (the same as the daemon's, :mod:`daemon.contract`):
 
 * ``path`` is relative to the export root, forward slashes (``CommonModules/ОбщегоНазначения/Ext/Module.bsl``).
 * Lines are 1-based and inclusive.

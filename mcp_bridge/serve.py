@@ -1,7 +1,7 @@
 """``bsl-lens mcp``: run the MCP server on stdio (default) or streamable HTTP.
 
 stdio: the host launches ``bsl-lens mcp ROOT`` and speaks MCP over its stdin/stdout. Only
-protocol goes to stdout: logging is on stderr (configured by ``daemon.cli``), and while
+protocol goes to stdout: logging is on stderr (configured by ``daemon.cli.main``), and while
 serving the SDK points fd 1 at stderr so stray output of libraries misses the wire; a
 spawned daemon's stdout is /dev/null.
 
@@ -153,7 +153,7 @@ def serve_http(server, *, host: str, port: int, token: str | None, allow_origins
 def spawn_args(args) -> list[str]:
     """The ``daemon run`` arguments of a daemon this server starts, from the parsed
     ``bsl-lens mcp`` arguments (``--embedder`` already settled by flag > ``BSL_LENS_EMBEDDER``
-    > default in :func:`daemon.cli.parse_args`; ``--watch``, ``--reconcile-interval``)."""
+    > default in :func:`daemon.cli.main.parse_args`; ``--watch``, ``--reconcile-interval``)."""
     from daemon.client import daemon_args
 
     return daemon_args(

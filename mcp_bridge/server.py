@@ -42,7 +42,7 @@ from pydantic import ConfigDict, Field, ValidationError, create_model, model_val
 from daemon import __version__
 from daemon.client import CommandError, DaemonError, DaemonTimeout
 from daemon.contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, SEARCH_MODES
-from daemon.protocol import INVALID_PARAMS, NOT_FOUND
+from daemon.server.protocol import INVALID_PARAMS, NOT_FOUND
 
 from .links import CONNECT_WAIT, RootLink, Starting
 from .models import (
@@ -108,7 +108,7 @@ class Bridge:
         for link in self.links:
             if want == link.name or want.casefold() == link.name.casefold():
                 return link
-        from daemon.runtime import resolve_root
+        from daemon.server.runtime import resolve_root
 
         try:
             path = resolve_root(want)
@@ -811,7 +811,7 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         return RootStatus(name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=exc.message)
     import msgspec
 
-    from daemon.format import format_status
+    from daemon.cli.status_text import format_status
 
     st, daemon = res.service, res.daemon
     data = msgspec.to_builtins(st)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.server import run_daemon  # noqa: E402
-from daemon.service import Service  # noqa: E402
+from daemon.server.server import run_daemon  # noqa: E402
+from daemon.service.service import Service  # noqa: E402
 
 GIVE_UP_S = 120.0
 MODES = ("start", "index", "arm")

@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from daemon import runtime
+from daemon.server import runtime
 from daemon.client import DaemonClient, DaemonError, connect
 
 REPO = Path(__file__).resolve().parent.parent
@@ -68,7 +68,7 @@ def copy_sample(dst: Path) -> Path:
 
 
 class DaemonHandle:
-    """One daemon under test: ``root``, ``index_dir``, ``pid``, ``paths`` (daemon.runtime.Paths)."""
+    """One daemon under test: ``root``, ``index_dir``, ``pid``, ``paths`` (daemon.server.runtime.Paths)."""
 
     def __init__(self, root: Path, index_dir: Path, pid: int):
         self.root = Path(root)

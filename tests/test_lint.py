@@ -3,7 +3,7 @@
 ruff: pyflakes (F) everywhere, docstrings on every public module, class, method and function of
 the product (D100-D103), and no ``print`` (T20) in ``lsp/`` and ``mcp_bridge/``, whose
 stdout is the LSP/MCP stream. mypy --strict: the modules the daemon and its clients share
-(``daemon/contract.py``, ``daemon/protocol.py``, ``daemon/stats.py``).
+(``daemon/contract.py``, ``daemon/server/protocol.py``, ``daemon/stats.py``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ module's methods appear in the same order. So the script
    declarations in order (``difflib`` over the sequence of (kind, parameter count), so a
    method added in one edition does not shift the rest; only equal (kind, count) runs are
    paired), and the parameters of each paired method by position;
-2. splits each name into words exactly as the BM25 tokenizer does (:func:`daemon.lexicon.name_words`:
+2. splits each name into words exactly as the BM25 tokenizer does (:func:`daemon.text.lexicon.name_words`:
    split, folded, Snowball stem of each part; synonyms split on non-letters), so that the
    lexicon speaks in index tokens;
 3. aligns the word sequences by competitive linking (Melamed 2000): score every (en, ru)
@@ -37,10 +37,10 @@ the precision (share of proposed Russian words that occur in the Russian name) a
 / 965 / 799 English words at MIN_SHARE 0.2): 2 drops the single links (mostly one name's
 accident) and keeps the words seen in two names. MAX_TRANSLATIONS 3: at most five
 translations can have a share of 0.2 (shares sum to 1 per word); three keeps the expanded
-query short (14 of the 1,151 English words reach the cap). Function words (:data:`daemon.tokenize.FUNCTION_WORDS`
+query short (14 of the 1,151 English words reach the cap). Function words (:data:`daemon.text.tokenize.FUNCTION_WORDS`
 and a few English question words) and one-letter words are left out on both sides. Russian
-stems are grouped into families (:func:`daemon.lexicon.family`, the first
-:data:`daemon.lexicon.FAMILY_PREFIX` letters) for the share threshold, and every form of a
+stems are grouped into families (:func:`daemon.text.lexicon.family`, the first
+:data:`daemon.text.lexicon.FAMILY_PREFIX` letters) for the share threshold, and every form of a
 kept family (with MIN_LINKS links) is listed. (Also joining a stem to a shorter translation
 that is its prefix, ``им``/``имен`` of "name", measured worse on the dev crosslingual
 queries, 0.304 / 0.486 -> 0.294 / 0.463, and is not done.)
@@ -67,9 +67,9 @@ from lxml import etree
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from daemon.lexicon import family  # noqa: E402
-from daemon.lexicon import name_word_forms  # noqa: E402
-from daemon.lexicon import name_words as words  # noqa: E402
+from daemon.text.lexicon import family  # noqa: E402
+from daemon.text.lexicon import name_word_forms  # noqa: E402
+from daemon.text.lexicon import name_words as words  # noqa: E402
 
 MIN_LINKS = 2
 MIN_SHARE = 0.2
@@ -222,7 +222,7 @@ def surface_forms(pairs: list[tuple[str, str]], en_ru: dict, ru_en: dict) -> dic
     """``{"ru": {token: word}, "en": {token: word}}``: for every token that is a translation
     in the lexicon, the folded word it most often stands for in the names (``расширен`` ->
     ``расширение``; ties by the word), so a translated query can be written as words for the
-    embedder (:func:`daemon.lexicon.translated_text`)."""
+    embedder (:func:`daemon.text.lexicon.translated_text`)."""
     want = {"ru": {t for v in en_ru.values() for t, _ in v}, "en": {t for v in ru_en.values() for t, _ in v}}
     counts: dict[str, dict[str, Counter]] = {"ru": defaultdict(Counter), "en": defaultdict(Counter)}
     memo: dict = {}

@@ -7,19 +7,19 @@ Usage::
 
 For each value the whole gold set of ROOT's corpus is run once (the index is loaded once,
 never refreshed or written: pass an index built with ``bsl-lens index``), and nDCG@10 at
-symbol and file level is printed per fold (:func:`daemon.evaluate.fold_of`) and per intent.
+symbol and file level is printed per fold (:func:`daemon.dev.evaluate.fold_of`) and per intent.
 Then the protocol: the value that scores best on fold A (``--level``: the mean of symbol and
 file level nDCG@10 by default; ``--intent`` or all queries) is scored on fold B and compared with the current value there, and the other way
 round. The verdict is "keep" only when both held-out folds improve; otherwise the current
 value stays.
 
-Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.weights.DENSE_WEIGHTS`
+Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.ranking.weights.DENSE_WEIGHTS`
 (kinds: name, semantic, metadata, cross_script), ``howto_code_only``
-(:data:`daemon.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.OBJECT_ROLLUP`), ``api`` / ``api_depth``
-(:data:`daemon.ranking.API_PRIOR_WEIGHT`, ``API_PRIOR_DEPTH``), ``uncued``
-(:data:`daemon.ranking.UNCUED_META_WEIGHT`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
-(:data:`daemon.ranking.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
-``translated`` (:data:`daemon.lexicon.TRANSLATED_WEIGHT`).
+(:data:`daemon.ranking.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.ranker.OBJECT_ROLLUP`), ``api`` / ``api_depth``
+(:data:`daemon.ranking.ranker.API_PRIOR_WEIGHT`, ``API_PRIOR_DEPTH``), ``uncued``
+(:data:`daemon.ranking.ranker.UNCUED_META_WEIGHT`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
+(:data:`daemon.ranking.ranker.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
+``translated`` (:data:`daemon.text.lexicon.TRANSLATED_WEIGHT`).
 """
 
 from __future__ import annotations
@@ -31,10 +31,10 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import daemon.engine as engine_mod  # noqa: E402
-import daemon.lexicon as lexicon_mod  # noqa: E402
-import daemon.ranking as ranking_mod  # noqa: E402
-import daemon.weights as weights_mod  # noqa: E402
-from daemon.evaluate import evaluate, fold_of, fold_results, load_gold  # noqa: E402
+import daemon.text.lexicon as lexicon_mod  # noqa: E402
+import daemon.ranking.ranker as ranking_mod  # noqa: E402
+import daemon.ranking.weights as weights_mod  # noqa: E402
+from daemon.dev.evaluate import evaluate, fold_of, fold_results, load_gold  # noqa: E402
 
 
 def _setter(param: str):
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     current = get()
     if current not in values:
         values.insert(0, current)
-    from daemon.embed import embedder_for
+    from daemon.index.embed import embedder_for
 
     emb = None if a.mode == "lexical" else embedder_for(a.embedder)
     eng = engine_mod.Engine.open(a.root, index_dir=a.index_dir, embedder=emb)

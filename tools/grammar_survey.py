@@ -10,7 +10,7 @@ reports:
 * ``modules``: ``.bsl`` files (EDT trees: only under a ``src`` folder; any folder starting
   with ``.``, e.g. ``.settings/`` with EDT code templates, is skipped: QUIRKS §15);
 * ``with ERROR``: modules whose tree contains an ERROR or MISSING node;
-* ``scan``: method headers found by :func:`daemon.bsl.scan_method_headers`;
+* ``scan``: method headers found by :func:`daemon.sources.bsl.scan_method_headers`;
 * ``grammar``: method definitions the raw grammar produces (query ``grammars/bsl/methods.scm``,
   anywhere in the tree, including inside ERROR nodes);
 * ``matched``: grammar definitions starting on the line of a scanned header;
@@ -34,7 +34,7 @@ from pathlib import Path
 
 import tree_sitter
 
-from daemon import bsl
+from daemon.sources import bsl
 
 
 def candidate_grammars() -> dict[str, tree_sitter.Language]:

@@ -1,4 +1,4 @@
-"""``bsl-lens bench --dense-synthetic N`` (daemon/bench_dense.py): the report's shape and the
+"""``bsl-lens bench --dense-synthetic N`` (daemon/dev/bench_dense.py): the report's shape and the
 recall arithmetic, on a tiny N. No timing is asserted (the figures are the README's)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from daemon.bench_dense import exact_topk, recall_at, synthetic_vectors
+from daemon.dev.bench_dense import exact_topk, recall_at, synthetic_vectors
 
 REPO = Path(__file__).resolve().parents[2]
 

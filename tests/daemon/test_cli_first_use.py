@@ -15,9 +15,10 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
-from daemon import cli, runtime
+from daemon.cli import main as cli
+from daemon.server import runtime
 from daemon.options import ENV_VARS, SettingError, check_embedder_spec, resolve
-from daemon.progress import StageProgress, progress_line
+from daemon.cli.progress import StageProgress, progress_line
 from tests.daemon_helpers import copy_sample, run_cli, wait_until
 
 LEXICAL_ENV = {**os.environ, "BSL_LENS_EMBEDDER": "none"}

@@ -16,10 +16,11 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from daemon import contract, protocol
+from daemon import contract
+from daemon.server import protocol
 
 REPO = Path(__file__).resolve().parents[2]
-HEAVY = ("numpy", "tree_sitter", "lxml", "hnswlib", "daemon.engine", "daemon.service", "daemon.scan")
+HEAVY = ("numpy", "tree_sitter", "lxml", "hnswlib", "daemon.engine", "daemon.service.service", "daemon.sources.scan")
 
 
 def _loaded_after(code: str) -> list[str]:
@@ -32,7 +33,7 @@ def _loaded_after(code: str) -> list[str]:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["lsp.server", "mcp_bridge.server", "mcp_bridge.serve", "daemon.client", "daemon.protocol"])
+@pytest.mark.parametrize("module", ["lsp.server", "mcp_bridge.server", "mcp_bridge.serve", "daemon.client", "daemon.server.protocol"])
 def test_front_ends_load_none_of_the_engine(module):
     assert _loaded_after(f"import {module}") == []
 
@@ -43,7 +44,7 @@ def test_decoding_every_result_loads_none_of_the_engine():
     code = """
 import msgspec
 import lsp.server, mcp_bridge.server
-from daemon import protocol
+from daemon.server import protocol
 for m in protocol.METHODS:
     protocol.result_type(m)
 hit = dict(id="a::b", path="a", symbol="b", kind="function", name="b", owner="x", start_line=1, end_line=2, score=1.0)
@@ -84,17 +85,17 @@ def test_one_top_k_bound_for_the_wire_and_the_engine():
 
 
 def test_the_engine_and_the_service_reuse_the_contract_types():
-    from daemon import engine, model, service
+    from daemon import engine
+    from daemon.service import service
 
     assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
     assert service.Status is contract.Status and service.MethodInfo is contract.MethodInfo
-    assert model.Chunk is contract.Chunk
 
 
 def test_the_cli_parser_loads_no_front_end_framework_and_no_engine():
     code = """
 import sys
-from daemon import cli
+from daemon.cli import main as cli
 cli.build_parser()
 bad = [m for m in ("pygls", "lsprotocol", "mcp", "pydantic", "lsp.server", "mcp_bridge.server") if m in sys.modules]
 assert not bad, bad

@@ -18,8 +18,8 @@ import psutil
 import pytest
 from daemon_helpers import REPO, TIMEOUT, DaemonHandle, run_cli, wait_until
 
-from daemon import runtime
-from daemon.bench import build_scaled_tree
+from daemon.server import runtime
+from daemon.dev.bench import build_scaled_tree
 from daemon.client import RootBusy, connect
 
 LEXICAL = ("--embedder", "none", "--watch", "off")

@@ -20,7 +20,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from daemon_helpers import REPO, TIMEOUT, run_cli, wait_until
 
-from daemon import protocol, runtime
+from daemon.server import protocol, runtime
 from daemon.client import (
     CommandError,
     DaemonError,

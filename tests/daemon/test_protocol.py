@@ -1,6 +1,6 @@
 """Wire codec, per-root runtime files and the server's request handling, in-process.
 
-The server tests run :class:`daemon.server.Server` on its own event loop thread around a
+The server tests run :class:`daemon.server.server.Server` on its own event loop thread around a
 tiny fake service, so failure paths the real Service never takes (an internal exception, a
 request that blocks until told to finish) are exercised deterministically, without timing.
 The real daemon process is tested in test_daemon_process.py.
@@ -21,10 +21,10 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from daemon import protocol, runtime
+from daemon.server import protocol, runtime
 from daemon.client import AsyncDaemonClient, CommandError, DaemonClient, DaemonNotRunning, DaemonTimeout
 from daemon.engine import Filters, SearchResult
-from daemon.protocol import (
+from daemon.server.protocol import (
     METHODS,
     HelloResult,
     SearchParams,
@@ -37,7 +37,7 @@ from daemon.protocol import (
     encode_result,
     field_of,
 )
-from daemon.server import Server
+from daemon.server.server import Server
 
 TIMEOUT = 60.0
 
@@ -97,7 +97,7 @@ def test_every_method_has_a_handler_and_a_result_type():
     for name in METHODS:
         if name not in ("hello", "shutdown"):
             assert callable(getattr(Server, f"cmd_{name}")), name
-        protocol.result_type(name)  # a daemon.contract or daemon.protocol type
+        protocol.result_type(name)  # a daemon.contract or daemon.server.protocol type
     assert protocol.result_type("search") is SearchResult
     assert set(protocol.PUSH_METHODS) == {"progress", "indexed", "state"}
 
@@ -121,7 +121,7 @@ def test_file_lock_is_exclusive_and_released(tmp_path):
 def test_lock_holder_is_the_process_holding_it(tmp_path):
     path = tmp_path / "daemon.lock"
     code = (
-        "import sys, time; sys.path.insert(0, sys.argv[2]); from daemon.runtime import FileLock\n"
+        "import sys, time; sys.path.insert(0, sys.argv[2]); from daemon.server.runtime import FileLock\n"
         "l = FileLock(sys.argv[1]); assert l.try_acquire(); print('locked', flush=True); sys.stdin.read()\n"
     )
     repo = str(Path(__file__).resolve().parents[2])

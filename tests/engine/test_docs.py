@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from daemon.contract import Filters
-from daemon.docs import DOCS_MAX_BYTES, DocLinks, code_identifiers, docs_name, normalize_docs_dirs, read_document
+from daemon.sources.docs import DOCS_MAX_BYTES, DocLinks, code_identifiers, docs_name, normalize_docs_dirs, read_document
 from daemon.engine import Engine, EngineConfig
-from daemon.markdown import MAX_HEADING_CHARS, MAX_PAGE_BLOCKS, MAX_PAGE_HEADINGS, chunk_markdown, page_cut, slug
+from daemon.sources.markdown import MAX_HEADING_CHARS, MAX_PAGE_BLOCKS, MAX_PAGE_HEADINGS, chunk_markdown, page_cut, slug
 
 SAMPLE = Path(__file__).resolve().parents[2] / "daemon" / "sample_export"
 
@@ -308,7 +308,7 @@ def test_read_document_returns_a_section_with_its_subsections_bounded(code_and_d
 
 
 def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_script(tmp_path, monkeypatch):
-    import daemon.docs as D
+    import daemon.sources.docs as D
 
     ru = tmp_path / "ru"
     _docs_tree(ru)  # Russian pages only
@@ -331,7 +331,7 @@ def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_s
 
 
 def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(tmp_path, monkeypatch):
-    import daemon.docs as D
+    import daemon.sources.docs as D
 
     ru = tmp_path / "ru"
     _docs_tree(ru)  # Russian pages only
@@ -350,7 +350,7 @@ def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(
     off = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert "docs/bank.md" not in [h.path for h in off.hits]  # English words match nothing in Russian pages
     monkeypatch.setattr(D, "DOCS_TRANSLATE_QUERY", True)
-    from daemon.lexicon import TRANSLATED_WEIGHT
+    from daemon.text.lexicon import TRANSLATED_WEIGHT
 
     got, w = D.docs_query_tokens(toks, q, e_ru.store)
     assert {"банк", "файл"} <= set(got) and "bank" not in got and w == TRANSLATED_WEIGHT
@@ -397,7 +397,7 @@ def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs
     # an English question over Russian pages names a product or an identifier the pages
     # write in Latin letters: the translation must not drop it (main before this fix:
     # "ADO RecordSet" lost docs-yaxunit's ADO.RecordSet page from the top 10)
-    import daemon.docs as D
+    import daemon.sources.docs as D
 
     ru = tmp_path / "ru"
     d = _docs_tree(ru)

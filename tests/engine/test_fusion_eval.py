@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from daemon.evaluate import evaluate, fold_of, fold_results, load_gold, score
-from daemon.fusion import rrf
+from daemon.dev.evaluate import evaluate, fold_of, fold_results, load_gold, score
+from daemon.ranking.fusion import rrf
 
 
 def test_rrf_scores_follow_the_formula():
@@ -113,7 +113,7 @@ def test_folds_are_stratified_and_deterministic():
     import sys
 
     code = (
-        "import json,sys; from daemon.evaluate import fold_of; "
+        "import json,sys; from daemon.dev.evaluate import fold_of; "
         "print(json.dumps(fold_of(json.loads(sys.stdin.read())), sort_keys=True))"
     )
     other = subprocess.run([sys.executable, "-c", code], input=_json.dumps(entries), capture_output=True, text=True, check=True)

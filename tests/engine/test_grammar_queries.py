@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from daemon import bsl
+from daemon.sources import bsl
 
 SRC = """// Copyright
 #Если Сервер Тогда

@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 
-from daemon import journal
+from daemon.index import journal
 from daemon.engine import CURRENT_FILE, JOURNAL_FILE, LEXICAL_DIR, Engine, EngineConfig
 
 

@@ -1,6 +1,6 @@
-"""The cross-lingual lexicon (daemon/lexicon.py, daemon/data/lexicon_1c.json, built by
+"""The cross-lingual lexicon (daemon/text/lexicon.py, daemon/data/lexicon_1c.json, built by
 tools/build_lexicon.py), the query translation in the engine, and the metadata-names channel
-(daemon/namewords.py): real files, a real engine over the bundled sample export."""
+(daemon/index/metanames.py): real files, a real engine over the bundled sample export."""
 
 from __future__ import annotations
 
@@ -12,12 +12,12 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daemon.cli import sample_export_dir
+from daemon.cli.main import sample_export_dir
 from daemon.engine import Engine, EngineConfig
-from daemon.intent import metadata_intent
-from daemon.lexicon import LEXICON_PATH, Lexicon, default_lexicon, translated_query
-from daemon.namewords import MetadataNames
-from daemon.tokenize import tokenize_query
+from daemon.ranking.cues import metadata_intent
+from daemon.text.lexicon import LEXICON_PATH, Lexicon, default_lexicon, translated_query
+from daemon.index.metanames import MetadataNames
+from daemon.text.tokenize import tokenize_query
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -80,7 +80,7 @@ def test_translate_text_writes_the_question_as_words_of_the_other_language():
     with pytest.raises(ValueError):
         lx.translate_text("file", "de")
     # every surface word stands for its token: folding and stemming it gives the token back
-    from daemon.lexicon import name_words
+    from daemon.text.lexicon import name_words
 
     for lang in ("ru", "en"):
         assert len(lx.surface[lang]) > 1000
@@ -157,7 +157,7 @@ def test_metadata_names_index_follows_edits(sample_engine):
     # docs sections and code are never documents of the metadata-names index
     assert all(store.get(s).is_metadata for s in mn.index.slots().tolist())
     # another store: the parts built for the first one are dropped, the new one is read
-    from daemon.chunkstore import ChunkStore
+    from daemon.index.chunkstore import ChunkStore
 
     assert mn.search(ChunkStore(), toks, 5, None) == [] and len(mn.index) == 0
 
@@ -180,7 +180,7 @@ def test_name_typed_in_the_other_language_goes_through_the_names_channel(sample_
 
 
 def test_translated_names_both_directions_and_order():
-    from daemon.chunkstore import ChunkStore
+    from daemon.index.chunkstore import ChunkStore
     from daemon.contract import Chunk
 
     def method(path, name):
@@ -236,7 +236,7 @@ def test_engine_edits_reach_the_name_words(tmp_path):
     assert not any(h.symbol == "СуммаПрописью" for h in eng.search("AmountInWords", mode="lexical", top_k=5).hits)
     assert eng.search("NumberInWords", mode="lexical", top_k=5).hits[0].symbol == "НомерСловами"
 def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_engine):
-    from daemon.namewords import spelled_name
+    from daemon.index.metanames import spelled_name
 
     assert spelled_name("значение реквизита объекта") == "ЗначениеРеквизитаОбъекта"
     assert spelled_name("реквизит") is None and spelled_name("НФ-001 код") is None
@@ -248,10 +248,10 @@ def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_en
 
 
 def test_documentation_searches_are_not_translated(sample_engine):
-    """A docs search (scope docs) keeps its own cross-script handling (daemon.docs.docs_weights):
+    """A docs search (scope docs) keeps its own cross-script handling (daemon.sources.docs.docs_weights):
     no translation, no translated names, the lexical vote as before issue 15."""
-    from daemon.lexicon import TRANSLATED_WEIGHT
-    from daemon.ranking import CROSS_SCRIPT_WEIGHT
+    from daemon.text.lexicon import TRANSLATED_WEIGHT
+    from daemon.ranking.ranker import CROSS_SCRIPT_WEIGHT
 
     q = "load bank statement from file"
     ch, w, _ = sample_engine._channels(q, "lexical", None, None, code_side=True)

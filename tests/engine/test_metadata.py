@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from conftest import EVAL_DIR
 
-from daemon.metadata import FIELD_KINDS, chunk_metadata, chunk_metadata_bytes, missing_objects
-from daemon.model import METADATA_KINDS, Chunk
-from daemon.scan import SourceFile, scan_export
+from daemon.sources.metadata import FIELD_KINDS, chunk_metadata, chunk_metadata_bytes, missing_objects
+from daemon.contract import METADATA_KINDS, Chunk
+from daemon.sources.scan import SourceFile, scan_export
 
 _SCANS: dict[Path, object] = {}
 _CHUNKS: dict[Path, tuple[list[Chunk], list]] = {}
@@ -228,7 +228,7 @@ def _validate_gold_module():
 
 def _reference_symbols(full: Path) -> set[str]:
     """Every field symbol of a Designer descriptor, enumerated with the standard library the
-    way shared/eval/validate_gold.py resolves them (independent of daemon.metadata)."""
+    way shared/eval/validate_gold.py resolves them (independent of daemon.sources.metadata)."""
     md = "{http://v8.1c.ru/8.3/MDClasses}"
     obj = next(iter(ET.parse(full).getroot()))
     prefix_by_tag = {tag: prefix for tag, (_kind, prefix) in FIELD_KINDS.items()}

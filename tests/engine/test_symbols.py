@@ -1,4 +1,4 @@
-"""Symbol-name channel (daemon/symbols.py): match kinds and their order, qualified queries,
+"""Symbol-name channel (daemon/index/names.py): match kinds and their order, qualified queries,
 add/remove consistency against a brute-force reference, persistence, and the dev gold set's
 symbol queries on the real ssl31-ru / ssl31-en code."""
 
@@ -16,10 +16,10 @@ import msgspec
 import numpy as np
 import pytest
 
-from daemon.folding import fold, split_words
-from daemon import symbols as symbols_mod
-from daemon.evaluate import score
-from daemon.symbols import (
+from daemon.text.folding import fold, split_words
+from daemon.index import names as symbols_mod
+from daemon.dev.evaluate import score
+from daemon.index.names import (
     BOOST_RESOLUTION,
     MATCH_KINDS,
     STATE_LAYOUT,

@@ -1,4 +1,4 @@
-"""Tokenizer rules (daemon/tokenize.py), on literal snippets and on the real ssl31-ru code."""
+"""Tokenizer rules (daemon/text/tokenize.py), on literal snippets and on the real ssl31-ru code."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import unicodedata
 
 import pytest
 
-from daemon import tokenize as tok
-from daemon.folding import fold
-from daemon.tokenize import FUNCTION_WORDS, KEYWORDS, clear_caches, tokenize, tokenize_query
+from daemon.text import tokenize as tok
+from daemon.text.folding import fold
+from daemon.text.tokenize import FUNCTION_WORDS, KEYWORDS, clear_caches, tokenize, tokenize_query
 
 
 def test_camelcase_parts_and_whole_identifier():

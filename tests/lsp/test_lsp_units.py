@@ -16,7 +16,7 @@ import pytest
 from lsprotocol import types
 
 from daemon.engine import Hit
-from daemon.model import Chunk
+from daemon.contract import Chunk
 from lsp import convert
 from lsp.settings import Folder, Settings, index_dir_for, parse_options
 
@@ -384,7 +384,7 @@ def test_bench_lsp_round_trip_and_quality_from_the_answers(daemons, sample_root,
 
 
 def test_bench_hit_keys():
-    from lsp.bench import hit_key
+    from daemon.dev.bench_lsp import hit_key
 
     root = "file:///w/%D1%8D%D0%BA%D1%81%D0%BF%D0%BE%D1%80%D1%82"
     sym = {"name": "Ф", "kind": 12, "location": {"uri": root + "/CommonModules/%D0%9C/Ext/Module.bsl"}}

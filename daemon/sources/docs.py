@@ -1,0 +1,706 @@
+"""Developer documentation as a source of the daemon: docs folders, reading pages, and the
+links from docs sections to the code they name.
+
+* **Which files are docs.** A root without a configuration (:func:`daemon.sources.scan.detect_export`
+  says ``"unknown"``) is a docs root: its markdown pages are documentation. A code root can
+  name docs folders (``--docs DIR``, repeatable; the LSP ``docs`` and MCP ``--docs``
+  settings): folders inside the root, given relative to it or absolute. Inside a docs folder
+  ``.md``/``.markdown`` pages are indexed; images and other files are skipped with reason
+  ``not_markdown`` (``.bsl``/``.xml``/``.mdo`` keep their code meaning).
+* **Reading a page** (:func:`read_page`): a page over :data:`DOCS_MAX_BYTES` is ``too_large``;
+  a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes (at most
+  :data:`BROKEN_UTF8_SHARE` of the bytes, and fewer than its valid multi-byte characters) is
+  read with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
+  :func:`daemon.sources.scan.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
+  warning naming the file and the decoding). Chunked by :func:`daemon.sources.markdown.chunk_markdown`.
+* **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
+  (``ЮТест.ОжидаетЧто``, ``ЗначениеРеквизитаОбъекта()``, in code spans, code blocks and
+  prose) resolved against the methods of the code the daemon serves.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import unicodedata
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from ..contract import Chunk, Skip
+
+if TYPE_CHECKING:
+    from ..contract import DocRef
+
+log = logging.getLogger(__name__)
+
+#: Markdown page suffixes (compared case-insensitively).
+PAGE_SUFFIXES = (".md", ".markdown")
+#: Largest page read (bytes): 2 MiB, 30x the largest page in the docs corpora
+#: (docs-bslls ``features/ConfigurationFile.md``, 67 KB). A 20 MB "page" is skipped as ``too_large``.
+DOCS_MAX_BYTES = 2 * 2**20
+#: Files that mark an MkDocs site (its anchors follow :func:`daemon.sources.markdown.slug` ``mkdocs``),
+#: looked up in the docs folder and its parent; otherwise Docusaurus/GitHub anchors.
+MKDOCS_MARKERS = ("mkdocs.yml", "mkdocs.yaml", "_config.yml")
+#: Share of invalid bytes up to which a page is read as UTF-8 with replacement characters
+#: (broken UTF-8) rather than as cp1251 text.
+BROKEN_UTF8_SHARE = 0.01
+
+
+def normalize_docs_dirs(root: Path, dirs) -> list[str]:
+    """``--docs`` values as folders relative to ``root`` (NFC, ``/``, no trailing slash;
+    ``""`` for the root itself), in the given order without repeats. ``ValueError`` for a
+    folder outside the root (the daemon serves one root: copy or link the docs inside it),
+    with ``..``, or that does not exist."""
+    root = Path(root).resolve()
+    out: list[str] = []
+    for d in dirs or ():
+        raw = str(d).replace("\\", "/").strip()
+        p = Path(raw)
+        full = (p if p.is_absolute() else root / p).resolve()
+        try:
+            rel = full.relative_to(root).as_posix()
+        except ValueError:
+            raise ValueError(f"docs folder {d!r} is outside the root {root}; name a folder inside it") from None
+        if not full.is_dir():
+            raise ValueError(f"docs folder {d!r} is not a folder under {root}")
+        rel = "" if rel == "." else unicodedata.normalize("NFC", rel)
+        if rel not in out:
+            out.append(rel)
+    return out
+
+
+class DocsLayout:
+    """Which scanned files are docs pages, for :func:`daemon.sources.scan._scan` (one per scan)."""
+
+    def __init__(self, root: Path, info) -> None:
+        self.root = Path(root)
+        self.dirs = sorted(info.docs, key=len, reverse=True)
+        if info.format == "unknown" and "" not in self.dirs:
+            self.dirs.append("")
+        self._flavor: dict[str, str] = {}
+
+    def folder_of(self, raw_rel: str) -> str | None:
+        """The docs folder (relative, on-disk spelling) holding ``raw_rel``, or None."""
+        for d in self.dirs:
+            if d == "" or raw_rel.startswith(d + "/"):
+                return d
+        return None
+
+    def flavor(self, folder: str) -> str:
+        """``mkdocs`` when the docs folder or its parent holds an MkDocs marker file
+        (:data:`MKDOCS_MARKERS`), else ``docusaurus``."""
+        if folder not in self._flavor:
+            base = self.root / folder if folder else self.root
+            cands = [base, base.parent] if folder else [base]
+            mk = any((c / m).is_file() for c in cands for m in MKDOCS_MARKERS)
+            self._flavor[folder] = "mkdocs" if mk else "docusaurus"
+        return self._flavor[folder]
+
+    def scan_page(self, e: os.DirEntry, rel: str, raw_rel: str, folder: str, is_file: bool, is_link: bool, pages: list, skipped: list) -> None:
+        """Classify one non-code file of a docs folder: a page goes to ``pages`` (a
+        :class:`daemon.sources.scan.SourceFile`), anything else to ``skipped`` with a reason."""
+        from .scan import SourceFile, _sniff_binary, _special, SkipFile
+
+        if not e.name.lower().endswith(PAGE_SUFFIXES):
+            if is_file and not e.name.startswith("."):
+                skipped.append(Skip(rel, "not_markdown", "an image or other file in a docs folder; only .md pages are indexed"))
+            return
+        if not is_file:
+            skipped.append(Skip(rel, *_special(e, is_link)))
+            return
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError as exc:
+            skipped.append(Skip(rel, "unreadable", str(exc)))
+            return
+        if st.st_size > DOCS_MAX_BYTES:
+            skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > docs page limit {DOCS_MAX_BYTES}"))
+            return
+        try:
+            nul = _sniff_binary(e.path)
+        except SkipFile as exc:
+            skipped.append(exc.to_skip(rel))
+            return
+        if nul >= 0:
+            skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}; not a markdown page"))
+            return
+        pages.append(
+            SourceFile(
+                path=rel,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                disk_path=raw_rel if raw_rel != rel else "",
+                flavor=self.flavor(folder),
+            )
+        )
+
+
+def _replaced(data: bytes, path: str) -> tuple[str, str]:
+    text = data.decode("utf-8", errors="replace")
+    return text, "utf-8-replaced"
+
+
+def log_notes(u) -> None:
+    """Log, naming the file, what was odd about a docs page just read (a
+    :class:`daemon.engine.FileUpdate`): ``properties["notes"]`` of its first chunk (broken
+    UTF-8, an unclosed code fence, a huge heading). Runs in the daemon for pages chunked in
+    worker processes too."""
+    if u.kind == "docs" and u.chunks:
+        notes = u.chunks[0].properties.get("notes")
+        if notes:
+            log.warning("docs page %s: %s", u.path, notes)
+
+
+def read_page(data: bytes, src, config) -> list[Chunk]:
+    """Decode and chunk one page (``src``: its :class:`daemon.sources.scan.SourceFile`). Raises
+    :class:`daemon.sources.scan.SkipFile` (``too_large``, ``binary``, ``undecodable``)."""
+    from .markdown import chunk_markdown
+    from .scan import SkipFile, decode_bytes
+
+    if len(data) > DOCS_MAX_BYTES:
+        raise SkipFile("too_large", f"{len(data)} bytes > docs page limit {DOCS_MAX_BYTES}")
+    nul = data.find(b"\x00")
+    if nul >= 0 and data[:2] not in (b"\xff\xfe", b"\xfe\xff"):
+        raise SkipFile("binary", f"NUL byte at offset {nul}; not a markdown page")
+    try:
+        text = data.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        replaced = data.decode("utf-8", errors="replace")
+        bad = replaced.count("\ufffd")
+        # broken UTF-8 still holds valid multi-byte sequences (more of them than broken ones);
+        # a page saved in Windows-1251 holds none, however little Cyrillic it has (English
+        # prose with one Russian word, an em dash or guillemets in ASCII text: under 1 %)
+        multibyte = len(replaced) - bad - sum(1 for ch in replaced if ch < "\x80")
+        if bad <= max(1, len(data) * BROKEN_UTF8_SHARE) and multibyte > bad:
+            text, _ = _replaced(data, src.path)
+            chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+            return _noted(chunks, f"{bad} invalid UTF-8 sequences replaced by U+FFFD")
+        text, encoding = decode_bytes(data)
+        chunks = chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+        # a page saved in Windows-1251 reads right this way; one that is only badly broken
+        # UTF-8 reads as mojibake: either way the log names the file and the decoding
+        return _noted(chunks, f"not UTF-8 ({bad} invalid sequences in {len(data)} bytes): read as {encoding}")
+    return chunk_markdown(text, path=src.path, flavor=src.flavor or "docusaurus")
+
+
+def _noted(chunks: list[Chunk], note: str) -> list[Chunk]:
+    """``chunks`` with ``note`` put first in their first chunk's ``properties["notes"]``
+    (what :func:`log_notes` logs); unchanged when there are none."""
+    if chunks:
+        old = chunks[0].properties.get("notes")
+        chunks[0].properties = {**chunks[0].properties, "notes": f"{note}; {old}" if old else note}
+    return chunks
+
+
+# ------------------------------------------------------------------------------ links to code
+
+#: A BSL identifier: a letter or ``_``, then letters, digits, ``_`` (Cyrillic and Latin mixed).
+_IDENT = r"[A-Za-zА-Яа-яЁё_][A-Za-zА-Яа-яЁё0-9_]*"
+#: ``Module.Method`` chains and ``Method(`` calls; also bare CamelCase words of 2+ humps.
+_QUALIFIED = re.compile(rf"(?<![\w.])({_IDENT}(?:\.{_IDENT})+)")
+_CALL = re.compile(rf"(?<![\w.])({_IDENT})\s*\(")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
+_HUMPS = re.compile(r"[A-ZА-ЯЁ][a-zа-яё0-9]+")
+_LINK_TARGET = re.compile(r"\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_URL = re.compile(r"\b(?:https?|ftp)://\S+")
+_FILE_TAIL = re.compile(r"[a-z0-9]{1,5}")
+
+
+def code_identifiers(text: str) -> list[str]:
+    """Identifiers a docs section names, in order of first appearance, without repeats:
+    every ``A.B`` chain (``ЮТест.ОжидаетЧто``; a longer chain ``A.B.C`` also as its pairs
+    ``A.B``, ``B.C``), every ``Name(`` call not preceded by a dot, and every code span that
+    is one identifier of at least two CamelCase humps (``ЗначениеРеквизитаОбъекта``).
+    Link targets and URLs are left out, and so are chains ending in a short lower-case
+    word (file names and domains: ``index.md``, ``github.com``). A method called on a
+    value (``.Равно(``) is not named: which module it belongs to is not written there.
+    Words are checked against the code index by :class:`DocLinks`."""
+    text = _LINK_TARGET.sub("]", _URL.sub(" ", text))
+    out: dict[str, None] = {}
+    for m in _QUALIFIED.finditer(text):
+        segs = m.group(1).split(".")
+        if _FILE_TAIL.fullmatch(segs[-1]):
+            continue
+        out[".".join(segs)] = None
+        if len(segs) > 2:
+            for a, b in zip(segs, segs[1:]):
+                out[f"{a}.{b}"] = None
+    for m in _CALL.finditer(text):
+        out[m.group(1)] = None
+    for m in _CODE_SPAN.finditer(text):
+        span = m.group(1).strip().rstrip("()")
+        if re.fullmatch(_IDENT, span) and len(_HUMPS.findall(span)) >= 2:
+            out[span] = None
+    return list(out)
+
+
+class DocLinks:
+    """Links between docs sections and code methods.
+
+    ``mentions[method chunk id]`` -> docs section ids that name it; ``resolved[section id]``
+    -> method ids it names; ``qualified[method id]`` -> ``Модуль.Метод`` of each method
+    linked. A name resolves when it is the name of an indexed method (case- and
+    ``ё``-folded); ``Module.Method`` resolves only to that module's method (the owner's short
+    name), a bare ``Method`` to every method of that name that is exported (an internal
+    helper sharing a common word is not a link). ``Module.Method`` whose module is unknown
+    does not resolve.
+
+    Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
+    indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
+    materialises only the docs sections and the methods whose names they mention (looked
+    up in the names channel), so its cost follows the docs, not the code. docs-yaxunit
+    against yaxunit-edt (498 sections, 3,098 methods; 292 sections link to 626 methods, the
+    same links both ways): 0.46-0.68 s at load average 10, the all-chunks pass 0.55-0.75 s
+    there, most of it :func:`code_identifiers` over the sections; the all-chunks pass also
+    materialises every chunk of the code, which at ERP size (~770k chunks) this does not."""
+
+    def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
+        from ..text.folding import fold
+
+        if methods_named is None:  # from materialised chunks: index every method by name
+            by_name: dict[str, list[Chunk]] = {}
+            docs = []
+            for c in chunks:
+                if c.kind in ("procedure", "function") and c.part <= 1:
+                    by_name.setdefault(fold(c.name), []).append(c)
+                elif c.kind == "section":
+                    docs.append(c)
+            methods_named = lambda folded: by_name.get(folded, [])  # noqa: E731
+        self.mentions: dict[str, list[str]] = {}
+        self.resolved: dict[str, list[str]] = {}
+        self.qualified: dict[str, str] = {}
+        self.names_seen = 0
+        self.names_resolved = 0
+        cands_of: dict[str, list[Chunk]] = {}
+        for d in docs or ():
+            hits: dict[str, None] = {}
+            for name in code_identifiers(d.text):
+                self.names_seen += 1
+                last = fold(name.rsplit(".", 1)[-1])
+                if last not in cands_of:
+                    cands_of[last] = methods_named(last)
+                found = self._resolve(name, cands_of[last], fold)
+                if found:
+                    self.names_resolved += 1
+                for m in found:
+                    hits[m.id] = None
+                    self.qualified[m.id] = f"{m.owner.split('.')[-1]}.{m.name}"
+            if hits:
+                self.resolved[d.id] = list(hits)
+                for mid in hits:
+                    self.mentions.setdefault(mid, []).append(d.id)
+
+    @classmethod
+    def from_store(cls, store, names) -> "DocLinks":
+        """The links of an engine's index without materialising its code: ``store`` a
+        :class:`daemon.index.chunkstore.ChunkStore`, ``names`` the names channel
+        (:class:`daemon.index.names.SymbolIndex`, keyed by the store's slots). Only the docs
+        sections (``store.mask(scope="docs")``) and, per distinct name they mention, the
+        methods of that exact (folded) name (:meth:`daemon.index.names.SymbolIndex.exact_slots`)
+        are read from the store."""
+        import numpy as np
+
+        method_kinds = [store.tables["kind"].find(k) for k in ("procedure", "function")]
+        kinds, parts = store.col("kind"), store.col("part")
+
+        def methods_named(folded: str) -> list[Chunk]:
+            slots = names.exact_slots(folded)
+            slots = slots[(slots < len(kinds))]
+            if not slots.size:
+                return []
+            keep = np.isin(kinds[slots], [k for k in method_kinds if k >= 0]) & (parts[slots] <= 1)
+            return [store.get(int(s)) for s in slots[keep]]
+
+        docs = [store.get(int(s)) for s in np.flatnonzero(store.mask(scope="docs"))]
+        return cls(docs=docs, methods_named=methods_named)
+
+    @staticmethod
+    def _resolve(name: str, cands: list[Chunk], fold) -> list[Chunk]:
+        parts = name.split(".")
+        if len(parts) >= 2:
+            module = fold(parts[-2])
+            return [c for c in cands if fold(c.owner.split(".")[-1]) == module]
+        return [c for c in cands if c.export]
+
+
+# ------------------------------------------------------------------------------ channels
+
+_KEY_IN_PARENS = re.compile(rf"\(\s*`?({_IDENT})`?\s*\)\s*$")
+_SINGLE_SPAN = re.compile(rf"^`({_IDENT})(?:\(\))?`$")
+
+
+def docs_name(c: Chunk) -> str:
+    """The name a docs section has in the names channel: the key a heading carries in
+    parentheses at its end (``Магические числа (MagicNumber)`` -> ``MagicNumber``: the
+    BSL LS diagnostic pages) or a heading that is one code span (```ФикцияОбязательныхПолей()```
+    -> ``ФикцияОбязательныхПолей``), else the plain heading (:attr:`Chunk.name`)."""
+    raw = c.symbol or ""
+    m = _KEY_IN_PARENS.search(raw) or _SINGLE_SPAN.match(raw.strip())
+    return m.group(1) if m else c.name
+
+
+def docs_tokens(c: Chunk, stem: bool) -> list[str]:
+    """BM25 tokens of a docs section: the :mod:`daemon.text.tokenize` rules (CamelCase keys and
+    ``Модуль.Метод`` names split into words, Snowball stems of the words) over the heading
+    path and the section text. The heading path is counted once more than the text
+    (it is also the text's first line): a section is about what its headings say."""
+    from ..text.tokenize import tokenize
+
+    return tokenize(f"{c.signature}\n{c.text}", stem=stem)
+
+
+#: RRF weight of the dense channel in a documentation search (the code's is
+#: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
+#: (README, "Documentation"). The names and BM25 weights are the code's. 0.5 since the
+#: second (cleaned) vector per section, :data:`DOCS_EXTRA_TEXTS`: chosen on fold 0 (0.35 /
+#: 0.5 / 0.75: 0.838 / 0.839 / 0.829), fold 1 then 0.831 (0.797 at 0.35, 0.846 at 0.75).
+DOCS_DENSE_WEIGHT = 0.5
+#: RRF weight of the lexical channels for a question in a language that (almost) no docs
+#: page is written in (an English question over Russian-only pages: BM25 matches stray
+#: English words); measured as above. 1.0 = no rule. Measured 2026-12-01 on the dev set with
+#: this language test: 0 lifts docs_crosslingual (2 queries) but lowers fold 0 with the
+#: code's dense text (README, "Documentation"), so the rule stays off.
+DOCS_CROSS_SCRIPT_WEIGHT = 1.0
+#: The rule above fires when fewer than this share of the docs sections are in the
+#: question's language (docs-yaxunit: 0 % English sections; docs-bslls: 50 %, never).
+DOCS_CROSS_LANG_SHARE = 0.1
+
+#: Translate an English question's BM25 words into Russian (or back) with the code's
+#: cross-lingual lexicon, exactly as a code search does (:func:`daemon.text.lexicon.translated_query`:
+#: translations only, BM25 weight ``TRANSLATED_WEIGHT`` 2.0), when the docs pages are in the
+#: other language (:func:`docs_foreign_target`: an English question over docs-yaxunit).
+#: Measured 2026-12-02 on the docs dev set, both folds (README, "Documentation", fourth
+#: round): hybrid file nDCG@10 0.782 (0.815 / 0.748) -> 0.826 (0.833 / 0.820),
+#: docs_crosslingual 0.42 -> 0.91; lexical 0.708 (0.738 / 0.677) -> 0.728 (0.734 / 0.722).
+DOCS_TRANSLATE_QUERY = True
+
+_share_cache: dict[tuple[int, int], dict[str, float]] = {}
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_LAT = re.compile(r"[a-zA-Z]")
+
+
+def query_language(query: str) -> str | None:
+    """``ru`` for a question with a Cyrillic letter (``параметр ignoredAuthors`` is Russian:
+    the Latin word is a key), ``en`` for Latin letters only, None without letters."""
+    if _CYR.search(query):
+        return "ru"
+    return "en" if _LAT.search(query) else None
+
+
+def docs_language_shares(store) -> dict[str, float]:
+    """``{lang: share of the docs sections}`` by each section's ``lang`` property
+    (:func:`daemon.sources.markdown.page_language`) over a :class:`daemon.index.chunkstore.ChunkStore`;
+    only the docs sections are read; cached per store and version. ``{}`` without docs.
+    The script of the headings is not the test: a bilingual site (docs-bslls, Cyrillic share
+    of its headings 0.44) would count a Russian question as foreign to it."""
+    import numpy as np
+
+    key = (id(store), store.version)
+    hit = _share_cache.get(key)
+    if hit is None:
+        counts: dict[str, int] = {}
+        slots = np.flatnonzero(store.mask(scope="docs"))
+        for sl in slots:
+            lang = store.get(int(sl)).properties.get("lang", "")
+            counts[lang] = counts.get(lang, 0) + 1
+        hit = {k: v / len(slots) for k, v in counts.items()} if len(slots) else {}
+        _share_cache.clear()
+        _share_cache[key] = hit
+    return hit
+
+
+def docs_foreign_target(query: str, store) -> str | None:
+    """The language the docs pages are written in (``ru`` / ``en``) when ``query`` is in
+    the other one and fewer than :data:`DOCS_CROSS_LANG_SHARE` of the docs sections are in
+    the question's language (an English question over docs-yaxunit); else None (a Russian
+    question, a bilingual site such as docs-bslls, a question without letters)."""
+    lang = query_language(query)
+    shares = docs_language_shares(store)
+    if not lang or not shares or shares.get(lang, 0.0) >= DOCS_CROSS_LANG_SHARE:
+        return None
+    other = "ru" if lang == "en" else "en"
+    return other if shares.get(other, 0.0) > 0.5 else None
+
+
+def docs_query_tokens(tokens: list[str], query: str, store) -> tuple[list[str], float]:
+    """(BM25 tokens, BM25 weight factor) of a docs search: ``tokens`` and 1.0, or, with
+    :data:`DOCS_TRANSLATE_QUERY` on and the pages in the other language
+    (:func:`docs_foreign_target`), the lexicon's translations and weight
+    (:func:`daemon.text.lexicon.translated_query`) plus the tokens it cannot translate. Nothing translates: ``tokens`` and 1.0 (the
+    BM25 vote stays, as before this rule)."""
+    if not DOCS_TRANSLATE_QUERY:
+        return tokens, 1.0
+    target = docs_foreign_target(query, store)
+    if target is None:
+        return tokens, 1.0
+    from ..text.lexicon import default_lexicon, translated_query
+
+    out, weight = translated_query(tokens, 1.0 if target == "ru" else 0.0)
+    if weight <= 0:
+        return tokens, 1.0
+    # the words the lexicon has no translation for (product names and identifiers: ``ADO``,
+    # ``RecordSet``, ``Allure``, ``JUnit``) stand in the pages as written: they keep their vote
+    # (dropped, "ADO RecordSet" lost its page from the top 10, hybrid too)
+    lex, to = default_lexicon(), ("ru" if target == "ru" else "en")
+    kept = [t for t in tokens if not lex.translate([t], to)]
+    return list(dict.fromkeys(out + kept)), weight
+
+
+def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
+    """The channel weights of a documentation search: ``weights`` with the dense channel at
+    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones times :data:`DOCS_CROSS_SCRIPT_WEIGHT`
+    when the dense channel is there to answer and fewer than :data:`DOCS_CROSS_LANG_SHARE`
+    of the docs sections (``store``: the engine's chunk store) are in the question's
+    language (:func:`query_language`)."""
+    out = dict(weights)
+    if "dense" in out:
+        out["dense"] = DOCS_DENSE_WEIGHT
+        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the pages' languages are not needed
+            return out
+        lang = query_language(query)
+        shares = docs_language_shares(store)
+        if lang and shares and shares.get(lang, 0.0) < DOCS_CROSS_LANG_SHARE:
+            for k in ("names", "bm25", "meta"):
+                if k in out:
+                    out[k] *= DOCS_CROSS_SCRIPT_WEIGHT
+    return out
+
+
+_FENCE_LINE = re.compile(r"^\s*(```|~~~|:::|!!!)")
+
+
+def docs_embed_text(c: Chunk, max_chars: int) -> str:
+    """The text embedded for a docs section (at most ``max_chars``): the heading path on
+    the first line, then the section's lines with fence and admonition marker lines and
+    blank lines dropped and whitespace collapsed; only whole lines after the first."""
+    lines = c.text.split("\n")
+    out = [lines[0]]
+    size = len(lines[0])
+    for line in lines[2:]:
+        if not line.strip() or _FENCE_LINE.match(line) or line.lstrip().startswith("#"):
+            continue
+        line = " ".join(line.split())
+        if size + 1 + len(line) > max_chars:
+            break
+        out.append(line)
+        size += 1 + len(line)
+    return "\n".join(out)[:max_chars]
+
+
+#: Extra dense texts of a docs section, by name (:func:`docs_extra_texts`), each one more
+#: vector per section in the dense index (the chunk counts by its best vector). Empty = one
+#: vector per section. Measured 2026-12-02 on the docs dev set in its two folds, with the
+#: query translation on and :data:`DOCS_DENSE_WEIGHT` 0.5 (README, "Documentation", fourth
+#: round): ``clean`` 0.835 (0.839 / 0.831) against 0.826 (0.833 / 0.820) for one vector
+#: (0.828 (0.832 / 0.825) at dense 0.5); ``tail`` 0.810 (0.827 / 0.794), ``clean_body``
+#: 0.839 (0.820 / 0.859), ``clean`` + ``tail`` 0.817 (0.835 / 0.798). docs-bslls: 1,642 of
+#: its 2,008 sections get a second vector (the others' cleaned text is their first text).
+DOCS_EXTRA_TEXTS: tuple[str, ...] = ("clean",)
+_EXTRA_KINDS = ("clean", "clean_body", "tail")
+
+_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+")
+_HTML = re.compile(r"<!--.*?-->|</?[A-Za-z][^>]*>")
+_EMPHASIS = re.compile(r"(\*\*|__|\*|(?<![\w])_)(?=\S)(.+?)(?<=\S)\1")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
+
+
+def clean_markdown_line(line: str) -> str:
+    """One markdown line as prose for the embedder: images dropped, links kept as their text
+    (targets dropped), HTML tags and comments, backticks and emphasis marks dropped, a list
+    mark at the start dropped, table pipes turned into spaces, whitespace collapsed; ``""``
+    for a table rule (``|---|:--|``) or a link definition (``[x]: url``)."""
+    if _TABLE_RULE.match(line) or _REF_DEF.match(line):
+        return ""
+    line = _IMAGE.sub("", line)
+    line = _LINK.sub(r"\1", line)
+    line = _REF_LINK.sub(r"\1", line)
+    line = _HTML.sub(" ", line)
+    line = line.replace("`", "")
+    line = _EMPHASIS.sub(r"\2", line)
+    line = _LIST_MARK.sub("", line)
+    if line.lstrip().startswith("|"):
+        line = line.replace("|", " ")
+    return " ".join(line.split())
+
+
+def _section_lines(c: Chunk, clean: bool) -> list[str]:
+    """The section's lines after the heading chain and the heading line, as
+    :func:`docs_embed_text` takes them (blank, fence, admonition and ``#`` lines dropped,
+    whitespace collapsed), cleaned with :func:`clean_markdown_line` when ``clean``."""
+    out = []
+    for line in c.text.split("\n")[2:]:
+        if not line.strip() or _FENCE_LINE.match(line) or line.lstrip().startswith("#"):
+            continue
+        line = clean_markdown_line(line) if clean else " ".join(line.split())
+        if line:
+            out.append(line)
+    return out
+
+
+def _fill(head: list[str], lines: list[str], max_chars: int) -> str:
+    """``head`` then whole ``lines`` while they fit in ``max_chars``; when not even the
+    first of ``lines`` fits, its start is kept (cut to the budget), so the text never
+    holds the head alone while there are lines."""
+    out = list(head)
+    size = sum(len(x) + 1 for x in out) - 1 if out else -1
+    for i, line in enumerate(lines):
+        if size + 1 + len(line) > max_chars:
+            if i == 0:
+                out.append(line[: max(max_chars - size - 1, 0)])
+            break
+        out.append(line)
+        size += 1 + len(line)
+    return "\n".join(out)[:max_chars]
+
+
+def docs_extra_texts(c: Chunk, max_chars: int, kinds: tuple[str, ...] | None = None) -> list[str]:
+    """The extra dense texts of a docs section (each at most ``max_chars``), one per name in
+    ``kinds`` (default :data:`DOCS_EXTRA_TEXTS`), in that order:
+
+    * ``clean``: the heading chain, then the section's lines cleaned for prose
+      (:func:`clean_markdown_line`: link targets, images, HTML, backticks, emphasis, table
+      rules and list marks dropped), so more prose fits in the budget;
+    * ``clean_body``: the cleaned lines without the heading chain (a vector of the content
+      alone);
+    * ``tail``: for a section longer than its first text (:func:`docs_embed_text`), the
+      heading chain then the lines that did not fit there; nothing for a short section.
+
+    :func:`daemon.index.embed.embed_texts` drops a text equal to an earlier one. Raises
+    ``ValueError`` for an unknown name."""
+    kinds = DOCS_EXTRA_TEXTS if kinds is None else kinds
+    if not kinds:
+        return []
+    head = c.text.split("\n", 1)[0]
+    out = []
+    for kind in kinds:
+        if kind == "clean":
+            out.append(_fill([head], _section_lines(c, True), max_chars))
+        elif kind == "clean_body":
+            body = _section_lines(c, True)
+            if body:
+                out.append(_fill([], body, max_chars))
+        elif kind == "tail":
+            first = docs_embed_text(c, max_chars)
+            used = first.count("\n")  # lines of the section the first text holds
+            rest = _section_lines(c, False)[used:]
+            if rest:
+                out.append(_fill([head], rest, max_chars))
+        else:
+            raise ValueError(f"unknown docs extra text {kind!r}: use one of {_EXTRA_KINDS}")
+    return out
+
+
+# ------------------------------------------------------------------------------ lookups
+
+#: ``read_document`` returns at most this many characters (cut at a line end; the note says
+#: how to read on). 20,000 characters are ~5,000 tokens: the longest section of the docs
+#: corpora (docs-bslls ``features/ConfigurationFile.md``'s settings table) is cut, others fit.
+MAX_DOC_CHARS = 20_000
+#: At most this many doc sections are listed per method (``get_method``, ``doc_mentions``).
+MAX_DOC_REFS = 20
+
+
+def doc_ref(c: Chunk) -> "DocRef":
+    """The :class:`daemon.contract.DocRef` of a docs section."""
+    from ..contract import DocRef
+
+    anchor = c.properties.get("anchor", "")
+    return DocRef(path=c.path, anchor=anchor, link=f"{c.path}#{anchor}" if anchor else c.path, heading_path=c.signature, line=c.start_line)
+
+
+def _level(c: Chunk) -> int:
+    try:
+        return int(c.properties.get("level", "0"))
+    except ValueError:
+        return 0
+
+
+def find_section(sections: list[Chunk], heading: str) -> Chunk | None:
+    """The first section (part <= 1) whose heading matches ``heading``: the heading as
+    written, as plain text, its anchor, or its heading path (``A > B``), compared after
+    NFC, trimming, ``#`` marks dropped and casefolding (a heading cut at
+    :data:`daemon.sources.markdown.MAX_HEADING_CHARS` when indexed also by its first that many
+    characters); then a heading that contains it."""
+    from ..text.folding import fold
+    from .markdown import MAX_HEADING_CHARS
+
+    raw = heading.strip().lstrip("#").strip()
+    heads = [c for c in sections if c.part <= 1 and c.symbol]
+    # a heading over MAX_HEADING_CHARS was indexed cut to that length: as written, it is
+    # looked up the same way
+    for want in dict.fromkeys((fold(raw), fold(raw[:MAX_HEADING_CHARS]))):
+        for c in heads:
+            keys = {fold(c.symbol or ""), fold(c.name), fold(c.properties.get("anchor", "")), fold(c.signature)}
+            if want in keys:
+                return c
+    want = fold(raw)
+    return next((c for c in heads if want and want in fold(c.name)), None)
+
+
+def read_document(sections: list[Chunk], rel: str, lines: list[str], heading: str | None, links: "DocLinks | None" = None):
+    """A page (``heading`` None) or one section with its sub-sections as a
+    :class:`daemon.contract.DocumentText`, cut to :data:`MAX_DOC_CHARS` at a line end.
+
+    ``sections``: the page's indexed chunks; ``lines``: the page on disk now. ``LookupError``
+    naming the page's headings when no heading matches (:func:`find_section`)."""
+    from ..contract import DocumentText
+
+    sections = sorted(sections, key=lambda c: (c.start_line, c.part))
+    total = len(lines)
+    headings = [f"{'#' * _level(c)} {c.symbol}" for c in sections if c.part <= 1 and c.symbol]
+    lang = sections[0].properties.get("lang", "") if sections else ""
+    if heading is None or not heading.strip():
+        start, end, sec = 1, total, None
+    else:
+        sec = find_section(sections, heading)
+        if sec is None:
+            listed = "; ".join(headings[:40])
+            # the argument is echoed only in part: a huge one would flood the caller's answer
+            asked = repr(heading) if len(heading) <= 200 else f"{heading[:200]!r}... ({len(heading)} characters)"
+            raise LookupError(f"no heading {asked} in {rel}; its headings: {listed}")
+        start, level = sec.start_line, _level(sec)
+        nxt = [c for c in sections if c.part <= 1 and c.start_line > start and 0 < _level(c) <= level]
+        end = (nxt[0].start_line - 1) if nxt else total
+    body = lines[start - 1 : end]
+    text = "\n".join(body)
+    truncated, note = False, ""
+    if len(text) > MAX_DOC_CHARS:
+        cut = text.rfind("\n", 0, MAX_DOC_CHARS)
+        text = text[: cut if cut > 0 else MAX_DOC_CHARS]
+        shown_end = start + text.count("\n")
+        truncated = True
+        note = (
+            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); read a sub-section by "
+            f"its heading, or the rest with read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
+        )
+        end = shown_end
+    anchor = sec.properties.get("anchor", "") if sec is not None else ""
+    mentions: list[str] = []
+    if links is not None:
+        ids = [c.id for c in sections if sec is None or sec.start_line <= c.start_line <= end]
+        seen: dict[str, None] = {}
+        for cid in ids:
+            for m in links.resolved.get(cid, []):
+                seen[links.qualified.get(m, m)] = None
+        mentions = list(seen)[:50]
+    return DocumentText(
+        path=rel,
+        heading=sec.symbol if sec is not None else None,
+        heading_path=sec.signature if sec is not None else "",
+        anchor=anchor,
+        link=f"{rel}#{anchor}" if anchor else rel,
+        start_line=start,
+        end_line=max(start, end),
+        total_lines=total,
+        text=text,
+        truncated=truncated,
+        note=note,
+        lang=lang,
+        headings=headings,
+        mentions=mentions,
+    )

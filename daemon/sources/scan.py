@@ -1,0 +1,969 @@
+"""Scanning an export: which files to index, what each one is, and how to read it.
+
+Two layouts are recognised (see ``shared/corpora/QUIRKS.md`` §13 and §15):
+
+* **Designer** "dump to files": ``Configuration.xml`` at the export root; object
+  descriptors ``<Folder>/<Name>.xml``; modules under ``<Folder>/<Name>/Ext/…``;
+  configuration modules under ``Ext/``.
+* **1C:EDT**: one or more projects, each with ``src/Configuration/Configuration.mdo``;
+  descriptors ``src/<Folder>/<Name>/<Name>.mdo`` with the modules beside them (no ``Ext/``).
+  A repository may hold several projects (YAxUnit has four).
+
+Folder names are English in both layouts and in both script variants; the owner strings
+use the Russian singular type (``ОбщийМодуль.Common`` in the English SSL), as fixed by
+:mod:`daemon.contract`.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import os
+import re
+import stat
+import unicodedata
+from collections.abc import Iterable
+from pathlib import Path
+
+import msgspec
+
+from ..contract import Skip
+
+# ----------------------------------------------------------------------------- object types
+# The vocabulary of metadata object types lives in daemon.contract (the clients use it too).
+from ..contract import (  # noqa: E402,F401  (re-exported: importers of daemon.sources.scan keep working)
+    CONFIGURATION,
+    OBJECT_TYPES,
+    SUB_FOLDERS,
+    english_type,
+    normalize_object_type,
+    object_type_aliases,
+    object_type_list,
+    type_folder,
+)
+
+# ----------------------------------------------------------------------------- structs
+
+
+class ProjectInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One configuration or extension inside an export.
+
+    * ``path``: project folder relative to the export root, ``""`` for the root itself
+      (Designer, or an EDT project opened directly); ``src``: the folder holding the type
+      folders (``"exts/yaxunit/src"``; ``""`` for Designer).
+    * ``name``: the configuration name (``Configuration.xml`` ``<Name>`` /
+      ``Configuration.mdo`` ``<name>``); ``project_name``: the EDT ``.project`` name.
+    * ``is_extension`` / ``name_prefix`` / ``purpose``: from ``ConfigurationExtensionPurpose``
+      and ``NamePrefix`` (``AddOn`` / ``Customization`` / ``Patch``).
+    * ``script_variant``: ``Russian`` / ``English`` when the descriptor says so;
+      ``version``: the Designer dump format version (``2.20``).
+    """
+
+    path: str
+    src: str = ""
+    name: str = ""
+    project_name: str = ""
+    is_extension: bool = False
+    name_prefix: str = ""
+    purpose: str = ""
+    script_variant: str = ""
+    version: str = ""
+
+
+class ExportInfo(msgspec.Struct, kw_only=True):
+    """What kind of export a root is: ``format`` is ``"designer"``, ``"edt"`` or ``"unknown"``.
+
+    ``docs``: the documentation folders named for this root (``--docs``; relative, NFC);
+    in an ``"unknown"`` root (no configuration) every markdown page is documentation
+    anyway (:mod:`daemon.sources.docs`)."""
+
+    format: str
+    projects: list[ProjectInfo] = []
+    docs: list[str] = []
+
+
+class ModuleIdentity(msgspec.Struct, frozen=True):
+    """Who owns a module: ``owner`` (``ОбщийМодуль.X``, ``Справочник.X.Форма.F``,
+    ``Конфигурация``), its Russian ``object_type`` and ``module_kind`` (one of
+    :data:`daemon.contract.MODULE_KINDS`; ``""`` for a metadata descriptor)."""
+
+    owner: str
+    object_type: str
+    module_kind: str
+
+
+class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One file to index (a ``.bsl`` module or an object descriptor).
+
+    * ``path``: relative to the export root, forward slashes, NFC (model convention);
+      ``disk_path``: the on-disk relative path, set whenever it differs from ``path`` (a
+      folder or file named in NFD, as macOS tools and some archives write them), ``""``
+      otherwise. Open files with :meth:`fs_path`, never ``root / path``: on Linux the NFC
+      spelling of an NFD name does not exist. Clients that open a hit need it too.
+    * ``owner`` / ``object_type`` / ``module_kind``: see :class:`ModuleIdentity`
+      (``module_kind`` is ``""`` for descriptors).
+    * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``).
+    * ``project``: the EDT project folder (``"exts/yaxunit"``), ``""`` otherwise.
+    * ``deps``: other files a descriptor's chunks read (Designer form / template
+      descriptors ``<Folder>/<Name>/Forms/<F>.xml`` that give their synonyms).
+    """
+
+    path: str
+    size: int
+    mtime_ns: int
+    owner: str = ""
+    object_type: str = ""
+    module_kind: str = ""
+    project: str = ""
+    disk_path: str = ""
+    deps: list[str] = []
+    flavor: str = ""  # markdown pages: how the site generator makes anchors (daemon.sources.markdown.FLAVORS)
+
+    @property
+    def identity(self) -> ModuleIdentity:
+        """``(owner, object_type, module_kind)`` as a :class:`ModuleIdentity`."""
+        return ModuleIdentity(self.owner, self.object_type, self.module_kind)
+
+    def fs_path(self, root: Path) -> Path:
+        """Path on disk: ``root / (disk_path or path)``."""
+        return Path(root) / (self.disk_path or self.path)
+
+
+class ScanResult(msgspec.Struct, kw_only=True):
+    """Output of :func:`scan_export`; all lists sorted by ``path``.
+
+    ``unreadable_dirs``: folders (relative, NFC, ``""`` for the root itself) whose listing
+    failed or stopped part-way (``PermissionError``, ``EIO``, ``ENAMETOOLONG`` …), plus
+    entries whose type could not be determined. Their contents are *unknown*, not gone:
+    ``modules``/``metadata`` hold only what was listed before the error, so a caller that
+    reconciles an index with the scan must keep what it had indexed below these folders
+    instead of deleting it. Each one also has a ``Skip(path, "unreadable", detail)`` in
+    ``skipped``. (A single file whose ``stat`` failed is only a ``Skip(path, "unreadable")``.)
+    """
+
+    info: ExportInfo
+    modules: list[SourceFile] = []
+    metadata: list[SourceFile] = []
+    docs: list[SourceFile] = []  # markdown pages of the docs folders (daemon.sources.docs)
+    skipped: list[Skip] = []
+    unreadable_dirs: list[str] = []
+
+
+class SkipFile(Exception):
+    """A file that should not be indexed. ``reason`` is a :class:`daemon.contract.Skip`
+    reason code (``binary``, ``too_large``, ``undecodable``, ``unreadable``, ``symlink``,
+    ``not_regular``); ``detail`` a sentence."""
+
+    def __init__(self, reason: str, detail: str = ""):
+        super().__init__(f"{reason}: {detail}" if detail else reason)
+        self.reason = reason
+        self.detail = detail
+
+    def to_skip(self, path: str) -> Skip:
+        """The :class:`daemon.contract.Skip` record for ``path`` (relative, NFC)."""
+        return Skip(path, self.reason, self.detail)
+
+
+# ----------------------------------------------------------------------------- reading
+
+
+def content_hash(data: bytes) -> str:
+    """BLAKE2b with a 16-byte digest, as 32 lowercase hex characters (change detection)."""
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+_UTF8_BOM = b"\xef\xbb\xbf"
+
+
+def decode_bytes(data: bytes) -> tuple[str, str]:
+    """Decode file content; see :func:`read_text` for the rules and errors.
+
+    Returns ``(text, encoding)`` with ``encoding`` one of ``"utf-8-sig"`` (BOM present,
+    stripped), ``"utf-8"``, ``"utf-16"`` (BOM present, stripped), ``"cp1251"``.
+    """
+    if data.startswith(_UTF8_BOM):
+        try:
+            return data[3:].decode("utf-8"), "utf-8-sig"
+        except UnicodeDecodeError as exc:
+            raise SkipFile("undecodable", f"UTF-8 BOM but invalid UTF-8 at byte {exc.start + 3}") from None
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        try:
+            return data.decode("utf-16"), "utf-16"
+        except UnicodeDecodeError as exc:
+            raise SkipFile("undecodable", f"UTF-16 BOM but invalid UTF-16 at byte {exc.start}") from None
+    nul = data.find(b"\x00")
+    if nul >= 0:
+        raise SkipFile("binary", f"NUL byte at offset {nul}")
+    try:
+        return data.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        pass
+    try:
+        return data.decode("cp1251"), "cp1251"
+    except UnicodeDecodeError as exc:
+        raise SkipFile("undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})") from None
+
+
+_OPEN_FLAGS = (
+    os.O_RDONLY
+    | getattr(os, "O_NOFOLLOW", 0)  # a final symlink fails with ELOOP instead of being followed
+    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once instead of waiting for a writer
+    | getattr(os, "O_NOCTTY", 0)
+    | getattr(os, "O_CLOEXEC", 0)
+    | getattr(os, "O_BINARY", 0)
+)
+
+
+def _file_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "FIFO (named pipe)"
+    if stat.S_ISSOCK(mode):
+        return "socket"
+    if stat.S_ISCHR(mode):
+        return "character device"
+    if stat.S_ISBLK(mode):
+        return "block device"
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "special file"
+
+
+def _link_detail(path: str | os.PathLike) -> str:
+    try:
+        return f"symbolic link to {os.readlink(path)}; links are not followed"
+    except OSError:
+        return "symbolic link; links are not followed"
+
+
+def _not_regular_detail(mode: int) -> str:
+    return f"a {_file_kind(mode)}, not a regular file; not opened"
+
+
+def _open_regular(path: str | os.PathLike) -> int:
+    """File descriptor of the regular file ``path``, opened without following a symlink in
+    the last component and without blocking on a FIFO. Raises :class:`SkipFile` with
+    reason ``symlink``, ``not_regular`` or ``unreadable``."""
+    if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):  # no O_NOFOLLOW (Windows)
+        raise SkipFile("symlink", _link_detail(path))
+    try:
+        fd = os.open(path, _OPEN_FLAGS)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
+            raise SkipFile("symlink", _link_detail(path)) from None
+        raise SkipFile("unreadable", str(exc)) from None
+    try:
+        mode = os.fstat(fd).st_mode
+    except OSError as exc:
+        os.close(fd)
+        raise SkipFile("unreadable", str(exc)) from None
+    if not stat.S_ISREG(mode):
+        os.close(fd)
+        raise SkipFile("not_regular", _not_regular_detail(mode))
+    return fd
+
+
+def read_regular_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
+    """The bytes of ``path`` if it is a regular file; never follows a symlink (in the last
+    path component) and never blocks on a FIFO or device: use this, not ``open`` /
+    ``Path.read_bytes``, to read a file the scanner listed (it may have been replaced since).
+
+    Raises :class:`SkipFile`: ``symlink`` (detail: where it points), ``not_regular``
+    (FIFO, socket, device, folder), ``unreadable`` (``OSError``), ``too_large`` (more than
+    ``max_bytes``, when given; checked before reading).
+    """
+    fd = _open_regular(path)
+    with os.fdopen(fd, "rb") as fh:
+        try:
+            if max_bytes is None:
+                return fh.read()
+            size = os.fstat(fh.fileno()).st_size
+            if size > max_bytes:
+                raise SkipFile("too_large", f"{size} bytes > limit {max_bytes}")
+            data = fh.read(max_bytes + 1)
+        except OSError as exc:
+            raise SkipFile("unreadable", str(exc)) from None
+    if len(data) > max_bytes:  # grew while we looked
+        raise SkipFile("too_large", f"more than {max_bytes} bytes")
+    return data
+
+
+def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
+    """Read a text file as 1C tools write it: ``(text, encoding_used)``.
+
+    Rules (``QUIRKS.md`` §1: Designer dumps are UTF-8 with BOM, EDT files UTF-8 without;
+    old hand-made files may be Windows-1251):
+
+    * a UTF-8 BOM is stripped (encoding ``"utf-8-sig"``); a UTF-16 BOM is honoured
+      (``"utf-16"``); otherwise UTF-8 is tried (``"utf-8"``), then cp1251 (``"cp1251"``).
+    * line endings are kept as they are (CRLF stays CRLF), so line numbers match the file.
+
+    Raises :class:`SkipFile` with reason ``too_large`` (size > ``max_bytes``, checked before
+    reading), ``binary`` (a NUL byte and no UTF-16 BOM), ``undecodable`` (neither encoding
+    fits; cp1251 only fails on byte 0x98), ``unreadable`` (``OSError``), ``symlink`` or
+    ``not_regular`` (see :func:`read_regular_bytes`: links are not followed, FIFOs and
+    devices are not opened).
+    """
+    return decode_bytes(read_regular_bytes(path, max_bytes))
+
+
+# ----------------------------------------------------------------------------- identity
+
+_CONFIG_MODULES = {
+    "SessionModule.bsl": "session",
+    "ManagedApplicationModule.bsl": "managed_application",
+    "OrdinaryApplicationModule.bsl": "ordinary_application",
+    "ExternalConnectionModule.bsl": "external_connection",
+}
+_FILE_KINDS = {
+    "ObjectModule.bsl": "object",
+    "ManagerModule.bsl": "manager",
+    "RecordSetModule.bsl": "recordset",
+    "ValueManagerModule.bsl": "value_manager",
+    "CommandModule.bsl": "command",
+}
+_MODULE_BSL_KIND = {  # "Module.bsl" directly in an object folder
+    "CommonModules": "common",
+    "HTTPServices": "http_service",
+    "WebServices": "web_service",
+    "CommonForms": "form",
+}
+
+
+def _nfc(s: str) -> str:
+    return unicodedata.normalize("NFC", s)
+
+
+def _edt_type_index(parts: list[str]) -> int | None:
+    """Index of the type folder in an EDT path: the component after ``src`` that is a known
+    type folder or ``Configuration``; or the first component when the root is ``src``."""
+    for i, p in enumerate(parts[:-1]):
+        if (p in OBJECT_TYPES or p == "Configuration") and (i == 0 or parts[i - 1] == "src"):
+            return i
+    return None
+
+
+def module_identity(rel_path: str, fmt: str) -> ModuleIdentity | None:
+    """Identity of a ``.bsl`` file from its path (``None`` only for a non-``.bsl`` path).
+
+    ``rel_path`` is relative to the export root (``/`` or ``\\`` separators; normalised to
+    NFC). ``fmt`` is ``"designer"`` or ``"edt"`` (``"unknown"`` is treated as Designer with
+    an EDT fallback). Layouts (``QUIRKS.md`` §13, §15):
+
+    * Designer ``CommonModules/X/Ext/Module.bsl`` -> (``ОбщийМодуль.X``, ``ОбщийМодуль``,
+      ``common``); ``<Folder>/X/Ext/{Object,Manager,RecordSet,ValueManager}Module.bsl``;
+      ``<Folder>/X/Forms/F/Ext/Form/Module.bsl`` -> ``<Тип>.X.Форма.F`` ``form``;
+      ``<Folder>/X/Commands/C/Ext/CommandModule.bsl`` -> ``<Тип>.X.Команда.C`` ``command``;
+      ``CommonForms/F/Ext/Form/Module.bsl``; ``CommonCommands/C/Ext/CommandModule.bsl``;
+      ``HTTPServices``/``WebServices`` ``X/Ext/Module.bsl``; ``Ext/<Kind>Module.bsl`` ->
+      ``Конфигурация``.
+    * EDT: the same below ``<project>/src/`` without ``Ext/`` (and without ``Form/``):
+      ``src/Catalogs/X/Forms/F/Module.bsl``, ``src/Configuration/SessionModule.bsl``.
+
+    Anything else gets ``module_kind`` ``"other"`` with a best-effort owner (the object
+    folder if one is recognisable, else ``""``).
+    """
+    rel = _nfc(rel_path.replace("\\", "/")).strip("/")
+    if not rel.lower().endswith(".bsl"):
+        return None
+    parts = rel.split("/")
+    fname = parts[-1]
+    if fmt == "edt":
+        ident = _edt_identity(parts, fname)
+        return ident or ModuleIdentity("", "", "other")
+    ident = _designer_identity(parts, fname)
+    if ident is None and fmt != "designer":
+        ident = _edt_identity(parts, fname)
+    return ident or ModuleIdentity("", "", "other")
+
+
+def _object_identity(parts: list[str], fname: str, tail_ok) -> ModuleIdentity | None:
+    """Shared walk for both layouts. ``parts[0]`` is the type folder, ``parts[1]`` the
+    object; then (sub-folder, name) pairs; ``tail_ok(rest, kind)`` validates what is left."""
+    folder = parts[0]
+    if folder not in OBJECT_TYPES or len(parts) < 3:
+        return None
+    ru = OBJECT_TYPES[folder][0]
+    owner = [ru, parts[1]]
+    i = 2
+    last_sub = None
+    while i + 2 < len(parts) and parts[i] in SUB_FOLDERS:
+        owner += [SUB_FOLDERS[parts[i]], parts[i + 1]]
+        last_sub = parts[i]
+        i += 2
+    rest = parts[i:]
+    if fname in _FILE_KINDS:
+        kind = _FILE_KINDS[fname]
+    elif fname == "Module.bsl":
+        if last_sub == "Forms":
+            kind = "form"
+        elif last_sub is None:
+            kind = _MODULE_BSL_KIND.get(folder, "other")
+        else:
+            kind = "other"
+    else:
+        kind = "other"
+    if kind != "other" and not tail_ok(rest, kind):
+        kind = "other"
+    return ModuleIdentity(".".join(owner), ru, kind)
+
+
+def _designer_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
+    if len(parts) == 2 and parts[0] == "Ext":
+        kind = _CONFIG_MODULES.get(fname)
+        return ModuleIdentity(CONFIGURATION, CONFIGURATION, kind) if kind else None
+
+    def ok(rest: list[str], kind: str) -> bool:
+        if kind == "form":
+            return rest == ["Ext", "Form", "Module.bsl"]
+        return rest == ["Ext", fname]
+
+    return _object_identity(parts, fname, ok)
+
+
+def _edt_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
+    i = _edt_type_index(parts)
+    if i is None:
+        return None
+    sub = parts[i:]
+    if sub[0] == "Configuration":
+        kind = _CONFIG_MODULES.get(fname) if len(sub) == 2 else None
+        return ModuleIdentity(CONFIGURATION, CONFIGURATION, kind or "other")
+    return _object_identity(sub, fname, lambda rest, kind: rest == [fname])
+
+
+# ----------------------------------------------------------------------------- detection
+
+_SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
+
+
+def _read_head(path: str, limit: int = 64 * 1024) -> str:
+    try:
+        fd = _open_regular(path)
+    except SkipFile:
+        return ""
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            data = fh.read(limit)
+    except OSError:
+        return ""
+    if data.startswith(_UTF8_BOM):
+        data = data[3:]
+    return data.decode("utf-8", errors="replace")
+
+
+def _is_regular(base: str | os.PathLike, *parts: str) -> bool:
+    """True when ``base/parts…`` is a regular file reached through real folders: no
+    component below ``base`` is a symlink (``lstat`` each)."""
+    p = os.fspath(base)
+    for i, part in enumerate(parts):
+        p = os.path.join(p, part)
+        try:
+            mode = os.lstat(p).st_mode
+        except OSError:
+            return False
+        if not (stat.S_ISREG(mode) if i == len(parts) - 1 else stat.S_ISDIR(mode)):
+            return False
+    return True
+
+
+def _tag(text: str, name: str) -> str:
+    m = re.search(rf"<{name}>([^<]*)</{name}>", text)
+    return m.group(1).strip() if m else ""
+
+
+def _designer_project(root: Path) -> ProjectInfo:
+    # The properties we need sit in the first few KB (before <ChildObjects>).
+    head = _read_head(str(root / "Configuration.xml"))
+    props = head.split("<ChildObjects>", 1)[0]
+    m = re.search(r'<MetaDataObject\b[^>]*\bversion="([^"]+)"', head)
+    purpose = _tag(props, "ConfigurationExtensionPurpose")
+    return ProjectInfo(
+        path="",
+        name=_nfc(_tag(props, "Name")),
+        is_extension=bool(purpose),
+        name_prefix=_nfc(_tag(props, "NamePrefix")),
+        purpose=purpose,
+        script_variant=_tag(props, "ScriptVariant"),
+        version=m.group(1) if m else "",
+    )
+
+
+def _edt_project(root: Path, rel_src: str) -> ProjectInfo:
+    src = root / rel_src if rel_src else root
+    # the project folder holds src/ (and .project); when the root *is* a src folder, the
+    # project path is still "" (nothing above the root is part of the export)
+    proj_dir = src.parent if src.name == "src" else src
+    rel_proj = rel_src.rpartition("/")[0] if "/" in rel_src else ""
+    head = _read_head(str(src / "Configuration" / "Configuration.mdo"))
+    # top-level <name> of the configuration: the first one, before any <languages> block
+    purpose = _tag(head, "configurationExtensionPurpose")
+    dot_project = _read_head(str(proj_dir / ".project"), 4096)
+    pmf = _read_head(str(proj_dir / "DT-INF" / "PROJECT.PMF"), 4096)
+    return ProjectInfo(
+        path=_nfc(rel_proj),
+        src=_nfc(rel_src),
+        name=_nfc(_tag(head, "name")),
+        project_name=_nfc(_tag(dot_project, "name")),
+        is_extension=bool(purpose) or "Base-Project:" in pmf or "<extension " in head.split("<languages", 1)[0],
+        name_prefix=_nfc(_tag(head, "namePrefix")),
+        purpose=purpose,
+        script_variant=_tag(head, "scriptVariant"),
+    )
+
+
+def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
+    """Relative ``src`` folders (``"exts/yaxunit/src"``) holding ``Configuration/Configuration.mdo``."""
+    found: list[str] = []
+    if _is_regular(root, "Configuration", "Configuration.mdo"):
+        return [""]
+
+    def walk(d: str, rel: str, depth: int) -> None:
+        try:
+            entries = list(os.scandir(d))
+        except OSError:
+            return
+        for e in entries:
+            if not e.is_dir(follow_symlinks=False) or e.name in _SKIP_DIRS:
+                continue
+            sub = f"{rel}/{e.name}" if rel else e.name
+            if e.name == "src" and _is_regular(e.path, "Configuration", "Configuration.mdo"):
+                found.append(sub)
+                continue  # a project's src holds no further projects
+            if depth < max_depth and not e.name.startswith("."):
+                walk(e.path, sub, depth + 1)
+
+    walk(str(root), "", 0)
+    return sorted(found)
+
+
+def detect_export(root: Path) -> ExportInfo:
+    """Detect the layout of ``root``.
+
+    * ``"designer"``: ``Configuration.xml`` at the root; one project with ``path=""``.
+    * ``"edt"``: one or more ``src/Configuration/Configuration.mdo`` below the root (up to
+      6 folder levels, hidden folders and ``.git``/``.bsl-lens`` not searched), or
+      ``Configuration/Configuration.mdo`` directly in the root (the root is a ``src``);
+      projects sorted by path.
+    * ``"unknown"``: neither; no projects (the scanner still indexes every ``.bsl``).
+
+    Like the scanner, detection follows no symlink below ``root``: a linked
+    ``Configuration.xml`` or ``Configuration`` folder does not count.
+    """
+    root = Path(root)
+    if _is_regular(root, "Configuration.xml"):
+        return ExportInfo(format="designer", projects=[_designer_project(root)])
+    srcs = _find_edt_srcs(root)
+    if srcs:
+        return ExportInfo(format="edt", projects=[_edt_project(root, s) for s in srcs])
+    return ExportInfo(format="unknown", projects=[])
+
+
+# ----------------------------------------------------------------------------- scanning
+
+_SNIFF_BYTES = 8000  # like git's binary heuristic: a NUL in the first 8000 bytes
+
+
+def _sniff_binary(path: str) -> int:
+    """Offset of a NUL byte in the head of the file, or -1 (UTF-16 with BOM is text).
+    Raises :class:`SkipFile` (``symlink``/``not_regular``) if the file was replaced by one
+    since it was listed; other read errors are left to the reader (-1)."""
+    try:
+        fd = _open_regular(path)
+    except SkipFile as exc:
+        if exc.reason == "unreadable":
+            return -1
+        raise
+    try:
+        with os.fdopen(fd, "rb") as fh:
+            head = fh.read(_SNIFF_BYTES)
+    except OSError:
+        return -1
+    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return -1
+    return head.find(b"\x00")
+
+
+def _metadata_identity(parts: list[str]) -> tuple[str, str] | None:
+    """(owner, object_type) for a descriptor path below the type folder, or None.
+
+    Designer: ``[Folder, Name.xml]`` and nested subsystems
+    ``[Subsystems, A, Subsystems, B.xml]``; EDT: ``[Folder, Name, Name.mdo]`` and
+    ``[Subsystems, A, Subsystems, B, B.mdo]``."""
+    folder = parts[0]
+    if folder not in OBJECT_TYPES:
+        return None
+    ru = OBJECT_TYPES[folder][0]
+    fname = parts[-1]
+    if fname.endswith(".xml"):
+        names = parts[1:-1] + [fname[:-4]]
+    elif fname.endswith(".mdo"):
+        if len(parts) < 3 or parts[-2] != fname[:-4]:
+            return None
+        names = parts[1:-1]
+    else:
+        return None
+    # names: [A] or [A, Subsystems, B, Subsystems, C, ...] (only subsystems nest)
+    if len(names) % 2 != 1:
+        return None
+    owner = [ru, names[0]]
+    for k in range(1, len(names), 2):
+        if folder != "Subsystems" or names[k] != "Subsystems":
+            return None
+        owner += [ru, names[k + 1]]
+    return ".".join(owner), ru
+
+
+def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[str] = ()) -> ScanResult:
+    """Walk ``root`` once (``os.scandir``) and classify every file.
+
+    * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
+      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules
+      (``QUIRKS.md`` §15) and are skipped with reason ``edt_template``; other ``.bsl``
+      outside a project ``src`` are still indexed (kind ``other``).
+    * ``metadata``: top-level object descriptors only: Designer ``<Folder>/<Name>.xml`` and
+      nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
+      (also nested subsystems). Not ``Configuration.xml``/``.mdo``, ``Ext/*.xml``,
+      ``Forms/*.xml``, ``Form.xml``, ``Template.xml``, ``Rights.xml`` …; Designer form and
+      template descriptors are attached to their owner as ``deps`` (NFC paths, like
+      ``path``).
+    * ``skipped``: ``too_large`` (size > ``max_file_bytes``), ``binary`` (a ``.bsl`` with a
+      NUL in its first 8000 bytes; :func:`read_text` checks the whole file later),
+      ``edt_template``; ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor
+      or a folder that is a symbolic link; detail: where it points); ``not_regular`` (a
+      FIFO, socket or device with such a name; never opened); ``unreadable`` (a folder
+      that could not be listed, completely or part-way, also for ``ENAMETOOLONG``, or a
+      file whose ``stat`` failed).
+    * ``unreadable_dirs``: the folders behind the ``unreadable`` folder skips (``""`` for
+      the root); see :class:`ScanResult`: what was indexed below them must be kept.
+
+    Symlinks are never followed, neither to files nor to folders (only ``root`` itself may
+    be one); folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered.
+
+    Paths are NFC (:mod:`daemon.contract`); when the name on disk differs (an NFD folder or
+    file name), ``SourceFile.disk_path`` holds the on-disk relative path. **Callers must
+    open files with** ``SourceFile.fs_path(root)`` (best through :func:`read_regular_bytes`,
+    which does not follow a link or block on a FIFO that replaced the file since the scan),
+    never ``root / path``. All lists are sorted by path. This never raises for what it
+    finds on disk.
+    """
+    root = Path(root)
+    info = detect_export(root)
+    info.docs = list(docs)
+    return _scan(root, info, [("", True, None)], max_file_bytes)
+
+
+def scan_paths(
+    root: Path,
+    info: ExportInfo,
+    files: Iterable[str] = (),
+    dirs: Iterable[str] = (),
+    *,
+    max_file_bytes: int = 8 * 2**20,
+) -> ScanResult:
+    """:func:`scan_export` restricted to some files and folders (the watcher's batches).
+
+    ``files`` and ``dirs`` are relative to ``root`` (NFC or on-disk spelling; ``/`` or
+    ``\\``); ``info`` is the :class:`ExportInfo` of the last full scan (a change of
+    ``Configuration.xml``/``.mdo`` needs a full scan instead). Each file is classified by
+    the same rules as in a full scan by listing its folder; each folder is walked
+    recursively. A Designer form or template descriptor (``T/X/Forms/F.xml``) brings in its
+    owner descriptor ``T/X.xml``, and a descriptor brings in its ``Forms``/``Templates``
+    folders, so ``SourceFile.deps`` is complete. Costs O(listed folders), not O(export).
+
+    Returns a :class:`ScanResult` holding only what lies at the given files or under the
+    given folders (plus owner descriptors); a path that does not exist is simply absent.
+    """
+    root = Path(root)
+    fmt = info.format
+    want_files: set[str] = set()
+    tasks: dict[str, tuple[bool, set[str] | None]] = {}
+
+    def add_dir(rel: str, recursive: bool, name: str | None) -> None:
+        """Visit ``rel``: all of it (name None) or just ``name``; merged with earlier visits."""
+        prev_rec, prev_names = tasks.get(rel, (False, set()))
+        if name is None or prev_names is None:
+            names = None
+        else:
+            names = prev_names | {name}
+        tasks[rel] = (recursive or prev_rec, names)
+
+    def add_descriptor(rel: str) -> None:
+        want_files.add(rel)
+        parent, _, name = rel.rpartition("/")
+        add_dir(parent, False, name)
+        if fmt == "designer" and rel.endswith(".xml"):
+            stem = rel[:-4]
+            add_dir(stem + "/Forms", False, None)
+            add_dir(stem + "/Templates", False, None)
+
+    for raw in files:
+        rel = _nfc(str(raw).replace("\\", "/")).strip("/")
+        if not rel:
+            continue
+        parts = rel.split("/")
+        if fmt == "designer" and len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+            add_descriptor(f"{parts[0]}/{parts[1]}.xml")
+            continue
+        want_files.add(rel)
+        parent, _, name = rel.rpartition("/")
+        add_dir(parent, False, name)
+        if rel.lower().endswith((".xml", ".mdo")):
+            add_descriptor(rel)
+    want_dirs = []
+    for raw in dirs:
+        rel = _nfc(str(raw).replace("\\", "/")).strip("/")
+        want_dirs.append(rel)
+        add_dir(rel, True, None)
+    starts = [(rel, rec, names) for rel, (rec, names) in tasks.items()]
+    res = _scan(root, info, starts, max_file_bytes, missing_ok=True)
+    prefixes = tuple(d + "/" for d in want_dirs if d)
+    everything = "" in want_dirs
+
+    def wanted(path: str) -> bool:
+        return everything or path in want_files or (bool(prefixes) and path.startswith(prefixes))
+
+    res.modules = [s for s in res.modules if wanted(s.path)]
+    res.metadata = [s for s in res.metadata if wanted(s.path)]
+    res.docs = [s for s in res.docs if wanted(s.path)]
+    res.skipped = [s for s in res.skipped if wanted(s.path)]
+    return res
+
+
+def _disk_dir(root: Path, rel: str) -> str | None:
+    """The on-disk spelling of the folder ``rel`` (NFC), or None if it does not exist.
+    Resolves NFD-named components by listing their parent."""
+    if not rel:
+        return ""
+    if os.path.isdir(os.path.join(root, rel)) and not os.path.islink(os.path.join(root, rel)):
+        return rel
+    cur = ""
+    for part in rel.split("/"):
+        cand = f"{cur}/{part}" if cur else part
+        full = os.path.join(root, cand)
+        if not (os.path.isdir(full) and not os.path.islink(full)):
+            try:
+                names = os.listdir(os.path.join(root, cur) if cur else root)
+            except OSError:
+                return None
+            match = [n for n in names if _nfc(n) == part]
+            if not match:
+                return None
+            cand = f"{cur}/{match[0]}" if cur else match[0]
+        cur = cand
+    return cur
+
+
+def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_ok: bool = False) -> ScanResult:
+    """The walk behind :func:`scan_export` and :func:`scan_paths`. ``starts`` is a list of
+    ``(relative folder, recursive, names or None)``: a non-recursive start with ``names``
+    looks only at those entries of the folder (NFC names)."""
+    fmt = info.format
+    srcs = sorted((p.src for p in info.projects if fmt == "edt"), key=len, reverse=True)
+    src_project = {p.src: p.path for p in info.projects}
+    modules: list[SourceFile] = []
+    metadata: list[SourceFile] = []
+    skipped: list[Skip] = []
+    unreadable_dirs: list[str] = []
+    deps: dict[str, list[str]] = {}
+    pages: list[SourceFile] = []
+    from .docs import DocsLayout
+
+    docs_layout = DocsLayout(root, info)
+
+    def project_of(rel: str) -> tuple[str, str] | None:
+        """(src prefix, project path) of an EDT path, or None if outside every src."""
+        for s in srcs:
+            if s == "":
+                return "", src_project[s]
+            if rel.startswith(s + "/"):
+                return s, src_project[s]
+        return None
+
+    def unreadable(rel: str, detail: str) -> None:
+        skipped.append(Skip(rel, "unreadable", detail))
+        unreadable_dirs.append(rel)
+
+    stack: list[tuple[str, str, bool, set[str] | None]] = []
+    for rel, recursive, names in starts:
+        disk = _disk_dir(root, rel) if missing_ok else rel
+        if disk is None:
+            continue
+        if missing_ok and disk and any(p in _SKIP_DIRS for p in disk.split("/")):
+            continue
+        stack.append((os.path.join(root, disk) if disk else str(root), disk, recursive, names))
+    while stack:
+        dpath, drel, recursive, only = stack.pop()
+        try:
+            it = os.scandir(dpath)
+        except OSError as exc:
+            if missing_ok and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
+                continue
+            unreadable(_nfc(drel), f"cannot list the folder: {exc}")
+            continue
+        with it:
+            while True:
+                try:
+                    e = next(it)
+                except StopIteration:
+                    break
+                except OSError as exc:  # readdir failed part-way (e.g. /proc/1/map_files)
+                    unreadable(_nfc(drel), f"listing the folder failed part-way, its other entries are unknown: {exc}")
+                    break
+                name = e.name
+                if only is not None and _nfc(name) not in only:
+                    continue
+                raw_rel = f"{drel}/{name}" if drel else name
+                try:
+                    is_dir = e.is_dir(follow_symlinks=False)
+                    is_link = not is_dir and e.is_symlink()
+                    is_file = not is_dir and not is_link and e.is_file(follow_symlinks=False)
+                except OSError as exc:  # could be a folder: its contents are unknown
+                    unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
+                    continue
+                if is_dir:
+                    if recursive and name not in _SKIP_DIRS:
+                        stack.append((e.path, raw_rel, True, None))
+                    continue
+                lower = name.lower()
+                is_bsl = lower.endswith(".bsl")
+                docs_dir = docs_layout.folder_of(raw_rel)
+                if docs_dir is not None and not (is_bsl or lower.endswith((".xml", ".mdo"))):
+                    docs_layout.scan_page(e, _nfc(raw_rel), raw_rel, docs_dir, is_file, is_link, pages, skipped)
+                    continue
+                if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
+                    if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
+                        skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + _link_detail(e.path)))
+                    continue
+                rel = _nfc(raw_rel)
+                disk = raw_rel if raw_rel != rel else ""
+                special = None if is_file else _special(e, is_link)
+                if is_bsl:
+                    _scan_bsl(e, rel, disk, special, fmt, project_of, max_file_bytes, modules, skipped)
+                else:
+                    _scan_descriptor(e, rel, disk, special, fmt, project_of, max_file_bytes, metadata, skipped, deps)
+    for src in metadata:
+        d = deps.get(src.path)
+        if d:
+            src.deps = sorted(d)
+    modules.sort(key=lambda s: s.path)
+    metadata.sort(key=lambda s: s.path)
+    pages.sort(key=lambda s: s.path)
+    skipped.sort(key=lambda s: (s.path, s.reason))
+    return ScanResult(
+        info=info, modules=modules, metadata=metadata, docs=pages, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
+    )
+
+
+def _special(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
+    """(reason, detail) for an entry that is not a regular file (nor a folder)."""
+    if is_link:
+        return "symlink", _link_detail(e.path)
+    try:
+        mode = e.stat(follow_symlinks=False).st_mode
+    except OSError as exc:
+        return "unreadable", str(exc)
+    return "not_regular", _not_regular_detail(mode)
+
+
+def _stat_within(e, rel: str, skipped: list[Skip], max_bytes: int):
+    """``_stat`` plus the size cap: ``None`` (and a ``too_large`` skip) above ``max_bytes``."""
+    st = _stat(e, rel, skipped)
+    if st is not None and st.st_size > max_bytes:
+        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
+        return None
+    return st
+
+
+def _stat(e: os.DirEntry, rel: str, skipped: list[Skip]) -> os.stat_result | None:
+    try:
+        return e.stat(follow_symlinks=False)
+    except OSError as exc:
+        skipped.append(Skip(rel, "unreadable", str(exc)))
+        return None
+
+
+def _scan_bsl(e, rel, disk, special, fmt, project_of, max_bytes, modules, skipped) -> None:
+    parts = rel.split("/")
+    project = ""
+    if fmt == "edt":
+        if ".settings" in parts[:-1]:
+            skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
+            return
+        po = project_of(rel)
+        if po is not None:
+            project = po[1]
+    if special is not None:
+        skipped.append(Skip(rel, *special))
+        return
+    st = _stat_within(e, rel, skipped, max_bytes)
+    if st is None:
+        return
+    try:
+        nul = _sniff_binary(e.path)
+    except SkipFile as exc:  # replaced by a link / FIFO since it was listed
+        skipped.append(exc.to_skip(rel))
+        return
+    if nul >= 0:
+        skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}"))
+        return
+    ident = module_identity(rel, fmt) or ModuleIdentity("", "", "other")
+    modules.append(
+        SourceFile(
+            path=rel,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            owner=ident.owner,
+            object_type=ident.object_type,
+            module_kind=ident.module_kind,
+            project=project,
+            disk_path=disk,
+        )
+    )
+
+
+def _scan_descriptor(e, rel, disk, special, fmt, project_of, max_bytes, metadata, skipped, deps) -> None:
+    parts = rel.split("/")
+    project = ""
+    if fmt == "edt":
+        if not rel.endswith(".mdo"):
+            return
+        po = project_of(rel)
+        if po is None:
+            return
+        src, project = po
+        sub = parts[len(src.split("/")) :] if src else parts
+    elif fmt == "designer":
+        if not rel.endswith(".xml"):
+            return
+        sub = parts
+        # form / template descriptors feed their owner's chunks
+        if len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+            if special is not None:  # the metadata chunker will not read it either
+                skipped.append(Skip(rel, *special))
+                return
+            deps.setdefault(f"{parts[0]}/{parts[1]}.xml", []).append(rel)
+            return
+    else:
+        return
+    if len(sub) < 2:
+        return
+    ident = _metadata_identity(sub)
+    if ident is None:
+        return
+    if special is not None:
+        skipped.append(Skip(rel, *special))
+        return
+    st = _stat_within(e, rel, skipped, max_bytes)
+    if st is None:
+        return
+    metadata.append(
+        SourceFile(
+            path=rel,
+            size=st.st_size,
+            mtime_ns=st.st_mtime_ns,
+            owner=ident[0],
+            object_type=ident[1],
+            project=project,
+            disk_path=disk,
+        )
+    )
