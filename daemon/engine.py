@@ -603,7 +603,7 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         finds ``Справочник.Пользователи``; ``КурсВалют`` finds ``РегистрСведений.КурсыВалют``
         by CamelHump), qualified by the type when one is given, then without it; objects of
         the asked type first. At most ``limit`` owners; [] when nothing is close."""
-        from .sources.scan import normalize_object_type
+        from .contract import normalize_object_type
 
         typ, _, obj = name.strip().partition(".")
         if not obj:

@@ -27,7 +27,7 @@ import asyncio
 import logging
 import os
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from lsprotocol import types
 
@@ -36,10 +36,23 @@ from daemon.client import AsyncDaemonClient, DaemonError, Supervisor, daemon_arg
 from . import convert
 from .settings import Folder, Settings, index_dir_for
 
-if TYPE_CHECKING:
-    from .server import BslLensServer
-
 log = logging.getLogger(__name__)
+
+
+class BslLensServer(Protocol):
+    """What a :class:`Root` needs of the language server (``lsp.server.BslLensServer``):
+    work-done progress, a message to the user and the ``initialized`` event. A protocol,
+    so that this module does not import the server that imports it."""
+
+    progress_supported: bool
+    initialized_event: asyncio.Event
+
+    @property
+    def work_done_progress(self) -> Any: ...  # noqa: D102
+
+    def new_progress_token(self) -> str: ...  # noqa: D102
+
+    def notify_user(self, message: str, type_: types.MessageType = types.MessageType.Info) -> None: ...  # noqa: D102
 
 #: An embedding progress bar ends after this many seconds without a push (the dense
 #: thread pauses while the writer works, or the remaining chunks cannot be embedded).

@@ -710,15 +710,16 @@ def _start_wait(c, args) -> None:
 
 
 def cmd_daemon_stop(args) -> int:
-    """Stop the root's daemon (:func:`daemon.server.runtime.stop_daemon`: ``shutdown``, wait up to
+    """Stop the root's daemon (:func:`daemon.client.stop_daemon`: ``shutdown``, wait up to
     ``--timeout`` for the root lock, then SIGTERM/SIGKILL). Exit 0 stopped or was not
     running, 1 could not stop it (or the wrong index dir)."""
+    from .. import client
     from ..server import runtime
 
     paths = runtime.paths_for(args.root, args.index_dir)
     try:
-        res = runtime.stop_daemon(paths, args.timeout, note=lambda text: print(f"bsl-lens: {text}", file=sys.stderr))
-    except runtime.StopError as exc:
+        res = client.stop_daemon(paths, args.timeout, note=lambda text: print(f"bsl-lens: {text}", file=sys.stderr))
+    except client.StopError as exc:
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return 1
     if not res.was_running:

@@ -27,17 +27,9 @@ from ..sources.bsl import chunk_module, live_code
 from ..ranking.fusion import RRF_K
 from ..contract import Chunk, Skip
 from ..sources.metadata import chunk_metadata_bytes
-from ..sources.scan import (
-    ExportInfo,
-    SkipFile,
-    SourceFile,
-    content_hash,
-    decode_bytes,
-    english_type,
-    read_regular_bytes,
-    scan_export,
-    type_folder,
-)
+from ..sources.scan import ExportInfo, scan_export
+from ..sources.files import SkipFile, SourceFile, content_hash, decode_bytes, read_regular_bytes
+from ..contract import english_type, type_folder
 from .names import api_boost
 from ..text.tokenize import tokenize
 from ..sources.docs import docs_name, docs_tokens, log_notes, read_page

@@ -240,11 +240,11 @@ class RankingMixin:
             raise ValueError(f"scope must be one of {SCOPES}, got {f.scope!r}")
         otype = None
         if f.object_type:
-            from ..sources.scan import normalize_object_type
+            from ..contract import normalize_object_type
 
             otype = normalize_object_type(f.object_type)
             if otype is None:
-                from ..sources.scan import object_type_list
+                from ..contract import object_type_list
 
                 raise ValueError(f"unknown object type {f.object_type!r}; use one of: {object_type_list()}")
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None

@@ -63,7 +63,8 @@ from ..contract import (
     Status,
     WatchStatus,
 )
-from ..sources.scan import SkipFile, decode_bytes, normalize_object_type, read_regular_bytes
+from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
+from ..contract import normalize_object_type
 from ..options import embedder_or_none
 from ..stats import percentile
 from ..index.storage import default_index_dir
@@ -1149,7 +1150,7 @@ class Service:
             raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
         ru = normalize_object_type(typ)
         if ru is None:
-            from ..sources.scan import object_type_list
+            from ..contract import object_type_list
 
             raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
         try:

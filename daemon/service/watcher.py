@@ -16,7 +16,7 @@ to re-index (and whether a batch is too big to apply incrementally) is the servi
   ``IN_OPEN``/``IN_ACCESS``/``IN_CLOSE_NOWRITE``), so indexing cannot feed back.
 * **Paths** are relative to the root, ``/``-separated, NFC (macOS hands out NFD names,
   ``QUIRKS.md`` §1), never ``..`` nor absolute: the spelling of
-  :func:`daemon.sources.scan.module_identity` and :class:`daemon.sources.scan.SourceFile` ``.path``.
+  :func:`daemon.sources.scan.module_identity` and :class:`daemon.sources.files.SourceFile` ``.path``.
   Open files through :func:`daemon.sources.scan.scan_paths`, which maps them back to the on-disk
   spelling.
 * **Debounce.** A batch is delivered after ``quiet_s`` without a relevant event, or at

@@ -11,7 +11,7 @@ links from docs sections to the code they name.
   a NUL byte makes it ``binary``; text that is mostly UTF-8 with some invalid bytes (at most
   :data:`BROKEN_UTF8_SHARE` of the bytes, and fewer than its valid multi-byte characters) is
   read with U+FFFD for them and a logged warning naming the file; otherwise the decoding rules of
-  :func:`daemon.sources.scan.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
+  :func:`daemon.sources.files.decode_bytes` (cp1251 for a page that is not UTF-8, with a logged
   warning naming the file and the decoding). Chunked by :func:`daemon.sources.markdown.chunk_markdown`.
 * **Links** (:func:`code_identifiers`, :class:`DocLinks`): the BSL identifiers a section names
   (``ЮТест.ОжидаетЧто``, ``ЗначениеРеквизитаОбъекта()``, in code spans, code blocks and
@@ -99,15 +99,15 @@ class DocsLayout:
 
     def scan_page(self, e: os.DirEntry, rel: str, raw_rel: str, folder: str, is_file: bool, is_link: bool, pages: list, skipped: list) -> None:
         """Classify one non-code file of a docs folder: a page goes to ``pages`` (a
-        :class:`daemon.sources.scan.SourceFile`), anything else to ``skipped`` with a reason."""
-        from .scan import SourceFile, _sniff_binary, _special, SkipFile
+        :class:`daemon.sources.files.SourceFile`), anything else to ``skipped`` with a reason."""
+        from .files import SourceFile, sniff_binary, special_kind, SkipFile
 
         if not e.name.lower().endswith(PAGE_SUFFIXES):
             if is_file and not e.name.startswith("."):
                 skipped.append(Skip(rel, "not_markdown", "an image or other file in a docs folder; only .md pages are indexed"))
             return
         if not is_file:
-            skipped.append(Skip(rel, *_special(e, is_link)))
+            skipped.append(Skip(rel, *special_kind(e, is_link)))
             return
         try:
             st = e.stat(follow_symlinks=False)
@@ -118,7 +118,7 @@ class DocsLayout:
             skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > docs page limit {DOCS_MAX_BYTES}"))
             return
         try:
-            nul = _sniff_binary(e.path)
+            nul = sniff_binary(e.path)
         except SkipFile as exc:
             skipped.append(exc.to_skip(rel))
             return
@@ -153,10 +153,10 @@ def log_notes(u) -> None:
 
 
 def read_page(data: bytes, src, config) -> list[Chunk]:
-    """Decode and chunk one page (``src``: its :class:`daemon.sources.scan.SourceFile`). Raises
-    :class:`daemon.sources.scan.SkipFile` (``too_large``, ``binary``, ``undecodable``)."""
+    """Decode and chunk one page (``src``: its :class:`daemon.sources.files.SourceFile`). Raises
+    :class:`daemon.sources.files.SkipFile` (``too_large``, ``binary``, ``undecodable``)."""
     from .markdown import chunk_markdown
-    from .scan import SkipFile, decode_bytes
+    from .files import SkipFile, decode_bytes
 
     if len(data) > DOCS_MAX_BYTES:
         raise SkipFile("too_large", f"{len(data)} bytes > docs page limit {DOCS_MAX_BYTES}")

@@ -34,7 +34,8 @@ from lxml import etree
 
 from ..contract import Chunk, Skip
 from ..text.folding import fold, split_words
-from .scan import CONFIGURATION, OBJECT_TYPES, SkipFile, SourceFile, english_type, read_regular_bytes, type_folder
+from ..contract import CONFIGURATION, OBJECT_TYPES, english_type, type_folder
+from .files import SkipFile, SourceFile, read_regular_bytes
 
 #: Namespace of Designer descriptors (``<MetaDataObject xmlns=…>`` and the object inside).
 MD_NS = "http://v8.1c.ru/8.3/MDClasses"
@@ -515,7 +516,7 @@ def _syn_lines(L: dict, syn: dict[str, str]) -> list[str]:
 def chunk_metadata(root: Path, source: SourceFile, fmt: str) -> tuple[list[Chunk], list[Skip]]:
     """Chunk one object descriptor.
 
-    ``root``: the export root; ``source``: a :class:`daemon.sources.scan.SourceFile` from
+    ``root``: the export root; ``source``: a :class:`daemon.sources.files.SourceFile` from
     :func:`daemon.sources.scan.scan_export` (``path``, ``owner``, ``object_type``); ``fmt``:
     ``"designer"`` or ``"edt"`` (anything else: guessed from the root element).
 
@@ -528,7 +529,7 @@ def chunk_metadata(root: Path, source: SourceFile, fmt: str) -> tuple[list[Chunk
     object element in that namespace, or an EDT ``<mdclass:…>`` element of namespace
     :data:`EDT_NS`; the object element must be the class of ``source.object_type``
     (``<Catalog>`` for ``Справочник``), or any known class when ``object_type`` is empty.
-    The file is read with :func:`daemon.sources.scan.read_regular_bytes`: a symlink or a FIFO gives
+    The file is read with :func:`daemon.sources.files.read_regular_bytes`: a symlink or a FIFO gives
     ``Skip(path, "symlink" | "not_regular")``. A broken Designer form/template descriptor
     only costs that form's synonym and adds an ``invalid_xml`` skip for it (``symlink`` /
     ``not_regular`` when it, or its ``Forms``/``Templates`` folder, is not a plain one).

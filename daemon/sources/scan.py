@@ -16,8 +16,6 @@ use the Russian singular type (``ОбщийМодуль.Common`` in the English 
 
 from __future__ import annotations
 
-import errno
-import hashlib
 import os
 import re
 import stat
@@ -29,18 +27,9 @@ import msgspec
 
 from ..contract import Skip
 
-# ----------------------------------------------------------------------------- object types
-# The vocabulary of metadata object types lives in daemon.contract (the clients use it too).
-from ..contract import (  # noqa: E402,F401  (re-exported: importers of daemon.sources.scan keep working)
-    CONFIGURATION,
-    OBJECT_TYPES,
-    SUB_FOLDERS,
-    english_type,
-    normalize_object_type,
-    object_type_aliases,
-    object_type_list,
-    type_folder,
-)
+from ..contract import CONFIGURATION, OBJECT_TYPES, SUB_FOLDERS
+from .docs import DocsLayout
+from .files import ModuleIdentity, SkipFile, SourceFile, UTF8_BOM, link_detail, open_regular, sniff_binary, special_kind
 
 # ----------------------------------------------------------------------------- structs
 
@@ -82,53 +71,6 @@ class ExportInfo(msgspec.Struct, kw_only=True):
     docs: list[str] = []
 
 
-class ModuleIdentity(msgspec.Struct, frozen=True):
-    """Who owns a module: ``owner`` (``ОбщийМодуль.X``, ``Справочник.X.Форма.F``,
-    ``Конфигурация``), its Russian ``object_type`` and ``module_kind`` (one of
-    :data:`daemon.contract.MODULE_KINDS`; ``""`` for a metadata descriptor)."""
-
-    owner: str
-    object_type: str
-    module_kind: str
-
-
-class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One file to index (a ``.bsl`` module or an object descriptor).
-
-    * ``path``: relative to the export root, forward slashes, NFC (model convention);
-      ``disk_path``: the on-disk relative path, set whenever it differs from ``path`` (a
-      folder or file named in NFD, as macOS tools and some archives write them), ``""``
-      otherwise. Open files with :meth:`fs_path`, never ``root / path``: on Linux the NFC
-      spelling of an NFD name does not exist. Clients that open a hit need it too.
-    * ``owner`` / ``object_type`` / ``module_kind``: see :class:`ModuleIdentity`
-      (``module_kind`` is ``""`` for descriptors).
-    * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``).
-    * ``project``: the EDT project folder (``"exts/yaxunit"``), ``""`` otherwise.
-    * ``deps``: other files a descriptor's chunks read (Designer form / template
-      descriptors ``<Folder>/<Name>/Forms/<F>.xml`` that give their synonyms).
-    """
-
-    path: str
-    size: int
-    mtime_ns: int
-    owner: str = ""
-    object_type: str = ""
-    module_kind: str = ""
-    project: str = ""
-    disk_path: str = ""
-    deps: list[str] = []
-    flavor: str = ""  # markdown pages: how the site generator makes anchors (daemon.sources.markdown.FLAVORS)
-
-    @property
-    def identity(self) -> ModuleIdentity:
-        """``(owner, object_type, module_kind)`` as a :class:`ModuleIdentity`."""
-        return ModuleIdentity(self.owner, self.object_type, self.module_kind)
-
-    def fs_path(self, root: Path) -> Path:
-        """Path on disk: ``root / (disk_path or path)``."""
-        return Path(root) / (self.disk_path or self.path)
-
-
 class ScanResult(msgspec.Struct, kw_only=True):
     """Output of :func:`scan_export`; all lists sorted by ``path``.
 
@@ -149,161 +91,7 @@ class ScanResult(msgspec.Struct, kw_only=True):
     unreadable_dirs: list[str] = []
 
 
-class SkipFile(Exception):
-    """A file that should not be indexed. ``reason`` is a :class:`daemon.contract.Skip`
-    reason code (``binary``, ``too_large``, ``undecodable``, ``unreadable``, ``symlink``,
-    ``not_regular``); ``detail`` a sentence."""
-
-    def __init__(self, reason: str, detail: str = ""):
-        super().__init__(f"{reason}: {detail}" if detail else reason)
-        self.reason = reason
-        self.detail = detail
-
-    def to_skip(self, path: str) -> Skip:
-        """The :class:`daemon.contract.Skip` record for ``path`` (relative, NFC)."""
-        return Skip(path, self.reason, self.detail)
-
-
 # ----------------------------------------------------------------------------- reading
-
-
-def content_hash(data: bytes) -> str:
-    """BLAKE2b with a 16-byte digest, as 32 lowercase hex characters (change detection)."""
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-_UTF8_BOM = b"\xef\xbb\xbf"
-
-
-def decode_bytes(data: bytes) -> tuple[str, str]:
-    """Decode file content; see :func:`read_text` for the rules and errors.
-
-    Returns ``(text, encoding)`` with ``encoding`` one of ``"utf-8-sig"`` (BOM present,
-    stripped), ``"utf-8"``, ``"utf-16"`` (BOM present, stripped), ``"cp1251"``.
-    """
-    if data.startswith(_UTF8_BOM):
-        try:
-            return data[3:].decode("utf-8"), "utf-8-sig"
-        except UnicodeDecodeError as exc:
-            raise SkipFile("undecodable", f"UTF-8 BOM but invalid UTF-8 at byte {exc.start + 3}") from None
-    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        try:
-            return data.decode("utf-16"), "utf-16"
-        except UnicodeDecodeError as exc:
-            raise SkipFile("undecodable", f"UTF-16 BOM but invalid UTF-16 at byte {exc.start}") from None
-    nul = data.find(b"\x00")
-    if nul >= 0:
-        raise SkipFile("binary", f"NUL byte at offset {nul}")
-    try:
-        return data.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        pass
-    try:
-        return data.decode("cp1251"), "cp1251"
-    except UnicodeDecodeError as exc:
-        raise SkipFile("undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})") from None
-
-
-_OPEN_FLAGS = (
-    os.O_RDONLY
-    | getattr(os, "O_NOFOLLOW", 0)  # a final symlink fails with ELOOP instead of being followed
-    | getattr(os, "O_NONBLOCK", 0)  # a FIFO opens at once instead of waiting for a writer
-    | getattr(os, "O_NOCTTY", 0)
-    | getattr(os, "O_CLOEXEC", 0)
-    | getattr(os, "O_BINARY", 0)
-)
-
-
-def _file_kind(mode: int) -> str:
-    if stat.S_ISFIFO(mode):
-        return "FIFO (named pipe)"
-    if stat.S_ISSOCK(mode):
-        return "socket"
-    if stat.S_ISCHR(mode):
-        return "character device"
-    if stat.S_ISBLK(mode):
-        return "block device"
-    if stat.S_ISDIR(mode):
-        return "folder"
-    return "special file"
-
-
-def _link_detail(path: str | os.PathLike) -> str:
-    try:
-        return f"symbolic link to {os.readlink(path)}; links are not followed"
-    except OSError:
-        return "symbolic link; links are not followed"
-
-
-def _not_regular_detail(mode: int) -> str:
-    return f"a {_file_kind(mode)}, not a regular file; not opened"
-
-
-def _open_regular(path: str | os.PathLike) -> int:
-    """File descriptor of the regular file ``path``, opened without following a symlink in
-    the last component and without blocking on a FIFO. Raises :class:`SkipFile` with
-    reason ``symlink``, ``not_regular`` or ``unreadable``."""
-    if not getattr(os, "O_NOFOLLOW", 0) and os.path.islink(path):  # no O_NOFOLLOW (Windows)
-        raise SkipFile("symlink", _link_detail(path))
-    try:
-        fd = os.open(path, _OPEN_FLAGS)
-    except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.EMLINK) and os.path.islink(path):
-            raise SkipFile("symlink", _link_detail(path)) from None
-        raise SkipFile("unreadable", str(exc)) from None
-    try:
-        mode = os.fstat(fd).st_mode
-    except OSError as exc:
-        os.close(fd)
-        raise SkipFile("unreadable", str(exc)) from None
-    if not stat.S_ISREG(mode):
-        os.close(fd)
-        raise SkipFile("not_regular", _not_regular_detail(mode))
-    return fd
-
-
-def read_regular_bytes(path: str | os.PathLike, max_bytes: int | None = None) -> bytes:
-    """The bytes of ``path`` if it is a regular file; never follows a symlink (in the last
-    path component) and never blocks on a FIFO or device: use this, not ``open`` /
-    ``Path.read_bytes``, to read a file the scanner listed (it may have been replaced since).
-
-    Raises :class:`SkipFile`: ``symlink`` (detail: where it points), ``not_regular``
-    (FIFO, socket, device, folder), ``unreadable`` (``OSError``), ``too_large`` (more than
-    ``max_bytes``, when given; checked before reading).
-    """
-    fd = _open_regular(path)
-    with os.fdopen(fd, "rb") as fh:
-        try:
-            if max_bytes is None:
-                return fh.read()
-            size = os.fstat(fh.fileno()).st_size
-            if size > max_bytes:
-                raise SkipFile("too_large", f"{size} bytes > limit {max_bytes}")
-            data = fh.read(max_bytes + 1)
-        except OSError as exc:
-            raise SkipFile("unreadable", str(exc)) from None
-    if len(data) > max_bytes:  # grew while we looked
-        raise SkipFile("too_large", f"more than {max_bytes} bytes")
-    return data
-
-
-def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
-    """Read a text file as 1C tools write it: ``(text, encoding_used)``.
-
-    Rules (``QUIRKS.md`` §1: Designer dumps are UTF-8 with BOM, EDT files UTF-8 without;
-    old hand-made files may be Windows-1251):
-
-    * a UTF-8 BOM is stripped (encoding ``"utf-8-sig"``); a UTF-16 BOM is honoured
-      (``"utf-16"``); otherwise UTF-8 is tried (``"utf-8"``), then cp1251 (``"cp1251"``).
-    * line endings are kept as they are (CRLF stays CRLF), so line numbers match the file.
-
-    Raises :class:`SkipFile` with reason ``too_large`` (size > ``max_bytes``, checked before
-    reading), ``binary`` (a NUL byte and no UTF-16 BOM), ``undecodable`` (neither encoding
-    fits; cp1251 only fails on byte 0x98), ``unreadable`` (``OSError``), ``symlink`` or
-    ``not_regular`` (see :func:`read_regular_bytes`: links are not followed, FIFOs and
-    devices are not opened).
-    """
-    return decode_bytes(read_regular_bytes(path, max_bytes))
 
 
 # ----------------------------------------------------------------------------- identity
@@ -438,7 +226,7 @@ _SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
 
 def _read_head(path: str, limit: int = 64 * 1024) -> str:
     try:
-        fd = _open_regular(path)
+        fd = open_regular(path)
     except SkipFile:
         return ""
     try:
@@ -446,7 +234,7 @@ def _read_head(path: str, limit: int = 64 * 1024) -> str:
             data = fh.read(limit)
     except OSError:
         return ""
-    if data.startswith(_UTF8_BOM):
+    if data.startswith(UTF8_BOM):
         data = data[3:]
     return data.decode("utf-8", errors="replace")
 
@@ -559,28 +347,6 @@ def detect_export(root: Path) -> ExportInfo:
 
 
 # ----------------------------------------------------------------------------- scanning
-
-_SNIFF_BYTES = 8000  # like git's binary heuristic: a NUL in the first 8000 bytes
-
-
-def _sniff_binary(path: str) -> int:
-    """Offset of a NUL byte in the head of the file, or -1 (UTF-16 with BOM is text).
-    Raises :class:`SkipFile` (``symlink``/``not_regular``) if the file was replaced by one
-    since it was listed; other read errors are left to the reader (-1)."""
-    try:
-        fd = _open_regular(path)
-    except SkipFile as exc:
-        if exc.reason == "unreadable":
-            return -1
-        raise
-    try:
-        with os.fdopen(fd, "rb") as fh:
-            head = fh.read(_SNIFF_BYTES)
-    except OSError:
-        return -1
-    if head[:2] in (b"\xff\xfe", b"\xfe\xff"):
-        return -1
-    return head.find(b"\x00")
 
 
 def _metadata_identity(parts: list[str]) -> tuple[str, str] | None:
@@ -766,7 +532,6 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
     unreadable_dirs: list[str] = []
     deps: dict[str, list[str]] = {}
     pages: list[SourceFile] = []
-    from .docs import DocsLayout
 
     docs_layout = DocsLayout(root, info)
 
@@ -832,11 +597,11 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
                     continue
                 if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
                     if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
-                        skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + _link_detail(e.path)))
+                        skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + link_detail(e.path)))
                     continue
                 rel = _nfc(raw_rel)
                 disk = raw_rel if raw_rel != rel else ""
-                special = None if is_file else _special(e, is_link)
+                special = None if is_file else special_kind(e, is_link)
                 if is_bsl:
                     _scan_bsl(e, rel, disk, special, fmt, project_of, max_file_bytes, modules, skipped)
                 else:
@@ -852,17 +617,6 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
     return ScanResult(
         info=info, modules=modules, metadata=metadata, docs=pages, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
     )
-
-
-def _special(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
-    """(reason, detail) for an entry that is not a regular file (nor a folder)."""
-    if is_link:
-        return "symlink", _link_detail(e.path)
-    try:
-        mode = e.stat(follow_symlinks=False).st_mode
-    except OSError as exc:
-        return "unreadable", str(exc)
-    return "not_regular", _not_regular_detail(mode)
 
 
 def _stat_within(e, rel: str, skipped: list[Skip], max_bytes: int):
@@ -899,7 +653,7 @@ def _scan_bsl(e, rel, disk, special, fmt, project_of, max_bytes, modules, skippe
     if st is None:
         return
     try:
-        nul = _sniff_binary(e.path)
+        nul = sniff_binary(e.path)
     except SkipFile as exc:  # replaced by a link / FIFO since it was listed
         skipped.append(exc.to_skip(rel))
         return

@@ -170,7 +170,7 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
         for pp in (None, "CommonModules/", "Catalogs/Валюты", "Nope/")
         for ex in (False, True)
     ]
-    from daemon.sources.scan import normalize_object_type
+    from daemon.contract import normalize_object_type
 
     for f in cases:
         mask = eng._allow(f)

@@ -15,7 +15,8 @@ from conftest import EVAL_DIR
 
 from daemon.sources.metadata import FIELD_KINDS, chunk_metadata, chunk_metadata_bytes, missing_objects
 from daemon.contract import METADATA_KINDS, Chunk
-from daemon.sources.scan import SourceFile, scan_export
+from daemon.sources.files import SourceFile
+from daemon.sources.scan import scan_export
 
 _SCANS: dict[Path, object] = {}
 _CHUNKS: dict[Path, tuple[list[Chunk], list]] = {}

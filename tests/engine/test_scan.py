@@ -11,22 +11,9 @@ from pathlib import Path
 import pytest
 
 from daemon.contract import MODULE_KINDS
-from daemon.sources.scan import (
-    CONFIGURATION,
-    OBJECT_TYPES,
-    ModuleIdentity,
-    SkipFile,
-    content_hash,
-    detect_export,
-    english_type,
-    module_identity,
-    normalize_object_type,
-    object_type_aliases,
-    read_regular_bytes,
-    read_text,
-    scan_export,
-    type_folder,
-)
+from daemon.contract import CONFIGURATION, OBJECT_TYPES, english_type, normalize_object_type, object_type_aliases, type_folder
+from daemon.sources.files import ModuleIdentity, SkipFile, content_hash, read_regular_bytes, read_text
+from daemon.sources.scan import detect_export, module_identity, scan_export
 
 # ----------------------------------------------------------------------------- object types
 
