@@ -131,7 +131,13 @@ class _Methods:
         raise NotImplementedError
 
     def search(
-        self, query: str, *, mode: str = "hybrid", top_k: int = 10, filters: Any = None, fresh_timeout: float = 0.0,
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 10,
+        filters: Any = None,
+        fresh_timeout: float = 0.0,
         timeout: float | None = None,
     ):
         """``SearchResult`` (daemon.engine) for ``query``; ``mode`` hybrid|lexical|vector,
@@ -145,7 +151,13 @@ class _Methods:
         return self._typed("search", params, timeout)
 
     def symbols(
-        self, query: str, *, limit: int = 128, filters: Any = None, slim: bool = False, fresh_timeout: float = 0.0,
+        self,
+        query: str,
+        *,
+        limit: int = 128,
+        filters: Any = None,
+        slim: bool = False,
+        fresh_timeout: float = 0.0,
         timeout: float | None = None,
     ):
         """Names-first ``SearchResult`` (for workspace/symbol), at most ``limit`` hits;
@@ -192,7 +204,6 @@ class _Methods:
         """Queue a re-check (``full``: the whole root; ``paths``: these files); returns at
         once (an ``Ack``). Progress arrives as pushes to subscribed connections."""
         return self._typed("reindex", {"full": full, "paths": paths}, timeout)
-
 
     def shutdown(self, *, timeout: float | None = None):
         """Ask the daemon to stop; the reply (``Ack``) comes once ``daemon.json`` is gone.
@@ -248,7 +259,9 @@ class DaemonClient(_Methods):
         self = cls(sock, on_notification=on_notification, timeout=timeout)
         self.address = str(address)
         try:
-            self.hello = self.call("hello", _hello_params(client, subscribe, token), result=HelloResult, timeout=connect_timeout)
+            self.hello = self.call(
+                "hello", _hello_params(client, subscribe, token), result=HelloResult, timeout=connect_timeout
+            )
         except BaseException:
             self.close()
             raise
@@ -284,7 +297,9 @@ class DaemonClient(_Methods):
                 msg = self._read(deadline)
             except DaemonTimeout:
                 self._abandoned.add(rid)
-                raise DaemonTimeout(f"{method}: no answer from the daemon in {self.timeout if timeout is None else timeout:g} s") from None
+                raise DaemonTimeout(
+                    f"{method}: no answer from the daemon in {self.timeout if timeout is None else timeout:g} s"
+                ) from None
             if msg.is_push:
                 self._push(msg)
                 continue
@@ -402,7 +417,14 @@ class AsyncDaemonClient(_Methods):
     connection drops, pending and later calls raise :class:`DaemonNotRunning`.
     """
 
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, *, on_notification: Notify | None = None, timeout: float = REQUEST_TIMEOUT):
+    def __init__(
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        *,
+        on_notification: Notify | None = None,
+        timeout: float = REQUEST_TIMEOUT,
+    ):
         self._reader = reader
         self._writer = writer
         self._ids = itertools.count(1)
@@ -446,7 +468,9 @@ class AsyncDaemonClient(_Methods):
         self = cls(reader, writer, on_notification=on_notification, timeout=timeout)
         self.address = address
         try:
-            self.hello = await self.call("hello", _hello_params(client, subscribe, token), result=HelloResult, timeout=connect_timeout)
+            self.hello = await self.call(
+                "hello", _hello_params(client, subscribe, token), result=HelloResult, timeout=connect_timeout
+            )
         except BaseException:
             await self.close()
             raise
@@ -690,7 +714,9 @@ def ensure_daemon(
         _check_owner(paths)
         spawn_lock = runtime.FileLock(paths.spawn_lock)
         if not spawn_lock.acquire(max(0.0, deadline - time.monotonic())):
-            raise DaemonTimeout(f"another client has been starting the daemon for {paths.root} for {timeout:g} s ({paths.spawn_lock})")
+            raise DaemonTimeout(
+                f"another client has been starting the daemon for {paths.root} for {timeout:g} s ({paths.spawn_lock})"
+            )
         try:
             if probe():
                 return False
@@ -708,7 +734,9 @@ def ensure_daemon(
                             if _check_owner(paths) is not None:  # RootBusy if it serves another index dir
                                 break  # else wait for that one
                             if runtime.lock_is_held(paths.lock):  # the index dir is another root's
-                                raise DaemonError(f"the daemon for {paths.root} could not start; end of {log_path}:\n{runtime.tail(log_path)}")
+                                raise DaemonError(
+                                    f"the daemon for {paths.root} could not start; end of {log_path}:\n{runtime.tail(log_path)}"
+                                )
                             break
                         raise DaemonError(
                             f"the daemon for {paths.root} exited with code {rc} before answering; "
@@ -724,7 +752,9 @@ def ensure_daemon(
         finally:
             spawn_lock.release()
         if time.monotonic() >= deadline:
-            raise DaemonTimeout(f"the daemon for {paths.root} holds its lock but did not answer within {timeout:g} s (see {paths.log})")
+            raise DaemonTimeout(
+                f"the daemon for {paths.root} holds its lock but did not answer within {timeout:g} s (see {paths.log})"
+            )
         time.sleep(min(delay, max(0.0, deadline - time.monotonic())))
         delay = min(delay * 2, PROBE_MAX_DELAY)
 
@@ -754,7 +784,13 @@ def connect(
     :meth:`DaemonClient.open`.
     """
     paths = runtime.paths_for(root, index_dir)
-    kw = dict(client=client, subscribe=subscribe, on_notification=on_notification, timeout=request_timeout, connect_timeout=connect_timeout)
+    kw = dict(
+        client=client,
+        subscribe=subscribe,
+        on_notification=on_notification,
+        timeout=request_timeout,
+        connect_timeout=connect_timeout,
+    )
     found: list[DaemonClient] = []
 
     def probe() -> bool:
@@ -766,7 +802,9 @@ def connect(
     if probe():
         return found[0]
     if not spawn:
-        raise DaemonNotRunning(f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})")
+        raise DaemonNotRunning(
+            f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})"
+        )
     spawned = ensure_daemon(paths, args=args, timeout=timeout, probe=probe)
     c = found[-1]
     c.spawned = spawned
@@ -789,7 +827,13 @@ async def connect_async(
     """:func:`connect` for asyncio: an :class:`AsyncDaemonClient`. Spawning and waiting
     for the daemon run in a worker thread, so the event loop keeps running."""
     paths = runtime.paths_for(root, index_dir)
-    kw = dict(client=client, subscribe=subscribe, on_notification=on_notification, timeout=request_timeout, connect_timeout=connect_timeout)
+    kw = dict(
+        client=client,
+        subscribe=subscribe,
+        on_notification=on_notification,
+        timeout=request_timeout,
+        connect_timeout=connect_timeout,
+    )
 
     async def open_() -> AsyncDaemonClient:
         address = address_of(paths)
@@ -812,7 +856,9 @@ async def connect_async(
         return await open_()
     except DaemonNotRunning:
         if not spawn:
-            raise DaemonNotRunning(f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})") from None
+            raise DaemonNotRunning(
+                f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})"
+            ) from None
 
     def probe() -> bool:
         c = _try_open(paths, dict(client=client, timeout=request_timeout, connect_timeout=connect_timeout))
@@ -1106,7 +1152,9 @@ def stop_daemon(paths: runtime.Paths, timeout: float, *, note: Callable[[str], N
     pid = owner.pid or None
     asked = False
     try:
-        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=10.0, connect_timeout=5.0, client="cli") as c:
+        with connect(
+            paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=10.0, connect_timeout=5.0, client="cli"
+        ) as c:
             pid = c.hello.pid
             c.shutdown()
             asked = True
@@ -1117,7 +1165,9 @@ def stop_daemon(paths: runtime.Paths, timeout: float, *, note: Callable[[str], N
         if holder is None and not runtime.lock_is_held(paths.root_lock):
             pass  # it exited meanwhile
         elif pid is None or holder != pid:
-            raise StopError(f"{paths.root_lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; not sending signals")
+            raise StopError(
+                f"{paths.root_lock} is held by pid {holder or '?'}, not by the daemon's pid {pid or '?'}; not sending signals"
+            )
         else:
             for sig, wait in ((signal.SIGTERM, 10.0), (getattr(signal, "SIGKILL", signal.SIGTERM), 5.0)):
                 if runtime.lock_holder(paths.root_lock) != pid:

@@ -401,7 +401,7 @@ class Skip(msgspec.Struct, frozen=True):
 class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
     """Search filters. ``object_type`` accepts Russian, English or folder names
     (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root.
-"""
+    """
 
     scope: str = "all"
     object_type: str | None = None
@@ -431,7 +431,9 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     ranks: dict[str, int] = {}
     match: str = ""  # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in the other language)
     snippet: str = ""
-    anchor: str = ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
+    anchor: str = (
+        ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
+    )
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 
@@ -497,7 +499,9 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     done: int = 0
     total: int = 0
     vectors: int = 0  # current vectors, extra ones included (>= done)
-    pending: int = 0  # texts (vectors to be) queued for embedding, changed ones and the backlog: counted like vectors, not chunks
+    pending: int = (
+        0  # texts (vectors to be) queued for embedding, changed ones and the backlog: counted like vectors, not chunks
+    )
     rate_per_s: float = 0.0
     eta_s: float | None = None
     shared_cache: SharedCacheStatus | None = None  # None: no --shared-cache
@@ -575,10 +579,14 @@ class Status(msgspec.Struct, kw_only=True):
     watcher: WatchStatus
     latency: Latency
     queued_paths: int  # changed paths (and folders) noticed and not yet applied by the writer
-    stale_files: list[str]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
+    stale_files: list[
+        str
+    ]  # files whose indexed state is known to be older than the disk (first 50): pending ones first
     stale_count: int
     skipped: dict[str, int]  # skipped files by reason: the totals
-    skipped_files: list[Skip] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
+    skipped_files: list[
+        Skip
+    ] = []  # the skipped files themselves (path, reason, detail), at most 50, every reason represented
     skipped_count: int = 0
     full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
     last_index: dict[str, float | int] = {}

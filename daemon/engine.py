@@ -77,11 +77,43 @@ from .index.metanames import MetadataNames
 from .index.names import SymbolIndex
 
 __all__ = [
-    "CHANNEL_DEPTH", "CROSS_SCRIPT_WEIGHT", "DENSE_JOURNAL_MAX", "DENSE_WEIGHT", "JOURNAL_FILE", "JOURNAL_MAX_BYTES",
-    "JOURNAL_MAX_FILES", "MAX_QUERY_CHARS", "META_DENSE_DEPTH", "META_DENSE_WEIGHT", "META_WEIGHT", "NAME_TIER",
-    "POOL_BATCH", "POOL_MIN_FILES", "QUERY_EMBED_CHARS", "RRF_K", "SCHEMA_VERSION", "SNAPSHOT_FILE",
-    "CURRENT_FILE", "LEXICAL_DIR", "Cancelled", "ChangeSet", "Chunk", "ChunkStore", "Engine", "EngineConfig",
-    "FileRecord", "FileUpdate", "Filters", "Hit", "RefreshReport", "SearchResult", "Skip", "make_pool", "read_source", "snippet", "symbol_boost",
+    "CHANNEL_DEPTH",
+    "CROSS_SCRIPT_WEIGHT",
+    "DENSE_JOURNAL_MAX",
+    "DENSE_WEIGHT",
+    "JOURNAL_FILE",
+    "JOURNAL_MAX_BYTES",
+    "JOURNAL_MAX_FILES",
+    "MAX_QUERY_CHARS",
+    "META_DENSE_DEPTH",
+    "META_DENSE_WEIGHT",
+    "META_WEIGHT",
+    "NAME_TIER",
+    "POOL_BATCH",
+    "POOL_MIN_FILES",
+    "QUERY_EMBED_CHARS",
+    "RRF_K",
+    "SCHEMA_VERSION",
+    "SNAPSHOT_FILE",
+    "CURRENT_FILE",
+    "LEXICAL_DIR",
+    "Cancelled",
+    "ChangeSet",
+    "Chunk",
+    "ChunkStore",
+    "Engine",
+    "EngineConfig",
+    "FileRecord",
+    "FileUpdate",
+    "Filters",
+    "Hit",
+    "RefreshReport",
+    "SearchResult",
+    "Skip",
+    "make_pool",
+    "read_source",
+    "snippet",
+    "symbol_boost",
 ]
 
 log = logging.getLogger(__name__)
@@ -119,7 +151,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         self._skips_logged: set[tuple[str, str]] = set()  # (path, reason) logged by this process
         self.format = "unknown"
         self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
-        self.meta_bm25 = BM25Index(config.bm25_k1, config.bm25_b)  # metadata chunks only: the channel for metadata questions
+        self.meta_bm25 = BM25Index(
+            config.bm25_k1, config.bm25_b
+        )  # metadata chunks only: the channel for metadata questions
         self.names = SymbolIndex()
         # name words of metadata chunks and word families of method names (daemon.index.metanames):
         # built from the store on first use, kept current by the reconcile hooks
@@ -419,7 +453,11 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         every file; vectors are kept, keyed by text hash) and call :attr:`on_damaged` (the
         daemon queues a full reconcile)."""
         log.error(
-            "lexical index in %s is damaged (%s: %s); rebuilding it from the export", self.index_dir, type(exc).__name__, exc, exc_info=exc
+            "lexical index in %s is damaged (%s: %s); rebuilding it from the export",
+            self.index_dir,
+            type(exc).__name__,
+            exc,
+            exc_info=exc,
         )
         cfg = self.config
         self.store = ChunkStore()
@@ -614,7 +652,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             for k in range(len(obj), max(2, len(obj) - 4) - 1, -1):
                 query = f"{qualifier}.{obj[:k]}" if qualifier else obj[:k]
                 try:
-                    res = self.search(query, mode="lexical", top_k=20, filters=Filters(scope="metadata"), snippets=False)
+                    res = self.search(
+                        query, mode="lexical", top_k=20, filters=Filters(scope="metadata"), snippets=False
+                    )
                 except ValueError:
                     break
                 for h in res.hits:

@@ -127,7 +127,11 @@ def check_shared_cache(dsn: str) -> str:
 shared_cache_arg = _argparse_type(check_shared_cache)
 
 
-_CHECKS = {"embedder": check_embedder_spec, "shared_cache_mode": check_shared_cache_mode, "shared_cache": check_shared_cache}
+_CHECKS = {
+    "embedder": check_embedder_spec,
+    "shared_cache_mode": check_shared_cache_mode,
+    "shared_cache": check_shared_cache,
+}
 
 
 def from_env(name: str, env: Mapping[str, str] | None = None) -> str | None:

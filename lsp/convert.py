@@ -156,7 +156,10 @@ def lsp_range(r: Sequence[int]) -> types.Range:
 def line_range(start_line: int, end_line: int) -> types.Range:
     """Whole lines ``start_line..end_line`` (1-based, inclusive) as an LSP range: from the
     start of the first to the start of the line after the last."""
-    return types.Range(start=types.Position(line=max(0, start_line - 1), character=0), end=types.Position(line=max(0, end_line), character=0))
+    return types.Range(
+        start=types.Position(line=max(0, start_line - 1), character=0),
+        end=types.Position(line=max(0, end_line), character=0),
+    )
 
 
 # ------------------------------------------------------------------------------ URIs
@@ -286,7 +289,10 @@ def workspace_symbol_json(
         location: dict = {"uri": uri}
     else:
         r = hit.name_range
-        location = {"uri": uri, "range": {"start": {"line": r[0], "character": r[1]}, "end": {"line": r[2], "character": r[3]}}}
+        location = {
+            "uri": uri,
+            "range": {"start": {"line": r[0], "character": r[1]}, "end": {"line": r[2], "character": r[3]}},
+        }
     out = {"name": display_name(hit), "kind": symbol_kind_value(hit.kind, kinds), "location": location}
     container = container_name(hit)
     if container:
@@ -392,14 +398,19 @@ def _ns(kinds: frozenset[int] | None) -> types.SymbolKind:
     return SK.Namespace if kinds is None or SK.Namespace.value in kinds else SK.Module
 
 
-def flat_symbols(outline: Sequence[types.DocumentSymbol], uri: str, container: str | None = None) -> list[types.SymbolInformation]:
+def flat_symbols(
+    outline: Sequence[types.DocumentSymbol], uri: str, container: str | None = None
+) -> list[types.SymbolInformation]:
     """The outline flattened into ``SymbolInformation`` for clients without hierarchical
     document symbols; ``containerName`` is the enclosing region."""
     out: list[types.SymbolInformation] = []
     for s in outline:
         out.append(
             types.SymbolInformation(
-                name=s.name, kind=s.kind, location=types.Location(uri=uri, range=s.selection_range), container_name=container
+                name=s.name,
+                kind=s.kind,
+                location=types.Location(uri=uri, range=s.selection_range),
+                container_name=container,
             )
         )
         if s.children:

@@ -54,6 +54,7 @@ class BslLensServer(Protocol):
 
     def notify_user(self, message: str, type_: types.MessageType = types.MessageType.Info) -> None: ...  # noqa: D102
 
+
 #: An embedding progress bar ends after this many seconds without a push (the dense
 #: thread pauses while the writer works, or the remaining chunks cannot be embedded).
 DENSE_QUIET_S = 60.0
@@ -132,8 +133,12 @@ class Root:
             index_dir=self.index_dir,
             spawn=s.spawn,
             args=daemon_args(
-                embedder=s.embedder, watch=s.watch, reconcile_interval=s.reconcile_interval,
-                shared_cache=s.shared_cache, shared_cache_mode=s.shared_cache_mode, docs=s.docs,
+                embedder=s.embedder,
+                watch=s.watch,
+                reconcile_interval=s.reconcile_interval,
+                shared_cache=s.shared_cache,
+                shared_cache_mode=s.shared_cache_mode,
+                docs=s.docs,
             ),
             spawn_timeout=s.spawn_timeout,
             request_timeout=s.request_timeout,
@@ -143,7 +148,9 @@ class Root:
             on_connecting=lambda: self._events.put_nowait(("_connecting", None)),
             on_failed=self._on_failed,
             on_connected=self._on_connected,
-            on_lost=lambda err: log.warning("%s: connection to the daemon lost (%s); reconnecting", self.folder.path, err),
+            on_lost=lambda err: log.warning(
+                "%s: connection to the daemon lost (%s); reconnecting", self.folder.path, err
+            ),
         )
         self._pump: asyncio.Task | None = None
         self._events: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
@@ -208,7 +215,9 @@ class Root:
         """Start connecting in the background (call on the event loop)."""
         if self._pump is None:
             self.link.start()
-            self._pump = asyncio.get_running_loop().create_task(self._progress_pump(), name=f"bsl-lens progress {self.name}")
+            self._pump = asyncio.get_running_loop().create_task(
+                self._progress_pump(), name=f"bsl-lens progress {self.name}"
+            )
 
     def stop(self) -> None:
         """Stop reconnecting and end the progress bars (no more messages from this root)."""
@@ -237,7 +246,10 @@ class Root:
         h = client.hello
         log.info(
             "%s: %s daemon pid %s (index %s)",
-            self.folder.path, "spawned" if client.spawned else "connected to", h.pid if h else "?", h.index_dir if h else "?",
+            self.folder.path,
+            "spawned" if client.spawned else "connected to",
+            h.pid if h else "?",
+            h.index_dir if h else "?",
         )
         asyncio.get_running_loop().create_task(self._first_status(client), name=f"bsl-lens status {self.name}")
 

@@ -241,7 +241,13 @@ class BslLensServer(LanguageServer):
             asyncio.get_running_loop().create_task(r.close())
             log.info("workspace folder %s removed", r.folder.path)
         have = {r.folder.uri for r in self.roots}
-        new = [f for f in _folders(types.InitializeParams(capabilities=types.ClientCapabilities(), workspace_folders=list(added))) if f.uri not in have]
+        new = [
+            f
+            for f in _folders(
+                types.InitializeParams(capabilities=types.ClientCapabilities(), workspace_folders=list(added))
+            )
+            if f.uri not in have
+        ]
         if not new:
             return
         parsed = parse_options(self._options, [r.folder for r in self.roots] + new)
@@ -333,7 +339,9 @@ class BslLensServer(LanguageServer):
         try:
             timeout = self.settings.request_timeout
             if method == "symbols":  # only the fields workspace/symbol uses: half the decoding
-                return await client.call("symbols", {"query": args[0], "slim": True, **kw}, result=SymbolsAnswer, timeout=timeout)
+                return await client.call(
+                    "symbols", {"query": args[0], "slim": True, **kw}, result=SymbolsAnswer, timeout=timeout
+                )
             return await getattr(client, method)(*args, timeout=timeout, **kw)
         except CommandError as exc:
             log.warning("%s: %s failed: %s", root.name, method, exc.message)
@@ -364,8 +372,12 @@ class BslLensServer(LanguageServer):
         for ri, hit in merged:
             root = roots[ri]
             uri = root.uri_for(hit.path)
-            data = {"folder": root.folder.uri, "id": hit.id, "range": list(hit.name_range)} if self.resolve_range else None
-            out.append(convert.workspace_symbol_json(hit, uri, kinds=self.symbol_kinds, uri_only=self.resolve_range, data=data))
+            data = (
+                {"folder": root.folder.uri, "id": hit.id, "range": list(hit.name_range)} if self.resolve_range else None
+            )
+            out.append(
+                convert.workspace_symbol_json(hit, uri, kinds=self.symbol_kinds, uri_only=self.resolve_range, data=data)
+            )
         return out
 
     async def resolve_symbol(self, symbol: types.WorkspaceSymbol) -> types.WorkspaceSymbol:
@@ -427,7 +439,10 @@ class BslLensServer(LanguageServer):
             filters = {k: v for k, v in msgspec.structs.asdict(p.filters).items() if v not in (None, False, "all")}
         fresh = {"fresh_timeout": p.fresh_timeout} if p.fresh_timeout else {}
         results = await asyncio.gather(
-            *(self._call(r, "search", p.query, mode=p.mode, top_k=p.top_k, filters=filters, serial=True, **fresh) for r in roots)
+            *(
+                self._call(r, "search", p.query, mode=p.mode, top_k=p.top_k, filters=filters, serial=True, **fresh)
+                for r in roots
+            )
         )
         merged = convert.merge_ranked([res.hits if res is not None else [] for res in results], p.top_k)
         hits = []
@@ -443,7 +458,12 @@ class BslLensServer(LanguageServer):
             if r in roots:
                 res = results[roots.index(r)]
                 if res is not None:
-                    entry.update(denseDone=res.dense_done, denseTotal=res.dense_total, total=res.total, tookMs=round(res.took_ms, 3))
+                    entry.update(
+                        denseDone=res.dense_done,
+                        denseTotal=res.dense_total,
+                        total=res.total,
+                        tookMs=round(res.took_ms, 3),
+                    )
                     entry.update(stale=res.stale, stalePaths=list(res.stale_paths), staleCount=res.stale_count)
                 else:
                     entry["error"] = "the daemon did not answer (see the log)"
@@ -622,7 +642,9 @@ class WindowLogHandler(logging.Handler):
         self._busy.on = True
         try:
             msg = self.format(record)
-            type_ = _LOG_TYPES.get(record.levelno, types.MessageType.Log if record.levelno < logging.INFO else types.MessageType.Error)
+            type_ = _LOG_TYPES.get(
+                record.levelno, types.MessageType.Log if record.levelno < logging.INFO else types.MessageType.Error
+            )
             self.server.call_on_loop(self.server.window_log_message, types.LogMessageParams(type=type_, message=msg))
         except Exception:  # noqa: BLE001 - a log line must never break the server
             pass
@@ -783,7 +805,13 @@ def serve_stdio(server: BslLensServer, stdin: BinaryIO, wire: BinaryIO) -> int:
 
     async def main() -> None:
         reader = await _open_reader(server, stdin)
-        await run_async(stop_event=stop, reader=reader, protocol=server.protocol, logger=log, error_handler=server.report_server_error)
+        await run_async(
+            stop_event=stop,
+            reader=reader,
+            protocol=server.protocol,
+            logger=log,
+            error_handler=server.report_server_error,
+        )
 
     try:
         loop.run_until_complete(main())

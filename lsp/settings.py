@@ -174,7 +174,9 @@ def _parse_options(options: Any, folders: list[Folder]) -> Parsed:
             if entry.get("workspace") is None and len(folders) == 1 and len(entries) == 1:
                 target = folders[0]
             else:
-                log.info("settings[%d] names no workspace folder of this server (%r); ignored", i, entry.get("workspace"))
+                log.info(
+                    "settings[%d] names no workspace folder of this server (%r); ignored", i, entry.get("workspace")
+                )
                 continue
         per_folder[target.uri] = _apply(base, entry, target.name or target.path, problems, unknown)
     # one index dir per root: a path shared by several folders would make their daemons

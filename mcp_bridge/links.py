@@ -196,7 +196,12 @@ class RootLink:
         seconds unless ``fresh``; a warming one is always asked again, so a tool never
         reports warming after the index is done. Errors as :meth:`call`."""
         now = time.monotonic()
-        if not fresh and self._status is not None and now - self._status_at < STATUS_TTL and _settled(self._status.service):
+        if (
+            not fresh
+            and self._status is not None
+            and now - self._status_at < STATUS_TTL
+            and _settled(self._status.service)
+        ):
             return self._status
         res = await self.call(lambda c: c.status(), wait=wait)
         self._status, self._status_at = res, time.monotonic()
@@ -264,6 +269,9 @@ def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
             problem = runtime.export_problem(p)  # nothing to index at all: refuse before any daemon starts
             if problem:
                 raise ValueError(problem)
-            log.warning("%s has no Configuration.xml or EDT project: only its .bsl modules and markdown pages (a docs root) will be indexed", p)
+            log.warning(
+                "%s has no Configuration.xml or EDT project: only its .bsl modules and markdown pages (a docs root) will be indexed",
+                p,
+            )
         out.append(p)
     return out

@@ -30,7 +30,10 @@ class IndexInfo(_Out):
         description="starting (the daemon is not answering yet: nothing is searchable), loading, "
         "indexing (first pass over the files: results may miss files not reached yet), ready, stopping"
     )
-    progress: str = Field("", description='Human-readable progress while warming, e.g. "chunk 1200/5000; dense chunks embedded 300/38570"; "" when ready')
+    progress: str = Field(
+        "",
+        description='Human-readable progress while warming, e.g. "chunk 1200/5000; dense chunks embedded 300/38570"; "" when ready',
+    )
     files: int = Field(0, description="Files (modules and metadata descriptors) indexed so far")
     methods: int = Field(0, description="Methods indexed so far")
     dense_enabled: bool = Field(False, description="Whether semantic (vector) search is available for this root")
@@ -56,7 +59,9 @@ class SearchHit(_Out):
     qualified_name: str = Field(description="Модуль.Метод for methods, Тип.Имя for objects, Тип.Имя.Поле for fields")
     owner: str = Field(description="Owning object: ОбщийМодуль.ОбщегоНазначения, Справочник.Пользователи")
     object_type: str = Field("", description="Russian singular type of the owner: ОбщийМодуль, Справочник, Документ")
-    module_kind: str = Field("", description="For code: common, object, manager, form, command, recordset, ... ('' for metadata)")
+    module_kind: str = Field(
+        "", description="For code: common, object, manager, form, command, recordset, ... ('' for metadata)"
+    )
     export: bool = Field(False, description="The method is declared Экспорт (callable from other modules)")
     signature: str = Field("", description="Method header as written, from Процедура/Функция to ) and Экспорт")
     score: float = Field(description="Fused score (weighted reciprocal rank fusion); only comparable within one answer")
@@ -66,11 +71,21 @@ class SearchHit(_Out):
         "(words), meta (metadata words), metanames (metadata names), api (public-API order of a code question's "
         "candidates), dense / meta_dense (meaning)",
     )
-    match: str = Field("", description="How the names channel matched: exact, prefix, camelhump, substring, translated (a name in the other language; '' if not by name)")
-    snippet: str = Field("", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)")
-    stale: bool = Field(False, description="The file changed on disk and is not re-indexed yet: re-check with read_module")
+    match: str = Field(
+        "",
+        description="How the names channel matched: exact, prefix, camelhump, substring, translated (a name in the other language; '' if not by name)",
+    )
+    snippet: str = Field(
+        "", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)"
+    )
+    stale: bool = Field(
+        False, description="The file changed on disk and is not re-indexed yet: re-check with read_module"
+    )
     heading_path: str = Field("", description="Docs sections (kind section): the heading chain H1 > H2 > H3")
-    link: str = Field("", description="Docs sections: path#anchor, the section's link on the documentation site; read it with read_document")
+    link: str = Field(
+        "",
+        description="Docs sections: path#anchor, the section's link on the documentation site; read it with read_document",
+    )
 
 
 class DocMention(_Out):
@@ -97,8 +112,13 @@ class DocumentOutput(_Out):
     text: str = Field(description="The markdown as written (tables, admonitions and code blocks kept)")
     truncated: bool = Field(False, description="The text was cut: see note for how to read the rest")
     note: str = ""
-    headings: list[str] = Field(default_factory=list, description="Every heading of the page ('## Title'), to read another section")
-    mentions: list[str] = Field(default_factory=list, description="Methods of the served code the section names (Модуль.Метод): read them with get_method")
+    headings: list[str] = Field(
+        default_factory=list, description="Every heading of the page ('## Title'), to read another section"
+    )
+    mentions: list[str] = Field(
+        default_factory=list,
+        description="Methods of the served code the section names (Модуль.Метод): read them with get_method",
+    )
 
 
 class SearchOutput(_Out):
@@ -114,10 +134,17 @@ class SearchOutput(_Out):
         description="Files changed on disk are not indexed yet (see stale_paths), so this answer may miss or misplace "
         "what they now contain; ask again with wait_fresh=1 to wait for them"
     )
-    stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /): changed and not re-indexed yet, or not parseable")
+    stale_paths: list[str] = Field(
+        default_factory=list,
+        description="Those files (first 20; a folder ends with /): changed and not re-indexed yet, or not parseable",
+    )
     stale_count: int = Field(0, description="How many there are in all")
-    warming: bool = Field(description="The index is still being built, or a saved index is being brought up to date with the disk: results cover only what is indexed so far (see note and index)")
-    note: str = Field("", description="Anything the caller should know about this answer (warming, dense coverage, stale files)")
+    warming: bool = Field(
+        description="The index is still being built, or a saved index is being brought up to date with the disk: results cover only what is indexed so far (see note and index)"
+    )
+    note: str = Field(
+        "", description="Anything the caller should know about this answer (warming, dense coverage, stale files)"
+    )
     index: IndexInfo
     hits: list[SearchHit]
 
@@ -126,9 +153,13 @@ class SearchOutput(_Out):
 class SymbolDef(_Out):
     """A definition found by name: a method, or a metadata object / field."""
 
-    qualified_name: str = Field(description="ОбщегоНазначения.СообщитьПользователю, Справочник.Пользователи, Справочник.Пользователи.Недействителен")
+    qualified_name: str = Field(
+        description="ОбщегоНазначения.СообщитьПользователю, Справочник.Пользователи, Справочник.Пользователи.Недействителен"
+    )
     name: str
-    kind: str = Field(description="procedure, function, module, object, attribute, tabular_section, dimension, resource, enum_value, form, ...")
+    kind: str = Field(
+        description="procedure, function, module, object, attribute, tabular_section, dimension, resource, enum_value, form, ..."
+    )
     owner: str
     object_type: str = ""
     module_kind: str = ""
@@ -136,16 +167,23 @@ class SymbolDef(_Out):
     line: int = Field(description="Line of the header / name: cite as path:line")
     start_line: int = Field(description="First line, doc comment included")
     end_line: int
-    match: str = Field("", description="exact, prefix, camelhump, substring, translated (names channel; translated: the name typed in the other language), '' when found by words only")
+    match: str = Field(
+        "",
+        description="exact, prefix, camelhump, substring, translated (names channel; translated: the name typed in the other language), '' when found by words only",
+    )
     signature: str = Field("", description="Header as written (methods)")
     params: str = Field("", description="Parameter list as written, without parentheses (methods)")
-    directives: list[str] = Field(default_factory=list, description="Compilation directives: &НаСервере, &НаКлиенте, ...")
+    directives: list[str] = Field(
+        default_factory=list, description="Compilation directives: &НаСервере, &НаКлиенте, ..."
+    )
     annotations: list[str] = Field(default_factory=list, description='Extension annotations: &Вместо("...")')
     export: bool = False
     is_async: bool = Field(False, description="Declared Асинх")
     region: list[str] = Field(default_factory=list, description="#Область nesting, outermost first")
     doc: str = Field("", description="The // comment block above the method, as written")
-    synonym: dict[str, str] = Field(default_factory=dict, description="Metadata: language code -> synonym (the user-visible name)")
+    synonym: dict[str, str] = Field(
+        default_factory=dict, description="Metadata: language code -> synonym (the user-visible name)"
+    )
     types: list[str] = Field(default_factory=list, description="Metadata fields: value types as written")
     docs: list[DocMention] = Field(default_factory=list, description="Methods: documentation sections that mention it")
 
@@ -159,7 +197,10 @@ class FindSymbolOutput(_Out):
     shown: int
     truncated: bool
     warming: bool
-    stale: bool = Field(False, description="Files changed on disk are not indexed yet (see stale_paths): a definition just added or renamed may be missing; ask again with wait_fresh=1")
+    stale: bool = Field(
+        False,
+        description="Files changed on disk are not indexed yet (see stale_paths): a definition just added or renamed may be missing; ask again with wait_fresh=1",
+    )
     stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /)")
     stale_count: int = 0
     note: str = ""
@@ -187,13 +228,20 @@ class MethodOutput(_Out):
     doc: str = ""
     signature: str = ""
     line: int = Field(description="Line of the header (Процедура/Функция ...): cite as path:line")
-    start_line: int = Field(description="First line of text: the doc comment and directives above the header are included")
+    start_line: int = Field(
+        description="First line of text: the doc comment and directives above the header are included"
+    )
     end_line: int = Field(description="Line of КонецПроцедуры/КонецФункции")
-    text: str = Field(description="The method's source: doc comment, directives, header, body, КонецПроцедуры/КонецФункции")
+    text: str = Field(
+        description="The method's source: doc comment, directives, header, body, КонецПроцедуры/КонецФункции"
+    )
     truncated: bool = Field(False, description="The text was cut (very long method): see note")
     note: str = ""
     warming: bool = False
-    docs: list[DocMention] = Field(default_factory=list, description="Documentation sections that mention this method (read them with read_document)")
+    docs: list[DocMention] = Field(
+        default_factory=list,
+        description="Documentation sections that mention this method (read them with read_document)",
+    )
 
 
 class ModuleOutput(_Out):
@@ -216,7 +264,9 @@ class MetaField(_Out):
     kind: str
     name: str
     synonym: dict[str, str] = Field(default_factory=dict)
-    types: list[str] = Field(default_factory=list, description="Value types as written: CatalogRef.Пользователи, String(150), Boolean")
+    types: list[str] = Field(
+        default_factory=list, description="Value types as written: CatalogRef.Пользователи, String(150), Boolean"
+    )
     comment: str = ""
     fields: list[MetaField] = Field(default_factory=list, description="Attributes of a tabular section")
 
@@ -239,7 +289,9 @@ class ObjectOutput(_Out):
     path: str = Field(description="The object's descriptor (XML / .mdo)")
     synonym: dict[str, str] = Field(default_factory=dict)
     comment: str = ""
-    properties: dict[str, str] = Field(default_factory=dict, description="Key properties of the object (hierarchy, code length, posting, ...)")
+    properties: dict[str, str] = Field(
+        default_factory=dict, description="Key properties of the object (hierarchy, code length, posting, ...)"
+    )
     attributes: list[MetaField] = Field(default_factory=list, description="Реквизиты (and addressing attributes)")
     tabular_sections: list[MetaField] = Field(default_factory=list, description="Табличные части with their attributes")
     dimensions: list[MetaField] = Field(default_factory=list, description="Измерения (registers)")
@@ -249,7 +301,9 @@ class ObjectOutput(_Out):
     commands: list[MetaField] = Field(default_factory=list)
     templates: list[MetaField] = Field(default_factory=list)
     other_fields: list[MetaField] = Field(default_factory=list)
-    modules: list[ModuleRef] = Field(default_factory=list, description="Modules of the object and of its forms and commands")
+    modules: list[ModuleRef] = Field(
+        default_factory=list, description="Modules of the object and of its forms and commands"
+    )
     warming: bool = False
 
 
@@ -279,14 +333,18 @@ class DenseInfo(_Out):
     total: int = 0
     rate_per_s: float = Field(0.0, description="Chunks embedded per second over the last minute")
     eta_s: float | None = Field(None, description="Seconds until every chunk is embedded at that rate")
-    shared_cache: SharedCacheInfo | None = Field(None, description="The shared embedding cache; null without --shared-cache")
+    shared_cache: SharedCacheInfo | None = Field(
+        None, description="The shared embedding cache; null without --shared-cache"
+    )
 
 
 class SkippedFile(_Out):
     """A file the index leaves out, and why."""
 
     path: str = Field(description="Relative to the export root")
-    reason: str = Field(description="binary, too_large, undecodable, unreadable, symlink, not_regular, edt_template, invalid_xml, not_metadata, missing_on_disk, parse_failed")
+    reason: str = Field(
+        description="binary, too_large, undecodable, unreadable, symlink, not_regular, edt_template, invalid_xml, not_metadata, missing_on_disk, parse_failed"
+    )
     detail: str = Field("", description="The reason in words (sizes, the XML error)")
 
 
@@ -306,15 +364,22 @@ class RootStatus(_Out):
     methods: int = 0
     metadata_chunks: int = 0
     docs_pages: int = Field(0, description="Markdown documentation pages indexed (a docs root, or --docs folders)")
-    docs_sections: int = Field(0, description="Their sections (heading chunks, parts of long sections included): search them with scope='docs'")
+    docs_sections: int = Field(
+        0, description="Their sections (heading chunks, parts of long sections included): search them with scope='docs'"
+    )
     chunks: int = 0
     dense: DenseInfo | None = None
     watcher: str = Field("", description="native, polling or off")
     stale_count: int = 0
     stale_files: list[str] = Field(default_factory=list, description="Changed on disk, not re-indexed yet (first 50)")
-    skipped: dict[str, int] = Field(default_factory=dict, description="Files not indexed, by reason: binary, too_large, undecodable, invalid_xml, missing_on_disk, ...")
+    skipped: dict[str, int] = Field(
+        default_factory=dict,
+        description="Files not indexed, by reason: binary, too_large, undecodable, invalid_xml, missing_on_disk, ...",
+    )
     skipped_count: int = 0
-    skipped_files: list[SkippedFile] = Field(default_factory=list, description="The skipped files themselves (at most 50, every reason represented)")
+    skipped_files: list[SkippedFile] = Field(
+        default_factory=list, description="The skipped files themselves (at most 50, every reason represented)"
+    )
     pid: int | None = None
     uptime_s: float | None = None
     index_dir: str = ""

@@ -24,7 +24,14 @@ from typing import Any
 
 log = logging.getLogger(__name__)
 
-LOOPBACK_ORIGINS = ("http://127.0.0.1", "http://localhost", "http://[::1]", "https://127.0.0.1", "https://localhost", "https://[::1]")
+LOOPBACK_ORIGINS = (
+    "http://127.0.0.1",
+    "http://localhost",
+    "http://[::1]",
+    "https://127.0.0.1",
+    "https://localhost",
+    "https://[::1]",
+)
 
 
 def _say(message: str) -> None:
@@ -85,7 +92,12 @@ class Guard:
             auth = headers.get("authorization", "")
             scheme, _, given = auth.partition(" ")
             if scheme.lower() != "bearer" or not hmac.compare_digest(given.strip().encode(), self.token.encode()):
-                await _reply(send, 401, "Unauthorized: Authorization: Bearer <token> required\n", [(b"www-authenticate", b'Bearer realm="bsl-lens"')])
+                await _reply(
+                    send,
+                    401,
+                    "Unauthorized: Authorization: Bearer <token> required\n",
+                    [(b"www-authenticate", b'Bearer realm="bsl-lens"')],
+                )
                 return
         await self.app(scope, receive, send)
 
@@ -96,7 +108,11 @@ async def _reply(send, status: int, body: str, headers: list[tuple[bytes, bytes]
         {
             "type": "http.response.start",
             "status": status,
-            "headers": [(b"content-type", b"text/plain; charset=utf-8"), (b"content-length", str(len(data)).encode()), *(headers or [])],
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(data)).encode()),
+                *(headers or []),
+            ],
         }
     )
     await send({"type": "http.response.body", "body": data})
@@ -144,7 +160,9 @@ def serve_http(server, *, host: str, port: int, token: str | None, allow_origins
     actual = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     _say(f"bsl-lens mcp: streamable HTTP on http://{shown}:{actual}/mcp")
-    config = uvicorn.Config(app, log_config=None, access_log=False, lifespan="on", log_level="warning", timeout_graceful_shutdown=5)
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="on", log_level="warning", timeout_graceful_shutdown=5
+    )
     uv = uvicorn.Server(config)
     anyio.run(lambda: uv.serve(sockets=[sock]))
     return 0
@@ -157,8 +175,11 @@ def spawn_args(args) -> list[str]:
     from daemon.client import daemon_args
 
     return daemon_args(
-        embedder=args.embedder, watch=args.watch, reconcile_interval=args.reconcile_interval,
-        shared_cache=args.shared_cache, shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
+        embedder=args.embedder,
+        watch=args.watch,
+        reconcile_interval=args.reconcile_interval,
+        shared_cache=args.shared_cache,
+        shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
         docs=getattr(args, "docs", None) or (),
     )
 
@@ -194,6 +215,8 @@ def run(args) -> int:
     ]
     server = build_server(links)
     if args.http:
-        return serve_http(server, host=args.host, port=args.port, token=args.token, allow_origins=args.allow_origin or [])
+        return serve_http(
+            server, host=args.host, port=args.port, token=args.token, allow_origins=args.allow_origin or []
+        )
     server.run("stdio")
     return 0

@@ -197,14 +197,18 @@ def _progress(st) -> str:
     parts = []
     if st.state != "ready":
         p = st.progress or {}
-        stage = f"{p.get('stage')} {p.get('done')}/{p.get('total')}" if p.get("total") else str(p.get("stage") or st.state)
+        stage = (
+            f"{p.get('stage')} {p.get('done')}/{p.get('total')}" if p.get("total") else str(p.get("stage") or st.state)
+        )
         if p.get("eta_s") is not None:
             stage += f", ETA {p['eta_s']:.0f} s"
         parts.append(f"{st.state}: {stage}")
     d = st.dense
     if d.enabled and d.done < d.total:
         eta = f", ETA {d.eta_s:.0f} s" if d.eta_s else ""
-        parts.append(f"dense chunks embedded {d.done}/{d.total}" + (f" ({d.rate_per_s:g}/s{eta})" if d.rate_per_s else ""))
+        parts.append(
+            f"dense chunks embedded {d.done}/{d.total}" + (f" ({d.rate_per_s:g}/s{eta})" if d.rate_per_s else "")
+        )
     return "; ".join(parts)
 
 
@@ -317,7 +321,11 @@ WaitFresh = Annotated[
 def _stale_note(res, waited: float) -> str:
     """The ``note`` part for an answer with ``stale`` set."""
     shown = ", ".join(res.stale_paths[:5]) + (", ..." if res.stale_count > 5 else "")
-    what = f"{res.stale_count} changed files are not indexed yet ({shown})" if res.stale_count else "file changes are not indexed yet"
+    what = (
+        f"{res.stale_count} changed files are not indexed yet ({shown})"
+        if res.stale_count
+        else "file changes are not indexed yet"
+    )
     if res.full_reconcile_pending:
         what += "; the whole export is being re-checked"
     if waited:
@@ -398,7 +406,7 @@ def _instructions(links: list[RootLink]) -> str:
         "bsl-lens: search over 1C:Enterprise (BSL) configuration exports, kept fresh by a local daemon. "
         f"Roots served: {roots}. Before writing or changing 1C code, look things up here instead of "
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
-        "search for a question in words (\"как отправить письмо\"), get_method to read a method, "
+        'search for a question in words ("как отправить письмо"), get_method to read a method, '
         "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
         "search with scope docs and read_document for documentation pages served with the code. "
         "Cite results as path:line. If a result says warming, the index is still being built."
@@ -475,14 +483,45 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     # -------------------------------------------------------------- search
     async def search(
         ctx: Context,
-        query: Annotated[str, Field(min_length=1, description="A name (СообщитьПользователю, ОбщегоНазначения.Сообщ) or a question in words (\"как отправить письмо\", \"where are exchange rates loaded\")")],
-        mode: Annotated[SearchMode, Field(description="hybrid (default: names + words + meaning), lexical (names and words only: exact terms), vector (meaning only)")] = "hybrid",
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='A name (СообщитьПользователю, ОбщегоНазначения.Сообщ) or a question in words ("как отправить письмо", "where are exchange rates loaded")',
+            ),
+        ],
+        mode: Annotated[
+            SearchMode,
+            Field(
+                description="hybrid (default: names + words + meaning), lexical (names and words only: exact terms), vector (meaning only)"
+            ),
+        ] = "hybrid",
         top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Hits to return, 1..{MAX_TOP_K}")] = 10,
-        scope: Annotated[Scope, Field(description="code (BSL methods), metadata (objects and their fields), docs (documentation sections: markdown pages served with the code), or all")] = "all",
-        object_type: Annotated[str | None, Field(description="Only this metadata type and its modules: Справочник, Документ, РегистрСведений, ОбщийМодуль, Перечисление ... (Catalog, Catalogs work too)")] = None,
-        module_kind: Annotated[ModuleKind | None, Field(description="Only this module kind: common, object, manager, form, command, recordset, ...")] = None,
-        path_prefix: Annotated[str | None, Field(description="Only files under this path, relative to the root: \"CommonModules/\", \"Catalogs/Пользователи\"")] = None,
-        export_only: Annotated[bool, Field(description="Only exported methods (Экспорт): the module's public API")] = False,
+        scope: Annotated[
+            Scope,
+            Field(
+                description="code (BSL methods), metadata (objects and their fields), docs (documentation sections: markdown pages served with the code), or all"
+            ),
+        ] = "all",
+        object_type: Annotated[
+            str | None,
+            Field(
+                description="Only this metadata type and its modules: Справочник, Документ, РегистрСведений, ОбщийМодуль, Перечисление ... (Catalog, Catalogs work too)"
+            ),
+        ] = None,
+        module_kind: Annotated[
+            ModuleKind | None,
+            Field(description="Only this module kind: common, object, manager, form, command, recordset, ..."),
+        ] = None,
+        path_prefix: Annotated[
+            str | None,
+            Field(
+                description='Only files under this path, relative to the root: "CommonModules/", "Catalogs/Пользователи"'
+            ),
+        ] = None,
+        export_only: Annotated[
+            bool, Field(description="Only exported methods (Экспорт): the module's public API")
+        ] = False,
         wait_fresh: WaitFresh = 0.0,
         root: RootArg = None,
     ) -> SearchOutput:
@@ -493,18 +532,37 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             st = await _status(b, link)
         except Starting as exc:
             return SearchOutput(
-                root=link.name, query=query, mode=mode, total=0, shown=0, truncated=False, stale=False,
-                warming=True, note=str(exc), index=_starting_info(link), hits=[],
+                root=link.name,
+                query=query,
+                mode=mode,
+                total=0,
+                shown=0,
+                truncated=False,
+                stale=False,
+                warming=True,
+                note=str(exc),
+                index=_starting_info(link),
+                hits=[],
             )
         if mode == "vector" and not st.dense.enabled:
             raise ToolError(
                 "vector mode needs the semantic (dense) index, which is off for this root (its daemon runs "
                 "with --embedder none); use mode hybrid or lexical"
             )
-        filters = {"scope": scope, "object_type": object_type, "module_kind": module_kind, "path_prefix": path_prefix, "export_only": export_only}
+        filters = {
+            "scope": scope,
+            "object_type": object_type,
+            "module_kind": module_kind,
+            "path_prefix": path_prefix,
+            "export_only": export_only,
+        }
         filters = {k: v for k, v in filters.items() if v not in (None, False, "all")}
         conns = link.link.connections
-        res = await _call(b, link, lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None, fresh_timeout=wait_fresh))
+        res = await _call(
+            b,
+            link,
+            lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None, fresh_timeout=wait_fresh),
+        )
         st = await _status_after(b, link, st, conns)
         hits = [
             SearchHit(
@@ -522,11 +580,17 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         lex_warm = _lexical_warming(st)
         dense_warm = mode != "lexical" and _dense_warming(st)
         if lex_warm and st.chunks:  # a warm start: the saved index answers while the daemon checks the disk
-            notes.append(f"the index is being brought up to date with the disk ({_progress(st)}): results come from the saved index, files changed since it was saved may be missing or out of date; search again later for complete results")
+            notes.append(
+                f"the index is being brought up to date with the disk ({_progress(st)}): results come from the saved index, files changed since it was saved may be missing or out of date; search again later for complete results"
+            )
         elif lex_warm:
-            notes.append(f"the index is still being built ({_progress(st)}): results cover only the files indexed so far; search again later for complete results")
+            notes.append(
+                f"the index is still being built ({_progress(st)}): results cover only the files indexed so far; search again later for complete results"
+            )
         if dense_warm:
-            notes.append(f"semantic search covers {st.dense.done} of {st.dense.total} chunks so far (embedding continues in the background); names and words still match everywhere")
+            notes.append(
+                f"semantic search covers {st.dense.done} of {st.dense.total} chunks so far (embedding continues in the background); names and words still match everywhere"
+            )
         if res.stale:
             notes.append(_stale_note(res, wait_fresh))
         return SearchOutput(
@@ -548,7 +612,13 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     # -------------------------------------------------------------- find_symbol
     async def find_symbol(
         ctx: Context,
-        query: Annotated[str, Field(min_length=1, description="A name or part of one: \"ОбщегоНазначения.СообщитьПользователю\", \"СообщитьПользователю\", \"СообщПольз\" (CamelHump), \"Справочник.Пользователи\"")],
+        query: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='A name or part of one: "ОбщегоНазначения.СообщитьПользователю", "СообщитьПользователю", "СообщПольз" (CamelHump), "Справочник.Пользователи"',
+            ),
+        ],
         limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Definitions to return, 1..{MAX_TOP_K}")] = 10,
         scope: Annotated[Scope, Field(description="code (methods), metadata (objects and fields), or all")] = "all",
         export_only: Annotated[bool, Field(description="Only exported methods (Экспорт)")] = False,
@@ -561,12 +631,21 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
             st = await _status(b, link)
         except Starting as exc:
             return FindSymbolOutput(
-                root=link.name, query=query, total=0, shown=0, truncated=False, warming=True,
-                note=str(exc), index=_starting_info(link), symbols=[],
+                root=link.name,
+                query=query,
+                total=0,
+                shown=0,
+                truncated=False,
+                warming=True,
+                note=str(exc),
+                index=_starting_info(link),
+                symbols=[],
             )
         filters = {k: v for k, v in {"scope": scope, "export_only": export_only}.items() if v not in (False, "all")}
         conns = link.link.connections
-        res = await _call(b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None, fresh_timeout=wait_fresh))
+        res = await _call(
+            b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None, fresh_timeout=wait_fresh)
+        )
         st = await _status_after(b, link, st, conns)
 
         async def chunks(c):
@@ -598,7 +677,11 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
                 )
             )
         warming = _lexical_warming(st)
-        notes = [f"the index is still being built ({_progress(st)}): definitions in files not reached yet are missing"] if warming else []
+        notes = (
+            [f"the index is still being built ({_progress(st)}): definitions in files not reached yet are missing"]
+            if warming
+            else []
+        )
         if res.stale:
             notes.append(_stale_note(res, wait_fresh))
         return FindSymbolOutput(
@@ -619,8 +702,19 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     # -------------------------------------------------------------- get_method
     async def get_method(
         ctx: Context,
-        name: Annotated[str, Field(min_length=1, description="Модуль.Метод (\"ОбщегоНазначения.СообщитьПользователю\"), or a bare method name together with path")],
-        path: Annotated[str | None, Field(description="Module path relative to the root, from a search hit: \"CommonModules/ОбщегоНазначения/Ext/Module.bsl\"")] = None,
+        name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='Модуль.Метод ("ОбщегоНазначения.СообщитьПользователю"), or a bare method name together with path',
+            ),
+        ],
+        path: Annotated[
+            str | None,
+            Field(
+                description='Module path relative to the root, from a search hit: "CommonModules/ОбщегоНазначения/Ext/Module.bsl"'
+            ),
+        ] = None,
         root: RootArg = None,
     ) -> MethodOutput:
         b = _bridge(ctx)
@@ -667,8 +761,19 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
     # -------------------------------------------------------------- read_document
     async def read_document(
         ctx: Context,
-        path: Annotated[str, Field(min_length=1, description="Docs page relative to the root, from a search hit: \"features/assertions/assertions-base.md\"")],
-        heading: Annotated[str | None, Field(description="A heading of the page (as written, plain text, its anchor, or H1 > H2 path); default: the whole page")] = None,
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='Docs page relative to the root, from a search hit: "features/assertions/assertions-base.md"',
+            ),
+        ],
+        heading: Annotated[
+            str | None,
+            Field(
+                description="A heading of the page (as written, plain text, its anchor, or H1 > H2 path); default: the whole page"
+            ),
+        ] = None,
         root: RootArg = None,
     ) -> DocumentOutput:
         b = _bridge(ctx)
@@ -676,17 +781,36 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         st = await _status_or_fail(b, link)
         d = await _call(b, link, lambda c: c.read_document(path, heading), warming=_lexical_warming(st))
         return DocumentOutput(
-            root=link.name, path=d.path, heading=d.heading, heading_path=d.heading_path, link=d.link, lang=d.lang,
-            start_line=d.start_line, end_line=d.end_line, total_lines=d.total_lines, text=d.text,
-            truncated=d.truncated, note=d.note, headings=list(d.headings), mentions=list(d.mentions),
+            root=link.name,
+            path=d.path,
+            heading=d.heading,
+            heading_path=d.heading_path,
+            link=d.link,
+            lang=d.lang,
+            start_line=d.start_line,
+            end_line=d.end_line,
+            total_lines=d.total_lines,
+            text=d.text,
+            truncated=d.truncated,
+            note=d.note,
+            headings=list(d.headings),
+            mentions=list(d.mentions),
         )
 
     # -------------------------------------------------------------- read_module
     async def read_module(
         ctx: Context,
-        path: Annotated[str, Field(min_length=1, description="File relative to the export root: \"CommonModules/ОбщегоНазначения/Ext/Module.bsl\", \"Catalogs/Пользователи.xml\"")],
+        path: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='File relative to the export root: "CommonModules/ОбщегоНазначения/Ext/Module.bsl", "Catalogs/Пользователи.xml"',
+            ),
+        ],
         start_line: Annotated[int, Field(ge=1, description="First line, 1-based")] = 1,
-        end_line: Annotated[int | None, Field(ge=1, description=f"Last line, inclusive; default start_line + {MAX_READ_LINES - 1}")] = None,
+        end_line: Annotated[
+            int | None, Field(ge=1, description=f"Last line, inclusive; default start_line + {MAX_READ_LINES - 1}")
+        ] = None,
         root: RootArg = None,
     ) -> ModuleOutput:
         b = _bridge(ctx)
@@ -717,14 +841,26 @@ def build_server(links: list[RootLink], *, connect_wait: float = CONNECT_WAIT) -
         elif end_line is not None and end_line > mt.total_lines:
             note = f"the file has {mt.total_lines} lines"
         return ModuleOutput(
-            root=link.name, path=mt.path, start_line=start_line, end_line=end, total_lines=mt.total_lines,
-            text=text, truncated=truncated, note=note,
+            root=link.name,
+            path=mt.path,
+            start_line=start_line,
+            end_line=end,
+            total_lines=mt.total_lines,
+            text=text,
+            truncated=truncated,
+            note=note,
         )
 
     # -------------------------------------------------------------- describe_object
     async def describe_object(
         ctx: Context,
-        name: Annotated[str, Field(min_length=1, description="Тип.Имя: \"Справочник.Пользователи\", \"Документ.ЗаказКлиента\", \"РегистрСведений.КурсыВалют\", \"Catalog.Users\"")],
+        name: Annotated[
+            str,
+            Field(
+                min_length=1,
+                description='Тип.Имя: "Справочник.Пользователи", "Документ.ЗаказКлиента", "РегистрСведений.КурсыВалют", "Catalog.Users"',
+            ),
+        ],
         root: RootArg = None,
     ) -> ObjectOutput:
         b = _bridge(ctx)
@@ -793,8 +929,16 @@ def _shared_info(sc) -> SharedCacheInfo | None:
     if sc is None:
         return None
     return SharedCacheInfo(
-        url=sc.url, mode=sc.mode, state=sc.state, reachable=sc.reachable, hits=sc.hits, misses=sc.misses,
-        written=sc.written, unreached=sc.unreached, last_error=sc.last_error, retry_in_s=sc.retry_in_s,
+        url=sc.url,
+        mode=sc.mode,
+        state=sc.state,
+        reachable=sc.reachable,
+        hits=sc.hits,
+        misses=sc.misses,
+        written=sc.written,
+        unreached=sc.unreached,
+        last_error=sc.last_error,
+        retry_in_s=sc.retry_in_s,
     )
 
 
@@ -804,11 +948,17 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         res = await link.status(wait=b.connect_wait, fresh=True)
     except Starting:
         info = _starting_info(link)
-        return RootStatus(name=link.name, root=str(link.root), running=False, state="starting", warming=True, progress=info.progress)
+        return RootStatus(
+            name=link.name, root=str(link.root), running=False, state="starting", warming=True, progress=info.progress
+        )
     except DaemonError as exc:
-        return RootStatus(name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=str(exc))
+        return RootStatus(
+            name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=str(exc)
+        )
     except MCPError as exc:  # a daemon that cannot start: reported here, not raised
-        return RootStatus(name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=exc.message)
+        return RootStatus(
+            name=link.name, root=str(link.root), running=False, state="failed", warming=False, error=exc.message
+        )
     import msgspec
 
     from daemon.cli.status_text import format_status
@@ -835,7 +985,13 @@ async def _root_status(b: Bridge, link: RootLink) -> RootStatus:
         docs_sections=st.docs_sections,
         chunks=st.chunks,
         dense=DenseInfo(
-            enabled=d.enabled, embedder=d.embedder, model=d.model, done=d.done, total=d.total, rate_per_s=d.rate_per_s, eta_s=d.eta_s,
+            enabled=d.enabled,
+            embedder=d.embedder,
+            model=d.model,
+            done=d.done,
+            total=d.total,
+            rate_per_s=d.rate_per_s,
+            eta_s=d.eta_s,
             shared_cache=_shared_info(d.shared_cache),
         ),
         watcher=st.watcher.mode,

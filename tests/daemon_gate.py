@@ -60,7 +60,9 @@ def main(root: str, index_dir: str, gate: str, mode: str, watch: str = "off") ->
 
     Path(index_dir).mkdir(parents=True, exist_ok=True, mode=0o700)
     logging.basicConfig(
-        level=logging.INFO, filename=str(Path(index_dir) / "gate.log"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        level=logging.INFO,
+        filename=str(Path(index_dir) / "gate.log"),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     return run_daemon(root, index_dir=index_dir, embedder="none", watch=watch, service_factory=Gated)
 

@@ -35,7 +35,9 @@ SAMPLE = REPO / "daemon" / "sample_export"
 TIMEOUT = 120.0
 
 
-def run_cli(*args: str, env: dict | None = None, timeout: float = TIMEOUT, check: bool = False) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, env: dict | None = None, timeout: float = TIMEOUT, check: bool = False
+) -> subprocess.CompletedProcess:
     """``python -m daemon.cli *args`` from the repository root; text output captured."""
     proc = subprocess.run(
         [sys.executable, "-m", "daemon.cli", *args],

@@ -73,13 +73,28 @@ class PgServer:
         pwfile.write_text(SUPERPASS + "\n")
         if self.user:
             os.chown(pwfile, self._uid, self._gid)
-        self._run("initdb", "-D", str(self.pgdata), "-U", SUPERUSER, "--pwfile", str(pwfile), "--auth=scram-sha-256", "--encoding=UTF8", "--no-sync")
+        self._run(
+            "initdb",
+            "-D",
+            str(self.pgdata),
+            "-U",
+            SUPERUSER,
+            "--pwfile",
+            str(pwfile),
+            "--auth=scram-sha-256",
+            "--encoding=UTF8",
+            "--no-sync",
+        )
         pwfile.unlink()
         with open(self.pgdata / "postgresql.conf", "a") as fh:
-            fh.write(f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = '{self.pgdata}'\nfsync = off\n")
+            fh.write(
+                f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = '{self.pgdata}'\nfsync = off\n"
+            )
 
     def _run(self, exe: str, *args: str, timeout: float = WAIT_S) -> subprocess.CompletedProcess:
-        return subprocess.run([str(self.bin / exe), *args], check=True, capture_output=True, text=True, timeout=timeout, **self._kw)
+        return subprocess.run(
+            [str(self.bin / exe), *args], check=True, capture_output=True, text=True, timeout=timeout, **self._kw
+        )
 
     def dsn(self, user: str = SUPERUSER, password: str | None = SUPERPASS, db: str = "postgres") -> str:
         """A URL DSN for ``user`` on database ``db``."""

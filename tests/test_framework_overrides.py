@@ -41,7 +41,13 @@ def test_pygls_stdio_still_builds_its_own_threaded_reader():
     # hand it our stop event through _stop_event, which pygls' shutdown/exit set.
     assert "StdinAsyncReader(" in inspect.getsource(JsonRPCServer._start_io_async)
     assert "self._stop_event.set()" in inspect.getsource(JsonRPCServer.shutdown)
-    assert list(inspect.signature(run_async).parameters) == ["stop_event", "reader", "protocol", "logger", "error_handler"]
+    assert list(inspect.signature(run_async).parameters) == [
+        "stop_event",
+        "reader",
+        "protocol",
+        "logger",
+        "error_handler",
+    ]
 
 
 def test_mcp_tools_still_ignore_unknown_arguments():

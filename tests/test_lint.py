@@ -18,7 +18,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def _run(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", *args], cwd=REPO, input=stdin, capture_output=True, text=True, timeout=300
+    )
 
 
 def test_ruff_passes():
@@ -26,7 +28,9 @@ def test_ruff_passes():
     assert out.returncode == 0, out.stdout + out.stderr
 
 
-@pytest.mark.parametrize(("path", "flagged"), [("lsp/new.py", True), ("mcp_bridge/new.py", True), ("daemon/new.py", False)])
+@pytest.mark.parametrize(
+    ("path", "flagged"), [("lsp/new.py", True), ("mcp_bridge/new.py", True), ("daemon/new.py", False)]
+)
 def test_ruff_flags_print_in_the_stdio_processes(path, flagged):
     out = _run("ruff", "check", "--no-cache", "--stdin-filename", path, "-", stdin='"""Probe."""\n\nprint("hello")\n')
     assert (out.returncode != 0) == flagged, out.stdout + out.stderr

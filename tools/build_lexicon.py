@@ -92,6 +92,8 @@ _METHOD_RE = re.compile(
 _KIND = {"процедура": "p", "procedure": "p", "функция": "f", "function": "f"}
 _V8 = "{http://v8.1c.ru/8.1/data/core}"
 _MD = "{http://v8.1c.ru/8.3/MDClasses}"
+
+
 def _descriptors(root: Path) -> dict[str, tuple[str, str, str]]:
     """uuid -> (relative descriptor path, Name, synonym) for every element with a uuid and a
     Properties/Name in every .xml descriptor outside Ext/ folders."""
@@ -149,12 +151,21 @@ def name_pairs(ru_root: Path, en_root: Path) -> list[tuple[str, str]]:
         if rrel.endswith(".xml") and erel.endswith(".xml") and Path(rrel).stem == rname:
             module_dirs.append((ru_root / rrel[:-4], en_root / erel[:-4]))
     for rdir, edir in module_dirs:
-        for sub in ("Ext/Module.bsl", "Ext/ObjectModule.bsl", "Ext/ManagerModule.bsl", "Ext/RecordSetModule.bsl",
-                    "Ext/ValueManagerModule.bsl", "Ext/Form/Module.bsl", "Ext/CommandModule.bsl"):
+        for sub in (
+            "Ext/Module.bsl",
+            "Ext/ObjectModule.bsl",
+            "Ext/ManagerModule.bsl",
+            "Ext/RecordSetModule.bsl",
+            "Ext/ValueManagerModule.bsl",
+            "Ext/Form/Module.bsl",
+            "Ext/CommandModule.bsl",
+        ):
             rm, em = _methods(rdir / sub), _methods(edir / sub)
             if not rm or not em:
                 continue
-            sm = difflib.SequenceMatcher(a=[(k, len(p)) for k, _, p in rm], b=[(k, len(p)) for k, _, p in em], autojunk=False)
+            sm = difflib.SequenceMatcher(
+                a=[(k, len(p)) for k, _, p in rm], b=[(k, len(p)) for k, _, p in em], autojunk=False
+            )
             for block in sm.get_matching_blocks():
                 for i in range(block.size):
                     (_, rn, rp), (_, en_, ep) = rm[block.a + i], em[block.b + i]
@@ -193,7 +204,9 @@ def learn(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], int]:
     return links
 
 
-def _one_way(links: dict[tuple[str, str], int], src: int, min_links: int, min_share: float, max_translations: int) -> dict:
+def _one_way(
+    links: dict[tuple[str, str], int], src: int, min_links: int, min_share: float, max_translations: int
+) -> dict:
     """source word -> [(target word, family share)] for one direction (src 0: en -> ru)."""
     by_src: dict[str, Counter] = defaultdict(Counter)
     for pair, n in links.items():
@@ -204,18 +217,28 @@ def _one_way(links: dict[tuple[str, str], int], src: int, min_links: int, min_sh
         fams: Counter = Counter()
         for t, n in targets.items():
             fams[family(t)] += n
-        kept = [f for f, n in sorted(fams.items(), key=lambda x: (-x[1], x[0])) if n / total >= min_share][:max_translations]
-        trans = [(t, round(fams[family(t)] / total, 3)) for t, n in targets.items() if n >= min_links and family(t) in kept]
+        kept = [f for f, n in sorted(fams.items(), key=lambda x: (-x[1], x[0])) if n / total >= min_share][
+            :max_translations
+        ]
+        trans = [
+            (t, round(fams[family(t)] / total, 3)) for t, n in targets.items() if n >= min_links and family(t) in kept
+        ]
         if trans:
             out[w] = sorted(trans, key=lambda x: (-x[1], -targets[x[0]], x[0]))
     return dict(sorted(out.items()))
 
 
-def lexicon(links: dict[tuple[str, str], int], min_links: int = MIN_LINKS, min_share: float = MIN_SHARE,
-            max_translations: int = MAX_TRANSLATIONS) -> tuple[dict, dict]:
+def lexicon(
+    links: dict[tuple[str, str], int],
+    min_links: int = MIN_LINKS,
+    min_share: float = MIN_SHARE,
+    max_translations: int = MAX_TRANSLATIONS,
+) -> tuple[dict, dict]:
     """(en -> [(ru, share)], ru -> [(en, share)]) from link counts (see module docstring)."""
-    return (_one_way(links, 0, min_links, min_share, max_translations),
-            _one_way(links, 1, min_links, min_share, max_translations))
+    return (
+        _one_way(links, 0, min_links, min_share, max_translations),
+        _one_way(links, 1, min_links, min_share, max_translations),
+    )
 
 
 def surface_forms(pairs: list[tuple[str, str]], en_ru: dict, ru_en: dict) -> dict[str, dict[str, str]]:
@@ -231,7 +254,10 @@ def surface_forms(pairs: list[tuple[str, str]], en_ru: dict, ru_en: dict) -> dic
             for tok, word in name_word_forms(name, memo):
                 if tok in want[lang]:
                     counts[lang][tok][word] += 1
-    return {lang: {tok: min(c.items(), key=lambda x: (-x[1], x[0]))[0] for tok, c in sorted(counts[lang].items())} for lang in ("ru", "en")}
+    return {
+        lang: {tok: min(c.items(), key=lambda x: (-x[1], x[0]))[0] for tok, c in sorted(counts[lang].items())}
+        for lang in ("ru", "en")
+    }
 
 
 def check(pairs: list[tuple[str, str]]) -> None:
@@ -253,16 +279,22 @@ def check(pairs: list[tuple[str, str]]) -> None:
                 hit += len(proposed & rf)
                 want += len(rf)
                 got += len(rf & proposed)
-            print(f"min_links {min_links} min_share {min_share:.2f}: precision {hit / max(prop, 1):.3f} "
-                  f"recall {got / max(want, 1):.3f} ({len(en_ru)} en words)")
+            print(
+                f"min_links {min_links} min_share {min_share:.2f}: precision {hit / max(prop, 1):.3f} "
+                f"recall {got / max(want, 1):.3f} ({len(en_ru)} en words)"
+            )
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("ru", type=Path)
     ap.add_argument("en", type=Path)
-    ap.add_argument("--out", type=Path, default=Path(__file__).resolve().parent.parent / "daemon" / "data" / "lexicon_1c.json")
-    ap.add_argument("--check", action="store_true", help="print held-out precision/recall for a grid of thresholds; write nothing")
+    ap.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parent.parent / "daemon" / "data" / "lexicon_1c.json"
+    )
+    ap.add_argument(
+        "--check", action="store_true", help="print held-out precision/recall for a grid of thresholds; write nothing"
+    )
     a = ap.parse_args(argv)
     pairs = name_pairs(a.ru, a.en)
     print(f"{len(pairs)} name pairs", file=sys.stderr)
@@ -273,7 +305,11 @@ def main(argv: list[str] | None = None) -> int:
     out = {
         "attribution": ATTRIBUTION,
         "license": "CC-BY-4.0",
-        "source": {"ru": "ssl31-ru (SSL 3.1.12.238)", "en": "ssl31-en (SSL World edition 3.1.12.175)", "name_pairs": len(pairs)},
+        "source": {
+            "ru": "ssl31-ru (SSL 3.1.12.238)",
+            "en": "ssl31-en (SSL World edition 3.1.12.175)",
+            "name_pairs": len(pairs),
+        },
         "thresholds": {"min_links": MIN_LINKS, "min_share": MIN_SHARE, "max_translations": MAX_TRANSLATIONS},
         "en_ru": en_ru,
         "ru_en": ru_en,

@@ -44,9 +44,18 @@ def _setter(param: str):
         if kind not in weights_mod.DENSE_WEIGHTS:
             raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
         return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
-    attrs = {"uncued": (ranking_mod, "UNCUED_META_WEIGHT"), "api": (ranking_mod, "API_PRIOR_WEIGHT"), "api_depth": (ranking_mod, "API_PRIOR_DEPTH"), "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"), "rollup": (ranking_mod, "OBJECT_ROLLUP"), "meta": (ranking_mod, "META_WEIGHT"), "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
-             "metanames": (ranking_mod, "METANAMES_WEIGHT"),
-             "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"), "translated": (lexicon_mod, "TRANSLATED_WEIGHT")}
+    attrs = {
+        "uncued": (ranking_mod, "UNCUED_META_WEIGHT"),
+        "api": (ranking_mod, "API_PRIOR_WEIGHT"),
+        "api_depth": (ranking_mod, "API_PRIOR_DEPTH"),
+        "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"),
+        "rollup": (ranking_mod, "OBJECT_ROLLUP"),
+        "meta": (ranking_mod, "META_WEIGHT"),
+        "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
+        "metanames": (ranking_mod, "METANAMES_WEIGHT"),
+        "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"),
+        "translated": (lexicon_mod, "TRANSLATED_WEIGHT"),
+    }
     if param not in attrs:
         raise SystemExit(f"unknown parameter {param!r}; one of dense.<kind>, {', '.join(attrs)}")
     mod, name = attrs[param]
@@ -77,8 +86,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--param", required=True)
     ap.add_argument("--values", required=True, help="comma-separated values to try")
     ap.add_argument("--intent", help="score the protocol on this intent only (default: all queries)")
-    ap.add_argument("--level", default="both", choices=("symbol", "file", "both"),
-                    help="nDCG@10 level the protocol compares (both: the mean of the two; default)")
+    ap.add_argument(
+        "--level",
+        default="both",
+        choices=("symbol", "file", "both"),
+        help="nDCG@10 level the protocol compares (both: the mean of the two; default)",
+    )
     a = ap.parse_args(argv)
     global LEVEL
     LEVEL = a.level
@@ -103,8 +116,12 @@ def main(argv: list[str] | None = None) -> int:
         cells = []
         for f in ("A", "B"):
             s = fr[f]
-            intents = " ".join(f"{i} {b['symbol']['ndcg@10']:.3f}/{b['file']['ndcg@10']:.3f}" for i, b in s["by_intent"].items())
-            cells.append(f"{f}: all {s['overall']['symbol']['ndcg@10']:.3f}/{s['overall']['file']['ndcg@10']:.3f} {intents}")
+            intents = " ".join(
+                f"{i} {b['symbol']['ndcg@10']:.3f}/{b['file']['ndcg@10']:.3f}" for i, b in s["by_intent"].items()
+            )
+            cells.append(
+                f"{f}: all {s['overall']['symbol']['ndcg@10']:.3f}/{s['overall']['file']['ndcg@10']:.3f} {intents}"
+            )
         print(f"{a.param}={v:g}{' (current)' if v == current else ''}\n  " + "\n  ".join(cells), flush=True)
     put(current)
     keep = True

@@ -66,7 +66,9 @@ def embed_texts(embedder, spec: str, texts: list[str], workers: int, sink, progr
     from concurrent.futures import ProcessPoolExecutor, as_completed
 
     dim = embedder.dim
-    with ProcessPoolExecutor(workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(worker_spec(spec, workers),)) as pool:
+    with ProcessPoolExecutor(
+        workers, mp_context=mp.get_context("spawn"), initializer=_worker_init, initargs=(worker_spec(spec, workers),)
+    ) as pool:
         futs = {pool.submit(_worker_embed, batch): (i, len(batch)) for i, batch in batches}
         for fut in as_completed(futs):
             i, n = futs[fut]
@@ -83,7 +85,9 @@ def _no_daemon(root, index_dir) -> None:
     paths = runtime.paths_for(root, index_dir)
     owner = runtime.root_owner(paths)
     if owner is not None:
-        raise RuntimeError(f"a bsl-lens daemon (pid {owner.pid}) serves {paths.root}; stop it first (bsl-lens daemon stop {paths.root})")
+        raise RuntimeError(
+            f"a bsl-lens daemon (pid {owner.pid}) serves {paths.root}; stop it first (bsl-lens daemon stop {paths.root})"
+        )
 
 
 def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
@@ -168,7 +172,10 @@ def cmd_embed(args) -> int:
     eng = _open(args)
     rep = eng.refresh()
     eng.save()
-    print(f"lexical: {len(eng.chunks)} chunks ({rep.files_changed} files (re)chunked) in {rep.seconds:.1f}s", file=sys.stderr)
+    print(
+        f"lexical: {len(eng.chunks)} chunks ({rep.files_changed} files (re)chunked) in {rep.seconds:.1f}s",
+        file=sys.stderr,
+    )
     shared = _attach_shared_cache(eng, args)
     eng.shared_cache = None  # run_embed drives the shared cache itself (bulk lookups)
     out = run_embed(eng, args.embedder, args.workers, shared)
@@ -199,11 +206,16 @@ def cmd_cache_export(args) -> int:
         return 1
     from ..engine import Engine
 
-    eng = Engine.open(Path(args.root), index_dir=Path(args.index_dir) if args.index_dir else None, embedder=emb, load_dense=False)
+    eng = Engine.open(
+        Path(args.root), index_dir=Path(args.index_dir) if args.index_dir else None, embedder=emb, load_dense=False
+    )
     _, _, cache_file = eng._dense_paths()
     cache = EmbeddingCache.load(cache_file, emb.fingerprint, emb.dim)
     if not len(cache):
-        print(f"bsl-lens: error: no embedding cache for {emb.fingerprint} in {eng.index_dir} (index with the dense side first)", file=sys.stderr)
+        print(
+            f"bsl-lens: error: no embedding cache for {emb.fingerprint} in {eng.index_dir} (index with the dense side first)",
+            file=sys.stderr,
+        )
         return 1
     cache.save(args.file)
     print(f"exported {len(cache)} vectors of {cache.fingerprint} (dim {cache.dim}) to {args.file}")
@@ -239,7 +251,9 @@ def cmd_cache_import(args) -> int:
         return 1
     from ..engine import Engine
 
-    eng = Engine.open(Path(args.root), index_dir=Path(args.index_dir) if args.index_dir else None, embedder=emb, load_dense=False)
+    eng = Engine.open(
+        Path(args.root), index_dir=Path(args.index_dir) if args.index_dir else None, embedder=emb, load_dense=False
+    )
     eng.index_dir.mkdir(parents=True, exist_ok=True)
     _, _, cache_file = eng._dense_paths()
     cache = EmbeddingCache.load(cache_file, emb.fingerprint, emb.dim)
@@ -260,7 +274,9 @@ def cmd_cache_import(args) -> int:
             got = src.get_many(part)
             shared.store(part, np.stack([got[k] for k in part]))
         st = shared.status()
-        line += f"; {st.written} sent to the shared cache {st.url}" + (f" (last error: {st.last_error})" if st.last_error else "")
+        line += f"; {st.written} sent to the shared cache {st.url}" + (
+            f" (last error: {st.last_error})" if st.last_error else ""
+        )
         shared.close()
     print(line)
     return 0

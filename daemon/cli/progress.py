@@ -115,10 +115,17 @@ class StageProgress:
             if uncounted and total:
                 label = f"{label} ({total} {unit})"
             self._bar = tqdm(
-                initial=0 if uncounted else done, desc=label, unit=unit or "it", **extra,
+                initial=0 if uncounted else done,
+                desc=label,
+                unit=unit or "it",
+                **extra,
                 # the size explicitly: a terminal that reports 0x0 (a pty without a size) would
                 # make tqdm hide the bar
-                file=self.stream, ncols=min(size.columns, 120), nrows=max(size.lines, 2), leave=True, mininterval=0.2,
+                file=self.stream,
+                ncols=min(size.columns, 120),
+                nrows=max(size.lines, 2),
+                leave=True,
+                mininterval=0.2,
             )
         if not uncounted and done > self._bar.n:
             self._bar.update(done - self._bar.n)

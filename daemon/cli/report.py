@@ -35,7 +35,12 @@ METRIC_COLORS = {"ndcg@10": "#0072B2", "mrr@10": "#E69F00", "recall@10": "#009E7
 CHANNEL_ORDER = ("names", "bm25", "meta", "dense")
 #: Status fields that may hold file lists (other daemons' names included: the page shows
 #: whichever the daemon sends).
-FRESHNESS_LISTS = (("stale_files", "stale"), ("pending_files", "pending"), ("pending_paths", "pending"), ("queued_files", "queued"))
+FRESHNESS_LISTS = (
+    ("stale_files", "stale"),
+    ("pending_files", "pending"),
+    ("pending_paths", "pending"),
+    ("queued_files", "queued"),
+)
 #: Gold queries per mode are run with this many hits (the eval's cut-off is 10).
 EVAL_TOP_K = 10
 
@@ -60,16 +65,36 @@ def collect_status(root: str | Path, index_dir: str | Path | None = None, *, tim
 
     paths = runtime.paths_for(root, index_dir)
     if not paths.root.is_dir():
-        return {"running": False, "root": str(paths.root), "index_dir": str(paths.index_dir), "state": "no such folder", "detail": f"export root is not a directory: {paths.root}"}
+        return {
+            "running": False,
+            "root": str(paths.root),
+            "index_dir": str(paths.index_dir),
+            "state": "no such folder",
+            "detail": f"export root is not a directory: {paths.root}",
+        }
     try:
-        with connect(paths.root, index_dir=paths.index_dir, spawn=False, request_timeout=timeout, connect_timeout=5.0, client="report") as c:
+        with connect(
+            paths.root,
+            index_dir=paths.index_dir,
+            spawn=False,
+            request_timeout=timeout,
+            connect_timeout=5.0,
+            client="report",
+        ) as c:
             res = c.call("status", {})
     except DaemonError as exc:
-        out: dict[str, Any] = {"running": False, "root": str(paths.root), "index_dir": str(paths.index_dir), "state": "not running"}
+        out: dict[str, Any] = {
+            "running": False,
+            "root": str(paths.root),
+            "index_dir": str(paths.index_dir),
+            "state": "not running",
+        }
         holder = runtime.lock_holder(paths.lock)
         if holder is not None or runtime.lock_is_held(paths.lock):
             out["state"] = "not answering"
-            out["detail"] = f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; see {paths.log}"
+            out["detail"] = (
+                f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; see {paths.log}"
+            )
         elif not isinstance(exc, DaemonNotRunning):
             out["detail"] = str(exc)
         return out
@@ -89,7 +114,9 @@ def gold_for_root(entries: list[dict], root: str | Path, corpus: str | None = No
     return [x for x in entries if x.get("corpus", name) == name]
 
 
-def eval_via_daemon(root: str | Path, entries: list[dict], *, index_dir: str | Path | None = None, modes: list[str] | None = None) -> dict:
+def eval_via_daemon(
+    root: str | Path, entries: list[dict], *, index_dir: str | Path | None = None, modes: list[str] | None = None
+) -> dict:
     """Run gold ``entries`` through ``root``'s running daemon (``search``, top 10) and score
     them with :func:`daemon.dev.evaluate.evaluate`.
 
@@ -119,7 +146,9 @@ def eval_via_daemon(root: str | Path, entries: list[dict], *, index_dir: str | P
             lat: list[float] = []
 
             def run(q: str, mode: str = mode, lat: list[float] = lat):
-                res = c.call("search", {"query": q, "mode": mode, "top_k": EVAL_TOP_K, **forget}, result=result_type("search"))
+                res = c.call(
+                    "search", {"query": q, "mode": mode, "top_k": EVAL_TOP_K, **forget}, result=result_type("search")
+                )
                 lat.append(res.took_ms)
                 return [(h.path, h.symbol) for h in res.hits]
 
@@ -146,7 +175,7 @@ def load_eval_json(path: str | Path) -> dict:
         raise ValueError(f"{path}: not JSON: {exc}") from exc
     modes = data.get("modes") if isinstance(data, dict) else None
     if not isinstance(modes, dict) or not all(isinstance(r, dict) and "overall" in r for r in modes.values()):
-        raise ValueError(f"{path}: not `bsl-lens eval --json` output (needs a \"modes\" object with per-mode results)")
+        raise ValueError(f'{path}: not `bsl-lens eval --json` output (needs a "modes" object with per-mode results)')
     data.setdefault("source", str(path))
     return data
 
@@ -246,7 +275,9 @@ def bar_chart(
     for i in range(5):
         v = i / 4
         y = top + plot_h - v * plot_h
-        out.append(f'<line x1="{left}" x2="{width - 6}" y1="{y:.1f}" y2="{y:.1f}" class="{"axis" if i == 0 else "grid"}"/>')
+        out.append(
+            f'<line x1="{left}" x2="{width - 6}" y1="{y:.1f}" y2="{y:.1f}" class="{"axis" if i == 0 else "grid"}"/>'
+        )
         out.append(f'<text x="{left - 6}" y="{y + 4:.1f}" class="tick" text-anchor="end">{v:.2f}</text>')
     for gi, g in enumerate(groups):
         gx = left + gi * group_w + (group_w - len(series) * bar_w) / 2
@@ -261,7 +292,9 @@ def bar_chart(
                 f'<rect x="{bx:.1f}" y="{top + plot_h - h:.1f}" width="{bar_w - 3}" height="{max(h, 0.5):.1f}" '
                 f'fill="{colors.get(s, "#777")}"><title>{e(g)} · {e(s)}: {v:.3f}</title></rect>'
             )
-            out.append(f'<text x="{bx + (bar_w - 3) / 2:.1f}" y="{top + plot_h - h - 3:.1f}" class="val" text-anchor="middle">{v:.2f}</text>')
+            out.append(
+                f'<text x="{bx + (bar_w - 3) / 2:.1f}" y="{top + plot_h - h - 3:.1f}" class="val" text-anchor="middle">{v:.2f}</text>'
+            )
         cx = gx + len(series) * bar_w / 2
         out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 16}" class="group" text-anchor="middle">{e(g)}</text>')
         note = (group_notes or {}).get(g)
@@ -296,7 +329,9 @@ def _eval_section(run: dict, idx: int) -> str:
         head.append(f'<p class="muted">root {e(run["root"])}</p>')
     dt, dd = stats.get("dense_total"), stats.get("dense_done")
     if isinstance(dt, int) and dt and isinstance(dd, int) and dd < dt:
-        head.append(f'<p class="warn">dense index incomplete during this run: {dd}/{dt} chunks embedded; vector and hybrid scores are low bounds.</p>')
+        head.append(
+            f'<p class="warn">dense index incomplete during this run: {dd}/{dt} chunks embedded; vector and hybrid scores are low bounds.</p>'
+        )
     series = list(modes)
     vals = {(g, m): metric(r, g, "symbol", "ndcg@10") for m, r in modes.items() for g in groups}
     charts = [
@@ -315,10 +350,22 @@ def _eval_section(run: dict, idx: int) -> str:
         lat = r.get("latency_ms") or {}
         tail = f" · p50 {_ms(lat.get('p50'))}, p95 {_ms(lat.get('p95'))}" if lat else ""
         charts.append(
-            bar_chart(f"{mode}: symbol-level metrics per intent{tail}", groups, list(METRICS), mv, METRIC_COLORS, attrs=f'data-mode="{e(mode)}"', group_notes=notes)
+            bar_chart(
+                f"{mode}: symbol-level metrics per intent{tail}",
+                groups,
+                list(METRICS),
+                mv,
+                METRIC_COLORS,
+                attrs=f'data-mode="{e(mode)}"',
+                group_notes=notes,
+            )
         )
     # the numbers, for those who read
-    rows = ["<table class=grid><tr><th>mode</th><th>level</th>" + "".join(f"<th>{e(g)}</th>" for g in groups) + "<th>Hit@1</th><th>MRR@10</th><th>Recall@10</th></tr>"]
+    rows = [
+        "<table class=grid><tr><th>mode</th><th>level</th>"
+        + "".join(f"<th>{e(g)}</th>" for g in groups)
+        + "<th>Hit@1</th><th>MRR@10</th><th>Recall@10</th></tr>"
+    ]
     for mode, r in modes.items():
         for level in ("symbol", "file"):
             cells = "".join(f"<td>{_num(metric(r, g, level, 'ndcg@10'), '.3f')}</td>" for g in groups)
@@ -344,9 +391,21 @@ def _skipped_list(st: dict) -> list[dict]:
             out = []
             for item in val:
                 if isinstance(item, dict):
-                    out.append({"path": item.get("path", "?"), "reason": item.get("reason", ""), "detail": item.get("detail", "")})
+                    out.append(
+                        {
+                            "path": item.get("path", "?"),
+                            "reason": item.get("reason", ""),
+                            "detail": item.get("detail", ""),
+                        }
+                    )
                 elif isinstance(item, (list, tuple)) and item:
-                    out.append({"path": item[0], "reason": item[1] if len(item) > 1 else "", "detail": item[2] if len(item) > 2 else ""})
+                    out.append(
+                        {
+                            "path": item[0],
+                            "reason": item[1] if len(item) > 1 else "",
+                            "detail": item[2] if len(item) > 2 else "",
+                        }
+                    )
                 else:
                     out.append({"path": item, "reason": "", "detail": ""})
             return out
@@ -357,10 +416,14 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     root = st.get("root") or "?"
     state = st.get("state") or ("running" if st.get("running") else "not running")
     out = [f'<section class="root" id="root-{idx}" data-root="{e(root)}" data-state="{e(state)}">']
-    out.append(f'<h2><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class="path">{e(root)}</span></h2>')
+    out.append(
+        f'<h2><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class="path">{e(root)}</span></h2>'
+    )
     if not st.get("running"):
         if state != "no such folder":
-            out.append(f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>")
+            out.append(
+                f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>"
+            )
         if st.get("detail"):
             out.append(f'<p class="warn">{e(st["detail"])}</p>')
         out.append(f'<p class="muted">index dir {e(st.get("index_dir", "?"))}</p></section>')
@@ -389,7 +452,10 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     # progress
     p = ["<div class=card><h3>Progress</h3>"]
     if prog.get("total"):
-        p.append(f"<div class=sub>{e(prog.get('stage', 'job'))}</div>" + _bar(prog.get("done"), prog.get("total"), f"{_num(prog.get('done'))}/{_num(prog.get('total'))}"))
+        p.append(
+            f"<div class=sub>{e(prog.get('stage', 'job'))}</div>"
+            + _bar(prog.get("done"), prog.get("total"), f"{_num(prog.get('done'))}/{_num(prog.get('total'))}")
+        )
     else:
         p.append(f"<div class=sub>lexical</div>{_bar(1, 1, 'idle' if state == 'ready' else state)}")
     if dense.get("enabled"):
@@ -413,18 +479,33 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     # freshness
     stale_count = st.get("stale_count", 0)
     rows = [
-        ("watcher", e(watcher.get("mode", "?")) + (f' <span class="warn">degraded: {e(watcher["degraded"])}</span>' if watcher.get("degraded") else "")),
+        (
+            "watcher",
+            e(watcher.get("mode", "?"))
+            + (f' <span class="warn">degraded: {e(watcher["degraded"])}</span>' if watcher.get("degraded") else ""),
+        ),
         ("pending events", _num(watcher.get("pending_events", 0))),
         ("queued paths", _num(st.get("queued_paths", 0))),
         ("stale files", f'<span class="{"warn" if stale_count else ""}">{_num(stale_count)}</span>'),
     ]
     if lat.get("samples"):
-        rows.append(("change → searchable", f"p50 {_ms(lat.get('p50_ms'))}, p95 {_ms(lat.get('p95_ms'))}, last {_ms(lat.get('last_ms'))} ({_num(lat['samples'])} changes)"))
+        rows.append(
+            (
+                "change → searchable",
+                f"p50 {_ms(lat.get('p50_ms'))}, p95 {_ms(lat.get('p95_ms'))}, last {_ms(lat.get('last_ms'))} ({_num(lat['samples'])} changes)",
+            )
+        )
     else:
         rows.append(("change → searchable", "no changes seen yet"))
     li = st.get("last_index") or {}
     if li.get("at"):
-        rows.append(("last index", f"{_when(li.get('at'), now)}" + (f", {li['seconds']:.2f} s" if isinstance(li.get("seconds"), (int, float)) else "")))
+        rows.append(
+            (
+                "last index",
+                f"{_when(li.get('at'), now)}"
+                + (f", {li['seconds']:.2f} s" if isinstance(li.get("seconds"), (int, float)) else ""),
+            )
+        )
     rows.append(("last saved", _when(st.get("last_saved_at"), now)))
     cards.append("<div class=card><h3>Freshness</h3>" + _kv(rows) + "</div>")
     # daemon
@@ -433,10 +514,16 @@ def _root_section(st: dict, idx: int, now: float) -> str:
         "<div class=card><h3>Daemon</h3>"
         + _kv(
             [
-                ("pid · version", f"{e(st.get('pid', daemon.get('pid')))} · bsl-lens {e(st.get('version', daemon.get('version')))}"),
+                (
+                    "pid · version",
+                    f"{e(st.get('pid', daemon.get('pid')))} · bsl-lens {e(st.get('version', daemon.get('version')))}",
+                ),
                 ("up", _duration(st.get("uptime_s", daemon.get("uptime_s")))),
                 ("memory", f"RSS {_bytes(st.get('rss_bytes'))}; index {_bytes(st.get('index_bytes'))}"),
-                ("clients", f"{_num(daemon.get('connections'))} connected, {_num(daemon.get('requests'))} requests ({_num(daemon.get('errors'))} errors)"),
+                (
+                    "clients",
+                    f"{_num(daemon.get('connections'))} connected, {_num(daemon.get('requests'))} requests ({_num(daemon.get('errors'))} errors)",
+                ),
                 ("last error", f'<span class="warn">{e(err)}</span>' if err else "none"),
             ]
         )
@@ -451,7 +538,9 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     for key, label in FRESHNESS_LISTS:
         files = st.get(key)
         if isinstance(files, list) and files:
-            items = "".join(f"<li class=path>{e(f if not isinstance(f, dict) else f.get('path', f))}</li>" for f in files)
+            items = "".join(
+                f"<li class=path>{e(f if not isinstance(f, dict) else f.get('path', f))}</li>" for f in files
+            )
             total = stale_count if key == "stale_files" else len(files)
             more = f" (first {len(files)} of {total})" if isinstance(total, int) and total > len(files) else ""
             out.append(f'<h3>{e(label.capitalize())} files{more}</h3><ul class="files {e(key)}">{items}</ul>')
@@ -462,20 +551,29 @@ def _root_section(st: dict, idx: int, now: float) -> str:
         for s in skipped:
             counts[s["reason"]] = counts.get(s["reason"], 0) + 1
     n_skipped = sum(v for v in counts.values() if isinstance(v, int)) if counts else len(skipped)
-    out.append(f'<h3>Skipped files <small>{n_skipped}</small></h3>')
+    out.append(f"<h3>Skipped files <small>{n_skipped}</small></h3>")
     if counts:
-        out.append('<p class="reasons">' + " ".join(f'<span class="pill">{e(k)} <b>{e(v)}</b></span>' for k, v in sorted(counts.items())) + "</p>")
+        out.append(
+            '<p class="reasons">'
+            + " ".join(f'<span class="pill">{e(k)} <b>{e(v)}</b></span>' for k, v in sorted(counts.items()))
+            + "</p>"
+        )
     if skipped:
         table = (
             '<table class="grid skipped"><tr><th>file</th><th>reason</th><th>detail</th></tr>'
-            + "".join(f"<tr><td class=path>{e(s['path'])}</td><td>{e(s['reason'])}</td><td>{e(s['detail'])}</td></tr>" for s in skipped)
+            + "".join(
+                f"<tr><td class=path>{e(s['path'])}</td><td>{e(s['reason'])}</td><td>{e(s['detail'])}</td></tr>"
+                for s in skipped
+            )
             + "</table>"
         )
         if len(skipped) > SKIPPED_OPEN_ROWS:  # folded: 136 missing objects must not push the rest down
             table = f"<details><summary>the {len(skipped)} files listed by the daemon</summary>{table}</details>"
         out.append(table)
     elif counts:
-        out.append('<p class="muted">this daemon reports counts by reason only; <code>bsl-lens index ROOT -v</code> lists the files.</p>')
+        out.append(
+            '<p class="muted">this daemon reports counts by reason only; <code>bsl-lens index ROOT -v</code> lists the files.</p>'
+        )
     else:
         out.append("<p class=muted>none</p>")
     out.append(_recent_section(st.get("recent_queries"), now))
@@ -488,11 +586,13 @@ def _recent_section(recent: Any, now: float) -> str:
         return '<h3>Recent searches</h3><p class="muted">this daemon does not report its recent searches.</p>'
     if not recent:
         return '<h3>Recent searches</h3><p class="muted">none since the daemon started.</p>'
-    channels = [c for c in CHANNEL_ORDER if any(c in (h.get("ranks") or {}) for q in recent for h in q.get("hits") or [])]
+    channels = [
+        c for c in CHANNEL_ORDER if any(c in (h.get("ranks") or {}) for q in recent for h in q.get("hits") or [])
+    ]
     extra = sorted({c for q in recent for h in q.get("hits") or [] for c in (h.get("ranks") or {})} - set(channels))
     channels += extra
     rows = [
-        f'<h3>Recent searches <small>last {len(recent)}, newest first; rank of each hit in each channel</small></h3>'
+        f"<h3>Recent searches <small>last {len(recent)}, newest first; rank of each hit in each channel</small></h3>"
         '<table class="grid recent"><tr><th>when</th><th>query</th><th>mode</th><th>#</th><th>hit</th>'
         + "".join(f"<th class=ch>{e(c)}</th>" for c in channels)
         + "</tr>"
@@ -507,12 +607,18 @@ def _recent_section(recent: Any, now: float) -> str:
             f'<td rowspan="{span}">{e(q.get("mode", ""))}</td>'
         )
         if not hits:
-            rows.append(f'<tr class="qstart">{lead}<td></td><td class="muted">no hits</td>' + "<td></td>" * len(channels) + "</tr>")
+            rows.append(
+                f'<tr class="qstart">{lead}<td></td><td class="muted">no hits</td>'
+                + "<td></td>" * len(channels)
+                + "</tr>"
+            )
             continue
         for i, h in enumerate(hits, 1):
             ranks = h.get("ranks") or {}
             # a method or field: its name, then its owner; a whole metadata object: the owner
-            what, owner = (h.get("symbol"), h.get("owner", "")) if h.get("symbol") else (h.get("owner") or "(object)", "")
+            what, owner = (
+                (h.get("symbol"), h.get("owner", "")) if h.get("symbol") else (h.get("owner") or "(object)", "")
+            )
             cells = "".join(_rank_cell(ranks.get(c)) for c in channels)
             rows.append(
                 f'<tr class="{"qstart" if i == 1 else ""}">{lead if i == 1 else ""}<td>{i}</td>'
@@ -608,7 +714,9 @@ def render_html(statuses: list[dict], evals: list[dict] | None = None, *, now: f
     ]
     for i, st in enumerate(statuses):
         state = st.get("state") or "?"
-        parts.append(f'<li><a href="#root-{i}"><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class=path>{e(st.get("root", "?"))}</span></a></li>')
+        parts.append(
+            f'<li><a href="#root-{i}"><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class=path>{e(st.get("root", "?"))}</span></a></li>'
+        )
     if evals:
         parts.append('<li><a href="#quality">search quality</a></li>')
     parts.append("</ul></nav></header>")

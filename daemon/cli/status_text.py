@@ -46,10 +46,16 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         pct = f" ({100 * done / total:.0f}%)" if total else ""
         rate = dense.get("rate_per_s") or 0
         eta = dense.get("eta_s")
-        tail = f", {rate:g} chunks/s, ETA {_duration(eta)}" if done < total and rate else (", complete" if done >= total else "")
+        tail = (
+            f", {rate:g} chunks/s, ETA {_duration(eta)}"
+            if done < total and rate
+            else (", complete" if done >= total else "")
+        )
         vec = dense.get("vectors") or 0
         vecs = f" ({vec} vectors)" if vec > done else ""
-        lines.append(f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{vecs}{tail}")
+        lines.append(
+            f"  dense:    {dense.get('embedder')} ({dense.get('model')}): {done}/{total} embedded{pct}{vecs}{tail}"
+        )
         sc = dense.get("shared_cache")
         if sc:
             err = f"; last error: {sc.get('last_error')}" if sc.get("last_error") else ""
@@ -65,7 +71,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     if wstate and wstate not in ("off", {"native": "watching"}.get(mode, mode)):
         mode = f"{mode} ({wstate})" if mode != "off" else wstate
     deg = f"; degraded: {watcher['degraded']}" if watcher.get("degraded") else ""
-    lines.append(f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, {g('queued_paths', 0)} queued paths")
+    lines.append(
+        f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, {g('queued_paths', 0)} queued paths"
+    )
     if lat.get("samples"):
         lines.append(
             f"  latency:  change to searchable p50 {lat.get('p50_ms')} ms, p95 {lat.get('p95_ms')} ms "
@@ -74,9 +82,14 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     else:
         lines.append("  latency:  no changes seen yet")
     stale = g("stale_files") or []
-    lines.append(f"  stale:    {g('stale_count', 0)} files" + (f" ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''})" if stale else ""))
+    lines.append(
+        f"  stale:    {g('stale_count', 0)} files"
+        + (f" ({', '.join(stale[:5])}{', ...' if len(stale) > 5 else ''})" if stale else "")
+    )
     lines.append(f"  error:    {g('last_error') or 'none'}")
-    lines.append(f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}")
+    lines.append(
+        f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}"
+    )
     skipped = g("skipped") or {}
     if skipped and not verbose:  # the totals per reason; -v lists the files
         lines.append("  skipped:  " + ", ".join(f"{k} {v}" for k, v in sorted(skipped.items())) + " (-v lists them)")
@@ -90,7 +103,9 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
             lines.append(f"    {k.get('path')}: {k.get('reason')}{detail}")
         total = g("skipped_count", len(listed)) or 0
         if total > len(listed):
-            lines.append(f"    ... {total - len(listed)} more (status --json lists the same {len(listed)}; totals per reason above)")
+            lines.append(
+                f"    ... {total - len(listed)} more (status --json lists the same {len(listed)}; totals per reason above)"
+            )
         li = g("last_index") or {}
         if li:
             lines.append("  last index: " + ", ".join(f"{k} {v}" for k, v in li.items() if k != "at"))
@@ -108,7 +123,9 @@ def format_progress(p: dict, *, first: bool = False) -> str:
     """The ``status`` line for the running job (``Status.progress``): ``indexing: <stage>:
     done/total (pct), rate/s, ETA``; ``first``: a first index, whose counts above stay 0
     until it is applied."""
-    text = progress_line(str(p.get("stage")), int(p.get("done") or 0), int(p.get("total") or 0), p.get("rate_per_s"), p.get("eta_s"))
+    text = progress_line(
+        str(p.get("stage")), int(p.get("done") or 0), int(p.get("total") or 0), p.get("rate_per_s"), p.get("eta_s")
+    )
     if p.get("elapsed_s") is not None:
         text += f" (stage running {_duration(p['elapsed_s'])})"
     if first:

@@ -109,7 +109,15 @@ def _rss_mb() -> float:
     return psutil.Process().memory_info().rss / 2**20
 
 
-def _warm_child(root: str, idx: str, config_raw: bytes, embedder_spec: tuple | None, sym_queries: list, nl_queries: list, modules: list) -> dict:
+def _warm_child(
+    root: str,
+    idx: str,
+    config_raw: bytes,
+    embedder_spec: tuple | None,
+    sym_queries: list,
+    nl_queries: list,
+    modules: list,
+) -> dict:
     """The warm-daemon measures (see the module docstring), run in a spawned process."""
     import gc
 
@@ -170,7 +178,12 @@ def _warm_child(root: str, idx: str, config_raw: bytes, embedder_spec: tuple | N
         lat.append((time.perf_counter() - t) * 1000)
         found += any(h.name == name for h in res.hits)
     if lat:
-        out["edit_to_searchable_ms"] = {"p50": round(_pct(lat, 0.5), 1), "p95": round(_pct(lat, 0.95), 1), "n": len(lat), "found": found}
+        out["edit_to_searchable_ms"] = {
+            "p50": round(_pct(lat, 0.5), 1),
+            "p95": round(_pct(lat, 0.95), 1),
+            "n": len(lat),
+            "found": found,
+        }
     out["warm_peak_rss_mb"] = round(_hwm_mb(), 1)
     return out
 
@@ -196,7 +209,11 @@ def run_bench(args) -> dict:
             root = build_scaled_tree(root, args.scale, work / "tree")
             out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
         else:  # a hard-linked mirror: the edit measure writes into it, never into the root given
-            root = Path(shutil.copytree(root, work / "tree", symlinks=True, copy_function=lambda a, b: _link_or_copy(Path(a), Path(b))))
+            root = Path(
+                shutil.copytree(
+                    root, work / "tree", symlinks=True, copy_function=lambda a, b: _link_or_copy(Path(a), Path(b))
+                )
+            )
         embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
@@ -307,7 +324,9 @@ def run_bench(args) -> dict:
             cached = sum(1 for h in hashes if h in eng.cache)
             out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
             if not hashes or cached / len(hashes) < 0.98:
-                out["dense_note"] = "vector/hybrid latency skipped: no complete embedding cache for this root (run `bsl-lens index ROOT` first)"
+                out["dense_note"] = (
+                    "vector/hybrid latency skipped: no complete embedding cache for this root (run `bsl-lens index ROOT` first)"
+                )
                 embedder = None
             else:
                 t = time.perf_counter()

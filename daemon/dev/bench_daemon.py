@@ -75,8 +75,16 @@ def _insert_statement(text: str, token: str) -> str:
     raise ValueError("no exported method found")
 
 
-def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFAULT_EMBEDDER, edits: int = 20,
-                     queries: int = 200, storm_files: int = 2000, rss_scale: int = 1) -> dict:
+def run_daemon_bench(
+    root: Path,
+    index_dir: Path | None,
+    *,
+    embedder: str = DEFAULT_EMBEDDER,
+    edits: int = 20,
+    queries: int = 200,
+    storm_files: int = 2000,
+    rss_scale: int = 1,
+) -> dict:
     """Run the measurements in the module docstring and return them (the CLI prints them).
     Times in ms unless the key says s; RSS and sizes in MiB. ``rss_cold_vs_warm``:
     :func:`measure_rss_cold_warm` on ``root`` replicated ``rss_scale`` times (lexical only),
@@ -132,9 +140,17 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
                 _wait_dense(client, 60, poll=0.02)  # status walks every chunk: do not poll it flat out
                 dense.append((time.perf_counter() - t0) * 1000)
             time.sleep(0.5)
-        out["edit_lexical_ms"] = {"p50": round(_pct(lex, 0.5), 1), "p95": round(_pct(lex, 0.95), 1), "max": round(max(lex), 1)}
+        out["edit_lexical_ms"] = {
+            "p50": round(_pct(lex, 0.5), 1),
+            "p95": round(_pct(lex, 0.95), 1),
+            "max": round(max(lex), 1),
+        }
         if dense:
-            out["edit_dense_ms"] = {"p50": round(_pct(dense, 0.5), 1), "p95": round(_pct(dense, 0.95), 1), "max": round(max(dense), 1)}
+            out["edit_dense_ms"] = {
+                "p50": round(_pct(dense, 0.5), 1),
+                "p95": round(_pct(dense, 0.95), 1),
+                "max": round(max(dense), 1),
+            }
         client.wait_idle(600)
 
         # --- query latency idle vs during a 2,000-file reindex
@@ -158,10 +174,19 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
         stop.set()
         q.join(60)
         qclient.close()
-        out["query_idle_ms"] = {"mode": mode, "n": len(idle), "p50": round(_pct(idle, 0.5), 2), "p95": round(_pct(idle, 0.95), 2)}
+        out["query_idle_ms"] = {
+            "mode": mode,
+            "n": len(idle),
+            "p50": round(_pct(idle, 0.5), 2),
+            "p95": round(_pct(idle, 0.95), 2),
+        }
         out["query_during_reindex_ms"] = {
-            "files": len(mods), "n": len(loaded), "p50": round(_pct(loaded, 0.5), 2), "p95": round(_pct(loaded, 0.95), 2),
-            "reindex_s": round(reindex_s, 1), "finished": busy_ok,
+            "files": len(mods),
+            "n": len(loaded),
+            "p50": round(_pct(loaded, 0.5), 2),
+            "p95": round(_pct(loaded, 0.95), 2),
+            "reindex_s": round(reindex_s, 1),
+            "finished": busy_ok,
         }
         out["loaded_over_idle_p95"] = round(_pct(loaded, 0.95) / _pct(idle, 0.95), 2)
         # the same with lexical queries, during a second checkout (back to the first state)
@@ -180,14 +205,22 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
         q.join(60)
         qclient.close()
         out["lexical_idle_ms"] = {"p50": round(_pct(idle_lex, 0.5), 2), "p95": round(_pct(idle_lex, 0.95), 2)}
-        out["lexical_during_reindex_ms"] = {"n": len(loaded_lex), "p50": round(_pct(loaded_lex, 0.5), 2), "p95": round(_pct(loaded_lex, 0.95), 2)}
+        out["lexical_during_reindex_ms"] = {
+            "n": len(loaded_lex),
+            "p50": round(_pct(loaded_lex, 0.5), 2),
+            "p95": round(_pct(loaded_lex, 0.95), 2),
+        }
         out["lexical_loaded_over_idle_p95"] = round(_pct(loaded_lex, 0.95) / _pct(idle_lex, 0.95), 2)
         st = client.status().service
         out["rss_mb"] = round(st.rss_bytes / 2**20, 1)
         out["index_mb"] = round(st.index_bytes / 2**20, 1)
         out["chunks"] = st.chunks
         out["dense"] = f"{st.dense.done}/{st.dense.total}"
-        out["latency_status"] = {"p50_ms": st.latency.p50_ms, "p95_ms": st.latency.p95_ms, "samples": st.latency.samples}
+        out["latency_status"] = {
+            "p50_ms": st.latency.p50_ms,
+            "p95_ms": st.latency.p95_ms,
+            "samples": st.latency.samples,
+        }
     finally:
         if client is not None:
             try:
@@ -199,8 +232,9 @@ def run_daemon_bench(root: Path, index_dir: Path | None, *, embedder: str = DEFA
     return out
 
 
-def measure_rss_cold_warm(root: Path, *, scale: int = 1, embedder: str = "none", work: Path | None = None,
-                          settle_s: float = 5.0) -> dict:
+def measure_rss_cold_warm(
+    root: Path, *, scale: int = 1, embedder: str = "none", work: Path | None = None, settle_s: float = 5.0
+) -> dict:
     """Daemon RSS after a cold first index of ``root`` and after a warm restart.
 
     On a hard-linked copy of ``root`` in ``work`` (a fresh temp dir by default, removed
@@ -309,8 +343,14 @@ def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:
 
 
 # ------------------------------------------------------------------------------ lifecycle
-def run_lifecycle_bench(root: Path, *, scales: tuple[int, ...] = (1, 3), embedder: str = "none", starts: int = 3,
-                        work_dir: Path | None = None) -> dict:
+def run_lifecycle_bench(
+    root: Path,
+    *,
+    scales: tuple[int, ...] = (1, 3),
+    embedder: str = "none",
+    starts: int = 3,
+    work_dir: Path | None = None,
+) -> dict:
     """The daemon's lifecycle figures (issue 10), per scale ``n`` in ``scales`` (the root
     replicated ``n`` times like ``bsl-lens bench --scale``; 1: a hard-linked copy):
 
@@ -346,13 +386,19 @@ def run_lifecycle_bench(root: Path, *, scales: tuple[int, ...] = (1, 3), embedde
                 return not runtime.lock_is_held(paths.root_lock)
 
             def spawn(emb: str):
-                return connect(tree, index_dir=idx, args=daemon_args(embedder=emb, watch="auto"), timeout=600, client="bench")
+                return connect(
+                    tree, index_dir=idx, args=daemon_args(embedder=emb, watch="auto"), timeout=600, client="bench"
+                )
 
             def mid_chunk(c, timeout: float = 600) -> bool:
                 deadline = time.monotonic() + timeout
                 while time.monotonic() < deadline:
                     st = c.status().service
-                    if st.state == "indexing" and st.progress.get("stage") == "chunk" and st.progress.get("done", 0) > 0:
+                    if (
+                        st.state == "indexing"
+                        and st.progress.get("stage") == "chunk"
+                        and st.progress.get("done", 0) > 0
+                    ):
                         return True
                     if st.state == "ready":
                         return False

@@ -60,7 +60,9 @@ UPSERT_BATCH = 256
 SEARCH_K = 100
 
 
-def synthetic_vectors(n: int, dim: int, *, seed: int = 42, noise: float = 0.6, centroids: int | None = None) -> np.ndarray:
+def synthetic_vectors(
+    n: int, dim: int, *, seed: int = 42, noise: float = 0.6, centroids: int | None = None
+) -> np.ndarray:
     """``(n, dim)`` float32 unit vectors from the clustered mixture of the module docstring:
     ``centroids`` (default ``max(16, n // 250)``) uniform unit centroids, each row a random
     centroid + Gaussian noise of expected norm ``noise``, normalised. Deterministic for a
@@ -158,7 +160,9 @@ def _build(keys: list[str], data: np.ndarray, dim: int, M: int, ef_construction:
     return index, time.perf_counter() - t
 
 
-def _query_runs(index, keys: list[str], data: np.ndarray, queries: np.ndarray, truth: list[np.ndarray], ef_list: list[int]) -> dict:
+def _query_runs(
+    index, keys: list[str], data: np.ndarray, queries: np.ndarray, truth: list[np.ndarray], ef_list: list[int]
+) -> dict:
     """Latency and recall of ``index.search(q, SEARCH_K)`` per ``ef``."""
     row_of = {k: i for i, k in enumerate(keys)}
     out = {}

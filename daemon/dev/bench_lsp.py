@@ -44,7 +44,12 @@ METHOD, FUNCTION = 6, 12  # LSP SymbolKind values
 
 
 def _summary(ms: list[float]) -> dict:
-    return {"p50": round(_pct(ms, 0.5), 3), "p95": round(_pct(ms, 0.95), 3), "max": round(max(ms), 3) if ms else None, "n": len(ms)}
+    return {
+        "p50": round(_pct(ms, 0.5), 3),
+        "p95": round(_pct(ms, 0.95), 3),
+        "max": round(max(ms), 3) if ms else None,
+        "n": len(ms),
+    }
 
 
 def default_gold() -> Path:
@@ -185,8 +190,13 @@ async def _bench(args) -> dict:
         out["ready_after_s"] = round(time.perf_counter() - t, 2)
         d = st["folders"][0].get("daemon") or {}
         dense = d.get("dense") or {}
-        out["daemon"] = {"pid": d.get("pid"), "modules": d.get("modules"), "methods": d.get("methods"),
-                         "chunks": d.get("chunks"), "dense": f"{dense.get('done')}/{dense.get('total')}"}
+        out["daemon"] = {
+            "pid": d.get("pid"),
+            "modules": d.get("modules"),
+            "methods": d.get("methods"),
+            "chunks": d.get("chunks"),
+            "dense": f"{dense.get('done')}/{dense.get('total')}",
+        }
 
         queries = [e["query"] for e in sym_entries] or ["ОбщегоНазначения", "ЗначениеРеквизитаОбъекта", "ЗнРекОб"]
 

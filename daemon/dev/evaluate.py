@@ -117,7 +117,9 @@ def docs_heading_key(entry: dict, path: str, chain: Sequence[str]) -> str | None
     of the hit's chain (H1 > H2 > ..., outermost first) that the gold lists for ``path``;
     else ``None`` when the gold has a whole-file (``null``) item for the path; else the
     nearest heading (grade 0). Headings compare after NFC, trimming and casefolding."""
-    listed = {_s(r["symbol"].strip()) for r in entry["relevant"] if _p(r["path"]) == _p(path) and r["symbol"] is not None}
+    listed = {
+        _s(r["symbol"].strip()) for r in entry["relevant"] if _p(r["path"]) == _p(path) and r["symbol"] is not None
+    }
     for h in reversed(list(chain)):
         if _s(h.strip()) in listed:
             return h

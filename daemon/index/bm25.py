@@ -846,7 +846,9 @@ class BM25Index:
         vocab = self._vocab.select(keep)
         doc_slot = _u32(self._doc_slot)[live]
         dl = _u32(self._dl)[live]
-        self._install(vocab, counts[keep], base, np.concatenate(([0], np.cumsum(counts[keep]))).astype(np.int64), doc_slot, dl)
+        self._install(
+            vocab, counts[keep], base, np.concatenate(([0], np.cumsum(counts[keep]))).astype(np.int64), doc_slot, dl
+        )
 
     def _install(
         self,
@@ -938,7 +940,9 @@ class BM25Index:
             bufs = self._bufs = (np.zeros(n, dtype=np.float64), np.zeros(n, dtype=np.float64), np.zeros(n, dtype=bool))
         return bufs
 
-    def _term_scores(self, pairs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    def _term_scores(
+        self, pairs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """(docs as ``intp``, contributions ``float64``) of the postings ``pairs`` (``(m, 2)``
         doc, tf) of a term whose ``idf·(k1 + 1)`` is ``c``: ``c·tf / (tf + norm[doc])``, the
         same float operations in the same order as :meth:`_accumulate`, in place."""
@@ -946,7 +950,13 @@ class BM25Index:
         return docs, _contributions(pairs[:, 1].astype(np.float64), docs, c, norm, alive)
 
     def _candidate_scores(
-        self, pairs: np.ndarray, mark: np.ndarray, cand: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
+        self,
+        pairs: np.ndarray,
+        mark: np.ndarray,
+        cand: np.ndarray,
+        c: float,
+        norm: np.ndarray,
+        alive: np.ndarray | None,
     ) -> tuple[np.ndarray, np.ndarray]:
         """:meth:`_term_scores` of the postings ``pairs`` whose doc is one of ``cand``
         (ascending docs, marked in ``mark``, ``bool[docs]``). Few candidates for many
@@ -1238,7 +1248,9 @@ class BM25Index:
             # from now on read the block, the vocabulary and the doc -> terms index from the
             # files just written: their RAM copies are freed (a cold build ends with the
             # footprint of a warm load)
-            m = {name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")}
+            m = {
+                name: np.load(folder / f"{name}.npy", mmap_mode="r") for name in (*_MAPPED, "vocab_hash", "vocab_perm")
+            }
             self._base, self._base_off = m["postings"], m["offsets"]
             self._vocab = _Vocab(m["vocab_blob"], m["vocab_off"], m["vocab_hash"], m["vocab_perm"])
             self._dt_n, self._dt_off = len(self._doc_slot), m["doc_off"]
@@ -1320,10 +1332,14 @@ class BM25Index:
                 path = folder / f"{name}.npy"
                 meta = files[name]
                 if path.stat().st_size != int(meta["bytes"]):
-                    raise BM25Error(f"BM25 index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+                    raise BM25Error(
+                        f"BM25 index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}"
+                    )
                 arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
                 if arr.dtype.str != dtype or arr.ndim != 1 or (shape is not None and arr.shape != shape):
-                    raise BM25Error(f"BM25 index in {folder}: {path.name} is {arr.dtype.str}{arr.shape}, expected {dtype}{shape}")
+                    raise BM25Error(
+                        f"BM25 index in {folder}: {path.name} is {arr.dtype.str}{arr.shape}, expected {dtype}{shape}"
+                    )
                 if verify and zlib.crc32(memoryview(np.ascontiguousarray(arr)).cast("B")) != int(meta["crc32"]):
                     raise BM25Error(f"BM25 index in {folder}: {path.name} fails its CRC-32")
                 cols[name] = arr
@@ -1347,7 +1363,10 @@ class BM25Index:
             or cols["doc_off"][-1] != n_post
             or (n_docs and int(np.diff(cols["doc_off"]).min()) < 0)
             or cols["doc_terms_xpos"].size != cols["doc_terms_xhi"].size
-            or (cols["doc_terms_xpos"].size and not 0 <= int(cols["doc_terms_xpos"][0]) <= int(cols["doc_terms_xpos"][-1]) < n_post)
+            or (
+                cols["doc_terms_xpos"].size
+                and not 0 <= int(cols["doc_terms_xpos"][0]) <= int(cols["doc_terms_xpos"][-1]) < n_post
+            )
         ):
             raise BM25Error(f"BM25 index in {folder}: inconsistent columns (offsets, slots or lengths)")
         if verify and post.size:
@@ -1363,7 +1382,9 @@ class BM25Index:
         if verify and n_post:
             top = 0  # the largest term id (each doc's last: ascending)
             for d in range(n_docs):
-                ids = _decode_doc_terms(cols["doc_off"], cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"], d)
+                ids = _decode_doc_terms(
+                    cols["doc_off"], cols["doc_terms"], cols["doc_terms_xpos"], cols["doc_terms_xhi"], d
+                )
                 top = max(top, ids[-1] if ids else 0)
             if top >= n_terms:
                 raise BM25Error(f"BM25 index in {folder}: doc -> terms index out of range")
@@ -1374,7 +1395,9 @@ class BM25Index:
         return index
 
 
-def _contributions(tf: np.ndarray, docs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None) -> np.ndarray:
+def _contributions(
+    tf: np.ndarray, docs: np.ndarray, c: float, norm: np.ndarray, alive: np.ndarray | None
+) -> np.ndarray:
     """``c·tf / (tf + norm[docs])`` (times ``alive[docs]`` when given), computed in place in
     ``tf`` (``float64``, one per posting of ``docs``): the same float operations in the same
     order as :meth:`BM25Index._accumulate`, so pruned and full scoring agree bit for bit."""

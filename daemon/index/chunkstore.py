@@ -59,7 +59,9 @@ from .storage import save_npy_synced
 from ..contract import CODE_KINDS, DOCS_KINDS, Chunk
 
 #: Bump when the folder layout or the blob encoding changes.
-STORE_VERSION = 3  # 2: blobs start with an uncompressed head (name, symbol); 3: ids as columns, zstd, symbol True = name
+STORE_VERSION = (
+    3  # 2: blobs start with an uncompressed head (name, symbol); 3: ids as columns, zstd, symbol True = name
+)
 #: Blobs shorter than this are stored raw (the compressor's call costs more than it saves).
 COMPRESS_MIN = 96
 
@@ -188,8 +190,19 @@ def encode_parts(c: Chunk) -> tuple[bytes, bytes]:
         if at >= 0:
             doc, span = "", (at, at + len(c.doc))
     raw = _enc.encode(
-        _Var(c.params, c.directives, c.annotations, doc, span, c.signature, c.synonym,
-             c.comment, c.types, c.properties, c.text)
+        _Var(
+            c.params,
+            c.directives,
+            c.annotations,
+            doc,
+            span,
+            c.signature,
+            c.synonym,
+            c.comment,
+            c.types,
+            c.properties,
+            c.text,
+        )
     )
     head = _enc.encode(_Head(c.name, True if c.symbol is not None and c.symbol == c.name else c.symbol))
     if len(head) > 65535:
@@ -458,7 +471,10 @@ class ChunkStore:
             blob_len=len(head) + len(body),
             head_len=len(head),
             blob_off=self._base_len + self._tail_len,
-            nr0=nr[0], nr1=nr[1], nr2=nr[2], nr3=nr[3],
+            nr0=nr[0],
+            nr1=nr[1],
+            nr2=nr[2],
+            nr3=nr[3],
         )
         self._rows[slot] = tuple(row[name] for name in ROW.names)
         if self._spill is None and self._spill_dir is not None:
@@ -496,7 +512,9 @@ class ChunkStore:
             if self._zc is None:
                 import zstandard
 
-                self._zc = zstandard.ZstdCompressor(level=ZSTD_LEVEL, dict_data=zstandard.ZstdCompressionDict(self._zdict))
+                self._zc = zstandard.ZstdCompressor(
+                    level=ZSTD_LEVEL, dict_data=zstandard.ZstdCompressionDict(self._zdict)
+                )
             z = self._zc.compress(raw)
             if len(z) < len(raw):
                 return z, _FLAG_ZSTD
@@ -737,16 +755,33 @@ class ChunkStore:
         flags = self._col("flags").copy()
         self._save_ids(d, flags)
         for name in COLUMNS:
-            col = offs if name == "blob_off" else lens if name == "blob_len" else flags if name == "flags" else self._col(name)
+            col = (
+                offs
+                if name == "blob_off"
+                else lens
+                if name == "blob_len"
+                else flags
+                if name == "flags"
+                else self._col(name)
+            )
             save_npy_synced(d / f"{name}.npy", col)
         rows = self._rows[:n]
-        save_npy_synced(d / "name_range.npy", np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32))
+        save_npy_synced(
+            d / "name_range.npy",
+            np.stack([rows[f"nr{i}"] for i in range(4)], axis=1) if n else np.zeros((0, 4), np.int32),
+        )
         tables = {k: [list(v) if k == "region" else v for v in t.values] for k, t in self.tables.items()}
         _write_synced(d / "tables.msgpack", _enc.encode(tables))
         zdict = self._zdict or b""
         _write_synced(d / "zdict.bin", zdict)
-        meta = {"version": STORE_VERSION, "slots": n, "live": len(self.slot_of), "arena_bytes": pos, "zdict_bytes": len(zdict),
-                "zdict": "never" if self._zdict == b"" else "trained" if self._zdict else "untrained"}
+        meta = {
+            "version": STORE_VERSION,
+            "slots": n,
+            "live": len(self.slot_of),
+            "arena_bytes": pos,
+            "zdict_bytes": len(zdict),
+            "zdict": "never" if self._zdict == b"" else "trained" if self._zdict else "untrained",
+        }
         _write_synced(d / "store.json", json.dumps(meta).encode())
 
     def _save_ids(self, d: Path, flags: np.ndarray) -> None:
@@ -810,7 +845,9 @@ class ChunkStore:
             size = (d / "arena.bin").stat().st_size
             zdict = (d / "zdict.bin").read_bytes()
             if len(zdict) != int(meta["zdict_bytes"]) or meta.get("zdict") not in ("never", "trained", "untrained"):
-                raise ChunkStoreError(f"zdict.bin: {len(zdict)} bytes, store.json says {meta['zdict_bytes']} ({meta.get('zdict')!r})")
+                raise ChunkStoreError(
+                    f"zdict.bin: {len(zdict)} bytes, store.json says {meta['zdict_bytes']} ({meta.get('zdict')!r})"
+                )
         except ChunkStoreError:
             raise
         except (OSError, ValueError, KeyError, TypeError, msgspec.DecodeError, msgspec.ValidationError) as exc:
@@ -824,24 +861,46 @@ class ChunkStore:
         path_id = (cols["flags"] & _FLAG_PATH_ID) != 0
         lens_ = np.diff(id_off) if id_off.shape == (n + 1,) else None
         if (
-            blob.dtype != np.uint8 or blob.ndim != 1
-            or id_off.dtype != np.dtype("<i8") or lens_ is None or int(id_off[0]) != 0 or int(id_off[-1]) != blob.size
+            blob.dtype != np.uint8
+            or blob.ndim != 1
+            or id_off.dtype != np.dtype("<i8")
+            or lens_ is None
+            or int(id_off[0]) != 0
+            or int(id_off[-1]) != blob.size
             or (lens_.size and int(lens_.min()) < 0)
-            or bool((lens_[~live] != 0).any()) or bool((path_id & ~live).any()) or bool((live & ~path_id & (lens_ == 0)).any())
+            or bool((lens_[~live] != 0).any())
+            or bool((path_id & ~live).any())
+            or bool((live & ~path_id & (lens_ == 0)).any())
         ):
-            raise ChunkStoreError(f"chunk store in {d}: the id columns (ids_blob, ids_off) disagree with the live flags")
+            raise ChunkStoreError(
+                f"chunk store in {d}: the id columns (ids_blob, ids_off) disagree with the live flags"
+            )
         if (
-            id_hash.dtype != np.dtype("<u4") or id_hash.shape != (n_live,)
-            or id_hslot.dtype != np.dtype("<u4") or id_hslot.shape != (n_live,)
-            or (n_live and (bool((np.diff(id_hash.astype(np.int64)) < 0).any()) or int(id_hslot.max()) >= n
-                            or not np.array_equal(np.bincount(id_hslot, minlength=n).astype(bool), live)))
+            id_hash.dtype != np.dtype("<u4")
+            or id_hash.shape != (n_live,)
+            or id_hslot.dtype != np.dtype("<u4")
+            or id_hslot.shape != (n_live,)
+            or (
+                n_live
+                and (
+                    bool((np.diff(id_hash.astype(np.int64)) < 0).any())
+                    or int(id_hslot.max()) >= n
+                    or not np.array_equal(np.bincount(id_hslot, minlength=n).astype(bool), live)
+                )
+            )
         ):
             raise ChunkStoreError(f"chunk store in {d}: the id hash columns are not a sorted index of the live slots")
         ends = cols["blob_off"][live] + cols["blob_len"][live]
         if ends.size and int(ends.max()) > arena_bytes:
             raise ChunkStoreError(f"chunk store in {d}: a blob lies beyond the arena")
-        for t, col in (("kind", "kind"), ("module_kind", "module_kind"), ("object_type", "object_type"),
-                       ("owner", "owner"), ("path", "path"), ("region", "region")):
+        for t, col in (
+            ("kind", "kind"),
+            ("module_kind", "module_kind"),
+            ("object_type", "object_type"),
+            ("owner", "owner"),
+            ("path", "path"),
+            ("region", "region"),
+        ):
             if live.any() and int(cols[col][live].max()) >= len(tables[t]):
                 raise ChunkStoreError(f"chunk store in {d}: column {col} points outside its table")
         s = cls()
@@ -849,7 +908,9 @@ class ChunkStore:
         s._zdict = zdict if meta["zdict"] == "trained" else b""
         if int((cols["flags"] & _FLAG_ZSTD).astype(bool).sum()) and not s._zdict:
             raise ChunkStoreError(f"chunk store in {d}: zstd blobs without a dictionary")
-        s.tables = {k: Interner(tuple(v) for v in vals) if k == "region" else Interner(vals) for k, vals in tables.items()}
+        s.tables = {
+            k: Interner(tuple(v) for v in vals) if k == "region" else Interner(vals) for k, vals in tables.items()
+        }
         pfx = np.where(path_id, cols["path"], -1).astype("<i4")
         pfx[~live] = -2
         ids = IdColumn(bytes(blob), array("q", id_off.tobytes()), array("i", pfx.tobytes()), s.tables["path"].values, n)
@@ -981,4 +1042,3 @@ def _write_synced(path: Path, data: bytes) -> None:
         fh.write(data)
         fh.flush()
         os.fsync(fh.fileno())
-

@@ -683,7 +683,16 @@ def _module_text(chunk: Chunk, max_chars: int) -> str:
 _FIELD_GROUPS = tuple(
     L[k]
     for L in _MD_LABELS.values()
-    for k in ("Attribute", "Dimension", "Resource", "EnumValue", "AddressingAttribute", "Column", "AccountingFlag", "ExtDimensionAccountingFlag")
+    for k in (
+        "Attribute",
+        "Dimension",
+        "Resource",
+        "EnumValue",
+        "AddressingAttribute",
+        "Column",
+        "AccountingFlag",
+        "ExtDimensionAccountingFlag",
+    )
 )
 _TS_PREFIXES = tuple(L["tabular_section"] + " " for L in _MD_LABELS.values())
 _EXPLANATION = tuple(L["explanation"] + ": " for L in _MD_LABELS.values())
@@ -801,8 +810,10 @@ def _metadata_object_text(chunk: Chunk, max_chars: int) -> str:
             groups.append(f"{label}: " + ", ".join(_item_phrase(x) for x in _split_items(items)))
         elif label.startswith(_TS_PREFIXES) and sep or (line.startswith(_TS_PREFIXES) and not sep):
             prefix = next(p for p in _TS_PREFIXES if line.startswith(p))
-            ts = _item_phrase(label[len(prefix):])
-            groups.append(f"{prefix}{ts}" + (": " + ", ".join(_item_phrase(x) for x in _split_items(items)) if sep else ""))
+            ts = _item_phrase(label[len(prefix) :])
+            groups.append(
+                f"{prefix}{ts}" + (": " + ", ".join(_item_phrase(x) for x in _split_items(items)) if sep else "")
+            )
     if chunk.types:
         tail.append("Тип: " + ", ".join(chunk.types))
     return _budgeted(title, tail + groups, max_chars)
@@ -830,7 +841,7 @@ def _metadata_field_text(chunk: Chunk, max_chars: int) -> str:
             tail.append(_collapse(line.split(": ", 1)[1]))
         elif line.startswith(_TS_PREFIXES):
             prefix = next(p for p in _TS_PREFIXES if line.startswith(p))
-            name, sep, syn = line[len(prefix):].partition(": ")
+            name, sep, syn = line[len(prefix) :].partition(": ")
             tail.append(f"{prefix}{syn.split(';')[0].strip() if sep else _phrase(name)}")
     tail.append(_collapse(chunk.comment))
     if chunk.types:
@@ -988,7 +999,9 @@ class _MappedRows:
 
     def __init__(self, fh, offset: int, count: int, dim: int) -> None:
         self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)
-        self.rows: np.ndarray | None = np.frombuffer(self._mm, dtype="<f4", count=count * dim, offset=offset).reshape(count, dim)
+        self.rows: np.ndarray | None = np.frombuffer(self._mm, dtype="<f4", count=count * dim, offset=offset).reshape(
+            count, dim
+        )
 
     def close(self) -> None:
         self.rows = None
@@ -1278,8 +1291,12 @@ class EmbeddingCache:
                     try:
                         cache._mapped = _MappedRows(fh, pos, header.count, dim)
                     except OSError as exc:  # cannot map (address space, file system): read it in
-                        log.warning("embedding cache %s cannot be memory-mapped (%s); its rows are read into memory", path, exc)
-                        cache._data = np.fromfile(path, dtype="<f4", offset=pos).astype(np.float32).reshape(header.count, dim)
+                        log.warning(
+                            "embedding cache %s cannot be memory-mapped (%s); its rows are read into memory", path, exc
+                        )
+                        cache._data = (
+                            np.fromfile(path, dtype="<f4", offset=pos).astype(np.float32).reshape(header.count, dim)
+                        )
                         n_mapped = 0
         except (ValueError, OSError, msgspec.DecodeError, msgspec.ValidationError) as exc:
             log.warning("embedding cache %s is damaged (%s); starting empty", path, exc)

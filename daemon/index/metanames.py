@@ -72,7 +72,6 @@ def spelled_name(query: str) -> str | None:
     return "".join(w[:1].upper() + w[1:] for w in words)
 
 
-
 #: Families of methods added or replaced since the last build are kept in a dict beside the
 #: frozen arrays; past this many such changes (or a tenth of the methods) the families are
 #: rebuilt on the next use.
@@ -150,7 +149,9 @@ class MetadataNames:
         name typed in the other language needs them; ssl31-ru's 31k methods: about a
         second). ``name_of``: as for :meth:`ensure`."""
         self._bind(store)
-        if self._fam_ids is not None and len(self._over) + len(self._stale) <= max(OVERLAY_MAX, len(self._nwords) // 10):
+        if self._fam_ids is not None and len(self._over) + len(self._stale) <= max(
+            OVERLAY_MAX, len(self._nwords) // 10
+        ):
             return
         fam_ids: dict[str, int] = {}
         fid_col: list[int] = []
@@ -265,7 +266,7 @@ class MetadataNames:
         for fams in wanted:
             s = self._family_slots(fams)
             cand = s if cand is None else np.intersect1d(cand, s, assume_unique=True)
-        for slot in (cand.tolist() if cand is not None else []):
+        for slot in cand.tolist() if cand is not None else []:
             extra[slot] = int(self._nwords[slot]) - len(wanted)
         for slot, fams in self._over.items():
             if all(fams & w for w in wanted):
@@ -277,7 +278,12 @@ class MetadataNames:
         return ranked[:k]
 
     def search(
-        self, store, query_tokens: list[str], k: int, allow: np.ndarray | None, name_of: Callable[[int], str | None] | None = None
+        self,
+        store,
+        query_tokens: list[str],
+        k: int,
+        allow: np.ndarray | None,
+        name_of: Callable[[int], str | None] | None = None,
     ) -> list[int]:
         """Slots of the best ``k`` metadata chunks of ``store`` for ``query_tokens`` (index
         tokens of the query, stemmed), best first (ties by chunk id), within the bool mask

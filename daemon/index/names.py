@@ -587,7 +587,11 @@ class SymbolIndex:
         """
         if not name:
             raise ValueError(f"empty symbol name for key {key!r}")
-        if _SEP in name or _SEP in kind or (_SEP in container if isinstance(container, str) else any(_SEP in c for c in container)):
+        if (
+            _SEP in name
+            or _SEP in kind
+            or (_SEP in container if isinstance(container, str) else any(_SEP in c for c in container))
+        ):
             raise ValueError(f"control character U+001F in the symbol entry for key {key!r}")
         if not math.isfinite(boost):
             raise ValueError(f"boost must be finite, got {boost!r} for key {key!r}")
@@ -735,7 +739,11 @@ class SymbolIndex:
         fq = fold(name)
         lo, hi = self._by_name.prefix_range(fq)
         ids = self._live(self._by_name.view(lo, self._by_name.exact_end(fq, lo, hi)))
-        return np.frombuffer(self._slot, dtype=np.uint32)[ids].astype(np.int64) if ids.size else np.zeros(0, dtype=np.int64)
+        return (
+            np.frombuffer(self._slot, dtype=np.uint32)[ids].astype(np.int64)
+            if ids.size
+            else np.zeros(0, dtype=np.int64)
+        )
 
     def _live(self, ids: np.ndarray) -> np.ndarray:
         if self._dead and ids.size:
@@ -830,11 +838,7 @@ class SymbolIndex:
                 cand = np.unique(np.frombuffer(self._cini_eid, dtype=np.int64)[crow])
                 rx = _hump_matcher(q_humps, cand.size)
                 info = self._container_info
-                extra = [
-                    e
-                    for e in cand.tolist()
-                    if any(rx(sig) for c in self._conts[e] for sig in info(c)[2])
-                ]
+                extra = [e for e in cand.tolist() if any(rx(sig) for c in self._conts[e] for sig in info(c)[2])]
                 if extra:
                     ids = np.concatenate((ids, np.asarray(extra, dtype=np.int64)))
                     ranks = np.concatenate((ranks, np.full(len(extra), 2, dtype=np.int64)))
@@ -975,9 +979,7 @@ class SymbolIndex:
                 return True
         return False
 
-    def _qualified(
-        self, cq: str, fnq: str, nq_humps: list[str], k: int
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _qualified(self, cq: str, fnq: str, nq_humps: list[str], k: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Entries matching container part ``cq`` and name part ``fnq``: (ids, name kind
         ranks, container kind ranks). Walks whichever side has fewer candidates: the
         entries of the matching containers, or the entries matching the name."""
@@ -1331,7 +1333,9 @@ class SymbolIndex:
         for name, meta in files.items():
             path = folder / f"{name}.npy"
             if path.stat().st_size != int(meta["bytes"]):
-                raise SymbolError(f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}")
+                raise SymbolError(
+                    f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}"
+                )
             arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
             if arr.ndim != 1:
                 raise SymbolError(f"names index in {folder}: {path.name} is not one-dimensional")
@@ -1356,7 +1360,11 @@ class SymbolIndex:
             off = arr_of(name + "_off", "<u4", n + 1)
             text = bytes(arr_of(name + "_text", "|u1")).decode("utf-8", "surrogatepass")
             d = np.diff(off.astype(np.int64))
-            if off[0] != 0 or int(off[-1]) != len(text) or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0)):
+            if (
+                off[0] != 0
+                or int(off[-1]) != len(text)
+                or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0))
+            ):
                 raise bad(f"{name} offsets")
             col: _StrCol = getattr(self, "_" + name)
             col.big, col.off, col.nf = text, array("I", off.astype("<u4").tobytes()), n
@@ -1410,7 +1418,12 @@ class SymbolIndex:
         tri_terms = _split(arr_of("tri_terms", "|u1"), int(counts["tri_terms"]))
         tri_off = arr_of("tri_off", "<i8", len(tri_terms) + 1)
         tri_ids = arr_of("tri_ids", "<i4")
-        if tri_off[0] != 0 or int(tri_off[-1]) != tri_ids.size or np.any(np.diff(tri_off) < 0) or not in_range(tri_ids, n):
+        if (
+            tri_off[0] != 0
+            or int(tri_off[-1]) != tri_ids.size
+            or np.any(np.diff(tri_off) < 0)
+            or not in_range(tri_ids, n)
+        ):
             raise bad("trigram postings")
         self._slot = array("I", slots.astype("<u4").tobytes())
         eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")

@@ -164,7 +164,6 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     staged: Any = None
 
 
-
 def symbol_boost(chunk: Chunk) -> float:
     """Secondary order of the names channel among equal match kinds.
 
@@ -339,7 +338,10 @@ def make_pool(workers: int | None = None, *, nice: int = 0):
 
     n = workers or min(4, os.cpu_count() or 1)
     return ProcessPoolExecutor(
-        max_workers=n, mp_context=multiprocessing.get_context("spawn"), initializer=_worker_init, initargs=(nice, os.getpid())
+        max_workers=n,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_worker_init,
+        initargs=(nice, os.getpid()),
     )
 
 
@@ -378,16 +380,23 @@ def _worker_init(nice: int, parent: int) -> None:
     threading.Thread(target=watch, name="bsl-lens-parent-watch", daemon=True).start()
 
 
-
 def _is_configuration(rel: str) -> bool:
     """True for the configuration's own descriptor (Designer ``Configuration.xml``, EDT
     ``.../Configuration/Configuration.mdo``) or a folder holding it: the layout may change."""
-    return rel == "Configuration.xml" or rel.endswith("Configuration.mdo") or rel == "Configuration" or rel.endswith("/Configuration")
+    return (
+        rel == "Configuration.xml"
+        or rel.endswith("Configuration.mdo")
+        or rel == "Configuration"
+        or rel.endswith("/Configuration")
+    )
 
 
 def _moved_only(prev: Chunk, new: Chunk) -> bool:
     """True if ``new`` differs from ``prev`` only in its position in the file."""
-    return msgspec.structs.replace(prev, start_line=new.start_line, end_line=new.end_line, name_range=new.name_range) == new
+    return (
+        msgspec.structs.replace(prev, start_line=new.start_line, end_line=new.end_line, name_range=new.name_range)
+        == new
+    )
 
 
 def _containers(c: Chunk) -> list[str]:
@@ -401,8 +410,6 @@ def _containers(c: Chunk) -> list[str]:
         return out + [x for x in (en, folder) if x]
     parts = c.owner.split(".")
     return [parts[1]] if len(parts) > 1 else [c.owner]
-
-
 
 
 class ReconcileMixin:
@@ -474,7 +481,9 @@ class ReconcileMixin:
 
         t0 = time.perf_counter()
         full = paths is None
-        paths = [] if paths is None else [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
+        paths = (
+            [] if paths is None else [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
+        )
         dirs = [unicodedata.normalize("NFC", str(d).replace("\\", "/")).strip("/") for d in dirs]
         if not full and (self._info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
             full = True
@@ -602,7 +611,9 @@ class ReconcileMixin:
             while len(futures) < min(end, n_batches):
                 i = len(futures) * POOL_BATCH
                 items = [
-                    _WorkItem(kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps)
+                    _WorkItem(
+                        kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps
+                    )
                     for kind, src, rec, deps in todo[i : i + POOL_BATCH]
                 ]
                 futures.append(pool.submit(_chunk_batch, str(self.root), cfg, fmt, msgspec.msgpack.encode(items)))
@@ -697,7 +708,6 @@ class ReconcileMixin:
         report.seconds = cs.seconds + time.perf_counter() - t0
         return report
 
-
     def _log_skips(self, skipped: list[Skip]) -> None:
         """Log each skipped file once per process at WARNING (INFO for the reasons in
         :data:`QUIET_SKIP_REASONS`), with its path, reason and
@@ -774,7 +784,12 @@ class ReconcileMixin:
             deps=u.deps,
         )
         self._dirty = True
-        return old is None or before != (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
+        return old is None or before != (
+            report.chunks_added,
+            report.chunks_changed,
+            report.chunks_removed,
+            report.chunks_moved,
+        )
 
     def _drop_file(self, path: str, report: RefreshReport) -> None:
         with self.lock:

@@ -195,7 +195,9 @@ class SharedCache:
             try:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as exc:
-                raise Incompatible(f"the pgvector extension is not installed in this database and this role cannot create it ({exc.sqlstate}: {_first_line(exc)})") from None
+                raise Incompatible(
+                    f"the pgvector extension is not installed in this database and this role cannot create it ({exc.sqlstate}: {_first_line(exc)})"
+                ) from None
             row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s", ("vector",)).fetchone()
         ext = row[0]
         version = tuple(int(p) for p in re.findall(r"\d+", ext)[:2])
@@ -204,13 +206,24 @@ class SharedCache:
         exists = conn.execute("SELECT to_regclass(%s), to_regclass(%s)", (META_TABLE, TABLE)).fetchone()
         if exists[0] is None or exists[1] is None:
             if self.mode == "ro" or self.write_denied:
-                raise Incompatible("the shared cache has no tables yet (a read-write client, e.g. the CI fill, creates them)")
+                raise Incompatible(
+                    "the shared cache has no tables yet (a read-write client, e.g. the CI fill, creates them)"
+                )
             with conn.transaction():
                 # one creator at a time: CREATE TABLE IF NOT EXISTS races on pg_type otherwise
                 conn.execute("SELECT pg_advisory_xact_lock(%s)", (0x62736C6C656E73,))
-                conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(sql.Identifier(META_TABLE)))
+                conn.execute(
+                    sql.SQL("CREATE TABLE IF NOT EXISTS {} (key text PRIMARY KEY, value text NOT NULL)").format(
+                        sql.Identifier(META_TABLE)
+                    )
+                )
                 for k, v in (("schema_version", str(SCHEMA_VERSION)), ("dim", str(self.dim)), ("vector_type", vtype)):
-                    conn.execute(sql.SQL("INSERT INTO {} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING").format(sql.Identifier(META_TABLE)), (k, v))
+                    conn.execute(
+                        sql.SQL("INSERT INTO {} (key, value) VALUES (%s, %s) ON CONFLICT (key) DO NOTHING").format(
+                            sql.Identifier(META_TABLE)
+                        ),
+                        (k, v),
+                    )
                 conn.execute(
                     sql.SQL(
                         "CREATE TABLE IF NOT EXISTS {} (model text NOT NULL, text_hash bytea NOT NULL, vec {} NOT NULL, "
@@ -219,7 +232,9 @@ class SharedCache:
                 )
         meta = dict(conn.execute(sql.SQL("SELECT key, value FROM {}").format(sql.Identifier(META_TABLE))).fetchall())
         if meta.get("schema_version") != str(SCHEMA_VERSION):
-            raise Incompatible(f"the shared cache tables are of schema version {meta.get('schema_version')!r}; this bsl-lens reads version {SCHEMA_VERSION}")
+            raise Incompatible(
+                f"the shared cache tables are of schema version {meta.get('schema_version')!r}; this bsl-lens reads version {SCHEMA_VERSION}"
+            )
         col = conn.execute(
             "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped",
             (TABLE, "vec"),
@@ -245,7 +260,13 @@ class SharedCache:
         if self.state != "ok" and self._logged:
             log.warning("shared embedding cache %s reachable again (%s)", self.url, self.server)
         elif self.state != "ok":
-            log.info("shared embedding cache %s: %s, %s, mode %s", self.url, self.server, self.vector_type, self.effective_mode)
+            log.info(
+                "shared embedding cache %s: %s, %s, mode %s",
+                self.url,
+                self.server,
+                self.vector_type,
+                self.effective_mode,
+            )
         self.state = "ok"
         self._failures = 0
         self._logged = None
@@ -261,11 +282,17 @@ class SharedCache:
         self.last_error = msg
         self.last_error_at = time.time()
         self._failures += 1
-        wait = self.retry_max_s if self.state == "incompatible" else min(self.retry_max_s, self.retry_min_s * 2 ** (self._failures - 1))
+        wait = (
+            self.retry_max_s
+            if self.state == "incompatible"
+            else min(self.retry_max_s, self.retry_min_s * 2 ** (self._failures - 1))
+        )
         self._next_try = time.monotonic() + wait
         kind = f"{self.state}:{type(exc).__name__}"
         if self._logged != kind:
-            log.warning("shared embedding cache %s unusable, embedding locally (retry in %.0f s): %s", self.url, wait, msg)
+            log.warning(
+                "shared embedding cache %s unusable, embedding locally (retry in %.0f s): %s", self.url, wait, msg
+            )
             self._logged = kind
         if self._conn is not None:
             try:
@@ -298,7 +325,9 @@ class SharedCache:
             try:
                 from psycopg import sql
 
-                q = sql.SQL("SELECT text_hash, vec FROM {} WHERE model = %s AND text_hash = ANY(%s)").format(sql.Identifier(TABLE))
+                q = sql.SQL("SELECT text_hash, vec FROM {} WHERE model = %s AND text_hash = ANY(%s)").format(
+                    sql.Identifier(TABLE)
+                )
                 with self._conn.cursor(binary=True) as cur:
                     for i in range(0, len(hashes), LOOKUP_BATCH):
                         batch = hashes[i : i + LOOKUP_BATCH]
@@ -338,14 +367,20 @@ class SharedCache:
                 from psycopg import sql
 
                 wrap = HalfVector if (self.vector_type or "").startswith("halfvec") else Vector
-                q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(sql.Identifier(TABLE))
+                q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
+                    sql.Identifier(TABLE)
+                )
                 rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors)]
                 with self._conn.cursor() as cur:
                     cur.executemany(q, rows)
             except Exception as exc:
                 if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
                     self.write_denied = True
-                    log.warning("shared embedding cache %s: this role may not write (%s); read-only from now on", self.url, _first_line(exc))
+                    log.warning(
+                        "shared embedding cache %s: this role may not write (%s); read-only from now on",
+                        self.url,
+                        _first_line(exc),
+                    )
                     return 0
                 self._fault(exc)
                 return 0
@@ -426,5 +461,7 @@ def prefetch(engine, ids: Sequence[str]) -> int:
     t0 = time.perf_counter()
     n = shared.fill_local(engine.cache, [h for _, h in hashes])
     if n:
-        log.info("shared embedding cache: %d of %d pending vectors found in %.1f s", n, len(hashes), time.perf_counter() - t0)
+        log.info(
+            "shared embedding cache: %d of %d pending vectors found in %.1f s", n, len(hashes), time.perf_counter() - t0
+        )
     return n

@@ -133,7 +133,9 @@ class PersistMixin:
             if (d / SNAPSHOT_FILE).exists():
                 log.warning("index in %s is a snapshot of an older format (%s); rebuilding", d, SNAPSHOT_FILE)
             elif (lex / CURRENT_FILE).exists():
-                log.warning("%s does not name a snapshot generation (damaged); rebuilding the lexical index", lex / CURRENT_FILE)
+                log.warning(
+                    "%s does not name a snapshot generation (damaged); rebuilding the lexical index", lex / CURRENT_FILE
+                )
             return
         t0 = time.perf_counter()
         import gc
@@ -157,7 +159,16 @@ class PersistMixin:
             files = read_msgpack(g / "files.msgpack", dict[str, FileRecord])
             skipped = read_msgpack(g / "skipped.msgpack", list[Skip])
             _check_file_slots(files, store)
-        except (ChunkStoreError, SnapshotError, OSError, KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
+        except (
+            ChunkStoreError,
+            SnapshotError,
+            OSError,
+            KeyError,
+            TypeError,
+            ValueError,
+            AttributeError,
+            IndexError,
+        ) as exc:
             log.warning("lexical snapshot unusable (%s); rebuilding", exc)
             return
         finally:
@@ -181,7 +192,10 @@ class PersistMixin:
         replayed = self._replay_journal()
         log.info(
             "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
-            len(self.files), len(self.store), replayed, time.perf_counter() - t0,
+            len(self.files),
+            len(self.store),
+            replayed,
+            time.perf_counter() - t0,
         )
 
     def _replay_journal(self) -> int:
@@ -305,7 +319,12 @@ class PersistMixin:
         if ids is None:
             keys: Iterable[str] = list(self.embedded)
         else:
-            keys = [k for cid in dict.fromkeys(ids) for k in (vector_key(cid, i) for i in range(MAX_TEXTS)) if k in self.embedded]
+            keys = [
+                k
+                for cid in dict.fromkeys(ids)
+                for k in (vector_key(cid, i) for i in range(MAX_TEXTS))
+                if k in self.embedded
+            ]
         store = self.store
         slot_of = store.slot_of
         gone = []
@@ -461,9 +480,7 @@ class PersistMixin:
         if len(cs.updates) > JOURNAL_MAX_FILES:
             self.compact_due = True
             return
-        slim = msgspec.structs.replace(
-            cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates]
-        )
+        slim = msgspec.structs.replace(cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates])
         try:
             # encoded from fresh copies: no UTF-8 cache stays on the live chunks (see _fresh)
             size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(_fresh(slim)))
@@ -481,7 +498,9 @@ class PersistMixin:
             self.dense_compact_due = True
             return
         dense_dir, _, _ = self._dense_paths()
-        entry = _DenseEntry([x[0] for x in live], [x[1] for x in live], np.ascontiguousarray(mat, dtype="<f4").tobytes())
+        entry = _DenseEntry(
+            [x[0] for x in live], [x[1] for x in live], np.ascontiguousarray(mat, dtype="<f4").tobytes()
+        )
         try:
             journal.append(dense_dir / JOURNAL_FILE, msgspec.msgpack.encode(entry))
         except OSError as exc:
@@ -511,7 +530,9 @@ def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         ends = np.cumsum([len(r.slots) // 4 for r in recs])
-        raise SnapshotError(f"files.msgpack: {recs[int(np.searchsorted(ends, bad, side='right'))].path} names chunk slots the store does not hold")
+        raise SnapshotError(
+            f"files.msgpack: {recs[int(np.searchsorted(ends, bad, side='right'))].path} names chunk slots the store does not hold"
+        )
     if allslots.size != len(store) or (allslots.size and int(np.bincount(allslots).max()) > 1):
         raise SnapshotError(f"files.msgpack names {allslots.size} chunk slots, the store holds {len(store)} chunks")
 
@@ -558,7 +579,11 @@ def _files_parts(files: dict[str, FileRecord]):
     then the encoded key/value pairs): never the whole map as one bytes object."""
     enc = msgspec.msgpack.Encoder()
     n = len(files)
-    yield bytes((0x80 | n,)) if n < 16 else (b"\xde" + n.to_bytes(2, "big") if n < 1 << 16 else b"\xdf" + n.to_bytes(4, "big"))
+    yield (
+        bytes((0x80 | n,))
+        if n < 16
+        else (b"\xde" + n.to_bytes(2, "big") if n < 1 << 16 else b"\xdf" + n.to_bytes(4, "big"))
+    )
     buf = bytearray()
     for k, rec in files.items():
         enc.encode_into(k, buf, len(buf))

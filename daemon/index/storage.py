@@ -119,4 +119,3 @@ def read_msgpack(path: Path, type_: Any = Any) -> Any:
 def write_json(path: Path, obj: Any) -> None:
     """Write ``obj`` as pretty UTF-8 JSON, atomically."""
     atomic_write_bytes(path, json.dumps(obj, ensure_ascii=False, indent=2, sort_keys=True).encode("utf-8"))
-

@@ -20,7 +20,18 @@ from pathlib import Path
 import numpy as np
 
 
-from ..contract import CODE_KINDS, DOCS_KINDS, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, Chunk, Filters, Hit, SearchResult
+from ..contract import (
+    CODE_KINDS,
+    DOCS_KINDS,
+    MAX_TOP_K,
+    MODULE_KINDS,
+    SCOPES,
+    SEARCH_MODES,
+    Chunk,
+    Filters,
+    Hit,
+    SearchResult,
+)
 from ..sources.docs import docs_query_tokens, docs_weights
 from ..index.embed import vector_chunk
 from .fusion import rrf
@@ -121,10 +132,28 @@ UNCUED_META_WEIGHT = 0.075
 #: modules, forms, commands, reports, data processors, roles, subsystems ...), whose
 #: descriptors would otherwise answer "где считается НДС с авансов" with the module itself.
 DATA_TYPES = (
-    "Справочник", "Документ", "ЖурналДокументов", "Перечисление", "Константа", "РегистрСведений", "РегистрНакопления",
-    "РегистрБухгалтерии", "РегистрРасчета", "ПланВидовХарактеристик", "ПланСчетов", "ПланВидовРасчета", "БизнесПроцесс",
-    "Задача", "ПланОбмена", "ОбщийРеквизит", "ПараметрСеанса", "ФункциональнаяОпция", "ОпределяемыйТип",
-    "ХранилищеНастроек", "Последовательность", "КритерийОтбора",
+    "Справочник",
+    "Документ",
+    "ЖурналДокументов",
+    "Перечисление",
+    "Константа",
+    "РегистрСведений",
+    "РегистрНакопления",
+    "РегистрБухгалтерии",
+    "РегистрРасчета",
+    "ПланВидовХарактеристик",
+    "ПланСчетов",
+    "ПланВидовРасчета",
+    "БизнесПроцесс",
+    "Задача",
+    "ПланОбмена",
+    "ОбщийРеквизит",
+    "ПараметрСеанса",
+    "ФункциональнаяОпция",
+    "ОпределяемыйТип",
+    "ХранилищеНастроек",
+    "Последовательность",
+    "КритерийОтбора",
 )
 
 #: Metadata questions: a field in the ranking brings its object in just above it, unless the
@@ -190,7 +219,6 @@ _LAT = re.compile(r"[a-zA-Z]")
 def _script_counts(text: str) -> tuple[int, int]:
     """(Cyrillic letters, Latin letters) in ``text``."""
     return len(_CYR.findall(text)), len(_LAT.findall(text))
-
 
 
 def snippet(c: Chunk, max_chars: int = 300) -> str:
@@ -358,7 +386,13 @@ class RankingMixin:
             fused = rrf(channels, k=self.config.rrf_k, weights=weights)
             if match:
                 fused = _names_first(fused, match)
-            elif fused and mode != "vector" and not self._docs_search(filters) and OBJECT_ROLLUP and self._metadata_question(query):
+            elif (
+                fused
+                and mode != "vector"
+                and not self._docs_search(filters)
+                and OBJECT_ROLLUP
+                and self._metadata_question(query)
+            ):
                 fused = self._roll_up(fused, slot_by_id, allow)
             hits: list[Hit] = []
             seen: set[tuple[str, str | None]] = set()
@@ -484,7 +518,9 @@ class RankingMixin:
                     continue
                 if ttype not in by_name:
                     # the names channel's in-memory names: no arena page read per object
-                    by_name[ttype] = {self._entry_name(s): s for s in store.slots_where(kind="object", object_type=ttype).tolist()}
+                    by_name[ttype] = {
+                        self._entry_name(s): s for s in store.slots_where(kind="object", object_type=ttype).tolist()
+                    }
                 other = by_name[ttype].get(target[1])
                 a, b = store.ids[slot], store.ids[other] if other is not None else None
                 if a is None or b is None or a == b:
@@ -517,7 +553,17 @@ class RankingMixin:
             to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
         return default_lexicon().translate_text(query, to)
 
-    def _channels(self, query: str, mode: str, qvec, allow, *, code_side: bool = True, slot_of_id: dict[str, int] | None = None, tvec=None):
+    def _channels(
+        self,
+        query: str,
+        mode: str,
+        qvec,
+        allow,
+        *,
+        code_side: bool = True,
+        slot_of_id: dict[str, int] | None = None,
+        tvec=None,
+    ):
         """The ranked chunk ids of each channel for ``query``, their RRF weights and the
         names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
         The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
@@ -558,7 +604,9 @@ class RankingMixin:
                 match = {ids[s]: m for s, _, m in res}
                 if not res and code_side and self._cross_script(query):  # the name typed in the other language
                     to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
-                    slots = self.meta_names.translated_names(self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost, self._entry_name)
+                    slots = self.meta_names.translated_names(
+                        self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost, self._entry_name
+                    )
                     res = [(s, 0.0, "translated") for s in slots]
                     channels["names"] = [ids[s] for s in slots]
                     match = dict.fromkeys(channels["names"], "translated")
@@ -566,16 +614,22 @@ class RankingMixin:
                 weights["names"] = 4.0 if res else 0.0
             qtok = tokenize_query(query, stem=self.config.stem)
             lexical_weight = self._lexical_weight(query)
-            if code_side and self._cross_script(query):  # the query's words in the code's language (daemon.text.lexicon)
+            if code_side and self._cross_script(
+                query
+            ):  # the query's words in the code's language (daemon.text.lexicon)
                 qtok, lexical_weight = translated_query(qtok, self._corpus_cyrillic_share())
-            elif not code_side:  # docs: the question's words in the pages' language (daemon.sources.docs.docs_query_tokens)
+            elif (
+                not code_side
+            ):  # docs: the question's words in the pages' language (daemon.sources.docs.docs_query_tokens)
                 qtok, factor = docs_query_tokens(qtok, query, self.store)
                 lexical_weight *= factor
             res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
             channels["bm25"] = [ids[s] for s, _ in res]
             weights["bm25"] = lexical_weight
             if intent is not None and intent.metadata:
-                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=store_ids)
+                res = self.meta_bm25.search(
+                    qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=store_ids
+                )
                 if not res and intent.object_types:
                     res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
                 channels["meta"] = [ids[s] for s, _ in res]
@@ -590,15 +644,27 @@ class RankingMixin:
                 metanames_weight = METANAMES_WEIGHT if mode == "lexical" else METANAMES_HYBRID_WEIGHT
                 if not named and metanames_weight > 0:
                     res = self.meta_names.search(
-                        self.store, qtok, CHANNEL_DEPTH, self._metadata_filter(intent.object_types, allow), self._entry_name
+                        self.store,
+                        qtok,
+                        CHANNEL_DEPTH,
+                        self._metadata_filter(intent.object_types, allow),
+                        self._entry_name,
                     )
                     channels["metanames"] = [ids[s] for s in res]
                     weights["metanames"] = metanames_weight * weights["bm25"]
             elif uncued:
-                res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids)
+                res = self.meta_bm25.search(
+                    qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids
+                )
                 channels["meta"] = [ids[s] for s, _ in res]
                 weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
-        if mode in ("hybrid", "vector") and tvec is not None and code_side and TRANSLATED_DENSE_WEIGHT and len(self.dense):
+        if (
+            mode in ("hybrid", "vector")
+            and tvec is not None
+            and code_side
+            and TRANSLATED_DENSE_WEIGHT
+            and len(self.dense)
+        ):
             # the question's translation (TRANSLATED_DENSE_WEIGHT), in place of its own vector
             res = self.dense.search_grouped(tvec, CHANNEL_DEPTH, vector_chunk, allow=self._by_id(allow))
             channels["dense_tr"] = [k for k, _ in res]
@@ -612,8 +678,14 @@ class RankingMixin:
             # one hnswlib search serves both channels: the metadata channel is the dense
             # ranking restricted to metadata chunks (of the named types), read off a deeper list
             # a chunk may have several vectors (daemon.index.embed.embed_texts): each chunk once, by its best
-            kind = query_kind(identifier=ident, cross_script=self._cross_script(query), metadata=intent is not None and intent.metadata)
-            code_only = code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto
+            kind = query_kind(
+                identifier=ident,
+                cross_script=self._cross_script(query),
+                metadata=intent is not None and intent.metadata,
+            )
+            code_only = (
+                code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto
+            )
             depth = CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 2 if code_only else 1)
             res = self.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
             if code_only:  # a how-to question is answered by code (daemon.ranking.weights.HOWTO_DENSE_CODE_ONLY)
@@ -626,9 +698,17 @@ class RankingMixin:
                 weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.sources.docs.docs_weights
             if meta:
                 meta_allow = self._by_id(self._metadata_filter(meta_types))
-                channels["meta_dense"] = list(islice((k for k, _ in res if not _bsl_chunk(k) and meta_allow(k)), CHANNEL_DEPTH))
+                channels["meta_dense"] = list(
+                    islice((k for k, _ in res if not _bsl_chunk(k) and meta_allow(k)), CHANNEL_DEPTH)
+                )
                 weights["meta_dense"] = meta_weight
-        if API_PRIOR_WEIGHT and code_side and mode != "vector" and not ident and not (intent is not None and intent.metadata):
+        if (
+            API_PRIOR_WEIGHT
+            and code_side
+            and mode != "vector"
+            and not ident
+            and not (intent is not None and intent.metadata)
+        ):
             # the public-API prior among the candidates (API_PRIOR_WEIGHT)
             depth = int(API_PRIOR_DEPTH)
             best: dict[str, int] = {}
@@ -747,4 +827,3 @@ class RankingMixin:
             snippet=snippet(c) if snippets else "",
             anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
         )
-

@@ -261,7 +261,11 @@ def root_owner(paths: Paths) -> RootOwner | None:
 def write_owner(lock: "FileLock", paths: Paths, phase: str, log_path: str = "") -> None:
     """The root lock holder records ``{"pid", "index_dir", "log", "phase"}`` in the lock
     file (see :class:`RootOwner`)."""
-    lock.write_bytes(msgspec.json.encode(RootOwner(pid=os.getpid(), index_dir=str(paths.index_dir), log=log_path or str(paths.log), phase=phase)))
+    lock.write_bytes(
+        msgspec.json.encode(
+            RootOwner(pid=os.getpid(), index_dir=str(paths.index_dir), log=log_path or str(paths.log), phase=phase)
+        )
+    )
 
 
 def make_private(d: Path) -> None:

@@ -266,7 +266,9 @@ class Server:
         runtime.unlink_quietly(socket_path)
         old = os.umask(0o177)
         try:
-            self._listener = await asyncio.start_unix_server(self._on_connect, path=str(socket_path), limit=MAX_REQUEST_BYTES)
+            self._listener = await asyncio.start_unix_server(
+                self._on_connect, path=str(socket_path), limit=MAX_REQUEST_BYTES
+            )
         finally:
             os.umask(old)
         os.chmod(socket_path, 0o600)
@@ -357,7 +359,9 @@ class Server:
             log.debug("connection %d closed", conn.num)
 
     async def _too_large(self, conn: _Conn, reader: asyncio.StreamReader) -> None:
-        self._reply_error(conn, None, REQUEST_TOO_LARGE, f"request line longer than {MAX_REQUEST_BYTES} bytes; closing the connection")
+        self._reply_error(
+            conn, None, REQUEST_TOO_LARGE, f"request line longer than {MAX_REQUEST_BYTES} bytes; closing the connection"
+        )
         discarded = 0
         try:
             while discarded < DISCARD_LIMIT:
@@ -378,18 +382,31 @@ class Server:
         if msg.method is None:
             return self._reply_error(conn, msg.id, INVALID_REQUEST, "a request needs a 'method'")
         if msg.id is None:
-            return self._reply_error(conn, None, INVALID_REQUEST, f"request {msg.method!r} has no 'id' (notifications to the daemon are not supported)")
+            return self._reply_error(
+                conn,
+                None,
+                INVALID_REQUEST,
+                f"request {msg.method!r} has no 'id' (notifications to the daemon are not supported)",
+            )
         spec = METHODS.get(msg.method)
         if spec is None:
             return self._reply_error(
-                conn, msg.id, METHOD_NOT_FOUND, f"unknown method {msg.method!r}", {"method": msg.method, "methods": sorted(METHODS)}
+                conn,
+                msg.id,
+                METHOD_NOT_FOUND,
+                f"unknown method {msg.method!r}",
+                {"method": msg.method, "methods": sorted(METHODS)},
             )
         try:
             params = decode_raw(msg.params, spec.params)
         except msgspec.ValidationError as exc:
             field = field_of(exc)
             return self._reply_error(
-                conn, msg.id, INVALID_PARAMS, f"invalid params for {msg.method}: {exc}", {"method": msg.method, "field": field}
+                conn,
+                msg.id,
+                INVALID_PARAMS,
+                f"invalid params for {msg.method}: {exc}",
+                {"method": msg.method, "field": field},
             )
         except msgspec.DecodeError as exc:  # cannot happen for a Raw cut from valid JSON
             return self._reply_error(conn, msg.id, INVALID_PARAMS, f"invalid params for {msg.method}: {exc}")
@@ -468,7 +485,11 @@ class Server:
         log.error("%s failed", method, exc_info=exc)
         tb = "".join(traceback.format_exception(exc))
         self._reply_error(
-            conn, id, INTERNAL_ERROR, f"{type(exc).__name__}: {exc}", {"method": method, "type": type(exc).__name__, "traceback": tb}
+            conn,
+            id,
+            INTERNAL_ERROR,
+            f"{type(exc).__name__}: {exc}",
+            {"method": method, "type": type(exc).__name__, "traceback": tb},
         )
 
     # -------------------------------------------------------------------- commands (pool threads)
@@ -483,7 +504,9 @@ class Server:
 
     def cmd_symbols(self, p):
         """``Service.symbols`` -> ``SearchResult`` (names first)."""
-        return self.service.symbols(p.query, limit=p.limit, filters=p.filters, slim=p.slim, fresh_timeout=p.fresh_timeout)
+        return self.service.symbols(
+            p.query, limit=p.limit, filters=p.filters, slim=p.slim, fresh_timeout=p.fresh_timeout
+        )
 
     def cmd_get_chunk(self, p):
         """``Service.get_chunk`` -> ``Chunk``."""
@@ -602,7 +625,8 @@ def run_daemon(
         if not lock.try_acquire():
             holder = runtime.lock_holder(paths.lock)
             raise AlreadyRunning(
-                paths, None,
+                paths,
+                None,
                 f"the index dir {paths.index_dir} is in use by pid {holder or '?'} (a daemon of another export root?); "
                 "give this root its own --index-dir",
             )
@@ -612,7 +636,14 @@ def run_daemon(
         if service_factory is None:
             from ..service.service import Service as service_factory
         emb = embedder_or_none(embedder)
-        log.info("starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)", __version__, paths.root, paths.index_dir, emb or "none (lexical only)", watch)
+        log.info(
+            "starting bsl-lens %s daemon for %s (index %s, embedder %s, watch %s)",
+            __version__,
+            paths.root,
+            paths.index_dir,
+            emb or "none (lexical only)",
+            watch,
+        )
         kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
         if shared_cache:
             from ..index.shared_cache import mask_dsn
@@ -690,6 +721,7 @@ async def _serve(
         log=log_path,
     )
     token = runtime.write_token(paths) if runtime.WINDOWS else ""
+
     def on_stop() -> None:
         # first the files (a client never sees a dying daemon's socket or state), then tell
         # the service: its writer drops a reconcile in flight, wait_idle callers return

@@ -276,7 +276,12 @@ class Service:
         self._pool_nice = BACKGROUND_NICE if self.engine.files else 0
         workers = POOL_WORKERS if self.engine.files else FIRST_INDEX_WORKERS
         self.engine.pool = make_pool(workers, nice=self._pool_nice)
-        log.info("snapshot loaded in %.2fs: %d files, %d chunks", time.perf_counter() - t0, len(self.engine.files), len(self.engine.chunks))
+        log.info(
+            "snapshot loaded in %.2fs: %d files, %d chunks",
+            time.perf_counter() - t0,
+            len(self.engine.files),
+            len(self.engine.chunks),
+        )
         self._set_state("indexing")
         if self.watch_mode != "off":
             self._watch_state = "arming"
@@ -360,7 +365,11 @@ class Service:
         for t in self._threads:
             t.join(timeout=max(0.1, deadline - time.monotonic()))
             if t.is_alive():
-                log.warning("%s still busy after %.1f s; it stops at its next step (only a batch being applied or saved is waited for)", t.name, CLOSE_JOIN_S)
+                log.warning(
+                    "%s still busy after %.1f s; it stops at its next step (only a batch being applied or saved is waited for)",
+                    t.name,
+                    CLOSE_JOIN_S,
+                )
         if self.engine is not None:
             # a batch being applied, a snapshot being written or an embedding batch is
             # finished first (never two writers of one file); the threads do not start
@@ -520,7 +529,6 @@ class Service:
                     h.stale = True
         return res
 
-
     def _set_job_progress(self, stage: str, done: int, total: int) -> None:
         """Record the writer's stage for ``status`` (a new stage, or ``done`` going back,
         restarts its clock: the rate and ETA are over the stage so far)."""
@@ -593,7 +601,9 @@ class Service:
             job.paths |= more.paths
             job.dirs |= more.dirs
             if more.first_event is not None:
-                job.first_event = more.first_event if job.first_event is None else min(job.first_event, more.first_event)
+                job.first_event = (
+                    more.first_event if job.first_event is None else min(job.first_event, more.first_event)
+                )
             job.reason = job.reason or more.reason
         return job
 
@@ -759,8 +769,13 @@ class Service:
         if report.files_changed or report.files_removed:
             log.info(
                 "%s: %d files changed, %d removed, +%d ~%d -%d chunks in %.3fs",
-                job.reason, report.files_changed, report.files_removed,
-                report.chunks_added, report.chunks_changed, report.chunks_removed, report.seconds,
+                job.reason,
+                report.files_changed,
+                report.files_removed,
+                report.chunks_added,
+                report.chunks_changed,
+                report.chunks_removed,
+                report.seconds,
             )
         if job.full and self._first_reconcile_done.is_set():
             self._set_state("ready")
@@ -955,14 +970,23 @@ class Service:
             mode=res.mode,
             took_ms=res.took_ms,
             total=res.total,
-            hits=[RecentHit(path=h.path, symbol=h.symbol, owner=h.owner, ranks=dict(h.ranks)) for h in res.hits[:RECENT_HITS]],
+            hits=[
+                RecentHit(path=h.path, symbol=h.symbol, owner=h.owner, ranks=dict(h.ranks))
+                for h in res.hits[:RECENT_HITS]
+            ],
         )
         with self._recent_lock:
             self._recent.append(rq)
         return res
 
     def symbols(
-        self, query: str, *, limit: int = 128, filters: Filters | None = None, slim: bool = False, fresh_timeout: float = 0.0
+        self,
+        query: str,
+        *,
+        limit: int = 128,
+        filters: Filters | None = None,
+        slim: bool = False,
+        fresh_timeout: float = 0.0,
     ) -> SearchResult:
         """Symbol search for ``workspace/symbol``: a name query (``ОбщегоНазначения.Сообщ``,
         ``ЗнРекОб``) goes to the names channel first (lexical mode: no query embedding);
@@ -1009,7 +1033,9 @@ class Service:
             if first is None:  # re-indexed away between the search and this read
                 raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
             parts = eng.file_chunks(first.path) or []
-            parts = [c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line]
+            parts = [
+                c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line
+            ]
         # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
         base = first.id.split("#", 1)[0]
         group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
@@ -1172,7 +1198,14 @@ class Service:
         )
         sections: dict[str, Field] = {}
         for c in sorted(fields, key=lambda c: c.start_line):
-            f = Field(kind=c.kind, name=c.name, symbol=c.symbol, synonym=dict(c.synonym), types=list(c.types), comment=c.comment)
+            f = Field(
+                kind=c.kind,
+                name=c.name,
+                symbol=c.symbol,
+                synonym=dict(c.synonym),
+                types=list(c.types),
+                comment=c.comment,
+            )
             sym = c.symbol or ""
             if c.kind == "tabular_section":
                 sections[c.name] = f
@@ -1195,7 +1228,11 @@ class Service:
         chunks = self._engine().file_chunks(rel, kind="bsl")
         if chunks is None:
             raise LookupError(f"{rel} is not an indexed module")
-        return [msgspec.structs.replace(c, text="") for c in sorted(chunks, key=lambda c: (c.start_line, c.id)) if c.kind in CODE_KINDS]
+        return [
+            msgspec.structs.replace(c, text="")
+            for c in sorted(chunks, key=lambda c: (c.start_line, c.id))
+            if c.kind in CODE_KINDS
+        ]
 
     # ------------------------------------------------------------------ status
     def _index_bytes(self) -> int:
@@ -1240,7 +1277,9 @@ class Service:
                 state = "overflowed"
             else:
                 state = {"native": "watching", "polling": "polling"}.get(w.mode, "off")
-            watch = WatchStatus(mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error)
+            watch = WatchStatus(
+                mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error
+            )
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
             lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
@@ -1294,7 +1333,9 @@ class Service:
         from ..contract import SharedCacheStatus
         from ..index.shared_cache import mask_dsn
 
-        return SharedCacheStatus(url=mask_dsn(self.shared_cache_dsn), mode=self.shared_cache_mode, state="not connected")
+        return SharedCacheStatus(
+            url=mask_dsn(self.shared_cache_dsn), mode=self.shared_cache_mode, state="not connected"
+        )
 
     def _recent_queries(self) -> list[RecentQuery]:
         with self._recent_lock:

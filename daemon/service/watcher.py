@@ -178,8 +178,7 @@ def describe_native_failure(exc: BaseException) -> str:
     no = getattr(exc, "errno", None)
     if no == errno.ENOSPC:
         return (
-            "inotify watch limit reached (ENOSPC): raise fs.inotify.max_user_watches "
-            f"(now {_inotify_limit('watches')})"
+            f"inotify watch limit reached (ENOSPC): raise fs.inotify.max_user_watches (now {_inotify_limit('watches')})"
         )
     if no == errno.EMFILE:
         return (
@@ -386,9 +385,7 @@ class Watcher:
             _shutdown(obs)
             return
         self._flush_thread = threading.Thread(target=self._flush_loop, name="bsl-lens-watch-flush", daemon=True)
-        self._monitor_thread = threading.Thread(
-            target=self._monitor_loop, name="bsl-lens-watch-monitor", daemon=True
-        )
+        self._monitor_thread = threading.Thread(target=self._monitor_loop, name="bsl-lens-watch-monitor", daemon=True)
         self._flush_thread.start()
         self._monitor_thread.start()
 
@@ -693,7 +690,9 @@ class Watcher:
         check_fd = getattr(fd, "_check_inotify_fd", None)
         # caught_up() needs all three: the reader's wake-up, what it read, each event handled
         tracked = (
-            read_events is not None and check_fd is not None and isinstance(getattr(fd, "_inotify_fd", None), int)
+            read_events is not None
+            and check_fd is not None
+            and isinstance(getattr(fd, "_inotify_fd", None), int)
             and hasattr(fd, "_watch_for_wd")
         )
 
@@ -721,9 +720,7 @@ class Watcher:
                 return add_callback(path, mask, callback, id_)
             except OSError as exc:
                 if exc.errno in (errno.ENOSPC, errno.EMFILE):
-                    self._note_native_trouble(
-                        describe_native_failure(exc) + f" at {os.fsdecode(path)}", limit=True
-                    )
+                    self._note_native_trouble(describe_native_failure(exc) + f" at {os.fsdecode(path)}", limit=True)
                 raise
 
         fd.handle_event = hooked_handle_event

@@ -141,9 +141,7 @@ _HEADER_RE = re.compile(
     (?=\s*\(|{_WS}*$|{_WS}*//)""",
     re.IGNORECASE | re.MULTILINE | re.VERBOSE,
 )
-_END_RE = re.compile(
-    r"(?<!\w)(?:КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)(?!\w)", re.IGNORECASE
-)
+_END_RE = re.compile(r"(?<!\w)(?:КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)(?!\w)", re.IGNORECASE)
 _REGION_RE = re.compile(
     rf"^{_WS}*#{_WS}*(?:(?P<open>Область|Region)(?!\w){_WS}*(?P<name>\w*)|(?P<close>КонецОбласти|EndRegion)(?!\w))",
     re.IGNORECASE | re.MULTILINE,
@@ -217,7 +215,18 @@ def _code_part(line: str, keep_strings: bool = False) -> str:
 
 
 class _Header:
-    __slots__ = ("line", "name", "kw", "is_async", "name_line", "name_col", "kw_line", "kw_col", "sig_start", "name_off")
+    __slots__ = (
+        "line",
+        "name",
+        "kw",
+        "is_async",
+        "name_line",
+        "name_col",
+        "kw_line",
+        "kw_col",
+        "sig_start",
+        "name_off",
+    )
 
     def __init__(self, line, name, kw, is_async, name_line, name_col, kw_line, kw_col, sig_start, name_off):
         self.line = line  # 0-based line where the header match starts
@@ -448,7 +457,7 @@ def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool,
     while i < n and text[i] in " \t\r\n\f\v\u00a0":
         i += 1
     if i >= n or text[i] != "(":  # no parameter list at all (broken header)
-        sig = " ".join(text[h.sig_start:name_end].split())
+        sig = " ".join(text[h.sig_start : name_end].split())
         return sig, "", False, name_end
     open_pos = i
     simple = _SIMPLE_PARAMS_RE.match(text, i)
@@ -493,7 +502,7 @@ def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool,
         k = raw.find("//")
         raw = raw if k < 0 else raw[:k]
         params = " ".join(raw.split())
-        sig = " ".join((text[h.sig_start:open_pos] + "(" + raw).split())
+        sig = " ".join((text[h.sig_start : open_pos] + "(" + raw).split())
         return sig, params, False, eol
     pieces.append(text[seg_start:close_pos])
     params = " ".join("".join(pieces).split())
@@ -510,7 +519,7 @@ def _finish_signature(text: str, h: _Header, open_pos: int, close_pos: int, para
     if m and m.end() <= n:
         export = True
         end = m.end()
-    sig = " ".join(text[h.sig_start:open_pos].split()) + "(" + params + ")"
+    sig = " ".join(text[h.sig_start : open_pos].split()) + "(" + params + ")"
     if export:
         sig += " " + m.group(1)
     return sig, params, export, end
@@ -578,7 +587,19 @@ class _Method:
     """One method found in a module: its header, 0-based line span (doc comment included)
     and what was read around the header."""
 
-    __slots__ = ("h", "start", "end", "doc", "directives", "annotations", "sig", "params", "export", "is_async", "sig_end_line")
+    __slots__ = (
+        "h",
+        "start",
+        "end",
+        "doc",
+        "directives",
+        "annotations",
+        "sig",
+        "params",
+        "export",
+        "is_async",
+        "sig_end_line",
+    )
 
 
 def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
@@ -612,8 +633,9 @@ def _same_line_annotations(lines: list[str], h: _Header, directives: list[str], 
     """Directives and annotations written on the header's own line(s) before the keyword
     (``&НаСервере Процедура А()``)."""
     if h.line < h.kw_line or lines[h.line].lstrip().startswith("&"):
-        _split_annotations(_code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None],
-                           directives, annotations)
+        _split_annotations(
+            _code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None], directives, annotations
+        )
 
 
 #: A conditional-compilation line: ``#Если … Тогда``, ``#ИначеЕсли … Тогда``, ``#Иначе``,
@@ -660,7 +682,9 @@ def _is_header_variant(lines: list[str], ends: list[int], h: _Header, sig_end_li
     return branch
 
 
-def _classify_above_branch(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
+def _classify_above_branch(
+    lines: list[str], header_line: int, floor: int
+) -> tuple[int, list[str], list[str], list[str]]:
     """:func:`_classify_above` for the first header of a method written in preprocessor
     branches: its own ``&`` lines, then the ``#Если``/``#If`` line that opens the branches
     (part of the method), then the doc comment and directives above that line."""
@@ -852,8 +876,9 @@ def chunk_module(
         total = m.end - m.start + 1
         if total <= max_lines:
             chunks.append(
-                Chunk(id=base_id, start_line=m.start + 1, end_line=m.end + 1,
-                      text=_join(lines, m.start, m.end), **common)
+                Chunk(
+                    id=base_id, start_line=m.start + 1, end_line=m.end + 1, text=_join(lines, m.start, m.end), **common
+                )
             )
             continue
         prefix_end = min(m.sig_end_line, m.end)
@@ -874,8 +899,14 @@ def chunk_module(
                 txt = "\n".join(prefix) + "\n" + _join(lines, pos, stop)
                 s_line = pos
             chunks.append(
-                Chunk(id=f"{base_id}#{part}", part=part, start_line=s_line + 1, end_line=stop + 1,
-                      text=txt, **_own_lists(common))
+                Chunk(
+                    id=f"{base_id}#{part}",
+                    part=part,
+                    start_line=s_line + 1,
+                    end_line=stop + 1,
+                    text=txt,
+                    **_own_lists(common),
+                )
             )
             pos = stop + 1
 

@@ -97,14 +97,26 @@ class DocsLayout:
             self._flavor[folder] = "mkdocs" if mk else "docusaurus"
         return self._flavor[folder]
 
-    def scan_page(self, e: os.DirEntry, rel: str, raw_rel: str, folder: str, is_file: bool, is_link: bool, pages: list, skipped: list) -> None:
+    def scan_page(
+        self,
+        e: os.DirEntry,
+        rel: str,
+        raw_rel: str,
+        folder: str,
+        is_file: bool,
+        is_link: bool,
+        pages: list,
+        skipped: list,
+    ) -> None:
         """Classify one non-code file of a docs folder: a page goes to ``pages`` (a
         :class:`daemon.sources.files.SourceFile`), anything else to ``skipped`` with a reason."""
         from .files import SourceFile, sniff_binary, special_kind, SkipFile
 
         if not e.name.lower().endswith(PAGE_SUFFIXES):
             if is_file and not e.name.startswith("."):
-                skipped.append(Skip(rel, "not_markdown", "an image or other file in a docs folder; only .md pages are indexed"))
+                skipped.append(
+                    Skip(rel, "not_markdown", "an image or other file in a docs folder; only .md pages are indexed")
+                )
             return
         if not is_file:
             skipped.append(Skip(rel, *special_kind(e, is_link)))
@@ -610,7 +622,13 @@ def doc_ref(c: Chunk) -> "DocRef":
     from ..contract import DocRef
 
     anchor = c.properties.get("anchor", "")
-    return DocRef(path=c.path, anchor=anchor, link=f"{c.path}#{anchor}" if anchor else c.path, heading_path=c.signature, line=c.start_line)
+    return DocRef(
+        path=c.path,
+        anchor=anchor,
+        link=f"{c.path}#{anchor}" if anchor else c.path,
+        heading_path=c.signature,
+        line=c.start_line,
+    )
 
 
 def _level(c: Chunk) -> int:
@@ -642,7 +660,9 @@ def find_section(sections: list[Chunk], heading: str) -> Chunk | None:
     return next((c for c in heads if want and want in fold(c.name)), None)
 
 
-def read_document(sections: list[Chunk], rel: str, lines: list[str], heading: str | None, links: "DocLinks | None" = None):
+def read_document(
+    sections: list[Chunk], rel: str, lines: list[str], heading: str | None, links: "DocLinks | None" = None
+):
     """A page (``heading`` None) or one section with its sub-sections as a
     :class:`daemon.contract.DocumentText`, cut to :data:`MAX_DOC_CHARS` at a line end.
 

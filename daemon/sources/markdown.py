@@ -149,7 +149,9 @@ def page_language(path: str, text: str) -> str:
     return "ru" if cyr + lat and cyr / (cyr + lat) >= 0.25 else "en"
 
 
-def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_chars: int = MAX_SECTION_CHARS) -> list[Chunk]:
+def chunk_markdown(
+    text: str, *, path: str, flavor: str = "docusaurus", max_chars: int = MAX_SECTION_CHARS
+) -> list[Chunk]:
     """Chunk one markdown page into sections (see the module docstring for the fields).
 
     ``text``: the decoded page; ``path``: relative to the root, NFC; ``flavor``: how anchors
@@ -240,7 +242,9 @@ def chunk_markdown(text: str, *, path: str, flavor: str = "docusaurus", max_char
                     part=part,
                     start_line=s0 + 1,
                     end_line=max(s0, e0) + 1,
-                    name_range=(start0, 0, start0, len(lines[start0].encode("utf-16-le")) // 2) if head is not None else (0, 0, 0, 0),
+                    name_range=(start0, 0, start0, len(lines[start0].encode("utf-16-le")) // 2)
+                    if head is not None
+                    else (0, 0, 0, 0),
                     text=f"{heading_path}\n\n{section_text}",
                 )
             )

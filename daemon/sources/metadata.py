@@ -78,13 +78,27 @@ EDT_CHILDREN: dict[str, str] = {
 
 #: Key object properties per class (Designer names; EDT names are matched case-insensitively).
 OBJECT_PROPS: dict[str, tuple[str, ...]] = {
-    "Catalog": ("Hierarchical", "HierarchyType", "CodeLength", "DescriptionLength", "CodeType", "Owners", "SubordinationUse"),
+    "Catalog": (
+        "Hierarchical",
+        "HierarchyType",
+        "CodeLength",
+        "DescriptionLength",
+        "CodeType",
+        "Owners",
+        "SubordinationUse",
+    ),
     "Document": ("NumberType", "NumberLength", "NumberPeriodicity", "Posting", "RegisterRecords", "BasedOn"),
     "InformationRegister": ("InformationRegisterPeriodicity", "WriteMode", "MainFilterOnPeriod"),
     "AccumulationRegister": ("RegisterType",),
     "AccountingRegister": ("ChartOfAccounts", "Correspondence", "PeriodAdjustmentLength"),
     "CalculationRegister": ("ChartOfCalculationTypes", "Periodicity", "ActionPeriod", "Schedule"),
-    "ChartOfCharacteristicTypes": ("Type", "Hierarchical", "CharacteristicExtValues", "CodeLength", "DescriptionLength"),
+    "ChartOfCharacteristicTypes": (
+        "Type",
+        "Hierarchical",
+        "CharacteristicExtValues",
+        "CodeLength",
+        "DescriptionLength",
+    ),
     "ChartOfAccounts": ("ExtDimensionTypes", "MaxExtDimensionCount", "CodeMask", "CodeLength", "DescriptionLength"),
     "ChartOfCalculationTypes": ("DependenceOnCalculationTypes", "BaseCalculationTypes", "ActionPeriodUse"),
     "BusinessProcess": ("Task", "BasedOn"),
@@ -108,7 +122,15 @@ OBJECT_PROPS: dict[str, tuple[str, ...]] = {
         "Privileged",
         "ReturnValuesReuse",
     ),
-    "ScheduledJob": ("MethodName", "Use", "Predefined", "Key", "Description", "RestartCountOnFailure", "RestartIntervalOnFailure"),
+    "ScheduledJob": (
+        "MethodName",
+        "Use",
+        "Predefined",
+        "Key",
+        "Description",
+        "RestartCountOnFailure",
+        "RestartIntervalOnFailure",
+    ),
     "EventSubscription": ("Source", "Event", "Handler"),
     "HTTPService": ("RootURL", "ReuseSessions", "SessionMaxAge"),
     "WebService": ("Namespace", "XDTOPackages", "DescriptorFileName"),
@@ -142,7 +164,14 @@ FIELD_PROPS: dict[str, tuple[str, ...]] = {
 _FIELD_DEFAULTS = {"false", "DontIndex", "DontCheck", "ForItem", ""}
 
 #: Types whose ``Type`` property is a value type list (goes to ``Chunk.types``).
-_TYPED_OBJECTS = {"Constant", "SessionParameter", "DefinedType", "CommonAttribute", "FilterCriterion", "ChartOfCharacteristicTypes"}
+_TYPED_OBJECTS = {
+    "Constant",
+    "SessionParameter",
+    "DefinedType",
+    "CommonAttribute",
+    "FilterCriterion",
+    "ChartOfCharacteristicTypes",
+}
 
 _LABELS = {
     "ru": {
@@ -560,7 +589,9 @@ def chunk_metadata_bytes(
     except Exception as exc:  # ValueError on odd input, MemoryError …
         return [], [Skip(path, "invalid_xml", f"{type(exc).__name__}: {exc}")]
     try:
-        obj_el, designer, problem = _checked_object(doc, english_type(source.object_type) if source.object_type else None)
+        obj_el, designer, problem = _checked_object(
+            doc, english_type(source.object_type) if source.object_type else None
+        )
     except Exception as exc:
         return [], [Skip(path, "parse_failed", f"{type(exc).__name__}: {exc}")]
     if obj_el is None:
@@ -604,9 +635,13 @@ def _checked_object(doc, expected: str | None):
         where = f"root element <mdclass:{root_ln}>"
     else:
         shown = f"<{root_ln}>" + (f" of namespace {root_ns!r}" if root_ns else " without a namespace")
-        return None, False, (
-            f"root element {shown} is not a 1C metadata object: expected <MetaDataObject xmlns=\"{MD_NS}\">"
-            f" or an <mdclass:…> element of {EDT_NS}"
+        return (
+            None,
+            False,
+            (
+                f'root element {shown} is not a 1C metadata object: expected <MetaDataObject xmlns="{MD_NS}">'
+                f" or an <mdclass:…> element of {EDT_NS}"
+            ),
         )
     if el is not None:
         cls = _ln(el)
@@ -680,7 +715,9 @@ def _chunk_doc(obj_el, designer: bool, data: bytes, source: SourceFile, fmt: str
         )
         if kind == "TabularSection":
             sub = [_named(c.name, _ml(c.get("Synonym"))) for c in _sub_attributes(child, designer)]
-            ts_lines.append(f"{L['tabular_section']} {_named(child.name, csyn)}" + (": " + ", ".join(sub) if sub else ""))
+            ts_lines.append(
+                f"{L['tabular_section']} {_named(child.name, csyn)}" + (": " + ", ".join(sub) if sub else "")
+            )
 
     if not designer:  # EDT lists nested subsystems by name: <subsystems>Банк</subsystems>
         nested = [_text(e) for e in node.get("subsystems") if len(e) == 0 and _text(e)]
@@ -800,7 +837,19 @@ def _field_chunks(kind, child, csyn, extra_props, designer, path, owner, object_
     chunk_kind, prefix = FIELD_KINDS[kind]
     out = [
         _field_chunk(
-            chunk_kind, prefix, child.name, child, csyn, extra_props, path, owner, object_type, obj_name, obj_syn, lines, L
+            chunk_kind,
+            prefix,
+            child.name,
+            child,
+            csyn,
+            extra_props,
+            path,
+            owner,
+            object_type,
+            obj_name,
+            obj_syn,
+            lines,
+            L,
         )
     ]
     if kind == "TabularSection":
@@ -919,7 +968,9 @@ def missing_objects(root: Path) -> list[Skip]:
                 continue
             rel = f"{folder}/{name}.xml"
             if disk.find(rel) is None:
-                out.append(Skip(rel, "missing_on_disk", f"Configuration.xml lists {_ln(ch)}.{name}; {rel} is not on disk"))
+                out.append(
+                    Skip(rel, "missing_on_disk", f"Configuration.xml lists {_ln(ch)}.{name}; {rel} is not on disk")
+                )
     elif info.format == "edt":
         collections = {f.lower(): f for f in OBJECT_TYPES}
         for proj in info.projects:

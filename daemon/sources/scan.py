@@ -615,7 +615,12 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
     pages.sort(key=lambda s: s.path)
     skipped.sort(key=lambda s: (s.path, s.reason))
     return ScanResult(
-        info=info, modules=modules, metadata=metadata, docs=pages, skipped=skipped, unreadable_dirs=sorted(set(unreadable_dirs))
+        info=info,
+        modules=modules,
+        metadata=metadata,
+        docs=pages,
+        skipped=skipped,
+        unreadable_dirs=sorted(set(unreadable_dirs)),
     )
 
 

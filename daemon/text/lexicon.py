@@ -33,7 +33,9 @@ FAMILY_PREFIX = 5
 # English question and function words that the Russian list (FUNCTION_WORDS: где, когда, как,
 # что, все, ...) has but its English part lacks; left out like those, so that "where" does not
 # learn the "Искать" of "ГдеИскать".
-_EN_FUNCTION_WORDS = frozenset("where when how what who which why whose all also already still so too then there here".split())
+_EN_FUNCTION_WORDS = frozenset(
+    "where when how what who which why whose all also already still so too then there here".split()
+)
 _NON_WORD = re.compile(r"[^\w]+")
 _LETTERS = re.compile(r"[^\W\d_]+")
 #: A letter of the target script: a word of the question that has one is already written

@@ -47,9 +47,26 @@ def test_exact_topk_and_recall():
 
 def test_bench_dense_synthetic_through_the_cli(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "bench", "--dense-synthetic", "1500", "--M", "8,16", "--ef", "16,64",
-         "--queries", "30", "--json"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "daemon.cli",
+            "bench",
+            "--dense-synthetic",
+            "1500",
+            "--M",
+            "8,16",
+            "--ef",
+            "16,64",
+            "--queries",
+            "30",
+            "--json",
+        ],
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
@@ -76,6 +93,10 @@ def test_bench_dense_synthetic_through_the_cli(tmp_path):
 def test_bench_without_root_or_dense_synthetic_is_an_error(tmp_path):
     out = subprocess.run(
         [sys.executable, "-m", "daemon.cli", "bench", "--json"],
-        cwd=tmp_path, env={**os.environ, "PYTHONPATH": str(REPO)}, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert out.returncode != 0 and "ROOT is required" in out.stderr

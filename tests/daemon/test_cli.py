@@ -27,14 +27,17 @@ def run(*args: str, check: bool = True, env: dict | None = None) -> subprocess.C
     return proc
 
 
-
 def test_index_search_json_and_eval(sample_root, tmp_path):
     idx = str(tmp_path / "idx")
     out = run("index", str(sample_root), "--index-dir", idx, "--no-dense")
     assert "15 modules, 68 methods" in out.stdout
     assert "missing_on_disk" in out.stdout
 
-    res = json.loads(run("search", str(sample_root), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json", "--standalone").stdout)
+    res = json.loads(
+        run(
+            "search", str(sample_root), "ИННСоотв", "--index-dir", idx, "--mode", "lexical", "--json", "--standalone"
+        ).stdout
+    )
     top = res["hits"][0]
     assert (top["path"], top["symbol"], top["match"]) == (
         "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl",
@@ -43,13 +46,26 @@ def test_index_search_json_and_eval(sample_root, tmp_path):
     )
     assert top["ranks"]["names"] == 1
     meta = json.loads(
-        run("search", str(sample_root), "телефон контактного лица", "--index-dir", idx, "--mode", "lexical", "--json",
-            "--scope", "metadata", "--standalone").stdout
+        run(
+            "search",
+            str(sample_root),
+            "телефон контактного лица",
+            "--index-dir",
+            idx,
+            "--mode",
+            "lexical",
+            "--json",
+            "--scope",
+            "metadata",
+            "--standalone",
+        ).stdout
     )
     assert meta["hits"][0]["symbol"] == "Реквизит:КонтактныеЛица.Телефон"
     assert all(h["path"].endswith(".xml") for h in meta["hits"])
 
-    text = run("search", str(sample_root), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical", "--standalone").stdout
+    text = run(
+        "search", str(sample_root), "ПолучитьСчетНаОплату", "--index-dir", idx, "--mode", "lexical", "--standalone"
+    ).stdout
     assert text.splitlines()[0].startswith(" 1. Documents/РеализацияТоваров/Ext/ManagerModule.bsl:")
     assert "ПолучитьСчётНаОплату" in text.splitlines()[0]
 
@@ -57,8 +73,19 @@ def test_index_search_json_and_eval(sample_root, tmp_path):
     block = (SAMPLE / "QUERIES.md").read_text(encoding="utf-8").split("```jsonl", 1)[1].split("```", 1)[0]
     gold = tmp_path / "gold.jsonl"
     gold.write_text(block.strip() + "\n", encoding="utf-8")
-    rep = run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
-              check=False)
+    rep = run(
+        "eval",
+        str(sample_root),
+        "--gold",
+        str(gold),
+        "--index-dir",
+        idx,
+        "--modes",
+        "lexical",
+        "--embedder",
+        "none",
+        check=False,
+    )
     assert rep.returncode == 1 and "no gold entries" in rep.stderr
 
 
@@ -69,8 +96,19 @@ def test_eval_on_gold_entries_with_corpus(sample_root, tmp_path):
     gold = tmp_path / "gold.jsonl"
     gold.write_text("\n".join(json.dumps(r, ensure_ascii=False) for r in rows) + "\n", encoding="utf-8")
     rep = json.loads(
-        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
-            "--json").stdout
+        run(
+            "eval",
+            str(sample_root),
+            "--gold",
+            str(gold),
+            "--index-dir",
+            idx,
+            "--modes",
+            "lexical",
+            "--embedder",
+            "none",
+            "--json",
+        ).stdout
     )
     lex = rep["modes"]["lexical"]
     assert lex["n"] == 10
@@ -79,20 +117,61 @@ def test_eval_on_gold_entries_with_corpus(sample_root, tmp_path):
 
     # --fold both: the same run, plus each fold's averages (the folds partition the queries)
     both = json.loads(
-        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
-            "--json", "--fold", "both", "--no-refresh").stdout
+        run(
+            "eval",
+            str(sample_root),
+            "--gold",
+            str(gold),
+            "--index-dir",
+            idx,
+            "--modes",
+            "lexical",
+            "--embedder",
+            "none",
+            "--json",
+            "--fold",
+            "both",
+            "--no-refresh",
+        ).stdout
     )
     lexb = both["modes"]["lexical"]
     assert both["fold"] == "both" and lexb["overall"] == lex["overall"]
     assert lexb["folds"]["A"]["n"] + lexb["folds"]["B"]["n"] == 10
     # --fold A scores only fold A's queries, with the numbers --fold both reported for A
     a = json.loads(
-        run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
-            "--json", "--fold", "A", "--no-refresh").stdout
+        run(
+            "eval",
+            str(sample_root),
+            "--gold",
+            str(gold),
+            "--index-dir",
+            idx,
+            "--modes",
+            "lexical",
+            "--embedder",
+            "none",
+            "--json",
+            "--fold",
+            "A",
+            "--no-refresh",
+        ).stdout
     )["modes"]["lexical"]
     assert a["n"] == lexb["folds"]["A"]["n"] and a["overall"] == lexb["folds"]["A"]["overall"]
-    text = run("eval", str(sample_root), "--gold", str(gold), "--index-dir", idx, "--modes", "lexical", "--embedder", "none",
-               "--fold", "both", "--no-refresh").stdout
+    text = run(
+        "eval",
+        str(sample_root),
+        "--gold",
+        str(gold),
+        "--index-dir",
+        idx,
+        "--modes",
+        "lexical",
+        "--embedder",
+        "none",
+        "--fold",
+        "both",
+        "--no-refresh",
+    ).stdout
     assert "\nfold A: " in text and "\nfold B: " in text
     bad = run("eval", str(sample_root), "--gold", str(gold), "--embedder", "none", "--fold", "C", check=False)
     assert bad.returncode == 2 and "invalid choice" in bad.stderr
@@ -110,8 +189,35 @@ def test_clear_errors_never_tracebacks(sample_root, tmp_path):
         (["search", str(tmp_path / "nope"), "x", "--embedder", "none", "--no-spawn"], 1, "error"),
         (["index", str(sample_root), "--index-dir", str(afile), "--no-dense"], 1, "error"),
         (["index", str(empty), "--index-dir", str(tmp_path / "i2"), "--no-dense"], 1, "no 1C export"),
-        (["search", str(sample_root), "x", "--top-k", "0", "--embedder", "none", "--index-dir", str(tmp_path / "i3")], 2, "1..1000"),
-        (["search", str(sample_root), "x" * 5000, "--embedder", "none", "--index-dir", str(tmp_path / "i4"), "--standalone"], 1, "at most 4096"),
+        (
+            [
+                "search",
+                str(sample_root),
+                "x",
+                "--top-k",
+                "0",
+                "--embedder",
+                "none",
+                "--index-dir",
+                str(tmp_path / "i3"),
+            ],
+            2,
+            "1..1000",
+        ),
+        (
+            [
+                "search",
+                str(sample_root),
+                "x" * 5000,
+                "--embedder",
+                "none",
+                "--index-dir",
+                str(tmp_path / "i4"),
+                "--standalone",
+            ],
+            1,
+            "at most 4096",
+        ),
         (["eval", str(sample_root), "--gold", str(tmp_path), "--embedder", "none"], 1, "directory"),
         (["eval", str(sample_root), "--gold", str(afile), "--embedder", "none"], 1, "not JSON"),
     ]
@@ -136,7 +242,18 @@ def test_search_goes_through_the_daemon_and_spawns_it(sample_root, tmp_path, dae
     """Without --standalone, search starts the root's daemon (waiting for its first index),
     and the next search reuses it; --no-spawn refuses when none runs."""
     idx = tmp_path / "idx-daemon"
-    args = ("search", str(sample_root), "ИННСоотв", "--index-dir", str(idx), "--embedder", "none", "--mode", "lexical", "--json")
+    args = (
+        "search",
+        str(sample_root),
+        "ИННСоотв",
+        "--index-dir",
+        str(idx),
+        "--embedder",
+        "none",
+        "--mode",
+        "lexical",
+        "--json",
+    )
     refused = run("search", str(sample_root), "x", "--index-dir", str(idx), "--no-spawn", check=False)
     assert refused.returncode == 1 and "no bsl-lens daemon" in refused.stderr
     try:

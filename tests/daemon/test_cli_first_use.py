@@ -67,7 +67,11 @@ def _commands_with(parser: argparse.ArgumentParser, flag: str, prefix: str = "")
 
 def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
     parser = cli.build_parser()
-    assert set(ENV_VARS) == {"embedder", "shared_cache", "shared_cache_mode"}  # add a row per command below when a variable is added
+    assert set(ENV_VARS) == {
+        "embedder",
+        "shared_cache",
+        "shared_cache_mode",
+    }  # add a row per command below when a variable is added
     assert _commands_with(parser, "--embedder") == set(EMBEDDER_COMMANDS)
     assert _commands_with(parser, "--shared-cache") == set(SHARED_CACHE_COMMANDS)
     assert _commands_with(parser, "--shared-cache-mode") == set(SHARED_CACHE_COMMANDS)
@@ -82,7 +86,11 @@ DSN = "postgresql://ci:pw@db/emb"
     [
         ([], {}, (None, "rw")),  # defaults: no shared cache, rw
         ([], {"BSL_LENS_SHARED_CACHE": DSN, "BSL_LENS_SHARED_CACHE_MODE": " RO "}, (DSN, "ro")),  # variables
-        (["--shared-cache", "postgresql://x/y", "--shared-cache-mode", "rw"], {"BSL_LENS_SHARED_CACHE": DSN, "BSL_LENS_SHARED_CACHE_MODE": "ro"}, ("postgresql://x/y", "rw")),
+        (
+            ["--shared-cache", "postgresql://x/y", "--shared-cache-mode", "rw"],
+            {"BSL_LENS_SHARED_CACHE": DSN, "BSL_LENS_SHARED_CACHE_MODE": "ro"},
+            ("postgresql://x/y", "rw"),
+        ),
         ([], {"BSL_LENS_SHARED_CACHE": ""}, (None, "rw")),  # empty = unset
     ],
 )
@@ -118,7 +126,9 @@ def test_shared_cache_mode_is_checked_and_the_dsn_never_reaches_a_command_line(t
     monkeypatch.setattr(runtime.subprocess, "Popen", FakePopen)
     paths = runtime.paths_for(tmp_path / "root", tmp_path / "idx")
     (tmp_path / "root").mkdir()
-    runtime.spawn_daemon(paths, ["--embedder", "none", "--shared-cache", "postgresql://ci:s3cr3t@db/emb", "--shared-cache-mode", "ro"])
+    runtime.spawn_daemon(
+        paths, ["--embedder", "none", "--shared-cache", "postgresql://ci:s3cr3t@db/emb", "--shared-cache-mode", "ro"]
+    )
     assert "s3cr3t" not in " ".join(seen["cmd"]) and "--shared-cache-mode" in seen["cmd"]
     assert seen["env"]["BSL_LENS_SHARED_CACHE"] == "postgresql://ci:s3cr3t@db/emb"
 
@@ -173,7 +183,9 @@ def test_a_daemon_started_with_the_variable_runs_lexical_only(daemons, tmp_path)
     idx = tmp_path / "idx"
     try:
         # --wait: follow the first index (plain lines: stderr is a pipe) until the lexical side is ready
-        started = run_cli("daemon", "start", str(root), "--index-dir", str(idx), "--watch", "off", "--wait", env=LEXICAL_ENV)
+        started = run_cli(
+            "daemon", "start", str(root), "--index-dir", str(idx), "--watch", "off", "--wait", env=LEXICAL_ENV
+        )
     finally:
         d = daemons.adopt(root, idx)
     assert started.returncode == 0, started.stderr
@@ -195,7 +207,9 @@ def test_a_daemon_started_with_the_variable_runs_lexical_only(daemons, tmp_path)
     vec = run_cli("search", str(root), "ИНН", "--index-dir", str(idx), "--mode", "vector", "--no-spawn")
     assert vec.returncode == 2, (vec.returncode, vec.stdout, vec.stderr)
     assert "--mode vector needs the dense index" in vec.stderr and "no hits" not in vec.stdout
-    ok = run_cli("search", str(root), "ИННСоотв", "--index-dir", str(idx), "--mode", "lexical", "--no-spawn", check=True)
+    ok = run_cli(
+        "search", str(root), "ИННСоотв", "--index-dir", str(idx), "--mode", "lexical", "--no-spawn", check=True
+    )
     assert "ИННСоответствуетТребованиям" in ok.stdout
 
 
@@ -205,17 +219,39 @@ def test_usage_errors_print_the_subcommands_usage_and_exit_2(tmp_path):
     idx = str(tmp_path / "idx")
     cases = [
         # a flag typo: the search usage (not the top-level one) and the closest flag
-        (["search", str(root), "x", "--mdoe", "lexical"], ["usage: bsl-lens search", "unrecognized arguments: --mdoe (did you mean --mode?)"]),
-        (["daemon", "start", str(root), "--embeder", "none"], ["usage: bsl-lens daemon start", "did you mean --embedder?"]),
+        (
+            ["search", str(root), "x", "--mdoe", "lexical"],
+            ["usage: bsl-lens search", "unrecognized arguments: --mdoe (did you mean --mode?)"],
+        ),
+        (
+            ["daemon", "start", str(root), "--embeder", "none"],
+            ["usage: bsl-lens daemon start", "did you mean --embedder?"],
+        ),
         # an empty query
-        (["search", str(root), "  ", "--index-dir", idx, "--standalone"], ["usage: bsl-lens search", "the query is empty"]),
+        (
+            ["search", str(root), "  ", "--index-dir", idx, "--standalone"],
+            ["usage: bsl-lens search", "the query is empty"],
+        ),
         # an unknown object type lists the valid ones
-        (["search", str(root), "x", "--object-type", "Справочниик"], ["unknown metadata object type 'Справочниик'", "Catalog (Справочник)", "InformationRegister (РегистрСведений)"]),
+        (
+            ["search", str(root), "x", "--object-type", "Справочниик"],
+            [
+                "unknown metadata object type 'Справочниик'",
+                "Catalog (Справочник)",
+                "InformationRegister (РегистрСведений)",
+            ],
+        ),
         # a misspelt embedder: one line, the hint names none
-        (["search", str(root), "x", "--embedder", "nonee"], ["argument --embedder: unknown embedder 'nonee' (did you mean 'none'?)", "or none (lexical only)"]),
+        (
+            ["search", str(root), "x", "--embedder", "nonee"],
+            ["argument --embedder: unknown embedder 'nonee' (did you mean 'none'?)", "or none (lexical only)"],
+        ),
         (["daemon", "start", str(root), "--embedder", "nonee", "--index-dir", idx], ["did you mean 'none'?"]),
         # --mode vector with no embedder at all
-        (["search", str(root), "x", "--mode", "vector", "--embedder", "none", "--standalone", "--index-dir", idx], ["--mode vector needs the dense index"]),
+        (
+            ["search", str(root), "x", "--mode", "vector", "--embedder", "none", "--standalone", "--index-dir", idx],
+            ["--mode vector needs the dense index"],
+        ),
     ]
     for argv, wants in cases:
         proc = run_cli(*argv)
@@ -227,7 +263,9 @@ def test_usage_errors_print_the_subcommands_usage_and_exit_2(tmp_path):
         if "usage: bsl-lens search" in wants[0] or "usage: bsl-lens daemon" in wants[0]:
             assert "usage: bsl-lens [-h]" not in proc.stderr
     assert not Path(idx).exists()  # nothing was indexed or started
-    bad_env = run_cli("daemon", "start", str(root), "--index-dir", idx, env={**os.environ, "BSL_LENS_EMBEDDER": "nonee"})
+    bad_env = run_cli(
+        "daemon", "start", str(root), "--index-dir", idx, env={**os.environ, "BSL_LENS_EMBEDDER": "nonee"}
+    )
     assert bad_env.returncode == 2 and "BSL_LENS_EMBEDDER='nonee'" in bad_env.stderr
     assert not Path(idx).exists()
 
@@ -294,7 +332,10 @@ def test_progress_lines_when_not_a_terminal():
     assert lines[2].startswith("lexical: reading and chunking: 4513/4513 files (100%)")
     assert lines[3] == "dense: embedding: 16/38570 chunks (0%)"
     assert len(lines) == 4
-    assert progress_line("embed", 1200, 38570, 11.2, 3401) == "dense: embedding: 1200/38570 chunks (3%), 11.2/s, ETA 56m 41s"
+    assert (
+        progress_line("embed", 1200, 38570, 11.2, 3401)
+        == "dense: embedding: 1200/38570 chunks (3%), 11.2/s, ETA 56m 41s"
+    )
 
 
 def test_progress_bar_on_a_terminal():
@@ -316,8 +357,20 @@ def test_index_to_a_file_prints_progress_lines(tmp_path):
         import sys
 
         subprocess.run(
-            [sys.executable, "-m", "daemon.cli", "index", str(root), "--index-dir", str(tmp_path / "idx"), "--no-dense"],
-            stdout=subprocess.DEVNULL, stderr=fh, check=True, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "daemon.cli",
+                "index",
+                str(root),
+                "--index-dir",
+                str(tmp_path / "idx"),
+                "--no-dense",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=fh,
+            check=True,
+            timeout=300,
         )
     text = err.read_text(encoding="utf-8")
     assert "lexical: reading and chunking: " in text and "files (100%)" in text
@@ -326,10 +379,22 @@ def test_index_to_a_file_prints_progress_lines(tmp_path):
 
 def test_status_text_shows_the_stage_with_counts_and_eta():
     d = {
-        "root": "/r", "state": "indexing", "pid": 1, "version": "x", "uptime_s": 4, "format": "unknown",
-        "modules": 0, "methods": 0, "metadata_chunks": 0, "bm25_terms": 0, "files": 0, "chunks": 0,
+        "root": "/r",
+        "state": "indexing",
+        "pid": 1,
+        "version": "x",
+        "uptime_s": 4,
+        "format": "unknown",
+        "modules": 0,
+        "methods": 0,
+        "metadata_chunks": 0,
+        "bm25_terms": 0,
+        "files": 0,
+        "chunks": 0,
         "progress": {"stage": "chunk", "done": 400, "total": 4513, "elapsed_s": 2.1, "rate_per_s": 77.6, "eta_s": 53.0},
-        "dense": {"enabled": False}, "watcher": {"mode": "off"}, "latency": {},
+        "dense": {"enabled": False},
+        "watcher": {"mode": "off"},
+        "latency": {},
     }
     text = cli.format_status(d)
     assert "export:   not indexed yet: 0 modules" in text
@@ -380,12 +445,17 @@ def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemo
     assert "indexing: lexical: reading and chunking: " in seen["text"] and "ETA" in seen["text"]
     assert seen["nice"] and all(n == base_nice for n in seen["nice"]), (base_nice, seen["nice"])
     d.wait_idle()
+
     # after the first index no normal-priority worker is left (the niced pool starts on use)
     def normal_priority_workers() -> list:
         out = []
         for c in psutil.Process(d.pid).children(recursive=True):
             try:
-                if c.status() != psutil.STATUS_ZOMBIE and c.nice() == base_nice and "resource_tracker" not in " ".join(c.cmdline()):
+                if (
+                    c.status() != psutil.STATUS_ZOMBIE
+                    and c.nice() == base_nice
+                    and "resource_tracker" not in " ".join(c.cmdline())
+                ):
                     out.append(c.pid)
             except psutil.Error:  # exited (or a zombie not reaped yet) while we looked: gone
                 pass
@@ -410,11 +480,28 @@ def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):
 
 def test_status_text_totals_the_skipped_files_and_a_docs_root_counts_pages():
     d = {
-        "root": "/r", "state": "ready", "pid": 1, "version": "x", "uptime_s": 4, "format": "docs",
-        "modules": 0, "methods": 0, "metadata_chunks": 0, "bm25_terms": 10, "files": 2, "chunks": 3,
-        "docs_pages": 2, "docs_sections": 3, "dense": {"enabled": False}, "watcher": {"mode": "off"}, "latency": {},
-        "skipped": {"too_large": 1, "binary": 2}, "skipped_count": 3,
-        "skipped_files": [{"path": "big.md", "reason": "too_large", "detail": "20971627 bytes > docs page limit 2097152"}],
+        "root": "/r",
+        "state": "ready",
+        "pid": 1,
+        "version": "x",
+        "uptime_s": 4,
+        "format": "docs",
+        "modules": 0,
+        "methods": 0,
+        "metadata_chunks": 0,
+        "bm25_terms": 10,
+        "files": 2,
+        "chunks": 3,
+        "docs_pages": 2,
+        "docs_sections": 3,
+        "dense": {"enabled": False},
+        "watcher": {"mode": "off"},
+        "latency": {},
+        "skipped": {"too_large": 1, "binary": 2},
+        "skipped_count": 3,
+        "skipped_files": [
+            {"path": "big.md", "reason": "too_large", "detail": "20971627 bytes > docs page limit 2097152"}
+        ],
         "counters": {"jobs": 4, "vectors_embedded": 0},
     }
     text = cli.format_status(d)  # the bad pages are said without -v; -v lists them
@@ -422,5 +509,7 @@ def test_status_text_totals_the_skipped_files_and_a_docs_root_counts_pages():
     verbose = cli.format_status(d, verbose=1)
     assert "big.md: too_large (20971627 bytes" in verbose and "counters: jobs 4, vectors embedded 0" in verbose
     ns = SimpleNamespace
-    warm = cli._wait_phrase(ns(state="indexing", root="/r", chunks=498, files=49, modules=0, format="docs", docs_pages=49))
+    warm = cli._wait_phrase(
+        ns(state="indexing", root="/r", chunks=498, files=49, modules=0, format="docs", docs_pages=49)
+    )
     assert "(49 pages indexed so far)" in warm

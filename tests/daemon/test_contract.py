@@ -26,14 +26,20 @@ HEAVY = ("numpy", "tree_sitter", "lxml", "hnswlib", "daemon.engine", "daemon.ser
 def _loaded_after(code: str) -> list[str]:
     probe = code + f"\nimport json, sys\nprint(json.dumps([m for m in {HEAVY!r} if m in sys.modules]))\n"
     out = subprocess.run(
-        [sys.executable, "-c", probe], cwd=REPO, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
-        capture_output=True, text=True, timeout=120,
+        [sys.executable, "-c", probe],
+        cwd=REPO,
+        env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("module", ["lsp.server", "mcp_bridge.server", "mcp_bridge.serve", "daemon.client", "daemon.server.protocol"])
+@pytest.mark.parametrize(
+    "module", ["lsp.server", "mcp_bridge.server", "mcp_bridge.serve", "daemon.client", "daemon.server.protocol"]
+)
 def test_front_ends_load_none_of_the_engine(module):
     assert _loaded_after(f"import {module}") == []
 

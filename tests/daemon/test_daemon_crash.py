@@ -33,7 +33,12 @@ def _catch(c, phase: str, timeout: float = 120.0) -> bool:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         st = c.status().service
-        if phase == "mid-index" and st.state == "indexing" and st.progress.get("stage") == "chunk" and st.progress.get("done", 0) > 0:
+        if (
+            phase == "mid-index"
+            and st.state == "indexing"
+            and st.progress.get("stage") == "chunk"
+            and st.progress.get("done", 0) > 0
+        ):
             return True
         if phase == "mid-write" and st.saving:
             return True

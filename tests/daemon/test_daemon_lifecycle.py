@@ -40,7 +40,10 @@ def _daemon_processes(root: Path) -> list[psutil.Process]:
 def _start(root: Path, idx: Path) -> subprocess.Popen:
     return subprocess.Popen(
         [sys.executable, "-m", "daemon.cli", "daemon", "start", str(root), "--index-dir", str(idx), *LEXICAL],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
 
 
@@ -99,7 +102,10 @@ def test_wrong_index_dir_is_refused_and_the_daemon_stays_reachable(daemons, samp
 
     run = run_cli("daemon", "run", str(root), "--index-dir", str(other), *LEXICAL)
     assert run.returncode == runtime.EXIT_ALREADY_RUNNING
-    assert f"already running (pid {d.pid}, index dir {d.index_dir}); stop it with: bsl-lens daemon stop {root}" in run.stderr
+    assert (
+        f"already running (pid {d.pid}, index dir {d.index_dir}); stop it with: bsl-lens daemon stop {root}"
+        in run.stderr
+    )
 
     assert len(_daemon_processes(root)) == 1
     with d.client() as c:  # still reachable after all of that
@@ -113,7 +119,10 @@ def test_status_says_starting_while_the_daemon_does_not_answer_yet(daemons, samp
     idx, gate = tmp_path / "gated", tmp_path / "gate"
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(sample_root), str(idx), str(gate), "start", "off"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
     )
     h = daemons.adopt(sample_root, idx)
     try:
@@ -220,13 +229,18 @@ def _ready(d: DaemonHandle) -> bool:
 
 
 # ------------------------------------------------------------------------------ 4. answer first
-def test_answers_while_the_watcher_arms_and_the_reconcile_catches_changes_made_meanwhile(daemons, sample_root, tmp_path):
+def test_answers_while_the_watcher_arms_and_the_reconcile_catches_changes_made_meanwhile(
+    daemons, sample_root, tmp_path
+):
     idx, gate = tmp_path / "idx", tmp_path / "gate"
     d = daemons.start(sample_root, *LEXICAL, index_dir=idx, wait_idle=True)  # a snapshot to start from
     d.stop()
     proc = subprocess.Popen(
         [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(sample_root), str(idx), str(gate), "arm", "auto"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
     )
     h = daemons.adopt(sample_root, idx)
     try:
@@ -236,7 +250,11 @@ def test_answers_while_the_watcher_arms_and_the_reconcile_catches_changes_made_m
             assert st.watcher.state == "arming" and st.state == "indexing"  # answering, not armed yet
             assert c.search("ИНН", mode="lexical", top_k=1).hits  # from the snapshot
             mod = sample_root / MODULE
-            mod.write_text(mod.read_text(encoding="utf-8-sig") + "\nПроцедура ДобавленаПокаВзводитсяНаблюдатель() Экспорт\nКонецПроцедуры\n", encoding="utf-8")
+            mod.write_text(
+                mod.read_text(encoding="utf-8-sig")
+                + "\nПроцедура ДобавленаПокаВзводитсяНаблюдатель() Экспорт\nКонецПроцедуры\n",
+                encoding="utf-8",
+            )
             gate.touch()
             assert c.wait_idle(TIMEOUT)
             st = c.status().service

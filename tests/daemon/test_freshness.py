@@ -132,7 +132,9 @@ def test_an_appended_method_is_found_or_the_answer_names_the_module(daemons, sam
 
     # the CLI: --fresh waits, and --json carries the freshness fields
     _append_method(sample_root, "МетодИзКоманднойСтроки")
-    out = d.cli("search", "МетодИзКоманднойСтроки", "--mode", "lexical", "--json", "--no-spawn", "--fresh", "30", check=True)
+    out = d.cli(
+        "search", "МетодИзКоманднойСтроки", "--mode", "lexical", "--json", "--no-spawn", "--fresh", "30", check=True
+    )
     data = json.loads(out.stdout)
     assert [h["name"] for h in data["hits"]][:1] == ["МетодИзКоманднойСтроки"]
     assert data["stale"] is False and data["stale_paths"] == [] and data["stale_count"] == 0
@@ -151,7 +153,9 @@ def test_an_appended_method_is_found_or_the_answer_names_the_module(daemons, sam
         async with Client(build_server([link], connect_wait=30.0)) as mc:
             s = await mc.call_tool("search", {"query": "МетодДляАгента", "mode": "lexical", "wait_fresh": 10})
             f = await mc.call_tool("find_symbol", {"query": "МетодДляАгента", "wait_fresh": 10})
-            return SearchOutput.model_validate(s.structured_content), FindSymbolOutput.model_validate(f.structured_content)
+            return SearchOutput.model_validate(s.structured_content), FindSymbolOutput.model_validate(
+                f.structured_content
+            )
 
     s_out, f_out = asyncio.run(asyncio.wait_for(main(), TIMEOUT))
     assert s_out.hits[0].name == "МетодДляАгента" and not s_out.stale and s_out.stale_paths == []
@@ -235,9 +239,13 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
     assert root_st.skipped_count == len(SKIPS) and root_st.skipped["binary"] == 1
 
     # a fixed file leaves the list; spoiling it again names it in the log again
-    (sample_root / "CommonModules/ДвоичныйМодуль/Ext/Module.bsl").write_text("Процедура Починили() Экспорт\nКонецПроцедуры\n", encoding="utf-8")
+    (sample_root / "CommonModules/ДвоичныйМодуль/Ext/Module.bsl").write_text(
+        "Процедура Починили() Экспорт\nКонецПроцедуры\n", encoding="utf-8"
+    )
     with d.client() as c:
-        wait_until(lambda: c.search("Починили", mode="lexical", fresh_timeout=5).hits, TIMEOUT, "the fixed module indexed")
+        wait_until(
+            lambda: c.search("Починили", mode="lexical", fresh_timeout=5).hits, TIMEOUT, "the fixed module indexed"
+        )
         assert "binary" not in c.status().service.skipped
         (sample_root / "CommonModules/ДвоичныйМодуль/Ext/Module.bsl").write_bytes(b"\x00again")
         wait_until(lambda: c.status().service.skipped.get("binary") == 1, TIMEOUT, "the binary skip back")
@@ -249,7 +257,10 @@ def test_the_status_sample_keeps_every_reason():
     from daemon.contract import Skip
     from daemon.service.service import _skip_sample
 
-    skips = [Skip(f"Catalogs/X{i:03}.xml", "missing_on_disk") for i in range(136)] + [Skip("A.bsl", "binary"), Skip("B.bsl", "too_large")]
+    skips = [Skip(f"Catalogs/X{i:03}.xml", "missing_on_disk") for i in range(136)] + [
+        Skip("A.bsl", "binary"),
+        Skip("B.bsl", "too_large"),
+    ]
     got = _skip_sample(skips, 50)
     assert len(got) == 50
     assert {k.reason for k in got} == {"missing_on_disk", "binary", "too_large"}
@@ -271,12 +282,32 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
     from daemon.cli.main import _stale_note
     from daemon.engine import SearchResult
 
-    res = SearchResult(query="q", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0,
-                       stale=True, stale_paths=[MODULE, "Catalogs/"], stale_count=7, pending_count=7)
+    res = SearchResult(
+        query="q",
+        mode="lexical",
+        hits=[],
+        total=0,
+        dense_done=0,
+        dense_total=0,
+        took_ms=1.0,
+        stale=True,
+        stale_paths=[MODULE, "Catalogs/"],
+        stale_count=7,
+        pending_count=7,
+    )
     line = _stale_note(res, waited=0)
     assert line.startswith("(stale: 7 changed files not indexed yet (") and MODULE in line and ", ..." in line
     assert "--fresh waits for them" in line
     assert "after waiting 2 s" in _stale_note(res, waited=2.0)
-    lost = SearchResult(query="q", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0,
-                        stale=True, full_reconcile_pending=True)
+    lost = SearchResult(
+        query="q",
+        mode="lexical",
+        hits=[],
+        total=0,
+        dense_done=0,
+        dense_total=0,
+        took_ms=1.0,
+        stale=True,
+        full_reconcile_pending=True,
+    )
     assert "whole export is being re-checked" in _stale_note(lost, waited=0)

@@ -125,7 +125,9 @@ def test_lock_holder_is_the_process_holding_it(tmp_path):
         "l = FileLock(sys.argv[1]); assert l.try_acquire(); print('locked', flush=True); sys.stdin.read()\n"
     )
     repo = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.Popen([sys.executable, "-c", code, str(path), repo], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code, str(path), repo], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
     try:
         assert proc.stdout.readline().strip() == "locked"
         assert runtime.lock_holder(path) == proc.pid
@@ -168,7 +170,9 @@ def test_pointer_gives_the_index_dir_and_stale_files_are_cleaned(tmp_path, monke
         runtime.write_pointer(paths)
         assert runtime.paths_for(tmp_path / "root").index_dir == paths.index_dir  # no --index-dir given
         assert runtime.paths_for(tmp_path / "root" / ".." / "root").socket == paths.socket  # resolved
-        state = runtime.DaemonState(pid=1, socket=str(paths.socket), version="0", protocol=1, root="r", index_dir="i", log="l", started_at=0)
+        state = runtime.DaemonState(
+            pid=1, socket=str(paths.socket), version="0", protocol=1, root="r", index_dir="i", log="l", started_at=0
+        )
         runtime.write_state(paths, state)
         paths.socket.write_text("")
         assert runtime.read_state(paths) == state
@@ -235,7 +239,14 @@ def server():
     service = FakeService()
     sdir = Path(tempfile.mkdtemp(prefix="bl-", dir="/tmp"))
     sock = sdir / "s.sock"
-    info = HelloResult(protocol=protocol.PROTOCOL_VERSION, version="t", pid=os.getpid(), root="/r", index_dir="/i", started_at=time.time())
+    info = HelloResult(
+        protocol=protocol.PROTOCOL_VERSION,
+        version="t",
+        pid=os.getpid(),
+        root="/r",
+        index_dir="/i",
+        started_at=time.time(),
+    )
     srv = Server(service, info, max_workers=2)
     service.add_listener(srv.on_service_event)
     loop = asyncio.new_event_loop()
@@ -320,9 +331,11 @@ def test_sync_client_timeout_keeps_the_connection_usable(server):
 def test_pushes_go_to_subscribers_only(server):
     service, sock = server
     got = []
-    with DaemonClient.open(sock, subscribe=True) as sub, DaemonClient.open(sock) as quiet, DaemonClient.open(
-        sock, subscribe=True, on_notification=lambda m, p: got.append(m)
-    ) as cb:
+    with (
+        DaemonClient.open(sock, subscribe=True) as sub,
+        DaemonClient.open(sock) as quiet,
+        DaemonClient.open(sock, subscribe=True, on_notification=lambda m, p: got.append(m)) as cb,
+    ):
         quiet.reindex()
         assert sub.wait_notification(TIMEOUT) == ("progress", {"stage": "chunk", "done": 1, "total": 1})
         assert sub.wait_notification(TIMEOUT)[0] == "indexed"

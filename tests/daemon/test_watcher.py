@@ -197,8 +197,19 @@ def test_ignored_places_produce_nothing(export: Path, make_watcher, mode: str) -
     (index / "chunks.xml").write_text("x")
     (index / "sub").mkdir()
     (index / "sub/a.bsl").write_text("x")
-    for name in (".#Module.bsl", "#Module.bsl#", "Module.bsl~", "Module.bsl.swp", ".Module.bsl.swx",
-                 "4913", "Module.bsl.tmp", "Module.bsl.bak", "Module.bsl.orig", "notes.txt", "Form.bin"):
+    for name in (
+        ".#Module.bsl",
+        "#Module.bsl#",
+        "Module.bsl~",
+        "Module.bsl.swp",
+        ".Module.bsl.swx",
+        "4913",
+        "Module.bsl.tmp",
+        "Module.bsl.bak",
+        "Module.bsl.orig",
+        "notes.txt",
+        "Form.bin",
+    ):
         (mod / name).write_text("x")
         (mod / name).unlink()
     sentinel = export / "CommonModules/Общий/Ext/Module.bsl"
@@ -347,8 +358,19 @@ def test_bad_arguments(tmp_path: Path) -> None:
 
 
 def test_temp_names() -> None:
-    for name in ("X.bsl~", ".#X.bsl", "#X.bsl#", "X.bsl.swp", ".X.bsl.SWP", "X.swx", "4913", "X.bsl.tmp",
-                 ".X.bsl.abc.tmp", "X.bak", "X.orig"):
+    for name in (
+        "X.bsl~",
+        ".#X.bsl",
+        "#X.bsl#",
+        "X.bsl.swp",
+        ".X.bsl.SWP",
+        "X.swx",
+        "4913",
+        "X.bsl.tmp",
+        ".X.bsl.abc.tmp",
+        "X.bak",
+        "X.orig",
+    ):
         assert is_temp_name(name), name
     for name in ("Module.bsl", "Form.xml", "X.mdo", "4914", ".project"):
         assert not is_temp_name(name), name
@@ -439,8 +461,11 @@ def test_watch_limit_on_a_subfolder_is_not_silent(export: Path, make_watcher, mo
     w.stop()
 
     # later: a new folder cannot be watched -> switch to polling and ask for a reconcile
-    monkeypatch.setattr(inotify_c.InotifyFD, "_get_or_create_watch", lambda self, p, m: (
-        limited(self, p, m) if limit.is_set() else orig(self, p, m)))
+    monkeypatch.setattr(
+        inotify_c.InotifyFD,
+        "_get_or_create_watch",
+        lambda self, p, m: limited(self, p, m) if limit.is_set() else orig(self, p, m),
+    )
     c = Collector()
     w = make_watcher(export, c, poll_interval_s=0.1)
     assert w.mode == "native"

@@ -31,8 +31,7 @@ def _oracle(docs: dict[str, list[str]], query: list[str]) -> dict[str, float]:
 def _random_docs(rng: random.Random, n: int, vocab: int = 60) -> dict[str, list[str]]:
     words = [f"w{i}" for i in range(vocab)]
     return {
-        f"doc{i:04d}": [rng.choice(words[: rng.randint(2, vocab)]) for _ in range(rng.randint(1, 50))]
-        for i in range(n)
+        f"doc{i:04d}": [rng.choice(words[: rng.randint(2, vocab)]) for _ in range(rng.randint(1, 50))] for i in range(n)
     }
 
 
@@ -109,13 +108,12 @@ def test_incremental_ops_match_rebuild_and_oracle(monkeypatch):
         _assert_scores_equal(_keyed(got), _oracle({_key(s): t for s, t in live.items()}, q))
         want = index.search(q, 10, key_of=_key)
         assert want == rebuilt.search(q, 10, key_of=_key)
-        assert [(_key(s), v) for s, v in want] == [
-            (moved_key(s), v) for s, v in moved.search(q, 10, key_of=moved_key)
-        ]
+        assert [(_key(s), v) for s, v in want] == [(moved_key(s), v) for s, v in moved.search(q, 10, key_of=moved_key)]
 
 
 @pytest.mark.parametrize(
-    ("merge_min", "save_every", "piece"), [(1, 0.05, 1 << 21), (64, 0.05, 1 << 21), (10**9, 0.05, 1 << 21), (64, 0.0, 1 << 21), (1, 0.05, 7), (64, 0.05, 64)]
+    ("merge_min", "save_every", "piece"),
+    [(1, 0.05, 1 << 21), (64, 0.05, 1 << 21), (10**9, 0.05, 1 << 21), (64, 0.0, 1 << 21), (1, 0.05, 7), (64, 0.05, 64)],
 )
 def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_path, merge_min, save_every, piece):
     """The posting layouts (CSR block, per-term tails, the add buffer, removals waiting for
@@ -594,12 +592,17 @@ def test_pruned_search_equals_full_scoring(monkeypatch, search_ratio):
     for s in rng.sample(sorted(docs), 200):  # dead docs in the block
         index.remove(s)
     for s in range(1600, 1700):  # documents in the tails after the block
-        index.add(s, rng.choices([f"z{i}" for i in range(400)], [1.0 / (i + 1) for i in range(400)], k=rng.randint(3, 60)))
+        index.add(
+            s, rng.choices([f"z{i}" for i in range(400)], [1.0 / (i + 1) for i in range(400)], k=rng.randint(3, 60))
+        )
     index.remove(1650)
     keys = {s: f"k{(s * 7919) % 10007:05d}" for s in range(2000)}
     key_of = keys.__getitem__
     mask = np.array([s % 3 != 0 for s in range(1800)])
-    queries = [[f"z{rng.randrange(150, 400)}"] + [f"z{rng.randrange(0, 12)}" for _ in range(rng.randint(1, 6))] for _ in range(60)]
+    queries = [
+        [f"z{rng.randrange(150, 400)}"] + [f"z{rng.randrange(0, 12)}" for _ in range(rng.randint(1, 6))]
+        for _ in range(60)
+    ]
     queries += [["z0", "z1", "z2", "z3"], ["z0", "z0", "z200"], ["z399", "z1", "z398", "z0"], ["z5", "nope", "z300"]]
     for q in queries:
         for k in (1, 10, 50):

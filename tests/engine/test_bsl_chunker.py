@@ -142,12 +142,12 @@ def test_multiline_header_export_on_later_line():
 
 def test_mixed_russian_and_english_keywords():
     src = (
-        "&После(\"ПриНачалеРаботыСистемы\")\n"
+        '&После("ПриНачалеРаботыСистемы")\n'
         "Процедура ЮТПриНачалеРаботыСистемы()\n"
         "\tа = 1;\n"
         "КонецПроцедуры\n"
         "\n"
-        "&After(\"OnStart\")\n"
+        '&After("OnStart")\n'
         "Procedure ЮТOnStart()\n"
         "\tЮТПриНачалеРаботыСистемы();\n"
         "EndProcedure\n"
@@ -190,14 +190,14 @@ def test_extension_annotations_and_directives():
     src = (
         "// Документация\n"
         "&НаСервере\n"
-        "&Вместо(\"ОбработкаПроведения\")\n"
+        '&Вместо("ОбработкаПроведения")\n'
         "Процедура Расш1_ОбработкаПроведения(Отказ, Режим)\n"
         "\tПродолжитьВызов(Отказ, Режим);\n"
         "КонецПроцедуры\n"
-        "&Перед(\"А\")\nПроцедура Расш1_А()\nКонецПроцедуры\n"
-        "&ИзменениеИКонтроль(\"Б\")\nФункция Расш1_Б()\nКонецФункции\n"
-        "&AtServer\n&Instead(\"C\")\nProcedure Ext_C()\nEndProcedure\n"
-        "&ChangeAndValidate(\"D\")\nFunction Ext_D()\nEndFunction\n"
+        '&Перед("А")\nПроцедура Расш1_А()\nКонецПроцедуры\n'
+        '&ИзменениеИКонтроль("Б")\nФункция Расш1_Б()\nКонецФункции\n'
+        '&AtServer\n&Instead("C")\nProcedure Ext_C()\nEndProcedure\n'
+        '&ChangeAndValidate("D")\nFunction Ext_D()\nEndFunction\n'
         "&Тест\n&НаКлиентеНаСервереБезКонтекста\nПроцедура ТестовыйМетод() Экспорт\nКонецПроцедуры\n"
         "&НаКлиенте Процедура НаОднойСтроке() КонецПроцедуры\n"
     )
@@ -267,7 +267,7 @@ def test_grammar_faults_still_present_and_handled():
             assert raw_tree(tree_sitter_bsl, src).root_node.has_error is bsl_err, src
         full = src + "Процедура Б()\nКонецПроцедуры\n"
         assert [c.name for c in methods(full)] == ["А", "Б"], src
-    a = by_name("Процедура А(П = -1, Т = \")\") Экспорт\nКонецПроцедуры\n")["А"]
+    a = by_name('Процедура А(П = -1, Т = ")") Экспорт\nКонецПроцедуры\n')["А"]
     assert a.params == 'П = -1, Т = ")"' and a.export
 
 
@@ -279,7 +279,7 @@ def test_raise_without_semicolon_before_endtry_flattens_hbk_tree():
         "\tПопытка\n\t\tа = 1;\n\tИсключение\n\t\tВызватьИсключение\n\tКонецПопытки;\n"
         "\tЮТест.ОжидаетЧто(а)\n\t\t.НеРавно(Неопределено);\n"
         "КонецПроцедуры\n\n"
-        "Функция Вторая(Форма)\n\tВозврат ТипЗнч(Форма) = Тип(\"УправляемаяФорма\");\nКонецФункции\n"
+        'Функция Вторая(Форма)\n\tВозврат ТипЗнч(Форма) = Тип("УправляемаяФорма");\nКонецФункции\n'
     )
     assert [(c.name, c.start_line, c.end_line) for c in methods(src)] == [("Первая", 1, 9), ("Вторая", 11, 13)]
 
@@ -310,13 +310,13 @@ def test_headers_in_comments_and_strings_are_not_methods():
     src = (
         "Процедура Настоящая()\n"
         "\t// Процедура ВКомментарии()\n"
-        "\tТекст = \"\n"
+        '\tТекст = "\n'
         "\t|Процедура ВСтроке()\n"
         "\t|Функция ЕщеВСтроке() КонецФункции\n"
         "\t|КонецПроцедуры\n"
-        "\t|\"\"КонецПроцедуры\"\" // не комментарий\n"
-        "\t|\";\n"
-        "\tСообщить(\"КонецПроцедуры\"); // КонецПроцедуры\n"
+        '\t|""КонецПроцедуры"" // не комментарий\n'
+        '\t|";\n'
+        '\tСообщить("КонецПроцедуры"); // КонецПроцедуры\n'
         "КонецПроцедуры\n"
         "//Функция Закомментированная()\n"
         "//КонецФункции\n"
@@ -372,8 +372,8 @@ def test_comments_and_regions_only_give_no_module_chunk():
         "\x00\x00Процедура\x00 А(\n",
         "Процедура",
         "Процедура А(",
-        "Процедура А(\"",
-        "Функция Ф(П = \"\n|\n",
+        'Процедура А("',
+        'Функция Ф(П = "\n|\n',
         "КонецПроцедуры\nКонецФункции\n",
         "&\n&&&(\nПроцедура Б()",
         "#Область\n#КонецОбласти\n#КонецОбласти\n#Область Х",
@@ -393,7 +393,7 @@ def test_garbage_never_raises(text):
 
 def test_lowercase_length_change_fallback():
     """str.lower() lengthens "İ": the offset-based fast path must fall back, not misplace."""
-    src = "// İİİİ\nПроцедура А() // İ\nКонецПроцедуры\nФункция Б()\n\tВозврат \"İ\";\nКонецФункции\n"
+    src = '// İİİİ\nПроцедура А() // İ\nКонецПроцедуры\nФункция Б()\n\tВозврат "İ";\nКонецФункции\n'
     got = methods(src)
     assert [(c.name, c.start_line, c.end_line) for c in got] == [("А", 1, 3), ("Б", 4, 6)]
 
@@ -515,7 +515,7 @@ def test_regions_inside_a_method_body():
 
 
 EXTENSION_MODULE = (
-    "&ИзменениеИКонтроль(\"ПередЗаписью\")\n"
+    '&ИзменениеИКонтроль("ПередЗаписью")\n'
     "Процедура Расш1_ПередЗаписью(Отказ)\n"
     "\tЕсли Отказ Тогда\n"
     "\t\tВозврат;\n"
@@ -528,7 +528,7 @@ EXTENSION_MODULE = (
     "#КонецВставки\n"
     "КонецПроцедуры\n"
     "\n"
-    "&ChangeAndValidate(\"BeforeWrite\")\n"
+    '&ChangeAndValidate("BeforeWrite")\n'
     "Procedure Ext1_BeforeWrite(Cancel)\n"
     "\t# Delete\n"
     "\tSnarkle(Cancel);\n"
@@ -544,7 +544,9 @@ def test_extension_change_markers_live_code():
     from daemon.sources.bsl import live_code
 
     ru, en = methods(EXTENSION_MODULE)
-    assert ru.annotations == ['&ИзменениеИКонтроль("ПередЗаписью")'] and en.annotations == ['&ChangeAndValidate("BeforeWrite")']
+    assert ru.annotations == ['&ИзменениеИКонтроль("ПередЗаписью")'] and en.annotations == [
+        '&ChangeAndValidate("BeforeWrite")'
+    ]
     # the chunk keeps every line as written (get_method shows them) ...
     assert "Кракозябрум" in ru.text and "Snarkle" in en.text
     # ... the indexed text does not: deleted lines and the markers left out, inserts kept
@@ -697,7 +699,7 @@ def test_long_method_split_into_parts():
 
 
 def test_utf16_name_range_cyrillic_astral_and_bom():
-    src = "\ufeffПроцедура Первая()\nКонецПроцедуры\n&Вместо(\"😀Ё\") Функция Вторая()\nКонецФункции\n"
+    src = '\ufeffПроцедура Первая()\nКонецПроцедуры\n&Вместо("😀Ё") Функция Вторая()\nКонецФункции\n'
     got = by_name(src)
     assert got["Первая"].name_range == (0, 10, 0, 16)  # the BOM is not a column
     prefix = '&Вместо("😀Ё") Функция '
@@ -707,7 +709,7 @@ def test_utf16_name_range_cyrillic_astral_and_bom():
 
 def test_crlf_and_lf_give_identical_chunks():
     src = (
-        "// Док\r\n&НаСервере\r\nПроцедура А(П1,\r\n\tП2) Экспорт\r\n\tТекст = \"\r\n\t|ВЫБРАТЬ\";\r\n"
+        '// Док\r\n&НаСервере\r\nПроцедура А(П1,\r\n\tП2) Экспорт\r\n\tТекст = "\r\n\t|ВЫБРАТЬ";\r\n'
         "КонецПроцедуры\r\nПерем Х;\r\n"
     )
     assert chunk_module(src, path="m.bsl") == chunk_module(src.replace("\r\n", "\n"), path="m.bsl")
@@ -727,9 +729,13 @@ def read(p: Path) -> str:
 def test_corpus_common_module(ssl_ru):
     p = ssl_ru / "CommonModules/ОбщегоНазначения/Ext/Module.bsl"
     text = read(p)
-    chunks = chunk_module(text, path="CommonModules/ОбщегоНазначения/Ext/Module.bsl",
-                          owner="ОбщийМодуль.ОбщегоНазначения", object_type="ОбщийМодуль",
-                          module_kind="common")
+    chunks = chunk_module(
+        text,
+        path="CommonModules/ОбщегоНазначения/Ext/Module.bsl",
+        owner="ОбщийМодуль.ОбщегоНазначения",
+        object_type="ОбщийМодуль",
+        module_kind="common",
+    )
     got = {c.name: c for c in chunks if c.part <= 1}
     c = got["СообщитьПользователю"]
     assert c.export and c.kind == "procedure"
@@ -762,8 +768,7 @@ def test_corpus_async_function_at_line_1173(ssl_ru):
     assert c.is_async and c.export and c.kind == "function"
     assert c.name_range == (1172, 14, 1172, 14 + len("УстановитьКомпонентуИзМакетаАсинх"))
     assert c.signature == (
-        "Асинх Функция УстановитьКомпонентуИзМакетаАсинх(ПолноеИмяМакета, "
-        "ПараметрыУстановки = Неопределено) Экспорт"
+        "Асинх Функция УстановитьКомпонентуИзМакетаАсинх(ПолноеИмяМакета, ПараметрыУстановки = Неопределено) Экспорт"
     )
     m = got["ПодключитьКомпонентуИзМакетаАсинх"]
     assert m.is_async and m.export and m.signature.endswith(") Экспорт")
@@ -814,8 +819,11 @@ def test_corpus_bare_cr_module(yaxunit):
 def test_corpus_hbk_flattened_module_recovered(yaxunit):
     text = read(yaxunit / "exts/smoke/src/CommonModules/ДТОткрытиеФорм/Module.bsl")
     tree = tree_sitter.Parser(tree_sitter.Language(tree_sitter_hbk.language())).parse(text.encode())
-    raw = [n.child_by_field_name("name").text.decode() for n in tree.root_node.children
-           if n.type in ("procedure_definition", "function_definition")]
+    raw = [
+        n.child_by_field_name("name").text.decode()
+        for n in tree.root_node.children
+        if n.type in ("procedure_definition", "function_definition")
+    ]
     assert "ОткрытьЗакрытьФорму" not in raw  # the grammar loses it
     got = {c.name: c for c in chunk_module(text, path="m.bsl")}
     lines = bsl_lines(text)

@@ -23,7 +23,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 def _full_chunk(i: int = 0, **kw) -> Chunk:
     """A chunk with every field set to a non-default value (Cyrillic, ё, emoji, CJK)."""
-    text = f"// Ёлка {i}: 🎄 комментарий\nПроцедура Метод{i}(Знач А, Б = 1) Экспорт\n\tА = \"漢字\";\nКонецПроцедуры"
+    text = f'// Ёлка {i}: 🎄 комментарий\nПроцедура Метод{i}(Знач А, Б = 1) Экспорт\n\tА = "漢字";\nКонецПроцедуры'
     base = dict(
         id=f"CommonModules/Общий/Ext/Module.bsl::Метод{i}",
         path="CommonModules/Общий/Ext/Module.bsl",
@@ -187,7 +187,6 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
     }
 
 
-
 def test_metadata_mask_is_cached_per_store_version(sample_root, tmp_path):
     """The metadata channels' mask (Engine._metadata_filter) is read once per store version:
     the same read-only array while nothing changes, a new one after a chunk is removed or
@@ -231,7 +230,18 @@ def _current(idx) -> str:
 
 @pytest.mark.parametrize(
     "damage",
-    ["flags.npy", "ids_blob.npy", "ids_off.npy", "id_hash.npy", "id_hash_slot.npy", "arena.bin", "store.json", "tables.msgpack", "name_range.npy", "missing"],
+    [
+        "flags.npy",
+        "ids_blob.npy",
+        "ids_off.npy",
+        "id_hash.npy",
+        "id_hash_slot.npy",
+        "arena.bin",
+        "store.json",
+        "tables.msgpack",
+        "name_range.npy",
+        "missing",
+    ],
 )
 def test_damaged_column_files_mean_a_logged_rebuild(sample_root, tmp_path, caplog, damage):
     idx = tmp_path / "idx"
@@ -267,7 +277,9 @@ def test_a_snapshot_of_the_old_single_file_format_is_a_logged_rebuild(sample_roo
     assert any("older format" in r.getMessage() for r in caplog.records)
     eng.refresh()
     eng.save()
-    assert not (idx / "snapshot.msgpack").exists() and len(Engine.open(sample_root, index_dir=idx).chunks) == len(eng.chunks)
+    assert not (idx / "snapshot.msgpack").exists() and len(Engine.open(sample_root, index_dir=idx).chunks) == len(
+        eng.chunks
+    )
 
 
 def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_go(sample_root, tmp_path, caplog):
@@ -284,7 +296,10 @@ def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_
         again = Engine.open(sample_root, index_dir=idx)
     assert len(again.chunks) == 0 and not (lex / "0123abcd.tmp").exists()
     msgs = [r.getMessage() for r in caplog.records]
-    assert any("does not name a snapshot generation" in m and r.levelno == logging.WARNING for m, r in zip(msgs, caplog.records))
+    assert any(
+        "does not name a snapshot generation" in m and r.levelno == logging.WARNING
+        for m, r in zip(msgs, caplog.records)
+    )
     again.refresh()
     assert len(again.chunks) == n
 
@@ -373,7 +388,10 @@ def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sampl
     rep_b = batch.refresh()
     monkeypatch.setattr(reconcile, "_Staged", real)
     assert (rep_s.chunks_added, rep_s.files_changed, sorted(rep_s.changed_ids)) == (
-        rep_b.chunks_added, rep_b.files_changed, sorted(rep_b.changed_ids))
+        rep_b.chunks_added,
+        rep_b.files_changed,
+        sorted(rep_b.changed_ids),
+    )
     assert staged.store.ids == batch.store.ids and staged.chunks == batch.chunks
     for name in ("bm25", "meta_bm25"):
         getattr(staged, name).save(tmp_path / "sa" / name)
@@ -435,7 +453,12 @@ def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path,
 
     monkeypatch.setattr(cs, "ZDICT_SAMPLES", 40)
     monkeypatch.setattr(cs, "ZDICT_BYTES", 4096)
-    chunks = [_full_chunk(i, text=f"Процедура Метод{i}()\n" + "\n".join(f"\tА{j} = Б{i} * {j}; // шаг {j}" for j in range(i % 17 + 5))) for i in range(150)]
+    chunks = [
+        _full_chunk(
+            i, text=f"Процедура Метод{i}()\n" + "\n".join(f"\tА{j} = Б{i} * {j}; // шаг {j}" for j in range(i % 17 + 5))
+        )
+        for i in range(150)
+    ]
     s = ChunkStore()
     for c in chunks:
         s.add(c)

@@ -65,7 +65,9 @@ def test_ssl_ru_update_one_method_in_the_largest_module(ssl_ru, tmp_path, tmp_pa
     text = mod.read_bytes().decode("utf-8-sig")
     target = "Процедура ОбновитьОтображениеНеиспользуемыхВидовДоступа("
     assert target in text
-    mod.write_bytes(b"\xef\xbb\xbf" + text.replace(target, target.replace("(", "(ПараметрРедкийХХ, "), 1).encode("utf-8"))
+    mod.write_bytes(
+        b"\xef\xbb\xbf" + text.replace(target, target.replace("(", "(ПараметрРедкийХХ, "), 1).encode("utf-8")
+    )
     rep = eng.refresh()
     assert (rep.files_changed, rep.chunks_changed, rep.chunks_added, rep.chunks_removed) == (1, 1, 0, 0)
     hit = eng.search("ПараметрРедкийХХ", mode="lexical").hits[0]

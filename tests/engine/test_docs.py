@@ -11,9 +11,23 @@ from pathlib import Path
 import pytest
 
 from daemon.contract import Filters
-from daemon.sources.docs import DOCS_MAX_BYTES, DocLinks, code_identifiers, docs_name, normalize_docs_dirs, read_document
+from daemon.sources.docs import (
+    DOCS_MAX_BYTES,
+    DocLinks,
+    code_identifiers,
+    docs_name,
+    normalize_docs_dirs,
+    read_document,
+)
 from daemon.engine import Engine, EngineConfig
-from daemon.sources.markdown import MAX_HEADING_CHARS, MAX_PAGE_BLOCKS, MAX_PAGE_HEADINGS, chunk_markdown, page_cut, slug
+from daemon.sources.markdown import (
+    MAX_HEADING_CHARS,
+    MAX_PAGE_BLOCKS,
+    MAX_PAGE_HEADINGS,
+    chunk_markdown,
+    page_cut,
+    slug,
+)
 
 SAMPLE = Path(__file__).resolve().parents[2] / "daemon" / "sample_export"
 
@@ -60,10 +74,17 @@ def chunks_of(text: str, path: str = "features/page.md", flavor: str = "docusaur
 # ------------------------------------------------------------------------------ chunker
 def test_sections_carry_the_heading_chain_and_front_matter_is_stripped():
     cs = chunks_of(PAGE)
-    assert [c.symbol for c in cs] == ["Базовые утверждения", "Доступные методы", "Проверка типа значения", "Доступные методы"]
+    assert [c.symbol for c in cs] == [
+        "Базовые утверждения",
+        "Доступные методы",
+        "Проверка типа значения",
+        "Доступные методы",
+    ]
     assert cs[2].region == ["Базовые утверждения", "Доступные методы", "Проверка типа значения"]
     assert cs[2].signature == "Базовые утверждения > Доступные методы > Проверка типа значения"
-    assert cs[2].text.startswith("Базовые утверждения > Доступные методы > Проверка типа значения\n\n### Проверка типа значения")
+    assert cs[2].text.startswith(
+        "Базовые утверждения > Доступные методы > Проверка типа значения\n\n### Проверка типа значения"
+    )
     assert all("sidebar_position" not in c.text for c in cs)
     assert cs[0].start_line == 6  # line numbers of the file, front matter counted
     assert all(c.kind == "section" and c.is_docs and not c.is_metadata and not c.is_code for c in cs)
@@ -83,12 +104,17 @@ def test_fences_are_not_headings_and_admonitions_tables_stay_as_text():
 def test_anchors_docusaurus_and_mkdocs_with_cyrillic_and_duplicates():
     cs = chunks_of(PAGE)
     assert [c.properties["anchor"] for c in cs] == [
-        "базовые-утверждения", "доступные-методы", "проверка-типа-значения", "доступные-методы-1",
+        "базовые-утверждения",
+        "доступные-методы",
+        "проверка-типа-значения",
+        "доступные-методы-1",
     ]
     assert len({c.id for c in cs}) == len(cs)  # same heading twice: two ids
     mk = chunks_of(PAGE, flavor="mkdocs")
     assert mk[3].properties["anchor"] == "доступные-методы_1"
-    assert slug("Отдельный MCP-сервер (команда `mcp`)", "mkdocs") == "отдельныи-mcp-сервер-команда-mcp"  # NFKD drops the breve of й
+    assert (
+        slug("Отдельный MCP-сервер (команда `mcp`)", "mkdocs") == "отдельныи-mcp-сервер-команда-mcp"
+    )  # NFKD drops the breve of й
     assert slug("Отдельный MCP-сервер (команда `mcp`)", "docusaurus") == "отдельный-mcp-сервер-команда-mcp"
     assert slug("Проверка наличия свойств/реквизитов") == "проверка-наличия-свойствреквизитов"
     assert slug("Custom {#my-id}") == "my-id"
@@ -229,11 +255,15 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     with open(d / "huge.md", "wb") as fh:  # 20 MB
         fh.write(b"# Big\n\n" + b"text " * (4 * 2**20))
     (d / "binary.md").write_bytes(b"\x7fELF\x02\x01\x01\x00\x00\x00" + bytes(range(256)) * 10)
-    (d / "broken.md").write_bytes("# Сломанный UTF-8\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "дальше текст\n".encode("utf-8"))
+    (d / "broken.md").write_bytes(
+        "# Сломанный UTF-8\n\nтекст ".encode("utf-8") + b"\xd0\x28 " + "дальше текст\n".encode("utf-8")
+    )
     (d / "win.md").write_bytes("# Страница в Windows-1251\n\nтекст про выгрузку\n".encode("cp1251"))
     (d / "heading.md").write_text("# " + "Заголовок" * 1200 + "\n\nтекст\n", encoding="utf-8")
     (d / "open.md").write_text("# Открытый блок\n\n```bsl\n# Внутри\nКод();\n", encoding="utf-8")
-    (d / "many.md").write_text("".join(f"# Раздел {i}\n\nтекст\n\n" for i in range(3 * MAX_PAGE_HEADINGS)), encoding="utf-8")
+    (d / "many.md").write_text(
+        "".join(f"# Раздел {i}\n\nтекст\n\n" for i in range(3 * MAX_PAGE_HEADINGS)), encoding="utf-8"
+    )
     eng = _engine(root, tmp_path)
     skips = {k.path: k.reason for k in eng.skipped}
     assert skips["docs/huge.md"] == "too_large" and (d / "huge.md").stat().st_size > DOCS_MAX_BYTES
@@ -248,7 +278,10 @@ def test_bad_pages_are_skipped_or_read_with_a_logged_reason(tmp_path, caplog):
     assert [c.symbol for c in eng.file_chunks("docs/open.md")] == ["Открытый блок"]
     assert any("docs/open.md" in r.getMessage() and "never closed" in r.getMessage() for r in caplog.records)
     assert len(eng.file_chunks("docs/many.md")) == MAX_PAGE_HEADINGS
-    assert any("docs/many.md" in r.getMessage() and f"over {MAX_PAGE_HEADINGS} headings" in r.getMessage() for r in caplog.records)
+    assert any(
+        "docs/many.md" in r.getMessage() and f"over {MAX_PAGE_HEADINGS} headings" in r.getMessage()
+        for r in caplog.records
+    )
     assert eng.search("проверка типа значения", mode="lexical").hits  # the rest is served
 
 
@@ -323,7 +356,11 @@ def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_s
     w = {"names": 4.0, "bm25": 1.0, "dense": D.DOCS_DENSE_WEIGHT}
     assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
     monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
-    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {"names": 0.0, "bm25": 0.0, "dense": D.DOCS_DENSE_WEIGHT}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {
+        "names": 0.0,
+        "bm25": 0.0,
+        "dense": D.DOCS_DENSE_WEIGHT,
+    }
     assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
     assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
     assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
@@ -371,7 +408,11 @@ def test_a_windows_1251_page_of_mostly_latin_text_is_read_as_cp1251_not_as_broke
     root = tmp_path / "site"
     _docs_tree(root)
     d = root / "docs"
-    text = "# Mixed page\n\n" + "Mostly English prose about running the tests. " * 250 + "\n\nРусское слово: Мокирование — «так».\n"
+    text = (
+        "# Mixed page\n\n"
+        + "Mostly English prose about running the tests. " * 250
+        + "\n\nРусское слово: Мокирование — «так».\n"
+    )
     (d / "mixed.md").write_bytes(text.encode("cp1251"))
     (d / "dash.md").write_bytes("# Dashes\n\nan em dash \u2014 in plain text\n".encode("cp1251"))
     eng = _engine(root, tmp_path)
@@ -401,9 +442,13 @@ def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs
 
     ru = tmp_path / "ru"
     d = _docs_tree(ru)
-    (d / "ado.md").write_text("# Заглушка ADO.RecordSet\n\nРеализация свойств и методов `ADO.RecordSet` для тестов.\n", encoding="utf-8")
+    (d / "ado.md").write_text(
+        "# Заглушка ADO.RecordSet\n\nРеализация свойств и методов `ADO.RecordSet` для тестов.\n", encoding="utf-8"
+    )
     for i in range(6):  # pages about records and settings: what "record set" translates to
-        (d / f"rec{i}.md").write_text(f"# Запись {i}\n\nЗапись и установка настроек записи, набор записей номер {i}.\n", encoding="utf-8")
+        (d / f"rec{i}.md").write_text(
+            f"# Запись {i}\n\nЗапись и установка настроек записи, набор записей номер {i}.\n", encoding="utf-8"
+        )
     eng = _engine(ru, tmp_path / "i")
     q = "ADO RecordSet"
     got, w = D.docs_query_tokens(["ado", "recordset", "record", "set"], q, eng.store)

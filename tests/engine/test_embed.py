@@ -250,7 +250,9 @@ def test_embed_text_cuts_at_line_boundary_and_respects_max_chars():
     )
     text = embed_text(c, max_chars=120)
     assert len(text) <= 120
-    assert text.startswith("ИНН соответствует требованиям\nПроверяет ИНН.\nФункция ИННСоответствуетТребованиям(ИНН) Экспорт\n")
+    assert text.startswith(
+        "ИНН соответствует требованиям\nПроверяет ИНН.\nФункция ИННСоответствуетТребованиям(ИНН) Экспорт\n"
+    )
     last = text.splitlines()[-1]
     assert last.startswith("Строка") and last.endswith(";")  # whole lines only
     # A huge one-line doc is cut at a word boundary rather than dropped.
@@ -275,8 +277,15 @@ def test_embed_text_without_signature_field_and_later_parts():
 
 def test_method_context_text_for_exported_methods():
     doc = "// Выполняет отправку одного письма.\n// Может вызвать исключение.\n//\n// Параметры:\n//  Письмо - Структура\n// Возвращаемое значение:\n//  Булево"
-    c = method("ОтправитьПисьмо", doc, "Функция ОтправитьПисьмо(Письмо) Экспорт", "Возврат Истина;",
-               owner="ОбщийМодуль.РаботаСПочтовымиСообщениями", export=True, region=["ПрограммныйИнтерфейс", "ОтправкаПисем"])
+    c = method(
+        "ОтправитьПисьмо",
+        doc,
+        "Функция ОтправитьПисьмо(Письмо) Экспорт",
+        "Возврат Истина;",
+        owner="ОбщийМодуль.РаботаСПочтовымиСообщениями",
+        export=True,
+        region=["ПрограммныйИнтерфейс", "ОтправкаПисем"],
+    )
     assert doc_description(doc) == ["Выполняет отправку одного письма.", "Может вызвать исключение."]
     assert doc_description("// Parameters:\n//  X - Number") == [] and doc_description("") == []
     assert method_context_text(c) == (
@@ -291,7 +300,14 @@ def test_method_context_text_for_exported_methods():
     assert method_context_text(later) == ""
     # the module of a form or command: its label alone (the owner is three segments deep)
     form = msgspec.structs.replace(
-        method("Показать", "", "Процедура Показать() Экспорт", "", owner="Справочник.Валюты.Форма.ФормаЭлемента", export=True),
+        method(
+            "Показать",
+            "",
+            "Процедура Показать() Экспорт",
+            "",
+            owner="Справочник.Валюты.Форма.ФормаЭлемента",
+            export=True,
+        ),
         module_kind="form",
     )
     assert method_context_text(form) == "модуль формы\nПоказать"
@@ -344,7 +360,10 @@ def test_embed_text_metadata_object_and_field():
         "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов\n"
         "Реквизиты: Объект авторизации, контрагент"
     )
-    assert embed_text(obj, 120) == "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов"
+    assert (
+        embed_text(obj, 120)
+        == "Справочник Внешние пользователи\nExternal users\nПользователи-контрагенты\nПользователи из числа контрагентов"
+    )
     field = Chunk(
         id="Catalogs/Пользователи.xml::Реквизит:ФизическоеЛицо",
         path="Catalogs/Пользователи.xml",
@@ -376,7 +395,10 @@ def test_embed_text_metadata_object_and_field():
         text="Реквизит Роль: Роль\nТабличная часть Роли: Роли\nСправочник ПрофилиГруппДоступа: Профили групп доступа",
     )
     assert embed_text(nested) == "Реквизит Роль\nСправочник Профили групп доступа\nТабличная часть Роли"
-    assert embed_text(Chunk(id="x::Реквизит:Код", path="x", kind="attribute", name="Код", symbol="Реквизит:Код")) == "Реквизит Код"
+    assert (
+        embed_text(Chunk(id="x::Реквизит:Код", path="x", kind="attribute", name="Код", symbol="Реквизит:Код"))
+        == "Реквизит Код"
+    )
 
 
 def test_embed_text_metadata_from_real_descriptors(tmp_path):
@@ -571,8 +593,15 @@ def test_embed_text_metadata_field_lists_keep_the_names_language_and_odd_synonym
         "Ресурсы: Курс (Rate), Кратность (Кратность курса; Multiplier), Цена (Цена (за ед., Сумма\n"
         "Табличная часть Состав (Состав: комплектующие): Номенклатура, Количество"
     )
-    obj = Chunk(id="x::", path="x", kind="object", name="КурсыВалют", object_type="РегистрСведений",
-                synonym={"ru": "Курсы валют", "en": "Exchange rates"}, text=text)
+    obj = Chunk(
+        id="x::",
+        path="x",
+        kind="object",
+        name="КурсыВалют",
+        object_type="РегистрСведений",
+        synonym={"ru": "Курсы валют", "en": "Exchange rates"},
+        text=text,
+    )
     lines = embed_text(obj).splitlines()
     # a synonym in another script than the name is not the field's words; a synonym with an
     # unbalanced "(" splits the line at every comma; ": " inside a synonym is not the label's

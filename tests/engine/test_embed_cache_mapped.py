@@ -61,7 +61,9 @@ def test_writes_after_load_go_to_memory_not_to_the_mapped_file(tmp_path):
     assert path.read_bytes() == before  # copy-on-write: the file is untouched
     assert len(cache) == 2300 and cache.mapped_rows == 300
     got = cache.get_many([hashes[3], hashes[4], new_hashes[5], new_hashes[1999]])
-    assert np.array_equal(got[hashes[3]], np.ones(DIM, np.float32)) and np.array_equal(got[new_hashes[5]], np.ones(DIM, np.float32))
+    assert np.array_equal(got[hashes[3]], np.ones(DIM, np.float32)) and np.array_equal(
+        got[new_hashes[5]], np.ones(DIM, np.float32)
+    )
     assert np.array_equal(got[hashes[4]], vectors[4]) and np.array_equal(got[new_hashes[1999]], new_vectors[1999])
     # another cache loaded from the same file sees the file, not this process's writes
     other = EmbeddingCache.load(path, "fp", DIM)

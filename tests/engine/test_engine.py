@@ -56,7 +56,6 @@ def sample_engine(tmp_path_factory, embedder) -> Engine:
     return eng
 
 
-
 def test_sample_counts_and_skips(sample_engine):
     st = sample_engine.stats()
     assert st["format"] == "designer"
@@ -169,7 +168,11 @@ def test_incremental_edit_touch_delete_rename(sample_root, tmp_path, embedder):
     # delete a module: no ghost results
     (sample_root / "CommonModules/ОтправкаПочтыКлиент/Ext/Module.bsl").unlink()
     eng.refresh()
-    assert not [h for h in eng.search("ОтправкаПочтыКлиент", top_k=50).hits if h.path.endswith(".bsl") and "ОтправкаПочтыКлиент" in h.path]
+    assert not [
+        h
+        for h in eng.search("ОтправкаПочтыКлиент", top_k=50).hits
+        if h.path.endswith(".bsl") and "ОтправкаПочтыКлиент" in h.path
+    ]
     assert all("ОтправкаПочтыКлиент/Ext" not in c.path for c in eng.chunks.values())
 
     # rename a whole object folder + descriptor: old paths gone, new ones present
@@ -412,7 +415,10 @@ def test_save_compacts_bm25_under_the_lock(sample_root, tmp_path, monkeypatch):
     eng.save()
     # an edit and a removal: tails and tombstones for the next save to compact
     mod = next(sample_root.glob("CommonModules/*/Ext/Module.bsl"))
-    mod.write_text(mod.read_text(encoding="utf-8-sig") + "\nПроцедура ДобавленаДляТеста() Экспорт\nКонецПроцедуры\n", encoding="utf-8")
+    mod.write_text(
+        mod.read_text(encoding="utf-8-sig") + "\nПроцедура ДобавленаДляТеста() Экспорт\nКонецПроцедуры\n",
+        encoding="utf-8",
+    )
     shutil.rmtree(next(p for p in sample_root.glob("CommonModules/*") if p.is_dir() and p != mod.parent.parent))
     eng.refresh()
     held: list[tuple[str, bool]] = []

@@ -116,7 +116,9 @@ def test_folds_are_stratified_and_deterministic():
         "import json,sys; from daemon.dev.evaluate import fold_of; "
         "print(json.dumps(fold_of(json.loads(sys.stdin.read())), sort_keys=True))"
     )
-    other = subprocess.run([sys.executable, "-c", code], input=_json.dumps(entries), capture_output=True, text=True, check=True)
+    other = subprocess.run(
+        [sys.executable, "-c", code], input=_json.dumps(entries), capture_output=True, text=True, check=True
+    )
     assert _json.loads(other.stdout) == folds
     # strata are intent x corpus: another corpus does not move the ssl31-ru entries
     extra = [dict(e, id="e" + e["id"], corpus="ssl31-en") for e in entries[:5]]
@@ -146,6 +148,8 @@ def test_fold_results_average_back_to_the_whole():
     folds = fold_of(entries)
     fr = fold_results(r, folds)
     assert fr["A"]["n"] + fr["B"]["n"] == r["n"]
-    total = fr["A"]["overall"]["symbol"]["ndcg@10"] * fr["A"]["n"] + fr["B"]["overall"]["symbol"]["ndcg@10"] * fr["B"]["n"]
+    total = (
+        fr["A"]["overall"]["symbol"]["ndcg@10"] * fr["A"]["n"] + fr["B"]["overall"]["symbol"]["ndcg@10"] * fr["B"]["n"]
+    )
     assert math.isclose(total / r["n"], r["overall"]["symbol"]["ndcg@10"])
     assert fr["A"]["overall"] != fr["B"]["overall"]

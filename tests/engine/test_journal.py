@@ -10,7 +10,6 @@ from daemon.index import journal
 from daemon.engine import CURRENT_FILE, JOURNAL_FILE, LEXICAL_DIR, Engine, EngineConfig
 
 
-
 def test_frames_round_trip_and_generation(tmp_path):
     p = tmp_path / "j.bin"
     gen = journal.new_generation()
@@ -44,7 +43,6 @@ def test_torn_and_damaged_frames_end_the_replay(tmp_path):
         journal.append(tmp_path / "missing.bin", b"x")
 
 
-
 def _state(e: Engine):
     return (
         {p: (r.hash, [c.id for c in e.file_chunks(p)]) for p, r in e.files.items()},
@@ -65,7 +63,9 @@ def test_snapshot_plus_journal_equals_the_live_engine(sample_root, tmp_path):
     assert (idx / LEXICAL_DIR / CURRENT_FILE).exists() and journal.size(idx / JOURNAL_FILE) > 0
     mod = sample_root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
     text = mod.read_text(encoding="utf-8-sig")
-    mod.write_text(text.replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютНовая()"), encoding="utf-8")
+    mod.write_text(
+        text.replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютНовая()"), encoding="utf-8"
+    )
     e.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
     shutil.rmtree(sample_root / "Catalogs/Валюты", ignore_errors=True)
     (sample_root / "Catalogs/Валюты.xml").unlink()

@@ -165,8 +165,12 @@ def test_metadata_names_index_follows_edits(sample_engine):
 @pytest.mark.slow
 def test_build_script_reproduces_the_shipped_lexicon(ssl_ru, ssl_en, tmp_path):
     out = tmp_path / "lex.json"
-    subprocess.run([sys.executable, str(REPO / "tools" / "build_lexicon.py"), str(ssl_ru), str(ssl_en), "--out", str(out)],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        [sys.executable, str(REPO / "tools" / "build_lexicon.py"), str(ssl_ru), str(ssl_en), "--out", str(out)],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     assert out.read_bytes() == LEXICON_PATH.read_bytes()
 
 
@@ -187,7 +191,10 @@ def test_translated_names_both_directions_and_order():
         return Chunk(id=f"{path}::{name}", path=path, kind="function", name=name, symbol=name, module_kind="common")
 
     store = ChunkStore()
-    en = [method("CommonModules/Common/Ext/Module.bsl", n) for n in ("ObjectAttributesValues", "ObjectAttributeValue", "AttributeValue")]
+    en = [
+        method("CommonModules/Common/Ext/Module.bsl", n)
+        for n in ("ObjectAttributesValues", "ObjectAttributeValue", "AttributeValue")
+    ]
     slots = [store.add(c) for c in en]
     mn = MetadataNames()
     got = mn.translated_names(store, "ЗначениеРеквизитаОбъекта", "en", 10)
@@ -200,7 +207,9 @@ def test_translated_names_both_directions_and_order():
     assert mn.translated_names(store, "ЗначениеРеквизитаОбъекта", "en", 10, allow=allow) == [slots[0]]
     # the API boost orders names with the same number of extra words
     # the API boost orders names with the same number of extra words (before the chunk id)
-    assert mn.translated_names(store, "ЗначениеРеквизитаОбъекта", "en", 10, boost=lambda s: float(s == slots[0]))[:2] == [slots[0], slots[1]]
+    assert mn.translated_names(store, "ЗначениеРеквизитаОбъекта", "en", 10, boost=lambda s: float(s == slots[0]))[
+        :2
+    ] == [slots[0], slots[1]]
 
 
 def test_method_families_follow_edits(sample_engine):
@@ -231,10 +240,14 @@ def test_engine_edits_reach_the_name_words(tmp_path):
     assert (hit.symbol, hit.match) == ("СуммаПрописью", "translated")
     assert eng.search("где хранятся курсы валют", mode="lexical", top_k=3).hits[0].ranks.get("metanames")
     mod = root / "CommonModules/СтроковыеФункцииДемо/Ext/Module.bsl"
-    mod.write_text(mod.read_text(encoding="utf-8-sig").replace("Функция СуммаПрописью(", "Функция НомерСловами("), encoding="utf-8")
+    mod.write_text(
+        mod.read_text(encoding="utf-8-sig").replace("Функция СуммаПрописью(", "Функция НомерСловами("), encoding="utf-8"
+    )
     eng.refresh()
     assert not any(h.symbol == "СуммаПрописью" for h in eng.search("AmountInWords", mode="lexical", top_k=5).hits)
     assert eng.search("NumberInWords", mode="lexical", top_k=5).hits[0].symbol == "НомерСловами"
+
+
 def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_engine):
     from daemon.index.metanames import spelled_name
 
@@ -244,7 +257,9 @@ def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_en
     res = sample_engine.search("реквизиты контрагента", mode="lexical", top_k=10)
     assert not any("metanames" in h.ranks for h in res.hits)
     # a metadata question that spells no method keeps the channel
-    assert any("metanames" in h.ranks for h in sample_engine.search("реквизит телефон контактного лица", mode="lexical").hits)
+    assert any(
+        "metanames" in h.ranks for h in sample_engine.search("реквизит телефон контактного лица", mode="lexical").hits
+    )
 
 
 def test_documentation_searches_are_not_translated(sample_engine):

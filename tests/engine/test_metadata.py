@@ -72,13 +72,23 @@ def test_catalog_users_ru(ssl_ru):
     assert obj.properties["Hierarchical"] == "false"
     assert obj.start_line == 3 and obj.end_line >= 1750
     assert _line(ssl_ru, rel, obj.name_range[0] + 1)[obj.name_range[1] : obj.name_range[3]] == "Пользователи"
-    for word in ("Справочник", "Пользователи", "Недействителен", "ФизическоеЛицо", "Подразделение",
-                 "КонтактнаяИнформация", "ФормаЭлемента", "ПользователиИнформационнойБазы"):
+    for word in (
+        "Справочник",
+        "Пользователи",
+        "Недействителен",
+        "ФизическоеЛицо",
+        "Подразделение",
+        "КонтактнаяИнформация",
+        "ФормаЭлемента",
+        "ПользователиИнформационнойБазы",
+    ):
         assert word in obj.text, word
 
     attr = by["Реквизит:Недействителен"]
     assert attr.id == f"{rel}::Реквизит:Недействителен" and attr.kind == "attribute"
-    assert attr.name == "Недействителен" and attr.owner == "Справочник.Пользователи" and attr.object_type == "Справочник"
+    assert (
+        attr.name == "Недействителен" and attr.owner == "Справочник.Пользователи" and attr.object_type == "Справочник"
+    )
     assert attr.types == ["Boolean"] and attr.synonym == {"ru": "Недействителен"}
     assert "<Attribute" in _line(ssl_ru, rel, attr.start_line)
     assert "</Attribute>" in _line(ssl_ru, rel, attr.end_line)
@@ -266,8 +276,13 @@ def test_field_symbols_match_the_gold_resolver_on_every_descriptor(fixture, requ
         assert mine.get(s.path) == _reference_symbols(root / s.path), s.path
     # and the gold validator itself accepts every field symbol we produce (sampled: all of a
     # few field-rich objects, to keep the run short)
-    for rel in ("Catalogs/Пользователи.xml", "Catalogs/Users.xml", "Tasks/ЗадачаИсполнителя.xml",
-                "InformationRegisters/КурсыВалют.xml", "Documents/ЭлектронноеПисьмоИсходящее.xml"):
+    for rel in (
+        "Catalogs/Пользователи.xml",
+        "Catalogs/Users.xml",
+        "Tasks/ЗадачаИсполнителя.xml",
+        "InformationRegisters/КурсыВалют.xml",
+        "Documents/ЭлектронноеПисьмоИсходящее.xml",
+    ):
         if rel in mine:
             for sym in mine[rel]:
                 assert vg.md_symbol_error(str(root / rel), sym) is None, (rel, sym)
@@ -288,8 +303,10 @@ def test_full_corpus_scan_and_chunking_ru(ssl_ru):
         skips += k
     t2 = time.perf_counter()
     kinds = Counter(c.kind for c in chunks)
-    print(f"\nssl31-ru: scan {t1 - t0:.2f}s, metadata chunking {t2 - t1:.2f}s; {len(scan.metadata)} objects, "
-          f"{len(chunks) - kinds['object']} field chunks {dict(kinds)}")
+    print(
+        f"\nssl31-ru: scan {t1 - t0:.2f}s, metadata chunking {t2 - t1:.2f}s; {len(scan.metadata)} objects, "
+        f"{len(chunks) - kinds['object']} field chunks {dict(kinds)}"
+    )
     assert skips == []
     assert kinds["object"] == len(scan.metadata) == 2587
     assert len({c.id for c in chunks}) == len(chunks)  # ids unique within the export
@@ -350,8 +367,13 @@ def test_edt_document_register_and_services(yaxunit):
     assert reg["Измерение:Товар"].kind == "dimension" and reg["Ресурс:Количество"].kind == "resource"
     job = _chunk(yaxunit, "fixtures/demo-configuration/src/ScheduledJobs/СлияниеИндексаППД/СлияниеИндексаППД.mdo")[None]
     assert "ОбщийМодуль.РаботаСПолнотекстовымПоиском.СлияниеИндексаПолнотекстовогоПоиска" in job.text
-    sub = _chunk(yaxunit, "fixtures/demo-configuration/src/EventSubscriptions/ПередЗаписьюДокумента/ПередЗаписьюДокумента.mdo")[None]
-    assert sub.properties["Source"] == "DocumentObject" and "ОбщийМодуль.ПодпискиНаСобытия.ПередЗаписьюДокумента" in sub.text
+    sub = _chunk(
+        yaxunit, "fixtures/demo-configuration/src/EventSubscriptions/ПередЗаписьюДокумента/ПередЗаписьюДокумента.mdo"
+    )[None]
+    assert (
+        sub.properties["Source"] == "DocumentObject"
+        and "ОбщийМодуль.ПодпискиНаСобытия.ПередЗаписьюДокумента" in sub.text
+    )
     http = _chunk(yaxunit, "fixtures/demo-configuration/src/HTTPServices/ОписанияТоваров/ОписанияТоваров.mdo")[None]
     assert http.properties["URLTemplate.V1_ВызовМетода"] == "/v1/{ИмяМетода} [POST → ВызовМетодаPOST]"
     cm = _chunk(yaxunit, "exts/yaxunit/src/CommonModules/ЮТест/ЮТест.mdo")[None]
@@ -395,8 +417,9 @@ def test_broken_form_descriptor_costs_only_its_synonym(ssl_ru, tmp_path):
     (tmp_path / "Catalogs/Пользователи/Forms").mkdir(parents=True)
     (tmp_path / "Catalogs/Пользователи.xml").write_bytes((ssl_ru / "Catalogs/Пользователи.xml").read_bytes())
     (tmp_path / "Catalogs/Пользователи/Forms/ФормаЭлемента.xml").write_bytes(b"<?xml version='1.0'?><MetaDataObj")
-    source = SourceFile(path="Catalogs/Пользователи.xml", size=1, mtime_ns=1, owner="Справочник.Пользователи",
-                        object_type="Справочник")
+    source = SourceFile(
+        path="Catalogs/Пользователи.xml", size=1, mtime_ns=1, owner="Справочник.Пользователи", object_type="Справочник"
+    )
     chunks, skips = chunk_metadata(tmp_path, source, "designer")
     by = {c.symbol: c for c in chunks}
     assert by["Форма:ФормаЭлемента"].synonym == {}
@@ -433,7 +456,9 @@ def test_valid_xml_that_is_not_a_1c_object_is_not_metadata(tmp_path):
     (tmp_path / rel).write_bytes(b"<foo><bar/></foo>")
     chunks, skips = chunk_metadata(tmp_path, source, "designer")
     assert chunks == [] and [(s.path, s.reason) for s in skips] == [(rel, "not_metadata")]
-    mdo = SourceFile(path="src/Catalogs/Валюты/Валюты.mdo", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
+    mdo = SourceFile(
+        path="src/Catalogs/Валюты/Валюты.mdo", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник"
+    )
     chunks, skips = chunk_metadata_bytes(b"<foo><bar/></foo>", mdo, "edt")
     assert chunks == [] and [s.reason for s in skips] == ["not_metadata"]
     # genuine minimal objects still chunk, in both formats; without a known type any 1C class is accepted
@@ -453,17 +478,20 @@ def test_valid_xml_that_is_not_a_1c_object_is_not_metadata(tmp_path):
 def test_descriptor_reads_do_not_follow_links_or_open_fifos(ssl_ru, tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
-    form = f'<MetaDataObject xmlns="{_MD}"><Form><Properties><Name>ФормаЭлемента</Name><Synonym>' \
-        '<v8:item xmlns:v8="http://v8.1c.ru/8.1/data/core"><v8:lang>ru</v8:lang><v8:content>Чужой синоним</v8:content>' \
+    form = (
+        f'<MetaDataObject xmlns="{_MD}"><Form><Properties><Name>ФормаЭлемента</Name><Synonym>'
+        '<v8:item xmlns:v8="http://v8.1c.ru/8.1/data/core"><v8:lang>ru</v8:lang><v8:content>Чужой синоним</v8:content>'
         "</v8:item></Synonym></Properties></Form></MetaDataObject>"
+    )
     (outside / "form.xml").write_text(form, encoding="utf-8")
     (outside / "users.xml").write_bytes((ssl_ru / "Catalogs/Пользователи.xml").read_bytes())
     root = tmp_path / "export"
     (root / "Catalogs/Пользователи/Forms").mkdir(parents=True)
     (root / "Catalogs/Пользователи.xml").write_bytes((ssl_ru / "Catalogs/Пользователи.xml").read_bytes())
     os.symlink(outside / "form.xml", root / "Catalogs/Пользователи/Forms/ФормаЭлемента.xml")
-    users = SourceFile(path="Catalogs/Пользователи.xml", size=1, mtime_ns=1, owner="Справочник.Пользователи",
-                       object_type="Справочник")
+    users = SourceFile(
+        path="Catalogs/Пользователи.xml", size=1, mtime_ns=1, owner="Справочник.Пользователи", object_type="Справочник"
+    )
     chunks, skips = chunk_metadata(root, users, "designer")
     assert {c.symbol: c for c in chunks}["Форма:ФормаЭлемента"].synonym == {}
     assert [(s.path, s.reason) for s in skips] == [("Catalogs/Пользователи/Forms/ФормаЭлемента.xml", "symlink")]
@@ -477,7 +505,9 @@ def test_descriptor_reads_do_not_follow_links_or_open_fifos(ssl_ru, tmp_path):
     assert {c.symbol: c for c in chunks}["Форма:ФормаЭлемента"].synonym == {}
     # the descriptor itself: a link is a skip, a FIFO is not opened
     (root / "Catalogs/Валюты.xml").symlink_to(outside / "users.xml")
-    link = SourceFile(path="Catalogs/Валюты.xml", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
+    link = SourceFile(
+        path="Catalogs/Валюты.xml", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник"
+    )
     chunks, skips = chunk_metadata(root, link, "designer")
     assert chunks == [] and [s.reason for s in skips] == ["symlink"] and str(outside / "users.xml") in skips[0].detail
     os.mkfifo(root / "Catalogs/Труба.xml")
@@ -543,7 +573,12 @@ def test_missing_objects_ru(ssl_ru):
 def test_missing_objects_en_and_edt(ssl_en, yaxunit):
     en = missing_objects(ssl_en)
     # the English subset left out whole object types (README): they are listed but absent
-    assert {p.split("/")[0] for p in (s.path for s in en)} >= {"InformationRegisters", "Roles", "Reports", "DataProcessors"}
+    assert {p.split("/")[0] for p in (s.path for s in en)} >= {
+        "InformationRegisters",
+        "Roles",
+        "Reports",
+        "DataProcessors",
+    }
     assert not any(s.path.startswith("Catalogs/") for s in en)
     assert missing_objects(yaxunit) == []
 
@@ -556,7 +591,14 @@ def test_entity_references_are_left_unresolved_not_a_parse_failure(ssl_ru):
     head, sep, rest = src.partition("?>")
     assert sep and "<Location>" in rest
     start, end = rest.index("<Location>") + len("<Location>"), rest.index("</Location>")
-    data = (head + sep + '\n<!DOCTYPE MetaDataObject [ <!ENTITY loc "Constant.ИспользоватьЗаметки"> ]>' + rest[:start] + "&loc;" + rest[end:]).encode()
+    data = (
+        head
+        + sep
+        + '\n<!DOCTYPE MetaDataObject [ <!ENTITY loc "Constant.ИспользоватьЗаметки"> ]>'
+        + rest[:start]
+        + "&loc;"
+        + rest[end:]
+    ).encode()
     chunks, skips = chunk_metadata_bytes(data, SourceFile(path=rel, size=len(data), mtime_ns=1), "designer")
     assert skips == [] and chunks and chunks[0].name == "ИспользоватьЗаметки"
     assert chunks[0].properties.get("Location", "") == ""

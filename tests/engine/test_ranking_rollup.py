@@ -96,14 +96,19 @@ def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monke
 
     def boost(h):
         c = lexical_engine.chunks[h.id]
-        return api_boost(export=c.export, module_kind=c.module_kind, owner=c.owner, region=c.region) if c.is_code else 0.0
+        return (
+            api_boost(export=c.export, module_kind=c.module_kind, owner=c.owner, region=c.region) if c.is_code else 0.0
+        )
 
     by_api = sorted(voted, key=lambda h: h.ranks["api"])
     got = [boost(h) for h in by_api]
     assert got == sorted(got, reverse=True) and got[0] > got[-1]
     # names and metadata questions get no api channel
     assert all("api" not in h.ranks for h in lexical_engine.search("РасчетнаяСтавкаНДС", mode="lexical").hits)
-    assert all("api" not in h.ranks for h in lexical_engine.search("в каком регистре хранится курс валюты", mode="lexical").hits)
+    assert all(
+        "api" not in h.ranks
+        for h in lexical_engine.search("в каком регистре хранится курс валюты", mode="lexical").hits
+    )
 
 
 def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexical_engine, monkeypatch):
@@ -115,7 +120,10 @@ def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexi
     assert any("meta" in h.ranks and h.path.endswith("КурсыВалют.xml") for h in hits)
     assert all(lexical_engine.chunks[h.id].is_metadata for h in hits if "meta" in h.ranks)
     # a how-to question and a cued metadata question are not "uncued"
-    assert all("meta" not in h.ranks for h in lexical_engine.search("получить курс валюты на дату", mode="lexical", top_k=20).hits)
+    assert all(
+        "meta" not in h.ranks
+        for h in lexical_engine.search("получить курс валюты на дату", mode="lexical", top_k=20).hits
+    )
     channels, weights_of, _ = lexical_engine._channels("в каком регистре хранится курс валюты", "lexical", None, None)
     assert weights_of["meta"] == ranking.META_WEIGHT * weights_of["bm25"]  # full weight when cued
     channels, weights_of, _ = lexical_engine._channels(noun, "lexical", None, None)
@@ -152,7 +160,9 @@ def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engin
     assert {r for h in hybrid_engine.search(query, mode="vector", top_k=10).hits for r in h.ranks} == {"dense_tr"}
     # a method name typed into an English question is kept in the translation: found by every mode
     for mode in ("lexical", "vector", "hybrid"):
-        assert hybrid_engine.search("how to call СуммаБезНДС in code", mode=mode, top_k=3).hits[0].symbol == "СуммаБезНДС", mode
+        assert (
+            hybrid_engine.search("how to call СуммаБезНДС in code", mode=mode, top_k=3).hits[0].symbol == "СуммаБезНДС"
+        ), mode
     # nothing the lexicon can translate: the question's own vector, as before
     assert {r for h in hybrid_engine.search("zzqx wwqy", mode="vector", top_k=5).hits for r in h.ranks} <= {"dense"}
     # none for a question in the code's language, in lexical mode, for a docs search, or at weight 0
@@ -169,7 +179,15 @@ def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engin
 
 
 def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tmp_path, monkeypatch):
-    root = corpus_subset(ssl_ru, "Configuration.xml", "FunctionalOptions", "Constants", "BusinessProcesses", "Tasks", "InformationRegisters")
+    root = corpus_subset(
+        ssl_ru,
+        "Configuration.xml",
+        "FunctionalOptions",
+        "Constants",
+        "BusinessProcesses",
+        "Tasks",
+        "InformationRegisters",
+    )
     eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=None)
     eng.refresh()
     with eng.lock:
@@ -178,7 +196,9 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     assert links["BusinessProcesses/Задание.xml::"] == ("Tasks/ЗадачаИсполнителя.xml::",)
     assert "BusinessProcesses/Задание.xml::" in links["Tasks/ЗадачаИсполнителя.xml::"]
     assert "Constants/ИспользоватьЗаметки.xml::" in links["FunctionalOptions/ИспользоватьЗаметки.xml::"]
-    assert links["FunctionalOptions/ИспользоватьВерсионированиеОбъекта.xml::"] == ("InformationRegisters/НастройкиВерсионированияОбъектов.xml::",)
+    assert links["FunctionalOptions/ИспользоватьВерсионированиеОбъекта.xml::"] == (
+        "InformationRegisters/НастройкиВерсионированияОбъектов.xml::",
+    )
     fo, const = "FunctionalOptions/ИспользоватьЗаметки.xml::", "Constants/ИспользоватьЗаметки.xml::"
     monkeypatch.setattr(ranking, "LINKED_OBJECTS", 0)
     off = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
@@ -194,9 +214,15 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     bp = _ids(eng.search("бизнес-процесс задание", mode="lexical", top_k=10))
     assert bp[:2] == ["BusinessProcesses/Задание.xml::", "Tasks/ЗадачаИсполнителя.xml::"]
     # filters hold for a linked object too: a business-process filter brings in no task
-    only_bp = eng.search("бизнес-процесс задание", mode="lexical", top_k=10, filters=Filters(object_type="БизнесПроцесс"))
+    only_bp = eng.search(
+        "бизнес-процесс задание", mode="lexical", top_k=10, filters=Filters(object_type="БизнесПроцесс")
+    )
     assert only_bp.hits and all(h.path.startswith("BusinessProcesses/") for h in only_bp.hits)
-    only_fo = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10, filters=Filters(path_prefix="FunctionalOptions/")))
+    only_fo = _ids(
+        eng.search(
+            "функциональная опция заметок", mode="lexical", top_k=10, filters=Filters(path_prefix="FunctionalOptions/")
+        )
+    )
     assert only_fo[0] == fo and not any(i.startswith("Constants/") for i in only_fo)
     # at most LINK_PARTNERS per hit: a register many options point at brings in that many
     reg = "InformationRegisters/НастройкиВерсионированияОбъектов.xml::"

@@ -11,7 +11,14 @@ from pathlib import Path
 import pytest
 
 from daemon.contract import MODULE_KINDS
-from daemon.contract import CONFIGURATION, OBJECT_TYPES, english_type, normalize_object_type, object_type_aliases, type_folder
+from daemon.contract import (
+    CONFIGURATION,
+    OBJECT_TYPES,
+    english_type,
+    normalize_object_type,
+    object_type_aliases,
+    type_folder,
+)
 from daemon.sources.files import ModuleIdentity, SkipFile, content_hash, read_regular_bytes, read_text
 from daemon.sources.scan import detect_export, module_identity, scan_export
 
@@ -20,15 +27,53 @@ from daemon.sources.scan import detect_export, module_identity, scan_export
 
 def test_object_types_cover_the_brief_and_are_consistent():
     for folder in (
-        "CommonModules", "Catalogs", "Documents", "InformationRegisters", "AccumulationRegisters",
-        "AccountingRegisters", "CalculationRegisters", "ChartsOfCharacteristicTypes", "ChartsOfAccounts",
-        "ChartsOfCalculationTypes", "BusinessProcesses", "Tasks", "ExchangePlans", "Enums", "Constants",
-        "Reports", "DataProcessors", "DocumentJournals", "CommonForms", "CommonCommands", "CommonTemplates",
-        "CommonPictures", "CommonAttributes", "EventSubscriptions", "ScheduledJobs", "SessionParameters",
-        "FunctionalOptions", "FunctionalOptionsParameters", "DefinedTypes", "SettingsStorages",
-        "FilterCriteria", "HTTPServices", "WebServices", "XDTOPackages", "Subsystems", "Roles", "Languages",
-        "StyleItems", "CommandGroups", "DocumentNumerators", "Sequences", "ExternalDataSources",
-        "IntegrationServices", "Bots", "WSReferences", "Styles", "Interfaces",
+        "CommonModules",
+        "Catalogs",
+        "Documents",
+        "InformationRegisters",
+        "AccumulationRegisters",
+        "AccountingRegisters",
+        "CalculationRegisters",
+        "ChartsOfCharacteristicTypes",
+        "ChartsOfAccounts",
+        "ChartsOfCalculationTypes",
+        "BusinessProcesses",
+        "Tasks",
+        "ExchangePlans",
+        "Enums",
+        "Constants",
+        "Reports",
+        "DataProcessors",
+        "DocumentJournals",
+        "CommonForms",
+        "CommonCommands",
+        "CommonTemplates",
+        "CommonPictures",
+        "CommonAttributes",
+        "EventSubscriptions",
+        "ScheduledJobs",
+        "SessionParameters",
+        "FunctionalOptions",
+        "FunctionalOptionsParameters",
+        "DefinedTypes",
+        "SettingsStorages",
+        "FilterCriteria",
+        "HTTPServices",
+        "WebServices",
+        "XDTOPackages",
+        "Subsystems",
+        "Roles",
+        "Languages",
+        "StyleItems",
+        "CommandGroups",
+        "DocumentNumerators",
+        "Sequences",
+        "ExternalDataSources",
+        "IntegrationServices",
+        "Bots",
+        "WSReferences",
+        "Styles",
+        "Interfaces",
     ):
         assert folder in OBJECT_TYPES, folder
     assert OBJECT_TYPES["CommonModules"] == ("ОбщийМодуль", "CommonModule")
@@ -127,7 +172,9 @@ def test_detect_edt_project_root_and_unknown(tmp_path):
     # the root may also be the src folder itself
     info = detect_export(tmp_path / "src")
     assert [(p.path, p.src) for p in info.projects] == [("", "")]
-    assert module_identity("CommonModules/X/Module.bsl", "edt") == ModuleIdentity("ОбщийМодуль.X", "ОбщийМодуль", "common")
+    assert module_identity("CommonModules/X/Module.bsl", "edt") == ModuleIdentity(
+        "ОбщийМодуль.X", "ОбщийМодуль", "common"
+    )
     empty = tmp_path / "empty"
     empty.mkdir()
     assert detect_export(empty).format == "unknown"
@@ -139,35 +186,103 @@ def test_detect_edt_project_root_and_unknown(tmp_path):
 @pytest.mark.parametrize(
     "rel, fmt, expected",
     [
-        ("CommonModules/ОбщегоНазначения/Ext/Module.bsl", "designer", ("ОбщийМодуль.ОбщегоНазначения", "ОбщийМодуль", "common")),
+        (
+            "CommonModules/ОбщегоНазначения/Ext/Module.bsl",
+            "designer",
+            ("ОбщийМодуль.ОбщегоНазначения", "ОбщийМодуль", "common"),
+        ),
         ("Catalogs/Пользователи/Ext/ObjectModule.bsl", "designer", ("Справочник.Пользователи", "Справочник", "object")),
-        ("Catalogs/Пользователи/Ext/ManagerModule.bsl", "designer", ("Справочник.Пользователи", "Справочник", "manager")),
-        ("InformationRegisters/КурсыВалют/Ext/RecordSetModule.bsl", "designer", ("РегистрСведений.КурсыВалют", "РегистрСведений", "recordset")),
-        ("Constants/ИспользоватьПочтовыйКлиент/Ext/ValueManagerModule.bsl", "designer", ("Константа.ИспользоватьПочтовыйКлиент", "Константа", "value_manager")),
-        ("Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl", "designer", ("Справочник.Пользователи.Форма.ФормаЭлемента", "Справочник", "form")),
+        (
+            "Catalogs/Пользователи/Ext/ManagerModule.bsl",
+            "designer",
+            ("Справочник.Пользователи", "Справочник", "manager"),
+        ),
+        (
+            "InformationRegisters/КурсыВалют/Ext/RecordSetModule.bsl",
+            "designer",
+            ("РегистрСведений.КурсыВалют", "РегистрСведений", "recordset"),
+        ),
+        (
+            "Constants/ИспользоватьПочтовыйКлиент/Ext/ValueManagerModule.bsl",
+            "designer",
+            ("Константа.ИспользоватьПочтовыйКлиент", "Константа", "value_manager"),
+        ),
+        (
+            "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl",
+            "designer",
+            ("Справочник.Пользователи.Форма.ФормаЭлемента", "Справочник", "form"),
+        ),
         ("CommonForms/Вопрос/Ext/Form/Module.bsl", "designer", ("ОбщаяФорма.Вопрос", "ОбщаяФорма", "form")),
-        ("Catalogs/Пользователи/Commands/ПользователиИнформационнойБазы/Ext/CommandModule.bsl", "designer", ("Справочник.Пользователи.Команда.ПользователиИнформационнойБазы", "Справочник", "command")),
-        ("CommonCommands/ИсторияИзменений/Ext/CommandModule.bsl", "designer", ("ОбщаяКоманда.ИсторияИзменений", "ОбщаяКоманда", "command")),
+        (
+            "Catalogs/Пользователи/Commands/ПользователиИнформационнойБазы/Ext/CommandModule.bsl",
+            "designer",
+            ("Справочник.Пользователи.Команда.ПользователиИнформационнойБазы", "Справочник", "command"),
+        ),
+        (
+            "CommonCommands/ИсторияИзменений/Ext/CommandModule.bsl",
+            "designer",
+            ("ОбщаяКоманда.ИсторияИзменений", "ОбщаяКоманда", "command"),
+        ),
         ("Ext/SessionModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "session")),
         ("Ext/ManagedApplicationModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "managed_application")),
         ("Ext/OrdinaryApplicationModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "ordinary_application")),
         ("Ext/ExternalConnectionModule.bsl", "designer", (CONFIGURATION, CONFIGURATION, "external_connection")),
-        ("HTTPServices/ОткрытаяАвторизацияПочтовогоСервиса/Ext/Module.bsl", "designer", ("HTTPСервис.ОткрытаяАвторизацияПочтовогоСервиса", "HTTPСервис", "http_service")),
+        (
+            "HTTPServices/ОткрытаяАвторизацияПочтовогоСервиса/Ext/Module.bsl",
+            "designer",
+            ("HTTPСервис.ОткрытаяАвторизацияПочтовогоСервиса", "HTTPСервис", "http_service"),
+        ),
         ("WebServices/Exchange/Ext/Module.bsl", "designer", ("WebСервис.Exchange", "WebСервис", "web_service")),
-        ("CalculationRegisters/Начисления/Recalculations/Перерасчет1/Ext/RecordSetModule.bsl", "designer", ("РегистрРасчета.Начисления.Перерасчет.Перерасчет1", "РегистрРасчета", "recordset")),
+        (
+            "CalculationRegisters/Начисления/Recalculations/Перерасчет1/Ext/RecordSetModule.bsl",
+            "designer",
+            ("РегистрРасчета.Начисления.Перерасчет.Перерасчет1", "РегистрРасчета", "recordset"),
+        ),
         # English corpus: same folders, English names, Russian type in the owner
         ("CommonModules/Common/Ext/Module.bsl", "designer", ("ОбщийМодуль.Common", "ОбщийМодуль", "common")),
-        ("Catalogs/Users/Forms/ItemForm/Ext/Form/Module.bsl", "designer", ("Справочник.Users.Форма.ItemForm", "Справочник", "form")),
+        (
+            "Catalogs/Users/Forms/ItemForm/Ext/Form/Module.bsl",
+            "designer",
+            ("Справочник.Users.Форма.ItemForm", "Справочник", "form"),
+        ),
         # EDT, multi-project prefixes
         ("exts/yaxunit/src/CommonModules/ЮТест/Module.bsl", "edt", ("ОбщийМодуль.ЮТест", "ОбщийМодуль", "common")),
-        ("fixtures/demo-configuration/src/Catalogs/Контрагенты/ObjectModule.bsl", "edt", ("Справочник.Контрагенты", "Справочник", "object")),
-        ("fixtures/demo-configuration/src/Catalogs/Контрагенты/Forms/ФормаЭлемента/Module.bsl", "edt", ("Справочник.Контрагенты.Форма.ФормаЭлемента", "Справочник", "form")),
-        ("fixtures/demo-configuration/src/Configuration/SessionModule.bsl", "edt", (CONFIGURATION, CONFIGURATION, "session")),
-        ("exts/yaxunit/src/Configuration/ManagedApplicationModule.bsl", "edt", (CONFIGURATION, CONFIGURATION, "managed_application")),
-        ("exts/yaxunit/src/CommonForms/ЮТЗапускТестов/Module.bsl", "edt", ("ОбщаяФорма.ЮТЗапускТестов", "ОбщаяФорма", "form")),
-        ("fixtures/demo-configuration/src/Catalogs/Товары/Commands/ПечатьШтрихкода/CommandModule.bsl", "edt", ("Справочник.Товары.Команда.ПечатьШтрихкода", "Справочник", "command")),
+        (
+            "fixtures/demo-configuration/src/Catalogs/Контрагенты/ObjectModule.bsl",
+            "edt",
+            ("Справочник.Контрагенты", "Справочник", "object"),
+        ),
+        (
+            "fixtures/demo-configuration/src/Catalogs/Контрагенты/Forms/ФормаЭлемента/Module.bsl",
+            "edt",
+            ("Справочник.Контрагенты.Форма.ФормаЭлемента", "Справочник", "form"),
+        ),
+        (
+            "fixtures/demo-configuration/src/Configuration/SessionModule.bsl",
+            "edt",
+            (CONFIGURATION, CONFIGURATION, "session"),
+        ),
+        (
+            "exts/yaxunit/src/Configuration/ManagedApplicationModule.bsl",
+            "edt",
+            (CONFIGURATION, CONFIGURATION, "managed_application"),
+        ),
+        (
+            "exts/yaxunit/src/CommonForms/ЮТЗапускТестов/Module.bsl",
+            "edt",
+            ("ОбщаяФорма.ЮТЗапускТестов", "ОбщаяФорма", "form"),
+        ),
+        (
+            "fixtures/demo-configuration/src/Catalogs/Товары/Commands/ПечатьШтрихкода/CommandModule.bsl",
+            "edt",
+            ("Справочник.Товары.Команда.ПечатьШтрихкода", "Справочник", "command"),
+        ),
         ("tests/src/Documents/ПриходТовара/ObjectModule.bsl", "edt", ("Документ.ПриходТовара", "Документ", "object")),
-        ("fixtures/demo-configuration/src/HTTPServices/ОписанияТоваров/Module.bsl", "edt", ("HTTPСервис.ОписанияТоваров", "HTTPСервис", "http_service")),
+        (
+            "fixtures/demo-configuration/src/HTTPServices/ОписанияТоваров/Module.bsl",
+            "edt",
+            ("HTTPСервис.ОписанияТоваров", "HTTPСервис", "http_service"),
+        ),
         # unknown layouts: still an identity, kind "other"
         ("Catalogs/X/Ext/Strange/ObjectModule.bsl", "designer", ("Справочник.X", "Справочник", "other")),
         ("Catalogs/X/Module.bsl", "designer", ("Справочник.X", "Справочник", "other")),
@@ -262,10 +377,16 @@ def test_scan_counts_and_order(ssl_ru, ssl_en, yaxunit):
     paths = {m.path for m in ru.metadata}
     assert "Catalogs/Пользователи.xml" in paths
     assert "Subsystems/Администрирование/Subsystems/КонтрольРаботыПользователей.xml" in paths
-    for bad in ("Configuration.xml", "Catalogs/Пользователи/Forms/ФормаЭлемента.xml",
-                "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form.xml", "Roles/ПолныеПрава/Ext/Rights.xml"):
+    for bad in (
+        "Configuration.xml",
+        "Catalogs/Пользователи/Forms/ФормаЭлемента.xml",
+        "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form.xml",
+        "Roles/ПолныеПрава/Ext/Rights.xml",
+    ):
         assert bad not in paths
-    nested = next(m for m in ru.metadata if m.path == "Subsystems/Администрирование/Subsystems/КонтрольРаботыПользователей.xml")
+    nested = next(
+        m for m in ru.metadata if m.path == "Subsystems/Администрирование/Subsystems/КонтрольРаботыПользователей.xml"
+    )
     assert nested.owner == "Подсистема.Администрирование.Подсистема.КонтрольРаботыПользователей"
     users = next(m for m in ru.metadata if m.path == "Catalogs/Пользователи.xml")
     assert (users.owner, users.object_type, users.module_kind) == ("Справочник.Пользователи", "Справочник", "")
@@ -278,7 +399,9 @@ def test_scan_counts_and_order(ssl_ru, ssl_en, yaxunit):
     y = scan_export(yaxunit)
     # README: 456 .mdo = 429 top-level + 4 Configuration.mdo + 23 nested subsystems
     assert len(y.metadata) == 429 + 23
-    kontr = next(m for m in y.metadata if m.path == "fixtures/demo-configuration/src/Catalogs/Контрагенты/Контрагенты.mdo")
+    kontr = next(
+        m for m in y.metadata if m.path == "fixtures/demo-configuration/src/Catalogs/Контрагенты/Контрагенты.mdo"
+    )
     assert kontr.owner == "Справочник.Контрагенты" and kontr.project == "fixtures/demo-configuration"
     assert not any(m.path.endswith("Configuration.mdo") for m in y.metadata)
     assert any(m.owner == "Подсистема.ТоварныеЗапасы.Подсистема.Цены" for m in y.metadata)
@@ -296,7 +419,7 @@ def test_scan_skips_edt_templates(yaxunit):
 
 
 def _designer_skeleton(root: Path) -> None:
-    (root / "Configuration.xml").write_bytes(b"\xef\xbb\xbf<?xml version=\"1.0\"?><MetaDataObject version=\"2.20\"/>")
+    (root / "Configuration.xml").write_bytes(b'\xef\xbb\xbf<?xml version="1.0"?><MetaDataObject version="2.20"/>')
     for rel in ("CommonModules/A/Ext", "CommonModules/B/Ext", "Catalogs/C/Ext", ".git/objects", ".bsl-lens", "Ext"):
         (root / rel).mkdir(parents=True, exist_ok=True)
 
@@ -580,7 +703,9 @@ def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
         encoding="utf-8",
     )
     (tmp_path / "Catalogs" / nfd / "Forms").mkdir(parents=True)
-    (tmp_path / "Catalogs" / f"{nfd}.xml").write_text(_CATALOG_XML.format(name=nfc, children="<Form>Ф</Form>"), encoding="utf-8")
+    (tmp_path / "Catalogs" / f"{nfd}.xml").write_text(
+        _CATALOG_XML.format(name=nfc, children="<Form>Ф</Form>"), encoding="utf-8"
+    )
     (tmp_path / "Catalogs" / nfd / "Forms/Ф.xml").write_text(
         '<MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses"><Form><Properties><Name>Ф</Name><Synonym>'
         '<v8:item xmlns:v8="http://v8.1c.ru/8.1/data/core"><v8:lang>ru</v8:lang><v8:content>Форма йогурта</v8:content>'
@@ -591,7 +716,9 @@ def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
     assert scan.skipped == []
     files = scan.modules + scan.metadata
     assert sorted(f.path for f in files) == [
-        "Catalogs/Йогурт.xml", "CommonModules/Йогурт.xml", "CommonModules/Йогурт/Ext/Module.bsl"
+        "Catalogs/Йогурт.xml",
+        "CommonModules/Йогурт.xml",
+        "CommonModules/Йогурт/Ext/Module.bsl",
     ]
     for f in files:
         assert unicodedata.is_normalized("NFC", f.path)
@@ -610,7 +737,9 @@ def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
 
 def test_read_text_utf8_bom_and_crlf(tmp_path):
     f = tmp_path / "a.bsl"
-    f.write_bytes(b"\xef\xbb\xbf#\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd1\x8c X\r\n\r\n#\xd0\x9a\xd0\xbe\xd0\xbd\xd0\xb5\xd1\x86\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd0\xb8\r\n")
+    f.write_bytes(
+        b"\xef\xbb\xbf#\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd1\x8c X\r\n\r\n#\xd0\x9a\xd0\xbe\xd0\xbd\xd0\xb5\xd1\x86\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd0\xb8\r\n"
+    )
     text, enc = read_text(f, 1000)
     assert enc == "utf-8-sig"
     assert text.startswith("#Область X\r\n")  # BOM stripped, CRLF kept

@@ -184,10 +184,25 @@ def test_case_and_yo_insensitive():
 def test_same_name_ordered_by_boost_then_shorter():
     idx = _index(
         [
-            ("CommonModules/ПользователиСлужебный/Ext/Module.bsl::ТекущийПользователь", "ТекущийПользователь", "ПользователиСлужебный", 2.0),
-            ("CommonModules/Пользователи/Ext/Module.bsl::ТекущийПользователь", "ТекущийПользователь", "Пользователи", 4.0),
+            (
+                "CommonModules/ПользователиСлужебный/Ext/Module.bsl::ТекущийПользователь",
+                "ТекущийПользователь",
+                "ПользователиСлужебный",
+                2.0,
+            ),
+            (
+                "CommonModules/Пользователи/Ext/Module.bsl::ТекущийПользователь",
+                "ТекущийПользователь",
+                "Пользователи",
+                4.0,
+            ),
             ("CommonForms/Ф/Ext/Form/Module.bsl::ТекущийПользователь", "ТекущийПользователь", "Ф", 0.0),
-            ("CommonModules/ПользователиКлиент/Ext/Module.bsl::ТекущийПользователь", "ТекущийПользователь", "ПользователиКлиент", 4.0),
+            (
+                "CommonModules/ПользователиКлиент/Ext/Module.bsl::ТекущийПользователь",
+                "ТекущийПользователь",
+                "ПользователиКлиент",
+                4.0,
+            ),
         ]
     )
     assert [k.split("/")[1] for k in _keys(idx.search("ТекущийПользователь", 10))] == [
@@ -328,9 +343,21 @@ def test_invalid_add():
 
 
 def test_api_boost_rule():
-    public = api_boost(export=True, module_kind="common", owner="ОбщийМодуль.ОбщегоНазначения", region=("ПрограммныйИнтерфейс",))
-    internal = api_boost(export=True, module_kind="common", owner="ОбщийМодуль.ОбщегоНазначенияСлужебный", region=("СлужебныйПрограммныйИнтерфейс",))
-    deprecated = api_boost(export=True, module_kind="common", owner="ОбщийМодуль.ОбщегоНазначения", region=("ПрограммныйИнтерфейс", "УстаревшиеПроцедурыИФункции"))
+    public = api_boost(
+        export=True, module_kind="common", owner="ОбщийМодуль.ОбщегоНазначения", region=("ПрограммныйИнтерфейс",)
+    )
+    internal = api_boost(
+        export=True,
+        module_kind="common",
+        owner="ОбщийМодуль.ОбщегоНазначенияСлужебный",
+        region=("СлужебныйПрограммныйИнтерфейс",),
+    )
+    deprecated = api_boost(
+        export=True,
+        module_kind="common",
+        owner="ОбщийМодуль.ОбщегоНазначения",
+        region=("ПрограммныйИнтерфейс", "УстаревшиеПроцедурыИФункции"),
+    )
     form = api_boost(export=False, module_kind="form", owner="Справочник.Пользователи.Форма.ФормаЭлемента")
     assert public == 4.0 and internal == 2.0 and deprecated == 2.5 and form == 1.0
     assert api_boost(export=True, module_kind="common", owner="CommonModule.CommonInternal") == 2.0
@@ -410,8 +437,30 @@ def _reference_search(live: dict, query: str, k: int) -> list[str]:
     return [key for _, key in rows[:k]]
 
 
-WORDS = ["Значение", "Реквизита", "Объекта", "Получить", "Записать", "Журнал", "Пользователь", "SMS", "HTTP", "Форма", "Ёмкость", "Зн", "Рек", "2"]
-MODULES = ["ОбщегоНазначения", "ОбщегоНазначенияКлиент", "Пользователи", "ПользователиСлужебный", "РаботаСФайлами", "HTTPСервис"]
+WORDS = [
+    "Значение",
+    "Реквизита",
+    "Объекта",
+    "Получить",
+    "Записать",
+    "Журнал",
+    "Пользователь",
+    "SMS",
+    "HTTP",
+    "Форма",
+    "Ёмкость",
+    "Зн",
+    "Рек",
+    "2",
+]
+MODULES = [
+    "ОбщегоНазначения",
+    "ОбщегоНазначенияКлиент",
+    "Пользователи",
+    "ПользователиСлужебный",
+    "РаботаСФайлами",
+    "HTTPСервис",
+]
 
 
 def _random_name(rng: random.Random) -> str:
@@ -513,7 +562,9 @@ def test_state_round_trip():
     idx.remove("fs::ЗП")
     state = idx.idx.to_state()
     assert state.keys == []
-    restored = Keyed(SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState)), idx.ids)
+    restored = Keyed(
+        SymbolIndex.from_state(msgspec.msgpack.decode(msgspec.msgpack.encode(state), type=SymbolState)), idx.ids
+    )
     assert restored.idx.to_state() == state
     for q in ["ЗначениеРеквизитаОбъекта", "ОбщНаз.ЗнРекОб", "Спр.Польз", "ЗапуститьПрогр", "Рекв"]:
         assert restored.search(q, 10) == idx.search(q, 10)
@@ -584,7 +635,9 @@ def test_composites_match_one_by_one():
 def test_old_or_damaged_state_is_rejected():
     state = _qualified_index().idx.to_state()
     assert state.layout == STATE_LAYOUT
-    old = SymbolState(keys=state.keys, names=state.names, containers=state.containers, kinds=state.kinds, boosts=state.boosts)
+    old = SymbolState(
+        keys=state.keys, names=state.names, containers=state.containers, kinds=state.kinds, boosts=state.boosts
+    )
     decoded = msgspec.msgpack.decode(msgspec.msgpack.encode(old), type=SymbolState)
     bad = [
         decoded,  # a layout-1 file: no derived columns
@@ -880,7 +933,9 @@ def test_camelhump_over_many_repeated_names_equals_brute_force():
             s
             for s, n in entries.items()
             if not fold(n).startswith(fold(q))
-            and any(rx.match("\x00".join(fold(w) for w in ws)) for ws in (split_words(n), symbols_mod._word_splits(n)[0]))
+            and any(
+                rx.match("\x00".join(fold(w) for w in ws)) for ws in (split_words(n), symbols_mod._word_splits(n)[0])
+            )
         }
         got = {s for s, _, m in idx.search(q, len(entries)) if m == "camelhump"}
         assert got == want, q

