@@ -162,10 +162,10 @@ def _get(data: dict, path: str):
 
 
 def _num(x) -> str:
-    if isinstance(x, float):
-        return f"{x:,.3f}".rstrip("0").rstrip(".") if abs(x) < 10 else f"{x:,.1f}".rstrip("0").rstrip(".")
-    if isinstance(x, int):
-        return _int(x)
+    """A measured number as the command printed it (the benches round already; nothing is
+    re-rounded here), with thousands separators."""
+    if isinstance(x, (int, float)) and not isinstance(x, bool):
+        return f"{x:,}"
     return str(x)
 
 

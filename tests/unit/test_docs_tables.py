@@ -112,8 +112,8 @@ def test_bench_table_names_the_machine_and_skips_what_was_not_measured():
     assert "load average 1.2 / 1.3 / 1.4" in first and "main abc1234" in first
     assert "| cold lexical index (scan, chunk, BM25, names), wall | 14.8 s |" in body
     assert "| query end to end, hybrid (incl. query embedding), p50 / p95 | 21.7 / 37.2 ms |" in body
-    assert "| edit one module → searchable (`update_paths` + search, journal on), p50 / p95 | 10.3 / 17 ms" in body
-    assert "| index size on disk | 254 MiB |" in body
+    assert "| edit one module → searchable (`update_paths` + search, journal on), p50 / p95 | 10.3 / 17.0 ms" in body
+    assert "| index size on disk | 254.0 MiB |" in body
     assert "vector" not in body  # no row for a mode the JSON lacks
 
 
