@@ -244,7 +244,7 @@ def entry_text(entry: Entry) -> str:
                 seen.add(p.name)
                 lines.append(f"{p.name}: {p.description}")
     if entry.return_types or entry.returns:
-        lines.append("Возвращает: " + ", ".join(entry.return_types) + (". " + entry.returns if entry.returns else ""))
+        lines.append("Возвращает: " + ". ".join(x for x in (", ".join(entry.return_types), entry.returns) if x))
     if entry.value_types:
         lines.append("Тип: " + ", ".join(entry.value_types))
     if entry.note:

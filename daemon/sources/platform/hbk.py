@@ -28,7 +28,6 @@ import mmap
 import re
 import struct
 import zipfile
-import zlib
 from pathlib import Path
 
 import msgspec
@@ -235,7 +234,7 @@ class HelpBook:
         storage = container.read("FileStorage")
         try:
             self._zip = zipfile.ZipFile(io.BytesIO(storage))
-        except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        except Exception as exc:  # zipfile raises BadZipFile, OSError, ValueError, struct.error ... on bad archives
             raise HbkError(self.name, "not_zip", f"FileStorage is not a ZIP archive: {exc}") from exc
         infos = self._zip.infolist()
         if len(infos) > self.limits.max_members:
@@ -272,7 +271,9 @@ class HelpBook:
                 if not infos:
                     raise HbkError(self.name, "bad_toc", "PackBlock holds no member")
                 data = _inflate(zf, infos[0], self.limits.max_toc, self.name, "the table of contents")
-        except (zipfile.BadZipFile, ValueError, OSError) as exc:
+        except HbkError:
+            raise
+        except Exception as exc:  # as for FileStorage: any failure of zipfile on a bad archive
             raise HbkError(self.name, "not_zip", f"PackBlock is not a ZIP archive: {exc}") from exc
         try:
             return data.decode("utf-8-sig")
@@ -317,7 +318,7 @@ def _inflate(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, book: str, wh
     try:
         with zf.open(info) as fh:
             data = fh.read(cap + 1)
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, ValueError, OSError) as exc:
+    except Exception as exc:  # BadZipFile (CRC), zlib.error, EOFError, NotImplementedError, RuntimeError (encrypted) ...
         raise HbkError(book, "bad_zip_member", f"{what}: {type(exc).__name__}: {exc}") from exc
     if len(data) > cap:
         raise HbkError(book, "zip_bomb", f"{what}: inflates past {cap} bytes")

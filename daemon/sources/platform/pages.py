@@ -232,7 +232,7 @@ class _Collector(HTMLParser):
         self.mode, self.buf = None, []
         if mode is None:
             return
-        clean = _SPACES.sub(" ", text).replace("\n", " ").strip()
+        clean = _SPACES.sub(" ", text.replace("\n", " ")).strip()
         if mode in self.head:
             self.head[mode].append(clean)
         elif mode == "chapter":
@@ -253,7 +253,7 @@ def _text(events: list[tuple], keep_lines: bool = False) -> str:
     out: list[str] = []
     for ev in events:
         if ev[0] == "t":
-            out.append(ev[1])
+            out.append(ev[1].replace("\r", " ").replace("\n", " "))  # source line breaks are spaces in HTML
         elif ev[0] == "nl":
             out.append("\n")
         elif ev[0] in ("rubric", "ver"):
