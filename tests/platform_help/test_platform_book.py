@@ -11,6 +11,7 @@ import pytest
 import hbk_fixtures as hf
 from daemon.sources.platform.book import read_book
 from daemon.sources.platform.entries import Entry, merge_languages
+from daemon.sources.platform.hbk import Limits
 
 
 def _same(got: list[Entry], want: list[Entry], source: str) -> None:
@@ -139,3 +140,12 @@ def test_unreadable_book_is_a_result_not_an_exception(tmp_path):
     assert res.error.startswith("shcntx_ru.hbk: ") and res.entries == [] and res.skips[0].reason.startswith("hbk_")
     missing = read_book(tmp_path / "nowhere.hbk")
     assert missing.skips[0].reason == "hbk_unreadable"
+
+
+def test_time_budget_stops_a_slow_book_with_a_named_skip(tmp_path, sample_entries):
+    builder, _ = hf.book_from_entries(sample_entries)
+    path = tmp_path / "shcntx_ru.hbk"
+    path.write_bytes(builder.build())
+    res = read_book(path, Limits(max_seconds=0.0))
+    assert res.entries == [] and res.error == ""
+    assert [s.reason for s in res.skips] == ["time_budget"] and "pages not read" in res.skips[0].detail

@@ -253,3 +253,10 @@ def test_random_damage_never_crashes_or_hangs(tmp_path, deadline, sample_entries
 
 def test_block_header_size_matches_the_description():
     assert len(hf.block_header(1, 2, 3)) == BLOCK_HEADER == 31
+
+
+def test_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path):
+    path = tmp_path / "shcntx_ru.hbk"
+    path.write_bytes(_book_bytes())
+    res = read_book(path, Limits(max_document=1000))
+    assert res.skips[0].reason == "hbk_too_large" and "limit 1000" in res.error

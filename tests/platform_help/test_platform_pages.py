@@ -184,3 +184,11 @@ def test_declared_charset_that_does_not_fit_is_a_page_error():
         decode_page(html)
     with pytest.raises(PageError, match="unknown charset 'x-nonsense'"):
         decode_page(b'<meta charset="x-nonsense"><p>a</p>')
+
+
+@pytest.mark.parametrize("html", ["<a " * (1 << 20), "<" * (4 << 20), "<!--" + "x" * (4 << 20), "<p>" * (1 << 18)])
+def test_hostile_markup_parses_in_bounded_time(html, deadline):
+    """Megabytes of unclosed tags, lone brackets or an endless comment: linear, no hang."""
+    with deadline(30):
+        page = parse_page(html)
+    assert page.name == "" and page.signatures == []

@@ -83,8 +83,11 @@ def read_book(path: Path, limits: Limits | None = None) -> BookResult:
         except TocError as exc:
             err = HbkError(source, "bad_toc", f"the table of contents: {exc}")
             return BookResult(source=source, skips=[*book.skips, err.skip()], error=str(err))
-        walker = _Walker(book, toc, source)
+        walker = _Walker(book, toc, source, t0 + book.limits.max_seconds)
         walker.walk()
+        if walker.unread:
+            detail = f"{walker.unread} pages not read: the book took longer than {book.limits.max_seconds} s"
+            book.skips.append(Skip(source, "time_budget", detail))
         counts: dict[str, int] = {}
         for e in walker.entries:
             counts[e.kind] = counts.get(e.kind, 0) + 1
@@ -116,8 +119,10 @@ def _group(node: TocNode) -> str | None:
 
 
 class _Walker:
-    def __init__(self, book: HelpBook, toc: Toc, source: str) -> None:
+    def __init__(self, book: HelpBook, toc: Toc, source: str, deadline: float) -> None:
         self.book = book
+        self.deadline = deadline
+        self.unread = 0
         self.toc = toc
         self.source = source
         self.entries: list[Entry] = []
@@ -129,6 +134,9 @@ class _Walker:
     def page(self, node: TocNode) -> Page | None:
         """The parsed page of ``node`` (``None``: a folder, or skipped with a reason)."""
         if not node.path:
+            return None
+        if time.perf_counter() > self.deadline:
+            self.unread += 1
             return None
         data = self.book.page(node.path)
         if data is None:

@@ -24,7 +24,6 @@ or a :class:`daemon.contract.Skip` naming the file and the entry or page (the re
 from __future__ import annotations
 
 import io
-import mmap
 import re
 import struct
 import zipfile
@@ -54,7 +53,8 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     MB; never more than the file either); ``max_members``: members of ``FileStorage`` (about
     52,000 pages in a recent ``shcntx_ru.hbk``); ``max_page``: inflated bytes of one page;
     ``max_toc``: inflated bytes of the table of contents; ``max_inflated``: inflated bytes of
-    all pages read from one book."""
+    all pages read from one book; ``max_seconds``: time to read one book's pages (the pages
+    left are a named skip)."""
 
     max_entries: int = 4096
     max_document: int = 1 << 30
@@ -62,12 +62,13 @@ class Limits(msgspec.Struct, frozen=True, kw_only=True):
     max_page: int = 4 << 20
     max_toc: int = 64 << 20
     max_inflated: int = 2 << 30
+    max_seconds: float = 300.0
 
 
 class HbkError(Exception):
     """A help book that cannot be read at all. ``reason`` is a short code (``truncated``,
     ``out_of_bounds``, ``chain_loop``, ``bad_block``, ``too_many_entries``,
-    ``missing_entry``, ``not_zip``, ``zip_bomb``, ``bad_toc``, ``unreadable``); the message
+    ``missing_entry``, ``not_zip``, ``zip_bomb``, ``bad_toc``, ``too_large``, ``unreadable``); the message
     names the file and the entry."""
 
     def __init__(self, path: str, reason: str, detail: str) -> None:
@@ -84,11 +85,12 @@ class HbkError(Exception):
 class V8Container:
     """The entries of a v8 container (``{name: body address}``) and their documents.
 
-    Open with :meth:`open` (a file, memory-mapped) or build from bytes; ``skips`` lists the
-    entries left out (a name that is not UTF-16, a duplicate, a header that cannot be read),
-    each naming the file and the record number."""
+    Open with :meth:`open` (the file read into memory: a mapping would crash the process with
+    SIGBUS if the file were cut short while mapped, say by an uninstall) or build from bytes;
+    ``skips`` lists the entries left out (a name that is not UTF-16, a duplicate, a header
+    that cannot be read), each naming the file and the record number."""
 
-    def __init__(self, data: bytes | mmap.mmap, name: str, limits: Limits | None = None) -> None:
+    def __init__(self, data: bytes, name: str, limits: Limits | None = None) -> None:
         self.data = data
         self.name = name
         self.limits = limits or Limits()
@@ -98,21 +100,23 @@ class V8Container:
 
     @classmethod
     def open(cls, path: Path, limits: Limits | None = None) -> V8Container:
-        """Map ``path`` read-only and read its entry table; :class:`HbkError` if it cannot."""
+        """Read ``path`` and its entry table; :class:`HbkError` if it cannot (a file larger
+        than :attr:`Limits.max_document` is refused before it is read)."""
+        limits = limits or Limits()
         try:
-            with open(path, "rb") as fh:
-                size = fh.seek(0, 2)
-                if size == 0:
-                    raise HbkError(path.name, "truncated", "the file is empty")
-                data = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            size = path.stat().st_size
+            if size > limits.max_document:
+                raise HbkError(path.name, "too_large", f"{size} bytes (limit {limits.max_document})")
+            data = path.read_bytes()
         except OSError as exc:
             raise HbkError(path.name, "unreadable", f"cannot read: {exc}") from exc
+        if not data:
+            raise HbkError(path.name, "truncated", "the file is empty")
         return cls(data, path.name, limits)
 
     def close(self) -> None:
-        """Release the file mapping (a later :meth:`read` fails)."""
-        if isinstance(self.data, mmap.mmap):
-            self.data.close()
+        """Drop the file's bytes (a later :meth:`read` fails with ``truncated``)."""
+        self.data = b""
 
     def __enter__(self) -> V8Container:
         return self
@@ -242,6 +246,7 @@ class HelpBook:
                 self.name, "too_many_entries", f"FileStorage has {len(infos)} members (limit {self.limits.max_members})"
             )
         self._members = {i.filename.lstrip("/"): i for i in infos if not i.is_dir()}
+        container.close()  # both parts are copied out: the file's bytes are not needed any more
 
     @classmethod
     def open(cls, path: Path, limits: Limits | None = None) -> HelpBook:
@@ -254,9 +259,8 @@ class HelpBook:
             raise
 
     def close(self) -> None:
-        """Release the file."""
+        """Release the page archive."""
         self._zip.close()
-        self.container.close()
 
     def __enter__(self) -> HelpBook:
         return self
@@ -315,10 +319,11 @@ def _inflate(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, book: str, wh
     then the stream is read to at most ``cap + 1`` bytes, since a header can lie)."""
     if info.file_size > cap:
         raise HbkError(book, "zip_bomb", f"{what}: declares {info.file_size} bytes inflated (limit {cap})")
+    # zipfile raises BadZipFile (CRC), zlib.error, EOFError, NotImplementedError, RuntimeError (encrypted) ...
     try:
         with zf.open(info) as fh:
             data = fh.read(cap + 1)
-    except Exception as exc:  # BadZipFile (CRC), zlib.error, EOFError, NotImplementedError, RuntimeError (encrypted) ...
+    except Exception as exc:
         raise HbkError(book, "bad_zip_member", f"{what}: {type(exc).__name__}: {exc}") from exc
     if len(data) > cap:
         raise HbkError(book, "zip_bomb", f"{what}: inflates past {cap} bytes")
