@@ -260,3 +260,10 @@ def test_file_larger_than_the_limit_is_refused_before_it_is_read(tmp_path):
     path.write_bytes(_book_bytes())
     res = read_book(path, Limits(max_document=1000))
     assert res.skips[0].reason == "hbk_too_large" and "limit 1000" in res.error
+
+
+def test_an_entry_name_too_long_is_a_named_skip():
+    data, _ = hf.container_bytes([("Book", b"{}"), ("Я" * 5000, b"?")])
+    c = V8Container(data, "x.hbk")
+    assert list(c.entries) == ["Book"]
+    assert c.skips[0].reason == "hbk_bad_name" and "entry #1: a name of" in c.skips[0].detail

@@ -42,6 +42,8 @@ END_OF_CHAIN = (0x7FFFFFFF, 0xFFFFFFFF)
 _CONTAINER_HEADER = 16
 _RECORD = 12
 _ENTRY_PREFIX = 20
+#: Longest entry name read, in bytes (real ones are a few dozen).
+_MAX_NAME = 4096
 _HEADER_RE = re.compile(rb"\r\n([0-9A-Fa-f]{8}) ([0-9A-Fa-f]{8}) ([0-9A-Fa-f]{8}) \r\n")
 
 
@@ -190,11 +192,13 @@ class V8Container:
             except HbkError as exc:
                 self.skips.append(Skip(self.name, f"hbk_{exc.reason}", exc.detail))
                 continue
-            name_bytes = raw[_ENTRY_PREFIX:]
-            if len(name_bytes) % 2:
-                name_bytes = name_bytes[:-1]
-            while name_bytes.endswith(b"\x00\x00"):
-                name_bytes = name_bytes[:-2]
+            if len(raw) > _ENTRY_PREFIX + _MAX_NAME:
+                self.skips.append(Skip(self.name, "hbk_bad_name", f"{where}: a name of {len(raw)} bytes"))
+                continue
+            end = len(raw) - (len(raw) - _ENTRY_PREFIX) % 2
+            while end - 2 >= _ENTRY_PREFIX and raw[end - 2 : end] == b"\x00\x00":
+                end -= 2
+            name_bytes = raw[_ENTRY_PREFIX:end]
             try:
                 name = name_bytes.decode("utf-16-le")
             except UnicodeDecodeError as exc:
