@@ -3,9 +3,10 @@ builder makes (the data set's pages copied under new names to tens of thousands 
 
 Usage (from the repository root, with the repository on ``PYTHONPATH``)::
 
-    python tests/platform_help/bench_platform.py [--copies 11] [--runs 3] [--keep PATH]
+    python tests/platform_help/bench_platform.py [--copies 11] [--runs 3] [--keep PATH] [--no-book]
 
-Prints one JSON object per measurement. Numbers are wall and CPU seconds of this process on
+Prints one JSON object per measurement (the data set, BM25 alone on the dev gold set, the
+big book). Numbers are wall and CPU seconds of this process on
 whatever machine runs it; ``docs/platform-help.md`` records them with the machine's load.
 """
 
@@ -30,6 +31,8 @@ import hbk_fixtures as hf  # noqa: E402
 from daemon.sources.platform.book import read_book  # noqa: E402
 from daemon.sources.platform.entries import Entry, to_chunk  # noqa: E402
 from daemon.sources.platform.globals_json import DATA_PATH, load_globals  # noqa: E402
+
+GOLD = Path(__file__).resolve().parents[1] / "gold" / "platform_dev.jsonl"
 
 
 def _rss() -> int:
@@ -124,16 +127,46 @@ def bench_large_book(copies: int, runs: int, keep: Path | None) -> dict:
     }
 
 
+def bench_gold_bm25(gold: Path) -> dict:
+    """nDCG@10 per intent of BM25 alone (the 1C tokenizer, stemmed) over ``entry_text`` of the
+    bundled entries on the dev gold set: the floor the names channel, dense and fusion of step 2
+    start from (no names channel, no translation of English words, no dense)."""
+    from daemon.dev.evaluate import score
+    from daemon.index.bm25 import BM25Index
+    from daemon.sources.platform.entries import entry_text
+    from daemon.text.tokenize import tokenize, tokenize_query
+
+    entries = load_globals().entries
+    index = BM25Index()
+    for slot, e in enumerate(entries):
+        index.add(slot, tokenize(entry_text(e), stem=True))
+    by_intent: dict[str, list[float]] = {}
+    for line in gold.read_text(encoding="utf-8").splitlines():
+        g = json.loads(line)
+        hits = index.search(tokenize_query(g["query"], stem=True), 10)
+        ranked = [(entries[slot].kind, entries[slot].qualified) for slot, _ in hits]
+        item = {"relevant": [{"path": r["kind"], "symbol": r["name"], "grade": r["grade"]} for r in g["relevant"]]}
+        by_intent.setdefault(g["intent"], []).append(score(item, ranked)["ndcg@10"])
+    return {
+        "what": "dev gold set, BM25 alone over entry_text",
+        **{f"ndcg@10 {k} ({len(v)})": round(sum(v) / len(v), 3) for k, v in sorted(by_intent.items())},
+    }
+
+
 def main() -> None:
     """Run both measurements and print them."""
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--copies", type=int, default=11, help="copies of the data set's pages in the big book")
     ap.add_argument("--runs", type=int, default=3, help="best of this many runs")
     ap.add_argument("--keep", type=Path, help="write the big book here (and keep it)")
+    ap.add_argument("--gold", type=Path, default=GOLD, help="the dev gold set scored with BM25 alone")
+    ap.add_argument("--no-book", action="store_true", help="skip the big book")
     args = ap.parse_args()
     print(json.dumps({"load_avg": os.getloadavg(), "cpus": os.cpu_count()}))
     print(json.dumps(bench_data_set(args.runs), ensure_ascii=False))
-    print(json.dumps(bench_large_book(args.copies, args.runs, args.keep), ensure_ascii=False))
+    print(json.dumps(bench_gold_bm25(args.gold), ensure_ascii=False))
+    if not args.no_book:
+        print(json.dumps(bench_large_book(args.copies, args.runs, args.keep), ensure_ascii=False))
 
 
 if __name__ == "__main__":
