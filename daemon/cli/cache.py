@@ -153,7 +153,7 @@ def cmd_embed(args) -> int:
     is ``none``."""
     import json
 
-    from .main import _attach_shared_cache, _open, _shared_line
+    from .index import attach_shared_cache, open_engine, shared_line
     from ..options import embedder_or_none
     from ..server.runtime import export_problem
 
@@ -169,14 +169,14 @@ def cmd_embed(args) -> int:
     except RuntimeError as exc:
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return 1
-    eng = _open(args)
+    eng = open_engine(args)
     rep = eng.refresh()
     eng.save()
     print(
         f"lexical: {len(eng.chunks)} chunks ({rep.files_changed} files (re)chunked) in {rep.seconds:.1f}s",
         file=sys.stderr,
     )
-    shared = _attach_shared_cache(eng, args)
+    shared = attach_shared_cache(eng, args)
     eng.shared_cache = None  # run_embed drives the shared cache itself (bulk lookups)
     out = run_embed(eng, args.embedder, args.workers, shared)
     st = eng.stats()
@@ -190,7 +190,7 @@ def cmd_embed(args) -> int:
             f"shared cache; dense {st['dense_done']}/{st['dense_total']}; {out['total_s']:.1f}s"
         )
     if shared is not None:
-        print(_shared_line(shared), file=sys.stderr)
+        print(shared_line(shared), file=sys.stderr)
         shared.close()
     return 0
 
