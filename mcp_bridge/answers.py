@@ -8,6 +8,7 @@ shows the model). The ``detail`` fields are filled only when the caller asked fo
 from __future__ import annotations
 
 import json
+import re
 import time
 from typing import TYPE_CHECKING
 
@@ -33,8 +34,10 @@ from .models import (
 if TYPE_CHECKING:
     from .links import RootLink
 
-#: Longest ``summary`` of a doc comment (characters; cut on a word, with "…").
-SUMMARY_CHARS = 120
+#: Longest ``summary`` (characters; cut on a word, with "…").
+SUMMARY_CHARS = 100
+#: The end of a sentence: a full stop, "!" or "?" before a space and a capital letter.
+_SENTENCE_END = re.compile(r"[.!?](?=\s+[A-ZА-ЯЁ])")
 #: Docs sections listed per definition by ``find_symbol`` (``docs_total`` counts them all).
 SYMBOL_DOCS = 3
 
@@ -75,8 +78,8 @@ def honest_match(match: str, query: str, name: str, owner: str, qualified_name: 
 
 
 def doc_summary(doc: str, limit: int = SUMMARY_CHARS) -> str:
-    """What a ``//`` doc comment says a method does: its first paragraph (up to a blank comment
-    line or a section line such as ``Параметры:``), on one line, cut to ``limit`` characters."""
+    """What a ``//`` doc comment says a method does: the first sentence of its first paragraph (up
+    to a blank comment line or a section line such as ``Параметры:``), cut to ``limit`` characters."""
     words: list[str] = []
     for raw in doc.splitlines():
         line = raw.strip()
@@ -90,7 +93,12 @@ def doc_summary(doc: str, limit: int = SUMMARY_CHARS) -> str:
         if line.endswith(":") and len(line.split()) <= 3:  # Параметры:, Возвращаемое значение:, Пример:
             break
         words.append(line)
-    return cut(" ".join(words), limit)
+    text = " ".join(words)
+    for end in _SENTENCE_END.finditer(text):
+        word = text[: end.start()].rsplit(" ", 1)[-1]
+        if len(word) > 3:  # not an abbreviation: "См.", "т.е.", "Стр."
+            return cut(text[: end.start() + 1], limit)
+    return cut(text, limit)
 
 
 def cut(text: str, limit: int) -> str:

@@ -31,16 +31,16 @@ from daemon.client import AsyncDaemonClient, DaemonNotRunning, Supervisor
 log = logging.getLogger(__name__)
 
 #: Longest a tool call waits for a daemon that is still starting before it answers as
-#: warming (seconds). A daemon answers once its snapshot is loaded: ~1-3 s for ssl31-ru.
+#: warming (seconds): longer than a warm daemon takes to load its snapshot.
 CONNECT_WAIT = 5.0
 #: Longest a spawned daemon may take to answer ``hello`` before the link fails (seconds).
 SPAWN_TIMEOUT = 120.0
-#: Longest one daemon request may take (seconds); a search on ssl31-ru takes milliseconds.
+#: Longest one daemon request may take (seconds); a search takes milliseconds.
 REQUEST_TIMEOUT = 60.0
 #: After a failed start, calls within this many seconds get the same error without a new
 #: attempt; a later call tries again (the host may have fixed the cause).
 RETRY_AFTER = 5.0
-#: ``status`` answers are reused for this long (seconds); one costs ~15 ms on ssl31-ru.
+#: ``status`` answers are reused for this long (seconds): tools ask for it on every call.
 STATUS_TTL = 1.0
 
 T = TypeVar("T")

@@ -1,12 +1,10 @@
 """``bsl-lens bench ROOT --mcp``: what each MCP answer costs an agent, in bytes on the wire.
 
-A raw JSON-RPC client starts ``python -m daemon.cli mcp ROOT`` over stdio (``--index-dir``,
-``--embedder`` as given, watching off), waits until the root's daemon is ready (embeddings included), then sends
-``tools/list`` and a fixed set of tool calls (:data:`CALLS`) and reports, per call, the size
-of the ``result`` it received: UTF-8 bytes of its compact JSON (structured content and the
-text copy together: what a client pays for), each part's share, and the round trip in ms.
-A daemon the bench had to start is stopped at the end. The budgets these sizes are held to
-are in ``mcp_bridge.server.SIZE_BUDGETS`` (and ``docs/frontends.md``).
+A raw JSON-RPC client starts ``python -m daemon.cli mcp ROOT`` over stdio, waits until the root's
+daemon is ready (embeddings included), sends ``tools/list`` and the calls of :data:`CALLS`, and
+reports per call the UTF-8 bytes of the ``result`` received as compact JSON (structured content
+and its text copy together), each part's share and the round trip. A daemon the bench started is
+stopped at the end. The budgets: :data:`mcp_bridge.server.SIZE_BUDGETS`.
 """
 
 from __future__ import annotations
