@@ -393,7 +393,8 @@ def _stops_mid_first_index(lc: _Lifecycle, res: dict) -> None:
         else:
             os.kill(pid, 15)
         c.close()
-        res[key] = lc.timed_exit(t0) if caught else None
+        took = lc.timed_exit(t0)  # also when the first index ended first: the next spawn needs the lock
+        res[key] = took if caught else None
 
 
 def _first_index(lc: _Lifecycle, embedder: str, n: int, res: dict) -> None:
