@@ -42,7 +42,7 @@ import hnswlib
 import msgspec
 import numpy as np
 
-from .embed import pin_blas_threads
+from .embedder import pin_blas_threads
 
 __all__ = ["DenseIndex", "DenseIndexError"]
 

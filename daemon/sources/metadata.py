@@ -173,7 +173,7 @@ _TYPED_OBJECTS = {
     "ChartOfCharacteristicTypes",
 }
 
-_LABELS = {
+TEXT_LABELS = {
     "ru": {
         "synonym": "Синоним",
         "comment": "Комментарий",
@@ -662,7 +662,7 @@ def _chunk_doc(obj_el, designer: bool, data: bytes, source: SourceFile, fmt: str
     name = node.name or path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     owner = source.owner or f"{object_type}.{name}"
     syn = _ml(node.get("Synonym"))
-    L = _LABELS[_lang(syn)]
+    L = TEXT_LABELS[_lang(syn)]
     comment = node.first_text("Comment")
     explanation = _ml(node.get("Explanation"))
 
