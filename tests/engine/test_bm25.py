@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from daemon.index import bm25 as bm25_mod
+from daemon.index import bm25_postings, bm25_scoring, bm25_vocab
 from daemon.index.bm25 import BM25Error, BM25Index
 from daemon.text.tokenize import tokenize, tokenize_query
 
@@ -122,7 +123,7 @@ def test_block_tails_buffer_and_loaded_docs_agree_with_rebuild(monkeypatch, tmp_
     ``piece`` 7 / 64: the merge's and the doc -> terms index's counting sorts run in many
     pieces (one term's postings or one document's rows split across pieces)."""
     monkeypatch.setattr(bm25_mod, "_MERGE_MIN_ROWS", merge_min)
-    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", piece)
+    monkeypatch.setattr(bm25_postings, "MERGE_PIECE", piece)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 30)
     rng = random.Random(11)
     fresh = list(_random_docs(random.Random(12), 300).values())
@@ -159,8 +160,8 @@ def test_stable_argsort_of_wide_keys():
     rng = np.random.default_rng(4)
     for high in (50, 70_000, 2**32 - 1):
         keys = rng.integers(0, high, 5000, endpoint=True).astype(np.uint32)
-        assert np.array_equal(bm25_mod._stable_argsort(keys), np.argsort(keys, kind="stable"))
-    assert bm25_mod._stable_argsort(np.zeros(0, dtype=np.uint32)).size == 0
+        assert np.array_equal(bm25_postings.stable_argsort(keys), np.argsort(keys, kind="stable"))
+    assert bm25_postings.stable_argsort(np.zeros(0, dtype=np.uint32)).size == 0
 
 
 def test_remove_all_then_reuse():
@@ -354,8 +355,8 @@ def test_empty_index_saves_and_loads(tmp_path):
 
 def test_vocabulary_lookup_survives_hash_collisions(monkeypatch, tmp_path):
     """Every term hashing alike (a degenerate hash) still finds the right term ids."""
-    real = bm25_mod._hash_spans
-    monkeypatch.setattr(bm25_mod, "_hash_spans", lambda blob, off: real(blob, off) & np.uint64(3))
+    real = bm25_vocab.hash_spans
+    monkeypatch.setattr(bm25_vocab, "hash_spans", lambda blob, off: real(blob, off) & np.uint64(3))
     docs = _slot_docs(_random_docs(random.Random(2), 100))
     index = _build(docs)
     index.save(tmp_path / "c")
@@ -368,17 +369,17 @@ def test_vocabulary_lookup_survives_hash_collisions(monkeypatch, tmp_path):
 
 def test_hash_spans_deterministic_and_spread():
     terms = [f"t{i}" for i in range(5000)] + ["", "ё", "ёё"]
-    blob, off = bm25_mod._encode_terms(terms)
-    h = bm25_mod._hash_spans(blob, off)
+    blob, off = bm25_vocab._encode_terms(terms)
+    h = bm25_vocab.hash_spans(blob, off)
     assert np.unique(h).size == len(terms)
-    one = [int(bm25_mod._hash_spans(*bm25_mod._encode_terms([t]))[0]) for t in terms[:50]]
+    one = [int(bm25_vocab.hash_spans(*bm25_vocab._encode_terms([t]))[0]) for t in terms[:50]]
     assert one == h[:50].tolist()
-    monkey = bm25_mod._HASH_PIECE
+    monkey = bm25_vocab.HASH_PIECE
     try:
-        bm25_mod._HASH_PIECE = 7  # many pieces
-        assert np.array_equal(bm25_mod._hash_spans(blob, off), h)
+        bm25_vocab.HASH_PIECE = 7  # many pieces
+        assert np.array_equal(bm25_vocab.hash_spans(blob, off), h)
     finally:
-        bm25_mod._HASH_PIECE = monkey
+        bm25_vocab.HASH_PIECE = monkey
 
 
 def _damage(folder, name, fn):
@@ -535,16 +536,16 @@ def test_doc_terms_encoding_round_trips_wide_gaps(monkeypatch):
     """The saved doc -> terms index (16-bit deltas, wide deltas completed by the exception
     columns) gives back every document's term ids, also across pieces and for gaps of
     2**16 and more."""
-    monkeypatch.setattr(bm25_mod, "_MERGE_PIECE", 5)
+    monkeypatch.setattr(bm25_postings, "MERGE_PIECE", 5)
     rng = np.random.default_rng(9)
     docs = [np.unique(rng.integers(0, high, size=rng.integers(0, 12))) for high in [3, 70_000, 2**31, 2**32 - 1] * 10]
     off = np.zeros(len(docs) + 1, dtype="<i8")
     np.cumsum([d.size for d in docs], out=off[1:])
     tids = np.concatenate(docs).astype("<u4")
-    lo, xpos, xhi = bm25_mod._encode_doc_terms(off, tids)
+    lo, xpos, xhi = bm25_postings.encode_doc_terms(off, tids)
     assert lo.dtype == np.dtype("<u2") and lo.size == tids.size and xpos.size == xhi.size > 0
     for i, d in enumerate(docs):
-        assert bm25_mod._decode_doc_terms(off, lo, xpos, xhi, i) == d.tolist()
+        assert bm25_postings.decode_doc_terms(off, lo, xpos, xhi, i) == d.tolist()
 
 
 def _zipf_docs(rng: random.Random, n: int, vocab: int = 400) -> dict[int, list[str]]:
@@ -571,18 +572,18 @@ def test_pruned_search_equals_full_scoring(monkeypatch, search_ratio):
     read by binary searches (``search_ratio`` 0) or by a gather per posting (10**9). The
     pruned path must actually run (and also the fall-back to full scoring when the bound
     never holds)."""
-    monkeypatch.setattr(bm25_mod, "_PRUNE_MIN_POSTINGS", 0)
-    monkeypatch.setattr(bm25_mod, "_PRUNE_SEARCH_RATIO", search_ratio)
-    monkeypatch.setattr(bm25_mod, "_PRUNE_CHECK_DF", 1)
+    monkeypatch.setattr(bm25_scoring, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_scoring, "PRUNE_SEARCH_RATIO", search_ratio)
+    monkeypatch.setattr(bm25_scoring, "PRUNE_CHECK_DF", 1)
     monkeypatch.setattr(bm25_mod, "_COMPACT_MIN_DEAD", 10**9)
     calls = {"pruned": 0}
-    real = BM25Index._candidate_scores
+    real = bm25_scoring.candidate_scores
 
-    def counted(self, *a, **kw):
+    def counted(*a, **kw):
         calls["pruned"] += 1
-        return real(self, *a, **kw)
+        return real(*a, **kw)
 
-    monkeypatch.setattr(BM25Index, "_candidate_scores", counted)
+    monkeypatch.setattr(bm25_scoring, "candidate_scores", counted)
     rng = random.Random(31)
     docs = _zipf_docs(rng, 1500)
     for s in range(1500, 1540):  # exact duplicates: ties at every cut-off
@@ -620,8 +621,8 @@ def test_search_work_arrays_stay_zero_and_follow_growth(monkeypatch):
     """The per-search work arrays (:meth:`BM25Index._buffers`) are all zero after every
     search (pruned or not), are replaced when documents are added, and are dropped when a
     search fails half-way; results stay those of full scoring."""
-    monkeypatch.setattr(bm25_mod, "_PRUNE_MIN_POSTINGS", 0)
-    monkeypatch.setattr(bm25_mod, "_PRUNE_CHECK_DF", 1)
+    monkeypatch.setattr(bm25_scoring, "PRUNE_MIN_POSTINGS", 0)
+    monkeypatch.setattr(bm25_scoring, "PRUNE_CHECK_DF", 1)
     rng = random.Random(5)
     docs = _zipf_docs(rng, 800)
     index = _build(docs)
@@ -637,7 +638,7 @@ def test_search_work_arrays_stay_zero_and_follow_growth(monkeypatch):
     def boom(*a, **kw):
         raise IndexError("damaged postings")
 
-    monkeypatch.setattr(index, "_term_scores", boom)
+    monkeypatch.setattr(bm25_scoring, "term_scores", boom)
     with pytest.raises(IndexError):
         index.search(["z300", "z0"], 5)
     assert index._bufs is None
