@@ -82,7 +82,7 @@ def test_every_field_round_trips_through_add_save_and_load(tmp_path):
     assert back.add(_full_chunk(7)) == 5 and back.get(5) == _full_chunk(7)
     assert back.head(4) == ("Метод3", "Метод3") and back.hit_key(4) == (chunks[4].path, "Метод3")
     back.save(tmp_path / "st2")
-    again = ChunkStore.load(tmp_path / "st2", mmap_arena=False)
+    again = ChunkStore.load(tmp_path / "st2", arena_file=False)
     assert [again.get(i) for i in range(6)] == [back.get(i) for i in range(6)]
 
 
@@ -449,10 +449,10 @@ def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path,
     before): every chunk reads back the same through add, save, load, increments on the
     loaded store (compressed with the saved dictionary) and a second save; a store saved
     before it trained keeps LZ4; a missing dictionary is damage."""
-    import daemon.index.chunkstore as cs
+    import daemon.index.chunk_blobs as blobs
 
-    monkeypatch.setattr(cs, "ZDICT_SAMPLES", 40)
-    monkeypatch.setattr(cs, "ZDICT_BYTES", 4096)
+    monkeypatch.setattr(blobs, "ZDICT_SAMPLES", 40)
+    monkeypatch.setattr(blobs, "ZDICT_BYTES", 4096)
     chunks = [
         _full_chunk(
             i, text=f"Процедура Метод{i}()\n" + "\n".join(f"\tА{j} = Б{i} * {j}; // шаг {j}" for j in range(i % 17 + 5))
@@ -463,13 +463,13 @@ def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path,
     for c in chunks:
         s.add(c)
     flags = s.col("flags")
-    assert not (flags[:39] & cs._FLAG_ZSTD).any() and (flags[40:] & cs._FLAG_ZSTD).all()
+    assert not (flags[:39] & blobs.FLAG_ZSTD).any() and (flags[40:] & blobs.FLAG_ZSTD).all()
     assert [s.get(i) for i in range(150)] == chunks
     s.save(tmp_path / "st")
     back = ChunkStore.load(tmp_path / "st")
-    assert [back.get(i) for i in range(150)] == chunks and back._zdict == s._zdict and back._zdict
+    assert [back.get(i) for i in range(150)] == chunks and back._codec.zdict == s._codec.zdict and back._codec.zdict
     more = _full_chunk(500, text="Функция Ещё()\n" + "\tВозврат 1;\n" * 30)
-    assert back.add(more) == 150 and back.get(150) == more and back.col("flags")[150] & cs._FLAG_ZSTD
+    assert back.add(more) == 150 and back.get(150) == more and back.col("flags")[150] & blobs.FLAG_ZSTD
     back.save(tmp_path / "st2")
     again = ChunkStore.load(tmp_path / "st2")
     assert [again.get(i) for i in range(151)] == chunks + [more]
@@ -479,7 +479,7 @@ def test_blobs_after_the_first_samples_use_the_trained_zstd_dictionary(tmp_path,
     small.save(tmp_path / "small")
     loaded = ChunkStore.load(tmp_path / "small")
     loaded.add(chunks[20])
-    assert not (loaded.col("flags") & cs._FLAG_ZSTD).any() and loaded.get(10) == chunks[20]
+    assert not (loaded.col("flags") & blobs.FLAG_ZSTD).any() and loaded.get(10) == chunks[20]
     (tmp_path / "st2" / "zdict.bin").write_bytes(b"")
     with pytest.raises(ChunkStoreError):
         ChunkStore.load(tmp_path / "st2")
