@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import tree_sitter
 
-from daemon.sources import bsl
+from daemon.sources import bsl, bsl_lines
 
 SRC = """// Copyright
 #Если Сервер Тогда
@@ -105,7 +105,7 @@ def test_tree_walk_equals_methods_query(ssl_ru, yaxunit):
         yaxunit / "exts/smoke/src/CommonModules/ДТОткрытиеФорм/Module.bsl",
         yaxunit / "exts/yaxunit/src/Configuration/ManagedApplicationModule.bsl",
     ):
-        text = bsl._normalize(p.read_bytes().decode("utf-8"))
+        text = bsl_lines.normalize(p.read_bytes().decode("utf-8"))
         data = text.encode("utf-8")
         walked = {(n.start_byte, n.end_byte) for _, _, n in bsl._tree_methods(data).values()}
         # the plain walk (used for clean trees) must agree with the query on these files too
@@ -125,5 +125,5 @@ def test_tree_walk_equals_methods_query(ssl_ru, yaxunit):
 @pytest.mark.parametrize("name", ["methods", "regions", "annotations", "comments"])
 def test_queries_run_on_a_corpus_module(ssl_en, name):
     text = (ssl_en / "Catalogs/Users/Forms/ItemForm/Ext/Form/Module.bsl").read_bytes().decode("utf-8")
-    c = captures(name, bsl._normalize(text))
+    c = captures(name, bsl_lines.normalize(text))
     assert sum(len(v) for v in c.values()) > 10
