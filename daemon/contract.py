@@ -429,11 +429,12 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
     score: float
     ranks: dict[str, int] = {}
-    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in the other language)
+    # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in
+    # the other language)
+    match: str = ""
     snippet: str = ""
-    anchor: str = (
-        ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
-    )
+    # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
+    anchor: str = ""
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 

@@ -40,7 +40,8 @@ SHARED_CACHE_HELP = (
 )
 #: ``--shared-cache-mode``'s help text.
 SHARED_CACHE_MODE_HELP = (
-    "rw: look up and write back what is embedded (CI, default); ro: look up only (developers whose role may not write); "
+    "rw: look up and write back what is embedded (CI, default); "
+    "ro: look up only (developers whose role may not write); "
     f"default: ${ENV_VARS['shared_cache_mode']}, else rw"
 )
 SHARED_CACHE_MODES = ("rw", "ro")

@@ -433,8 +433,8 @@ class DenseIndex:
         try:
             labels, distances = self._index.knn_query(q, k=k, num_threads=1, filter=flt)
         except RuntimeError:
-            if error:
-                raise error[0]
+            if error:  # hnswlib's RuntimeError only says the filter stopped the search
+                raise error[0] from None
             return None
         finally:
             self._index.set_ef(self._ef)
@@ -442,7 +442,7 @@ class DenseIndex:
             raise error[0]
         sims = self._similarity(distances[0])
         out = []
-        for label, sim in zip(labels[0].tolist(), sims.tolist()):
+        for label, sim in zip(labels[0].tolist(), sims.tolist(), strict=True):
             key = labels_to_key[label]
             if key is not None:
                 out.append((key, float(sim)))

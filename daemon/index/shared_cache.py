@@ -196,7 +196,8 @@ class SharedCache:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as exc:
                 raise Incompatible(
-                    f"the pgvector extension is not installed in this database and this role cannot create it ({exc.sqlstate}: {_first_line(exc)})"
+                    "the pgvector extension is not installed in this database and this role cannot create it "
+                    f"({exc.sqlstate}: {_first_line(exc)})"
                 ) from None
             row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s", ("vector",)).fetchone()
         ext = row[0]
@@ -226,17 +227,20 @@ class SharedCache:
                     )
                 conn.execute(
                     sql.SQL(
-                        "CREATE TABLE IF NOT EXISTS {} (model text NOT NULL, text_hash bytea NOT NULL, vec {} NOT NULL, "
-                        "created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (model, text_hash))"
+                        "CREATE TABLE IF NOT EXISTS {} (model text NOT NULL, text_hash bytea NOT NULL,"
+                        " vec {} NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),"
+                        " PRIMARY KEY (model, text_hash))"
                     ).format(sql.Identifier(TABLE), sql.SQL(f"{vtype}({int(self.dim)})"))
                 )
         meta = dict(conn.execute(sql.SQL("SELECT key, value FROM {}").format(sql.Identifier(META_TABLE))).fetchall())
         if meta.get("schema_version") != str(SCHEMA_VERSION):
             raise Incompatible(
-                f"the shared cache tables are of schema version {meta.get('schema_version')!r}; this bsl-lens reads version {SCHEMA_VERSION}"
+                f"the shared cache tables are of schema version {meta.get('schema_version')!r}; "
+                f"this bsl-lens reads version {SCHEMA_VERSION}"
             )
         col = conn.execute(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped",
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped",
             (TABLE, "vec"),
         ).fetchone()
         m = re.fullmatch(r"(halfvec|vector)\((\d+)\)", col[0] if col else "")
@@ -370,7 +374,7 @@ class SharedCache:
                 q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
                     sql.Identifier(TABLE)
                 )
-                rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors)]
+                rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors, strict=True)]
                 with self._conn.cursor() as cur:
                     cur.executemany(q, rows)
             except Exception as exc:

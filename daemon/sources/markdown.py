@@ -168,7 +168,8 @@ def chunk_markdown(
     cut = page_cut(lines)
     if cut is not None:
         notes.append(
-            f"over {MAX_PAGE_HEADINGS} headings or {MAX_PAGE_BLOCKS} blocks: only lines 1-{cut} of {len(lines)} are indexed"
+            f"over {MAX_PAGE_HEADINGS} headings or {MAX_PAGE_BLOCKS} blocks:"
+            f" only lines 1-{cut} of {len(lines)} are indexed"
         )
         lines = lines[:cut]
         body_text = "\n".join(lines)

@@ -204,7 +204,7 @@ def _expand(compound: str, stem: bool, stopwords: bool, query: bool) -> tuple[st
                 out.extend(_word(piece, stem, stopwords))
         else:
             out.extend(_word(seg, stem, stopwords))
-    for left, right in zip(segments, segments[1:]):
+    for left, right in zip(segments, segments[1:], strict=False):
         if (
             "-" not in left
             and "-" not in right
@@ -268,6 +268,8 @@ def tokenize_query(text: str, *, stem: bool = False, stopwords: bool = False) ->
     only stopwords (``"Если"``), gives ``[]``; callers treat that as "no lexical evidence".
 
     >>> tokenize_query("ЗнРекОб для Справочник.Пользователи, для НФ-001")
-    ['знрекоб', 'зн', 'рек', 'об', 'для', 'справочник', 'пользователи', 'справочник.пользователи', 'нф-001', 'нф', '001']
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['знрекоб', 'зн', 'рек', 'об', 'для', 'справочник', 'пользователи', 'справочник.пользователи',
+     'нф-001', 'нф', '001']
     """
     return list(dict.fromkeys(_tokens(text, stem, stopwords, True)))
