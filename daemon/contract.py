@@ -42,7 +42,7 @@ Conventions of the records (fixed; every module relies on them):
   singular name (see :data:`OBJECT_TYPES`), also for the English corpus.
 * lines are 1-based and inclusive; ``name_range`` is an LSP range: 0-based line, columns in
   UTF-16 code units, a BOM is not a column.
-* ``symbol`` follows the gold-set convention of ``shared/eval/README.md``: the method name
+* ``symbol`` follows the gold sets' convention: the method name
   for code, ``None`` for a whole metadata object, ``"<Вид>:<Имя>"`` for a field
   (``Реквизит:ФормулаРасчетаКурса``, ``Реквизит:Роли.Роль``, ``Измерение:НомерВерсии``).
 """
@@ -74,8 +74,8 @@ DEFAULT_SYMBOL_LIMIT = 128
 DEFAULT_MODE = "hybrid"
 DEFAULT_WATCH = "auto"
 #: Seconds between a daemon's full reconciles by content hash (catches events the watcher
-#: missed; 0 disables). A reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and
-#: stats. One concept, spelled per layer: ``reconcile_interval`` in Python (``Service``,
+#: missed; 0 disables). A reconcile of an unchanged tree costs one scan and stats
+#: (``docs/internals.md``, "Reconcile interval"). One concept, spelled per layer: ``reconcile_interval`` in Python (``Service``,
 #: ``run_daemon``, ``daemon_args``, the argparse dest, ``lsp.settings.Settings``),
 #: ``--reconcile-interval`` on the command lines (daemon, LSP, MCP), ``reconcileInterval``
 #: in the LSP settings (camelCase of the same field).

@@ -190,8 +190,7 @@ class BM25Index:
 
         A cheap "does this channel have anything to say" signal for fusion: an English
         question over Russian code has most of its tokens unknown, and a full-weight vote for
-        whatever few tokens happen to match adds noise (``shared/research/peer_baseline.md``,
-        trap 3).
+        whatever few tokens happen to match adds noise.
         """
         distinct = set(query_tokens)
         if not distinct or not self._n_live:

@@ -61,12 +61,11 @@ class IdColumn(Sequence):
     """``ChunkStore.ids`` of a loaded store: ``ids[slot]`` is the chunk id (None for a free
     slot), made on demand from the saved column (``ids_blob.npy``: UTF-8 of each id
     without its ``path + "::"`` prefix when it has one, ``ids_off.npy``: offsets) instead of
-    ~770k ``str`` objects (``bench --scale 20``: ~200 MB of heap and ~1 s to decode, plus
-    ~0.9 s and ~50 MB for the dict back). Slots written since the load (``ids[slot] = v``,
-    :meth:`append`) are kept in a small dict that wins over the column.
+    one ``str`` per chunk. Slots written since the load (``ids[slot] = v``, :meth:`append`)
+    are kept in a small dict that wins over the column.
 
-    Reads cost ~1 us (a slice, a UTF-8 decode, a concatenation); the engine reads an id per
-    channel hit and for BM25 / names ties, never all of them per query."""
+    A read is a slice, a UTF-8 decode and a concatenation; the engine reads an id per channel
+    hit and for BM25 / names ties, never all of them per query."""
 
     __slots__ = ("_blob", "_off", "_pfx", "_paths", "_n", "_len", "_over")
 

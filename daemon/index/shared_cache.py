@@ -1,4 +1,4 @@
-"""The team's shared embedding cache: PostgreSQL with pgvector (README, "Team set-up").
+"""The team's shared embedding cache: PostgreSQL with pgvector (the README's team set-up).
 
 One table holds the passage vectors of every text any member embedded, keyed by (model
 fingerprint, text hash)::

@@ -1,6 +1,6 @@
 """Scanning an export: which files to index, what each one is, and how to read it.
 
-Two layouts are recognised (see ``shared/corpora/QUIRKS.md`` §13 and §15):
+Two layouts are recognised:
 
 * **Designer** "dump to files": ``Configuration.xml`` at the export root; object
   descriptors ``<Folder>/<Name>.xml``; modules under ``<Folder>/<Name>/Ext/…``;
@@ -132,7 +132,7 @@ def module_identity(rel_path: str, fmt: str) -> ModuleIdentity | None:
 
     ``rel_path`` is relative to the export root (``/`` or ``\\`` separators; normalised to
     NFC). ``fmt`` is ``"designer"`` or ``"edt"`` (``"unknown"`` is treated as Designer with
-    an EDT fallback). Layouts (``QUIRKS.md`` §13, §15):
+    an EDT fallback). Layouts:
 
     * Designer ``CommonModules/X/Ext/Module.bsl`` -> (``ОбщийМодуль.X``, ``ОбщийМодуль``,
       ``common``); ``<Folder>/X/Ext/{Object,Manager,RecordSet,ValueManager}Module.bsl``;
@@ -380,8 +380,8 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
     """Walk ``root`` once (``os.scandir``) and classify every file.
 
     * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
-      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules
-      (``QUIRKS.md`` §15) and are skipped with reason ``edt_template``; other ``.bsl``
+      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules, and
+      are skipped with reason ``edt_template``; other ``.bsl``
       outside a project ``src`` are still indexed (kind ``other``).
     * ``metadata``: top-level object descriptors only: Designer ``<Folder>/<Name>.xml`` and
       nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
