@@ -16,7 +16,7 @@ import msgspec
 
 from ..contract import CODE_KINDS, DOCS_KINDS, METHOD_KINDS, Chunk
 from ..sources.bsl import live_code
-from ..sources.metadata import TEXT_LABELS
+from ..sources.metadata import FIELD_KINDS, TEXT_LABELS
 from ..text.folding import split_words
 
 __all__ = [
@@ -41,6 +41,7 @@ _WS_RE = re.compile(r"\s+")
 _METHOD_KW_RE = re.compile(r"^\s*(?:Асинх\s+|Async\s+)?(Процедура|Функция|Procedure|Function)\b", re.IGNORECASE)
 _METHOD_END_RE = re.compile(r"^\s*(КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)\b", re.IGNORECASE)
 
+#: Module kind -> the words a module's texts name it by (part of the texts: keep byte-stable).
 _MODULE_LABELS = {
     "common": "модуль",
     "object": "модуль объекта",
@@ -57,17 +58,9 @@ _MODULE_LABELS = {
     "web_service": "модуль веб-сервиса",
     "other": "модуль",
 }
-_FIELD_LABELS = {
-    "attribute": "Реквизит",
-    "tabular_section": "ТабличнаяЧасть",
-    "dimension": "Измерение",
-    "resource": "Ресурс",
-    "enum_value": "ЗначениеПеречисления",
-    "addressing_attribute": "РеквизитАдресации",
-    "command": "Команда",
-    "form": "Форма",
-    "template": "Макет",
-}
+#: Chunk kind of a field -> its Russian symbol prefix (``Реквизит``), the words a field's text
+#: starts with when its symbol gives none.
+_FIELD_LABELS = {kind: prefix for kind, prefix in FIELD_KINDS.values()}
 
 
 def _phrase(identifier: str) -> str:

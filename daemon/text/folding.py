@@ -1,5 +1,5 @@
-"""Name folding and identifier splitting shared by the tokenizer, the symbol-name channel
-and the embedding text.
+"""Name folding and identifier splitting shared by the tokenizer, the names channel and the
+embedded texts.
 
 1C identifiers are case-insensitive and ``ё`` is routinely typed as ``е`` (and vice
 versa), so every comparison goes through :func:`fold`.
