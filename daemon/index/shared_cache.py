@@ -312,7 +312,7 @@ class SharedCache:
 
     # ------------------------------------------------------------------ lookups and writes
     def lookup(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """The shared vectors of ``hashes`` (:func:`daemon.index.embed.text_hash` hex strings) of
+        """The shared vectors of ``hashes`` (:func:`daemon.index.embed_cache.text_hash` hex strings) of
         this model: ``{hash: (dim,) float32}``; absent ones are misses. In batches of
         :data:`LOOKUP_BATCH`; a fault returns what the earlier batches found. A hash that
         was missing less than :data:`MISS_TTL_S` ago is not asked again (nor counted)."""
@@ -395,7 +395,7 @@ class SharedCache:
 
     def fill_local(self, cache, hashes: Sequence[str]) -> int:
         """Copy the shared vectors of those ``hashes`` that ``cache`` (a
-        :class:`daemon.index.embed.EmbeddingCache` of the same model) lacks into it; returns how
+        :class:`daemon.index.embed_cache.EmbeddingCache` of the same model) lacks into it; returns how
         many were found. The bulk step before a first dense index."""
         want = [h for h in dict.fromkeys(hashes) if h not in cache]
         found = self.lookup(want)

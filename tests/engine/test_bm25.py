@@ -22,7 +22,7 @@ def _oracle(docs: dict[str, list[str]], query: list[str]) -> dict[str, float]:
     if not any(t in model.vocab_dict for t in query):
         return {}
     scores = model.get_scores(query) * (K1 + 1)
-    return {k: float(s) for k, s in zip(keys, scores) if s > 0}
+    return {k: float(s) for k, s in zip(keys, scores, strict=True) if s > 0}
 
 
 def _assert_scores_equal(got: dict[str, float], want: dict[str, float], rel: float = 1e-5):

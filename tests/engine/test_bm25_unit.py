@@ -24,7 +24,7 @@ def _oracle(docs: dict[str, list[str]], query: list[str]) -> dict[str, float]:
     if not any(t in model.vocab_dict for t in query):
         return {}
     scores = model.get_scores(query) * (K1 + 1)
-    return {k: float(s) for k, s in zip(keys, scores) if s > 0}
+    return {k: float(s) for k, s in zip(keys, scores, strict=True) if s > 0}
 
 
 def _random_docs(rng: random.Random, n: int, vocab: int = 60) -> dict[str, list[str]]:
@@ -238,7 +238,7 @@ def test_term_ids_path_equals_tokens():
     index = BM25Index(K1, B)
     vocab = sorted({t for toks in docs.values() for t in toks})
     tids = index.term_ids(vocab)
-    tid_of = dict(zip(vocab, tids.tolist()))
+    tid_of = dict(zip(vocab, tids.tolist(), strict=True))
     for s, toks in docs.items():
         index.add_term_ids(s, np.array([tid_of[t] for t in toks], dtype=np.uint32))
     for q in QUERIES:

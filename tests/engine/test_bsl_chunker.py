@@ -226,7 +226,7 @@ def test_whole_corpus_matches_careful_line_scan(corpus, request):
     got: Counter = Counter()
     want: Counter = Counter()
     scanned: Counter = Counter()
-    for (rel, text), (_, chunks) in zip(texts, chunked):
+    for (rel, text), (_, chunks) in zip(texts, chunked, strict=True):
         for c in chunks:
             if c.kind != "module" and c.part <= 1:
                 got[(rel, c.name)] += 1

@@ -616,7 +616,7 @@ def test_long_method_split_into_parts():
         assert p.name == "Длинная" and p.signature == "Функция Длинная(А, Б) Экспорт"
         assert len(p.text.split("\n")) <= 12
     assert parts[0].start_line == 3
-    for a, b in zip(parts, parts[1:]):
+    for a, b in zip(parts, parts[1:], strict=False):
         assert b.start_line == a.end_line + 1
     assert parts[-1].end_line == 3 + 4 + 30
     assert parts[-1].text.endswith("КонецФункции")

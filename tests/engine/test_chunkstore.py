@@ -30,7 +30,8 @@ root, idx, marker, stage = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3
 eng = Engine.open(root, index_dir=idx, config=EngineConfig(stem=False))
 eng.journal_on = True
 mod = root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
-mod.write_text(mod.read_text(encoding="utf-8-sig").replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютУбит()"), encoding="utf-8")
+old, new = "Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютУбит()"
+mod.write_text(mod.read_text(encoding="utf-8-sig").replace(old, new), encoding="utf-8")
 eng.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
 eng._dirty = True
 

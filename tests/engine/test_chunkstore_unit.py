@@ -291,7 +291,7 @@ def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_
     msgs = [r.getMessage() for r in caplog.records]
     assert any(
         "does not name a snapshot generation" in m and r.levelno == logging.WARNING
-        for m, r in zip(msgs, caplog.records)
+        for m, r in zip(msgs, caplog.records, strict=True)
     )
     again.refresh()
     assert len(again.chunks) == n

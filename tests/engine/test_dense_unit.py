@@ -150,7 +150,7 @@ def test_deleting_the_entry_point_and_most_items_keeps_search_exact():
         index.remove(keys[step : step + 20])
         assert len(index) == 400 - step - 20
         assert recall(index, queries, 10) >= 0.95
-        for _, key in zip(range(3), index.keys()):
+        for _, key in zip(range(3), index.keys(), strict=False):
             assert index.search(vectors[int(key[1:])], 1)[0][0] == key
     assert all(k in keys[380:] for k, _ in index.search(queries[0], 50))
 
@@ -262,7 +262,7 @@ def test_other_spaces_agree_with_exact(space):
     top = index.search(queries[0], 3)
     exact = index.search_exact(queries[0], 3)
     assert [k for k, _ in top] == [k for k, _ in exact]
-    for (_, a), (_, b) in zip(top, exact):
+    for (_, a), (_, b) in zip(top, exact, strict=True):
         assert a == pytest.approx(b, rel=1e-4, abs=1e-4)
 
 

@@ -23,7 +23,9 @@ def test_valid_xml_that_is_not_a_1c_object_is_not_metadata(tmp_path):
         "empty": f'<MetaDataObject xmlns="{_MD}"/>'.encode(),
         "EDT element of another namespace": b'<m:Catalog xmlns:m="urn:x"><name>X</name></m:Catalog>',
         "EDT element without namespace": b"<Catalog><name>X</name></Catalog>",
-        "EDT element of another type": f'<mdclass:Document xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Document>'.encode(),
+        "EDT element of another type": (
+            f'<mdclass:Document xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Document>'.encode()
+        ),
         "EDT non-object element": f'<mdclass:Foo xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Foo>'.encode(),
     }
     for case, data in cases.items():

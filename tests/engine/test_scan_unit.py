@@ -584,9 +584,7 @@ def test_scan_nfd_folder_carries_its_disk_path(tmp_path):
 
 def test_read_text_utf8_bom_and_crlf(tmp_path):
     f = tmp_path / "a.bsl"
-    f.write_bytes(
-        b"\xef\xbb\xbf#\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd1\x8c X\r\n\r\n#\xd0\x9a\xd0\xbe\xd0\xbd\xd0\xb5\xd1\x86\xd0\x9e\xd0\xb1\xd0\xbb\xd0\xb0\xd1\x81\xd1\x82\xd0\xb8\r\n"
-    )
+    f.write_bytes(b"\xef\xbb\xbf" + "#Область X\r\n\r\n#КонецОбласти\r\n".encode("utf-8"))
     text, enc = read_text(f, 1000)
     assert enc == "utf-8-sig"
     assert text.startswith("#Область X\r\n")  # BOM stripped, CRLF kept
