@@ -498,7 +498,7 @@ def test_extension_deleted_lines_not_in_bm25_or_dense_text(tmp_path):
 
     from daemon.cli.main import sample_export_dir
     from daemon.engine import Engine
-    from daemon.index.embed import embed_text
+    from daemon.index.embed_text import embed_text
 
     root = tmp_path / "ext"
     shutil.copytree(sample_export_dir(), root)

