@@ -16,6 +16,8 @@ Threads:
   index, in small batches with its own model instance (a query never waits for a batch).
 * **watcher** (:mod:`daemon.service.watcher`): debounced file events -> writer jobs, and an
   early notice of each change (:mod:`daemon.service.freshness`).
+* **sweep** (:mod:`daemon.service.sweep`): a slow content-hash pass that catches what neither
+  events nor stat signatures show.
 
 Queries run on the caller's thread against the engine (its lock makes every batch atomic for
 readers); the read-only lookups are :class:`daemon.service.lookups.Lookups`.
@@ -55,6 +57,7 @@ from ..options import embedder_or_none
 from ..stats import percentile
 from .freshness import ANSWER_SETTLE_S, Freshness
 from .lookups import Lookups
+from .sweep import DEFAULT_SWEEP_INTERVAL_S, HashSweep
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +78,7 @@ POOL_WORKERS = 1
 #: at most 2 (the daemon's own thread settles their results meanwhile).
 FIRST_INDEX_WORKERS = max(1, min(2, os.cpu_count() or 1))
 #: Nice value added to background work (the chunking worker process, the dense thread and the
-#: model threads it starts): queries and edits win the CPU over a backlog.
+#: model threads it starts, the hash sweep): queries and edits win the CPU over a backlog.
 BACKGROUND_NICE = 10
 #: At most this long (seconds) :meth:`Service.close` waits for the background threads before
 #: the final save: the writer stops at its next file, the dense thread after its batch.
@@ -126,7 +129,8 @@ class Service:
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
-        reconcile_interval: seconds between full reconciles (0 disables).
+        reconcile_interval: seconds between full reconciles by stat signature (0 disables).
+        hash_sweep_interval: seconds between content-hash sweeps (0 disables; :mod:`daemon.service.sweep`).
         shared_cache: the team's PostgreSQL DSN (:mod:`daemon.index.shared_cache`; None: none);
             ``shared_cache_mode``: ``rw`` (look up and write back) or ``ro`` (look up only).
     """
@@ -140,6 +144,7 @@ class Service:
         watch: str = "auto",
         config: EngineConfig | None = None,
         reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL,
+        hash_sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
         shared_cache: str | None = None,
         shared_cache_mode: str = "rw",
     ) -> None:
@@ -156,11 +161,13 @@ class Service:
         self.watch_mode = watch
         self.config = config or EngineConfig()
         self.reconcile_interval = reconcile_interval
+        self.hash_sweep_interval = hash_sweep_interval
         self.shared_cache_dsn = shared_cache or None
         self.shared_cache_mode = shared_cache_mode
         self.engine: Engine | None = None
         self.lookups: Lookups | None = None  # the read-only questions, once started
         self.watcher = None
+        self.sweep: HashSweep | None = None
         self.state = "loading"
         self.started_at = time.time()
         self.last_error: str | None = None
@@ -252,8 +259,8 @@ class Service:
             self.start_background()
 
     def start_background(self) -> None:
-        """Start the writer (it arms the watcher, then reconciles with the disk) and the dense
-        thread. Called by :meth:`start`, or by the daemon once it answers
+        """Start the writer (it arms the watcher, then reconciles with the disk), the dense
+        thread and the hash sweep. Called by :meth:`start`, or by the daemon once it answers
         (:attr:`defer_background`). Idempotent."""
         if self._threads or self._stop.is_set():
             return
@@ -261,6 +268,16 @@ class Service:
         self._spawn(self._writer_loop, "bsl-lens-writer")
         if self.engine.embedder is not None:
             self._spawn(self._dense_loop, "bsl-lens-dense")
+        if self.hash_sweep_interval:
+            self.sweep = HashSweep(
+                self.engine,
+                max_file_bytes=self.config.max_file_bytes,
+                interval_s=self.hash_sweep_interval,
+                ready=lambda: self._first_reconcile_done.is_set() and not self._busy.is_set() and self._jobs.empty(),
+                on_changed=lambda paths: self.reindex(paths=paths),
+                stop=self._stop,
+            )
+            self._spawn(self._sweep_loop, "bsl-lens-sweep")
 
     def _spawn(self, target, name: str) -> None:
         t = threading.Thread(target=self._guard(target), name=name, daemon=True)
@@ -461,9 +478,9 @@ class Service:
         self._jobs.put(job)
 
     def reindex(self, *, full: bool = False, paths: list[str] | None = None) -> None:
-        """Queue a reconcile: of the whole export (``full`` or no ``paths``; by size and mtime,
-        then content hash, so only changed files are re-chunked) or of these relative paths.
-        Returns at once. ``ValueError`` for a path
+        """Queue a reconcile: of the whole export (``full`` or no ``paths``; by stat signature,
+        then content hash, so only changed files are re-chunked) or of these relative paths
+        (read again whatever their stat says). Returns at once. ``ValueError`` for a path
         outside the root."""
         if paths and not full:
             norm = {self._engine().confine(p) for p in paths}  # ValueError for a path outside the root
@@ -733,6 +750,11 @@ class Service:
                     return False
                 self._idle.wait(min(left, 0.05))
 
+    # ------------------------------------------------------------------ hash sweep
+    def _sweep_loop(self) -> None:
+        _nice_this_thread(BACKGROUND_NICE)
+        self.sweep.run()
+
     # ------------------------------------------------------------------ dense
     def _queue_backlog(self) -> None:
         """Ask the dense thread to work out the backlog (hashing every chunk's head takes a
@@ -938,6 +960,9 @@ class Service:
             lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
             lat.p95_ms = round(percentile(self._latencies, 0.95), 1)
             lat.last_ms = round(self._latencies[-1], 1)
+        counters = dict(self.counters)
+        if self.sweep is not None:
+            counters.update(hash_sweeps=self.sweep.passes, hash_sweep_changed=self.sweep.found)
         return Status(
             state=self.state,
             pid=os.getpid(),
@@ -966,7 +991,7 @@ class Service:
             skipped_count=len(skips),
             full_reconcile_pending=fresh["full_reconcile_pending"],
             last_index=dict(self.last_index),
-            counters=dict(self.counters),
+            counters=counters,
             progress=self._progress_now(),
             saving=self._saving,
             last_saved_at=self.last_saved_at,
