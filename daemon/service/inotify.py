@@ -18,7 +18,7 @@ import select
 import struct
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 
 log = logging.getLogger(__name__)
 
@@ -151,18 +151,20 @@ def describe_errno(no: int | None, detail: str = "") -> str:
 class InotifyTree:
     """A recursive inotify watch of ``root`` (an absolute folder path) with its own reader thread.
 
-    ``prune(path, name)``: True for a folder (absolute path, its name) that is neither watched
-    nor descended into (dot-folders, the index folder). ``on_events(changes)`` gets, on the reader thread, the
-    changes of one ``read``: ``(absolute path, is_dir)`` in kernel order, a folder for its
-    creation, deletion or either end of a move, a file for anything else. ``on_lost(why)``:
-    events were lost (a kernel queue overflow; the root deleted or moved): the caller must
-    reconcile everything. ``on_limit(why)``: a folder created later could not be watched
-    because a kernel limit was reached (coverage is now partial).
+    Folders named in ``ignore`` (absolute paths) and, with ``skip_hidden``, every folder whose
+    name starts with a dot are neither watched nor descended into. ``on_events(changes)`` gets,
+    on the reader thread, the changes of one ``read``: ``(absolute path, is_dir)`` in kernel
+    order, a folder for its creation, deletion or either end of a move, a file for anything
+    else (a folder that appears is walked, and what is in it already is handed on too).
+    ``on_lost(why)``: events were lost (a kernel queue overflow; the root deleted or moved): the
+    caller must reconcile everything. ``on_limit(why)``: a folder created later could not be
+    watched because a kernel limit was reached (coverage is now partial).
 
     :meth:`start` raises ``OSError`` if the instance cannot be made (``EMFILE``), the root
     cannot be watched, or any folder hits a kernel limit. Folders that cannot be watched for
     their own reasons (too long a path, no permission) are skipped and listed in
-    :attr:`unwatched` (path -> reason); the rest is watched.
+    :attr:`unwatched` (path -> reason); the rest is watched. Paths are kept as bytes inside
+    (what the kernel and ``os.scandir`` speak) and handed on as ``str``.
     """
 
     kind = "native"
@@ -171,24 +173,27 @@ class InotifyTree:
         self,
         root: str,
         *,
-        prune: Callable[[str, str], bool],
         on_events: Callable[[list[tuple[str, bool]]], None],
         on_lost: Callable[[str], None],
         on_limit: Callable[[str], None],
+        ignore: Iterable[str] = (),
+        skip_hidden: bool = True,
     ) -> None:
         self.root = root.rstrip(os.sep) or os.sep
-        self._prune = prune
+        self._root = os.fsencode(self.root)
+        self._ignore = frozenset(os.fsencode(p) for p in ignore)
+        self._skip_hidden = skip_hidden
         self._on_events = on_events
         self._on_lost = on_lost
         self._on_limit = on_limit
         self._fd = -1
         self._add_watch: Callable[[int, bytes, int], int] | None = None  # libc's, bound in start()
         self._wake_r = self._wake_w = -1
-        self._path_of: dict[int, str] = {}  # wd -> folder
-        self._wd_of: dict[str, int] = {}  # folder -> wd
-        self._kids: dict[str, set[str]] = {}  # folder -> watched sub-folders
+        self._path_of: dict[int, bytes] = {}  # wd -> folder
+        self._wd_of: dict[bytes, int] = {}  # folder -> wd
+        self._kids: dict[bytes, list[bytes]] = {}  # folder -> its watched sub-folders
         self._lock = threading.Lock()  # guards unwatched (read by other threads)
-        self._unwatched: dict[str, str] = {}
+        self._unwatched: dict[bytes, str] = {}
         self._busy = False  # the reader woke up to read: not everything read is handed on yet
         self._stopping = False
         self._strict = False  # during start(): a limit raises instead of being reported
@@ -209,10 +214,10 @@ class InotifyTree:
         self._wake_r, self._wake_w = os.pipe()
         try:
             self._strict = True
-            if not self._add(self.root):
-                reason = self._unwatched.get(self.root, "it vanished")
+            if not self._add(self._root, None):
+                reason = self._unwatched.get(self._root, "it vanished")
                 raise OSError(errno.ENOENT, f"cannot watch the export root {self.root}: {reason}")
-            self._walk(self.root)
+            self._walk(self._root)
         except BaseException:
             self._close()
             raise
@@ -259,7 +264,7 @@ class InotifyTree:
     def unwatched(self) -> dict[str, str]:
         """Folders below the root that are not watched: absolute path -> reason."""
         with self._lock:
-            return dict(self._unwatched)
+            return {os.fsdecode(p): why for p, why in self._unwatched.items()}
 
     @property
     def watches(self) -> int:
@@ -282,33 +287,32 @@ class InotifyTree:
         return not unread and not self._busy
 
     # ------------------------------------------------------------------ watches
-    def _add(self, path: str, parent: str | None = None) -> bool:
-        """Watch one folder (``parent``: the watched folder it is in, if known); False if it is
-        not watched (vanished, skipped, a limit)."""
-        wd = self._add_watch(self._fd, os.fsencode(path), WATCH_MASK)
+    def _pruned(self, path: bytes, name: bytes) -> bool:
+        return (self._skip_hidden and name[:1] == b".") or path in self._ignore
+
+    def _add(self, path: bytes, parent: bytes | None) -> bool:
+        """Watch one folder (``parent``: the watched folder it is in); False if it is not
+        watched (vanished, skipped, a limit)."""
+        wd = self._add_watch(self._fd, path, WATCH_MASK)
         if wd < 0:
             return self._add_failed(path, ctypes.get_errno())
         old = self._path_of.get(wd)
-        if old is not None and old != path:  # the same folder under a new name
+        if old == path:
+            return True  # watched already (a walk after an overflow)
+        if old is not None:  # the same folder under a new name
             self._forget(old)
         self._path_of[wd] = path
         self._wd_of[path] = wd
-        if parent is None and path != self.root:
-            parent = os.path.dirname(path)
         if parent is not None:
-            kids = self._kids.get(parent)
-            if kids is None:
-                self._kids[parent] = {path}
-            else:
-                kids.add(path)
+            self._kids.setdefault(parent, []).append(path)
         return True
 
-    def _add_failed(self, path: str, no: int) -> bool:
+    def _add_failed(self, path: bytes, no: int) -> bool:
         if no in (errno.ENOENT, errno.ENOTDIR):
             return False  # gone meanwhile (or replaced by a file): nothing to watch
         why = describe_errno(no)
         if no in LIMIT_ERRNOS:
-            why = f"{why} at {path}"
+            why = f"{why} at {os.fsdecode(path)}"
             if self._strict:
                 raise OSError(no, why)
             self._on_limit(why)
@@ -316,17 +320,17 @@ class InotifyTree:
         self._skip(path, why)
         return False
 
-    def _walk(self, top: str, found: list[tuple[str, bool]] | None = None) -> None:
+    def _walk(self, top: bytes, found: list[tuple[str, bool]] | None = None) -> None:
         """Watch every folder below ``top`` (itself already watched): an explicit stack, each
         folder watched before it is listed so that a sub-folder made meanwhile is seen.
         ``found``: collects what the walk meets (a folder that appeared may be filled already)."""
         stack = [top]
-        prune, add = self._prune, self._add
+        add, pruned = self._add, self._pruned
         while stack:
             d = stack.pop()
             try:
                 with os.scandir(d) as it:
-                    entries = [(e.path, e.name, _is_dir(e)) for e in it]
+                    entries = [(e.path, e.name, e.is_dir(follow_symlinks=False)) for e in it]
             except (FileNotFoundError, NotADirectoryError):
                 continue
             except OSError as exc:
@@ -335,32 +339,32 @@ class InotifyTree:
             for path, name, is_dir in entries:
                 if not is_dir:
                     if found is not None:
-                        found.append((path, False))
-                elif not prune(path, name) and add(path, d):
+                        found.append((os.fsdecode(path), False))
+                elif not pruned(path, name) and add(path, d):
                     stack.append(path)
                     if found is not None:
-                        found.append((path, True))
+                        found.append((os.fsdecode(path), True))
 
-    def _skip(self, path: str, why: str) -> None:
+    def _skip(self, path: bytes, why: str) -> None:
         with self._lock:
             first = path not in self._unwatched
             self._unwatched[path] = why
         if first:
-            log.warning("watcher: not watching %s: %s", path, why)
+            log.warning("watcher: not watching %s: %s", os.fsdecode(path), why)
 
-    def _forget(self, path: str) -> None:
+    def _forget(self, path: bytes) -> None:
         """Drop the bookkeeping of one folder (its watch is gone or replaced)."""
         wd = self._wd_of.pop(path, None)
         if wd is not None and self._path_of.get(wd) == path:
             del self._path_of[wd]
         self._kids.pop(path, None)
-        kids = self._kids.get(os.path.dirname(path))
-        if kids is not None:
-            kids.discard(path)
+        siblings = self._kids.get(path.rpartition(b"/")[0])
+        if siblings is not None and path in siblings:
+            siblings.remove(path)
 
-    def _drop_tree(self, top: str) -> None:
+    def _drop_tree(self, top: bytes) -> None:
         """Stop watching ``top`` and every folder below it (moved away)."""
-        lib = libc()
+        rm_watch = libc().rm_watch
         stack = [top]
         while stack:
             d = stack.pop()
@@ -368,9 +372,9 @@ class InotifyTree:
             wd = self._wd_of.get(d)
             self._forget(d)
             if wd is not None:
-                lib.rm_watch(self._fd, wd)  # EINVAL if the kernel dropped it already: fine
+                rm_watch(self._fd, wd)  # EINVAL if the kernel dropped it already: fine
         with self._lock:
-            prefix = top + os.sep
+            prefix = top + b"/"
             for p in [p for p in self._unwatched if p == top or p.startswith(prefix)]:
                 del self._unwatched[p]
 
@@ -398,9 +402,7 @@ class InotifyTree:
         try:
             try:
                 buf = os.read(self._fd, _READ_BYTES)
-            except BlockingIOError:
-                return
-            except InterruptedError:
+            except (BlockingIOError, InterruptedError):
                 return
             self._handle(buf)
         finally:
@@ -409,7 +411,7 @@ class InotifyTree:
     def _handle(self, buf: bytes) -> None:
         """Map one read's events to changes, hand them on, then follow the folder changes."""
         changes: list[tuple[str, bool]] = []
-        folder_ops: list[tuple[bool, str]] = []  # (added, path) in kernel order
+        folder_ops: list[tuple[bool, bytes]] = []  # (appeared, path) in kernel order
         lost: str | None = None
         for wd, mask, name in parse_events(buf):
             if mask & IN_Q_OVERFLOW:
@@ -418,40 +420,40 @@ class InotifyTree:
             d = self._path_of.get(wd)
             if d is None:
                 continue
-            if mask & IN_IGNORED:  # the kernel dropped the watch (folder deleted, unmounted)
-                self._forget(d)
-                if d == self.root:
-                    lost = self._root_gone()
-                continue
-            if mask & (IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT):
-                if d == self.root:
+            if mask & (IN_IGNORED | IN_DELETE_SELF | IN_MOVE_SELF | IN_UNMOUNT):
+                if mask & IN_IGNORED:  # the kernel dropped the watch (folder deleted, unmounted)
+                    self._forget(d)
+                if d == self._root:
                     lost = self._root_gone()
                 continue  # other folders: their parent reports them
-            path = os.path.join(d, os.fsdecode(name)) if name else d
+            path = d + b"/" + name if name else d
             if not mask & IN_ISDIR:
-                changes.append((path, False))
+                changes.append((os.fsdecode(path), False))
             elif mask & _DIR_EVENTS:
-                changes.append((path, True))
+                changes.append((os.fsdecode(path), True))
                 folder_ops.append((bool(mask & (IN_CREATE | IN_MOVED_TO)), path))
         if changes:
             self._on_events(changes)
-        for added, path in folder_ops:
-            self._follow(added, path)
+        for appeared, path in folder_ops:
+            self._follow(appeared, path)
         if lost is not None:
             self._on_lost(lost)
-            if lost.startswith("the inotify event queue") and not self.gone:
-                self._walk(self.root)  # folders made while events were lost get their watches
+            if not self.gone:
+                self._walk(self._root)  # folders made while events were lost get their watches
 
-    def _follow(self, added: bool, path: str) -> None:
+    def _follow(self, appeared: bool, path: bytes) -> None:
         """A folder appeared (watch its tree and hand on what is in it already) or went away
         (drop the watches of its tree)."""
-        if not added:
+        if not appeared:
             self._drop_tree(path)
-        elif not self._prune(path, os.path.basename(path)) and self._add(path):
-            found: list[tuple[str, bool]] = []
-            self._walk(path, found)
-            if found:
-                self._on_events(found)
+            return
+        parent, _, name = path.rpartition(b"/")
+        if self._pruned(path, name) or not self._add(path, parent):
+            return
+        found: list[tuple[str, bool]] = []
+        self._walk(path, found)
+        if found:
+            self._on_events(found)
 
     def _root_gone(self) -> str:
         self.gone = f"the export root {self.root} was deleted or moved"

@@ -305,7 +305,7 @@ class Service:
             pass
         w = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode, on_notice=self._notice)
         self.watcher = w  # before start(): close() may stop it from another thread meanwhile
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             w.start()
         except Exception as exc:
@@ -316,7 +316,13 @@ class Service:
             self._watch_state = "off"
             return
         self._watch_state = "armed"
-        log.info("watcher armed in %.2fs (%s)", time.perf_counter() - t0, w.mode)
+        log.info(
+            "watcher armed in %.2fs (%s; %.2fs CPU, %d folders not watched)",
+            time.perf_counter() - t0,
+            w.mode,
+            time.thread_time() - c0,
+            len(w.unwatched),
+        )
         problem = w.problem()
         if problem:
             log.warning("answers will say stale until this is fixed: %s", problem)

@@ -407,8 +407,8 @@ class Watcher:
         return sorted(rels), abs_paths
 
     def _pruned(self, path: str, name: str) -> bool:
-        """True for a folder (absolute path, its name) that is neither watched nor walked: a
-        dot-folder or an ``ignore`` folder."""
+        """True for a folder (absolute path, its name) that is neither polled nor walked: a
+        dot-folder or an ``ignore`` folder (the inotify tree applies the same rule)."""
         return name.startswith(".") or path in self._ignore_abs
 
     def _relative(self, path: str | bytes) -> str | None:
@@ -585,7 +585,8 @@ class Watcher:
         if inotify.available():
             tree = inotify.InotifyTree(
                 self._root_str,
-                prune=self._pruned,
+                ignore=self._ignore_abs,
+                skip_hidden=True,
                 on_events=self._ingest_changes,
                 on_lost=self._mark_overflow,
                 on_limit=self._note_limit,

@@ -186,6 +186,39 @@ def test_delete_and_rename_object_folder(export: Path, make_watcher) -> None:
     assert c.wait(lambda: "Documents/Заказ" in c.dirs or "Documents" in c.dirs), c.dirs
 
 
+def test_a_moved_folder_is_watched_under_its_new_name(export: Path, make_watcher) -> None:
+    """Folders moved inside the root, out of it and back in: events below them carry the path
+    they have now, and nothing is reported for a folder that left the root."""
+    c = Collector()
+    w = make_watcher(export, c)
+
+    def since(k: int) -> set[str]:
+        return set().union(*(b.paths | b.dirs for b in c.batches[k:]))
+
+    def settled() -> int:
+        assert wait_until(lambda: w.pending == 0 and w.caught_up())
+        return len(c.batches)
+
+    os.rename(export / "Catalogs/Товары", export / "Catalogs/Продукты")
+    assert c.wait(lambda: "Catalogs/Продукты" in c.dirs), c.dirs
+    k = settled()
+    (export / "Catalogs/Продукты/Forms/Форма/Ext/Form/Module.bsl").write_text("// after the move", encoding="utf-8")
+    assert c.wait(lambda: "Catalogs/Продукты/Forms/Форма/Ext/Form/Module.bsl" in since(k)), since(k)
+    assert not any(p.startswith("Catalogs/Товары/") for p in since(k))
+    k = settled()
+    outside = export.parent / "outside"
+    os.rename(export / "Catalogs/Продукты", outside)
+    assert c.wait(lambda: "Catalogs/Продукты" in since(k)), since(k)
+    k = settled()
+    (outside / "Ext/ObjectModule.bsl").write_text("// moved away", encoding="utf-8")
+    os.rename(outside, export / "Catalogs/Вернулись")
+    assert c.wait(lambda: "Catalogs/Вернулись" in since(k)), since(k)
+    k = settled()
+    (export / "Catalogs/Вернулись/Ext/ObjectModule.bsl").write_text("// back", encoding="utf-8")
+    assert c.wait(lambda: "Catalogs/Вернулись/Ext/ObjectModule.bsl" in since(k)), since(k)
+    assert all(p.startswith("Catalogs/Вернулись") for p in since(k)), since(k)
+
+
 @pytest.mark.parametrize("mode", ["auto", "polling"])
 def test_ignored_places_produce_nothing(export: Path, make_watcher, mode: str) -> None:
     index = export / "index"  # an index dir inside the root, not a dot-dir
