@@ -29,8 +29,9 @@ DEFAULT_SWEEP_INTERVAL_S = 900.0
 #: Read rate of a sweep, bytes per second: the pass over an ERP-sized export takes minutes and
 #: a few seconds of CPU (docs/freshness.md).
 SWEEP_BYTES_PER_S = 16 << 20
-#: The sweep sleeps at least this long between reads (seconds), which bounds its share of a core.
-SWEEP_PAUSE_S = 0.002
+#: The sweep sleeps once it is this far ahead of its read rate (seconds): fewer, longer pauses
+#: (a wake-up per file cost more CPU than the hashing).
+SWEEP_SLICE_S = 0.05
 
 
 class SweepReport(msgspec.Struct, kw_only=True):
@@ -141,6 +142,9 @@ class HashSweep:
         return not self._stop.is_set()
 
     def _pace(self, done: int, t0: float) -> None:
-        """Sleep so that reading stays at :attr:`bytes_per_s` (and at least :data:`SWEEP_PAUSE_S`)."""
-        ahead = done / self.bytes_per_s - (time.monotonic() - t0) if self.bytes_per_s > 0 else 0.0
-        self._stop.wait(max(ahead, SWEEP_PAUSE_S))
+        """Sleep so that reading stays at :attr:`bytes_per_s` (in slices of :data:`SWEEP_SLICE_S`)."""
+        if self.bytes_per_s <= 0:
+            return
+        ahead = done / self.bytes_per_s - (time.monotonic() - t0)
+        if ahead >= SWEEP_SLICE_S:
+            self._stop.wait(ahead)
