@@ -146,8 +146,9 @@ def ensure_daemon(
     no process holds the root lock, spawn ``daemon run`` with ``args`` (it removes a killed
     daemon's leftovers itself; clients never unlink a daemon's files); then poll ``probe``
     with backoff (10 ms doubling to :data:`PROBE_MAX_DELAY`: a probe is one failed ``connect``,
-    and a longer step would add up to its length to a warm start). A daemon that holds the root lock but does not answer yet (starting or
-    stopping) is waited for the same way. Returns True if this call spawned the daemon.
+    and a longer step would add up to its length to a warm start). A daemon that holds the
+    root lock but does not answer yet (starting or stopping) is waited for the same way.
+    Returns True if this call spawned the daemon.
 
     Raises :class:`RootBusy` at once when the root's daemon (running or starting) uses
     another index dir; :class:`DaemonTimeout` after ``timeout`` seconds;
