@@ -445,7 +445,9 @@ class SearchResult(msgspec.Struct, kw_only=True):
     be indexed older than the disk; ``stale_paths`` names the first 20 of them (folders end
     in ``/``), ``stale_count`` counts them all, ``pending_count`` the noticed changes among
     them; ``full_reconcile_pending``: events were lost and the whole export is re-checked;
-    ``unread_events``: the watcher had not caught up with the kernel when the answer left.
+    ``unread_events``: the watcher had not caught up with the kernel when the answer left;
+    ``stale_reason``: file watching is off or degraded (not by choice), so a change may not
+    be noticed at all: why (``stale`` is then always set).
     An in-process search (``--standalone``) leaves them empty."""
 
     query: str
@@ -461,6 +463,7 @@ class SearchResult(msgspec.Struct, kw_only=True):
     pending_count: int = 0
     full_reconcile_pending: bool = False
     unread_events: bool = False
+    stale_reason: str | None = None
 
 
 # ------------------------------------------------------------------------------ lookups and status
@@ -513,13 +516,18 @@ class WatchStatus(msgspec.Struct, kw_only=True):
     used; ``pending_events``: events not yet handed over. ``state``: ``arming`` (being set
     up in the background while queries are already answered; changes made meanwhile are
     caught by the reconcile that follows), ``watching`` (native events), ``polling``,
-    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``."""
+    ``overflowed`` (events were lost; a full reconcile is queued or running), ``off``.
+    ``freshness``: ``live`` (every change is noticed), ``arming``, ``off`` (``--watch off``:
+    the periodic reconcile and ``reindex`` only) or ``degraded`` (the watcher fell back, stopped
+    or skips folders: answers say ``stale`` with ``freshness_reason``)."""
 
     mode: str
     state: str = "off"
     degraded: str | None = None
     pending_events: int = 0
     last_error: str | None = None
+    freshness: str = "live"
+    freshness_reason: str | None = None
 
 
 class Latency(msgspec.Struct, kw_only=True):
@@ -668,7 +676,7 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class ModuleText(msgspec.Struct, kw_only=True):
     """Lines ``start_line..end_line`` (1-based, inclusive) of a module; ``truncated`` when
-    the request was cut to :data:`daemon.service.service.MAX_READ_LINES` or to the end of the file."""
+    the request was cut to :data:`daemon.service.lookups.MAX_READ_LINES` or to the end of the file."""
 
     path: str
     start_line: int

@@ -69,6 +69,52 @@ def copy_sample(dst: Path) -> Path:
     return dst
 
 
+def make_chain(top: Path, depth: int, name: str = "d") -> Path:
+    """``depth`` nested folders ``name`` below ``top`` with a ``Module.bsl`` at the bottom, made
+    relative to an open folder each step (the whole path may exceed PATH_MAX). Remove it with
+    :func:`remove_chain`: pytest's own clean-up of old temp folders recurses per level and would
+    fail on it, for every later test session on the machine."""
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for _ in range(depth):
+            os.mkdir(name, dir_fd=fd)
+            nxt = os.open(name, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        with open(os.open("Module.bsl", os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd), "w", encoding="utf-8") as fh:
+            fh.write("// at the bottom\n")
+    finally:
+        os.close(fd)
+    return top / name
+
+
+def remove_chain(top: Path) -> None:
+    """Remove a folder tree of any depth (and ``top`` itself) without recursion."""
+    if not os.path.lexists(top):
+        return
+    fds = [os.open(top, os.O_RDONLY | os.O_DIRECTORY)]
+    names: list[str] = []
+    try:
+        while fds:
+            sub = None
+            for e in os.scandir(fds[-1]):
+                if e.is_dir(follow_symlinks=False):
+                    sub = e.name
+                    break
+                os.unlink(e.name, dir_fd=fds[-1])
+            if sub is not None:
+                fds.append(os.open(sub, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fds[-1]))
+                names.append(sub)
+                continue
+            os.close(fds.pop())
+            if names:
+                os.rmdir(names.pop(), dir_fd=fds[-1])
+    finally:
+        for fd in fds:
+            os.close(fd)
+    os.rmdir(top)
+
+
 class DaemonHandle:
     """One daemon under test: ``root``, ``index_dir``, ``pid``, ``paths`` (daemon.server.runtime.Paths)."""
 

@@ -105,6 +105,8 @@ class FileRecord(msgspec.Struct, kw_only=True):
     slots: bytes = b""
     encoding: str = "utf-8"
     deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
+    ino: int = 0  # with ctime_ns: what a rewrite keeping size and mtime cannot keep (0: unknown)
+    ctime_ns: int = 0
 
     def slot_list(self) -> list[int]:
         """The file's chunk slots in index order."""
@@ -140,6 +142,8 @@ class FileUpdate(msgspec.Struct):
     chunks: list[Chunk] | None
     tokens: dict[str, list[str]] = {}
     deps: str = ""
+    ino: int = 0
+    ctime_ns: int = 0
 
 
 class ChangeSet(msgspec.Struct, kw_only=True):
@@ -162,6 +166,13 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     files_seen: int = 0
     seconds: float = 0.0
     staged: Any = None
+
+
+def same_stat(rec: FileRecord, src: SourceFile) -> bool:
+    """True when a file's stat signature is what the index recorded: size, mtime, ctime and
+    inode. A rewrite that restores size and mtime (``cp -p``, ``rsync -a``, a ``tar`` restore)
+    changes ctime or the inode, so it is re-read."""
+    return rec.size == src.size and rec.mtime_ns == src.mtime_ns and rec.ctime_ns == src.ctime_ns and rec.ino == src.ino
 
 
 def symbol_boost(chunk: Chunk) -> float:
@@ -192,7 +203,10 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         return exc.to_skip(src.path)
     digest = content_hash(data)
     if rec is not None and rec.hash == digest and rec.deps == deps:
-        return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, rec.encoding or "utf-8", None, deps=deps)
+        enc = rec.encoding or "utf-8"
+        return FileUpdate(
+            src.path, kind, digest, src.size, src.mtime_ns, enc, None, deps=deps, ino=src.ino, ctime_ns=src.ctime_ns
+        )
     encoding = "utf-8"
     if kind == "bsl":
         try:
@@ -226,7 +240,9 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         if skips and not chunks:
             # invalid or half-written XML: keep what we had (no mass deletion); retried later
             return skips[0]
-    return FileUpdate(src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, deps=deps)
+    return FileUpdate(
+        src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, deps=deps, ino=src.ino, ctime_ns=src.ctime_ns
+    )
 
 
 class _WorkItem(msgspec.Struct, array_like=True):
@@ -420,8 +436,8 @@ class ReconcileMixin:
         """Reconcile the index with the disk: scan, re-chunk changed files, drop removed ones.
 
         :meth:`prepare` (read, hash, chunk, tokenize; no lock held) then :meth:`apply` (one
-        batch under the lock). A file is re-read only if its size or mtime changed (for a
-        descriptor also those of its form/template descriptors), and re-chunked only if its
+        batch under the lock). A file is re-read only if its stat signature changed
+        (:func:`same_stat`; for a descriptor also those of its form/template descriptors), and re-chunked only if its
         content hash changed (so ``touch`` costs nothing). Chunks are diffed by id and
         text: BM25 and the names channel are updated per changed chunk, O(its terms). Dense
         vectors are not computed here; :meth:`embed_pending` does that.
@@ -459,7 +475,8 @@ class ReconcileMixin:
 
         ``paths is None``: the whole export (:func:`daemon.sources.scan.scan_export`); otherwise only
         ``paths`` and the subtrees of ``dirs`` (:func:`daemon.sources.scan.scan_paths`). Reads,
-        hashes, chunks and tokenizes every file whose size or mtime changed, so that
+        hashes, chunks and tokenizes every file whose stat signature changed (:func:`same_stat`)
+        and every file named in ``paths`` (a watcher event or a request names it), so that
         :meth:`apply` only swaps results in. Must run on the writer thread (it reads the
         current records, which only the writer changes). Never raises for file content.
         """
@@ -501,11 +518,12 @@ class ReconcileMixin:
         seen: set[str] = set()
         total = len(sources)
         todo = []
+        named = set(paths)
         for kind, src in sources:
             seen.add(src.path)
             rec = self.files.get(src.path)
             deps = self._deps_sig(src) if kind == "metadata" else ""
-            if rec is not None and rec.size == src.size and rec.mtime_ns == src.mtime_ns and rec.deps == deps:
+            if rec is not None and src.path not in named and same_stat(rec, src) and rec.deps == deps:
                 continue
             todo.append((kind, src, rec, deps))
         fmt = scan.info.format
@@ -556,7 +574,7 @@ class ReconcileMixin:
         return cs
 
     def _deps_sig(self, src) -> str:
-        """Signature (size, mtime) of a descriptor's form/template descriptors: a change of
+        """Signature (size, mtime, ctime, inode) of a descriptor's form/template descriptors: a change of
         ``Forms/<F>.xml`` re-chunks its owner object."""
         if not src.deps:
             return ""
@@ -564,7 +582,8 @@ class ReconcileMixin:
         for dep in src.deps:
             try:
                 st = os.stat(self.root / dep, follow_symlinks=False)
-                h.update(f"{dep}\0{st.st_size}\0{st.st_mtime_ns}\n".encode("utf-8", "surrogatepass"))
+                sig = f"{dep}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
+                h.update(sig.encode("utf-8", "surrogatepass"))
             except OSError:
                 h.update(f"{dep}\0-\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
@@ -673,6 +692,7 @@ class ReconcileMixin:
                     rec = self.files.get(u.path)
                     if rec is not None:
                         rec.size, rec.mtime_ns, rec.deps = u.size, u.mtime_ns, u.deps
+                        rec.ino, rec.ctime_ns = u.ino, u.ctime_ns
                         self._dirty = True
                     continue
                 if self._apply_file(u, report):
@@ -782,6 +802,8 @@ class ReconcileMixin:
             slots=np.asarray(new_slots, dtype="<i4").tobytes(),
             encoding=u.encoding,
             deps=u.deps,
+            ino=u.ino,
+            ctime_ns=u.ctime_ns,
         )
         self._dirty = True
         return old is None or before != (

@@ -182,7 +182,7 @@ TopK = Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)]
 Line = Annotated[int, msgspec.Meta(ge=1)]
 Seconds = Annotated[float, msgspec.Meta(ge=0, le=3600)]
 #: How long a query may wait for the changes noticed so far to be applied
-#: (``daemon.service.service.MAX_FRESH_S``).
+#: (``daemon.service.freshness.MAX_FRESH_S``).
 FreshSeconds = Annotated[float, msgspec.Meta(ge=0, le=60)]
 
 

@@ -539,9 +539,9 @@ def spawn_daemon(paths: Paths, args: list[str]) -> subprocess.Popen:
 
     New session (no controlling terminal, not killed by the caller's Ctrl-C), stdin/stdout
     on /dev/null, stderr appended to the log (0600; :func:`log_file_of`; rotated to ``.1`` beyond
-    :data:`LOG_ROTATE_BYTES`), where the daemon's own logging then goes too. The package's parent directory is prepended to
-    ``PYTHONPATH`` so ``-m daemon.cli`` imports even from a source checkout with an empty
-    environment. The caller must not wait on the process; a daemon thread reaps it.
+    :data:`LOG_ROTATE_BYTES`), where the daemon's own logging then goes too. The package's parent
+    directory is prepended to ``PYTHONPATH`` so ``-m daemon.cli`` imports even from a source
+    checkout with an empty environment. The caller must not wait on the process; a daemon thread reaps it.
     """
     paths.index_dir.mkdir(parents=True, exist_ok=True, mode=0o700)
     log_path = log_file_of(paths, args)
@@ -616,9 +616,10 @@ def read_token(paths: Paths) -> str:
 def export_problem(root: str | os.PathLike) -> str | None:
     """Why a daemon must not be started for ``root``, or None if it may: it does not exist
     or is not a directory, or it is neither a 1C export (Designer ``Configuration.xml``, EDT
-    ``src/Configuration/Configuration.mdo``, :func:`daemon.sources.scan.detect_export`) nor a folder
-    with ``.bsl`` modules or ``.md`` pages among its first :data:`BSL_PROBE_ENTRIES` entries (a loose set of
-    modules still gets a daemon; a folder of markdown is a docs root, :mod:`daemon.sources.docs`). Reads the folder, creates nothing."""
+    ``src/Configuration/Configuration.mdo``, :func:`daemon.sources.scan.detect_export`) nor a
+    folder with ``.bsl`` modules or ``.md`` pages among its first :data:`BSL_PROBE_ENTRIES`
+    entries (a loose set of modules still gets a daemon; a folder of markdown is a docs root,
+    :mod:`daemon.sources.docs`). Reads the folder, creates nothing."""
     p = Path(root).expanduser()
     if not p.exists():
         return f"export root is not a directory: {root} (it does not exist)"
@@ -630,7 +631,8 @@ def export_problem(root: str | os.PathLike) -> str | None:
         return None
     return (
         f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
-        "src/Configuration/Configuration.mdo (EDT project), no .bsl modules and no .md pages; point it at the export's root"
+        "src/Configuration/Configuration.mdo (EDT project), no .bsl modules and no .md pages; "
+        "point it at the export's root"
     )
 
 

@@ -494,7 +494,8 @@ class Server:
 
     # -------------------------------------------------------------------- commands (pool threads)
     # Each takes the method's params struct (daemon.server.protocol) and returns what the Service
-    # returns; ValueError -> -32602, LookupError -> -32001, anything else -> -32603.
+    # or its read-only Lookups (daemon.service.lookups) return; ValueError -> -32602,
+    # LookupError -> -32001, anything else -> -32603.
     def cmd_search(self, p):
         """``Service.search`` -> ``SearchResult`` (``remember=False`` passed only when asked)."""
         extra = {} if p.remember else {"remember": False}
@@ -509,32 +510,32 @@ class Server:
         )
 
     def cmd_get_chunk(self, p):
-        """``Service.get_chunk`` -> ``Chunk``."""
-        return self.service.get_chunk(p.chunk_id)
+        """``Lookups.get_chunk`` -> ``Chunk``."""
+        return self.service.lookups.get_chunk(p.chunk_id)
 
     def cmd_get_method(self, p):
-        """``Service.get_method`` -> ``MethodInfo``."""
-        return self.service.get_method(p.name, p.path)
+        """``Lookups.get_method`` -> ``MethodInfo``."""
+        return self.service.lookups.get_method(p.name, p.path)
 
     def cmd_read_module(self, p):
-        """``Service.read_module`` -> ``ModuleText``."""
-        return self.service.read_module(p.path, p.start_line, p.end_line)
+        """``Lookups.read_module`` -> ``ModuleText``."""
+        return self.service.lookups.read_module(p.path, p.start_line, p.end_line)
 
     def cmd_read_document(self, p):
-        """``Service.read_document`` -> ``DocumentText``."""
-        return self.service.read_document(p.path, p.heading)
+        """``Lookups.read_document`` -> ``DocumentText``."""
+        return self.service.lookups.read_document(p.path, p.heading)
 
     def cmd_doc_mentions(self, p):
-        """``Service.doc_mentions`` -> ``{id: [DocRef]}``."""
-        return self.service.doc_mentions(p.ids)
+        """``Lookups.doc_mentions`` -> ``{id: [DocRef]}``."""
+        return self.service.lookups.doc_mentions(p.ids)
 
     def cmd_describe_object(self, p):
-        """``Service.describe_object`` -> ``ObjectDescription``."""
-        return self.service.describe_object(p.name)
+        """``Lookups.describe_object`` -> ``ObjectDescription``."""
+        return self.service.lookups.describe_object(p.name)
 
     def cmd_document_symbols(self, p):
-        """``Service.document_symbols`` -> ``list[Chunk]``."""
-        return self.service.document_symbols(p.path)
+        """``Lookups.document_symbols`` -> ``list[Chunk]``."""
+        return self.service.lookups.document_symbols(p.path)
 
     def cmd_status(self, p) -> StatusResult:
         """The server's counters (``DaemonInfo``: uptime from ``info.started_at``, open
@@ -586,9 +587,9 @@ def run_daemon(
     (:func:`daemon.options.embedder_or_none`). ``watch``:
     auto | native | polling | off. ``log_file`` is only recorded in ``daemon.json`` and
     ``hello`` (logging itself is configured by the CLI). ``reconcile_interval``: seconds between
-    the service's full re-checks by hash (None: its default; 0 disables). ``shared_cache``: the
-    team's PostgreSQL DSN (:mod:`daemon.index.shared_cache`), ``shared_cache_mode`` rw | ro. ``service_factory`` replaces
-    :class:`daemon.service.service.Service` (same signature) in tests.
+    the service's full re-checks (None: its default; 0 disables). ``shared_cache``: the team's
+    PostgreSQL DSN (:mod:`daemon.index.shared_cache`), ``shared_cache_mode`` rw | ro.
+    ``service_factory`` replaces :class:`daemon.service.service.Service` (same signature) in tests.
 
     Order: the root lock (``/tmp/bsl-lens-<uid>/<key>.lock``, whatever the index dir)
     before any other file of the root is touched, then the index dir (made 0700, umask
@@ -605,16 +606,7 @@ def run_daemon(
     os.umask(0o077)  # every file of the index dir and the log: owner-only (they record queries)
     runtime.ensure_socket_dir()
     log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
-    root_lock = runtime.FileLock(paths.root_lock)
-    if not root_lock.try_acquire():
-        # a daemon writes its pid into the lock at once; a holder that did not is a client
-        # cleaning stale files (runtime.clean_stale, a few ms) or a daemon a moment old
-        written = runtime._read_owner(paths.root_lock)
-        holder = runtime.lock_holder(paths.root_lock)
-        if written is None or not holder or written.pid != holder:
-            root_lock.acquire(0.5)
-        if not root_lock.held:
-            raise AlreadyRunning(paths, runtime.root_owner(paths))
+    root_lock = _take_root_lock(paths)
     lock = runtime.FileLock(paths.lock)
     service = None
     owner = False  # True once the root's socket and state files are ours to remove
@@ -644,17 +636,7 @@ def run_daemon(
             emb or "none (lexical only)",
             watch,
         )
-        kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
-        if shared_cache:
-            from ..index.shared_cache import mask_dsn
-
-            log.info("shared embedding cache %s (mode %s)", mask_dsn(shared_cache), shared_cache_mode)
-            kwargs.update(shared_cache=shared_cache, shared_cache_mode=shared_cache_mode)
-        if docs:  # documentation folders inside the root (daemon.sources.docs)
-            from ..sources.docs import normalize_docs_dirs
-            from ..engine import EngineConfig
-
-            kwargs["config"] = EngineConfig(docs=normalize_docs_dirs(paths.root, docs))
+        kwargs = _service_options(paths, reconcile_interval, shared_cache, shared_cache_mode, docs)
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         options = runtime.DaemonOptions(  # in daemon.json: `daemon restart` starts the next daemon the same way
             embedder=emb or NO_EMBEDDER,
@@ -678,6 +660,43 @@ def run_daemon(
         lock.release()
         root_lock.release()
         log.info("daemon for %s stopped", paths.root)
+
+
+def _take_root_lock(paths: runtime.Paths) -> runtime.FileLock:
+    """The root lock, held; :class:`AlreadyRunning` if another daemon holds it. A daemon
+    writes its pid into the lock at once; a holder that did not is a client cleaning stale
+    files (:func:`runtime.clean_stale`, a few ms) or a daemon a moment old: waited for briefly."""
+    root_lock = runtime.FileLock(paths.root_lock)
+    if not root_lock.try_acquire():
+        written = runtime._read_owner(paths.root_lock)
+        holder = runtime.lock_holder(paths.root_lock)
+        if written is None or not holder or written.pid != holder:
+            root_lock.acquire(0.5)
+        if not root_lock.held:
+            raise AlreadyRunning(paths, runtime.root_owner(paths))
+    return root_lock
+
+
+def _service_options(
+    paths: runtime.Paths,
+    reconcile_interval: float | None,
+    shared_cache: str | None,
+    shared_cache_mode: str,
+    docs: list[str] | None,
+) -> dict[str, Any]:
+    """The service's keyword arguments beyond root, index dir, embedder and watch mode."""
+    kwargs: dict[str, Any] = {} if reconcile_interval is None else {"reconcile_interval": reconcile_interval}
+    if shared_cache:
+        from ..index.shared_cache import mask_dsn
+
+        log.info("shared embedding cache %s (mode %s)", mask_dsn(shared_cache), shared_cache_mode)
+        kwargs.update(shared_cache=shared_cache, shared_cache_mode=shared_cache_mode)
+    if docs:  # documentation folders inside the root (daemon.sources.docs)
+        from ..engine import EngineConfig
+        from ..sources.docs import normalize_docs_dirs
+
+        kwargs["config"] = EngineConfig(docs=normalize_docs_dirs(paths.root, docs))
+    return kwargs
 
 
 #: Seconds a shutdown gives requests in flight to answer (a query takes milliseconds; a

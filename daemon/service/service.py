@@ -5,26 +5,22 @@ of it); it has threads but no sockets and no asyncio, so tests can drive it in-p
 
 Threads:
 
-* **writer** (the only thread that changes the lexical side): the initial reconcile with
-  the disk, the watcher's batches, ``reindex`` requests and a periodic reconcile by hash.
-  Each job is :meth:`Engine.prepare` (read, chunk, tokenize; no lock) then
-  :meth:`Engine.apply` (one batch under the engine lock). Jobs queued while one runs are
-  merged into one (a checkout storm becomes a single reconcile). Every applied batch is
-  appended to the journal at once; the full snapshot is rewritten when the journal grows
-  or after :data:`COMPACT_IDLE_S` quiet seconds (:mod:`daemon.index.journal`).
-* **dense**: embeds chunks whose text changed, changed ones first, then the backlog of a
-  first index, in small batches with its own model instance (so a query never waits for a
-  batch); its vectors go to the dense journal per batch and into a dense snapshot every
-  4096 vectors or when quiet.
-* **watcher** (:mod:`daemon.service.watcher`): debounced file events -> writer jobs.
+* **writer** (the only thread that changes the lexical side): the initial reconcile with the
+  disk, the watcher's batches, ``reindex`` requests and a periodic reconcile. Each job is
+  :meth:`Engine.prepare` (read, chunk, tokenize; no lock) then :meth:`Engine.apply` (one batch
+  under the engine lock). Jobs queued while one runs are merged into one, and a burst of many
+  changed files (a checkout) becomes one full reconcile once the events stop. Every applied
+  batch is journaled at once; the full snapshot is rewritten when the journal grows or after
+  :data:`COMPACT_IDLE_S` quiet seconds (:mod:`daemon.index.journal`).
+* **dense**: embeds chunks whose text changed, changed ones first, then the backlog of a first
+  index, in small batches with its own model instance (a query never waits for a batch).
+* **watcher** (:mod:`daemon.service.watcher`): debounced file events -> writer jobs, and an
+  early notice of each change (:mod:`daemon.service.freshness`).
+* **sweep** (:mod:`daemon.service.sweep`): a slow content-hash pass that catches what neither
+  events nor stat signatures show.
 
-Freshness: a watcher event marks its file pending the moment it arrives
-(:meth:`Service._notice`); the writer clears it once a job that read the file after that
-event is applied. Every search/symbols answer carries what is pending
-(:meth:`Service.freshness`), and may first wait for it (``fresh_timeout``).
-
-Queries run on the caller's thread against the engine (its lock makes every batch atomic
-for readers; hnswlib is never read while written).
+Queries run on the caller's thread against the engine (its lock makes every batch atomic for
+readers); the read-only lookups are :class:`daemon.service.lookups.Lookups`.
 """
 
 from __future__ import annotations
@@ -36,49 +32,39 @@ import queue
 import sys
 import threading
 import time
-import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
 
 from .. import __version__
-from ..engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
 from ..contract import (
-    CODE_KINDS,
     DEFAULT_EMBEDDER,
     DEFAULT_RECONCILE_INTERVAL,
-    METHOD_KINDS,
     WATCH_MODES,
-    Chunk,
     DenseStatus,
-    Field,
     Latency,
-    MethodInfo,
-    ModuleText,
-    ObjectDescription,
     RecentHit,
     RecentQuery,
     Skip,
     Status,
     WatchStatus,
 )
-from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
-from ..contract import normalize_object_type
+from ..engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
+from ..index.names import is_identifier_query
+from ..index.storage import default_index_dir
 from ..options import embedder_or_none
 from ..stats import percentile
-from ..index.storage import default_index_dir
-from ..index.names import is_identifier_query
+from .freshness import ANSWER_SETTLE_S, Freshness
+from .lookups import Lookups
+from .sweep import DEFAULT_SWEEP_INTERVAL_S, HashSweep
 
 log = logging.getLogger(__name__)
 
-#: Every applied batch goes to the journal at once (:mod:`daemon.index.journal`: a ``kill -9``
-#: loses nothing that was applied); the journal is folded into a full snapshot when the
-#: engine asks (:attr:`Engine.compact_due`) or after this many quiet seconds. A snapshot of
-#: ssl31-ru takes ~0.7 s of the writer's time, which is why it is not written per edit.
+#: Quiet seconds after which the journal is folded into a full snapshot (a snapshot costs the
+#: writer most of a second at ssl31-ru size, so it is not written per edit).
 COMPACT_IDLE_S = 60.0
-#: Batch size of background embedding: ~16 method heads take ~1 s on 2 cores, the longest a
-#: changed method waits behind the backlog.
+#: Batch size of background embedding: the longest a changed method waits behind the backlog.
 DENSE_BATCH = 16
 #: A watcher batch with more changed files than this is a storm (see Service._absorb_storm):
 #: one full reconcile after the events stop, instead of many partial batches.
@@ -88,54 +74,30 @@ STORM_MAX_S = 60.0
 #: Worker processes that chunk big reconciles (see Engine.pool): one, so that a checkout
 #: being re-indexed leaves the second core of a 2-core machine to the queries.
 POOL_WORKERS = 1
-#: Workers for a first index (nothing loaded: no query has anything to wait for): every
-#: core, at most 2 (the daemon's own thread settles their results meanwhile).
+#: Workers for a first index (nothing loaded: no query has anything to wait for): every core,
+#: at most 2 (the daemon's own thread settles their results meanwhile).
 FIRST_INDEX_WORKERS = max(1, min(2, os.cpu_count() or 1))
-#: Nice value added to background work (the chunking worker process, the dense thread and
-#: the model threads it starts): queries and edits win the CPU over a reindex or a backlog.
+#: Nice value added to background work (the chunking worker process, the dense thread and the
+#: model threads it starts, the hash sweep): queries and edits win the CPU over a backlog.
 BACKGROUND_NICE = 10
 #: At most this long (seconds) :meth:`Service.close` waits for the background threads before
-#: the final save: the writer stops at its next file, the dense thread after its batch
-#: (~1 s on 2 cores), so a stop is honoured within ~2 s (README "The daemon").
+#: the final save: the writer stops at its next file, the dense thread after its batch.
 CLOSE_JOIN_S = 1.5
 #: Latency samples kept for the p50/p95 in status.
 LATENCY_SAMPLES = 200
-#: read_module returns at most this many lines per call.
-MAX_READ_LINES = 2000
-#: ``search`` requests remembered for ``status.recent_queries`` (the status page), newest
-#: last; each keeps its first :data:`RECENT_HITS` hits and at most :data:`RECENT_QUERY_CHARS`
+#: ``search`` requests remembered for ``status.recent_queries`` (the status page), newest last;
+#: each keeps its first :data:`RECENT_HITS` hits and at most :data:`RECENT_QUERY_CHARS`
 #: characters of the query. In memory only, never saved: gone when the daemon stops.
 RECENT_QUERIES = 10
 RECENT_HITS = 3
 RECENT_QUERY_CHARS = 200
-#: An answer names at most this many stale paths (``SearchResult.stale_paths``); the count
-#: is always complete. Status lists up to 50.
-ANSWER_STALE_PATHS = 20
-#: Longest wait for freshness a query may ask for (``fresh_timeout``), seconds.
-MAX_FRESH_S = 60.0
-#: How long the watcher may take to catch up before an answer is computed: a zero-cost
-#: check when the kernel holds no event; during a storm the answer goes out after this and
-#: says ``unread_events``.
-ANSWER_SETTLE_S = 0.02
-#: A noticed change that no watcher batch brought to the writer within this many seconds
-#: (a notice the debounce dropped, should that ever happen) is re-checked by a job of its
-#: own, so that no path stays pending for ever.
+#: A noticed change that no watcher batch brought to the writer within this many seconds (a
+#: notice the debounce dropped, should that ever happen) is re-checked by a job of its own.
 ORPHAN_NOTICE_S = 5.0
 #: Skipped files listed by ``status`` (``skipped_files``): every reason gets its share.
 STATUS_SKIPPED_FILES = 50
-
-
-_FIELD_GROUPS = {
-    "attribute": "attributes",
-    "addressing_attribute": "attributes",
-    "tabular_section": "tabular_sections",
-    "dimension": "dimensions",
-    "resource": "resources",
-    "enum_value": "enum_values",
-    "form": "forms",
-    "command": "commands",
-    "template": "templates",
-}
+#: Stale paths listed by ``status`` (``stale_files``); the count is always complete.
+STATUS_STALE_FILES = 50
 
 
 class _Job(msgspec.Struct):
@@ -144,6 +106,15 @@ class _Job(msgspec.Struct):
     dirs: set[str] = set()
     first_event: float | None = None  # monotonic time of the first file event, for latency
     reason: str = ""
+
+    def merge(self, more: _Job) -> None:
+        """Take in a job queued behind this one."""
+        self.full = self.full or more.full
+        self.paths |= more.paths
+        self.dirs |= more.dirs
+        if more.first_event is not None:
+            self.first_event = more.first_event if self.first_event is None else min(self.first_event, more.first_event)
+        self.reason = self.reason or more.reason
 
 
 class Service:
@@ -158,7 +129,8 @@ class Service:
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
         config: engine settings.
-        reconcile_interval: seconds between full reconciles by hash (0 disables).
+        reconcile_interval: seconds between full reconciles by stat signature (0 disables).
+        hash_sweep_interval: seconds between content-hash sweeps (0 disables; :mod:`daemon.service.sweep`).
         shared_cache: the team's PostgreSQL DSN (:mod:`daemon.index.shared_cache`; None: none);
             ``shared_cache_mode``: ``rw`` (look up and write back) or ``ro`` (look up only).
     """
@@ -172,6 +144,7 @@ class Service:
         watch: str = "auto",
         config: EngineConfig | None = None,
         reconcile_interval: float = DEFAULT_RECONCILE_INTERVAL,
+        hash_sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
         shared_cache: str | None = None,
         shared_cache_mode: str = "rw",
     ) -> None:
@@ -180,32 +153,35 @@ class Service:
             raise FileNotFoundError(f"export root is not a directory: {root}")
         if watch not in WATCH_MODES:
             raise ValueError(f"watch must be one of {', '.join(WATCH_MODES)}, got {watch!r}")
+        if shared_cache and shared_cache_mode not in ("rw", "ro"):
+            raise ValueError(f"shared_cache_mode must be rw or ro, got {shared_cache_mode!r}")
         self.root = root.resolve()
         self.index_dir = Path(index_dir) if index_dir else default_index_dir(self.root)
         self.embedder_spec = embedder_or_none(embedder)
         self.watch_mode = watch
         self.config = config or EngineConfig()
         self.reconcile_interval = reconcile_interval
+        self.hash_sweep_interval = hash_sweep_interval
         self.shared_cache_dsn = shared_cache or None
         self.shared_cache_mode = shared_cache_mode
-        if self.shared_cache_dsn and shared_cache_mode not in ("rw", "ro"):
-            raise ValueError(f"shared_cache_mode must be rw or ro, got {shared_cache_mode!r}")
         self.engine: Engine | None = None
+        self.lookups: Lookups | None = None  # the read-only questions, once started
         self.watcher = None
+        self.sweep: HashSweep | None = None
         self.state = "loading"
         self.started_at = time.time()
         self.last_error: str | None = None
         self.last_index: dict[str, float | int] = {}
         self.counters = {"jobs": 0, "full_reconciles": 0, "storms": 0, "vectors_embedded": 0}
         self.last_saved_at: float | None = None
+        #: set by the daemon before :meth:`start`: the background (watcher, reconcile, embedding)
+        #: starts only when it calls :meth:`start_background`, once its socket answers, so the
+        #: first query never waits behind arming the watcher
+        self.defer_background = False
+        self.fresh = Freshness(
+            watcher=lambda: self.watcher, known_stale=self._known_stale, watch_problem=self._watch_problem
+        )
         self._jobs: queue.Queue[_Job | None] = queue.Queue()
-        # changes noticed and not yet applied: path (a folder: "dir/") -> (notice number,
-        # monotonic time); see _notice / _settle_pending
-        self._pending: dict[str, tuple[int, float]] = {}
-        self._pending_full = 0  # notice number of an overflow not yet reconciled; 0: none
-        self._pending_queued: set[str] = set()  # pending keys a queued job will apply
-        self._notice_seq = 0
-        self._pending_lock = threading.Lock()
         self._busy = threading.Event()  # the writer is working on a job
         self._idle = threading.Condition()
         self._stop = threading.Event()
@@ -230,11 +206,9 @@ class Service:
         self._recent: collections.deque[RecentQuery] = collections.deque(maxlen=RECENT_QUERIES)
         self._recent_lock = threading.Lock()
         self._watch_state = "off"
+        self._watch_error: str | None = None  # why the watcher could not start
         self._overflowed = False  # an overflow batch's full reconcile has not finished yet
-        #: set by the daemon before :meth:`start`: the background (watcher, reconcile,
-        #: embedding) starts only when it calls :meth:`start_background`, once its socket
-        #: answers, so the first query never waits behind arming the watcher
-        self.defer_background = False
+        self._last_change = self._last_reconcile = time.monotonic()
         #: held by the writer while it applies a batch or writes the lexical snapshot, and by
         #: the dense thread while it adds or saves vectors; close() takes both for the final save
         self._write_lock = threading.Lock()
@@ -243,12 +217,11 @@ class Service:
     # ------------------------------------------------------------------ lifecycle
     def start(self) -> None:
         """Load the persisted snapshot (queries are answered from it as soon as this returns)
-        and start the background threads: the writer first arms the watcher (``status``
-        says ``arming``), then reconciles with the disk, so changes made while arming are
-        caught by that reconcile.
+        and start the background threads: the writer first arms the watcher (``status`` says
+        ``arming``), then reconciles with the disk, so changes made while arming are caught.
 
-        Raises what :meth:`Engine.open` or the embedder raise (a broken model install);
-        never for file content.
+        Raises what :meth:`Engine.open` or the embedder raise (a broken model install); never
+        for file content.
         """
         _remove_temp_files(self.index_dir)
         embedder = None
@@ -257,22 +230,19 @@ class Service:
 
             embedder = make_embedder(self.embedder_spec)
         t0 = time.perf_counter()
-        # the lexical side first: queries are answered from it while the dense thread loads
-        # the vectors (warm start to first answer, README "Benchmarks")
+        # the lexical side first: queries are answered from it while the dense thread loads the vectors
         self.engine = Engine.open(
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
         self.engine.on_damaged = lambda: self.reindex(full=True)  # a damaged snapshot: rebuild it
         self.engine.log_skips = True  # each skipped file named once in the daemon log
-        # big reconciles (a first index, a checkout) are chunked in a worker process: the
-        # daemon's GIL stays free for queries; one worker leaves a core for them (2-core
-        # machines are the target)
+        self.lookups = Lookups(self.engine, max_file_bytes=self.config.max_file_bytes)
         from ..engine import make_pool
 
-        # a first index (nothing loaded) chunks at normal priority: no query has anything to
-        # win yet, and at nice +10 a busy machine starved it (71.6 s in the daemon against
-        # 20 s for `bsl-lens index`, issue 14); later reconciles run niced (see _writer_loop)
+        # big reconciles are chunked in a worker process, so the daemon's GIL stays free for
+        # queries. A first index (nothing loaded) chunks on every core at normal priority: no
+        # query has anything to win yet (docs/freshness.md, "Priorities"); later ones run niced.
         self._pool_nice = BACKGROUND_NICE if self.engine.files else 0
         workers = POOL_WORKERS if self.engine.files else FIRST_INDEX_WORKERS
         self.engine.pool = make_pool(workers, nice=self._pool_nice)
@@ -289,8 +259,8 @@ class Service:
             self.start_background()
 
     def start_background(self) -> None:
-        """Start the writer (it arms the watcher, then reconciles with the disk) and the dense
-        thread. Called by :meth:`start`, or by the daemon once it answers
+        """Start the writer (it arms the watcher, then reconciles with the disk), the dense
+        thread and the hash sweep. Called by :meth:`start`, or by the daemon once it answers
         (:attr:`defer_background`). Idempotent."""
         if self._threads or self._stop.is_set():
             return
@@ -298,6 +268,16 @@ class Service:
         self._spawn(self._writer_loop, "bsl-lens-writer")
         if self.engine.embedder is not None:
             self._spawn(self._dense_loop, "bsl-lens-dense")
+        if self.hash_sweep_interval:
+            self.sweep = HashSweep(
+                self.engine,
+                max_file_bytes=self.config.max_file_bytes,
+                interval_s=self.hash_sweep_interval,
+                ready=lambda: self._first_reconcile_done.is_set() and not self._busy.is_set() and self._jobs.empty(),
+                on_changed=lambda paths: self.reindex(paths=paths),
+                stop=self._stop,
+            )
+            self._spawn(self._sweep_loop, "bsl-lens-sweep")
 
     def _spawn(self, target, name: str) -> None:
         t = threading.Thread(target=self._guard(target), name=name, daemon=True)
@@ -325,17 +305,27 @@ class Service:
             pass
         w = Watcher(self.root, self._on_batch, ignore=ignore, mode=self.watch_mode, on_notice=self._notice)
         self.watcher = w  # before start(): close() may stop it from another thread meanwhile
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         try:
             w.start()
         except Exception as exc:
             log.error("file watching could not start (%s); relying on periodic reconcile", exc)
             self.last_error = f"watcher: {exc}"
+            self._watch_error = str(exc)
             self.watcher = None
             self._watch_state = "off"
             return
         self._watch_state = "armed"
-        log.info("watcher armed in %.2fs (%s)", time.perf_counter() - t0, w.mode)
+        log.info(
+            "watcher armed in %.2fs (%s; %.2fs CPU, %d folders not watched)",
+            time.perf_counter() - t0,
+            w.mode,
+            time.thread_time() - c0,
+            len(w.unwatched),
+        )
+        problem = w.problem()
+        if problem:
+            log.warning("answers will say stale until this is fixed: %s", problem)
 
     def request_stop(self) -> None:
         """Tell the background threads to stop (any thread; returns at once): a reconcile in
@@ -366,22 +356,26 @@ class Service:
             t.join(timeout=max(0.1, deadline - time.monotonic()))
             if t.is_alive():
                 log.warning(
-                    "%s still busy after %.1f s; it stops at its next step (only a batch being applied or saved is waited for)",
+                    "%s still busy after %.1f s; it stops at its next step "
+                    "(only a batch being applied or saved is waited for)",
                     t.name,
                     CLOSE_JOIN_S,
                 )
         if self.engine is not None:
-            # a batch being applied, a snapshot being written or an embedding batch is
-            # finished first (never two writers of one file); the threads do not start
-            # another once stopping
-            with self._write_lock, self._dense_lock:
-                try:
-                    self.engine.save()
-                    self.last_saved_at = time.time()
-                except Exception:
-                    log.exception("final save failed")
-                if self.engine.shared_cache is not None:
-                    self.engine.shared_cache.close()
+            self._final_save()
+
+    def _final_save(self) -> None:
+        """Save what changed: a batch being applied, a snapshot being written or an embedding
+        batch is finished first (never two writers of one file); the threads do not start
+        another once stopping."""
+        with self._write_lock, self._dense_lock:
+            try:
+                self.engine.save()
+                self.last_saved_at = time.time()
+            except Exception:
+                log.exception("final save failed")
+            if self.engine.shared_cache is not None:
+                self.engine.shared_cache.close()
 
     # ------------------------------------------------------------------ events
     def add_listener(self, fn: Callable[[str, dict], None]) -> Callable[[], None]:
@@ -418,116 +412,35 @@ class Service:
 
     # ------------------------------------------------------------------ freshness
     def _notice(self, paths, dirs, overflow: bool, *, queued: bool = False) -> None:
-        """Mark changes pending the moment they are seen (the watcher's ``on_notice``, from
-        its threads; also batches and ``reindex``): answers list them until the writer has
-        applied a job that read them. ``queued``: a job for them is in the queue."""
-        now = time.monotonic()
-        with self._pending_lock:
-            self._notice_seq += 1
-            n = self._notice_seq
-            keys = list(paths) + [d.rstrip("/") + "/" for d in dirs]
-            for k in keys:
-                self._pending[k] = (n, now)
-            if queued:
-                self._pending_queued.update(keys)
-            if overflow:
-                self._pending_full = n
-
-    def _settle_pending(self, job: _Job, seq: int) -> None:
-        """After ``job`` was applied: drop what it covered and was noticed before it started
-        reading (notice number <= ``seq``); a change noticed while it ran stays pending for
-        the next job."""
-        with self._pending_lock:
-            if job.full:
-                covered = list(self._pending)
-                if self._pending_full and self._pending_full <= seq:
-                    self._pending_full = 0
-            else:
-                prefixes = tuple(d.rstrip("/") + "/" for d in job.dirs if d)
-                covered = [k for k in job.paths] + [d.rstrip("/") + "/" for d in job.dirs]
-                if prefixes:
-                    covered += [k for k in self._pending if k.startswith(prefixes)]
-            for k in covered:
-                self._pending_queued.discard(k)  # its job ran: a later notice needs a batch of its own
-                entry = self._pending.get(k)
-                if entry is not None and entry[0] <= seq:
-                    del self._pending[k]
-
-    def _orphan_notices(self) -> set[str]:
-        """Pending paths no job will apply (see :data:`ORPHAN_NOTICE_S`): noticed that long
-        ago, while the watcher holds no event and nothing is queued."""
-        w = self.watcher
-        if w is not None and w.pending:
-            return set()
-        old = time.monotonic() - ORPHAN_NOTICE_S
-        with self._pending_lock:
-            return {k for k, (_, t) in self._pending.items() if t < old and k not in self._pending_queued}
+        """The watcher's ``on_notice`` (also batches and ``reindex``): :meth:`Freshness.notice`."""
+        self.fresh.notice(paths, dirs, overflow, queued=queued)
 
     def freshness(self, *, settle: float = ANSWER_SETTLE_S) -> dict:
-        """What could change an answer computed now, as ``SearchResult`` fields:
-        ``stale`` (anything below is non-empty), ``stale_paths`` (at most
-        :data:`ANSWER_STALE_PATHS`: changes noticed and not yet applied first, a folder
-        ending in ``/``; then files known to be indexed older than the disk: a descriptor
-        that does not parse keeps its previous chunks), ``stale_count`` (all of them),
-        ``pending_count`` (the noticed part), ``full_reconcile_pending`` (events were lost:
-        anything may change) and ``unread_events`` (the kernel still held events after
-        waiting ``settle`` seconds for the watcher, so some changed paths are not known yet)."""
-        w = self.watcher
-        unread = False
-        if w is not None and settle >= 0:
-            unread = w.settle(settle) is False
-        eng = self._engine()
-        known = eng.skipped_indexed()
-        with self._pending_lock:
-            pending = sorted(self._pending)
-            full = bool(self._pending_full)
-        pend_set = set(pending)
-        paths = pending + sorted(p for p in set(known) if p not in pend_set)
-        return {
-            "stale": bool(paths) or full or unread,
-            "stale_paths": paths,
-            "stale_count": len(paths),
-            "pending_count": len(pending),
-            "full_reconcile_pending": full,
-            "unread_events": unread,
-        }
+        """What could change an answer computed now (:meth:`Freshness.report`)."""
+        return self.fresh.report(settle=settle)
 
     def wait_fresh(self, timeout: float) -> bool:
-        """Block up to ``timeout`` seconds (at most :data:`MAX_FRESH_S`) until every change
-        noticed so far is applied: the watcher has caught up with the kernel and nothing is
-        pending (files known to be stale because they do not parse are not waited for).
-        True if that happened in time. With polling, a change not yet seen by a poll cannot
-        be waited for."""
-        deadline = time.monotonic() + min(max(timeout, 0.0), MAX_FRESH_S)
-        w = self.watcher
-        if w is not None and w.settle(max(deadline - time.monotonic(), 0.0)) is False:
-            return False
-        with self._idle:
-            while True:
-                with self._pending_lock:
-                    clear = not self._pending and not self._pending_full
-                if clear:
-                    return True
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._idle.wait(min(left, 0.02))
+        """Wait until every change noticed so far is applied (:meth:`Freshness.wait`)."""
+        return self.fresh.wait(timeout)
 
     def _stamp(self, res: SearchResult) -> SearchResult:
-        """Fill ``res``'s freshness fields (:meth:`freshness`), and ``stale`` on each hit
-        whose file is among the stale paths (or under a stale folder)."""
-        f = self.freshness()
-        paths = f.pop("stale_paths")
-        for k, v in f.items():
-            setattr(res, k, v)
-        res.stale_paths = paths[:ANSWER_STALE_PATHS]
-        if paths:
-            files = set(paths)
-            dirs = tuple(p for p in paths if p.endswith("/"))
-            for h in res.hits:
-                if h.path in files or (dirs and h.path.startswith(dirs)):
-                    h.stale = True
-        return res
+        """Fill ``res``'s freshness fields (:meth:`Freshness.stamp`)."""
+        return self.fresh.stamp(res)
+
+    def _known_stale(self) -> list[str]:
+        return self._engine().skipped_indexed()
+
+    def _watch_problem(self) -> str | None:
+        """Why a change may go unseen now (answers then say ``stale`` with this reason); None
+        when the watch is whole, being armed (the reconcile after it catches up), or turned off
+        on purpose (``--watch off``)."""
+        if self.watch_mode == "off" or self._watch_state == "arming":
+            return None
+        w = self.watcher
+        if w is None:
+            why = self._watch_error or "not started"
+            return f"file watching could not start ({why}): changes are seen by the periodic reconcile only"
+        return w.problem()
 
     def _set_job_progress(self, stage: str, done: int, total: int) -> None:
         """Record the writer's stage for ``status`` (a new stage, or ``done`` going back,
@@ -539,8 +452,8 @@ class Service:
 
     def _progress_now(self) -> dict[str, str | int | float]:
         """``Status.progress``: the running job's stage and counts plus ``elapsed_s``, and
-        ``rate_per_s`` (items of the stage per second since it began) and ``eta_s``
-        (the rest at that rate) once at least 1 s and one item have passed; {} when idle."""
+        ``rate_per_s`` (items of the stage per second since it began) and ``eta_s`` (the rest
+        at that rate) once at least 1 s and one item have passed; {} when idle."""
         if not self._busy.is_set():
             return {}
         out: dict[str, str | int | float] = dict(self._job_progress)
@@ -571,11 +484,12 @@ class Service:
         self._jobs.put(job)
 
     def reindex(self, *, full: bool = False, paths: list[str] | None = None) -> None:
-        """Queue a reconcile: of the whole export (``full`` or no ``paths``; by content hash,
-        so only changed files are re-chunked) or of these relative paths. Returns at once.
-        ``ValueError`` for a path outside the root."""
+        """Queue a reconcile: of the whole export (``full`` or no ``paths``; by stat signature,
+        then content hash, so only changed files are re-chunked) or of these relative paths
+        (read again whatever their stat says). Returns at once. ``ValueError`` for a path
+        outside the root."""
         if paths and not full:
-            norm = {self._confine(p) for p in paths}  # ValueError for a path outside the root
+            norm = {self._engine().confine(p) for p in paths}  # ValueError for a path outside the root
             self._notice(norm, (), False, queued=True)
             self._jobs.put(_Job(paths=norm, reason="reindex"))
         else:
@@ -597,79 +511,84 @@ class Service:
             if more is None:
                 self._jobs.put(None)
                 break
-            job.full = job.full or more.full
-            job.paths |= more.paths
-            job.dirs |= more.dirs
-            if more.first_event is not None:
-                job.first_event = (
-                    more.first_event if job.first_event is None else min(job.first_event, more.first_event)
-                )
-            job.reason = job.reason or more.reason
+            job.merge(more)
         return job
 
     def _writer_loop(self) -> None:
-        eng = self.engine
         if self.watch_mode != "off" and not self._stop.is_set():
             self._start_watcher()  # before the first reconcile, so that it sees what arming missed
-        last_change = time.monotonic()
-        last_reconcile = time.monotonic()
+        self._last_change = self._last_reconcile = time.monotonic()
         while not self._stop.is_set():
             job = self._next_job(0.5)
             if job is None:
                 break
-            now = time.monotonic()
             if job is False:
-                # idle: fold the journal into a snapshot once things have been quiet a while
-                if eng.lexical_unsaved and now - last_change >= COMPACT_IDLE_S:
-                    self._save_lexical()
-                if self.reconcile_interval and now - last_reconcile >= self.reconcile_interval:
-                    self._jobs.put(_Job(full=True, reason="periodic"))
-                    last_reconcile = now
-                orphans = self._orphan_notices()
-                if orphans:
-                    log.debug("re-checking %d noticed paths no batch brought", len(orphans))
-                    files = {k for k in orphans if not k.endswith("/")}
-                    dirs = {k.rstrip("/") for k in orphans if k.endswith("/")}
-                    self._notice(files, dirs, False, queued=True)
-                    self._jobs.put(_Job(paths=files, dirs=dirs, reason="notice"))
-                self._notify_idle()
+                self._idle_tick()
                 continue
-            self._set_job_progress("scan", 0, 0)
-            self._busy.set()
-            if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
-                job = self._absorb_storm(job)
-            with self._pending_lock:
-                seq = self._notice_seq  # everything noticed so far is on disk before the job reads it
-            report = None
-            try:
-                report = self._run_job(job)
-            finally:
-                if report is not None:
-                    self._settle_pending(job, seq)
-                else:  # indexing failed (last_error says why): its files stay stale, not retried in a loop
-                    with self._pending_lock:
-                        self._pending_queued.update(k for k in job.paths if k in self._pending)
-                self._busy.clear()
-            if self._stop.is_set():
-                break  # a dropped reconcile is not the first one done
-            if job.full:
-                last_reconcile = time.monotonic()
-                if report is not None:
-                    self._overflowed = False
-                _trim_heap()
-            if report is not None and (report.files_changed or report.files_removed):
-                last_change = time.monotonic()
-            first = not self._first_reconcile_done.is_set() and job.full
-            if eng.compact_due or (first and not eng.generation):
-                self._save_lexical()
-                _trim_heap()  # the save's transient pieces (README "Speed and memory": RSS cold vs warm)
-            if first:
-                self._renice_pool()
-                self._first_reconcile_done.set()
-                self._set_state("ready")
-                log.info("prewarmed the on-demand channels in %.2fs", eng.prewarm())
-                self._queue_backlog()
-            self._notify_idle()
+            if not self._run_writer_job(job):
+                break
+
+    def _idle_tick(self) -> None:
+        """Nothing queued: fold the journal into a snapshot once quiet a while, queue the
+        periodic reconcile when due, re-check notices no batch brought."""
+        now = time.monotonic()
+        if self.engine.lexical_unsaved and now - self._last_change >= COMPACT_IDLE_S:
+            self._save_lexical()
+        if self.reconcile_interval and now - self._last_reconcile >= self.reconcile_interval:
+            self._jobs.put(_Job(full=True, reason="periodic"))
+            self._last_reconcile = now
+        orphans = self.fresh.orphans(ORPHAN_NOTICE_S)
+        if orphans:
+            log.debug("re-checking %d noticed paths no batch brought", len(orphans))
+            files = {k for k in orphans if not k.endswith("/")}
+            dirs = {k.rstrip("/") for k in orphans if k.endswith("/")}
+            self._notice(files, dirs, False, queued=True)
+            self._jobs.put(_Job(paths=files, dirs=dirs, reason="notice"))
+        self._notify_idle()
+
+    def _run_writer_job(self, job: _Job) -> bool:
+        """Run one (merged) job and what follows it; False when the service is stopping."""
+        self._set_job_progress("scan", 0, 0)
+        self._busy.set()
+        if not job.full and len(job.paths) + 10 * len(job.dirs) > STORM_FILES:
+            job = self._absorb_storm(job)
+        seq = self.fresh.mark()  # everything noticed so far is on disk before the job reads it
+        report = None
+        try:
+            report = self._run_job(job)
+        finally:
+            if report is not None:
+                self.fresh.applied(full=job.full, paths=job.paths, dirs=job.dirs, seq=seq)
+            else:  # indexing failed (last_error says why): its files stay stale, not retried in a loop
+                self.fresh.failed(job.paths)
+            self._busy.clear()
+        if self._stop.is_set():
+            return False  # a dropped reconcile is not the first one done
+        self._after_job(job, report)
+        self._notify_idle()
+        return True
+
+    def _after_job(self, job: _Job, report) -> None:
+        """Bookkeeping after a job: the reconcile clock, a snapshot when due, and after the
+        first full reconcile: ready, the niced pool, the prewarm and the dense backlog."""
+        eng = self.engine
+        if job.full:
+            self._last_reconcile = time.monotonic()
+            if report is not None:
+                self._overflowed = False
+            _trim_heap()
+        if report is not None and (report.files_changed or report.files_removed):
+            self._last_change = time.monotonic()
+        first = not self._first_reconcile_done.is_set() and job.full
+        if eng.compact_due or (first and not eng.generation):
+            self._save_lexical()
+            _trim_heap()  # the save's transient pieces
+        if first:
+            self._renice_pool()
+            self._first_reconcile_done.set()
+            self._set_state("ready")
+            log.info("prewarmed the on-demand channels in %.2fs", eng.prewarm())
+            self._queue_backlog()
 
     def _renice_pool(self) -> None:
         """After the first index: replace a normal-priority chunking pool by one at
@@ -685,11 +604,10 @@ class Service:
         old.shutdown(wait=False, cancel_futures=True)
 
     def _absorb_storm(self, job: _Job) -> _Job:
-        """A burst of many changed files (a ``git checkout``, a Designer dump): wait until
-        the events stop (no new batch and nothing pending in the watcher for
-        :data:`STORM_QUIET_S`, at most :data:`STORM_MAX_S`), then reconcile the whole export
-        once. Queries keep seeing the old, consistent index meanwhile, never a mix of
-        branches."""
+        """A burst of many changed files (a ``git checkout``, a Designer dump): wait until the
+        events stop (no new batch and nothing pending in the watcher for :data:`STORM_QUIET_S`,
+        at most :data:`STORM_MAX_S`), then reconcile the whole export once. Queries keep seeing
+        the old, consistent index meanwhile, never a mix of branches."""
         self.counters["storms"] += 1
         if self._first_reconcile_done.is_set():
             self._set_state("indexing")
@@ -710,17 +628,16 @@ class Service:
                 if more.first_event is not None and job.first_event is not None:
                     job.first_event = min(job.first_event, more.first_event)
                 quiet_since = time.monotonic()
-                continue
-            if self.watcher is not None and self.watcher.pending:
+            elif self.watcher is not None and self.watcher.pending:
                 quiet_since = time.monotonic()
-                continue
-            if time.monotonic() - quiet_since >= STORM_QUIET_S:
+            elif time.monotonic() - quiet_since >= STORM_QUIET_S:
                 break
         job.full = True
         job.reason = "storm"
         return job
 
     def _run_job(self, job: _Job):
+        """Prepare and apply one job; its report, or None when it was dropped or failed."""
         eng = self.engine
         if job.full and self._first_reconcile_done.is_set():
             self._set_state("indexing")
@@ -748,13 +665,19 @@ class Service:
             if self._first_reconcile_done.is_set():
                 self._set_state("ready")
             return None
-        done = time.monotonic()
+        self._record_report(job, report)
+        return report
+
+    def _record_report(self, job: _Job, report) -> None:
+        """Counters, latency, ``last_index``, the log line, the dense priority queue and the
+        ``indexed`` event of an applied job."""
+        eng = self.engine
         self.counters["jobs"] += 1
         if job.full:
             self.counters["full_reconciles"] += 1
         latency_ms = None
         if job.first_event is not None:
-            latency_ms = (done - job.first_event) * 1000
+            latency_ms = (time.monotonic() - job.first_event) * 1000
             self._latencies.append(latency_ms)
         self.last_index = {
             "at": time.time(),
@@ -791,25 +714,21 @@ class Service:
                 "full": job.full,
             },
         )
-        return report
 
     def _save_lexical(self) -> None:
         with self._write_lock:
             if self._stop.is_set():
                 return  # close() writes the final snapshot
-            self._save_lexical_locked()
-
-    def _save_lexical_locked(self) -> None:
-        self._saving = True
-        try:
-            if self.engine.save_lexical():
-                self.last_saved_at = time.time()
-                log.info("lexical snapshot saved")
-        except Exception as exc:
-            log.exception("saving the lexical snapshot failed")
-            self.last_error = f"save: {type(exc).__name__}: {exc}"
-        finally:
-            self._saving = False
+            self._saving = True
+            try:
+                if self.engine.save_lexical():
+                    self.last_saved_at = time.time()
+                    log.info("lexical snapshot saved")
+            except Exception as exc:
+                log.exception("saving the lexical snapshot failed")
+                self.last_error = f"save: {type(exc).__name__}: {exc}"
+            finally:
+                self._saving = False
 
     def _notify_idle(self) -> None:
         with self._idle:
@@ -837,27 +756,59 @@ class Service:
                     return False
                 self._idle.wait(min(left, 0.05))
 
+    # ------------------------------------------------------------------ hash sweep
+    def _sweep_loop(self) -> None:
+        _nice_this_thread(BACKGROUND_NICE)
+        self.sweep.run()
+
     # ------------------------------------------------------------------ dense
     def _queue_backlog(self) -> None:
-        """Ask the dense thread to work out the backlog (hashing every chunk's head takes
-        ~1 s for ssl31-ru: not on the writer's time)."""
+        """Ask the dense thread to work out the backlog (hashing every chunk's head takes a
+        while at ssl31-ru size: not on the writer's time)."""
         if self.engine.embedder is None:
             return
         self._backlog_due = True
         self._dense_wake.set()
 
     def _dense_loop(self) -> None:
+        _nice_this_thread(BACKGROUND_NICE)  # before the passage model starts its threads
+        if not self._dense_start():
+            return
+        eng = self.engine
+        last_vector = time.monotonic()
+        while not self._stop.is_set():
+            if self._backlog_due:
+                self._fill_backlog()
+            ids = self._next_dense_ids()
+            if not ids:
+                if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
+                    self._save_dense()
+                self._dense_wake.wait(1.0)
+                self._dense_wake.clear()
+                continue
+            n = self._embed_batch(ids)
+            if n is None:
+                break
+            if n:
+                last_vector = time.monotonic()
+                self._dense_rate.append((last_vector, n))
+                self._progress("embed", eng.dense_done(), len(eng.chunks))
+            if eng.dense_compact_due:
+                self._save_dense()
+
+    def _dense_start(self) -> bool:
+        """Load the dense side, make the passage embedder, attach the shared cache; False when
+        stopping meanwhile."""
         from ..index.embed import make_embedder
 
-        _nice_this_thread(BACKGROUND_NICE)  # before the passage model starts its threads
         eng = self.engine
         t0 = time.perf_counter()
         with self._dense_lock:  # close() must not save a half-loaded dense side
             if self._stop.is_set():
-                return
+                return False
             eng.load_dense()
         if self._stop.is_set():
-            return
+            return False
         log.info("dense side loaded in %.2fs: %d vectors", time.perf_counter() - t0, len(eng.embedded))
         self._emit("progress", {"stage": "load_dense", "done": len(eng.embedded), "total": len(eng.chunks)})
         # a second instance of the model for passages: its lock is not the query's lock,
@@ -871,49 +822,45 @@ class Service:
             second = eng.embedder
         self._passage_embedder = _Counting(second, self.counters)
         self._attach_shared_cache()
-        last_vector = time.monotonic()
-        while not self._stop.is_set():
-            if self._backlog_due:
-                self._backlog_due = False
-                self._dense_backlog = collections.deque(eng.dense_pending())
-                if eng.shared_cache is not None:  # shared-cache hook: bulk lookup of the backlog
-                    from ..index.shared_cache import prefetch
+        return True
 
-                    prefetch(eng, list(self._dense_backlog))
-            ids: list[str] = []
-            while self._dense_priority and len(ids) < DENSE_BATCH:
-                ids.append(self._dense_priority.popleft())
-            while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
-                ids.append(self._dense_backlog.popleft())
-            if not ids:
-                if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
-                    self._save_dense()
-                self._dense_wake.wait(1.0)
-                self._dense_wake.clear()
-                continue
-            self._dense_inflight = len(ids)
-            try:
-                with self._dense_lock:
-                    if self._stop.is_set():
-                        break
-                    n = eng.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
-            except Exception as exc:
-                log.exception("embedding failed")
-                self.last_error = f"embedding: {type(exc).__name__}: {exc}"
-                self._stop.wait(5.0)
-                continue
-            finally:
-                self._dense_inflight = 0
-            if n:
-                last_vector = time.monotonic()
-                self._dense_rate.append((last_vector, n))
-                self._progress("embed", eng.dense_done(), len(eng.chunks))
-            if eng.dense_compact_due:
-                self._save_dense()
+    def _fill_backlog(self) -> None:
+        eng = self.engine
+        self._backlog_due = False
+        self._dense_backlog = collections.deque(eng.dense_pending())
+        if eng.shared_cache is not None:  # shared-cache hook: bulk lookup of the backlog
+            from ..index.shared_cache import prefetch
+
+            prefetch(eng, list(self._dense_backlog))
+
+    def _next_dense_ids(self) -> list[str]:
+        """Up to :data:`DENSE_BATCH` chunk ids: changed ones first, else the backlog."""
+        ids: list[str] = []
+        while self._dense_priority and len(ids) < DENSE_BATCH:
+            ids.append(self._dense_priority.popleft())
+        while not ids and self._dense_backlog and len(ids) < DENSE_BATCH:
+            ids.append(self._dense_backlog.popleft())
+        return ids
+
+    def _embed_batch(self, ids: list[str]) -> int | None:
+        """Embed one batch: vectors made (0 after a logged failure); None when stopping."""
+        self._dense_inflight = len(ids)
+        try:
+            with self._dense_lock:
+                if self._stop.is_set():
+                    return None
+                return self.engine.embed_ids(ids, batch_size=DENSE_BATCH, embedder=self._passage_embedder)
+        except Exception as exc:
+            log.exception("embedding failed")
+            self.last_error = f"embedding: {type(exc).__name__}: {exc}"
+            self._stop.wait(5.0)
+            return 0
+        finally:
+            self._dense_inflight = 0
 
     def _attach_shared_cache(self) -> None:
         """Give the engine its shared-cache client (``Engine.shared_cache``, the hook the
-        embedding path reads); in the dense thread: the model's fingerprint costs ~0.2 s."""
+        embedding path reads); in the dense thread: the model's fingerprint takes a while."""
         if not self.shared_cache_dsn or self.engine.embedder is None:
             return
         from ..index.shared_cache import for_embedder
@@ -928,15 +875,12 @@ class Service:
         with self._dense_lock:
             if self._stop.is_set():
                 return  # close() writes the final save
-            self._save_dense_locked()
-
-    def _save_dense_locked(self) -> None:
-        try:
-            if self.engine.save_dense():
-                log.info("dense side saved: %d vectors", len(self.engine.embedded))
-        except Exception as exc:
-            log.exception("saving the dense side failed")
-            self.last_error = f"save dense: {type(exc).__name__}: {exc}"
+            try:
+                if self.engine.save_dense():
+                    log.info("dense side saved: %d vectors", len(self.engine.embedded))
+            except Exception as exc:
+                log.exception("saving the dense side failed")
+                self.last_error = f"save dense: {type(exc).__name__}: {exc}"
 
     # ------------------------------------------------------------------ queries
     def _engine(self) -> Engine:
@@ -998,242 +942,6 @@ class Service:
         mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
         return self._stamp(self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim))
 
-    def get_chunk(self, chunk_id: str) -> Chunk:
-        """The chunk with this id; ``LookupError`` if there is none."""
-        c = self._engine().get_chunk(chunk_id)
-        if c is None:
-            raise LookupError(f"no chunk with id {chunk_id!r}")
-        return c
-
-    def get_method(self, name: str, path: str | None = None) -> MethodInfo:
-        """A method by ``path`` + ``name``, or by a qualified ``Модуль.Метод`` name
-        (``ОбщегоНазначения.СообщитьПользователю``; case- and ``ё``-insensitive). With several
-        candidates the names channel's order decides (exported API first). ``LookupError``
-        if nothing matches (the message says what was looked for)."""
-        from ..text.folding import fold
-
-        eng = self._engine()
-        name = name.strip()
-        if path is not None:
-            rel = eng.confine(path)
-            short = name.rsplit(".", 1)[-1]
-            parts = eng.file_chunks(rel)
-            if parts is None:
-                raise LookupError(f"{rel} is not an indexed module")
-            parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
-            if not parts:
-                raise LookupError(f"no method {short!r} in {rel}")
-            first = parts[0]
-        else:
-            res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
-            hits = [h for h in res.hits if h.match == "exact" and h.kind in METHOD_KINDS]
-            if not hits:
-                raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
-            first = eng.get_chunk(hits[0].id)
-            if first is None:  # re-indexed away between the search and this read
-                raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
-            parts = eng.file_chunks(first.path) or []
-            parts = [
-                c for c in parts if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line
-            ]
-        # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
-        base = first.id.split("#", 1)[0]
-        group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
-        text = group[0].text if len(group) == 1 else self._lines(group[0].path, group[0].start_line, group[-1].end_line)
-        return MethodInfo(
-            id=base,
-            path=first.path,
-            name=first.name,
-            kind=first.kind,
-            owner=first.owner,
-            module_kind=first.module_kind,
-            export=first.export,
-            is_async=first.is_async,
-            params=first.params,
-            directives=list(first.directives),
-            annotations=list(first.annotations),
-            region=list(first.region),
-            doc=first.doc,
-            signature=first.signature,
-            start_line=group[0].start_line,
-            end_line=group[-1].end_line,
-            text=text,
-            docs=self._doc_refs([first.id, base]),
-        )
-
-    # ------------------------------------------------------------------ docs (daemon.sources.docs)
-    def doc_links(self):
-        """:class:`daemon.sources.docs.DocLinks` of the current index, rebuilt after a batch changed it."""
-        from ..sources.docs import DocLinks
-
-        eng = self._engine()
-        cached = getattr(self, "_doc_links_cache", None)
-        if cached is None or cached[0] != (id(eng), eng.version):
-            with eng.lock:
-                # no docs sections (most code roots): nothing to link; else only the docs sections
-                # and the methods of the names they mention are read from the chunk store
-                links = DocLinks.from_store(eng.store, eng.names) if eng.stats()["docs_sections"] else DocLinks()
-                self._doc_links_cache = ((id(eng), eng.version), links)
-            return links
-        return cached[1]
-
-    def _doc_refs(self, ids) -> list:
-        from ..sources.docs import MAX_DOC_REFS, doc_ref
-
-        eng = self._engine()
-        links = self.doc_links()
-        out: dict[str, None] = {}
-        for cid in ids:
-            for d in links.mentions.get(cid, []):
-                out[d] = None
-        refs = [eng.get_chunk(d) for d in out]
-        return [doc_ref(c) for c in refs if c is not None][:MAX_DOC_REFS]
-
-    def doc_mentions(self, ids: list[str]) -> dict:
-        """``{chunk id: [DocRef]}``: the docs sections that name each method (ids without
-        any are left out)."""
-        out = {}
-        for cid in ids:
-            refs = self._doc_refs([cid, cid.split("#", 1)[0]])
-            if refs:
-                out[cid] = refs
-        return out
-
-    def read_document(self, path: str, heading: str | None = None):
-        """A docs page or its section under ``heading`` (:func:`daemon.sources.docs.read_document`).
-        ``ValueError`` for a path outside the root; ``LookupError`` if it is not an indexed
-        page or has no such heading."""
-        from ..sources.docs import read_document
-
-        rel = self._confine(path)
-        sections = self._engine().file_chunks(rel, kind="docs")
-        if sections is None:
-            raise LookupError(f"{rel} is not an indexed docs page (search with scope docs lists them)")
-        return read_document(sections, rel, self._read(rel), heading, self.doc_links())
-
-    def _confine(self, path: str) -> str:
-        """:meth:`Engine.confine`: ``path`` relative to the root, NFC; ``ValueError`` if it leaves the root."""
-        return self._engine().confine(path)
-
-    def _read(self, rel: str) -> list[str]:
-        known = self._engine().is_indexed(rel)
-        try:
-            data = read_regular_bytes(self.root / _disk_path(self.root, rel), self.config.max_file_bytes)
-            text, _ = decode_bytes(data)
-        except FileNotFoundError:
-            raise LookupError(f"no such file: {rel}") from None
-        except SkipFile as exc:
-            if not known and exc.reason == "unreadable":
-                raise LookupError(f"no such file: {rel}") from None
-            raise ValueError(f"{rel}: {exc.reason}: {exc.detail}") from None
-        if text.startswith("\ufeff"):
-            text = text[1:]
-        return text.splitlines()
-
-    def _lines(self, rel: str, start: int, end: int) -> str:
-        lines = self._read(rel)
-        return "\n".join(lines[start - 1 : end])
-
-    def read_module(self, path: str, start_line: int = 1, end_line: int | None = None) -> ModuleText:
-        """Lines ``start_line..end_line`` (1-based, inclusive; ``end_line`` None = to the
-        end) of a file under the root, at most :data:`MAX_READ_LINES` lines (``truncated``
-        and a ``note`` say when cut). ``ValueError`` for a path outside the root or bad line
-        numbers, ``LookupError`` for a missing file."""
-        rel = self._confine(path)
-        if start_line < 1 or (end_line is not None and end_line < start_line):
-            raise ValueError(f"bad line range {start_line}..{end_line}: lines are 1-based and start <= end")
-        lines = self._read(rel)
-        total = len(lines)
-        if start_line > max(total, 1):
-            raise ValueError(f"start_line {start_line} is past the end of {rel} ({total} lines)")
-        want_end = total if end_line is None else min(end_line, total)
-        end = min(want_end, start_line + MAX_READ_LINES - 1)
-        truncated = end < (total if end_line is None else end_line)
-        note = ""
-        if end < want_end:
-            note = f"cut to {MAX_READ_LINES} lines; ask for start_line={end + 1} to continue"
-        elif end_line is not None and end_line > total:
-            note = f"the file has {total} lines"
-        return ModuleText(
-            path=rel,
-            start_line=start_line,
-            end_line=max(end, start_line - 1),
-            total_lines=total,
-            text="\n".join(lines[start_line - 1 : end]),
-            truncated=truncated,
-            note=note,
-        )
-
-    def describe_object(self, name: str) -> ObjectDescription:
-        """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
-        (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
-        ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no
-        such object is indexed (the message lists similar names and the closest ones by
-        the names channel, :meth:`Engine.similar_objects`)."""
-        eng = self._engine()
-        typ, _, obj = name.strip().partition(".")
-        if not obj:
-            raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
-        ru = normalize_object_type(typ)
-        if ru is None:
-            from ..contract import object_type_list
-
-            raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
-        try:
-            o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
-        except LookupError as exc:
-            close = [c for c in eng.similar_objects(name) if c not in str(exc)]
-            if close:
-                raise LookupError(f"{exc}; closest objects by name: {', '.join(close)}") from None
-            raise
-        desc = ObjectDescription(
-            owner=o.owner,
-            object_type=o.object_type,
-            name=o.name,
-            path=o.path,
-            synonym=dict(o.synonym),
-            comment=o.comment,
-            properties=dict(o.properties),
-            modules=dict(sorted(modules.items())),
-        )
-        sections: dict[str, Field] = {}
-        for c in sorted(fields, key=lambda c: c.start_line):
-            f = Field(
-                kind=c.kind,
-                name=c.name,
-                symbol=c.symbol,
-                synonym=dict(c.synonym),
-                types=list(c.types),
-                comment=c.comment,
-            )
-            sym = c.symbol or ""
-            if c.kind == "tabular_section":
-                sections[c.name] = f
-                desc.tabular_sections.append(f)
-            elif c.kind == "attribute" and "." in sym.partition(":")[2]:
-                ts = sym.partition(":")[2].split(".", 1)[0]
-                if ts in sections:
-                    sections[ts].fields.append(f)
-                else:
-                    desc.other_fields.append(f)
-            else:
-                getattr(desc, _FIELD_GROUPS.get(c.kind, "other_fields")).append(f)
-        return desc
-
-    def document_symbols(self, path: str) -> list[Chunk]:
-        """The code chunks of one module in line order, texts left out (for
-        ``textDocument/documentSymbol``: names, kinds, ranges, regions). ``LookupError`` if
-        the file is not an indexed module."""
-        rel = self._confine(path)
-        chunks = self._engine().file_chunks(rel, kind="bsl")
-        if chunks is None:
-            raise LookupError(f"{rel} is not an indexed module")
-        return [
-            msgspec.structs.replace(c, text="")
-            for c in sorted(chunks, key=lambda c: (c.start_line, c.id))
-            if c.kind in CODE_KINDS
-        ]
-
     # ------------------------------------------------------------------ status
     def _index_bytes(self) -> int:
         """Index size on disk, re-measured at most every 10 s (a walk of the index dir)."""
@@ -1252,39 +960,15 @@ class Service:
             skipped[k.reason] = skipped.get(k.reason, 0) + 1
         fresh = self.freshness(settle=0)
         stale_all = fresh["stale_paths"]
-        dense = DenseStatus(enabled=eng.embedder is not None)
-        if eng.embedder is not None:
-            dense.embedder = self.embedder_spec
-            dense.model = getattr(eng.embedder, "name", None)
-            dense.done, dense.total, dense.vectors = st["dense_done"], st["dense_total"], st["dense_vectors"]
-            dense.pending = len(self._dense_priority) + len(self._dense_backlog) + self._dense_inflight
-            now = time.monotonic()
-            recent = [(t, n) for t, n in self._dense_rate if now - t <= 60]
-            if recent:
-                span = max(now - recent[0][0], 1.0)
-                dense.rate_per_s = round(sum(n for _, n in recent) / span, 2)
-                if dense.rate_per_s > 0:
-                    dense.eta_s = round((dense.total - dense.done) / dense.rate_per_s, 1)
-            elif dense.done >= dense.total:
-                dense.eta_s = 0.0
-            dense.shared_cache = self._shared_status()
         w = self.watcher
-        watch = WatchStatus(mode="off", state="arming" if self._watch_state == "arming" else "off")
-        if w is not None:
-            if self._watch_state == "arming":
-                state = "arming"
-            elif self._overflowed:
-                state = "overflowed"
-            else:
-                state = {"native": "watching", "polling": "polling"}.get(w.mode, "off")
-            watch = WatchStatus(
-                mode=w.mode, state=state, degraded=w.degraded, pending_events=w.pending, last_error=w.last_error
-            )
         lat = Latency(samples=len(self._latencies))
         if self._latencies:
             lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
             lat.p95_ms = round(percentile(self._latencies, 0.95), 1)
             lat.last_ms = round(self._latencies[-1], 1)
+        counters = dict(self.counters)
+        if self.sweep is not None:
+            counters.update(hash_sweeps=self.sweep.passes, hash_sweep_changed=self.sweep.found)
         return Status(
             state=self.state,
             pid=os.getpid(),
@@ -1302,18 +986,18 @@ class Service:
             docs_sections=st["docs_sections"],
             chunks=st["chunks"],
             bm25_terms=st["bm25_terms"],
-            dense=dense,
-            watcher=watch,
+            dense=self._dense_status(st),
+            watcher=self._watch_status(fresh["stale_reason"]),
             latency=lat,
             queued_paths=fresh["pending_count"],
-            stale_files=stale_all[:50],
+            stale_files=stale_all[:STATUS_STALE_FILES],
             stale_count=len(stale_all),
             skipped=skipped,
             skipped_files=_skip_sample(skips, STATUS_SKIPPED_FILES),
             skipped_count=len(skips),
             full_reconcile_pending=fresh["full_reconcile_pending"],
             last_index=dict(self.last_index),
-            counters=dict(self.counters),
+            counters=counters,
             progress=self._progress_now(),
             saving=self._saving,
             last_saved_at=self.last_saved_at,
@@ -1321,6 +1005,58 @@ class Service:
             rss_bytes=_rss(),
             index_bytes=self._index_bytes(),
             recent_queries=self._recent_queries(),
+        )
+
+    def _dense_status(self, st: dict) -> DenseStatus:
+        """``Status.dense``: coverage, the queue, the rate over the last minute and its ETA."""
+        eng = self._engine()
+        dense = DenseStatus(enabled=eng.embedder is not None)
+        if eng.embedder is None:
+            return dense
+        dense.embedder = self.embedder_spec
+        dense.model = getattr(eng.embedder, "name", None)
+        dense.done, dense.total, dense.vectors = st["dense_done"], st["dense_total"], st["dense_vectors"]
+        dense.pending = len(self._dense_priority) + len(self._dense_backlog) + self._dense_inflight
+        now = time.monotonic()
+        recent = [(t, n) for t, n in self._dense_rate if now - t <= 60]
+        if recent:
+            span = max(now - recent[0][0], 1.0)
+            dense.rate_per_s = round(sum(n for _, n in recent) / span, 2)
+            if dense.rate_per_s > 0:
+                dense.eta_s = round((dense.total - dense.done) / dense.rate_per_s, 1)
+        elif dense.done >= dense.total:
+            dense.eta_s = 0.0
+        dense.shared_cache = self._shared_status()
+        return dense
+
+    def _watch_status(self, problem: str | None) -> WatchStatus:
+        """``Status.watcher``: mode and state, and whether answers can be claimed fresh."""
+        arming = self._watch_state == "arming"
+        if self.watch_mode == "off":
+            freshness = "off"
+        elif arming:
+            freshness = "arming"
+        else:
+            freshness = "degraded" if problem else "live"
+        w = self.watcher
+        if w is None:
+            return WatchStatus(
+                mode="off", state="arming" if arming else "off", freshness=freshness, freshness_reason=problem
+            )
+        if arming:
+            state = "arming"
+        elif self._overflowed:
+            state = "overflowed"
+        else:
+            state = {"native": "watching", "polling": "polling"}.get(w.mode, "off")
+        return WatchStatus(
+            mode=w.mode,
+            state=state,
+            degraded=w.degraded,
+            pending_events=w.pending,
+            last_error=w.last_error,
+            freshness=freshness,
+            freshness_reason=problem,
         )
 
     def _shared_status(self):
@@ -1414,28 +1150,6 @@ def _remove_temp_files(index_dir: Path) -> None:
                 log.info("removed %s left by an interrupted write", f.name)
             except OSError:
                 pass
-
-
-def _disk_path(root: Path, rel: str) -> str:
-    """The on-disk spelling of ``rel`` (NFC, as the index stores it): itself if it exists,
-    else the entry whose NFC form matches in each folder (macOS tools and some archives
-    write NFD names). ``rel`` unchanged if nothing matches (the read then fails clearly)."""
-    if os.path.lexists(root / rel):
-        return rel
-    from ..sources.scan import _disk_dir
-
-    parent, _, name = rel.rpartition("/")
-    disk_parent = _disk_dir(root, parent) if parent else ""
-    if disk_parent is None:
-        return rel
-    try:
-        names = os.listdir(root / disk_parent if disk_parent else root)
-    except OSError:
-        return rel
-    for n in names:
-        if unicodedata.normalize("NFC", n) == name:
-            return f"{disk_parent}/{n}" if disk_parent else n
-    return rel
 
 
 def _nice_this_thread(n: int) -> None:

@@ -1,43 +1,30 @@
 """Watching an export root: which files changed, debounced into batches.
 
-:class:`Watcher` wraps :mod:`watchdog` (inotify on Linux through
-``watchdog.observers.Observer``; FSEvents/ReadDirectoryChanges elsewhere) and hands the
-service one :class:`ChangeBatch` per burst of changes. It only *reports*; deciding what
-to re-index (and whether a batch is too big to apply incrementally) is the service's job.
+:class:`Watcher` hands the service one :class:`ChangeBatch` per burst of changes, and a notice
+of each change the moment it is read (``on_notice``), so that an answer computed before the
+batch is applied can say so. It only *reports*; what to re-index is the service's job.
 
-* **Filtering.** Only files ending in ``.bsl``, ``.xml``, ``.mdo`` or ``.md``/``.markdown`` (any case) are
-  reported in ``paths``; created, deleted and moved directories are reported in ``dirs``.
-  Nothing below a dot-directory (``.git``, ``.svn``, ``.hg``, ``.idea``, ``.vscode``,
-  ``.bsl-lens``, ``.settings`` …) or below an ``ignore`` directory (the index directory
-  when it lies inside the root) is reported, and neither are editor temp files
-  (:data:`TEMP_PATTERNS`). A move reports both ends, each end filtered on its own, so an
-  atomic save (write ``X.bsl.tmp`` or ``.X.bsl.swp``, rename it over ``X.bsl``) is a
-  change of ``X.bsl``. Reads never produce events (the kernel watch mask leaves out
-  ``IN_OPEN``/``IN_ACCESS``/``IN_CLOSE_NOWRITE``), so indexing cannot feed back.
-* **Paths** are relative to the root, ``/``-separated, NFC (macOS hands out NFD names,
-  ``QUIRKS.md`` §1), never ``..`` nor absolute: the spelling of
-  :func:`daemon.sources.scan.module_identity` and :class:`daemon.sources.files.SourceFile` ``.path``.
-  Open files through :func:`daemon.sources.scan.scan_paths`, which maps them back to the on-disk
-  spelling.
-* **Debounce.** A batch is delivered after ``quiet_s`` without a relevant event, or at
-  the latest ``max_delay_s`` after the first event of the batch (a continuous storm is
-  flushed periodically). ``on_batch`` runs on the watcher's flush thread, never
-  concurrently with itself; events that arrive while it runs go into the next batch.
-* **Notices.** ``on_notice(paths, dirs, overflow)`` (optional) hears of every relevant
-  change the moment it is seen, before the debounce: with native events on Linux straight
-  from the inotify reader thread (the earliest point in user space), otherwise when
-  watchdog hands the event on. The service uses it to mark files *pending* so that an
-  answer computed before the batch is applied can say so. :meth:`Watcher.caught_up` tells
-  whether every event the kernel has queued has been noticed (native only), and
-  :meth:`Watcher.settle` waits for that, bounded.
-* **Degrading.** If inotify cannot be used (watch or instance limit: ``ENOSPC``,
-  ``EMFILE``; at start or later, when a new folder cannot be watched) the watcher falls
-  back to polling (mode ``"auto"``), says why in :attr:`Watcher.degraded` and delivers an
-  ``overflow`` batch. A kernel queue overflow (``IN_Q_OVERFLOW``) or a dead observer
-  thread also yields an ``overflow`` batch: the service must then reconcile the whole
-  export with a full scan.
+On Linux the native watch is our own inotify binding (:class:`daemon.service.inotify.InotifyTree`):
+it tells when every queued event has been noticed (:meth:`Watcher.caught_up`), reports queue
+overflows and names every folder it could not watch. Elsewhere the platform observer of
+:mod:`watchdog` is used (public API only), and watchdog's polling observer is the fallback
+everywhere. How freshness, storms and fallbacks work, and what was measured: ``docs/freshness.md``.
 
-The default timings are measured; see :data:`DEFAULT_QUIET_S`, :data:`DEFAULT_MAX_DELAY_S`.
+* **Filtering.** Only files ending in :data:`REPORTED_SUFFIXES` (any case) are reported in
+  ``paths``; created, deleted and moved folders in ``dirs``. Nothing below a dot-folder or an
+  ``ignore`` folder (the index folder inside the root) is watched or reported, and neither are
+  editor temp files (:data:`TEMP_PATTERNS`). A move reports both ends, each filtered on its own,
+  so an atomic save (write ``X.bsl.tmp``, rename it over ``X.bsl``) is a change of ``X.bsl``.
+* **Paths** are relative to the root, ``/``-separated, NFC, never ``..`` nor absolute: the
+  spelling of :class:`daemon.sources.files.SourceFile` ``.path``.
+* **Debounce.** A batch is delivered after ``quiet_s`` without a relevant event, or at the
+  latest ``max_delay_s`` after its first event. ``on_batch`` runs on the flush thread, never
+  concurrently with itself.
+* **Degrading.** A kernel limit (``ENOSPC``, ``EMFILE``; at start or for a new folder later) or
+  a dead observer switches mode ``"auto"`` to polling, says why in :attr:`Watcher.degraded` and
+  delivers an ``overflow`` batch (the service then reconciles the whole export). A folder that
+  cannot be watched for its own reason (too long a path, no permission, too deep to poll) is
+  skipped and named in :attr:`Watcher.unwatched`; the rest stays watched.
 """
 
 from __future__ import annotations
@@ -47,11 +34,9 @@ import fnmatch
 import logging
 import os
 import re
-import select
 import threading
 import time
 import unicodedata
-import warnings
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
@@ -73,41 +58,32 @@ from watchdog.observers import Observer as NativeObserver
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver, PollingObserverVFS
 
-log = logging.getLogger(__name__)
+from . import inotify
 
-# watchdog 7 adds the watch of a folder twice when it sees ``mkdir -p a/b`` (once while
-# walking ``a``, once on ``b``'s own IN_CREATE) and warns each time with the whole watch
-# table in the message; the second registration replaces the first with the same callback.
-warnings.filterwarnings("ignore", message=r"Callback with id '\d+' already exists", category=RuntimeWarning)
+log = logging.getLogger(__name__)
 
 #: File name suffixes reported in :attr:`ChangeBatch.paths` (compared case-insensitively).
 REPORTED_SUFFIXES = (".bsl", ".xml", ".mdo", ".md", ".markdown")  # .md: docs pages (daemon.sources.docs)
 
-#: Editor and tool temp files, matched (case-insensitively) against the file name only:
-#: Emacs backups/locks/autosaves (``X~``, ``.#X``, ``#X#``), Vim swap files and its
-#: ``4913`` write probe, ``*.tmp`` (also ``.X.tmp``, e.g. :func:`daemon.index.storage.atomic_write_bytes`),
-#: ``*.bak``, ``*.orig`` (merge leftovers). Only ``.#X.bsl`` would otherwise pass the
-#: suffix filter, but a move *from* such a name must report only its destination.
+#: Editor and tool temp files, matched (case-insensitively) against the file name only: Emacs
+#: backups, locks and autosaves, Vim swap files and its ``4913`` write probe, ``*.tmp`` (also
+#: :func:`daemon.index.storage.atomic_write_bytes`'s ``.X.tmp``), ``*.bak``, ``*.orig``.
 TEMP_PATTERNS = ("*~", ".#*", "#*#", "*.swp", "*.swx", "*.tmp", "4913", "*.bak", "*.orig", ".*.tmp")
 
-#: Default debounce quiet period, seconds. Measured (``/work/scratch/watch_measure.py``,
-#: Linux 6.18, ext4, 2 CPUs shared with other jobs): an ``os.replace`` in another process
-#: reaches the handler after median 0.6 ms, p99 6 ms (the 5 ms GIL switch interval: three
-#: watchdog threads hand the event on); an atomic save is 1 relevant event, a Vim-style save
-#: (``4913`` probe, rename to ``X~``, write, fsync, unlink) 4 events within 1.3 ms; in
-#: 2,000 writes from another process the largest gap between relevant events was 8 ms, in
-#: ``git checkout`` of 2,000 changed modules 9-20 ms. With 5 ms such a checkout split into
-#: up to 30 batches, with 20 ms and more into 1-3 (``max_delay_s`` slices). 50 ms is 2.5x the
-#: largest gap seen, and costs 50 ms of latency (replace -> ``on_batch``: median 51 ms).
+#: Debounce quiet period, seconds: 2.5x the largest gap measured inside a ``git checkout``
+#: storm, so a checkout arrives in a few batches (docs/freshness.md, "Debounce").
 DEFAULT_QUIET_S = 0.05
 
-#: Default upper bound on how long the first event of a batch waits, seconds. The 2,000-file
-#: writes took 0.4-1.0 s and the checkouts 1.0-2.7 s here, arriving as 1-3 batches: the
-#: service hears about a long storm at least once a second (and can decide to wait for the
-#: end or reconcile) instead of only when it stops.
+#: Longest wait of a batch's first event, seconds: during a long storm the service hears of it
+#: at least once a second.
 DEFAULT_MAX_DELAY_S = 1.0
 
-# What watchdog should emit; also shapes the inotify mask (no IN_OPEN/IN_ACCESS/CLOSE_NOWRITE).
+#: Polling lists folders at most this deep below the root. watchdog's polling walk recurses
+#: once per level, so a deeper chain would exhaust the recursion limit and kill the poller;
+#: deeper folders are named in :attr:`Watcher.unwatched` instead.
+POLL_MAX_DEPTH = 200
+
+# What watchdog should emit (polling, non-Linux native observers).
 _EVENT_FILTER: list[type[FileSystemEvent]] = [
     FileCreatedEvent,
     FileDeletedEvent,
@@ -120,7 +96,7 @@ _EVENT_FILTER: list[type[FileSystemEvent]] = [
     DirMovedEvent,
 ]
 
-_MONITOR_INTERVAL_S = 0.25  # how often the observer threads are checked for life
+_MONITOR_INTERVAL_S = 0.25  # how often the observer is checked for life
 _RETRY_S = 2.0  # wait between attempts to restart a watch that could not be restarted
 _JOIN_TIMEOUT_S = 2.0  # per thread, in stop()
 
@@ -128,19 +104,16 @@ _JOIN_TIMEOUT_S = 2.0  # per thread, in stop()
 class ChangeBatch(msgspec.Struct):
     """What one debounced burst of file-system events means.
 
-    * ``paths``: files created, modified, deleted or moved (both ends of a move), relative
-      to the root, ``/``-separated, NFC; only ``.bsl``/``.xml``/``.mdo`` names. A path may
-      no longer exist (deleted, or moved away): check the disk.
-    * ``dirs``: directories created, deleted or moved (both ends), same spelling. Their
-      whole subtree must be re-checked: the per-file events of a folder moved in from
-      outside, or filled while its watch was being added, are best effort.
-    * ``overflow``: events were lost (inotify ``IN_Q_OVERFLOW``, the root itself was
-      deleted or moved, the observer was restarted or switched to polling): reconcile the
-      whole export. ``paths``/``dirs`` may still hold what was seen.
-    * ``first_event``, ``last_event``: :func:`time.monotonic` when the first / last
-      event of the batch reached the watcher (not the kernel time of the change).
-    * ``events``: number of watchdog events that contributed to the batch (an event that
-      is filtered out entirely, e.g. inside ``.git``, is not counted; an overflow counts 1).
+    * ``paths``: files created, modified, deleted or moved (both ends of a move), relative to
+      the root; a path may no longer exist (check the disk).
+    * ``dirs``: folders created, deleted or moved (both ends): their whole subtree must be
+      re-checked (the file events of a folder moved in, or filled while its watch was being
+      added, are best effort).
+    * ``overflow``: events were lost (queue overflow, the root deleted or moved, the observer
+      restarted or switched to polling): reconcile the whole export.
+    * ``first_event``, ``last_event``: :func:`time.monotonic` when the first / last event of the
+      batch reached the watcher.
+    * ``events``: relevant events that contributed (an overflow counts 1).
     """
 
     paths: set[str]
@@ -160,31 +133,12 @@ def is_temp_name(name: str) -> bool:
     return _TEMP_RE.match(name.lower()) is not None
 
 
-def _inotify_limit(kind: str) -> str:
-    try:
-        with open(f"/proc/sys/fs/inotify/max_user_{kind}", encoding="ascii") as fh:
-            return fh.read().strip()
-    except OSError:
-        return "?"
-
-
 def describe_native_failure(exc: BaseException) -> str:
-    """Human reason why native watching failed, for :attr:`Watcher.degraded`/``last_error``.
-
-    ``OSError(ENOSPC)`` -> ``"inotify watch limit reached (ENOSPC) ..."`` with the sysctl to
-    raise and its current value; ``OSError(EMFILE)`` -> ``"inotify instance limit reached
-    (EMFILE) ..."``; anything else -> ``"native watcher failed: <exc>"``.
-    """
+    """Human reason why native watching failed, for :attr:`Watcher.degraded`: the sysctl to
+    raise for ``ENOSPC``/``EMFILE`` (with its value now), else the exception."""
     no = getattr(exc, "errno", None)
-    if no == errno.ENOSPC:
-        return (
-            f"inotify watch limit reached (ENOSPC): raise fs.inotify.max_user_watches (now {_inotify_limit('watches')})"
-        )
-    if no == errno.EMFILE:
-        return (
-            "inotify instance limit reached (EMFILE): raise fs.inotify.max_user_instances "
-            f"(now {_inotify_limit('instances')}) or the open-file limit"
-        )
+    if no in (errno.ENOSPC, errno.EMFILE):
+        return inotify.describe_errno(no)
     return f"native watcher failed: {type(exc).__name__}: {exc}"
 
 
@@ -201,46 +155,67 @@ class _Handler(FileSystemEventHandler):
             log.exception("watcher: cannot handle %r", event)
 
 
+class _WatchdogObserver:
+    """A watchdog observer as the watcher drives it: polling, or the platform's native observer
+    where there is no inotify. Public watchdog API only."""
+
+    def __init__(self, observer: BaseObserver, kind: str) -> None:
+        self.kind = kind
+        self.observer = observer
+        self._lock = threading.Lock()
+        self._unwatched: dict[str, str] = {}
+
+    def start(self, handler: FileSystemEventHandler, root: str) -> None:
+        try:
+            self.observer.schedule(handler, root, recursive=True, event_filter=_EVENT_FILTER)
+            self.observer.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        _shutdown(self.observer)
+
+    def dead(self) -> str | None:
+        for name, t in _observer_threads(self.observer):
+            if not t.is_alive():
+                return f"its {name} thread died"
+        return None
+
+    def caught_up(self) -> bool | None:
+        return None  # a change is seen when watchdog hands it on (polling: at the next poll)
+
+    def skip(self, path: str, why: str) -> None:
+        with self._lock:
+            first = path not in self._unwatched
+            self._unwatched[path] = why
+        if first:
+            log.warning("watcher: not polling %s: %s", path, why)
+
+    @property
+    def unwatched(self) -> dict[str, str]:
+        with self._lock:
+            return dict(self._unwatched)
+
+
 class Watcher:
     """Recursive, filtered, debounced watch of one export root (see the module docstring).
 
-    ``root``: an existing directory (made absolute, symlinks in it not resolved; events are
-    matched against that spelling). ``on_batch(batch)`` receives each :class:`ChangeBatch`
-    on the watcher's flush thread, one call at a time; an exception from it is logged and
-    stored in :attr:`last_error`, and watching goes on. ``ignore``: absolute directories
-    whose contents are never reported (the index directory when it lies inside the root;
-    directories outside the root are irrelevant and dropped).
+    ``root``: an existing folder (made absolute; symlinks in it not resolved). ``on_batch(batch)``
+    receives each :class:`ChangeBatch` on the flush thread; an exception from it is logged and
+    kept in :attr:`last_error`, and watching goes on. ``ignore``: absolute folders never watched
+    nor reported (folders outside the root are dropped). ``on_notice(paths, dirs, overflow)``
+    (optional) hears of every relevant change the moment it is read, before the debounce.
 
-    ``mode``: ``"auto"`` (native events, falling back to polling when the native observer
-    cannot start or run; :attr:`degraded` says why), ``"native"`` (native or nothing:
-    :meth:`start` raises; a limit hit later leaves :attr:`last_error` and an overflow
-    batch), ``"polling"`` (poll every ``poll_interval_s`` seconds from the start;
-    ``degraded`` stays ``None``). Polling stats every file below the root (not below
-    dot-directories or ``ignore`` dirs) once per interval, without following symlinks.
+    ``mode``: ``"auto"`` (native, falling back to polling; :attr:`degraded` says why),
+    ``"native"`` (native or nothing: :meth:`start` raises; a limit hit later leaves
+    :attr:`last_error` and an overflow batch), ``"polling"`` (poll every ``poll_interval_s``;
+    ``degraded`` stays None). Timing in seconds: ``quiet_s`` > 0, ``max_delay_s`` >= ``quiet_s``,
+    ``poll_interval_s`` > 0; ``ValueError`` otherwise.
 
-    Timing (seconds): ``quiet_s`` > 0 (default :data:`DEFAULT_QUIET_S`), ``max_delay_s``
-    >= ``quiet_s`` (default :data:`DEFAULT_MAX_DELAY_S`), ``poll_interval_s`` > 0
-    (default 1.0: the watchdog default; a poll of a 30,000-file export costs tens of ms).
-    ``ValueError`` for a bad mode or timing.
-
-    Where the defaults come from (measured with ``/work/scratch/watch_measure.py`` on Linux
-    6.18, ext4, 2 CPUs shared with other jobs; details at :data:`DEFAULT_QUIET_S`):
-
-    * an ``os.replace`` in another process reaches the watcher after median 0.6 ms,
-      p99 6 ms, so ``quiet_s`` dominates the latency (replace -> ``on_batch``: 51 ms);
-    * an atomic save (tmp + rename, with or without fsync) or a Vim-style save is one
-      batch for any ``quiet_s`` >= 2 ms;
-    * the largest gap inside 2,000 writes from one process was 8-11 ms, inside a real
-      ``git checkout`` of 2,000 changed modules 9-20 ms: with ``quiet_s`` = 5 ms the
-      checkout came in up to 30 batches, with 20 ms or more in 1-3 (cut by
-      ``max_delay_s`` = 1 s, the checkout lasting 1.0-2.7 s on this loaded machine);
-    * hence 50 ms (2.5x the largest gap seen) and 1 s (progress at least once a second
-      during a storm).
-
-    Attributes (read from any thread): :attr:`mode` ``"native" | "polling" | "off"``
-    (``"off"`` before :meth:`start`, after :meth:`stop`, and while a lost watch cannot
-    be restarted); :attr:`degraded` ``str | None``; :attr:`pending` (events buffered or
-    being delivered); :attr:`last_error` ``str | None``; :attr:`batches` (delivered count).
+    Attributes (read from any thread): :attr:`mode` ``"native" | "polling" | "off"`` (``"off"``
+    before :meth:`start`, after :meth:`stop`, and while a lost watch cannot be restarted);
+    :attr:`degraded`; :attr:`unwatched`; :attr:`pending`; :attr:`last_error`; :attr:`batches`.
     """
 
     def __init__(
@@ -255,14 +230,7 @@ class Watcher:
         poll_interval_s: float = 1.0,
         on_notice: Callable[[list[str], list[str], bool], None] | None = None,
     ) -> None:
-        if mode not in ("auto", "native", "polling"):
-            raise ValueError(f"watch mode must be 'auto', 'native' or 'polling', not {mode!r}")
-        if not quiet_s > 0:
-            raise ValueError(f"quiet_s must be > 0, not {quiet_s!r}")
-        if not max_delay_s >= quiet_s:
-            raise ValueError(f"max_delay_s must be >= quiet_s ({quiet_s}), not {max_delay_s!r}")
-        if not poll_interval_s > 0:
-            raise ValueError(f"poll_interval_s must be > 0, not {poll_interval_s!r}")
+        _check_arguments(mode, quiet_s, max_delay_s, poll_interval_s)
         self.root = Path(os.path.abspath(root))
         self.requested_mode = mode
         self.quiet_s = float(quiet_s)
@@ -295,11 +263,9 @@ class Watcher:
 
         # observer state, guarded by _obs_lock (never held while starting/stopping observers)
         self._obs_lock = threading.Lock()
-        self._observer: BaseObserver | None = None
-        self._observer_kind = "off"
-        self._native_trouble: str | None = None  # limit hit/thread error seen by the hooks
-        self._native_trouble_is_limit = False
-        self._native_trouble_reported = False
+        self._observer: inotify.InotifyTree | _WatchdogObserver | None = None
+        self._limit_hit: str | None = None  # a kernel limit hit on a folder made later
+        self._limit_reported = False
         self._retry_at: float | None = None  # monotonic time of the next restart attempt
         self._retry_kind = "polling"
         self._wake = threading.Event()
@@ -308,44 +274,49 @@ class Watcher:
         self._flush_thread: threading.Thread | None = None
         self._monitor_thread: threading.Thread | None = None
 
-        # the native observer's inotify reader, as seen by the hooks (see caught_up())
-        self._reader_fd: int | None = None  # the inotify file descriptor
-        self._reader_busy = False  # woke up to read: events read but not all noticed yet
-        self._reader_left = 0  # events of the last read not yet handled
-
     # ------------------------------------------------------------------ public API
 
     @property
     def pending(self) -> int:
-        """Events seen but not yet delivered: buffered, plus those of a batch whose
-        ``on_batch`` call is running. 0 when the watcher is idle."""
+        """Events seen but not yet delivered: buffered, plus those of a batch whose ``on_batch``
+        call is running. 0 when the watcher is idle."""
         with self._cond:
             return self._events + self._inflight
 
-    def caught_up(self) -> bool | None:
-        """True when every event the kernel had queued for the native observer when this was
-        called has reached ``on_notice`` (nothing unread on the inotify descriptor, and the
-        reader thread has handled all it read); False while some have not; None when that
-        cannot be known (polling: a change is seen at the next poll only; another platform;
-        a watchdog without the inotify internals :meth:`_hook_inotify` relies on).
+    @property
+    def unwatched(self) -> dict[str, str]:
+        """Folders below the root that are not watched now: relative path -> reason."""
+        obs = self._observer
+        if obs is None:
+            return {}
+        return {self._relative(p) or p: why for p, why in obs.unwatched.items()}
 
-        Costs one ``poll(2)`` with a zero timeout."""
-        fd = self._reader_fd
-        if fd is None or self.mode != "native":
+    def problem(self) -> str | None:
+        """Why changes may go unseen or be seen late, for answers and ``status``; None when the
+        watch is whole. Not for a watcher that was never started (arming is the caller's)."""
+        if self.mode == "off":
+            return f"file watching stopped: {self.last_error or 'no observer'}"
+        if self.degraded:
+            return f"file watching fell back to polling ({self.degraded})"
+        unwatched = self.unwatched
+        if unwatched:
+            path, why = sorted(unwatched.items())[0]
+            more = f" and {len(unwatched) - 1} more" if len(unwatched) > 1 else ""
+            return f"{len(unwatched)} folders are not watched: {path or '.'}: {why}{more}"
+        return None
+
+    def caught_up(self) -> bool | None:
+        """True when every event the kernel had queued when this was called has reached
+        ``on_notice``; False while some have not; None when that cannot be known (polling, or
+        a platform without our inotify binding). Costs one ``poll(2)`` with a zero timeout."""
+        obs = self._observer
+        if obs is None or self.mode != "native":
             return None
-        try:
-            p = select.poll()
-            p.register(fd, select.POLLIN)
-            unread = bool(p.poll(0))
-        except (OSError, ValueError):
-            return None
-        # order matters: the reader sets _reader_busy before it reads, and clears it only
-        # after every event it read was noticed
-        return not unread and not self._reader_busy
+        return obs.caught_up()
 
     def settle(self, timeout: float) -> bool | None:
-        """Wait up to ``timeout`` seconds for :meth:`caught_up`; its last value (None at
-        once when it cannot be known). Polls every millisecond."""
+        """Wait up to ``timeout`` seconds for :meth:`caught_up`; its last value (None at once
+        when it cannot be known). Polls every millisecond."""
         deadline = time.monotonic() + max(timeout, 0.0)
         while True:
             ok = self.caught_up()
@@ -354,13 +325,12 @@ class Watcher:
             time.sleep(0.001)
 
     def start(self) -> None:
-        """Start watching; returns once the observer is running (events from then on are seen).
+        """Start watching; returns once the observer runs (events from then on are seen).
 
-        Changes made before :meth:`start` returns are not guaranteed to be reported: scan
-        the export *after* starting the watcher. Falls back to polling in mode ``"auto"``
-        (see the class docstring). Raises ``OSError`` (e.g. ``FileNotFoundError`` for a
-        missing root) only if even polling cannot start, or the native observer cannot in
-        mode ``"native"``; ``RuntimeError`` if called twice.
+        Changes made before this returns are not guaranteed to be reported: scan the export
+        *after* starting. Raises ``OSError`` (``FileNotFoundError`` for a missing root) only if
+        even polling cannot start, or native watching cannot in mode ``"native"``;
+        ``RuntimeError`` if called twice or after :meth:`stop`.
         """
         with self._obs_lock:
             if self._stopping:
@@ -371,7 +341,7 @@ class Watcher:
         try:
             if not os.path.isdir(self._root_str):
                 raise FileNotFoundError(errno.ENOENT, "export root is not a directory", self._root_str)
-            obs, kind, degraded = self._start_initial()
+            obs, degraded = self._start_initial()
         except BaseException:
             with self._obs_lock:
                 self._started = False
@@ -379,10 +349,10 @@ class Watcher:
         with self._obs_lock:
             stopped = self._stopping  # stop() ran meanwhile, from another thread
             if not stopped:
-                self._observer, self._observer_kind = obs, kind
-                self.mode, self.degraded = kind, degraded
+                self._observer = obs
+                self.mode, self.degraded = obs.kind, degraded
         if stopped:
-            _shutdown(obs)
+            obs.stop()
             return
         self._flush_thread = threading.Thread(target=self._flush_loop, name="bsl-lens-watch-flush", daemon=True)
         self._monitor_thread = threading.Thread(target=self._monitor_loop, name="bsl-lens-watch-monitor", daemon=True)
@@ -391,11 +361,7 @@ class Watcher:
 
     def stop(self) -> None:
         """Stop watching; idempotent, callable from any thread (also from ``on_batch``).
-
-        Buffered events are dropped (nothing is flushed). Returns within a few seconds at
-        worst: each thread is joined with a 2 s timeout (a running ``on_batch`` is not
-        interrupted; it finishes on its own and no further batch follows).
-        """
+        Buffered events are dropped; each thread is joined with a 2 s timeout."""
         with self._obs_lock:
             if self._stopping:
                 return
@@ -406,7 +372,7 @@ class Watcher:
         with self._cond:
             self._cond.notify_all()
         if obs is not None:
-            _shutdown(obs)
+            obs.stop()
         me = threading.current_thread()
         for t in (self._monitor_thread, self._flush_thread):
             if t is not None and t is not me and t.is_alive():
@@ -425,8 +391,8 @@ class Watcher:
     # ------------------------------------------------------------------ filtering
 
     def _ignore_dirs(self, ignore: Iterable[Path]) -> tuple[list[str], set[str]]:
-        """NFC relative prefixes of the ``ignore`` dirs inside the root, and their absolute
-        spellings (for the polling walk)."""
+        """NFC relative prefixes of the ``ignore`` folders inside the root, and their absolute
+        on-disk spellings (never watched nor polled)."""
         rels: set[str] = set()
         abs_paths: set[str] = set()
         roots = {self._root_str, os.path.realpath(self._root_str)}
@@ -437,8 +403,13 @@ class Watcher:
                     if rel == "." or rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
                         continue
                     rels.add(unicodedata.normalize("NFC", rel.replace(os.sep, "/")))
-                    abs_paths.add(os.path.join(self._root_str, rel))  # on-disk spelling, for polling
+                    abs_paths.add(os.path.join(self._root_str, rel))
         return sorted(rels), abs_paths
+
+    def _pruned(self, path: str, name: str) -> bool:
+        """True for a folder (absolute path, its name) that is neither polled nor walked: a
+        dot-folder or an ``ignore`` folder (the inotify tree applies the same rule)."""
+        return name.startswith(".") or path in self._ignore_abs
 
     def _relative(self, path: str | bytes) -> str | None:
         """Root-relative NFC ``/`` path, ``""`` for the root itself, ``None`` if outside."""
@@ -459,7 +430,7 @@ class Watcher:
         return rel
 
     def _ignored_dir(self, rel: str) -> bool:
-        """True if a relative directory (or any parent of it) is a dot-dir or an ignore dir."""
+        """True if a relative folder (or any parent of it) is a dot-folder or an ignore folder."""
         if any(part.startswith(".") for part in rel.split("/")):
             return True
         return any(rel == ig or rel.startswith(ig + "/") for ig in self._ignore_rel)
@@ -469,6 +440,22 @@ class Watcher:
         if parent and self._ignored_dir(parent):
             return False
         return name.lower().endswith(REPORTED_SUFFIXES) and not is_temp_name(name)
+
+    def _ingest_changes(self, changes: list[tuple[str, bool]]) -> None:
+        """Filter one inotify read into the buffer (runs on the inotify reader thread)."""
+        paths: list[str] = []
+        dirs: list[str] = []
+        for path, is_dir in changes:
+            rel = self._relative(path)
+            if not rel:
+                continue
+            if is_dir:
+                if not self._ignored_dir(rel):
+                    dirs.append(rel)
+            elif self._reported_file(rel):
+                paths.append(rel)
+        if paths or dirs:
+            self._record(paths, dirs, False, len(paths) + len(dirs))
 
     def _ingest(self, event: FileSystemEvent) -> None:
         """Filter one watchdog event into the buffer (runs on watchdog's dispatcher thread)."""
@@ -481,9 +468,7 @@ class Watcher:
         dirs: list[str] = []
         overflow = False
         for end in ends:
-            if not end:
-                continue
-            rel = self._relative(end)
+            rel = self._relative(end) if end else None
             if rel is None:
                 continue
             if event.is_directory:
@@ -510,41 +495,13 @@ class Watcher:
         except Exception:
             log.exception("watcher: on_notice failed")
 
-    def _notice_raw(self, fd, event) -> None:
-        """Early notice of one raw inotify event (on the reader thread, before watchdog's
-        move grouping and dispatch): the path is built the way watchdog's watch group will
-        build it. Best effort: anything unexpected leaves the notice to :meth:`_record`."""
-        if self._on_notice is None or event.is_ignored or event.is_queue_overflow:
-            return
-        if event.is_directory and not (event.is_create or event.is_delete or event.is_move):
-            return
-        watch = fd._watch_for_wd.get(event.wd)
-        if watch is None:
-            return
-        for cb in list(watch.callbacks.values()):
-            build = getattr(cb, "_build_event_source_path", None)
-            if build is None:
-                continue
-            src = build(event)
-            if src is None:
-                continue
-            rel = self._relative(src)
-            if not rel:
-                continue
-            if event.is_directory:
-                if not self._ignored_dir(rel):
-                    self._notice((), (rel,), False)
-            elif self._reported_file(rel):
-                self._notice((rel,), (), False)
-            return
-
     def _mark_overflow(self, why: str) -> None:
         """Ask for a full reconcile in the next batch."""
         log.warning("watcher: full reconcile needed: %s", why)
         self._record((), (), True)
 
-    def _record(self, paths, dirs, overflow: bool) -> None:
-        """Add one relevant event to the pending batch and wake the flush thread."""
+    def _record(self, paths, dirs, overflow: bool, events: int = 1) -> None:
+        """Notice relevant changes, add them to the pending batch and wake the flush thread."""
         self._notice(paths, dirs, overflow)
         now = time.monotonic()
         with self._cond:
@@ -553,7 +510,7 @@ class Watcher:
             if not self._events:
                 self._first = now
             self._last = now
-            self._events += 1
+            self._events += events
             self._paths.update(paths)
             self._dirs.update(dirs)
             self._overflow = self._overflow or overflow
@@ -564,27 +521,9 @@ class Watcher:
     def _flush_loop(self) -> None:
         """Deliver batches: after ``quiet_s`` of silence or ``max_delay_s`` after the first event."""
         while True:
-            with self._cond:
-                while not self._stopping and not self._events:
-                    self._cond.wait()
-                if self._stopping:
-                    return
-                now = time.monotonic()
-                due = min(self._last + self.quiet_s, self._first + self.max_delay_s)
-                if now < due:
-                    self._cond.wait(due - now)
-                    continue
-                batch = ChangeBatch(
-                    paths=self._paths,
-                    dirs=self._dirs,
-                    overflow=self._overflow,
-                    first_event=self._first,
-                    last_event=self._last,
-                    events=self._events,
-                )
-                self._paths, self._dirs = set(), set()
-                self._overflow, self._events = False, 0
-                self._inflight = batch.events
+            batch = self._next_batch()
+            if batch is None:
+                return
             try:
                 self._on_batch(batch)
             except Exception as exc:
@@ -595,175 +534,111 @@ class Watcher:
                     self._inflight = 0
                     self.batches += 1
 
+    def _next_batch(self) -> ChangeBatch | None:
+        """Wait until a batch is due and take it from the buffer; None when stopping."""
+        with self._cond:
+            while True:
+                while not self._stopping and not self._events:
+                    self._cond.wait()
+                if self._stopping:
+                    return None
+                now = time.monotonic()
+                due = min(self._last + self.quiet_s, self._first + self.max_delay_s)
+                if now >= due:
+                    break
+                self._cond.wait(due - now)
+            batch = ChangeBatch(
+                paths=self._paths,
+                dirs=self._dirs,
+                overflow=self._overflow,
+                first_event=self._first,
+                last_event=self._last,
+                events=self._events,
+            )
+            self._paths, self._dirs = set(), set()
+            self._overflow, self._events = False, 0
+            self._inflight = batch.events
+            return batch
+
     # ------------------------------------------------------------------ observers
 
-    def _start_initial(self) -> tuple[BaseObserver, str, str | None]:
-        """(observer, kind, degraded) for :meth:`start`."""
+    def _start_initial(self) -> tuple[inotify.InotifyTree | _WatchdogObserver, str | None]:
+        """(a running observer, why it is not native) for :meth:`start`."""
         if self.requested_mode == "polling":
-            return self._start_polling(), "polling", None
-        if _native_is_polling():
-            if self.requested_mode == "native":
-                raise OSError(errno.ENOSYS, "no native file-system events on this platform")
-            reason = "no native file-system events on this platform"
-            log.warning("watcher: %s; polling %s every %.1f s", reason, self._root_str, self.poll_interval_s)
-            return self._start_polling(), "polling", reason
+            return self._start_polling(), None
         try:
-            return self._start_native(), "native", None
+            return self._start_native(), None
         except Exception as exc:
             if self.requested_mode == "native":
                 raise
             reason = describe_native_failure(exc)
             log.warning("watcher: %s; polling %s every %.1f s", reason, self._root_str, self.poll_interval_s)
-            return self._start_polling(), "polling", reason
+            return self._start_polling(), reason
 
-    def _start_native(self) -> BaseObserver:
-        """A running native observer with a recursive watch of the root. Raises ``OSError``
-        (ENOSPC/EMFILE) if any folder could not be watched (watchdog itself only raises
-        for the root and silently skips sub-folders)."""
+    def _start_native(self) -> inotify.InotifyTree | _WatchdogObserver:
+        """A running native watch of the whole tree: our inotify binding on Linux, watchdog's
+        platform observer elsewhere. ``OSError`` if it cannot run or any folder hits a kernel
+        limit (coverage would be partial)."""
         with self._obs_lock:
-            self._native_trouble = None
-            self._native_trouble_is_limit = False
-            self._native_trouble_reported = False
-        obs = NativeObserver()
-        try:
-            self._hook_inotify(obs)
-            obs.schedule(_Handler(self), self._root_str, recursive=True, event_filter=_EVENT_FILTER)
-            obs.start()
-        except BaseException:
-            _shutdown(obs)
-            raise
-        with self._obs_lock:
-            trouble = self._native_trouble if self._native_trouble_is_limit else None
-        if trouble is not None:  # a sub-folder could not be watched: coverage is partial
-            _shutdown(obs)
-            no = errno.EMFILE if "EMFILE" in trouble else errno.ENOSPC
-            raise OSError(no, trouble)
+            self._limit_hit = None
+            self._limit_reported = False
+        if inotify.available():
+            tree = inotify.InotifyTree(
+                self._root_str,
+                ignore=self._ignore_abs,
+                skip_hidden=True,
+                on_events=self._ingest_changes,
+                on_lost=self._mark_overflow,
+                on_limit=self._note_limit,
+            )
+            tree.start()
+            return tree
+        if isinstance(NativeObserver, type) and issubclass(NativeObserver, PollingObserver):
+            raise OSError(errno.ENOSYS, "no native file-system events on this platform")
+        obs = _WatchdogObserver(NativeObserver(), "native")
+        obs.start(_Handler(self), self._root_str)
         return obs
 
-    def _start_polling(self) -> BaseObserver:
-        """A running polling observer: lstat walk (no symlinks), skipping dot-dirs and ignore dirs."""
-        ignore_abs = self._ignore_abs
+    def _start_polling(self) -> _WatchdogObserver:
+        """A running polling observer: an lstat walk (no symlinks) that skips dot-folders and
+        ``ignore`` folders, and names the folders it cannot list or that are too deep."""
+        root, prefix = self._root_str, self._prefix
+        holder: list[_WatchdogObserver] = []
 
         def listdir(path: str | None) -> Iterator[os.DirEntry]:
-            with os.scandir(path) as it:
-                entries = list(it)
+            p = os.fsdecode(path or root)
+            depth = p[len(prefix) :].count(os.sep) + 1 if p.startswith(prefix) else 0
+            if depth > POLL_MAX_DEPTH:
+                holder[0].skip(p, f"more than {POLL_MAX_DEPTH} folders below the root: not polled")
+                return
+            try:
+                with os.scandir(p) as it:
+                    entries = list(it)
+            except (FileNotFoundError, NotADirectoryError):
+                raise  # vanished since its parent was listed: watchdog treats it as empty
+            except OSError as exc:
+                holder[0].skip(p, f"cannot list it: {inotify.describe_errno(exc.errno, str(exc))}")
+                return
             for e in entries:
-                try:
-                    if e.is_dir(follow_symlinks=False) and (e.name.startswith(".") or e.path in ignore_abs):
-                        continue
-                except OSError:
-                    pass
-                yield e
+                if not (_is_dir(e) and self._pruned(e.path, e.name)):
+                    yield e
 
-        obs = PollingObserverVFS(os.lstat, listdir, polling_interval=self.poll_interval_s)
-        try:
-            obs.schedule(_Handler(self), self._root_str, recursive=True, event_filter=_EVENT_FILTER)
-            obs.start()
-        except BaseException:
-            _shutdown(obs)
-            raise
+        obs = _WatchdogObserver(PollingObserverVFS(os.lstat, listdir, polling_interval=self.poll_interval_s), "polling")
+        holder.append(obs)
+        obs.start(_Handler(self), root)
         return obs
 
-    def _hook_inotify(self, obs: BaseObserver) -> None:
-        """Let the watcher see what watchdog's inotify reader hides: queue overflows
-        (``IN_Q_OVERFLOW``: watchdog 7 rebuilds its watches and only logs), watch-limit
-        errors on sub-folders (silently skipped), and exceptions that kill the reader.
-
-        Also the early notices and :meth:`caught_up`: each raw event is passed to
-        ``on_notice`` before watchdog handles it (:meth:`_notice_raw`), and the reader's
-        wake-up (``_check_inotify_fd`` returned readable), what it read and each event it
-        handled are tracked, so that "nothing unread on the descriptor and the reader idle"
-        means every queued event has been noticed.
-
-        Works on the observer's private ``InotifyFD`` (``InotifyObserver._inotify_fd``,
-        watchdog 6-7; the notices also on ``_watch_for_wd`` and the watch group's
-        ``_build_event_source_path``, watchdog 7.1); without one (another platform or
-        version) nothing is hooked, overflows go unnoticed except through thread death, and
-        :meth:`caught_up` says None.
-        """
-        self._reader_fd = None
-        self._reader_busy = False
-        fd = getattr(obs, "_inotify_fd", None)
-        if fd is None or not hasattr(fd, "handle_event") or not hasattr(fd, "add_callback"):
-            return
-        handle_event, add_callback, read_events = fd.handle_event, fd.add_callback, getattr(fd, "read_events", None)
-        check_fd = getattr(fd, "_check_inotify_fd", None)
-        # caught_up() needs all three: the reader's wake-up, what it read, each event handled
-        tracked = (
-            read_events is not None
-            and check_fd is not None
-            and isinstance(getattr(fd, "_inotify_fd", None), int)
-            and hasattr(fd, "_watch_for_wd")
-        )
-
-        def hooked_handle_event(event):  # noqa: ANN001, ANN202  (watchdog's InotifyEvent)
-            if getattr(event, "is_queue_overflow", False):
-                self._mark_overflow("the inotify event queue overflowed (IN_Q_OVERFLOW)")
-            try:
-                if tracked:
-                    try:
-                        self._notice_raw(fd, event)
-                    except Exception:
-                        log.debug("watcher: early notice failed", exc_info=True)
-                return handle_event(event)
-            except BaseException as exc:
-                self._note_native_trouble(f"inotify reader failed: {type(exc).__name__}: {exc}")
-                raise
-            finally:
-                if tracked:
-                    self._reader_left -= 1
-                    if self._reader_left <= 0:
-                        self._reader_busy = False
-
-        def hooked_add_callback(path, mask, callback, id_):  # noqa: ANN001, ANN202
-            try:
-                return add_callback(path, mask, callback, id_)
-            except OSError as exc:
-                if exc.errno in (errno.ENOSPC, errno.EMFILE):
-                    self._note_native_trouble(describe_native_failure(exc) + f" at {os.fsdecode(path)}", limit=True)
-                raise
-
-        fd.handle_event = hooked_handle_event
-        fd.add_callback = hooked_add_callback
-        if read_events is not None:
-
-            def hooked_read_events(*args, **kwargs):  # noqa: ANN002, ANN003, ANN202
-                try:
-                    events = read_events(*args, **kwargs)
-                except BaseException as exc:
-                    self._reader_busy = False
-                    self._note_native_trouble(f"inotify reader failed: {type(exc).__name__}: {exc}")
-                    raise
-                if tracked:
-                    self._reader_left = len(events)
-                    if not events:
-                        self._reader_busy = False
-                return events
-
-            fd.read_events = hooked_read_events
-        if tracked:
-
-            def hooked_check_fd():  # noqa: ANN202
-                readable = check_fd()
-                if readable:
-                    self._reader_busy = True  # before the read: caught_up() waits from here
-                return readable
-
-            fd._check_inotify_fd = hooked_check_fd
-            self._reader_fd = fd._inotify_fd
-
-    def _note_native_trouble(self, why: str, *, limit: bool = False) -> None:
-        """Called from watchdog threads: remember the first problem, wake the monitor."""
+    def _note_limit(self, why: str) -> None:
+        """From the inotify reader: a folder made later could not be watched (a kernel limit)."""
         with self._obs_lock:
-            if self._native_trouble is None:
-                self._native_trouble = why
-                self._native_trouble_is_limit = limit
+            if self._limit_hit is None:
+                self._limit_hit = why
         log.warning("watcher: %s", why)
         self._wake.set()
 
     def _monitor_loop(self) -> None:
-        """Check the observer every :data:`_MONITOR_INTERVAL_S`; replace it when it died or
-        the native one hit a limit; retry a lost watch every :data:`_RETRY_S`."""
+        """Check the observer every :data:`_MONITOR_INTERVAL_S`; replace it when it died or hit
+        a limit; retry a lost watch every :data:`_RETRY_S`."""
         while True:
             self._wake.wait(_MONITOR_INTERVAL_S)
             self._wake.clear()
@@ -779,43 +654,39 @@ class Watcher:
         with self._obs_lock:
             if self._stopping:
                 return
-            obs, kind = self._observer, self._observer_kind
-            trouble = self._native_trouble if kind == "native" else None
-            is_limit = self._native_trouble_is_limit
-            retry_at = self._retry_at
+            obs, limit, retry_at = self._observer, self._limit_hit, self._retry_at
         if obs is None:  # a previous restart failed
             if retry_at is not None and time.monotonic() >= retry_at:
                 self._replace(None, self._retry_kind, None)
             return
-        dead = _dead_thread(obs)
-        if dead is None and trouble is not None and not is_limit:
-            dead = "inotify reader"  # it raised: the thread is dying, do not wait for it
-        if trouble is not None and is_limit and dead is None:
-            if self.requested_mode == "auto":
-                self._replace(obs, "polling", trouble)
-            elif not self._native_trouble_reported:  # "native": nowhere to go
-                self._native_trouble_reported = True
-                self.last_error = trouble
-                self._mark_overflow(trouble)
+        dead = obs.dead()
+        if dead is None and limit is not None and obs.kind == "native":
+            self._on_limit_hit(obs, limit)
             return
         if dead is None:
             return
-        why = f"the {kind} observer stopped ({dead} thread died)"
-        if trouble is not None:
-            why += f": {trouble}"
+        why = f"the {obs.kind} watch stopped: {dead}"
         if not os.path.isdir(self._root_str):
-            why = f"the export root {self._root_str} is gone"
-            target = kind
-        elif kind == "native" and self.requested_mode == "auto":
+            why, target = f"the export root {self._root_str} is gone", obs.kind
+        elif obs.kind == "native" and self.requested_mode == "auto":
             target = "polling"
         else:
-            target = kind
+            target = obs.kind
         log.warning("watcher: %s; restarting (%s)", why, target)
-        self._replace(obs, target, why if target == "polling" and kind == "native" else None, error=why)
+        self._replace(obs, target, why if target != obs.kind else None, error=why)
 
-    def _replace(self, old: BaseObserver | None, kind: str, degraded: str | None, *, error: str | None = None) -> None:
-        """Swap ``old`` for a new observer of ``kind``; on success deliver an overflow batch,
-        on failure set mode ``"off"`` and retry later. ``error`` goes to :attr:`last_error`."""
+    def _on_limit_hit(self, obs: inotify.InotifyTree | _WatchdogObserver, why: str) -> None:
+        """A new folder could not be watched: poll instead (``auto``), else say so once."""
+        if self.requested_mode == "auto":
+            self._replace(obs, "polling", why)
+        elif not self._limit_reported:  # "native": nowhere to go
+            self._limit_reported = True
+            self.last_error = why
+            self._mark_overflow(why)
+
+    def _replace(self, old, kind: str, degraded: str | None, *, error: str | None = None) -> None:
+        """Swap ``old`` for a new observer of ``kind``; on success deliver an overflow batch, on
+        failure set mode ``"off"`` and retry later. ``error`` goes to :attr:`last_error`."""
         with self._obs_lock:
             if self._stopping or self._observer is not old:
                 return  # stop() or another replacement got there first
@@ -823,35 +694,15 @@ class Watcher:
             if error is not None:
                 self.last_error = error
         if old is not None:
-            _shutdown(old)
-        try:
-            new = self._start_native() if kind == "native" else self._start_polling()
-        except Exception as exc:
-            msg = f"cannot restart the {kind} watch: {type(exc).__name__}: {exc}"
-            if kind == "native" and self.requested_mode == "auto" and os.path.isdir(self._root_str):
-                degraded = degraded or describe_native_failure(exc)
-                try:
-                    new, kind = self._start_polling(), "polling"
-                except Exception as exc2:
-                    msg = f"cannot restart the polling watch: {type(exc2).__name__}: {exc2}"
-                    new = None
-            else:
-                new = None
-            if new is None:
-                if not os.path.isdir(self._root_str):
-                    msg = f"the export root {self._root_str} is gone (not watched until it is back)"
-                log.warning("watcher: %s; retrying in %.0f s", msg, _RETRY_S)
-                with self._obs_lock:
-                    self.last_error = msg
-                    self.mode = "off"
-                    self._retry_at = time.monotonic() + _RETRY_S
-                    self._retry_kind = kind
-                return
+            old.stop()
+        new, kind, degraded = self._restart(kind, degraded)
+        if new is None:
+            return
         with self._obs_lock:
             if self._stopping:
                 stale, new = new, None
             else:
-                self._observer, self._observer_kind = new, kind
+                self._observer = new
                 self.mode = kind
                 if kind == "polling" and self.requested_mode != "polling":
                     self.degraded = degraded or self.degraded
@@ -859,16 +710,52 @@ class Watcher:
                     self.degraded = None
                 self._retry_at = None
         if new is None:
-            _shutdown(stale)
+            stale.stop()
             return
         if kind == "polling" and degraded:
             log.warning("watcher: %s; now polling %s every %.1f s", degraded, self._root_str, self.poll_interval_s)
         self._mark_overflow(f"the watch was restarted ({kind})")
 
+    def _restart(self, kind: str, degraded: str | None):
+        """(new observer or None, its kind, degraded reason): native falls back to polling in
+        ``auto``; when nothing starts, mode ``"off"`` and a retry in :data:`_RETRY_S`."""
+        try:
+            return (self._start_native() if kind == "native" else self._start_polling()), kind, degraded
+        except Exception as exc:
+            msg = f"cannot restart the {kind} watch: {type(exc).__name__}: {exc}"
+            if kind == "native" and self.requested_mode == "auto" and os.path.isdir(self._root_str):
+                degraded = degraded or describe_native_failure(exc)
+                try:
+                    return self._start_polling(), "polling", degraded
+                except Exception as exc2:
+                    msg = f"cannot restart the polling watch: {type(exc2).__name__}: {exc2}"
+        if not os.path.isdir(self._root_str):
+            msg = f"the export root {self._root_str} is gone (not watched until it is back)"
+        log.warning("watcher: %s; retrying in %.0f s", msg, _RETRY_S)
+        with self._obs_lock:
+            self.last_error = msg
+            self.mode = "off"
+            self._retry_at = time.monotonic() + _RETRY_S
+            self._retry_kind = kind
+        return None, kind, degraded
 
-def _native_is_polling() -> bool:
-    """True when watchdog has no native observer here (its ``Observer`` is a poller)."""
-    return isinstance(NativeObserver, type) and issubclass(NativeObserver, PollingObserver)
+
+def _check_arguments(mode: str, quiet_s: float, max_delay_s: float, poll_interval_s: float) -> None:
+    if mode not in ("auto", "native", "polling"):
+        raise ValueError(f"watch mode must be 'auto', 'native' or 'polling', not {mode!r}")
+    if not quiet_s > 0:
+        raise ValueError(f"quiet_s must be > 0, not {quiet_s!r}")
+    if not max_delay_s >= quiet_s:
+        raise ValueError(f"max_delay_s must be >= quiet_s ({quiet_s}), not {max_delay_s!r}")
+    if not poll_interval_s > 0:
+        raise ValueError(f"poll_interval_s must be > 0, not {poll_interval_s!r}")
+
+
+def _is_dir(e: os.DirEntry) -> bool:
+    try:
+        return e.is_dir(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _observer_threads(obs: BaseObserver) -> list[tuple[str, threading.Thread]]:
@@ -879,18 +766,7 @@ def _observer_threads(obs: BaseObserver) -> list[tuple[str, threading.Thread]]:
             break
         except RuntimeError:
             continue
-    fd = getattr(obs, "_inotify_fd", None)
-    if isinstance(fd, threading.Thread):
-        threads.append(("inotify reader", fd))
     return threads
-
-
-def _dead_thread(obs: BaseObserver) -> str | None:
-    """Name of the first thread of a started observer that is no longer alive, else None."""
-    for name, t in _observer_threads(obs):
-        if not t.is_alive():
-            return name
-    return None
 
 
 def _shutdown(obs: BaseObserver) -> None:

@@ -142,6 +142,8 @@ class DocsLayout:
                 path=rel,
                 size=st.st_size,
                 mtime_ns=st.st_mtime_ns,
+                ino=st.st_ino,
+                ctime_ns=st.st_ctime_ns,
                 disk_path=raw_rel if raw_rel != rel else "",
                 flavor=self.flavor(folder),
             )

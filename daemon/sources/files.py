@@ -35,7 +35,9 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
       spelling of an NFD name does not exist. Clients that open a hit need it too.
     * ``owner`` / ``object_type`` / ``module_kind``: see :class:`ModuleIdentity`
       (``module_kind`` is ``""`` for descriptors).
-    * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``).
+    * ``size`` in bytes, ``mtime_ns`` in nanoseconds since the epoch (``os.stat``); ``ino`` and
+      ``ctime_ns`` too: a rewrite that restores size and mtime (``cp -p``, ``rsync -a``, ``tar``)
+      cannot restore them.
     * ``project``: the EDT project folder (``"exts/yaxunit"``), ``""`` otherwise.
     * ``deps``: other files a descriptor's chunks read (Designer form / template
       descriptors ``<Folder>/<Name>/Forms/<F>.xml`` that give their synonyms).
@@ -44,6 +46,8 @@ class SourceFile(msgspec.Struct, kw_only=True, omit_defaults=True):
     path: str
     size: int
     mtime_ns: int
+    ino: int = 0
+    ctime_ns: int = 0
     owner: str = ""
     object_type: str = ""
     module_kind: str = ""

@@ -92,10 +92,10 @@ def test_one_top_k_bound_for_the_wire_and_the_engine():
 
 def test_the_engine_and_the_service_reuse_the_contract_types():
     from daemon import engine
-    from daemon.service import service
+    from daemon.service import lookups, service
 
     assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
-    assert service.Status is contract.Status and service.MethodInfo is contract.MethodInfo
+    assert service.Status is contract.Status and lookups.MethodInfo is contract.MethodInfo
 
 
 def test_the_cli_parser_loads_no_front_end_framework_and_no_engine():

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import queue
+import subprocess
 import threading
 from pathlib import Path
 
@@ -104,6 +106,62 @@ def test_symbols_with_fresh_timeout_find_each_new_method(tmp_path):
             res = s.symbols(name, fresh_timeout=TIMEOUT)
             assert _found(res, name) and not res.stale, res
         assert not s.freshness()["stale"]
+    finally:
+        s.close()
+
+
+def _rewrite_keeping_size_and_mtime(root: Path, rel: str, old: str, new: str) -> None:
+    """What ``cp -p`` (also ``rsync -a``, a ``tar`` restore) does to a file: new content of the
+    same size, the old mtime put back. Done with the real ``cp -p``."""
+    dst = root / rel
+    data = dst.read_bytes()
+    changed = data.replace(old.encode(), new.encode(), 1)
+    assert changed != data and len(changed) == len(data)
+    src = root.parent / "cp-p-source.bsl"
+    src.write_bytes(changed)
+    st = dst.stat()
+    os.utime(src, ns=(st.st_atime_ns, st.st_mtime_ns))
+    subprocess.run(["cp", "-p", str(src), str(dst)], check=True)
+    after = dst.stat()
+    assert (after.st_size, after.st_mtime_ns) == (st.st_size, st.st_mtime_ns) and dst.read_bytes() == changed
+
+
+@pytest.mark.parametrize("watch", ["native", "off"])
+def test_a_rewrite_that_keeps_size_and_mtime_is_seen(tmp_path, watch):
+    """``cp -p`` of a same-size module: seen by the watcher path (native) and by the reconcile
+    (off), through ctime and the inode; it was never picked up and answers said stale: false."""
+    root = copy_sample(tmp_path / "root")
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch=watch, reconcile_interval=0)
+    s.start()
+    try:
+        assert s.wait_idle(TIMEOUT)
+        assert _found(s.search("ПроверитьКПП", mode="lexical"), "ПроверитьКПП")
+        _rewrite_keeping_size_and_mtime(root, MODULE, "ПроверитьКПП", "ПроверитьБИК")
+        if watch == "off":
+            s.reindex(full=True)
+            assert s.wait_idle(TIMEOUT)
+        res = s.search("ПроверитьБИК", mode="lexical", fresh_timeout=TIMEOUT)
+        assert _found(res, "ПроверитьБИК") and not res.stale, res
+        assert not _found(s.search("ПроверитьКПП", mode="lexical"), "ПроверитьКПП")
+    finally:
+        s.close()
+
+
+def test_the_hash_sweep_finds_a_change_nothing_else_looks_for(tmp_path):
+    """No watcher, no periodic reconcile: only the content-hash sweep reads the files again, and
+    it brings the change in as a re-index of that module."""
+    root = copy_sample(tmp_path / "root")
+    s = Service(
+        root, index_dir=tmp_path / "idx", embedder=None, watch="off", reconcile_interval=0, hash_sweep_interval=0.5
+    )
+    s.start()
+    try:
+        assert s.wait_idle(TIMEOUT)
+        _append_method(root, "НайденПроходомПоХешам")
+        wait_until(lambda: _found(s.search("НайденПроходомПоХешам", mode="lexical"), "НайденПроходомПоХешам"))
+        counters = s.status().counters
+        assert counters["hash_sweep_changed"] >= 1 and counters["hash_sweeps"] >= 1
+        assert s.sweep.last.complete and s.sweep.last.files == len(s.engine.files) and s.sweep.last.bytes > 0
     finally:
         s.close()
 

@@ -203,6 +203,7 @@ class FakeService:
         self.release = threading.Event()
         self.entered = threading.Event()
         self.listeners = []
+        self.lookups = self  # the read-only lookups (daemon.service.lookups.Lookups) live here too
 
     def add_listener(self, fn):
         self.listeners.append(fn)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from daemon.service.service import Service
-from daemon_helpers import SAMPLE, wait_until
+from daemon_helpers import SAMPLE, make_chain, remove_chain, wait_until
 
 MOD = "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
 
@@ -66,27 +66,78 @@ def test_a_file_edited_while_a_reindex_runs_is_not_lost(root, tmp_path):
         s.close()
 
 
-def test_inotify_limit_falls_back_to_polling_and_status_says_so(root, tmp_path, monkeypatch):
+def test_inotify_limit_falls_back_to_polling_and_answers_say_so(root, tmp_path, monkeypatch):
+    """The watch limit: polling takes over, status says freshness is degraded and why, and every
+    answer says stale with that reason (it claimed stale: false before)."""
+    import ctypes
     import errno
 
-    from watchdog.observers import inotify
+    from daemon.service import inotify
 
-    def refuse(self, *a, **kw):
-        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+    real = inotify.libc()
 
-    monkeypatch.setattr(inotify.InotifyObserver, "schedule", refuse)
+    class Refusing:
+        init1, rm_watch = real.init1, real.rm_watch
+
+        def add_watch(self, fd, path, mask):
+            ctypes.set_errno(errno.ENOSPC)
+            return -1
+
+    monkeypatch.setattr(inotify, "_libc", Refusing())
     s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_interval=0)
     s.start()
     try:
         assert s.wait_idle(60)
         st = s.status()
-        assert st.watcher.mode == "polling" and st.watcher.degraded
+        assert st.watcher.mode == "polling" and "ENOSPC" in st.watcher.degraded
+        assert st.watcher.freshness == "degraded" and "fell back to polling" in st.watcher.freshness_reason
+        res = s.search("ЗагрузитьКурсыВалют", mode="lexical")
+        assert res.stale and res.stale_paths == [] and "ENOSPC" in res.stale_reason
         path = root / MOD
         path.write_text(
             path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыОпросом"),
             encoding="utf-8",
         )
         wait_until(lambda: "ЗагрузитьКурсыОпросом" in _names(s, "ЗагрузитьКурсыОпросом"), 60, "polled edit")
+    finally:
+        s.close()
+
+
+def test_a_deep_folder_chain_keeps_the_watch_and_answers_fresh(root, tmp_path):
+    """1,200 nested folders under the root (a ~2,400-character path) killed watchdog's recursive
+    walk and then every poll: the watcher was off and answers still said stale: false. Now the
+    chain is watched like any folder, edits elsewhere are seen at once, answers are fresh."""
+    chain = make_chain(root, 1200)
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_interval=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        st = s.status()
+        assert (st.watcher.mode, st.watcher.state, st.watcher.freshness) == ("native", "watching", "live"), st.watcher
+        path = root / MOD
+        path.write_text(
+            path.read_text(encoding="utf-8-sig").replace("ЗагрузитьКурсыВалют", "ЗагрузитьКурсыГлубоко"),
+            encoding="utf-8",
+        )
+        res = s.search("ЗагрузитьКурсыГлубоко", mode="lexical", fresh_timeout=30)
+        assert "ЗагрузитьКурсыГлубоко" in {h.name for h in res.hits} and not res.stale and res.stale_reason is None
+    finally:
+        s.close()
+        remove_chain(chain)
+
+
+def test_a_stopped_watch_makes_every_answer_stale_with_the_reason(root, tmp_path):
+    """The root's watch lost and not restartable (here: the watcher stopped under the service):
+    answers say stale and why instead of stale: false."""
+    s = Service(root, index_dir=tmp_path / "idx", embedder=None, watch="auto", reconcile_interval=0)
+    s.start()
+    try:
+        assert s.wait_idle(60)
+        assert not s.search("ЗагрузитьКурсыВалют", mode="lexical").stale
+        s.watcher.stop()
+        res = s.search("ЗагрузитьКурсыВалют", mode="lexical")
+        assert res.stale and res.stale_reason.startswith("file watching stopped")
+        assert s.status().watcher.freshness == "degraded"
     finally:
         s.close()
 
@@ -139,11 +190,11 @@ def test_lookups_read_nfd_named_files_and_refuse_bad_input(root, tmp_path):
         assert s.wait_idle(60)
         path = "CommonModules/ЙошкарОлаЁж/Ext/Module.bsl"
         assert "ЙодЛка" in _names(s, "ЙодЛка")
-        text = s.read_module(path)
+        text = s.lookups.read_module(path)
         assert text.total_lines == 3 and "ЙодЛка" in text.text
-        assert s.get_method("ЙодЛка", path).end_line == 3
+        assert s.lookups.get_method("ЙодЛка", path).end_line == 3
         with pytest.raises(ValueError, match="past the end"):
-            s.read_module(path, 99)
+            s.lookups.read_module(path, 99)
         with pytest.raises(ValueError, match=r"\.\."):
             s.reindex(paths=["../outside.bsl"])
         with pytest.raises(ValueError, match="at most"):
@@ -199,14 +250,14 @@ def test_preprocessor_header_variants_and_extension_markers(root, tmp_path):
     s.start()
     try:
         assert s.wait_idle(60)
-        syms = s.document_symbols(path)
+        syms = s.lookups.document_symbols(path)
         assert [(c.name, c.start_line, c.end_line) for c in syms] == [("Двойная", 1, 7), ("Расш1_Записать", 9, 17)]
         (doc,) = [d for d in convert.document_symbols(syms) if d.name == "Двойная"]
         assert doc.detail == "Процедура Двойная(П1) Экспорт | Процедура Двойная(П1, П2) Экспорт"
-        assert s.get_method("Двойная", path).params == "П1 | П1, П2"
+        assert s.lookups.get_method("Двойная", path).params == "П1 | П1, П2"
         assert "Расш1_Записать" in _names(s, "Чебурашкин")
         assert "Расш1_Записать" not in _names(s, "Кракозябрум")
-        assert "Кракозябрум" in s.get_method("Расш1_Записать", path).text
-        assert "\tКракозябрум();" in s.read_module(path, 9, 17).text
+        assert "Кракозябрум" in s.lookups.get_method("Расш1_Записать", path).text
+        assert "\tКракозябрум();" in s.lookups.read_module(path, 9, 17).text
     finally:
         s.close()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from daemon import client as dclient
+from daemon.client import supervisor as dclient
 from daemon.client import DaemonNotRunning, Supervisor
 
 

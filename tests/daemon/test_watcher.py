@@ -1,29 +1,33 @@
-"""daemon.service.watcher on real temp directories with the real watchdog observers.
+"""daemon.service.watcher on real temp directories: our inotify binding and watchdog's real
+observers.
 
-No file system is mocked. Where a failure must be simulated (inotify limits, a dead
-reader thread, a kernel queue overflow) the test patches one watchdog method and lets
-everything else run for real. Every wait is a poll with a generous deadline.
+No file system is mocked. Where a failure must be simulated (inotify limits, a dead reader
+thread, a kernel queue overflow) the test makes one call of the inotify binding fail as the
+kernel would, or holds its reader, and lets everything else run for real. Every wait is a poll
+with a generous deadline.
 """
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import os
+import select
 import shutil
 import sys
+import tempfile
 import threading
 import time
 import unicodedata
 from pathlib import Path
 
 import pytest
+from daemon_helpers import make_chain, remove_chain
 
+from daemon.service import inotify as I
 from daemon.service import watcher as W
 from daemon.service.watcher import ChangeBatch, Watcher, is_temp_name
 
-# watchdog's harmless "Callback with id ... already exists" (see daemon/service/watcher.py); pytest
-# resets the module's own filter for each test
-pytestmark = pytest.mark.filterwarnings("ignore:Callback with id:RuntimeWarning")
 linux_only = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify-specific")
 DEADLINE = 10.0
 
@@ -180,6 +184,39 @@ def test_delete_and_rename_object_folder(export: Path, make_watcher) -> None:
     new.mkdir(parents=True)
     (new / "ObjectModule.bsl").write_text("//", encoding="utf-8")
     assert c.wait(lambda: "Documents/Заказ" in c.dirs or "Documents" in c.dirs), c.dirs
+
+
+def test_a_moved_folder_is_watched_under_its_new_name(export: Path, make_watcher) -> None:
+    """Folders moved inside the root, out of it and back in: events below them carry the path
+    they have now, and nothing is reported for a folder that left the root."""
+    c = Collector()
+    w = make_watcher(export, c)
+
+    def since(k: int) -> set[str]:
+        return set().union(*(b.paths | b.dirs for b in c.batches[k:]))
+
+    def settled() -> int:
+        assert wait_until(lambda: w.pending == 0 and w.caught_up())
+        return len(c.batches)
+
+    os.rename(export / "Catalogs/Товары", export / "Catalogs/Продукты")
+    assert c.wait(lambda: "Catalogs/Продукты" in c.dirs), c.dirs
+    k = settled()
+    (export / "Catalogs/Продукты/Forms/Форма/Ext/Form/Module.bsl").write_text("// after the move", encoding="utf-8")
+    assert c.wait(lambda: "Catalogs/Продукты/Forms/Форма/Ext/Form/Module.bsl" in since(k)), since(k)
+    assert not any(p.startswith("Catalogs/Товары/") for p in since(k))
+    k = settled()
+    outside = export.parent / "outside"
+    os.rename(export / "Catalogs/Продукты", outside)
+    assert c.wait(lambda: "Catalogs/Продукты" in since(k)), since(k)
+    k = settled()
+    (outside / "Ext/ObjectModule.bsl").write_text("// moved away", encoding="utf-8")
+    os.rename(outside, export / "Catalogs/Вернулись")
+    assert c.wait(lambda: "Catalogs/Вернулись" in since(k)), since(k)
+    k = settled()
+    (export / "Catalogs/Вернулись/Ext/ObjectModule.bsl").write_text("// back", encoding="utf-8")
+    assert c.wait(lambda: "Catalogs/Вернулись/Ext/ObjectModule.bsl" in since(k)), since(k)
+    assert all(p.startswith("Catalogs/Вернулись") for p in since(k)), since(k)
 
 
 @pytest.mark.parametrize("mode", ["auto", "polling"])
@@ -398,29 +435,47 @@ def test_forced_polling(export: Path, make_watcher) -> None:
     assert not c.overflow
 
 
-@linux_only
-@pytest.mark.parametrize("method", ["schedule", "start"])
-def test_inotify_limit_at_start_falls_back_to_polling(export: Path, make_watcher, monkeypatch, method) -> None:
-    def no_watches(self, *a, **kw):
-        raise OSError(errno.ENOSPC, "inotify watch limit reached")
+class FakeLibc:
+    """The real inotify binding with one call failing as the kernel fails it (-1, errno set)."""
 
-    monkeypatch.setattr(W.NativeObserver, method, no_watches)
+    def __init__(self, *, add_fails=None, init_fails: int = 0) -> None:
+        self.real = I.libc()
+        self.add_fails = add_fails  # path (bytes) -> errno or 0
+        self.init_fails = init_fails
+        self.rm_watch = self.real.rm_watch
+
+    def init1(self, flags: int) -> int:
+        if self.init_fails:
+            ctypes.set_errno(self.init_fails)
+            return -1
+        return self.real.init1(flags)
+
+    def add_watch(self, fd: int, path: bytes, mask: int) -> int:
+        no = self.add_fails(path) if self.add_fails else 0
+        if no:
+            ctypes.set_errno(no)
+            return -1
+        return self.real.add_watch(fd, path, mask)
+
+
+@linux_only
+@pytest.mark.parametrize("where", [b"export", b"Catalogs"])
+def test_inotify_limit_at_start_falls_back_to_polling(export: Path, make_watcher, monkeypatch, where) -> None:
+    """The watch limit hit on the root or on any sub-folder: coverage would be partial, so poll."""
+    fake = FakeLibc(add_fails=lambda p: errno.ENOSPC if p.endswith(where) else 0)
+    monkeypatch.setattr(I, "_libc", fake)
     c = Collector()
     w = make_watcher(export, c, poll_interval_s=0.1)
     assert w.mode == "polling"
     assert w.degraded and "ENOSPC" in w.degraded and "max_user_watches" in w.degraded
+    assert "fell back to polling" in w.problem()
     (export / "CommonModules/Общий.xml").write_text("<m>polled</m>")
     c.wait_paths("CommonModules/Общий.xml")
 
 
 @linux_only
 def test_inotify_instance_limit_falls_back_to_polling(export: Path, make_watcher, monkeypatch) -> None:
-    from watchdog.observers import inotify_c
-
-    def no_instance(cls):
-        raise OSError(errno.EMFILE, "inotify instance limit reached")
-
-    monkeypatch.setattr(inotify_c.InotifyFD, "_create_inotify_fd", classmethod(no_instance))
+    monkeypatch.setattr(I, "_libc", FakeLibc(init_fails=errno.EMFILE))
     c = Collector()
     w = make_watcher(export, c, poll_interval_s=0.1)
     assert w.mode == "polling" and "EMFILE" in w.degraded
@@ -430,10 +485,7 @@ def test_inotify_instance_limit_falls_back_to_polling(export: Path, make_watcher
 
 @linux_only
 def test_native_mode_does_not_fall_back(export: Path, monkeypatch) -> None:
-    def no_watches(self, *a, **kw):
-        raise OSError(errno.ENOSPC, "inotify watch limit reached")
-
-    monkeypatch.setattr(W.NativeObserver, "schedule", no_watches)
+    monkeypatch.setattr(I, "_libc", FakeLibc(add_fails=lambda p: errno.ENOSPC))
     w = Watcher(export, print, mode="native")
     with pytest.raises(OSError) as ei:
         w.start()
@@ -442,30 +494,10 @@ def test_native_mode_does_not_fall_back(export: Path, monkeypatch) -> None:
 
 
 @linux_only
-def test_watch_limit_on_a_subfolder_is_not_silent(export: Path, make_watcher, monkeypatch) -> None:
-    """watchdog skips sub-folders it cannot watch without a word; the watcher must not."""
-    from watchdog.observers import inotify_c
-
-    orig = inotify_c.InotifyFD._get_or_create_watch
+def test_watch_limit_on_a_later_subfolder_is_not_silent(export: Path, make_watcher, monkeypatch) -> None:
+    """A folder made later hits the watch limit: switch to polling and ask for a reconcile."""
     limit = threading.Event()
-
-    def limited(self, path, mask):
-        if limit.is_set() or b"Catalogs" in path:
-            raise OSError(errno.ENOSPC, "inotify watch limit reached")
-        return orig(self, path, mask)
-
-    monkeypatch.setattr(inotify_c.InotifyFD, "_get_or_create_watch", limited)
-    c = Collector()
-    w = make_watcher(export, c, poll_interval_s=0.1)
-    assert w.mode == "polling" and "ENOSPC" in w.degraded  # at start
-    w.stop()
-
-    # later: a new folder cannot be watched -> switch to polling and ask for a reconcile
-    monkeypatch.setattr(
-        inotify_c.InotifyFD,
-        "_get_or_create_watch",
-        lambda self, p, m: limited(self, p, m) if limit.is_set() else orig(self, p, m),
-    )
+    monkeypatch.setattr(I, "_libc", FakeLibc(add_fails=lambda p: errno.ENOSPC if limit.is_set() else 0))
     c = Collector()
     w = make_watcher(export, c, poll_interval_s=0.1)
     assert w.mode == "native"
@@ -478,19 +510,16 @@ def test_watch_limit_on_a_subfolder_is_not_silent(export: Path, make_watcher, mo
 
 
 @linux_only
-@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")
-def test_dead_observer_thread_restarts_in_polling_with_overflow(export: Path, make_watcher, monkeypatch) -> None:
-    from watchdog.observers import inotify_c
-
-    orig = inotify_c.InotifyFD.read_events
+def test_dead_reader_restarts_in_polling_with_overflow(export: Path, make_watcher, monkeypatch) -> None:
+    orig = I.InotifyTree._handle
     boom = threading.Event()
 
-    def read_events(self, *a, **kw):
+    def handle(self, buf):
         if boom.is_set():
             raise RuntimeError("reader exploded")
-        return orig(self, *a, **kw)
+        return orig(self, buf)
 
-    monkeypatch.setattr(inotify_c.InotifyFD, "read_events", read_events)
+    monkeypatch.setattr(I.InotifyTree, "_handle", handle)
     c = Collector()
     w = make_watcher(export, c, poll_interval_s=0.1)
     assert w.mode == "native"
@@ -506,24 +535,18 @@ def test_dead_observer_thread_restarts_in_polling_with_overflow(export: Path, ma
 
 @linux_only
 def test_kernel_queue_overflow_is_reported(export: Path, make_watcher, monkeypatch) -> None:
-    """A real IN_Q_OVERFLOW: hold watchdog's reader until the kernel queue overflows."""
-    try:
-        max_q = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
-    except OSError:
-        pytest.skip("no /proc/sys/fs/inotify/max_queued_events")
-    if max_q > 65536:
-        pytest.skip(f"max_queued_events={max_q}: too many files to write")
-    from watchdog.observers import inotify_c
-
-    orig = inotify_c.InotifyFD.handle_event
+    """A real IN_Q_OVERFLOW: hold the reader until the kernel queue overflows."""
+    max_q = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    assert max_q <= 65536, f"max_queued_events={max_q}: too many files to write for this test"
+    orig = I.InotifyTree._handle
     gate = threading.Event()
     gate.set()
 
-    def gated(self, event):
+    def gated(self, buf):
         gate.wait(DEADLINE)
-        return orig(self, event)
+        return orig(self, buf)
 
-    monkeypatch.setattr(inotify_c.InotifyFD, "handle_event", gated)
+    monkeypatch.setattr(I.InotifyTree, "_handle", gated)
     c = Collector()
     w = make_watcher(export, c)
     assert w.mode == "native"
@@ -532,11 +555,109 @@ def test_kernel_queue_overflow_is_reported(export: Path, make_watcher, monkeypat
     n = (max_q + 4096) // 2  # >= 2 events per file: create, close-write (+ modify)
     for i in range(n):
         (d / f"F{i}.txt").write_bytes(b"x")  # not reported: only the overflow matters
+    (export / "Documents").mkdir()  # made while events are lost: watched after the overflow
     gate.set()
     assert c.wait(lambda: c.overflow, 30)
     assert w.mode == "native"
-    (export / "CommonModules/Общий.xml").write_text("<m>after</m>")  # watches were rebuilt
+    (export / "Documents/Заказ.xml").write_text("<d/>")
+    c.wait_paths("Documents/Заказ.xml")
+
+
+@pytest.fixture
+def deep(export: Path):
+    """A folder ``Deep`` in the export for a chain of nested folders; removed without recursion."""
+    top = export / "Deep"
+    top.mkdir()
+    yield top
+    remove_chain(top)
+
+
+@linux_only
+def test_a_deep_folder_chain_is_watched_whole(export: Path, deep: Path, make_watcher) -> None:
+    """1,200 nested folders (a ~2,400-character path): the walk has no recursion to exhaust."""
+    make_chain(deep, 1200)
+    c = Collector()
+    w = make_watcher(export, c)
+    assert w.mode == "native" and w.degraded is None and w.unwatched == {} and w.problem() is None
+    bottom = "Deep/" + "/".join(["d"] * 1200)
+    assert len(str(export / bottom)) > 2400
+    with open(str(export / bottom / "Module.bsl"), "a", encoding="utf-8") as fh:
+        fh.write("\n// edited")
+    (export / "CommonModules/Общий.xml").write_text("<m>elsewhere</m>")
+    c.wait_paths(f"{bottom}/Module.bsl", "CommonModules/Общий.xml")
+
+
+@linux_only
+def test_folders_beyond_path_max_are_skipped_by_name(export: Path, deep: Path, make_watcher) -> None:
+    """Folders whose path inotify cannot take are named with the reason; the rest is watched."""
+    make_chain(deep, 2100)  # 4,200+ characters: beyond PATH_MAX (4,096)
+    c = Collector()
+    w = make_watcher(export, c)
+    assert w.mode == "native" and w.degraded is None
+    ((skipped, why),) = w.unwatched.items()
+    assert skipped.startswith("Deep/d/d/") and "too long" in why
+    assert "1 folders are not watched" in w.problem() and "too long" in w.problem()
+    (export / "CommonModules/Общий.xml").write_text("<m>elsewhere</m>")
     c.wait_paths("CommonModules/Общий.xml")
+    assert w.mode == "native"
+
+
+def test_polling_a_deep_chain_skips_what_is_too_deep(export: Path, deep: Path, make_watcher) -> None:
+    """watchdog's polling walk recurses per level: deeper folders are skipped by name, and the
+    poller lives on (it died every 2 s before)."""
+    make_chain(deep, 1200)
+    c = Collector()
+    w = make_watcher(export, c, mode="polling", poll_interval_s=0.1)
+    (export / "CommonModules/Общий.xml").write_text("<m>polled</m>")
+    c.wait_paths("CommonModules/Общий.xml")
+    ((skipped, why),) = w.unwatched.items()
+    assert skipped.count("/") == W.POLL_MAX_DEPTH and "not polled" in why
+    assert w.mode == "polling" and w.last_error is None and "not watched" in w.problem()
+    time.sleep(0.5)  # a few more polls
+    assert w.mode == "polling" and not c.overflow
+
+
+@linux_only
+def test_the_binding_reads_real_events() -> None:
+    """inotify_init1/add_watch/read through ctypes against the running kernel, parsed by
+    parse_events: the constants and the event layout are the kernel's."""
+    d = Path(tempfile.mkdtemp(prefix="bl-ino-"))
+    lib = I.libc()
+    fd = lib.init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    assert fd >= 0
+    try:
+        wd = lib.add_watch(fd, os.fsencode(d), I.WATCH_MASK)
+        assert wd >= 0
+        (d / "a.bsl").write_text("x")
+        (d / "sub").mkdir()
+        os.rename(d / "a.bsl", d / "b.bsl")
+        assert wait_until(lambda: bool(select.select([fd], [], [], 0)[0]))
+        time.sleep(0.05)
+        events = I.parse_events(os.read(fd, 65536))
+        masks = {(name, m & (I.IN_CREATE | I.IN_MOVED_FROM | I.IN_MOVED_TO | I.IN_ISDIR)) for _, m, name in events}
+        assert {(b"a.bsl", I.IN_CREATE), (b"sub", I.IN_CREATE | I.IN_ISDIR)} <= masks
+        assert {(b"a.bsl", I.IN_MOVED_FROM), (b"b.bsl", I.IN_MOVED_TO)} <= masks
+        assert all(w == wd for w, _, _ in events)
+        assert lib.add_watch(fd, os.fsencode(d / "missing"), I.WATCH_MASK) == -1 and ctypes.get_errno() == errno.ENOENT
+    finally:
+        os.close(fd)
+        shutil.rmtree(d)
+
+
+def test_the_watchdog_api_we_use_is_there() -> None:
+    """What the watcher takes from watchdog (polling everywhere, the native observer off Linux),
+    checked against the installed release: public names and parameters only."""
+    import inspect
+
+    from watchdog.observers.api import BaseObserver
+    from watchdog.observers.polling import PollingObserverVFS
+
+    params = inspect.signature(PollingObserverVFS).parameters
+    assert list(params)[:2] == ["stat", "listdir"] and "polling_interval" in params
+    assert "event_filter" in inspect.signature(BaseObserver.schedule).parameters
+    assert isinstance(inspect.getattr_static(BaseObserver, "emitters"), property)
+    ev = W.FileMovedEvent("/a", "/b")
+    assert (ev.event_type, ev.src_path, ev.dest_path, ev.is_directory) == ("moved", "/a", "/b", False)
 
 
 def test_root_deleted_and_recreated(export: Path, make_watcher) -> None:

@@ -1,0 +1,335 @@
+"""Read-only lookups over one root's engine: a chunk, a method, a module's lines, a metadata
+object, a module's symbols, docs pages and the methods they mention.
+
+:class:`Lookups` needs no threads and holds no state but a cache of the doc links, so the
+server's commands call it directly and tests can build one over any engine. Paths given by a
+caller are confined to the root (``ValueError`` otherwise); what is not indexed or not on disk
+is a ``LookupError`` whose message says what was looked for.
+"""
+
+from __future__ import annotations
+
+import os
+import unicodedata
+from pathlib import Path
+
+import msgspec
+
+from ..contract import (
+    CODE_KINDS,
+    METHOD_KINDS,
+    Chunk,
+    Field,
+    Filters,
+    MethodInfo,
+    ModuleText,
+    ObjectDescription,
+    normalize_object_type,
+)
+from ..engine import Engine
+from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
+
+#: read_module returns at most this many lines per call.
+MAX_READ_LINES = 2000
+
+_FIELD_GROUPS = {
+    "attribute": "attributes",
+    "addressing_attribute": "attributes",
+    "tabular_section": "tabular_sections",
+    "dimension": "dimensions",
+    "resource": "resources",
+    "enum_value": "enum_values",
+    "form": "forms",
+    "command": "commands",
+    "template": "templates",
+}
+
+
+class Lookups:
+    """The read-only questions about one root (see the module docstring).
+
+    ``engine``: the root's :class:`Engine` (its public methods take its lock);
+    ``max_file_bytes``: the largest file read from disk (the engine's ``max_file_bytes``).
+    """
+
+    def __init__(self, engine: Engine, *, max_file_bytes: int) -> None:
+        self.engine = engine
+        self.root = Path(engine.root)
+        self.max_file_bytes = max_file_bytes
+        self._doc_links_cache: tuple[tuple[int, int], object] | None = None
+
+    # ------------------------------------------------------------------ chunks and methods
+    def get_chunk(self, chunk_id: str) -> Chunk:
+        """The chunk with this id; ``LookupError`` if there is none."""
+        c = self.engine.get_chunk(chunk_id)
+        if c is None:
+            raise LookupError(f"no chunk with id {chunk_id!r}")
+        return c
+
+    def get_method(self, name: str, path: str | None = None) -> MethodInfo:
+        """A method by ``path`` + ``name``, or by a qualified ``Модуль.Метод`` name (case- and
+        ``ё``-insensitive). With several candidates the names channel's order decides (exported
+        API first). A long method split into parts comes back whole. ``LookupError`` if nothing
+        matches."""
+        name = name.strip()
+        if path is not None:
+            first, parts = self._method_in(self.confine(path), name)
+        else:
+            first, parts = self._method_by_name(name)
+        # one method = its part 0, or parts 1..n of a long one; a twin (#Если) is another method
+        base = first.id.split("#", 1)[0]
+        group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
+        text = group[0].text if len(group) == 1 else self._lines(group[0].path, group[0].start_line, group[-1].end_line)
+        return MethodInfo(
+            id=base,
+            path=first.path,
+            name=first.name,
+            kind=first.kind,
+            owner=first.owner,
+            module_kind=first.module_kind,
+            export=first.export,
+            is_async=first.is_async,
+            params=first.params,
+            directives=list(first.directives),
+            annotations=list(first.annotations),
+            region=list(first.region),
+            doc=first.doc,
+            signature=first.signature,
+            start_line=group[0].start_line,
+            end_line=group[-1].end_line,
+            text=text,
+            docs=self._doc_refs([first.id, base]),
+        )
+
+    def _method_in(self, rel: str, name: str) -> tuple[Chunk, list[Chunk]]:
+        """(the first part, every chunk of that name) of a method in one module."""
+        from ..text.folding import fold
+
+        short = name.rsplit(".", 1)[-1]
+        parts = self.engine.file_chunks(rel)
+        if parts is None:
+            raise LookupError(f"{rel} is not an indexed module")
+        parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
+        if not parts:
+            raise LookupError(f"no method {short!r} in {rel}")
+        return parts[0], parts
+
+    def _method_by_name(self, name: str) -> tuple[Chunk, list[Chunk]]:
+        """(the first part, the chunks of that method from it on) of the best exact name match."""
+        eng = self.engine
+        res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
+        hits = [h for h in res.hits if h.match == "exact" and h.kind in METHOD_KINDS]
+        if not hits:
+            raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
+        first = eng.get_chunk(hits[0].id)
+        if first is None:  # re-indexed away between the search and this read
+            raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
+        parts = [
+            c
+            for c in eng.file_chunks(first.path) or []
+            if c.kind == first.kind and c.name == first.name and c.start_line >= first.start_line
+        ]
+        return first, parts
+
+    # ------------------------------------------------------------------ docs (daemon.sources.docs)
+    def doc_links(self):
+        """:class:`daemon.sources.docs.DocLinks` of the current index, rebuilt after a batch changed it."""
+        from ..sources.docs import DocLinks
+
+        eng = self.engine
+        key = (id(eng), eng.version)
+        cached = self._doc_links_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        with eng.lock:
+            # no docs sections (most code roots): nothing to link; else only the docs sections
+            # and the methods of the names they mention are read from the chunk store
+            links = DocLinks.from_store(eng.store, eng.names) if eng.stats()["docs_sections"] else DocLinks()
+            self._doc_links_cache = (key, links)
+        return links
+
+    def _doc_refs(self, ids) -> list:
+        from ..sources.docs import MAX_DOC_REFS, doc_ref
+
+        links = self.doc_links()
+        out: dict[str, None] = {}
+        for cid in ids:
+            for d in links.mentions.get(cid, []):
+                out[d] = None
+        refs = [self.engine.get_chunk(d) for d in out]
+        return [doc_ref(c) for c in refs if c is not None][:MAX_DOC_REFS]
+
+    def doc_mentions(self, ids: list[str]) -> dict:
+        """``{chunk id: [DocRef]}``: the docs sections that name each method (ids without any
+        are left out)."""
+        out = {}
+        for cid in ids:
+            refs = self._doc_refs([cid, cid.split("#", 1)[0]])
+            if refs:
+                out[cid] = refs
+        return out
+
+    def read_document(self, path: str, heading: str | None = None):
+        """A docs page or its section under ``heading`` (:func:`daemon.sources.docs.read_document`).
+        ``LookupError`` if it is not an indexed page or has no such heading."""
+        from ..sources.docs import read_document
+
+        rel = self.confine(path)
+        sections = self.engine.file_chunks(rel, kind="docs")
+        if sections is None:
+            raise LookupError(f"{rel} is not an indexed docs page (search with scope docs lists them)")
+        return read_document(sections, rel, self._read(rel), heading, self.doc_links())
+
+    # ------------------------------------------------------------------ files
+    def confine(self, path: str) -> str:
+        """:meth:`Engine.confine`: ``path`` relative to the root, NFC; ``ValueError`` if it leaves the root."""
+        return self.engine.confine(path)
+
+    def _read(self, rel: str) -> list[str]:
+        """The lines of a file under the root, decoded as the indexer decodes it."""
+        known = self.engine.is_indexed(rel)
+        try:
+            data = read_regular_bytes(self.root / disk_path(self.root, rel), self.max_file_bytes)
+            text, _ = decode_bytes(data)
+        except FileNotFoundError:
+            raise LookupError(f"no such file: {rel}") from None
+        except SkipFile as exc:
+            if not known and exc.reason == "unreadable":
+                raise LookupError(f"no such file: {rel}") from None
+            raise ValueError(f"{rel}: {exc.reason}: {exc.detail}") from None
+        if text.startswith("\ufeff"):
+            text = text[1:]
+        return text.splitlines()
+
+    def _lines(self, rel: str, start: int, end: int) -> str:
+        lines = self._read(rel)
+        return "\n".join(lines[start - 1 : end])
+
+    def read_module(self, path: str, start_line: int = 1, end_line: int | None = None) -> ModuleText:
+        """Lines ``start_line..end_line`` (1-based, inclusive; ``end_line`` None = to the end) of
+        a file under the root, at most :data:`MAX_READ_LINES` lines (``truncated`` and a
+        ``note`` say when cut). ``ValueError`` for bad line numbers, ``LookupError`` for a
+        missing file."""
+        rel = self.confine(path)
+        if start_line < 1 or (end_line is not None and end_line < start_line):
+            raise ValueError(f"bad line range {start_line}..{end_line}: lines are 1-based and start <= end")
+        lines = self._read(rel)
+        total = len(lines)
+        if start_line > max(total, 1):
+            raise ValueError(f"start_line {start_line} is past the end of {rel} ({total} lines)")
+        want_end = total if end_line is None else min(end_line, total)
+        end = min(want_end, start_line + MAX_READ_LINES - 1)
+        truncated = end < (total if end_line is None else end_line)
+        note = ""
+        if end < want_end:
+            note = f"cut to {MAX_READ_LINES} lines; ask for start_line={end + 1} to continue"
+        elif end_line is not None and end_line > total:
+            note = f"the file has {total} lines"
+        return ModuleText(
+            path=rel,
+            start_line=start_line,
+            end_line=max(end, start_line - 1),
+            total_lines=total,
+            text="\n".join(lines[start_line - 1 : end]),
+            truncated=truncated,
+            note=note,
+        )
+
+    # ------------------------------------------------------------------ metadata and symbols
+    def describe_object(self, name: str) -> ObjectDescription:
+        """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
+        (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
+        ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no such
+        object is indexed (the message lists similar names and the closest by the names
+        channel, :meth:`Engine.similar_objects`)."""
+        eng = self.engine
+        typ, _, obj = name.strip().partition(".")
+        if not obj:
+            raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
+        ru = normalize_object_type(typ)
+        if ru is None:
+            from ..contract import object_type_list
+
+            raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
+        try:
+            o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
+        except LookupError as exc:
+            close = [c for c in eng.similar_objects(name) if c not in str(exc)]
+            if close:
+                raise LookupError(f"{exc}; closest objects by name: {', '.join(close)}") from None
+            raise
+        desc = ObjectDescription(
+            owner=o.owner,
+            object_type=o.object_type,
+            name=o.name,
+            path=o.path,
+            synonym=dict(o.synonym),
+            comment=o.comment,
+            properties=dict(o.properties),
+            modules=dict(sorted(modules.items())),
+        )
+        _group_fields(desc, fields)
+        return desc
+
+    def document_symbols(self, path: str) -> list[Chunk]:
+        """The code chunks of one module in line order, texts left out (for
+        ``textDocument/documentSymbol``: names, kinds, ranges, regions). ``LookupError`` if the
+        file is not an indexed module."""
+        rel = self.confine(path)
+        chunks = self.engine.file_chunks(rel, kind="bsl")
+        if chunks is None:
+            raise LookupError(f"{rel} is not an indexed module")
+        return [
+            msgspec.structs.replace(c, text="")
+            for c in sorted(chunks, key=lambda c: (c.start_line, c.id))
+            if c.kind in CODE_KINDS
+        ]
+
+
+def _group_fields(desc: ObjectDescription, fields: list[Chunk]) -> None:
+    """Put an object's field chunks into ``desc`` by kind; a tabular section's attributes go
+    under it."""
+    sections: dict[str, Field] = {}
+    for c in sorted(fields, key=lambda c: c.start_line):
+        f = Field(
+            kind=c.kind,
+            name=c.name,
+            symbol=c.symbol,
+            synonym=dict(c.synonym),
+            types=list(c.types),
+            comment=c.comment,
+        )
+        sym = c.symbol or ""
+        if c.kind == "tabular_section":
+            sections[c.name] = f
+            desc.tabular_sections.append(f)
+        elif c.kind == "attribute" and "." in sym.partition(":")[2]:
+            ts = sym.partition(":")[2].split(".", 1)[0]
+            if ts in sections:
+                sections[ts].fields.append(f)
+            else:
+                desc.other_fields.append(f)
+        else:
+            getattr(desc, _FIELD_GROUPS.get(c.kind, "other_fields")).append(f)
+
+
+def disk_path(root: Path, rel: str) -> str:
+    """The on-disk spelling of ``rel`` (NFC, as the index stores it): itself if it exists, else
+    the entry whose NFC form matches in each folder (macOS tools and some archives write NFD
+    names). ``rel`` unchanged if nothing matches (the read then fails clearly)."""
+    if os.path.lexists(root / rel):
+        return rel
+    from ..sources.scan import _disk_dir
+
+    parent, _, name = rel.rpartition("/")
+    disk_parent = _disk_dir(root, parent) if parent else ""
+    if disk_parent is None:
+        return rel
+    try:
+        names = os.listdir(root / disk_parent if disk_parent else root)
+    except OSError:
+        return rel
+    for n in names:
+        if unicodedata.normalize("NFC", n) == name:
+            return f"{disk_parent}/{n}" if disk_parent else n
+    return rel
