@@ -68,7 +68,6 @@ from ..contract import normalize_object_type
 from ..options import embedder_or_none
 from ..stats import percentile
 from ..index.storage import default_index_dir
-from ..index.names import is_identifier_query
 
 log = logging.getLogger(__name__)
 
@@ -995,8 +994,11 @@ class Service:
         :meth:`search`."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
-        mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
-        return self._stamp(self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim))
+        eng = self._engine()
+        # the query's cues, read once: they pick the mode and go on to the ranking
+        cues = eng.query_cues(query, filters, mode="lexical" if eng.embedder is None else "hybrid")
+        mode = "lexical" if cues.identifier or eng.embedder is None else "hybrid"
+        return self._stamp(eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues))
 
     def get_chunk(self, chunk_id: str) -> Chunk:
         """The chunk with this id; ``LookupError`` if there is none."""

