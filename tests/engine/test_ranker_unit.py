@@ -11,7 +11,6 @@ import numpy as np
 import pytest
 
 from daemon.contract import Chunk, Filters
-from daemon.index.dense import DenseIndex
 from daemon.index.names import api_boost
 from daemon.index.state import IndexState
 from daemon.ranking.cues import read_cues
