@@ -741,7 +741,8 @@ class Engine:
     def stats(self) -> dict:
         """Counts for ``status``: files, modules, methods, metadata chunks, docs pages and
         sections, BM25 terms, dense. ``format`` is the export's (designer, edt, unknown), or
-        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The per-chunk counts are recounted only after a batch changed the index."""
+        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The
+        per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
             store = self.store
             key = (id(store), store.version, self.version)

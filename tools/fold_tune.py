@@ -9,9 +9,9 @@ For each value the whole gold set of ROOT's corpus is run once (the index is loa
 never refreshed or written: pass an index built with ``bsl-lens index``), and nDCG@10 at
 symbol and file level is printed per fold (:func:`daemon.dev.evaluate.fold_of`) and per intent.
 Then the protocol: the value that scores best on fold A (``--level``: the mean of symbol and
-file level nDCG@10 by default; ``--intent`` or all queries) is scored on fold B and compared with the current value there, and the other way
-round. The verdict is "keep" only when both held-out folds improve; otherwise the current
-value stays.
+file level nDCG@10 by default; ``--intent`` or all queries) is scored on fold B and compared
+with the current value there, and the other way round. The verdict is "keep" only when both
+held-out folds improve; otherwise the current value stays.
 
 Parameters (``--param``): any field of :class:`daemon.ranking.params.RankingParams`
 (``api_prior_weight``, ``uncued_meta_weight``, ...; ``docs/ranking.md`` describes each), or

@@ -246,7 +246,7 @@ class DenseUpkeep:
         vecs = embed_chunks(model, st.cache, [t for _, t, _ in todo], batch_size=batch_size, shared=shared)
         with self.lock:
             live = []
-            for (cid, t, h), v in zip(todo, vecs):
+            for (cid, _text, h), v in zip(todo, vecs, strict=False):
                 now = self.vector_text(cid)
                 # the chunk may have changed or gone while the model ran: then its new text
                 # is (or will be) queued again

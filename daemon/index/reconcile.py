@@ -35,19 +35,20 @@ from ..sources.docs import docs_name, docs_tokens, log_notes, read_page
 
 log = logging.getLogger(__name__)
 
-#: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.
+#: Skipped files named in the log per batch (the rest are counted in one line): enough for the
+#: objects a large configuration lists but does not ship.
 SKIP_LOG_LINES = 500
 #: Skip reasons logged at INFO rather than WARNING: files that are expected where they are
-#: (``not_markdown``: the images and other files of a docs folder, 37 in docs-yaxunit).
+#: (``not_markdown``: the images and other files of a docs folder).
 QUIET_SKIP_REASONS = frozenset({"not_markdown"})
 
 #: Reconciles of at least this many changed files are chunked in :attr:`Engine.pool`'s worker
 #: processes, in batches of POOL_BATCH. Below it the daemon chunks in its own thread: starting
-#: a spawned worker (imports, grammar) costs ~1 s, more than 200 small files take to chunk.
+#: a spawned worker (imports, grammar) costs more than a few hundred small files take to chunk.
 POOL_MIN_FILES = 200
 POOL_BATCH = 32
-#: Batches submitted ahead of the one being read, per worker process (bounds the encoded
-#: results waiting in the owner; 4 kept both workers busy in a --scale 20 first index).
+#: Batches submitted ahead of the one being read, per worker process: enough to keep the
+#: workers busy, few enough to bound the encoded results waiting in the owner.
 POOL_WINDOW = 4
 
 
@@ -122,7 +123,7 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     removed); otherwise only ``paths`` and the subtrees of ``dirs`` were looked at.
     ``staged``: a first index (or a rebuild of an empty engine) built aside as the results
     arrived (:class:`_Staged`: a chunk store and channels, no chunk held in ``updates``);
-    :meth:`ReconcileMixin.apply` swaps it in whole. Never journaled.
+    :meth:`Reconciler.apply` swaps it in whole. Never journaled.
     """
 
     full: bool
@@ -214,9 +215,9 @@ class _WorkItem(msgspec.Struct, array_like=True):
 class _WorkResult(msgspec.Struct):
     """A worker's batch. The BM25 tokens travel as ``vocab`` (the batch's distinct tokens)
     plus, per chunk id, ``uint32`` little-endian indices into it: a decoded token list then
-    refers to one ``str`` per distinct token instead of one per occurrence (a first index of
-    ssl31-ru decoded ~700 MB of duplicate token strings that way and the daemon's heap kept
-    most of it after they were freed)."""
+    refers to one ``str`` per distinct token instead of one per occurrence (duplicate token
+    strings of a first index filled the daemon's heap, which kept most of it after they were
+    freed)."""
 
     updates: list[tuple[int, FileUpdate]]  # (position in the batch, result; tokens empty)
     skips: list[tuple[int, Skip]]

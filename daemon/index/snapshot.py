@@ -324,7 +324,7 @@ class Snapshotter:
                 break
             dense.upsert(e.ids, vecs)
             cache.put_many(e.hashes, vecs)
-            for cid, h in zip(e.ids, e.hashes):
+            for cid, h in zip(e.ids, e.hashes, strict=False):
                 embedded[cid] = h
             n += len(e.ids)
         if n:
@@ -513,9 +513,8 @@ def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         ends = np.cumsum([len(r.slots) // 4 for r in recs])
-        raise SnapshotError(
-            f"files.msgpack: {recs[int(np.searchsorted(ends, bad, side='right'))].path} names chunk slots the store does not hold"
-        )
+        path = recs[int(np.searchsorted(ends, bad, side="right"))].path
+        raise SnapshotError(f"files.msgpack: {path} names chunk slots the store does not hold")
     if allslots.size != len(store) or (allslots.size and int(np.bincount(allslots).max()) > 1):
         raise SnapshotError(f"files.msgpack names {allslots.size} chunk slots, the store holds {len(store)} chunks")
 

@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 
 #: Markdown page suffixes (compared case-insensitively).
 PAGE_SUFFIXES = (".md", ".markdown")
-#: Largest page read (bytes): 2 MiB, 30x the largest page in the docs corpora
-#: (docs-bslls ``features/ConfigurationFile.md``, 67 KB). A 20 MB "page" is skipped as ``too_large``.
+#: Largest page read (bytes), far above any real documentation page; a larger "page" is
+#: skipped as ``too_large``.
 DOCS_MAX_BYTES = 2 * 2**20
 #: Files that mark an MkDocs site (its anchors follow :func:`daemon.sources.markdown.slug` ``mkdocs``),
 #: looked up in the docs folder and its parent; otherwise Docusaurus/GitHub anchors.
@@ -182,7 +182,7 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
         bad = replaced.count("\ufffd")
         # broken UTF-8 still holds valid multi-byte sequences (more of them than broken ones);
         # a page saved in Windows-1251 holds none, however little Cyrillic it has (English
-        # prose with one Russian word, an em dash or guillemets in ASCII text: under 1 %)
+        # prose with one Russian word, an em dash or guillemets in ASCII text)
         multibyte = len(replaced) - bad - sum(1 for ch in replaced if ch < "\x80")
         if bad <= max(1, len(data) * BROKEN_UTF8_SHARE) and multibyte > bad:
             text, _ = _replaced(data, src.path)
@@ -236,7 +236,7 @@ def code_identifiers(text: str) -> list[str]:
             continue
         out[".".join(segs)] = None
         if len(segs) > 2:
-            for a, b in zip(segs, segs[1:]):
+            for a, b in zip(segs, segs[1:], strict=False):
                 out[f"{a}.{b}"] = None
     for m in _CALL.finditer(text):
         out[m.group(1)] = None
@@ -261,11 +261,8 @@ class DocLinks:
     Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
     indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
     materialises only the docs sections and the methods whose names they mention (looked
-    up in the names channel), so its cost follows the docs, not the code. docs-yaxunit
-    against yaxunit-edt (498 sections, 3,098 methods; 292 sections link to 626 methods, the
-    same links both ways): 0.46-0.68 s at load average 10, the all-chunks pass 0.55-0.75 s
-    there, most of it :func:`code_identifiers` over the sections; the all-chunks pass also
-    materialises every chunk of the code, which at ERP size (~770k chunks) this does not."""
+    up in the names channel), so its cost follows the docs, not the code (measured:
+    ``docs/ranking.md``, "Figures moved out of the code")."""
 
     def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
         from ..text.folding import fold
@@ -385,12 +382,8 @@ def docs_embed_text(c: Chunk, max_chars: int) -> str:
 
 #: Extra dense texts of a docs section, by name (:func:`docs_extra_texts`), each one more
 #: vector per section in the dense index (the chunk counts by its best vector). Empty = one
-#: vector per section. Measured 2026-12-02 on the docs dev set in its two folds, with the
-#: query translation on and :data:`DOCS_DENSE_WEIGHT` 0.5 (README, "Documentation", fourth
-#: round): ``clean`` 0.835 (0.839 / 0.831) against 0.826 (0.833 / 0.820) for one vector
-#: (0.828 (0.832 / 0.825) at dense 0.5); ``tail`` 0.810 (0.827 / 0.794), ``clean_body``
-#: 0.839 (0.820 / 0.859), ``clean`` + ``tail`` 0.817 (0.835 / 0.798). docs-bslls: 1,642 of
-#: its 2,008 sections get a second vector (the others' cleaned text is their first text).
+#: vector per section. Baked into the dense index when sections are embedded; the choice was
+#: measured on the docs dev set (``docs/ranking.md``, "Docs sections' extra vectors").
 DOCS_EXTRA_TEXTS: tuple[str, ...] = ("clean",)
 _EXTRA_KINDS = ("clean", "clean_body", "tail")
 
@@ -493,8 +486,7 @@ def docs_extra_texts(c: Chunk, max_chars: int, kinds: tuple[str, ...] | None = N
 # ------------------------------------------------------------------------------ lookups
 
 #: ``read_document`` returns at most this many characters (cut at a line end; the note says
-#: how to read on). 20,000 characters are ~5,000 tokens: the longest section of the docs
-#: corpora (docs-bslls ``features/ConfigurationFile.md``'s settings table) is cut, others fit.
+#: how to read on): a few thousand tokens, enough for all but the longest settings tables.
 MAX_DOC_CHARS = 20_000
 #: At most this many doc sections are listed per method (``get_method``, ``doc_mentions``).
 MAX_DOC_REFS = 20
@@ -578,8 +570,9 @@ def read_document(
         shown_end = start + text.count("\n")
         truncated = True
         note = (
-            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); read a sub-section by "
-            f"its heading, or the rest with read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
+            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); "
+            f"read a sub-section by its heading, or the rest with "
+            f"read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
         )
         end = shown_end
     anchor = sec.properties.get("anchor", "") if sec is not None else ""

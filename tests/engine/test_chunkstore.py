@@ -298,7 +298,7 @@ def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_
     msgs = [r.getMessage() for r in caplog.records]
     assert any(
         "does not name a snapshot generation" in m and r.levelno == logging.WARNING
-        for m, r in zip(msgs, caplog.records)
+        for m, r in zip(msgs, caplog.records, strict=True)
     )
     again.refresh()
     assert len(again.chunks) == n
@@ -314,7 +314,8 @@ root, idx, marker, stage = Path(sys.argv[1]), Path(sys.argv[2]), Path(sys.argv[3
 eng = Engine.open(root, index_dir=idx, config=EngineConfig(stem=False))
 eng.journal_on = True
 mod = root / "CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"
-mod.write_text(mod.read_text(encoding="utf-8-sig").replace("Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютУбит()"), encoding="utf-8")
+text = mod.read_text(encoding="utf-8-sig")
+mod.write_text(text.replace("ЗагрузитьКурсыВалют()", "ЗагрузитьКурсыВалютУбит()"), encoding="utf-8")
 eng.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
 eng.state.dirty = True
 

@@ -35,7 +35,7 @@ def test_search_grouped_returns_each_group_once_with_its_best_similarity():
     got = index.search_grouped(q, 20, vector_chunk)
     sims = vecs @ q
     best: dict[str, float] = {}
-    for key, s in zip(keys, sims.tolist()):
+    for key, s in zip(keys, sims.tolist(), strict=True):
         g = vector_chunk(key)
         best[g] = max(best.get(g, -9.0), s)
     want = sorted(best.items(), key=lambda x: -x[1])[:20]
