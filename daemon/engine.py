@@ -585,7 +585,7 @@ class Engine:
         names = None
         if mode == "hybrid" and cues.identifier:
             with self.lock:
-                depth = max(top_k, self._params.channel_depth)
+                depth = max(top_k, self.ranker.params.channel_depth)
                 hits = self.ranker.name_hits(cues, depth, self.ranker.allow(filters))
                 names = (self.state.content_key(), hits)
             if self.ranker.names_fill(hits, top_k):
