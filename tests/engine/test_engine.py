@@ -85,7 +85,7 @@ def test_modes_and_explanations(sample_engine):
     hyb = sample_engine.search(q, mode="hybrid", top_k=10)
     lex = sample_engine.search(q, mode="lexical", top_k=10)
     vec = sample_engine.search(q, mode="vector", top_k=10)
-    # lexical channels only: a question with no metadata cue also gets *meta* at a share (UNCUED_META_WEIGHT)
+    # lexical channels only: a question with no metadata cue also gets *meta* at a share (uncued_meta_weight)
     assert all(set(h.ranks) <= {"bm25", "names", "api", "meta"} for h in lex.hits)
     assert all(set(h.ranks) == {"dense"} for h in vec.hits)
     assert any(len(h.ranks) >= 2 for h in hyb.hits)  # fused: found by more than one channel
