@@ -156,7 +156,7 @@ class Lexicon:
         'получить файла расширений имя'
 
         Only the best translation per word: a short text reads as one request to the embedder
-        (the first three per word: ``docs/ranking.md``, ``translated_dense_weight``)."""
+        (the first three per word measured lower: ``docs/ranking.md``, ``translated_dense_weight``)."""
         if to not in ("ru", "en"):
             raise ValueError(f"to must be 'ru' or 'en', got {to!r}")
         table = self.en_ru if to == "ru" else self.ru_en
