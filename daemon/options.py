@@ -40,7 +40,8 @@ SHARED_CACHE_HELP = (
 )
 #: ``--shared-cache-mode``'s help text.
 SHARED_CACHE_MODE_HELP = (
-    "rw: look up and write back what is embedded (CI, default); ro: look up only (developers whose role may not write); "
+    "rw: look up and write back what is embedded (CI, default); "
+    "ro: look up only (developers whose role may not write); "
     f"default: ${ENV_VARS['shared_cache_mode']}, else rw"
 )
 SHARED_CACHE_MODES = ("rw", "ro")
@@ -52,7 +53,7 @@ class SettingError(ValueError):
 
 def check_embedder_spec(spec: str) -> str:
     """The embedder spec ``spec`` stripped, if it is one of :data:`EMBEDDER_FORMS`; the
-    ``st:`` path is not checked here (:func:`daemon.index.embed.make_embedder` does, when the
+    ``st:`` path is not checked here (:func:`daemon.index.embedder.make_embedder` does, when the
     model is built). Raises ``ValueError`` naming the accepted forms (and the closest one
     for a typo such as ``nonee``)."""
     s = (spec or "").strip()

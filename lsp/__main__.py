@@ -2,7 +2,7 @@
 
 import os
 
-# One BLAS thread (as daemon.cli.main sets it): set before anything imports numpy.
+# One BLAS thread (as the CLI sets it, daemon/cli/__init__.py): set before anything imports numpy.
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 from .server import main  # noqa: E402

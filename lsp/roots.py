@@ -31,6 +31,7 @@ from typing import Any, Protocol
 
 from lsprotocol import types
 
+from daemon import notes
 from daemon.client import AsyncDaemonClient, DaemonError, Supervisor, daemon_args
 
 from . import convert
@@ -292,41 +293,51 @@ class Root:
         elif method == "_failed":
             self._index_bar.end("no daemon (retrying in the background; see the log)")
         elif method == "_status":
-            st = params
-            self.daemon_state = st.state
-            if st.state in ("loading", "indexing"):
-                prog = st.progress or {}
-                await self._index_bar.update(_stage_message(prog) or st.state, _pct(prog), force=True)
-            else:
-                await self._index_bar.update("ready", 100, force=True)
-                self._index_bar.end(f"{st.modules} modules, {st.methods} methods")
-            d = st.dense
-            if d.enabled and d.total and d.done < d.total and d.pending:
-                self._dense_seen = time.monotonic()
-                await self._dense_bar.update(f"{d.done}/{d.total} chunks", 100 * d.done // d.total, force=True)
+            await self._on_status(params)
         elif method == "state":
-            state = p.get("state", "")
-            self.daemon_state = state
-            if state == "ready":
-                self._index_bar.end("ready")
-            elif state == "stopping":
-                self._index_bar.end("daemon stopping")
-                self._dense_bar.end("daemon stopping")
-            elif state in ("loading", "indexing"):
-                await self._index_bar.update(state)
+            await self._on_state(p.get("state", ""))
         elif method == "progress":
-            stage, done, total = p.get("stage", ""), int(p.get("done") or 0), int(p.get("total") or 0)
-            if stage in ("embed", "load_dense"):
-                self._dense_seen = time.monotonic()
-                if total and done < total:
-                    await self._dense_bar.update(f"{done}/{total} chunks", 100 * done // total)
-                else:
-                    self._dense_bar.end(f"{done} chunks embedded")
-            elif self.daemon_state != "ready" or total >= 200 or self._index_bar.active:
-                await self._index_bar.update(_stage_message(p), _pct(p))
-        elif method == "indexed":
-            if self.daemon_state == "ready":
-                self._index_bar.end()
+            await self._on_progress(p)
+        elif method == "indexed" and self.daemon_state == "ready":
+            self._index_bar.end()
+
+    async def _on_status(self, st: Any) -> None:
+        """A ``Status`` read on connecting: the bars for a first index or an embedding backlog."""
+        self.daemon_state = st.state
+        if st.state in ("loading", "indexing"):
+            prog = st.progress or {}
+            await self._index_bar.update(_stage_message(prog) or st.state, _pct(prog), force=True)
+        else:
+            await self._index_bar.update("ready", 100, force=True)
+            self._index_bar.end(f"{st.modules} modules, {st.methods} methods")
+        d = st.dense
+        if d.enabled and d.total and d.done < d.total and d.pending:
+            self._dense_seen = time.monotonic()
+            await self._dense_bar.update(f"{d.done}/{d.total} chunks", 100 * d.done // d.total, force=True)
+
+    async def _on_state(self, state: str) -> None:
+        """The daemon's ``state`` push."""
+        self.daemon_state = state
+        if state == "ready":
+            self._index_bar.end("ready")
+        elif state == "stopping":
+            self._index_bar.end("daemon stopping")
+            self._dense_bar.end("daemon stopping")
+        elif state in ("loading", "indexing"):
+            await self._index_bar.update(state)
+
+    async def _on_progress(self, p: dict) -> None:
+        """The daemon's ``progress`` push: the embedding bar, or the index bar (a small job on a
+        ready daemon shows none)."""
+        stage, done, total = p.get("stage", ""), int(p.get("done") or 0), int(p.get("total") or 0)
+        if stage in ("embed", "load_dense"):
+            self._dense_seen = time.monotonic()
+            if total and done < total:
+                await self._dense_bar.update(f"{done}/{total} chunks", 100 * done // total)
+            else:
+                self._dense_bar.end(f"{done} chunks embedded")
+        elif self.daemon_state != "ready" or total >= 200 or self._index_bar.active:
+            await self._index_bar.update(_stage_message(p), _pct(p))
 
     def describe(self) -> dict:
         """The root as the ``bsl-lens.status`` command shows it (JSON)."""
@@ -344,9 +355,11 @@ class Root:
 
 
 def _stage_message(p: dict) -> str:
-    stage, done, total = p.get("stage", ""), p.get("done") or 0, p.get("total") or 0
-    what = {"chunk": "files read", "scan": "scanning"}.get(stage, stage)
-    return f"{what} {done}/{total}" if total else what
+    """A progress bar's message for the daemon's job (:func:`daemon.notes.progress_line`; the bar
+    shows the percentage itself)."""
+    if not p.get("stage"):
+        return ""
+    return notes.progress_line(str(p["stage"]), int(p.get("done") or 0), int(p.get("total") or 0), percent=False)
 
 
 def _pct(p: dict) -> int | None:

@@ -130,8 +130,8 @@ class BslLensProtocol(LanguageServerProtocol):
         return None
 
     def _send_data(self, data: Any) -> None:
-        """pygls' writer, with msgspec's JSON encoder instead of ``json.dumps`` (a 128-symbol
-        answer: ~0.05 ms instead of ~0.5 ms) and UTF-8 bodies; ``Content-Length`` counts
+        """pygls' writer, with msgspec's JSON encoder instead of ``json.dumps`` (ten times faster on a
+        full ``workspace/symbol`` answer: ``docs/frontends.md``) and UTF-8 bodies; ``Content-Length`` counts
         bytes. Anything msgspec cannot encode goes the pygls way. pygls has no public hook for
         the encoder, hence the override of a private method (pinned by
         ``tests/test_framework_overrides.py``)."""
@@ -518,8 +518,8 @@ class BslLensServer(LanguageServer):
 
 
 class SymbolHit(msgspec.Struct, kw_only=True):
-    """The fields of a daemon ``Hit`` that ``workspace/symbol`` uses; decoding into it skips
-    the rest (snippets, signatures: ~0.25 ms of ~0.5 ms for 120 hits)."""
+    """The fields of a daemon ``Hit`` that ``workspace/symbol`` uses; decoding into it skips the
+    rest (snippets, signatures: half the decoding time of a full answer)."""
 
     id: str
     path: str

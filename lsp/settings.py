@@ -94,7 +94,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
 
 
 #: camelCase wire name -> attribute name
-_WIRE = dict(zip(Settings.__struct_encode_fields__, Settings.__struct_fields__))
+_WIRE = dict(zip(Settings.__struct_encode_fields__, Settings.__struct_fields__, strict=True))
 #: keys VS Code's per-folder entries carry that are not settings
 _FOLDER_KEYS = {"workspace"}
 
@@ -148,21 +148,7 @@ def _parse_options(options: Any, folders: list[Folder]) -> Parsed:
     if not isinstance(options, dict):
         problems.append(f"initializationOptions must be an object, not {type(options).__name__}; using the defaults")
         options = {}
-    entries: list[Any] = []
-    if "settings" in options or "globalSettings" in options:
-        per = options.get("settings")
-        entries = per if isinstance(per, list) else ([per] if isinstance(per, dict) else [])
-        if per is not None and not isinstance(per, (list, dict)):
-            problems.append("settings must be a list of per-folder objects (or one object); ignored")
-        glob = options.get("globalSettings")
-        if glob is None:
-            glob = next((e for e in entries if isinstance(e, dict)), {})
-        elif not isinstance(glob, dict):
-            problems.append("globalSettings must be an object; ignored")
-            glob = {}
-        scope = "globalSettings"
-    else:
-        glob, scope = options, ""
+    glob, entries, scope = _split_options(options, problems)
     base = _apply(Settings(), {k: v for k, v in glob.items() if k not in _FOLDER_KEYS}, scope, problems, unknown)
     per_folder = {f.uri: base for f in folders}
     for i, entry in enumerate(entries):
@@ -179,8 +165,31 @@ def _parse_options(options: Any, folders: list[Folder]) -> Parsed:
                 )
                 continue
         per_folder[target.uri] = _apply(base, entry, target.name or target.path, problems, unknown)
-    # one index dir per root: a path shared by several folders would make their daemons
-    # fight over one lock
+    _one_index_dir_per_root(per_folder, folders, problems)
+    return Parsed(server=base, folders=per_folder, problems=problems, unknown=sorted(set(unknown)))
+
+
+def _split_options(options: dict, problems: list[str]) -> tuple[dict, list[Any], str]:
+    """``(global settings, per-folder entries, scope name)`` of ``initializationOptions``: either
+    flat settings, or ``{"settings": [per folder], "globalSettings": {...}}`` (the VS Code shape)."""
+    if "settings" not in options and "globalSettings" not in options:
+        return options, [], ""
+    per = options.get("settings")
+    entries = per if isinstance(per, list) else ([per] if isinstance(per, dict) else [])
+    if per is not None and not isinstance(per, (list, dict)):
+        problems.append("settings must be a list of per-folder objects (or one object); ignored")
+    glob = options.get("globalSettings")
+    if glob is None:
+        glob = next((e for e in entries if isinstance(e, dict)), {})
+    elif not isinstance(glob, dict):
+        problems.append("globalSettings must be an object; ignored")
+        glob = {}
+    return glob, entries, "globalSettings"
+
+
+def _one_index_dir_per_root(per_folder: dict[str, Settings], folders: list[Folder], problems: list[str]) -> None:
+    """An index dir given for several folders would make their daemons fight over one lock:
+    those folders get the default index dir, and a problem says why."""
     by_dir: dict[Path, list[Folder]] = {}
     for f in folders:
         d = index_dir_for(per_folder[f.uri], f)
@@ -194,7 +203,6 @@ def _parse_options(options: Any, folders: list[Folder]) -> Parsed:
             )
             for f in fs:
                 per_folder[f.uri] = msgspec.structs.replace(per_folder[f.uri], index_dir=None)
-    return Parsed(server=base, folders=per_folder, problems=problems, unknown=sorted(set(unknown)))
 
 
 def _apply(base: Settings, values: dict, scope: str, problems: list[str], unknown: list[str]) -> Settings:

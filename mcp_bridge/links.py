@@ -14,6 +14,7 @@ Nothing here prints; everything goes to the ``mcp_bridge.links`` logger (stderr)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import time
@@ -30,16 +31,16 @@ from daemon.client import AsyncDaemonClient, DaemonNotRunning, Supervisor
 log = logging.getLogger(__name__)
 
 #: Longest a tool call waits for a daemon that is still starting before it answers as
-#: warming (seconds). A daemon answers once its snapshot is loaded: ~1-3 s for ssl31-ru.
+#: warming (seconds): longer than a warm daemon takes to load its snapshot.
 CONNECT_WAIT = 5.0
 #: Longest a spawned daemon may take to answer ``hello`` before the link fails (seconds).
 SPAWN_TIMEOUT = 120.0
-#: Longest one daemon request may take (seconds); a search on ssl31-ru takes milliseconds.
+#: Longest one daemon request may take (seconds); a search takes milliseconds.
 REQUEST_TIMEOUT = 60.0
 #: After a failed start, calls within this many seconds get the same error without a new
 #: attempt; a later call tries again (the host may have fixed the cause).
 RETRY_AFTER = 5.0
-#: ``status`` answers are reused for this long (seconds); one costs ~15 ms on ssl31-ru.
+#: ``status`` answers are reused for this long (seconds): tools ask for it on every call.
 STATUS_TTL = 1.0
 
 T = TypeVar("T")
@@ -214,20 +215,54 @@ class RootLink:
         await self.link.close(for_good=False)
 
 
+class Bridge:
+    """What the MCP server's lifespan yields: the served roots and how long tools wait for a daemon."""
+
+    def __init__(self, links: list[RootLink], connect_wait: float = CONNECT_WAIT) -> None:
+        if not links:
+            raise ValueError("the bridge needs at least one export root")
+        self.links = links
+        self.connect_wait = connect_wait
+
+    def pick(self, root: str | None) -> RootLink:
+        """The link for a tool's ``root`` argument: a root name, its path, or None when only one
+        root is served. ``ToolError`` listing the valid roots otherwise."""
+        from mcp.server.mcpserver.exceptions import ToolError
+
+        valid = ", ".join(repr(link.name) for link in self.links)
+        if root is None or not root.strip():
+            if len(self.links) == 1:
+                return self.links[0]
+            raise ToolError(f"several export roots are served here; pass root= one of {valid}")
+        want = root.strip()
+        for link in self.links:
+            if want == link.name or want.casefold() == link.name.casefold():
+                return link
+        try:
+            path = runtime.resolve_root(want)
+        except (OSError, RuntimeError, ValueError):
+            path = None
+        for link in self.links:
+            if path == link.root:
+                return link
+        raise ToolError(f"unknown root {root!r}; valid roots: {valid} (a name or the root's path)")
+
+    def start(self) -> None:
+        """Start connecting every link (from the event loop)."""
+        for link in self.links:
+            link.start()
+
+    async def aclose(self) -> None:
+        """Close every connection."""
+        await asyncio.gather(*(link.aclose() for link in self.links), return_exceptions=True)
+
+
 def _settled(st) -> bool:
     """A status that will not change by itself: ready, embeddings (if any) complete."""
     return st is not None and st.state == "ready" and not (st.dense.enabled and st.dense.done < st.dense.total)
 
 
 # ------------------------------------------------------------------------------ roots
-def looks_like_export(path: Path) -> bool:
-    """True if ``path`` is a Designer dump (``Configuration.xml``) or holds EDT project(s)
-    (:func:`daemon.sources.scan.detect_export`)."""
-    from daemon.sources.scan import detect_export
-
-    return path.is_dir() and detect_export(path).format != "unknown"
-
-
 def root_names(roots: list[Path]) -> list[str]:
     """Short unique names for resolved roots: the folder name, or ``parent/folder`` when two
     roots share a folder name (``#2`` appended if still equal)."""
@@ -242,36 +277,3 @@ def root_names(roots: list[Path]) -> list[str]:
         if seen[n] > 1:
             names[i] = f"{n}#{seen[n]}"
     return names
-
-
-def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
-    """The export roots to serve, resolved; the current directory when ``roots`` is empty
-    and it looks like an export. Raises ``ValueError`` with a message for the user (a root
-    that is not a directory or holds neither an export nor ``.bsl`` modules
-    (:func:`daemon.server.runtime.export_problem`), no root given outside an export, the same root twice)."""
-    if not roots:
-        here = (cwd or Path.cwd()).resolve()
-        if not looks_like_export(here):
-            raise ValueError(
-                f"no ROOT given and the current directory {here} is not a 1C export (no Configuration.xml, "
-                "no src/Configuration/Configuration.mdo): pass the export root, e.g. bsl-lens mcp /path/to/export "
-                "(a folder of markdown documentation is served when given as ROOT: bsl-lens mcp /path/to/docs)"
-            )
-        return [here]
-    out: list[Path] = []
-    for r in roots:
-        p = runtime.resolve_root(r)
-        if not p.is_dir():
-            raise ValueError(f"export root is not a directory: {r}")
-        if p in out:
-            raise ValueError(f"export root given twice: {r}")
-        if not looks_like_export(p):
-            problem = runtime.export_problem(p)  # nothing to index at all: refuse before any daemon starts
-            if problem:
-                raise ValueError(problem)
-            log.warning(
-                "%s has no Configuration.xml or EDT project: only its .bsl modules and markdown pages (a docs root) will be indexed",
-                p,
-            )
-        out.append(p)
-    return out

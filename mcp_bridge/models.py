@@ -1,247 +1,213 @@
 """Output models of the MCP tools (pydantic): what a client receives as ``structuredContent``.
 
-Every tool returns one of these; the SDK publishes the model's JSON schema as the tool's
-``outputSchema`` and validates each result against it. The field descriptions below are
-part of that schema, so they are written for the model that reads the results.
+The SDK publishes each model's JSON schema as the tool's ``outputSchema``; the field descriptions
+are written for the model that reads the results, and only where a name does not say enough.
+An answer leaves out every field that has its default (``""``, ``0``, ``false``, ``[]``, null),
+so a field that is missing means exactly that; fields marked *detail* are filled only when the
+tool is called with ``detail: true``.
 
-Conventions (the same as the daemon's, :mod:`daemon.contract`):
-
-* ``path`` is relative to the export root, forward slashes (``CommonModules/ОбщегоНазначения/Ext/Module.bsl``).
-* Lines are 1-based and inclusive.
-* ``owner`` is the owning object in Russian 1C notation (``ОбщийМодуль.ОбщегоНазначения``,
-  ``Справочник.Пользователи``, ``Документ.X.Форма.ФормаДокумента``).
-* ``root`` is the name of the export root that answered (see ``index_status``).
+Conventions (the daemon's, :mod:`daemon.contract`): ``path`` is relative to the export root with
+forward slashes; lines are 1-based and inclusive; ``owner`` is the owning object in Russian 1C
+notation (``ОбщийМодуль.ОбщегоНазначения``, ``Справочник.Пользователи``); ``root`` is the name of
+the export root that answered (see ``index_status``).
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
+def detail(default: Any = None, description: str = "", *, factory: Any = None) -> Any:
+    """A field filled only with ``detail: true`` (``factory``: a list or dict default); the published
+    output schema leaves it out."""
+    extra = {"json_schema_extra": {"detail": True}, "description": description or None}
+    return Field(default_factory=factory, **extra) if factory else Field(default, **extra)
+
+
+def compact_schema(schema: dict[str, Any], _cls: type | None = None, *, output: bool = True) -> None:
+    """Trim a model's JSON schema to what a client needs (``tools/list`` goes to the model with
+    every session): no pydantic ``title``, ``X | None`` as ``X``, no null default. An output schema
+    keeps the names and types of the compact answer's fields only: no descriptions (the tool's
+    description says what the answer means), defaults, detail fields or ``additionalProperties``."""
+    schema.pop("title", None)
+    if output:
+        for key in ("additionalProperties", "description"):
+            schema.pop(key, None)
+    props = schema.get("properties", {})
+    for name, prop in list(props.items()):
+        if output and prop.pop("detail", False):
+            del props[name]
+            continue
+        prop.pop("title", None)
+        variants = prop.get("anyOf")
+        if variants and {"type": "null"} in variants and len(variants) == 2:
+            prop.update(next(v for v in variants if v != {"type": "null"}))
+            del prop["anyOf"]
+        if output or prop.get("default", 0) is None:
+            prop.pop("default", None)
+        if output:
+            prop.pop("description", None)
+
+
 class _Out(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=compact_schema)
 
 
 # ------------------------------------------------------------------------------ index state
 class IndexInfo(_Out):
-    """How complete the index was when an answer was computed."""
+    """How complete the index was when the answer was computed (present while it is being built)."""
 
-    state: str = Field(
-        description="starting (the daemon is not answering yet: nothing is searchable), loading, "
-        "indexing (first pass over the files: results may miss files not reached yet), ready, stopping"
-    )
-    progress: str = Field(
-        "",
-        description='Human-readable progress while warming, e.g. "chunk 1200/5000; dense chunks embedded 300/38570"; "" when ready',
-    )
-    files: int = Field(0, description="Files (modules and metadata descriptors) indexed so far")
-    methods: int = Field(0, description="Methods indexed so far")
-    dense_enabled: bool = Field(False, description="Whether semantic (vector) search is available for this root")
-    dense_done: int = Field(0, description="Chunks with an embedding (semantic search covers only these)")
-    dense_total: int = Field(0, description="Chunks that should have one")
-    stale_count: int = Field(0, description="Files known to have changed on disk and not re-indexed yet")
-
-
-# ------------------------------------------------------------------------------ search
-class SearchHit(_Out):
-    """One search result: a method (or module-level code), a metadata object or one of its fields."""
-
-    rank: int = Field(description="1-based position in this answer")
-    path: str = Field(description="File relative to the export root")
-    line: int = Field(description="Line of the method's header or the object's / field's name: cite as path:line")
-    start_line: int = Field(description="First line (1-based, inclusive; a method's doc comment included)")
-    end_line: int = Field(description="Last line (inclusive)")
-    kind: str = Field(
-        description="procedure, function, module (module-level code) for code; object, attribute, "
-        "tabular_section, dimension, resource, enum_value, form, command, template for metadata"
-    )
-    name: str = Field(description="Method name, or object / field name")
-    qualified_name: str = Field(description="Модуль.Метод for methods, Тип.Имя for objects, Тип.Имя.Поле for fields")
-    owner: str = Field(description="Owning object: ОбщийМодуль.ОбщегоНазначения, Справочник.Пользователи")
-    object_type: str = Field("", description="Russian singular type of the owner: ОбщийМодуль, Справочник, Документ")
-    module_kind: str = Field(
-        "", description="For code: common, object, manager, form, command, recordset, ... ('' for metadata)"
-    )
-    export: bool = Field(False, description="The method is declared Экспорт (callable from other modules)")
-    signature: str = Field("", description="Method header as written, from Процедура/Функция to ) and Экспорт")
-    score: float = Field(description="Fused score (weighted reciprocal rank fusion); only comparable within one answer")
-    ranks: dict[str, int] = Field(
-        default_factory=dict,
-        description="1-based rank in each retrieval channel that found it: names (symbol names), bm25 "
-        "(words), meta (metadata words), metanames (metadata names), api (public-API order of a code question's "
-        "candidates), dense / meta_dense (meaning)",
-    )
-    match: str = Field(
-        "",
-        description="How the names channel matched: exact, prefix, camelhump, substring, translated (a name in the other language; '' if not by name)",
-    )
-    snippet: str = Field(
-        "", description="Doc comment and signature for methods, the description for metadata (at most 300 chars)"
-    )
-    stale: bool = Field(
-        False, description="The file changed on disk and is not re-indexed yet: re-check with read_module"
-    )
-    heading_path: str = Field("", description="Docs sections (kind section): the heading chain H1 > H2 > H3")
-    link: str = Field(
-        "",
-        description="Docs sections: path#anchor, the section's link on the documentation site; read it with read_document",
-    )
+    state: str = Field(description="starting (nothing searchable yet), loading, indexing, ready, stopping")
+    progress: str = Field("", description='e.g. "indexing: chunk 1200/5000; dense chunks embedded 300/38570"')
+    dense_done: int = Field(0, description="Chunks with an embedding: semantic search covers only these")
+    dense_total: int = Field(0, description="Chunks in all (0: semantic search is off for this root)")
 
 
 class DocMention(_Out):
     """A documentation section that names a method."""
 
-    link: str = Field(description="path#anchor of the section")
-    heading_path: str = Field("", description="Its heading chain H1 > H2 > H3")
-    path: str
-    line: int = Field(description="Line of the section's heading")
-
-
-class DocumentOutput(_Out):
-    """A documentation page or one section of it (with its sub-sections)."""
-
-    root: str
-    path: str
-    heading: str | None = Field(None, description="The section returned; null: the whole page")
+    link: str = Field(description="path#anchor of the section: read it with read_document")
     heading_path: str = ""
-    link: str = Field(description="path#anchor (path alone for the whole page)")
-    lang: str = Field("", description="ru or en")
-    start_line: int
-    end_line: int = Field(description="Last line returned (inclusive)")
-    total_lines: int
-    text: str = Field(description="The markdown as written (tables, admonitions and code blocks kept)")
-    truncated: bool = Field(False, description="The text was cut: see note for how to read the rest")
-    note: str = ""
-    headings: list[str] = Field(
-        default_factory=list, description="Every heading of the page ('## Title'), to read another section"
+    line: int = Field(description="The heading's line")
+
+
+# ------------------------------------------------------------------------------ search
+class SearchHit(_Out):
+    """One result: a method (or module-level code), a metadata object or field, or a docs section."""
+
+    path: str
+    line: int = Field(description="The method's header or the object's name: cite as path:line")
+    kind: str = Field(
+        description="procedure, function, module (module-level code); object, attribute, tabular_section, "
+        "dimension, resource, enum_value, form, command, template (metadata); section (docs)"
     )
-    mentions: list[str] = Field(
-        default_factory=list,
-        description="Methods of the served code the section names (Модуль.Метод): read them with get_method",
+    qualified_name: str = Field(
+        description="Модуль.Метод (pass it to get_method), Тип.Имя (describe_object), Тип.Имя.Поле"
     )
+    export: bool = Field(False, description="Declared Экспорт")
+    match: str = Field(
+        "",
+        description="How the name matched: exact (the whole name), name (the method's name, in another module), "
+        "prefix, camelhump, substring, translated; missing: found by words or meaning",
+    )
+    summary: str = Field("", description="What the doc comment or the object's description says it is, cut short")
+    heading_path: str = Field("", description="Docs sections: H1 > H2 > H3")
+    link: str = Field("", description="Docs sections: path#anchor; read it with read_document")
+    stale: bool = Field(False, description="Changed on disk and not re-indexed yet: re-check with read_module")
+    name: str = detail("")
+    owner: str = detail("")
+    object_type: str = detail("", "the owner's type, ОбщийМодуль, Справочник, ...")
+    module_kind: str = detail("", "common, object, manager, form, command, recordset, ...")
+    start_line: int = detail(0, "first line, the doc comment included")
+    end_line: int = detail(0)
+    signature: str = detail("", "the method's header as written")
+    snippet: str = detail("", "doc comment and signature (methods), description (metadata)")
+    score: float = detail(0.0, "fused score, comparable within one answer only")
+    ranks: dict[str, int] = detail(description="rank in each retrieval channel that found it", factory=dict)
 
 
 class SearchOutput(_Out):
-    """Ranked results of ``search``."""
+    """Ranked results of ``search``, best first."""
 
-    root: str = Field(description="Export root that answered")
-    query: str
-    mode: str = Field(description="hybrid, lexical or vector")
+    root: str
     total: int = Field(description="Candidates found before the top_k cut")
-    shown: int = Field(description="Hits in this answer")
-    truncated: bool = Field(description="More candidates exist than shown: raise top_k or narrow the filters")
+    shown: int
+    truncated: bool = Field(description="More candidates than shown: raise top_k or narrow the filters")
     stale: bool = Field(
-        description="Files changed on disk are not indexed yet (see stale_paths), so this answer may miss or misplace "
-        "what they now contain; ask again with wait_fresh=1 to wait for them"
+        description="Files changed on disk are not indexed yet (stale_paths): the answer may miss what they now "
+        "contain; ask again with wait_fresh=1"
     )
-    stale_paths: list[str] = Field(
-        default_factory=list,
-        description="Those files (first 20; a folder ends with /): changed and not re-indexed yet, or not parseable",
-    )
-    stale_count: int = Field(0, description="How many there are in all")
-    warming: bool = Field(
-        description="The index is still being built, or a saved index is being brought up to date with the disk: results cover only what is indexed so far (see note and index)"
-    )
-    note: str = Field(
-        "", description="Anything the caller should know about this answer (warming, dense coverage, stale files)"
-    )
-    index: IndexInfo
+    warming: bool = Field(description="The index is still being built or brought up to date: see note and index")
+    note: str = Field("", description="What to know about this answer (warming, semantic coverage, stale files)")
+    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_count: int = 0
+    index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
+    mode: str = detail("")
     hits: list[SearchHit]
 
 
 # ------------------------------------------------------------------------------ symbols
 class SymbolDef(_Out):
-    """A definition found by name: a method, or a metadata object / field."""
+    """A definition found by name: a method, or a metadata object or field."""
 
     qualified_name: str = Field(
-        description="ОбщегоНазначения.СообщитьПользователю, Справочник.Пользователи, Справочник.Пользователи.Недействителен"
+        description="ОбщегоНазначения.СообщитьПользователю, Справочник.Пользователи, Справочник.Пользователи.Имя"
     )
-    name: str
-    kind: str = Field(
-        description="procedure, function, module, object, attribute, tabular_section, dimension, resource, enum_value, form, ..."
-    )
-    owner: str
-    object_type: str = ""
-    module_kind: str = ""
+    kind: str
     path: str
-    line: int = Field(description="Line of the header / name: cite as path:line")
-    start_line: int = Field(description="First line, doc comment included")
+    line: int = Field(description="The header or the name: cite as path:line")
     end_line: int
     match: str = Field(
-        "",
-        description="exact, prefix, camelhump, substring, translated (names channel; translated: the name typed in the other language), '' when found by words only",
+        "", description="exact, name (the method's name, in another module), prefix, camelhump, substring, translated"
     )
-    signature: str = Field("", description="Header as written (methods)")
-    params: str = Field("", description="Parameter list as written, without parentheses (methods)")
-    directives: list[str] = Field(
-        default_factory=list, description="Compilation directives: &НаСервере, &НаКлиенте, ..."
-    )
-    annotations: list[str] = Field(default_factory=list, description='Extension annotations: &Вместо("...")')
+    signature: str = Field("", description="Methods: the header as written (parameters, Экспорт)")
+    summary: str = Field("", description="What the doc comment says it does, cut short (detail: the whole comment)")
     export: bool = False
     is_async: bool = Field(False, description="Declared Асинх")
-    region: list[str] = Field(default_factory=list, description="#Область nesting, outermost first")
-    doc: str = Field("", description="The // comment block above the method, as written")
-    synonym: dict[str, str] = Field(
-        default_factory=dict, description="Metadata: language code -> synonym (the user-visible name)"
-    )
+    directives: list[str] = Field(default_factory=list, description="&НаСервере, &НаКлиенте, ...")
+    annotations: list[str] = Field(default_factory=list, description='Extension annotations: &Вместо("...")')
+    synonym: dict[str, str] = Field(default_factory=dict, description="Metadata: language -> user-visible name")
     types: list[str] = Field(default_factory=list, description="Metadata fields: value types as written")
-    docs: list[DocMention] = Field(default_factory=list, description="Methods: documentation sections that mention it")
+    docs: list[DocMention] = Field(default_factory=list, description="Docs sections that mention it (first 3)")
+    docs_total: int = Field(0, description="How many docs sections mention it")
+    name: str = detail("")
+    owner: str = detail("")
+    object_type: str = detail("")
+    module_kind: str = detail("")
+    start_line: int = detail(0, "first line, the doc comment included")
+    region: list[str] = detail(description="#Область nesting, outermost first", factory=list)
+    doc: str = detail("", "the // comment block above the method, as written")
 
 
 class FindSymbolOutput(_Out):
     """Definitions matching a name, best first."""
 
     root: str
-    query: str
     total: int
     shown: int
     truncated: bool
-    warming: bool
     stale: bool = Field(
-        False,
-        description="Files changed on disk are not indexed yet (see stale_paths): a definition just added or renamed may be missing; ask again with wait_fresh=1",
+        description="Files changed on disk are not indexed yet: a definition just added or renamed may be "
+        "missing; ask again with wait_fresh=1"
     )
-    stale_paths: list[str] = Field(default_factory=list, description="Those files (first 20; a folder ends with /)")
-    stale_count: int = 0
+    warming: bool
     note: str = ""
-    index: IndexInfo
+    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_count: int = 0
+    index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
     symbols: list[SymbolDef]
 
 
-# ------------------------------------------------------------------------------ method, module
+# ------------------------------------------------------------------------------ method, module, document
 class MethodOutput(_Out):
-    """The full text of one method."""
+    """The full text of one method (its doc comment, directives and header included)."""
 
     root: str
     path: str
-    name: str
     qualified_name: str = Field(description="Модуль.Метод")
     kind: str = Field(description="procedure or function")
     owner: str
     module_kind: str
     export: bool = False
     is_async: bool = False
-    params: str = ""
     directives: list[str] = Field(default_factory=list)
     annotations: list[str] = Field(default_factory=list)
     region: list[str] = Field(default_factory=list, description="#Область path, outermost first")
-    doc: str = ""
     signature: str = ""
-    line: int = Field(description="Line of the header (Процедура/Функция ...): cite as path:line")
-    start_line: int = Field(
-        description="First line of text: the doc comment and directives above the header are included"
-    )
-    end_line: int = Field(description="Line of КонецПроцедуры/КонецФункции")
-    text: str = Field(
-        description="The method's source: doc comment, directives, header, body, КонецПроцедуры/КонецФункции"
-    )
-    truncated: bool = Field(False, description="The text was cut (very long method): see note")
+    line: int = Field(description="The header (Процедура/Функция ...): cite as path:line")
+    start_line: int = Field(description="First line of text: the doc comment above the header")
+    end_line: int
+    text: str = Field(description="The source: doc comment, directives, header, body, КонецПроцедуры/КонецФункции")
+    truncated: bool = Field(False, description="The text was cut (a very long method): see note")
     note: str = ""
     warming: bool = False
     docs: list[DocMention] = Field(
-        default_factory=list,
-        description="Documentation sections that mention this method (read them with read_document)",
+        default_factory=list, description="Docs sections that mention it (read them with read_document)"
     )
+    docs_total: int = Field(0, description="How many docs sections mention it")
+    docs_truncated: bool = Field(False, description="docs lists only some of them")
 
 
 class ModuleOutput(_Out):
@@ -250,11 +216,32 @@ class ModuleOutput(_Out):
     root: str
     path: str
     start_line: int
-    end_line: int = Field(description="Last line returned (inclusive)")
+    end_line: int = Field(description="Last line returned")
     total_lines: int = Field(description="Lines in the whole file")
     text: str
-    truncated: bool = Field(description="Fewer lines than asked for were returned: see note for how to continue")
+    truncated: bool = Field(False, description="Fewer lines than asked for: see note for how to continue")
     note: str = ""
+
+
+class DocumentOutput(_Out):
+    """A documentation page or one section of it (with its sub-sections)."""
+
+    root: str
+    path: str
+    heading: str | None = Field(None, description="The section returned; missing: the whole page")
+    heading_path: str = ""
+    link: str = Field(description="path#anchor (path alone for the whole page)")
+    lang: str = ""
+    start_line: int
+    end_line: int = Field(description="Last line returned")
+    total_lines: int
+    text: str = Field(description="The markdown as written")
+    truncated: bool = Field(False, description="The text was cut: see note for how to read on")
+    note: str = ""
+    headings: list[str] = Field(default_factory=list, description="Every heading of the page, to read another")
+    mentions: list[str] = Field(
+        default_factory=list, description="Methods of the code the section names (Модуль.Метод): see get_method"
+    )
 
 
 # ------------------------------------------------------------------------------ metadata
@@ -264,9 +251,7 @@ class MetaField(_Out):
     kind: str
     name: str
     synonym: dict[str, str] = Field(default_factory=dict)
-    types: list[str] = Field(
-        default_factory=list, description="Value types as written: CatalogRef.Пользователи, String(150), Boolean"
-    )
+    types: list[str] = Field(default_factory=list, description="As written: CatalogRef.Пользователи, String(150)")
     comment: str = ""
     fields: list[MetaField] = Field(default_factory=list, description="Attributes of a tabular section")
 
@@ -275,7 +260,7 @@ class ModuleRef(_Out):
     """A BSL module of a metadata object."""
 
     path: str
-    module_kind: str = Field(description="object, manager, form, command, recordset, value_manager, common, ...")
+    module_kind: str = Field(description="object, manager, form, command, recordset, value_manager, ...")
 
 
 class ObjectOutput(_Out):
@@ -289,21 +274,17 @@ class ObjectOutput(_Out):
     path: str = Field(description="The object's descriptor (XML / .mdo)")
     synonym: dict[str, str] = Field(default_factory=dict)
     comment: str = ""
-    properties: dict[str, str] = Field(
-        default_factory=dict, description="Key properties of the object (hierarchy, code length, posting, ...)"
-    )
-    attributes: list[MetaField] = Field(default_factory=list, description="Реквизиты (and addressing attributes)")
-    tabular_sections: list[MetaField] = Field(default_factory=list, description="Табличные части with their attributes")
+    properties: dict[str, str] = Field(default_factory=dict, description="Hierarchy, code length, posting, ...")
+    attributes: list[MetaField] = Field(default_factory=list, description="Реквизиты")
+    tabular_sections: list[MetaField] = Field(default_factory=list, description="Табличные части with attributes")
     dimensions: list[MetaField] = Field(default_factory=list, description="Измерения (registers)")
     resources: list[MetaField] = Field(default_factory=list, description="Ресурсы (registers)")
-    enum_values: list[MetaField] = Field(default_factory=list, description="Значения перечисления")
+    enum_values: list[MetaField] = Field(default_factory=list)
     forms: list[MetaField] = Field(default_factory=list)
     commands: list[MetaField] = Field(default_factory=list)
     templates: list[MetaField] = Field(default_factory=list)
     other_fields: list[MetaField] = Field(default_factory=list)
-    modules: list[ModuleRef] = Field(
-        default_factory=list, description="Modules of the object and of its forms and commands"
-    )
+    modules: list[ModuleRef] = Field(default_factory=list, description="Its modules and its forms' and commands'")
     warming: bool = False
 
 
@@ -312,40 +293,38 @@ class SharedCacheInfo(_Out):
     """The team's shared embedding cache (PostgreSQL + pgvector) as the daemon sees it."""
 
     url: str = Field(description="The DSN, password masked")
-    mode: str = Field(description="rw (looks up and writes back) or ro (looks up only)")
+    mode: str = Field(description="rw (looks up and writes back) or ro")
     state: str = Field(description="not connected, ok, down, incompatible")
-    reachable: bool = False
-    hits: int = Field(0, description="Text hashes found there since the daemon started")
-    misses: int = Field(0, description="Text hashes not found there (embedded locally)")
-    written: int = Field(0, description="Vectors written back")
-    unreached: int = Field(0, description="Text hashes not looked up while it was unusable (embedded locally)")
+    hits: int = 0
+    misses: int = 0
+    written: int = 0
+    unreached: int = Field(0, description="Not looked up while it was unusable (embedded locally)")
     last_error: str | None = None
-    retry_in_s: float | None = Field(None, description="Seconds to the next try after a fault")
+    retry_in_s: float | None = None
 
 
 class DenseInfo(_Out):
-    """Semantic side of the index."""
+    """Semantic side of the index: chunks embedded of all chunks."""
 
     enabled: bool
-    embedder: str | None = None
-    model: str | None = None
     done: int = 0
     total: int = 0
-    rate_per_s: float = Field(0.0, description="Chunks embedded per second over the last minute")
-    eta_s: float | None = Field(None, description="Seconds until every chunk is embedded at that rate")
-    shared_cache: SharedCacheInfo | None = Field(
-        None, description="The shared embedding cache; null without --shared-cache"
-    )
+    rate_per_s: float = Field(0.0, description="Chunks per second over the last minute")
+    eta_s: float | None = None
+    shared_cache: SharedCacheInfo | None = Field(None, description="With --shared-cache")
+    embedder: str | None = detail(None)
+    model: str | None = detail(None)
 
 
 class SkippedFile(_Out):
     """A file the index leaves out, and why."""
 
-    path: str = Field(description="Relative to the export root")
+    path: str
     reason: str = Field(
-        description="binary, too_large, undecodable, unreadable, symlink, not_regular, edt_template, invalid_xml, not_metadata, missing_on_disk, parse_failed"
+        description="binary, too_large, undecodable, unreadable, symlink, not_regular, edt_template, invalid_xml, "
+        "not_metadata, missing_on_disk, parse_failed"
     )
-    detail: str = Field("", description="The reason in words (sizes, the XML error)")
+    detail: str = ""
 
 
 class RootStatus(_Out):
@@ -354,37 +333,30 @@ class RootStatus(_Out):
     name: str = Field(description="The value to pass as root= to the other tools")
     root: str = Field(description="Absolute path of the export root")
     running: bool = Field(description="The daemon answers")
-    state: str = Field(description="starting, loading, indexing, ready, stopping (or failed: see error)")
-    warming: bool = Field(description="The lexical index is still being built, or embeddings are still being computed")
+    state: str = Field(description="starting, loading, indexing, ready, stopping, or failed (see error)")
+    warming: bool = Field(description="The lexical index is being built, or embeddings are being computed")
     progress: str = ""
-    error: str = Field("", description="Why the daemon is not available (host problem), or its last background error")
-    format: str = Field("", description="designer, edt, docs (a folder of markdown pages only) or unknown")
+    error: str = Field("", description="Why the daemon is not available, or its last background error")
+    format: str = Field("", description="designer, edt, docs (markdown pages only) or unknown")
     files: int = 0
     modules: int = 0
     methods: int = 0
     metadata_chunks: int = 0
-    docs_pages: int = Field(0, description="Markdown documentation pages indexed (a docs root, or --docs folders)")
-    docs_sections: int = Field(
-        0, description="Their sections (heading chunks, parts of long sections included): search them with scope='docs'"
-    )
+    docs_pages: int = 0
+    docs_sections: int = Field(0, description="Searched with scope='docs'")
     chunks: int = 0
     dense: DenseInfo | None = None
     watcher: str = Field("", description="native, polling or off")
-    stale_count: int = 0
-    stale_files: list[str] = Field(default_factory=list, description="Changed on disk, not re-indexed yet (first 50)")
-    skipped: dict[str, int] = Field(
-        default_factory=dict,
-        description="Files not indexed, by reason: binary, too_large, undecodable, invalid_xml, missing_on_disk, ...",
-    )
-    skipped_count: int = 0
-    skipped_files: list[SkippedFile] = Field(
-        default_factory=list, description="The skipped files themselves (at most 50, every reason represented)"
-    )
-    pid: int | None = None
-    uptime_s: float | None = None
-    index_dir: str = ""
-    log: str = ""
-    summary: str = Field("", description="The text `bsl-lens status` prints")
+    stale_count: int = Field(0, description="Files changed on disk and not re-indexed yet")
+    skipped_count: int = Field(0, description="Files left out of the index (detail lists them)")
+    skipped: dict[str, int] = Field(default_factory=dict, description="Those, counted by reason")
+    stale_files: list[str] = detail(description="the first 50", factory=list)
+    skipped_files: list[SkippedFile] = detail(description="at most 50, every reason represented", factory=list)
+    pid: int | None = detail(None)
+    uptime_s: float | None = detail(None)
+    index_dir: str = detail("")
+    log: str = detail("", "the daemon's log file")
+    summary: str = detail("", "the text `bsl-lens status` prints")
 
 
 class StatusOutput(_Out):

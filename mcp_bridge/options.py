@@ -44,7 +44,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         "--docs",
         action="append",
         metavar="DIR",
-        help="for a spawned daemon: a documentation folder inside the root (markdown; repeatable), searched with scope docs",
+        help="for a spawned daemon: a documentation folder inside the root (markdown; repeatable), "
+        "searched with scope docs",
     )
     p.add_argument(
         "--reconcile-interval",

@@ -1,7 +1,7 @@
 """``bsl-lens mcp``: run the MCP server on stdio (default) or streamable HTTP.
 
 stdio: the host launches ``bsl-lens mcp ROOT`` and speaks MCP over its stdin/stdout. Only
-protocol goes to stdout: logging is on stderr (configured by ``daemon.cli.main``), and while
+protocol goes to stdout: logging is on stderr (configured by :func:`daemon.cli.main.main`), and while
 serving the SDK points fd 1 at stderr so stray output of libraries misses the wire; a
 spawned daemon's stdout is /dev/null.
 
@@ -20,6 +20,7 @@ import ipaddress
 import logging
 import socket
 import sys
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)
@@ -171,7 +172,7 @@ def serve_http(server, *, host: str, port: int, token: str | None, allow_origins
 def spawn_args(args) -> list[str]:
     """The ``daemon run`` arguments of a daemon this server starts, from the parsed
     ``bsl-lens mcp`` arguments (``--embedder`` already settled by flag > ``BSL_LENS_EMBEDDER``
-    > default in :func:`daemon.cli.main.parse_args`; ``--watch``, ``--reconcile-interval``)."""
+    > default in :func:`daemon.cli.parser.parse_args`; ``--watch``, ``--reconcile-interval``)."""
     from daemon.client import daemon_args
 
     return daemon_args(
@@ -184,21 +185,18 @@ def spawn_args(args) -> list[str]:
     )
 
 
-def run(args) -> int:
-    """``bsl-lens mcp``: resolve the roots, build the server, serve. Returns the exit code
-    (1 with a message on stderr for bad roots or flags)."""
-    from .links import RootLink, resolve_roots, root_names
+def run(args, roots: list[Path]) -> int:
+    """``bsl-lens mcp``: build the server for ``roots`` (resolved and checked by the CLI,
+    :func:`daemon.cli.servers.resolve_roots`) and serve. Returns the exit code (1 with a message
+    on stderr for bad flags)."""
+    from .links import RootLink, root_names
     from .server import build_server
 
-    try:
-        roots = resolve_roots(args.roots)
-    except ValueError as exc:
-        _say(f"bsl-lens mcp: error: {exc}")
-        return 1
     index_dirs = list(args.index_dir or [])
     if index_dirs and len(index_dirs) != len(roots):
         _say(
-            f"bsl-lens mcp: error: {len(index_dirs)} --index-dir for {len(roots)} roots: give one per ROOT, in the same order"
+            f"bsl-lens mcp: error: {len(index_dirs)} --index-dir for {len(roots)} roots: "
+            "give one per ROOT, in the same order"
         )
         return 1
     if args.http and not is_loopback(args.host) and not args.token:
@@ -211,7 +209,7 @@ def run(args) -> int:
     names = root_names(roots)
     links = [
         RootLink(r, n, index_dir=index_dirs[i] if index_dirs else None, spawn_args=spawn)
-        for i, (r, n) in enumerate(zip(roots, names))
+        for i, (r, n) in enumerate(zip(roots, names, strict=True))
     ]
     server = build_server(links)
     if args.http:

@@ -34,7 +34,7 @@ from pathlib import Path
 
 import tree_sitter
 
-from daemon.sources import bsl
+from daemon.sources import bsl, bsl_lines
 
 
 def candidate_grammars() -> dict[str, tree_sitter.Language]:
@@ -95,7 +95,7 @@ def survey(corpora: list[Path]) -> list[Row]:
         for p in corpus_modules(root):
             rel = p.relative_to(root).as_posix()
             text = p.read_bytes().decode("utf-8", "replace")
-            norm = bsl._normalize(text)
+            norm = bsl_lines.normalize(text)
             heads = bsl.scan_method_headers(norm)
             chunks = bsl.chunk_module(norm, path=rel, max_lines=1 << 30)
             ends = {c.name_range[0]: c.end_line - 1 for c in chunks if c.kind != "module" and c.part <= 1}

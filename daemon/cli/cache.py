@@ -86,7 +86,8 @@ def _no_daemon(root, index_dir) -> None:
     owner = runtime.root_owner(paths)
     if owner is not None:
         raise RuntimeError(
-            f"a bsl-lens daemon (pid {owner.pid}) serves {paths.root}; stop it first (bsl-lens daemon stop {paths.root})"
+            f"a bsl-lens daemon (pid {owner.pid}) serves {paths.root}; "
+            f"stop it first (bsl-lens daemon stop {paths.root})"
         )
 
 
@@ -119,7 +120,7 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
             part = up[i : i + 1000]
             got = eng.cache.get_many(part)
             written += shared.store(part, np.stack([got[h] for h in part]))
-    todo = [(h, t) for h, t in zip(hashes, texts) if h not in eng.cache]
+    todo = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in eng.cache]
 
     def sink(i: int, vecs: np.ndarray) -> None:
         nonlocal written
@@ -153,7 +154,7 @@ def cmd_embed(args) -> int:
     is ``none``."""
     import json
 
-    from .main import _attach_shared_cache, _open, _shared_line
+    from .index import attach_shared_cache, open_engine, shared_line
     from ..options import embedder_or_none
     from ..server.runtime import export_problem
 
@@ -169,14 +170,14 @@ def cmd_embed(args) -> int:
     except RuntimeError as exc:
         print(f"bsl-lens: error: {exc}", file=sys.stderr)
         return 1
-    eng = _open(args)
+    eng = open_engine(args)
     rep = eng.refresh()
     eng.save()
     print(
         f"lexical: {len(eng.chunks)} chunks ({rep.files_changed} files (re)chunked) in {rep.seconds:.1f}s",
         file=sys.stderr,
     )
-    shared = _attach_shared_cache(eng, args)
+    shared = attach_shared_cache(eng, args)
     eng.shared_cache = None  # run_embed drives the shared cache itself (bulk lookups)
     out = run_embed(eng, args.embedder, args.workers, shared)
     st = eng.stats()
@@ -184,13 +185,14 @@ def cmd_embed(args) -> int:
     if args.json:
         print(json.dumps(out))
     else:
+        procs = f"{out['workers']} process{'es' if out['workers'] != 1 else ''}"
         print(
-            f"embed: {out['embedded']} texts embedded by {out['workers']} process{'es' if out['workers'] != 1 else ''} in "
-            f"{out['embed_s']:.1f}s ({out['texts_per_s']:g} texts/s); {out['shared_hits']} of {out['pending']} pending found in the "
+            f"embed: {out['embedded']} texts embedded by {procs} in {out['embed_s']:.1f}s "
+            f"({out['texts_per_s']:g} texts/s); {out['shared_hits']} of {out['pending']} pending found in the "
             f"shared cache; dense {st['dense_done']}/{st['dense_total']}; {out['total_s']:.1f}s"
         )
     if shared is not None:
-        print(_shared_line(shared), file=sys.stderr)
+        print(shared_line(shared), file=sys.stderr)
         shared.close()
     return 0
 
@@ -213,7 +215,8 @@ def cmd_cache_export(args) -> int:
     cache = EmbeddingCache.load(cache_file, emb.fingerprint, emb.dim)
     if not len(cache):
         print(
-            f"bsl-lens: error: no embedding cache for {emb.fingerprint} in {eng.index_dir} (index with the dense side first)",
+            f"bsl-lens: error: no embedding cache for {emb.fingerprint} in {eng.index_dir} "
+            "(index with the dense side first)",
             file=sys.stderr,
         )
         return 1

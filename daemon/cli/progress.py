@@ -17,50 +17,12 @@ import sys
 import time
 from typing import TextIO
 
+from ..notes import STAGES, UNCOUNTED, duration, progress_line
+
+__all__ = ["LINE_EVERY_S", "STAGES", "UNCOUNTED", "StageProgress", "duration", "progress_line"]
+
 #: Plain (non-terminal) lines: at most one per stage this often (seconds).
 LINE_EVERY_S = 10.0
-
-#: stage -> (label, unit) as printed.
-STAGES: dict[str, tuple[str, str]] = {
-    "starting": ("daemon: starting", ""),
-    "loading": ("lexical: loading the index", ""),
-    "scan": ("lexical: scanning the export", ""),
-    "chunk": ("lexical: reading and chunking", "files"),
-    "apply": ("lexical: building the indexes", "files"),
-    "load_dense": ("dense: loading the vectors", "chunks"),
-    "embed": ("dense: embedding", "chunks"),
-}
-
-
-#: Stages whose ``done`` does not move (one step): shown with their size and elapsed time only.
-UNCOUNTED = {"starting", "loading", "scan", "apply"}
-
-
-def duration(s: float | None) -> str:
-    """``42s``, ``3m 07s``, ``1h 05m``; ``?`` for None."""
-    if s is None:
-        return "?"
-    s = int(s)
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m {s % 60:02d}s"
-    return f"{s // 3600}h {s % 3600 // 60:02d}m"
-
-
-def progress_line(stage: str, done: int, total: int, rate: float | None = None, eta_s: float | None = None) -> str:
-    """One plain progress line: label, ``done/total unit``, percent, rate and ETA when known."""
-    label, unit = STAGES.get(stage, (stage, ""))
-    if stage in UNCOUNTED:
-        return f"{label} ({total} {unit})..." if total else f"{label}..."
-    if not total:
-        return f"{label}..." if not done else f"{label}: {done} {unit}".rstrip()
-    text = f"{label}: {done}/{total} {unit}".rstrip() + f" ({100 * done / total:.0f}%)"
-    if rate:
-        text += f", {rate:.1f}/s"
-    if eta_s is not None and done < total:
-        text += f", ETA {duration(eta_s)}"
-    return text
 
 
 class StageProgress:

@@ -93,7 +93,8 @@ def collect_status(root: str | Path, index_dir: str | Path | None = None, *, tim
         if holder is not None or runtime.lock_is_held(paths.lock):
             out["state"] = "not answering"
             out["detail"] = (
-                f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; see {paths.log}"
+                f"pid {holder or '?'} holds {paths.lock} but does not answer ({exc}): starting, stopping or hung; "
+                f"see {paths.log}"
             )
         elif not isinstance(exc, DaemonNotRunning):
             out["detail"] = str(exc)
@@ -293,7 +294,8 @@ def bar_chart(
                 f'fill="{colors.get(s, "#777")}"><title>{e(g)} · {e(s)}: {v:.3f}</title></rect>'
             )
             out.append(
-                f'<text x="{bx + (bar_w - 3) / 2:.1f}" y="{top + plot_h - h - 3:.1f}" class="val" text-anchor="middle">{v:.2f}</text>'
+                f'<text x="{bx + (bar_w - 3) / 2:.1f}" y="{top + plot_h - h - 3:.1f}" class="val" '
+                f'text-anchor="middle">{v:.2f}</text>'
             )
         cx = gx + len(series) * bar_w / 2
         out.append(f'<text x="{cx:.1f}" y="{top + plot_h + 16}" class="group" text-anchor="middle">{e(g)}</text>')
@@ -330,7 +332,8 @@ def _eval_section(run: dict, idx: int) -> str:
     dt, dd = stats.get("dense_total"), stats.get("dense_done")
     if isinstance(dt, int) and dt and isinstance(dd, int) and dd < dt:
         head.append(
-            f'<p class="warn">dense index incomplete during this run: {dd}/{dt} chunks embedded; vector and hybrid scores are low bounds.</p>'
+            f'<p class="warn">dense index incomplete during this run: {dd}/{dt} chunks embedded; '
+            "vector and hybrid scores are low bounds.</p>"
         )
     series = list(modes)
     vals = {(g, m): metric(r, g, "symbol", "ndcg@10") for m, r in modes.items() for g in groups}
@@ -372,7 +375,8 @@ def _eval_section(run: dict, idx: int) -> str:
             o = (r.get("overall") or {}).get(level) or {}
             rows.append(
                 f"<tr><td>{e(mode)}</td><td>{level} nDCG@10</td>{cells}"
-                f"<td>{_num(o.get('hit@1'), '.3f')}</td><td>{_num(o.get('mrr@10'), '.3f')}</td><td>{_num(o.get('recall@10'), '.3f')}</td></tr>"
+                f"<td>{_num(o.get('hit@1'), '.3f')}</td><td>{_num(o.get('mrr@10'), '.3f')}</td>"
+                f"<td>{_num(o.get('recall@10'), '.3f')}</td></tr>"
             )
     rows.append("</table>")
     return "".join(head) + '<div class="charts">' + "".join(charts) + "</div>" + "".join(rows) + "</div>"
@@ -413,48 +417,62 @@ def _skipped_list(st: dict) -> list[dict]:
 
 
 def _root_section(st: dict, idx: int, now: float) -> str:
+    """One root's section: its state, four cards (index, progress, freshness, daemon), the stale
+    and queued files, the skipped files and the recent searches."""
     root = st.get("root") or "?"
     state = st.get("state") or ("running" if st.get("running") else "not running")
     out = [f'<section class="root" id="root-{idx}" data-root="{e(root)}" data-state="{e(state)}">']
-    out.append(
-        f'<h2><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class="path">{e(root)}</span></h2>'
-    )
+    badge = f'<span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span>'
+    out.append(f'<h2>{badge} <span class="path">{e(root)}</span></h2>')
     if not st.get("running"):
-        if state != "no such folder":
-            out.append(
-                f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>"
-            )
-        if st.get("detail"):
-            out.append(f'<p class="warn">{e(st["detail"])}</p>')
-        out.append(f'<p class="muted">index dir {e(st.get("index_dir", "?"))}</p></section>')
-        return "".join(out)
+        return "".join(out) + _not_running(st, root, state)
     daemon = st.get("daemon") or {}
-    dense = st.get("dense") or {}
-    watcher = st.get("watcher") or {}
-    lat = st.get("latency") or {}
-    prog = st.get("progress") or {}
-    cards = []
-    # index
-    cards.append(
-        "<div class=card><h3>Index</h3>"
-        + _kv(
-            [
-                ("format", e(st.get("format", "?"))),
-                ("modules", f'<b class="n-modules">{_num(st.get("modules"))}</b>'),
-                ("methods", _num(st.get("methods"))),
-                ("metadata chunks", _num(st.get("metadata_chunks"))),
-                ("files · chunks", f"{_num(st.get('files'))} · {_num(st.get('chunks'))}"),
-                ("BM25 terms", _num(st.get("bm25_terms"))),
-            ]
-        )
-        + "</div>"
+    cards = [_index_card(st), _progress_card(st, state), _freshness_card(st, now), _daemon_card(st, daemon)]
+    out.append('<div class="cards">' + "".join(cards) + "</div>")
+    out.append(
+        f'<p class="muted small">index dir <span class="path">{e(st.get("index_dir", "?"))}</span> · '
+        f'log <span class="path">{e(daemon.get("log", "?"))}</span> · '
+        f'socket <span class="path">{e(daemon.get("socket", "?"))}</span></p>'
     )
-    # progress
+    out += _freshness_lists(st)
+    out += _skipped_block(st)
+    out.append(_recent_section(st.get("recent_queries"), now))
+    out.append("</section>")
+    return "".join(out)
+
+
+def _not_running(st: dict, root: str, state: str) -> str:
+    out = []
+    if state != "no such folder":
+        out.append(
+            f"<p>No daemon answers for this root. Start it with <code>bsl-lens daemon start {e(root)}</code>.</p>"
+        )
+    if st.get("detail"):
+        out.append(f'<p class="warn">{e(st["detail"])}</p>')
+    out.append(f'<p class="muted">index dir {e(st.get("index_dir", "?"))}</p></section>')
+    return "".join(out)
+
+
+def _index_card(st: dict) -> str:
+    rows = [
+        ("format", e(st.get("format", "?"))),
+        ("modules", f'<b class="n-modules">{_num(st.get("modules"))}</b>'),
+        ("methods", _num(st.get("methods"))),
+        ("metadata chunks", _num(st.get("metadata_chunks"))),
+        ("files · chunks", f"{_num(st.get('files'))} · {_num(st.get('chunks'))}"),
+        ("BM25 terms", _num(st.get("bm25_terms"))),
+    ]
+    return "<div class=card><h3>Index</h3>" + _kv(rows) + "</div>"
+
+
+def _progress_card(st: dict, state: str) -> str:
+    prog = st.get("progress") or {}
+    dense = st.get("dense") or {}
     p = ["<div class=card><h3>Progress</h3>"]
     if prog.get("total"):
+        label = f"{_num(prog.get('done'))}/{_num(prog.get('total'))}"
         p.append(
-            f"<div class=sub>{e(prog.get('stage', 'job'))}</div>"
-            + _bar(prog.get("done"), prog.get("total"), f"{_num(prog.get('done'))}/{_num(prog.get('total'))}")
+            f"<div class=sub>{e(prog.get('stage', 'job'))}</div>" + _bar(prog.get("done"), prog.get("total"), label)
         )
     else:
         p.append(f"<div class=sub>lexical</div>{_bar(1, 1, 'idle' if state == 'ready' else state)}")
@@ -475,83 +493,74 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     if st.get("saving"):
         p.append("<p class=muted>writing a snapshot now</p>")
     p.append("</div>")
-    cards.append("".join(p))
-    # freshness
+    return "".join(p)
+
+
+def _freshness_card(st: dict, now: float) -> str:
+    watcher = st.get("watcher") or {}
+    lat = st.get("latency") or {}
     stale_count = st.get("stale_count", 0)
+    degraded = f' <span class="warn">degraded: {e(watcher["degraded"])}</span>' if watcher.get("degraded") else ""
     rows = [
-        (
-            "watcher",
-            e(watcher.get("mode", "?"))
-            + (f' <span class="warn">degraded: {e(watcher["degraded"])}</span>' if watcher.get("degraded") else ""),
-        ),
+        ("watcher", e(watcher.get("mode", "?")) + degraded),
         ("pending events", _num(watcher.get("pending_events", 0))),
         ("queued paths", _num(st.get("queued_paths", 0))),
         ("stale files", f'<span class="{"warn" if stale_count else ""}">{_num(stale_count)}</span>'),
     ]
     if lat.get("samples"):
-        rows.append(
-            (
-                "change → searchable",
-                f"p50 {_ms(lat.get('p50_ms'))}, p95 {_ms(lat.get('p95_ms'))}, last {_ms(lat.get('last_ms'))} ({_num(lat['samples'])} changes)",
-            )
-        )
+        p50, p95, last = _ms(lat.get("p50_ms")), _ms(lat.get("p95_ms")), _ms(lat.get("last_ms"))
+        rows.append(("change → searchable", f"p50 {p50}, p95 {p95}, last {last} ({_num(lat['samples'])} changes)"))
     else:
         rows.append(("change → searchable", "no changes seen yet"))
     li = st.get("last_index") or {}
     if li.get("at"):
-        rows.append(
-            (
-                "last index",
-                f"{_when(li.get('at'), now)}"
-                + (f", {li['seconds']:.2f} s" if isinstance(li.get("seconds"), (int, float)) else ""),
-            )
-        )
+        took = f", {li['seconds']:.2f} s" if isinstance(li.get("seconds"), (int, float)) else ""
+        rows.append(("last index", f"{_when(li.get('at'), now)}{took}"))
     rows.append(("last saved", _when(st.get("last_saved_at"), now)))
-    cards.append("<div class=card><h3>Freshness</h3>" + _kv(rows) + "</div>")
-    # daemon
+    return "<div class=card><h3>Freshness</h3>" + _kv(rows) + "</div>"
+
+
+def _daemon_card(st: dict, daemon: dict) -> str:
     err = st.get("last_error")
-    cards.append(
-        "<div class=card><h3>Daemon</h3>"
-        + _kv(
-            [
-                (
-                    "pid · version",
-                    f"{e(st.get('pid', daemon.get('pid')))} · bsl-lens {e(st.get('version', daemon.get('version')))}",
-                ),
-                ("up", _duration(st.get("uptime_s", daemon.get("uptime_s")))),
-                ("memory", f"RSS {_bytes(st.get('rss_bytes'))}; index {_bytes(st.get('index_bytes'))}"),
-                (
-                    "clients",
-                    f"{_num(daemon.get('connections'))} connected, {_num(daemon.get('requests'))} requests ({_num(daemon.get('errors'))} errors)",
-                ),
-                ("last error", f'<span class="warn">{e(err)}</span>' if err else "none"),
-            ]
-        )
-        + "</div>"
+    clients = (
+        f"{_num(daemon.get('connections'))} connected, {_num(daemon.get('requests'))} requests "
+        f"({_num(daemon.get('errors'))} errors)"
     )
-    out.append('<div class="cards">' + "".join(cards) + "</div>")
-    out.append(
-        f'<p class="muted small">index dir <span class="path">{e(st.get("index_dir", "?"))}</span> · '
-        f'log <span class="path">{e(daemon.get("log", "?"))}</span> · socket <span class="path">{e(daemon.get("socket", "?"))}</span></p>'
-    )
-    # file lists: freshness
+    rows = [
+        (
+            "pid · version",
+            f"{e(st.get('pid', daemon.get('pid')))} · bsl-lens {e(st.get('version', daemon.get('version')))}",
+        ),
+        ("up", _duration(st.get("uptime_s", daemon.get("uptime_s")))),
+        ("memory", f"RSS {_bytes(st.get('rss_bytes'))}; index {_bytes(st.get('index_bytes'))}"),
+        ("clients", clients),
+        ("last error", f'<span class="warn">{e(err)}</span>' if err else "none"),
+    ]
+    return "<div class=card><h3>Daemon</h3>" + _kv(rows) + "</div>"
+
+
+def _freshness_lists(st: dict) -> list[str]:
+    out = []
     for key, label in FRESHNESS_LISTS:
         files = st.get(key)
         if isinstance(files, list) and files:
             items = "".join(
                 f"<li class=path>{e(f if not isinstance(f, dict) else f.get('path', f))}</li>" for f in files
             )
-            total = stale_count if key == "stale_files" else len(files)
+            total = st.get("stale_count", 0) if key == "stale_files" else len(files)
             more = f" (first {len(files)} of {total})" if isinstance(total, int) and total > len(files) else ""
             out.append(f'<h3>{e(label.capitalize())} files{more}</h3><ul class="files {e(key)}">{items}</ul>')
-    # skipped
+    return out
+
+
+def _skipped_block(st: dict) -> list[str]:
     skipped = _skipped_list(st)
     counts = st.get("skipped") if isinstance(st.get("skipped"), dict) else {}
     if not counts and skipped:
         for s in skipped:
             counts[s["reason"]] = counts.get(s["reason"], 0) + 1
     n_skipped = sum(v for v in counts.values() if isinstance(v, int)) if counts else len(skipped)
-    out.append(f"<h3>Skipped files <small>{n_skipped}</small></h3>")
+    out = [f"<h3>Skipped files <small>{n_skipped}</small></h3>"]
     if counts:
         out.append(
             '<p class="reasons">'
@@ -567,18 +576,17 @@ def _root_section(st: dict, idx: int, now: float) -> str:
             )
             + "</table>"
         )
-        if len(skipped) > SKIPPED_OPEN_ROWS:  # folded: 136 missing objects must not push the rest down
+        if len(skipped) > SKIPPED_OPEN_ROWS:  # folded: a long list must not push the rest down
             table = f"<details><summary>the {len(skipped)} files listed by the daemon</summary>{table}</details>"
         out.append(table)
     elif counts:
         out.append(
-            '<p class="muted">this daemon reports counts by reason only; <code>bsl-lens index ROOT -v</code> lists the files.</p>'
+            '<p class="muted">this daemon reports counts by reason only; '
+            "<code>bsl-lens index ROOT -v</code> lists the files.</p>"
         )
     else:
         out.append("<p class=muted>none</p>")
-    out.append(_recent_section(st.get("recent_queries"), now))
-    out.append("</section>")
-    return "".join(out)
+    return out
 
 
 def _recent_section(recent: Any, now: float) -> str:
@@ -622,7 +630,8 @@ def _recent_section(recent: Any, now: float) -> str:
             cells = "".join(_rank_cell(ranks.get(c)) for c in channels)
             rows.append(
                 f'<tr class="{"qstart" if i == 1 else ""}">{lead if i == 1 else ""}<td>{i}</td>'
-                f'<td><b>{e(what)}</b> <span class="muted">{e(owner)}</span><div class="path small">{e(h.get("path", ""))}</div></td>{cells}</tr>'
+                f'<td><b>{e(what)}</b> <span class="muted">{e(owner)}</span>'
+                f'<div class="path small">{e(h.get("path", ""))}</div></td>{cells}</tr>'
             )
     rows.append("</table>")
     return "".join(rows)
@@ -640,7 +649,8 @@ def _rank_cell(rank: Any) -> str:
 # ------------------------------------------------------------------------------ page
 CSS = """
 *{box-sizing:border-box}
-body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2933;background:#fff;margin:0;padding:24px 32px;max-width:1400px}
+body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;color:#1f2933;background:#fff;
+margin:0;padding:24px 32px;max-width:1400px}
 h1{font-size:24px;margin:0 0 4px}
 h2{font-size:18px;margin:0 0 12px;display:flex;gap:10px;align-items:center;flex-wrap:wrap}
 h3{font-size:15px;margin:18px 0 8px}
@@ -653,8 +663,10 @@ code{font-family:ui-monospace,"DejaVu Sans Mono",monospace;background:#f1f3f5;pa
 header{border-bottom:1px solid #d9e2ec;margin-bottom:16px;padding-bottom:8px}
 nav ul{list-style:none;padding:0;margin:8px 0 0;display:flex;flex-wrap:wrap;gap:8px}
 nav a{color:#0b5394;text-decoration:none}
-section.root,section.quality{border:1px solid #d9e2ec;border-radius:8px;padding:16px 18px;margin:0 0 20px;background:#fcfdfe}
-.badge{display:inline-block;font-size:12px;font-weight:600;padding:2px 10px;border-radius:12px;background:#e4e7eb;color:#1f2933;text-transform:uppercase;letter-spacing:.03em}
+section.root,section.quality{border:1px solid #d9e2ec;border-radius:8px;padding:16px 18px;margin:0 0 20px;
+background:#fcfdfe}
+.badge{display:inline-block;font-size:12px;font-weight:600;padding:2px 10px;border-radius:12px;background:#e4e7eb;
+color:#1f2933;text-transform:uppercase;letter-spacing:.03em}
 .s-ready{background:#d3f4e3;color:#0b6b3a}
 .s-indexing,.s-loading,.s-starting{background:#fff1c2;color:#7a5200}
 .s-not-running,.s-not-answering,.s-no-such-folder,.s-stopping{background:#fde2e1;color:#9b1c1c}
@@ -666,7 +678,8 @@ section.root,section.quality{border:1px solid #d9e2ec;border-radius:8px;padding:
 .bar .fill{height:100%;background:#0072B2}
 .barlabel{font-size:12px}
 table.kv{border-collapse:collapse;width:100%}
-table.kv th{text-align:left;font-weight:normal;color:#52606d;padding:2px 10px 2px 0;vertical-align:top;white-space:nowrap}
+table.kv th{text-align:left;font-weight:normal;color:#52606d;padding:2px 10px 2px 0;vertical-align:top;
+white-space:nowrap}
 table.kv td{padding:2px 0}
 table.grid{border-collapse:collapse;margin:4px 0 8px;font-size:13px}
 table.grid th,table.grid td{border:1px solid #e4e7eb;padding:3px 8px;text-align:left;vertical-align:top}
@@ -677,7 +690,8 @@ table.recent td.query .muted{font-weight:normal;font-size:12px}
 td.rank{text-align:center;font-weight:600;min-width:44px}
 td.rank.none{color:#9aa5b1;font-weight:normal}
 th.ch{text-align:center}
-.pill{display:inline-block;border:1px solid #d9e2ec;border-radius:10px;padding:1px 8px;margin:0 6px 4px 0;background:#fff}
+.pill{display:inline-block;border:1px solid #d9e2ec;border-radius:10px;padding:1px 8px;margin:0 6px 4px 0;
+background:#fff}
 ul.files{margin:0;padding-left:20px;columns:2;font-size:13px}
 .charts{display:flex;flex-wrap:wrap;gap:12px 20px}
 figure.chart{margin:0;border:1px solid #e4e7eb;border-radius:6px;padding:6px 8px;background:#fff}
@@ -706,16 +720,20 @@ def render_html(statuses: list[dict], evals: list[dict] | None = None, *, now: f
     stamp = time.strftime("%Y-%m-%d %H:%M:%S %Z", time.localtime(now))
     parts = [
         "<!DOCTYPE html><html lang=en><head><meta charset=utf-8>",
-        "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
+        '<meta http-equiv="Content-Security-Policy" '
+        "content=\"default-src 'none'; style-src 'unsafe-inline'; img-src data:\">",
         '<meta name=viewport content="width=device-width,initial-scale=1">',
-        f"<title>bsl-lens status · {len(statuses)} root{'s' if len(statuses) != 1 else ''}</title><style>{CSS}</style></head><body>",
-        f"<header><h1>bsl-lens status</h1><div class=muted>generated {e(stamp)} by bsl-lens {e(__version__)}; a snapshot: run <code>bsl-lens report</code> again to refresh</div>",
+        f"<title>bsl-lens status · {len(statuses)} root{'s' if len(statuses) != 1 else ''}</title>"
+        f"<style>{CSS}</style></head><body>",
+        f"<header><h1>bsl-lens status</h1><div class=muted>generated {e(stamp)} by bsl-lens {e(__version__)}; "
+        "a snapshot: run <code>bsl-lens report</code> again to refresh</div>",
         "<nav><ul>",
     ]
     for i, st in enumerate(statuses):
         state = st.get("state") or "?"
         parts.append(
-            f'<li><a href="#root-{i}"><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> <span class=path>{e(st.get("root", "?"))}</span></a></li>'
+            f'<li><a href="#root-{i}"><span class="badge s-{e(state.replace(" ", "-"))}">{e(state)}</span> '
+            f"<span class=path>{e(st.get('root', '?'))}</span></a></li>"
         )
     if evals:
         parts.append('<li><a href="#quality">search quality</a></li>')

@@ -1,35 +1,11 @@
-"""``bsl-lens bench``: speed and memory of the engine on one export root.
+"""``bsl-lens bench ROOT``: speed and memory of the engine on one export root, in one process.
 
-Measures, in one process on the current machine (numbers are only comparable on the same
-machine; the README says which one):
-
-* the scan alone (:func:`daemon.sources.scan.scan_export`, what every reconcile starts with), warm OS
-  cache: the median of 3 runs, after one warm-up run;
-* cold lexical index: scan + chunk + BM25 + names channel into an empty index dir;
-* warm load: :meth:`Engine.open` of the saved index (lexical and, if present, dense);
-* embed throughput: the raw embedder vs the engine pipeline (embed text, cache, hnswlib
-  upsert) on the same sample of chunks, passages/s, interleaved twice;
-* the dense side filled from the embedding cache of an existing index of the root (made by
-  ``bsl-lens index ROOT``; ``--index-dir`` names it), so query latencies are measured on the
-  full dense index without hours of embedding;
-* query latency p50/p95: the names channel alone (symbol lookup, in-process), and each
-  search mode end to end (hybrid includes embedding the query);
-* the cold lexical index as the daemon's first index builds it: chunking in a pool of
-  :data:`daemon.service.service.FIRST_INDEX_WORKERS` worker processes (``--in-process``: in the
-  bench's own process, the method of the releases before this measure);
-* peak RSS of the process (the cold build; ``cold_peak_rss_mb`` right after the build and
-  its snapshot; ``cold_worker_peak_rss_mb`` the largest worker's), and the index size on disk;
-* a warm daemon in a fresh process (spawned, so its memory is its own): the warm start to
-  the first answer (:meth:`Engine.open` + one name query), then :meth:`Engine.prewarm` (what
-  the daemon builds after its first reconcile; ``warm_prewarm_s``), its RSS once settled (after
-  queries and a ``gc.collect``), symbol / lexical query p50/p95 on the loaded (memory-mapped)
-  index, and "edit one module -> searchable": a module gets a new method
-  (a new file written in place of the hard link), then ``update_paths`` and a search for the
-  new name, with the journal on as in the daemon; p50/p95 over ``EDITS`` edits.
-
-``--scale N`` first builds an ERP-sized tree by replicating the root N times under
-renamed objects (hard-linked files, renamed object folders), then measures the lexical side
-on it (the dense side of such a tree takes hours to embed on 2 cores and is not run).
+The scan, a cold lexical index (as the daemon's first index builds it), its save and size, the
+names channel's and BM25's latency, embedding throughput, each search mode's latency on the full
+dense index (filled from the embedding cache of an existing index of the root), and a warm
+process: its start, RSS and edit-to-searchable latency. ``--scale N`` measures an ERP-sized tree
+made by replicating the root N times (lexical only). Every figure is listed in
+``docs/frontends.md``; figures are only comparable on the same machine.
 """
 
 from __future__ import annotations
@@ -188,178 +164,203 @@ def _warm_child(
     return out
 
 
+def _p50_p95(lat: list[float], digits: int) -> dict:
+    return {"p50": round(_pct(lat, 0.5), digits), "p95": round(_pct(lat, 0.95), digits)}
+
+
+def _timed_ms(fn, queries) -> list[float]:
+    lat = []
+    for q in queries:
+        t = time.perf_counter()
+        fn(q)
+        lat.append((time.perf_counter() - t) * 1000)
+    return lat
+
+
+def _mirror(root: Path, args, work: Path, out: dict) -> Path:
+    """The tree measured: ``--scale N`` replicas, or a hard-linked mirror of ``root`` (the edit
+    measure writes into it, never into the root given)."""
+    if args.scale > 1:
+        t = time.perf_counter()
+        tree = build_scaled_tree(root, args.scale, work / "tree")
+        out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
+        return tree
+    return Path(
+        shutil.copytree(root, work / "tree", symlinks=True, copy_function=lambda a, b: _link_or_copy(Path(a), Path(b)))
+    )
+
+
+def _scan_ms(root: Path) -> float:
+    """The scan alone, warm OS cache: the median of 3 runs after a warm-up run."""
+    from ..sources.scan import scan_export
+
+    scan_export(root)
+    runs = []
+    for _ in range(3):
+        t = time.perf_counter()
+        scan_export(root)
+        runs.append(time.perf_counter() - t)
+    return round(sorted(runs)[1] * 1000, 1)
+
+
+def _cold_index(root: Path, idx: Path, config, embedder, args, out: dict):
+    """The cold lexical index as the daemon's first index builds it (chunking in a pool of
+    ``FIRST_INDEX_WORKERS`` processes) unless ``--in-process``; then its save. Returns the engine."""
+    from ..engine import Engine
+
+    t = time.perf_counter()
+    eng = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
+    pool = workers = None
+    if not getattr(args, "in_process", False):
+        from ..engine import make_pool
+        from ..service.service import FIRST_INDEX_WORKERS
+
+        workers = FIRST_INDEX_WORKERS
+        pool = eng.pool = make_pool(workers)
+    try:
+        rep = eng.refresh()
+    finally:
+        if pool is not None:
+            eng.pool = None
+            pool.shutdown(wait=True)
+    out["cold_lexical_index_s"] = round(time.perf_counter() - t, 2)
+    out["cold_workers"] = workers or 0
+    out["cold_worker_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
+    t = time.perf_counter()
+    eng.save()
+    out["save_s"] = round(time.perf_counter() - t, 2)
+    out["cold_peak_rss_mb"] = round(_peak_rss_mb(), 1)
+    out["stats"] = {k: v for k, v in eng.stats().items() if k not in ("index_dir", "root")}
+    out["files_skipped"] = len(rep.skipped)
+    return eng
+
+
+def _sample_queries(eng, rng: random.Random, n: int) -> tuple[list, list[str], list[str]]:
+    """``(methods sampled, name queries, word queries)``: a name whole, two thirds of it or its
+    CamelHump abbreviation; the doc comment's first words (else the name as words)."""
+    methods = [c for c in eng.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1]
+    sample = rng.sample(methods, min(n, len(methods)))
+    sym_queries = []
+    for c in sample:
+        words = split_words(c.name)
+        form = rng.randrange(3)
+        if form == 0 or len(words) < 2:
+            sym_queries.append(c.name)
+        elif form == 1:
+            sym_queries.append(c.name[: max(3, len(c.name) * 2 // 3)])
+        else:
+            sym_queries.append("".join(w[:3] for w in words[:3]))
+    nl_queries = []
+    for c in sample:
+        doc = " ".join(w for w in c.doc.replace("/", " ").split() if w.isalpha())[:60]
+        nl_queries.append(doc or " ".join(split_words(c.name)).lower())
+    return sample, sym_queries, nl_queries
+
+
+def _embed_throughput(eng, embedder, config, rng: random.Random, n: int) -> dict:
+    """The raw embedder vs the pipeline (embed text + cache + hnswlib upsert) on the same
+    chunks, interleaved twice so machine noise hits both alike."""
+    from ..index.dense import DenseIndex
+    from ..index.embed import EmbeddingCache, embed_chunks, embed_text
+
+    pool = rng.sample(list(eng.chunks.values()), min(n, len(eng.chunks)))
+    embedder.encode_passages([embed_text(c, config.embed_max_chars) for c in pool[:4]])  # load, warm up
+    raw_t = pipe_t = 0.0
+    for _ in range(2):
+        t = time.perf_counter()
+        texts = [embed_text(c, config.embed_max_chars) for c in pool]
+        for i in range(0, len(texts), 32):
+            embedder.encode_passages(texts[i : i + 32])
+        raw_t += time.perf_counter() - t
+        t = time.perf_counter()
+        texts = [embed_text(c, config.embed_max_chars) for c in pool]
+        vecs = embed_chunks(embedder, EmbeddingCache.for_embedder(embedder), texts, batch_size=32)
+        DenseIndex(embedder.dim).upsert([c.id for c in pool], vecs)
+        pipe_t += time.perf_counter() - t
+    total = 2 * len(pool)
+    return {
+        "raw": round(total / raw_t, 2),
+        "pipeline": round(total / pipe_t, 2),
+        "ratio": round(raw_t / pipe_t, 3),
+        "n": len(pool),
+    }
+
+
+def _fill_dense_from_cache(eng, src_root: Path, args, config, embedder, out: dict) -> bool:
+    """The dense side from the embedding cache of an existing index of this root (``bsl-lens
+    index ROOT`` once): only hnswlib work, no model calls. False when that cache is incomplete."""
+    from ..engine import Engine
+    from ..index.embed import EmbeddingCache, text_hash
+    from ..index.storage import default_index_dir
+
+    src = Path(args.index_dir) if args.index_dir else default_index_dir(src_root)
+    cache_file = Engine(src_root, src, config, embedder)._dense_paths()[2]
+    eng.cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
+    pending = eng.dense_pending()
+    hashes = {text_hash(t) for t in (eng.vector_text(k) for k in pending) if t is not None}
+    cached = sum(1 for h in hashes if h in eng.cache)
+    out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
+    if not hashes or cached / len(hashes) < 0.98:
+        out["dense_note"] = (
+            "vector/hybrid latency skipped: no complete embedding cache for this root (run `bsl-lens index ROOT` first)"
+        )
+        return False
+    t = time.perf_counter()
+    eng.embed_pending(save_every_s=1e9)
+    out["dense_fill_from_cache_s"] = round(time.perf_counter() - t, 2)
+    return True
+
+
+def _query_ms(eng, sym_queries: list[str], nl_queries: list[str], dense: bool) -> dict:
+    """Search latency per mode end to end (hybrid embeds the query); lexical only without vectors."""
+    modes = ("lexical", "vector", "hybrid") if dense else ("lexical",)
+    out = {
+        mode: _p50_p95(_timed_ms(lambda q, m=mode: eng.search(q, mode=m, top_k=10), nl_queries[:100]), 2)
+        for mode in modes
+    }
+    if dense:
+        lat = _timed_ms(lambda q: eng.search(q, mode="hybrid", top_k=10), sym_queries)
+        out["hybrid_name_queries"] = _p50_p95(lat, 2)
+    return out
+
+
 def run_bench(args) -> dict:
     """Run the benchmark described in the module docstring for ``args.root`` and return the
     measurements: a flat dict like every bench's (``bsl-lens bench`` prints it, one JSON
     object with ``--json``). Times are wall seconds or milliseconds as the key names say;
     RSS and sizes in MiB."""
-    from ..index.embed import embedder_for, text_hash
-    from ..sources.scan import scan_export
-    from ..engine import Engine, EngineConfig
-    from ..index.storage import default_index_dir
+    from ..engine import EngineConfig
+    from ..index.embed import embedder_for
     from ..text.tokenize import tokenize_query
 
-    root = Path(args.root).resolve()
+    src_root = Path(args.root).resolve()
     work = Path(tempfile.mkdtemp(prefix="bsl-lens-bench-"))
-    out: dict = {"root": str(root), "scale": args.scale}
-    src_root = root
+    out: dict = {"root": str(src_root), "scale": args.scale}
     try:
-        if args.scale > 1:
-            t = time.perf_counter()
-            root = build_scaled_tree(root, args.scale, work / "tree")
-            out["scaled_tree_s"] = round(time.perf_counter() - t, 2)
-        else:  # a hard-linked mirror: the edit measure writes into it, never into the root given
-            root = Path(
-                shutil.copytree(
-                    root, work / "tree", symlinks=True, copy_function=lambda a, b: _link_or_copy(Path(a), Path(b))
-                )
-            )
+        root = _mirror(src_root, args, work, out)
         embedder = None if args.scale > 1 else embedder_for(args.embedder)
         config = EngineConfig(stem=args.stem)
         idx = work / "index"
-
-        # the scan alone, warm OS cache (was tests/engine/test_scan.py's test_scan_is_fast, which asserted nothing)
-        scan_export(root)
-        runs = []
-        for _ in range(3):
-            t = time.perf_counter()
-            scan_export(root)
-            runs.append(time.perf_counter() - t)
-        out["scan_ms"] = round(sorted(runs)[1] * 1000, 1)
-
-        # cold lexical index: as the daemon's first index does it (chunking in a worker pool of
-        # FIRST_INDEX_WORKERS processes, daemon/service/service.py), unless --in-process (the method of
-        # the releases before this bench measured the pool: one process, no workers)
-        t = time.perf_counter()
-        eng = Engine.open(root, index_dir=idx, config=config, embedder=embedder)
-        pool = None
-        if not getattr(args, "in_process", False):
-            from ..engine import make_pool
-            from ..service.service import FIRST_INDEX_WORKERS
-
-            pool = eng.pool = make_pool(FIRST_INDEX_WORKERS)
-        try:
-            rep = eng.refresh()
-        finally:
-            if pool is not None:
-                eng.pool = None
-                pool.shutdown(wait=True)
-        out["cold_lexical_index_s"] = round(time.perf_counter() - t, 2)
-        out["cold_workers"] = 0 if pool is None else FIRST_INDEX_WORKERS
-        out["cold_worker_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
-        t = time.perf_counter()
-        eng.save()
-        out["save_s"] = round(time.perf_counter() - t, 2)
-        out["cold_peak_rss_mb"] = round(_peak_rss_mb(), 1)
-        out["stats"] = {k: v for k, v in eng.stats().items() if k not in ("index_dir", "root")}
-        out["files_skipped"] = len(rep.skipped)
-
+        out["scan_ms"] = _scan_ms(root)
+        eng = _cold_index(root, idx, config, embedder, args, out)
         rng = random.Random(42)
-        methods = [c for c in eng.chunks.values() if c.kind in ("procedure", "function") and c.part <= 1]
-        sample = rng.sample(methods, min(args.queries, len(methods)))
-        sym_queries = []
-        for c in sample:
-            words = split_words(c.name)
-            form = rng.randrange(3)
-            if form == 0 or len(words) < 2:
-                sym_queries.append(c.name)
-            elif form == 1:
-                sym_queries.append(c.name[: max(3, len(c.name) * 2 // 3)])
-            else:
-                sym_queries.append("".join(w[:3] for w in words[:3]))
-        nl_queries = []
-        for c in sample:
-            doc = " ".join(w for w in c.doc.replace("/", " ").split() if w.isalpha())[:60]
-            nl_queries.append(doc or " ".join(split_words(c.name)).lower())
-
-        # names channel alone, in-process
-        lat = []
-        for q in sym_queries:
-            t = time.perf_counter()
-            eng.names.search(q, 50, key_of=eng.store.ids)
-            lat.append((time.perf_counter() - t) * 1000)
-        out["symbol_lookup_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
-        lat = []
-        for q in nl_queries:
-            t = time.perf_counter()
-            eng.bm25.search(tokenize_query(q, stem=config.stem), 100, key_of=eng.store.ids)
-            lat.append((time.perf_counter() - t) * 1000)
-        out["bm25_ms"] = {"p50": round(_pct(lat, 0.5), 3), "p95": round(_pct(lat, 0.95), 3)}
-
-        # embed throughput: the raw embedder vs the pipeline (embed text + cache + hnswlib
-        # upsert) on the same chunks, interleaved twice so machine noise hits both alike
+        _, sym_queries, nl_queries = _sample_queries(eng, rng, args.queries)
+        lat = _timed_ms(lambda q: eng.names.search(q, 50, key_of=eng.store.ids), sym_queries)
+        out["symbol_lookup_ms"] = _p50_p95(lat, 3)
+        stem = config.stem
+        lat = _timed_ms(lambda q: eng.bm25.search(tokenize_query(q, stem=stem), 100, key_of=eng.store.ids), nl_queries)
+        out["bm25_ms"] = _p50_p95(lat, 3)
         if embedder is not None:
-            from ..index.dense import DenseIndex
-            from ..index.embed import EmbeddingCache, embed_chunks, embed_text
-
-            pool = rng.sample(list(eng.chunks.values()), min(args.embed_sample, len(eng.chunks)))
-            embedder.encode_passages([embed_text(c, config.embed_max_chars) for c in pool[:4]])  # load, warm up
-            raw_t = pipe_t = 0.0
-            for _ in range(2):
-                t = time.perf_counter()
-                texts = [embed_text(c, config.embed_max_chars) for c in pool]
-                for i in range(0, len(texts), 32):
-                    embedder.encode_passages(texts[i : i + 32])
-                raw_t += time.perf_counter() - t
-                t = time.perf_counter()
-                texts = [embed_text(c, config.embed_max_chars) for c in pool]
-                vecs = embed_chunks(embedder, EmbeddingCache.for_embedder(embedder), texts, batch_size=32)
-                DenseIndex(embedder.dim).upsert([c.id for c in pool], vecs)
-                pipe_t += time.perf_counter() - t
-            n = 2 * len(pool)
-            out["embed_passages_per_s"] = {
-                "raw": round(n / raw_t, 2),
-                "pipeline": round(n / pipe_t, 2),
-                "ratio": round(raw_t / pipe_t, 3),
-                "n": len(pool),
-            }
-
-            # the dense side from the embedding cache of an existing index of this root (run
-            # `bsl-lens index ROOT` once): only hnswlib work here, no model calls
-            src = Path(args.index_dir) if args.index_dir else default_index_dir(src_root)
-            cache_file = Engine(src_root, src, config, embedder)._dense_paths()[2]
-            eng.cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
-            pending = eng.dense_pending()
-            hashes = {text_hash(t) for t in (eng.vector_text(k) for k in pending) if t is not None}
-            cached = sum(1 for h in hashes if h in eng.cache)
-            out["dense_cache"] = {"source": str(src), "cached": cached, "needed": len(hashes)}
-            if not hashes or cached / len(hashes) < 0.98:
-                out["dense_note"] = (
-                    "vector/hybrid latency skipped: no complete embedding cache for this root (run `bsl-lens index ROOT` first)"
-                )
+            out["embed_passages_per_s"] = _embed_throughput(eng, embedder, config, rng, args.embed_sample)
+            if not _fill_dense_from_cache(eng, src_root, args, config, embedder, out):
                 embedder = None
-            else:
-                t = time.perf_counter()
-                eng.embed_pending(save_every_s=1e9)
-                out["dense_fill_from_cache_s"] = round(time.perf_counter() - t, 2)
+        out["query_ms"] = _query_ms(eng, sym_queries, nl_queries, dense=embedder is not None)
         if embedder is not None:
-            lat_modes = {}
-            for mode in ("lexical", "vector", "hybrid"):
-                lat = []
-                for q in nl_queries[:100]:
-                    t = time.perf_counter()
-                    eng.search(q, mode=mode, top_k=10)
-                    lat.append((time.perf_counter() - t) * 1000)
-                lat_modes[mode] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}
-            lat = []
-            for q in sym_queries:
-                t = time.perf_counter()
-                eng.search(q, mode="hybrid", top_k=10)
-                lat.append((time.perf_counter() - t) * 1000)
-            lat_modes["hybrid_name_queries"] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}
-            out["query_ms"] = lat_modes
             out["dense_in_query_run"] = f"{len(eng.embedded)} of {len(eng.chunks)} chunks"
-        else:
-            lat = []
-            for q in nl_queries[:100]:
-                t = time.perf_counter()
-                eng.search(q, mode="lexical", top_k=10)
-                lat.append((time.perf_counter() - t) * 1000)
-            out["query_ms"] = {"lexical": {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2)}}
         eng.save()
         modules = sorted(p for p, r in eng.files.items() if r.kind == "bsl")
         modules = rng.sample(modules, min(EDITS, len(modules)))
-        del eng
+        eng = None  # the engine's memory is freed before the sizes are taken
         out["index_size_mb"] = round(_dir_size_mb(idx), 1)
         out["peak_rss_mb"] = round(_peak_rss_mb(), 1)
 

@@ -1,27 +1,11 @@
-"""``bsl-lens bench ROOT --daemon``: the daemon's targets, measured through its socket.
+"""``bsl-lens bench ROOT --daemon`` and ``--lifecycle``: the daemon's targets, through its socket.
 
-On a hard-linked copy of ROOT (the corpus is never written: every edit is an atomic
-replace, which breaks the link) and a copy of an existing index (``--index-dir``, made by
-``bsl-lens index ROOT``; without it the lexical side is built first and the dense side is
-whatever the daemon embeds meanwhile):
-
-* **warm start**: ``daemon run`` spawned by the client until the first answered search
-  (median and max of 3 starts);
-* **edit latency**: a statement inserted at the top of an exported method of a ~1 MB module
-  (atomic write), until the lexical channel finds the new identifier, and until the dense
-  side has re-embedded the changed method (status: dense pending 0, done = total);
-* **query latency under load**: hybrid queries idle, then while 2,000 modules are rewritten
-  (a checkout: one reconcile after the storm) and re-indexed; p50/p95 and the ratio;
-* **RSS** of the daemon process with the full index loaded, and its index size on disk;
-* **RSS cold vs warm** (:func:`measure_rss_cold_warm`): after a first lexical index from an
-  empty index dir has settled, and after a warm restart on the snapshot it saved.
-
-:func:`run_lifecycle_bench` (``--lifecycle``, also part of ``--daemon``'s report under
-``"lifecycle"``): stop and SIGTERM latency during a first index (and the dense backlog),
-warm start to the first answer and to an armed watcher, at ``--scale`` 1 and 3.
-
-Targets from the daemon issue: warm start <= 2 s, lexical p95 <= 300 ms, dense <= 1 s,
-loaded p95 <= 3x idle p95, RSS <= 1 GB, RSS after a first index <= 1.2x the warm RSS. Nothing here asserts them; the README reports them.
+On a hard-linked copy of ROOT (edits replace files atomically, so the corpus is never written) and
+a copy of an existing index: warm start, edit latency (lexical and dense), query latency idle and
+under a checkout-sized storm of edits, RSS (full index; cold first index vs warm restart); and the
+lifecycle figures (stop and SIGTERM latency mid first index, warm start to the first answer and to
+an armed watcher) at several scales. Every figure is listed in ``docs/frontends.md``; nothing here
+asserts a target.
 """
 
 from __future__ import annotations
@@ -245,7 +229,7 @@ def measure_rss_cold_warm(
     saved snapshot, waited idle again, and its RSS read the same way. The worker process
     that chunks big reconciles is not counted (it is a separate process). Returns
     ``{"scale", "cold_index_s", "rss_cold_mb", "rss_warm_mb", "cold_over_warm"}`` (MiB,
-    seconds). The issue's target: cold within 1.2x of warm. ``embedder`` other than
+    seconds; the target is in docs/frontends.md). ``embedder`` other than
     ``"none"`` also counts the dense side (a model and vectors), which a warm start loads
     too.
     """
@@ -343,6 +327,123 @@ def _wait_gone(tree: Path, idx: Path, timeout: float = 60) -> None:
 
 
 # ------------------------------------------------------------------------------ lifecycle
+class _Lifecycle:
+    """One tree and index dir of the lifecycle bench: spawns its daemon and times its exits."""
+
+    def __init__(self, tree: Path, idx: Path) -> None:
+        from ..server import runtime
+
+        self.tree, self.idx = tree, idx
+        self.paths = runtime.paths_for(tree, idx)
+
+    def gone(self) -> bool:
+        """The daemon has exited and released the root lock."""
+        from ..server import runtime
+
+        return not runtime.lock_is_held(self.paths.root_lock)
+
+    def spawn(self, embedder: str):
+        """A client of a daemon spawned for the tree (watching on)."""
+        from ..client import connect, daemon_args
+
+        args = daemon_args(embedder=embedder, watch="auto")
+        return connect(self.tree, index_dir=self.idx, args=args, timeout=600, client="bench")
+
+    @staticmethod
+    def mid_chunk(c, timeout: float = 600) -> bool:
+        """Wait for the chunk stage of a first index to have started; False if it ended first."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            st = c.status().service
+            if st.state == "indexing" and st.progress.get("stage") == "chunk" and st.progress.get("done", 0) > 0:
+                return True
+            if st.state == "ready":
+                return False
+            time.sleep(0.01)
+        return False
+
+    def timed_exit(self, t0: float) -> float:
+        """Seconds from ``t0`` until the daemon is gone."""
+        while not self.gone():
+            time.sleep(0.005)
+        return round(time.perf_counter() - t0, 3)
+
+    def stop(self) -> None:
+        """Stop a daemon still running for the tree (cleanup; errors ignored)."""
+        from ..client import connect
+
+        try:
+            if not self.gone():
+                with connect(self.tree, index_dir=self.idx, spawn=False, client="bench") as c:
+                    c.shutdown()
+                _wait_gone(self.tree, self.idx)
+        except Exception:  # noqa: BLE001 - best effort: the tree is removed next
+            pass
+
+
+def _stops_mid_first_index(lc: _Lifecycle, res: dict) -> None:
+    """A stop and a SIGTERM during the first index (each drops it: the next resumes)."""
+    for key in ("stop_mid_first_index_s", "sigterm_mid_first_index_s"):
+        c = lc.spawn("none")
+        caught = lc.mid_chunk(c)
+        pid = c.hello.pid
+        t0 = time.perf_counter()
+        if key.startswith("stop"):
+            c.shutdown()
+        else:
+            os.kill(pid, 15)
+        c.close()
+        took = lc.timed_exit(t0)  # also when the first index ended first: the next spawn needs the lock
+        res[key] = took if caught else None
+
+
+def _first_index(lc: _Lifecycle, embedder: str, n: int, res: dict) -> None:
+    """The first index to its end; with an embedder (scale 1) a stop during the dense backlog."""
+    c = lc.spawn(embedder)
+    t0 = time.perf_counter()
+    if not c.wait_idle(3600):
+        raise RuntimeError("the daemon did not finish its first index")
+    res["first_index_s"] = round(time.perf_counter() - t0, 1)
+    st = c.status().service
+    res["modules"], res["chunks"] = st.modules, st.chunks
+    if embedder != "none" and n == 1:
+        deadline = time.monotonic() + 600
+        while c.status().service.dense.done == 0 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        t0 = time.perf_counter()
+        c.shutdown()
+        c.close()
+        res["stop_mid_embedding_s"] = lc.timed_exit(t0)
+    else:
+        c.shutdown()
+        c.close()
+        lc.timed_exit(time.perf_counter())
+
+
+def _warm_starts(lc: _Lifecycle, starts: int, res: dict) -> None:
+    """Warm starts to the first answer and to an armed watcher, and idle stops."""
+    warm, armed, stops = [], [], []
+    first_state = None
+    for _ in range(starts):
+        t0 = time.perf_counter()
+        c = lc.spawn("none")
+        c.search("ЗначениеРеквизитаОбъекта", mode="lexical", top_k=1)
+        warm.append(time.perf_counter() - t0)
+        first_state = c.status().service.watcher.state
+        while c.status().service.watcher.state == "arming":
+            time.sleep(0.01)
+        armed.append(time.perf_counter() - t0)
+        c.wait_idle(600)
+        t1 = time.perf_counter()
+        c.shutdown()
+        c.close()
+        stops.append(lc.timed_exit(t1))
+    res["warm_start_s"] = {"median": round(statistics.median(warm), 2), "max": round(max(warm), 2)}
+    res["watch_armed_s"] = {"median": round(statistics.median(armed), 2), "max": round(max(armed), 2)}
+    res["watcher_state_at_first_answer"] = first_state
+    res["stop_idle_s"] = {"median": round(statistics.median(stops), 3), "max": round(max(stops), 3)}
+
+
 def run_lifecycle_bench(
     root: Path,
     *,
@@ -351,8 +452,8 @@ def run_lifecycle_bench(
     starts: int = 3,
     work_dir: Path | None = None,
 ) -> dict:
-    """The daemon's lifecycle figures (issue 10), per scale ``n`` in ``scales`` (the root
-    replicated ``n`` times like ``bsl-lens bench --scale``; 1: a hard-linked copy):
+    """The daemon's lifecycle figures per scale ``n`` in ``scales`` (the root replicated ``n``
+    times like ``bsl-lens bench --scale``; 1: a hard-linked copy):
 
     * ``stop_mid_first_index_s``: ``shutdown`` request during the chunking of a first index,
       until the root lock is free (the daemon has exited and released everything);
@@ -363,113 +464,26 @@ def run_lifecycle_bench(
       watcher armed, ``stop_idle_s``: a stop when idle (final save included).
 
     Seconds; lexical unless ``embedder``. A temporary tree and index dir under ``work_dir``
-    (default the system temp dir) are removed afterwards. Nothing here asserts a target; the
-    README reports the figures with the machine's load.
+    (default the system temp dir) are removed afterwards.
     """
-    from ..server import runtime
     from .bench import _link_or_copy, build_scaled_tree
-    from ..client import connect, daemon_args
 
     out: dict = {"root": str(root), "embedder": embedder, "load_avg_start": [round(x, 2) for x in os.getloadavg()]}
     for n in scales:
         work = Path(tempfile.mkdtemp(prefix="bsl-lens-lifecycle-", dir=work_dir))
         tree, idx = work / "tree", work / "index"
         res: dict = {}
+        lc = _Lifecycle(tree, idx)
         try:
             if n > 1:
                 build_scaled_tree(root, n, tree)
             else:
                 shutil.copytree(root, tree, copy_function=lambda s, d: _link_or_copy(Path(s), Path(d)))
-            paths = runtime.paths_for(tree, idx)
-
-            def gone() -> bool:
-                return not runtime.lock_is_held(paths.root_lock)
-
-            def spawn(emb: str):
-                return connect(
-                    tree, index_dir=idx, args=daemon_args(embedder=emb, watch="auto"), timeout=600, client="bench"
-                )
-
-            def mid_chunk(c, timeout: float = 600) -> bool:
-                deadline = time.monotonic() + timeout
-                while time.monotonic() < deadline:
-                    st = c.status().service
-                    if (
-                        st.state == "indexing"
-                        and st.progress.get("stage") == "chunk"
-                        and st.progress.get("done", 0) > 0
-                    ):
-                        return True
-                    if st.state == "ready":
-                        return False
-                    time.sleep(0.01)
-                return False
-
-            def timed_exit(t0: float) -> float:
-                while not gone():
-                    time.sleep(0.005)
-                return round(time.perf_counter() - t0, 3)
-
-            # a stop and a SIGTERM during the first index (each drops it: the next resumes)
-            for key in ("stop_mid_first_index_s", "sigterm_mid_first_index_s"):
-                c = spawn("none")
-                caught = mid_chunk(c)
-                pid = c.hello.pid
-                t0 = time.perf_counter()
-                if key.startswith("stop"):
-                    c.shutdown()
-                else:
-                    os.kill(pid, 15)
-                c.close()
-                res[key] = timed_exit(t0) if caught else None
-            # the first index to the end, then warm starts
-            c = spawn(embedder)
-            t0 = time.perf_counter()
-            if not c.wait_idle(3600):
-                raise RuntimeError("the daemon did not finish its first index")
-            res["first_index_s"] = round(time.perf_counter() - t0, 1)
-            st = c.status().service
-            res["modules"], res["chunks"] = st.modules, st.chunks
-            if embedder != "none" and n == 1:
-                deadline = time.monotonic() + 600
-                while c.status().service.dense.done == 0 and time.monotonic() < deadline:
-                    time.sleep(0.05)
-                t0 = time.perf_counter()
-                c.shutdown()
-                c.close()
-                res["stop_mid_embedding_s"] = timed_exit(t0)
-            else:
-                c.shutdown()
-                c.close()
-                timed_exit(time.perf_counter())
-            warm, armed, stops = [], [], []
-            for _ in range(starts):
-                t0 = time.perf_counter()
-                c = spawn("none")
-                c.search("ЗначениеРеквизитаОбъекта", mode="lexical", top_k=1)
-                warm.append(time.perf_counter() - t0)
-                first_state = c.status().service.watcher.state
-                while c.status().service.watcher.state == "arming":
-                    time.sleep(0.01)
-                armed.append(time.perf_counter() - t0)
-                c.wait_idle(600)
-                t1 = time.perf_counter()
-                c.shutdown()
-                c.close()
-                stops.append(timed_exit(t1))
-            res["warm_start_s"] = {"median": round(statistics.median(warm), 2), "max": round(max(warm), 2)}
-            res["watch_armed_s"] = {"median": round(statistics.median(armed), 2), "max": round(max(armed), 2)}
-            res["watcher_state_at_first_answer"] = first_state
-            res["stop_idle_s"] = {"median": round(statistics.median(stops), 3), "max": round(max(stops), 3)}
+            _stops_mid_first_index(lc, res)
+            _first_index(lc, embedder, n, res)
+            _warm_starts(lc, starts, res)
         finally:
-            try:
-                paths = runtime.paths_for(tree, idx)
-                if not gone():
-                    with connect(tree, index_dir=idx, spawn=False, client="bench") as c:
-                        c.shutdown()
-                    _wait_gone(tree, idx)
-            except Exception:
-                pass
+            lc.stop()
             shutil.rmtree(work, ignore_errors=True)
         out[f"scale_{n}"] = res
     out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]

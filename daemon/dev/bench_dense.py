@@ -1,43 +1,12 @@
-"""``bsl-lens bench --dense-synthetic N``: the dense side (hnswlib through :class:`DenseIndex`)
-at a given size, on SYNTHETIC unit vectors, without a model or a corpus.
+"""``bsl-lens bench --dense-synthetic N``: the dense side (hnswlib through :class:`DenseIndex`) at a
+given size, on SYNTHETIC unit vectors, without a model or a corpus.
 
-Why synthetic: embedding an ERP-sized configuration (~769k chunks at ``--scale 20``) takes
-days on 2 cores, but hnswlib's memory, build time and query latency depend on the number of
-vectors, their dimension and how clustered they are, not on what they mean. Every figure
-from this bench is labelled ``synthetic`` in its report.
-
-The generator (:func:`synthetic_vectors`): a clustered mixture, closer to real embeddings
-than iid Gaussian vectors (which have no neighbourhood structure and are the hardest case
-for HNSW). ``C = max(16, n // 250)`` centroids drawn uniformly on the unit sphere (about
-3,000 for 769k: a cluster per ~250 chunks, like the methods of one subsystem); each vector is
-a random centroid plus Gaussian noise of norm ~``noise`` (0.6), L2-normalised. Two members
-of one cluster then have a cosine of ~0.74, two random vectors ~0; queries are fresh draws
-from the same mixture (not points of the index). numpy's PCG64 with a fixed seed, so a run
-is reproducible.
-
-What it measures, for each ``M`` asked (the first one also gets the memory breakdown):
-
-* build: :meth:`DenseIndex.upsert` in batches of 256 with one hnswlib thread, the path the
-  daemon takes (:meth:`Engine.embed_pending` upserts 8 model batches of 32 at a time);
-* memory: the process RSS (anonymous pages) added by the index, and hnswlib's own size
-  (``index.hnsw``: graph + one float32 copy of each vector) and the key map's file;
-* query: :meth:`DenseIndex.search` with ``k=100`` (the engine's ``CHANNEL_DEPTH``) for each
-  ``ef`` asked (the daemon's is 64; a search uses ``max(ef, k)``, so ef 64 runs as 100):
-  p50/p95 ms, and recall@10 / recall@100 against an exact scan (numpy) of all vectors on a
-  sample of queries;
-* filtered search (``allow``) p95 at 10% and 1% of the keys allowed (a key-set lookup, as
-  the engine's scope filters are): 10% takes hnswlib's filtered graph search, 1% the exact
-  scan over the allowed keys (see :meth:`DenseIndex.search`);
-* save / load (:meth:`DenseIndex.save` / :meth:`DenseIndex.load`) wall time;
-* the embedding cache (:class:`daemon.index.embed.EmbeddingCache`, by text hash), the second float32
-  copy of every vector next to hnswlib's: its heap RSS while it fills (before a save), its
-  save and load time and peaks, and the RSS once loaded (its rows are memory-mapped from the
-  file since this bench measured the heap copy at 1.26 GiB for 769k vectors); and the two ways
-  to read a vector without a heap copy side by side: back from hnswlib (``get_items``, per
-  vector) and from the cache file memory-mapped (``np.memmap``: RSS after reading a batch).
-
-RSS figures are from ``/proc/self/status`` (``RssAnon``, ``VmHWM`` reset through
-``/proc/self/clear_refs`` before each step whose peak is reported); they are MiB.
+Synthetic because hnswlib's memory, build time and latency depend on the number of vectors, their
+dimension and how clustered they are, not on what they mean, and embedding an ERP-sized
+configuration takes days on a small machine. :func:`synthetic_vectors` draws a clustered mixture
+(closer to real embeddings than iid Gaussians) with a fixed seed; every figure is labelled
+``synthetic``. What is measured (build, memory, query latency and recall per ``M`` and ``ef``,
+filtered search, save/load, the embedding cache's memory) is listed in ``docs/frontends.md``.
 """
 
 from __future__ import annotations
@@ -143,7 +112,7 @@ def recall_at(found: list[list[int]], truth: list[np.ndarray], k: int) -> float:
     """Mean over queries of ``|found[:k] & truth[:k]| / k`` (``k`` capped at the truth's
     length); 1.0 means the approximate search returned the exact top ``k``."""
     scores = []
-    for f, t in zip(found, truth):
+    for f, t in zip(found, truth, strict=True):
         kk = min(k, len(t))
         if kk:
             scores.append(len(set(f[:kk]) & set(t[:kk].tolist())) / kk)
@@ -289,7 +258,8 @@ def run_dense_bench(
         "synthetic": True,
         "vectors": n,
         "dim": dim,
-        "generator": f"clustered mixture: {max(16, n // 250)} unit centroids + Gaussian noise (norm 0.6), normalised; seed {seed}",
+        "generator": f"clustered mixture: {max(16, n // 250)} unit centroids + Gaussian noise (norm 0.6), "
+        f"normalised; seed {seed}",
         "upsert_batch": UPSERT_BATCH,
         "k": SEARCH_K,
         "ef_construction": ef_construction,

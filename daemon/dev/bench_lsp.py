@@ -1,26 +1,10 @@
 """``bsl-lens bench ROOT --lsp``: the LSP round trip, measured the way an editor sees it.
 
-A real LSP client (:class:`RawClient`: JSON-RPC framing and ``json.loads``, as an editor
-does it natively) starts ``python -m lsp`` over stdio with the root as its one
-workspace folder (``initializationOptions``: ``--index-dir``, ``--embedder``, watching
-off), waits until the folder's daemon is connected and its index ready (the daemon is
-spawned if none runs; give ``--index-dir`` of an index made by ``bsl-lens index`` to
-skip the first index), then measures on the current machine:
-
-* ``workspace_symbol_ms``: p50 / p95 / max of the round trip of ``workspace/symbol``
-  (request written -> response read and parsed by the client), over the gold set's
-  ``symbol`` queries for this corpus, ``--rounds`` passes (default 10) after a warm-up
-  pass; the server returns up to ``maxSymbols`` (128) results with full ranges;
-* ``quality``: nDCG@10, Hit@1, MRR@10 and Recall@10 at symbol level (``shared/eval``
-  scoring, :func:`daemon.dev.evaluate.score`) computed from those LSP answers: a result's
-  path comes from its URI, its symbol from its name (methods) or None (objects);
-* ``typing_ms``: each query typed one character at a time as fast as the client can
-  send, every superseded request cancelled with ``$/cancelRequest`` (what VS Code does):
-  p50 / p95 of the time from the last keystroke's request to its answer;
-* ``natural_language_ms``: ``workspace/symbol`` for the gold set's semantic questions
-  (the hybrid ranking, query embedding included when the daemon has an embedder).
-
-Numbers are only comparable on the same machine (the README says which).
+A raw LSP client (:class:`RawClient`: JSON-RPC framing and ``json.loads``, as an editor does it)
+starts ``python -m lsp`` over stdio with the root as its one workspace folder, waits until the
+folder's daemon is ready, then times ``workspace/symbol`` over the gold set's symbol queries (and
+scores those answers), typing one character at a time with every superseded request cancelled,
+and the gold set's questions in words. The figures are listed in ``docs/frontends.md``.
 """
 
 from __future__ import annotations

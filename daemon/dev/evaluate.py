@@ -159,7 +159,7 @@ def fold_of(entries: Iterable[dict]) -> dict[str, str]:
     depends only on the ids of its stratum: the same file always gives the same folds, on
     any machine and Python version (no ``hash()`` randomisation, no RNG). Entries without an
     ``id`` are keyed by their query text. The folds exist so that a tuned constant is
-    checked on queries it was not tuned on (issue 15's protocol); the split keeps no list
+    checked on queries it was not tuned on; the split keeps no list
     of queries anywhere. Raises ``ValueError`` for two entries with the same id.
     """
     strata: dict[tuple[str, str], list[str]] = defaultdict(list)

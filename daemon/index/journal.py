@@ -1,8 +1,8 @@
 """Append-only journals: what changed since the last full snapshot.
 
-A full snapshot of ssl31-ru's lexical side is ~170 MB and takes ~0.7 s to encode and write;
-the dense side ~120 MB. Writing either after every edit would stall the writer (an edit
-that arrives meanwhile waits) and the disk. Instead each applied batch is appended to a
+A full snapshot of a large configuration is hundreds of MB (``docs/internals.md``,
+"Journal"). Writing one after every edit would stall the writer (an edit that arrives
+meanwhile waits) and the disk. Instead each applied batch is appended to a
 journal (a few KB to a few MB), and a full snapshot ("compaction") is written only now and
 then; loading replays the journal on top of the snapshot.
 

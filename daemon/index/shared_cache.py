@@ -1,4 +1,4 @@
-"""The team's shared embedding cache: PostgreSQL with pgvector (README, "Team set-up").
+"""The team's shared embedding cache: PostgreSQL with pgvector (the README's team set-up).
 
 One table holds the passage vectors of every text any member embedded, keyed by (model
 fingerprint, text hash)::
@@ -196,7 +196,8 @@ class SharedCache:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
             except psycopg.Error as exc:
                 raise Incompatible(
-                    f"the pgvector extension is not installed in this database and this role cannot create it ({exc.sqlstate}: {_first_line(exc)})"
+                    "the pgvector extension is not installed in this database and this role cannot create it "
+                    f"({exc.sqlstate}: {_first_line(exc)})"
                 ) from None
             row = conn.execute("SELECT extversion FROM pg_extension WHERE extname = %s", ("vector",)).fetchone()
         ext = row[0]
@@ -226,17 +227,20 @@ class SharedCache:
                     )
                 conn.execute(
                     sql.SQL(
-                        "CREATE TABLE IF NOT EXISTS {} (model text NOT NULL, text_hash bytea NOT NULL, vec {} NOT NULL, "
-                        "created_at timestamptz NOT NULL DEFAULT now(), PRIMARY KEY (model, text_hash))"
+                        "CREATE TABLE IF NOT EXISTS {} (model text NOT NULL, text_hash bytea NOT NULL,"
+                        " vec {} NOT NULL, created_at timestamptz NOT NULL DEFAULT now(),"
+                        " PRIMARY KEY (model, text_hash))"
                     ).format(sql.Identifier(TABLE), sql.SQL(f"{vtype}({int(self.dim)})"))
                 )
         meta = dict(conn.execute(sql.SQL("SELECT key, value FROM {}").format(sql.Identifier(META_TABLE))).fetchall())
         if meta.get("schema_version") != str(SCHEMA_VERSION):
             raise Incompatible(
-                f"the shared cache tables are of schema version {meta.get('schema_version')!r}; this bsl-lens reads version {SCHEMA_VERSION}"
+                f"the shared cache tables are of schema version {meta.get('schema_version')!r}; "
+                f"this bsl-lens reads version {SCHEMA_VERSION}"
             )
         col = conn.execute(
-            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped",
+            "SELECT format_type(atttypid, atttypmod) FROM pg_attribute"
+            " WHERE attrelid = to_regclass(%s) AND attname = %s AND NOT attisdropped",
             (TABLE, "vec"),
         ).fetchone()
         m = re.fullmatch(r"(halfvec|vector)\((\d+)\)", col[0] if col else "")
@@ -308,7 +312,7 @@ class SharedCache:
 
     # ------------------------------------------------------------------ lookups and writes
     def lookup(self, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        """The shared vectors of ``hashes`` (:func:`daemon.index.embed.text_hash` hex strings) of
+        """The shared vectors of ``hashes`` (:func:`daemon.index.embed_cache.text_hash` hex strings) of
         this model: ``{hash: (dim,) float32}``; absent ones are misses. In batches of
         :data:`LOOKUP_BATCH`; a fault returns what the earlier batches found. A hash that
         was missing less than :data:`MISS_TTL_S` ago is not asked again (nor counted)."""
@@ -370,7 +374,7 @@ class SharedCache:
                 q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
                     sql.Identifier(TABLE)
                 )
-                rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors)]
+                rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors, strict=True)]
                 with self._conn.cursor() as cur:
                     cur.executemany(q, rows)
             except Exception as exc:
@@ -391,7 +395,7 @@ class SharedCache:
 
     def fill_local(self, cache, hashes: Sequence[str]) -> int:
         """Copy the shared vectors of those ``hashes`` that ``cache`` (a
-        :class:`daemon.index.embed.EmbeddingCache` of the same model) lacks into it; returns how
+        :class:`daemon.index.embed_cache.EmbeddingCache` of the same model) lacks into it; returns how
         many were found. The bulk step before a first dense index."""
         want = [h for h in dict.fromkeys(hashes) if h not in cache]
         found = self.lookup(want)

@@ -9,7 +9,7 @@ Layout of an index directory (one per export root)::
     journal.bin        lexical batches since that generation (daemon.index.journal)
     manifest.json      a readable copy of the snapshot's manifest (versions, fingerprints)
     dense-<tag>/       hnswlib index + key map + chunk->text-hash map, per embedder
-    embeddings-<tag>.bin  embedding cache, per embedder (daemon.index.embed)
+    embeddings-<tag>.bin  embedding cache, per embedder (daemon.index.embed_cache)
     daemon.json, daemon.lock, daemon.log   the running daemon (daemon.server.runtime)
 
 Every other file is written to a temporary name in the same directory, flushed, fsynced and

@@ -1,1 +1,2 @@
-"""Sources: finding, decoding and chunking what an export root holds (BSL modules, metadata descriptors, markdown docs)."""
+"""Sources: finding, decoding and chunking what an export root holds (BSL modules, metadata
+descriptors, markdown docs)."""

@@ -5,14 +5,10 @@ Method boundaries come from two independent sources that are cross-checked:
 * **tree-sitter** (grammar ``tree-sitter-hbk`` 0.1.11, chosen by measurement: see
   ``grammars/README.md`` and ``tools/grammar_survey.py``) with the query
   ``grammars/bsl/methods.scm``; it gives each definition's first and last row.
-* **a careful line scan** (:func:`scan_method_headers`): a declaration header is a line whose
-  first token (after optional same-line ``&Directive`` prefixes) is ``[Асинх|Async]
-  Процедура|Функция|Procedure|Function <Name>``. A line inside a ``"`` string always starts
-  with ``|`` (BSL has no other way to continue a string over a line break, QUIRKS §8) and a
-  comment line starts with ``//``, so neither can match. End keywords
-  (``КонецПроцедуры``/``КонецФункции``/``EndProcedure``/``EndFunction``) are searched in the
-  line's code part, with string literals (``""`` escapes, ``|`` continuation lines) and
-  ``//`` comments masked.
+* **a careful line scan** (:mod:`daemon.sources.bsl_lines`, :func:`scan_method_headers`): a
+  declaration header is a line whose first token (after optional same-line ``&Directive``
+  prefixes) is ``[Асинх|Async] Процедура|Функция|Procedure|Function <Name>``, never inside a
+  string or a comment; end keywords are searched in each line's code part.
 
 The scan decides *which* methods exist (it never misses a header because of an ERROR node
 elsewhere, and reads names from the source, which matters because both grammars truncate
@@ -23,15 +19,14 @@ runs up to the next header. A definition the tree finds on a line the scan does 
 ``...; Процедура Б()`` after other code) is kept too, if no other method covers that line.
 
 A method whose header is written in preprocessor branches (``#Если Клиент Тогда`` /
-``#Иначе`` / ``#КонецЕсли`` around two headers, one body) is one method (see
-:func:`_is_header_variant`); :func:`scan_method_headers` still reports every header line.
-In extension modules, :func:`live_code` gives the text the indexes see: the lines of
-``#Удаление … #КонецУдаления`` left out.
+``#Иначе`` / ``#КонецЕсли`` around two headers, one body) is one method
+(:func:`daemon.sources.bsl_lines.is_header_variant`); :func:`scan_method_headers` still
+reports every header line. In extension modules, :func:`live_code` gives the text the indexes
+see: the lines of ``#Удаление … #КонецУдаления`` left out.
 
-Headers, doc comments, directives, annotations and regions are read from the text (they are
-line-oriented in BSL and survive any parse error). Lines are split at ``"\\r\\n"``, ``"\\n"``
-or a lone ``"\\r"`` (see :func:`_normalize`), so CRLF and LF give identical lines; a leading
-BOM is stripped and is not a column (QUIRKS §1, §2).
+Lines are split at ``"\\r\\n"``, ``"\\n"`` or a lone ``"\\r"``
+(:func:`daemon.sources.bsl_lines.normalize`), so CRLF and LF give identical lines; a leading
+BOM is stripped and is not a column.
 """
 
 from __future__ import annotations
@@ -39,24 +34,30 @@ from __future__ import annotations
 import bisect
 import re
 import threading
-from itertools import accumulate
 from pathlib import Path
 
 import tree_sitter
 import tree_sitter_hbk
 
-from daemon.contract import Chunk
-from daemon.text.folding import fold
+from ..contract import Chunk
+from ..text.folding import fold
+from .bsl_lines import (
+    LINE_BLANK,
+    NAME_RE,
+    Header,
+    LineScan,
+    classify_above,
+    classify_above_branch,
+    code_part,
+    is_header_variant,
+    normalize,
+    parse_signature,
+    same_line_annotations,
+    split_annotations,
+    utf16_len,
+)
 
-__all__ = [
-    "chunk_module",
-    "scan_method_headers",
-    "live_code",
-    "load_query",
-    "language",
-    "parser",
-    "DIRECTIVES",
-]
+__all__ = ["chunk_module", "grammar_dir", "language", "live_code", "load_query", "parser", "scan_method_headers"]
 
 # ---------------------------------------------------------------------------------------
 # grammar and queries
@@ -124,258 +125,6 @@ def _query_cursor(name: str) -> tree_sitter.QueryCursor:
     return c
 
 
-# ---------------------------------------------------------------------------------------
-# line scanner
-# ---------------------------------------------------------------------------------------
-
-_WS = "[ \\t\\f\\v\\r\\u00a0]"
-#: A declaration header at the start of a line. Groups: ``async``, ``kw``, ``name``.
-#: Same-line directives (``&НаСервере Процедура А()``) are allowed before the keyword, and
-#: ``Асинх`` may sit on the previous line (any whitespace between it and the keyword).
-_HEADER_RE = re.compile(
-    rf"""^{_WS}*
-    (?:&\w+{_WS}*(?:\([^()\n]*\))?{_WS}*)*
-    (?:(?P<async>Асинх|Async)\s+)?
-    (?P<kw>Процедура|Функция|Procedure|Function){_WS}+
-    (?P<name>[^\W\d]\w*)
-    (?=\s*\(|{_WS}*$|{_WS}*//)""",
-    re.IGNORECASE | re.MULTILINE | re.VERBOSE,
-)
-_END_RE = re.compile(r"(?<!\w)(?:КонецПроцедуры|КонецФункции|EndProcedure|EndFunction)(?!\w)", re.IGNORECASE)
-_REGION_RE = re.compile(
-    rf"^{_WS}*#{_WS}*(?:(?P<open>Область|Region)(?!\w){_WS}*(?P<name>\w*)|(?P<close>КонецОбласти|EndRegion)(?!\w))",
-    re.IGNORECASE | re.MULTILINE,
-)
-_EXPORT_RE = re.compile(r"\s*(Экспорт|Export)(?!\w)", re.IGNORECASE)
-_NAME_RE = re.compile(r"\w+")
-_STRING_OR_COMMENT_RE = re.compile(r'"|//')
-
-#: Compilation directives (the execution context of a method or variable), folded.
-#: Every other ``&Name`` before a method (``&Вместо("X")``, ``&After("X")``, ``&Тест``...)
-#: is an annotation.
-DIRECTIVES = frozenset(
-    fold(d)
-    for d in (
-        "&НаКлиенте",
-        "&НаСервере",
-        "&НаСервереБезКонтекста",
-        "&НаКлиентеНаСервереБезКонтекста",
-        "&НаКлиентеНаСервере",
-        "&AtClient",
-        "&AtServer",
-        "&AtServerNoContext",
-        "&AtClientAtServerNoContext",
-        "&AtClientAtServer",
-    )
-)
-
-
-def _code_part(line: str, keep_strings: bool = False) -> str:
-    """``line`` with string literals blanked (same length) and any ``//`` comment cut off.
-
-    With ``keep_strings`` the literals are kept as written (only the comment is cut).
-
-    A line whose first non-blank character is ``|`` continues a string opened on an
-    earlier line (QUIRKS §8), so it starts inside a string. ``""`` inside a string is an
-    escaped quote (handled by toggling twice).
-    """
-    stripped = line.lstrip()
-    in_string = stripped.startswith("|")
-    if not in_string and '"' not in line:
-        k = line.find("//")
-        return line if k < 0 else line[:k]
-    out = []
-    pos = 0
-    n = len(line)
-    if in_string:
-        start = n - len(stripped) + 1
-        out.append(line[:start] if keep_strings else " " * start)
-        pos = start
-    while pos < n:
-        if in_string:
-            k = line.find('"', pos)
-            if k < 0:
-                out.append(line[pos:] if keep_strings else " " * (n - pos))
-                break
-            out.append(line[pos : k + 1] if keep_strings else " " * (k - pos + 1))
-            pos = k + 1
-            in_string = False
-        else:
-            m = _STRING_OR_COMMENT_RE.search(line, pos)
-            if m is None:
-                out.append(line[pos:])
-                break
-            out.append(line[pos : m.start()])
-            if m.group() == "//":
-                break
-            out.append('"' if keep_strings else " ")
-            pos = m.end()
-            in_string = True
-    return "".join(out)
-
-
-class _Header:
-    __slots__ = (
-        "line",
-        "name",
-        "kw",
-        "is_async",
-        "name_line",
-        "name_col",
-        "kw_line",
-        "kw_col",
-        "sig_start",
-        "name_off",
-    )
-
-    def __init__(self, line, name, kw, is_async, name_line, name_col, kw_line, kw_col, sig_start, name_off):
-        self.line = line  # 0-based line where the header match starts
-        self.name = name
-        self.kw = kw
-        self.is_async = is_async
-        self.name_line = name_line  # 0-based
-        self.name_col = name_col  # index into that line (code points)
-        self.kw_line = kw_line  # 0-based line of the first keyword (Асинх or Процедура)
-        self.kw_col = kw_col
-        self.sig_start = sig_start  # offset in the text where the signature starts
-        self.name_off = name_off  # offset in the text of the name
-
-
-def _normalize(text: str) -> str:
-    """Strip a leading BOM and make ``"\\n"`` the only line break.
-
-    A line break is ``"\\r\\n"``, ``"\\n"`` or a lone ``"\\r"`` (the LSP definition, also
-    1C's and EDT's): CRLF and LF inputs give identical lines and columns (QUIRKS §1-2), and a
-    module saved with bare CR line ends (one in yaxunit-edt) still has one line per line
-    instead of a few huge ones. The BOM is not a column.
-    """
-    if text.startswith("\ufeff"):
-        text = text[1:]
-    if "\r" in text:
-        text = text.replace("\r\n", "\n")
-        if "\r" in text:
-            text = text.replace("\r", "\n")
-    return text
-
-
-class _Scan:
-    """Line-oriented facts about one normalised module text (see :func:`_normalize`)."""
-
-    __slots__ = ("text", "low", "lines", "starts")
-
-    def __init__(self, text: str):
-        self.text = text
-        low = text.lower()
-        # str.lower() keeps offsets except for a few characters (e.g. "İ" -> "i̇")
-        self.low = low if len(low) == len(text) else None
-        self.lines = text.split("\n")
-        self.starts = list(accumulate(map((1).__add__, map(len, self.lines[:-1])), initial=0))
-
-    def row(self, offset: int) -> int:
-        """0-based line of a text offset."""
-        return bisect.bisect_right(self.starts, offset) - 1
-
-    def _hits(self, words: tuple[str, ...], pattern: re.Pattern) -> list[int]:
-        """Offsets of case-insensitive occurrences of ``words`` (candidates only)."""
-        low = self.low
-        if low is None:
-            return sorted(m.start() for m in pattern.finditer(self.text))
-        out: list[int] = []
-        find = low.find
-        for w in words:
-            i = find(w)
-            while i >= 0:
-                out.append(i)
-                i = find(w, i + 1)
-        out.sort()
-        return out
-
-    def headers(self) -> list[_Header]:
-        """Declaration headers in file order (see :data:`_HEADER_RE`)."""
-        text, starts = self.text, self.starts
-        found: dict[int, re.Match] = {}
-        rfind = text.rfind
-        for pos in self._hits(_HEADER_WORDS, _HEADER_WORDS_RE):
-            ls = rfind("\n", 0, pos) + 1
-            m = _HEADER_RE.match(text, ls)
-            if m is None:
-                continue
-            if m.start("kw") == pos or (m.group("async") and m.start("async") == pos):
-                prev = found.get(m.start("kw"))
-                if prev is None or not prev.group("async"):  # "Асинх\nПроцедура": Асинх wins
-                    found[m.start("kw")] = m
-        heads: list[_Header] = []
-        row = self.row
-        for _, m in sorted(found.items()):
-            kw_off = m.start("async") if m.group("async") else m.start("kw")
-            kw_line = row(kw_off)
-            name_off = m.start("name")
-            name_line = row(name_off)
-            heads.append(
-                _Header(
-                    row(m.start()),
-                    m.group("name"),
-                    m.group("kw"),
-                    bool(m.group("async")),
-                    name_line,
-                    name_off - starts[name_line],
-                    kw_line,
-                    kw_off - starts[kw_line],
-                    kw_off,
-                    name_off,
-                )
-            )
-        return heads
-
-    def ends(self) -> list[int]:
-        """0-based lines holding an end keyword in code (not in a string or comment)."""
-        text, lines, starts = self.text, self.lines, self.starts
-        rows: list[int] = []
-        n = len(text)
-        for pos in self._hits(_END_WORDS, _END_RE):
-            if pos > 0 and (text[pos - 1].isalnum() or text[pos - 1] == "_"):
-                continue
-            m = _END_RE.match(text, pos)
-            if m is None:
-                continue
-            e = m.end()
-            if e < n and (text[e].isalnum() or text[e] == "_"):
-                continue
-            row = self.row(pos)
-            if rows and rows[-1] == row:
-                continue
-            code = _code_part(lines[row])
-            col = pos - starts[row]
-            if code[col : col + 1] == text[pos]:
-                rows.append(row)
-        rows = sorted(set(rows))
-        return rows
-
-    def regions(self) -> list[tuple[int, str | None]]:
-        """``[(line0, name, or None for a close)]`` for ``#Область``/``#КонецОбласти`` lines."""
-        text = self.text
-        out: list[tuple[int, str | None]] = []
-        rfind = text.rfind
-        last = -1
-        for pos in self._hits(("#",), _HASH_RE):
-            ls = rfind("\n", 0, pos) + 1
-            if ls == last:
-                continue
-            m = _REGION_RE.match(text, ls)
-            if m is None or m.end() < pos:
-                continue
-            last = ls
-            out.append((self.row(ls), m.group("name") if m.group("open") else None))
-        return out
-
-
-_HEADER_WORDS = ("процедура", "функция", "procedure", "function", "асинх", "async")
-_HEADER_WORDS_RE = re.compile("|".join(_HEADER_WORDS), re.IGNORECASE)
-_END_WORDS = ("конецпроцедуры", "конецфункции", "endprocedure", "endfunction")
-_HASH_RE = re.compile("#")
-_SURROGATE_RE = re.compile("[\ud800-\udfff]")
-
-
 def scan_method_headers(text: str) -> list[tuple[int, str]]:
     """Careful line scan for method declarations: ``[(line, name), ...]`` in file order.
 
@@ -386,7 +135,7 @@ def scan_method_headers(text: str) -> list[tuple[int, str]]:
     branches is reported twice (two declaration lines; :func:`chunk_module` makes them one
     method). Never raises for any ``str``.
     """
-    scan = _Scan(_normalize(text))
+    scan = LineScan(normalize(text))
     return [(h.kw_line + 1, h.name) for h in scan.headers()]
 
 
@@ -399,7 +148,7 @@ def scan_method_headers(text: str) -> list[tuple[int, str]]:
 #: configuration lines the extension removes, ``#Вставка … #КонецВставки`` (``#Insert …
 #: #EndInsert``) lines it adds. Any case, blanks allowed after ``#``. Group ``kw``.
 _CHANGE_MARK_RE = re.compile(
-    rf"^{_WS}*#{_WS}*(?P<kw>КонецУдаления|Удаление|КонецВставки|Вставка|EndDelete|Delete|EndInsert|Insert)(?!\w)",
+    rf"^{LINE_BLANK}*#{LINE_BLANK}*(?P<kw>КонецУдаления|Удаление|КонецВставки|Вставка|EndDelete|Delete|EndInsert|Insert)(?!\w)",
     re.IGNORECASE | re.MULTILINE,
 )
 _DELETE_OPEN = frozenset(("удаление", "delete"))
@@ -440,102 +189,11 @@ def live_code(text: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# header parsing
-# ---------------------------------------------------------------------------------------
-
-
-def _parse_signature(text: str, h: _Header, limit: int) -> tuple[str, str, bool, int]:
-    """Read the header from ``h.sig_start``: ``(signature, params, export, end_offset)``.
-
-    The parameter list is matched with string- and comment-awareness (a default value may
-    be ``")"``; a comment may follow a parameter on a multi-line header). ``limit`` bounds
-    the search (offset of the next header or end of text).
-    """
-    name_end = h.name_off + len(h.name)
-    i = name_end
-    n = min(len(text), limit)
-    while i < n and text[i] in " \t\r\n\f\v\u00a0":
-        i += 1
-    if i >= n or text[i] != "(":  # no parameter list at all (broken header)
-        sig = " ".join(text[h.sig_start : name_end].split())
-        return sig, "", False, name_end
-    open_pos = i
-    simple = _SIMPLE_PARAMS_RE.match(text, i)
-    if simple is not None and simple.end() <= n:
-        # fast path: one-line list without strings, comments or nested parentheses
-        close_pos = simple.end() - 1
-        params = " ".join(simple.group(1).split())
-        return _finish_signature(text, h, open_pos, close_pos, params, n)
-    depth = 0
-    in_string = False
-    pieces: list[str] = []
-    seg_start = i + 1
-    close_pos = -1
-    while i < n:
-        c = text[i]
-        if in_string:
-            if c == '"':
-                in_string = False
-        elif c == '"':
-            in_string = True
-        elif c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                close_pos = i
-                break
-        elif c == "/" and text.startswith("//", i):
-            pieces.append(text[seg_start:i])
-            j = text.find("\n", i)
-            if j < 0 or j >= n:
-                break
-            i = j
-            seg_start = j
-            continue
-        i += 1
-    if close_pos < 0:
-        # unterminated parameter list: take the rest of the header line
-        eol = text.find("\n", open_pos)
-        eol = n if eol < 0 or eol > n else eol
-        raw = text[open_pos + 1 : eol]
-        k = raw.find("//")
-        raw = raw if k < 0 else raw[:k]
-        params = " ".join(raw.split())
-        sig = " ".join((text[h.sig_start : open_pos] + "(" + raw).split())
-        return sig, params, False, eol
-    pieces.append(text[seg_start:close_pos])
-    params = " ".join("".join(pieces).split())
-    return _finish_signature(text, h, open_pos, close_pos, params, n)
-
-
-_SIMPLE_PARAMS_RE = re.compile(r'\(([^()"/\n]*)\)')
-
-
-def _finish_signature(text: str, h: _Header, open_pos: int, close_pos: int, params: str, n: int):
-    end = close_pos + 1
-    export = False
-    m = _EXPORT_RE.match(text, end)
-    if m and m.end() <= n:
-        export = True
-        end = m.end()
-    sig = " ".join(text[h.sig_start : open_pos].split()) + "(" + params + ")"
-    if export:
-        sig += " " + m.group(1)
-    return sig, params, export, end
-
-
-def _utf16_len(s: str) -> int:
-    if s.isascii():
-        return len(s)
-    return len(s.encode("utf-16-le", "surrogatepass")) // 2
-
-
-# ---------------------------------------------------------------------------------------
 # tree
 # ---------------------------------------------------------------------------------------
 
 _END_TYPES = frozenset(("ENDPROCEDURE_KEYWORD", "ENDFUNCTION_KEYWORD"))
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
 def _tree_methods(data: bytes) -> dict[int, tuple[int, bool, object]]:
@@ -602,112 +260,9 @@ class _Method:
     )
 
 
-def _classify_above(lines: list[str], header_line: int, floor: int) -> tuple[int, list[str], list[str], list[str]]:
-    """Walk up from the header over ``//`` and ``&`` lines (no blank line in between).
-
-    Returns ``(block_start0, doc_lines, directives, annotations)``. ``floor`` is the last
-    line of the previous method (never crossed).
-    """
-    i = header_line - 1
-    block = header_line
-    while i > floor:
-        s = lines[i].strip()
-        if s.startswith("//") or s.startswith("&"):
-            block = i
-            i -= 1
-        else:
-            break
-    doc: list[str] = []
-    directives: list[str] = []
-    annotations: list[str] = []
-    for j in range(block, header_line):
-        s = lines[j].strip()
-        if s.startswith("//"):
-            doc.append(lines[j])
-        else:
-            _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
-    return block, doc, directives, annotations
-
-
-def _same_line_annotations(lines: list[str], h: _Header, directives: list[str], annotations: list[str]) -> None:
-    """Directives and annotations written on the header's own line(s) before the keyword
-    (``&НаСервере Процедура А()``)."""
-    if h.line < h.kw_line or lines[h.line].lstrip().startswith("&"):
-        _split_annotations(
-            _code_part(lines[h.line], True)[: h.kw_col if h.kw_line == h.line else None], directives, annotations
-        )
-
-
-#: A conditional-compilation line: ``#Если … Тогда``, ``#ИначеЕсли … Тогда``, ``#Иначе``,
-#: ``#КонецЕсли`` and the English ``#If``/``#ElsIf``/``#Else``/``#EndIf``, any case, blanks
-#: allowed after ``#`` (1C accepts ``# Если``). Group ``kw``.
-_PREPROC_IF_RE = re.compile(
-    rf"^{_WS}*#{_WS}*(?P<kw>ИначеЕсли|КонецЕсли|Если|Иначе|ElsIf|EndIf|If|Else)(?!\w)", re.IGNORECASE
-)
-_BRANCH_KWS = frozenset(("иначеесли", "иначе", "elsif", "else"))
-
-
-def _is_header_variant(lines: list[str], ends: list[int], h: _Header, sig_end_line: int, nxt: _Header) -> bool:
-    """True when ``h`` and the next header ``nxt`` are two headers of one method written in
-    preprocessor branches::
-
-        #Если Клиент Тогда
-        Процедура А(П1)
-        #Иначе
-        Процедура А(П1, П2) Экспорт
-        #КонецЕсли
-            …body…
-        КонецПроцедуры
-
-    That is: the same name (:func:`daemon.text.folding.fold`), no end keyword from ``h`` up to
-    ``nxt``, and between ``h``'s signature and ``nxt`` only blank, ``//`` and ``&`` lines and
-    at least one ``#Иначе``/``#ИначеЕсли``/``#Else``/``#ElsIf`` line (an ``#Если`` or
-    ``#КонецЕсли`` there means separate blocks, not branches of one header). Two complete
-    methods in two branches each have an end keyword, so they stay two methods (``@2``).
-    """
-    if fold(h.name) != fold(nxt.name) or sig_end_line >= nxt.line:
-        return False
-    k = bisect.bisect_left(ends, h.kw_line)
-    if k < len(ends) and ends[k] < nxt.kw_line:
-        return False
-    branch = False
-    for j in range(sig_end_line + 1, nxt.line):
-        s = lines[j].strip()
-        if not s or s.startswith("//") or s.startswith("&"):
-            continue
-        m = _PREPROC_IF_RE.match(lines[j])
-        if m is None or fold(m.group("kw")) not in _BRANCH_KWS:
-            return False
-        branch = True
-    return branch
-
-
-def _classify_above_branch(
-    lines: list[str], header_line: int, floor: int
-) -> tuple[int, list[str], list[str], list[str]]:
-    """:func:`_classify_above` for the first header of a method written in preprocessor
-    branches: its own ``&`` lines, then the ``#Если``/``#If`` line that opens the branches
-    (part of the method), then the doc comment and directives above that line."""
-    i = header_line - 1
-    while i > floor and lines[i].lstrip().startswith("&"):
-        i -= 1
-    m = _PREPROC_IF_RE.match(lines[i]) if i > floor else None
-    if m is None or fold(m.group("kw")) not in ("если", "if"):
-        return _classify_above(lines, header_line, floor)
-    block, doc, directives, annotations = _classify_above(lines, i, floor)
-    for j in range(i + 1, header_line):
-        _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
-    return block, doc, directives, annotations
-
-
-_ANNOT_RE = re.compile(r'&\w+(?:\s*\((?:[^()"]|"[^"]*")*\))?')
-
-
-def _split_annotations(code: str, directives: list[str], annotations: list[str]) -> None:
-    for m in _ANNOT_RE.finditer(code):
-        a = m.group()
-        name = a.split("(", 1)[0].rstrip()
-        (directives if fold(name) in DIRECTIVES else annotations).append(a)
+#: One header as read: the header, its signature, parameter list, export flag and the line
+#: its signature ends on.
+_Signed = tuple[Header, str, str, bool, int]
 
 
 def chunk_module(
@@ -735,7 +290,7 @@ def chunk_module(
     block, when a blank line separates it). Empty or BOM-only text gives ``[]``.
     Never raises on odd input (binary-ish text yields whatever headers can be found).
     """
-    text = _normalize(text)
+    text = normalize(text)
     if not text.strip():
         return []
     try:
@@ -744,176 +299,204 @@ def chunk_module(
         # lone surrogates (e.g. from a surrogateescape decode): U+FFFD keeps every offset
         text = _SURROGATE_RE.sub("\ufffd", text)
         data = text.encode("utf-8")
-    scan = _Scan(text)
-    lines, starts = scan.lines, scan.starts
-    nlines = len(lines)
-
-    heads = scan.headers()
-    ends = scan.ends()
+    scan = LineScan(text)
     try:
         tree = _tree_methods(data)
     except Exception:  # pragma: no cover - tree-sitter never raises on input text
         tree = {}
+    methods = _find_methods(scan, _all_headers(scan, tree), scan.ends(), tree)
+    chunks: list[Chunk] = []
+    seen: dict[str, int] = {}  # folded name -> methods of that name so far
+    region_events = scan.regions()
+    stack: list[str] = []  # the #Область path at the current method
+    ev = 0
+    for m in methods:
+        while ev < len(region_events) and region_events[ev][0] < m.h.kw_line:
+            _, name = region_events[ev]
+            if name is not None:
+                stack.append(name)
+            elif stack:
+                stack.pop()
+            ev += 1
+        key = fold(m.h.name)
+        seen[key] = seen.get(key, 0) + 1
+        base_id = f"{path}::{m.h.name}" + (f"@{seen[key]}" if seen[key] > 1 else "")
+        common = _common_fields(m, scan.lines, stack, path, owner, object_type, module_kind)
+        chunks.extend(_method_chunks(m, scan.lines, base_id, common, max_lines))
+    module = _module_chunk(scan.lines, methods, path, owner, object_type, module_kind)
+    if module is not None:
+        chunks.append(module)
+    return chunks
 
-    # tree-only definitions (a header the line scan cannot see, e.g. after other code)
+
+def _all_headers(scan: LineScan, tree: dict[int, tuple[int, bool, object]]) -> list[Header]:
+    """The scanned headers plus the definitions only the tree finds (a header the line scan
+    cannot see, e.g. after other code on its line), in file order."""
+    heads = scan.headers()
     scanned_rows = {h.kw_line for h in heads}
-    extra: list[_Header] = []
+    extra: list[Header] = []
     for row, (_end_row, _closed, node) in tree.items():
         if row in scanned_rows:
             continue
-        h = _header_from_node(node, lines, starts)
+        h = _header_from_node(node, scan.lines, scan.starts)
         if h is not None:
             extra.append(h)
     if extra:
         heads = sorted(heads + extra, key=lambda h: (h.kw_line, h.kw_col))
+    return heads
 
+
+def _find_methods(
+    scan: LineScan, heads: list[Header], ends: list[int], tree: dict[int, tuple[int, bool, object]]
+) -> list[_Method]:
+    """The methods of a module from its headers (file order), the end keyword lines and the
+    tree's definitions. Headers of one method written in preprocessor branches
+    (:func:`daemon.sources.bsl_lines.is_header_variant`) wait for the header that owns the body
+    and become one method with it."""
+    text, lines, starts = scan.text, scan.lines, scan.starts
+    nlines = len(lines)
     methods: list[_Method] = []
     prev_end = -1
-    # header variants: the earlier headers of one method written in preprocessor branches
-    # (see _is_header_variant), waiting for the header that owns the body
-    variants: list[tuple[_Header, str, str, bool, int]] = []
+    variants: list[_Signed] = []
     for idx, h in enumerate(heads):
         if h.kw_line <= prev_end:  # inside the previous method (tree-only duplicate)
             continue
         nxt = heads[idx + 1].kw_line if idx + 1 < len(heads) else nlines
         limit = starts[nxt] if nxt < nlines else len(text)
-        sig, params, export, sig_end_off = _parse_signature(text, h, limit)
+        sig, params, export, sig_end_off = parse_signature(text, h, limit)
         sig_end_line = bisect.bisect_right(starts, max(sig_end_off - 1, h.sig_start)) - 1
-        if idx + 1 < len(heads) and _is_header_variant(lines, ends, h, sig_end_line, heads[idx + 1]):
-            variants.append((h, sig, params, export, sig_end_line))
+        signed = (h, sig, params, export, sig_end_line)
+        if idx + 1 < len(heads) and is_header_variant(lines, ends, h, sig_end_line, heads[idx + 1]):
+            variants.append(signed)
             continue
-        # end line: tree first, then scanned end keyword, then up to the next header
-        end = -1
-        t = tree.get(h.kw_line)
-        if t is not None and t[1] and sig_end_line <= t[0] < nxt:
-            k = bisect.bisect_left(ends, t[0])
-            if k < len(ends) and ends[k] == t[0]:
-                end = t[0]
-        if end < 0:
-            k = bisect.bisect_left(ends, sig_end_line if sig_end_line < nxt else h.kw_line)
-            if k < len(ends) and ends[k] < nxt:
-                end = ends[k]
-        if end < 0:
-            end = nxt - 1
-            while end > sig_end_line:
-                s = lines[end].strip()
-                if not s or s.startswith("//") or s.startswith("&") or s.startswith("#"):
-                    end -= 1
-                else:
-                    break
-        m = _Method()
-        if variants:
-            # one method: its lines from the first header's #Если (and the doc comment and
-            # directives above it) to the body's end; every header's signature, parameter
-            # list, directives and annotations, the name and range of the first header
-            group = variants + [(h, sig, params, export, sig_end_line)]
-            variants = []
-            h0 = group[0][0]
-            block, doc, directives, annotations = _classify_above_branch(lines, h0.line, prev_end)
-            _same_line_annotations(lines, h0, directives, annotations)
-            for (_pv, _s, _p, _e, prev_sig_end), (hv, *_rest) in zip(group, group[1:]):
-                for j in range(prev_sig_end + 1, hv.line):
-                    if lines[j].lstrip().startswith("&"):
-                        _split_annotations(_code_part(lines[j], True).strip(), directives, annotations)
-                _same_line_annotations(lines, hv, directives, annotations)
-            m.h = h0
-            m.sig = " | ".join(dict.fromkeys(g[1] for g in group))
-            m.params = " | ".join(dict.fromkeys(g[2] for g in group))
-            m.export = any(g[3] for g in group)
-            m.is_async = any(g[0].is_async for g in group)
-            directives, annotations = list(dict.fromkeys(directives)), list(dict.fromkeys(annotations))
-        else:
-            block, doc, directives, annotations = _classify_above(lines, h.line, prev_end)
-            _same_line_annotations(lines, h, directives, annotations)
-            m.h, m.sig, m.params, m.export, m.is_async = h, sig, params, export, h.is_async
-        m.start, m.end = block, max(end, sig_end_line)
-        m.doc, m.directives, m.annotations = doc, directives, annotations
+        end = _method_end(lines, ends, tree.get(h.kw_line), h, sig_end_line, nxt)
+        m = (
+            _method_from_variants(lines, variants + [signed], prev_end)
+            if variants
+            else _method(lines, signed, prev_end)
+        )
+        variants = []
+        m.end = max(end, sig_end_line)
         m.sig_end_line = sig_end_line
         methods.append(m)
         prev_end = m.end
+    return methods
 
-    # regions
-    region_events = scan.regions()
-    chunks: list[Chunk] = []
-    seen: dict[str, int] = {}
-    stack: list[str] = []
-    ev = 0
-    for m in methods:
-        while ev < len(region_events) and region_events[ev][0] < m.h.kw_line:
-            row, name = region_events[ev]
-            if name is None:
-                if stack:
-                    stack.pop()
-            else:
-                stack.append(name)
-            ev += 1
-        h = m.h
-        key = fold(h.name)
-        seen[key] = seen.get(key, 0) + 1
-        base_id = f"{path}::{h.name}" + (f"@{seen[key]}" if seen[key] > 1 else "")
-        name_line = lines[h.name_line]
-        c0 = _utf16_len(name_line[: h.name_col])
-        name_range = (h.name_line, c0, h.name_line, c0 + _utf16_len(h.name))
-        kind = "function" if h.kw[:1] in "ФфFf" else "procedure"
-        common = dict(
-            path=path,
-            kind=kind,
-            name=h.name,
-            owner=owner,
-            object_type=object_type,
-            module_kind=module_kind,
-            symbol=h.name,
-            export=m.export,
-            is_async=m.is_async,
-            params=m.params,
-            directives=m.directives,
-            annotations=m.annotations,
-            region=list(stack),
-            doc="\n".join(m.doc),
-            signature=m.sig,
-            name_range=name_range,
+
+def _method_end(
+    lines: list[str], ends: list[int], t: tuple[int, bool, object] | None, h: Header, sig_end_line: int, nxt: int
+) -> int:
+    """The 0-based last line of the method of header ``h`` (the next header is on line
+    ``nxt``): the tree's end row when it is a real end keyword the scan saw too, else the
+    scan's first end keyword after the signature, else the last code line before ``nxt``."""
+    if t is not None and t[1] and sig_end_line <= t[0] < nxt:
+        k = bisect.bisect_left(ends, t[0])
+        if k < len(ends) and ends[k] == t[0]:
+            return t[0]
+    k = bisect.bisect_left(ends, sig_end_line if sig_end_line < nxt else h.kw_line)
+    if k < len(ends) and ends[k] < nxt:
+        return ends[k]
+    end = nxt - 1
+    while end > sig_end_line:
+        s = lines[end].strip()
+        if not s or s.startswith("//") or s.startswith("&") or s.startswith("#"):
+            end -= 1
+        else:
+            break
+    return end
+
+
+def _method(lines: list[str], signed: _Signed, prev_end: int) -> _Method:
+    """A method of one header: its doc comment, directives and annotations read above it."""
+    h, sig, params, export, _ = signed
+    block, doc, directives, annotations = classify_above(lines, h.line, prev_end)
+    same_line_annotations(lines, h, directives, annotations)
+    m = _Method()
+    m.h, m.sig, m.params, m.export, m.is_async = h, sig, params, export, h.is_async
+    m.start, m.doc, m.directives, m.annotations = block, doc, directives, annotations
+    return m
+
+
+def _method_from_variants(lines: list[str], group: list[_Signed], prev_end: int) -> _Method:
+    """One method written with several headers in preprocessor branches: its lines from the
+    first header's ``#Если`` (and the doc comment and directives above it) to the body's end;
+    every header's signature, parameter list, directives and annotations; the name and range
+    of the first header."""
+    h0 = group[0][0]
+    block, doc, directives, annotations = classify_above_branch(lines, h0.line, prev_end)
+    same_line_annotations(lines, h0, directives, annotations)
+    for (_pv, _s, _p, _e, prev_sig_end), (hv, *_rest) in zip(group, group[1:], strict=False):
+        for j in range(prev_sig_end + 1, hv.line):
+            if lines[j].lstrip().startswith("&"):
+                split_annotations(code_part(lines[j], True).strip(), directives, annotations)
+        same_line_annotations(lines, hv, directives, annotations)
+    m = _Method()
+    m.h = h0
+    m.sig = " | ".join(dict.fromkeys(g[1] for g in group))
+    m.params = " | ".join(dict.fromkeys(g[2] for g in group))
+    m.export = any(g[3] for g in group)
+    m.is_async = any(g[0].is_async for g in group)
+    m.start, m.doc = block, doc
+    m.directives, m.annotations = list(dict.fromkeys(directives)), list(dict.fromkeys(annotations))
+    return m
+
+
+def _common_fields(
+    m: _Method, lines: list[str], region: list[str], path: str, owner: str, object_type: str, module_kind: str
+) -> dict:
+    """The fields every chunk of method ``m`` shares (its parts too), as ``Chunk`` keyword
+    arguments; ``region``: the ``#Область`` path around it (copied)."""
+    h = m.h
+    c0 = utf16_len(lines[h.name_line][: h.name_col])
+    return dict(
+        path=path,
+        kind="function" if h.kw[:1] in "ФфFf" else "procedure",
+        name=h.name,
+        owner=owner,
+        object_type=object_type,
+        module_kind=module_kind,
+        symbol=h.name,
+        export=m.export,
+        is_async=m.is_async,
+        params=m.params,
+        directives=m.directives,
+        annotations=m.annotations,
+        region=list(region),
+        doc="\n".join(m.doc),
+        signature=m.sig,
+        name_range=(h.name_line, c0, h.name_line, c0 + utf16_len(h.name)),
+    )
+
+
+def _method_chunks(m: _Method, lines: list[str], base_id: str, common: dict, max_lines: int) -> list[Chunk]:
+    """The chunk of method ``m``, or its parts ``1..n`` when it is longer than ``max_lines``
+    (each part repeats the doc comment, directives and signature before its slice; ids
+    ``<base_id>#<part>``; a part ends on a blank line near its end when there is one)."""
+    if m.end - m.start + 1 <= max_lines:
+        return [
+            Chunk(id=base_id, start_line=m.start + 1, end_line=m.end + 1, text=_join(lines, m.start, m.end), **common)
+        ]
+    prefix_end = min(m.sig_end_line, m.end)
+    prefix = lines[m.start : prefix_end + 1]
+    size = max(max_lines - len(prefix), max(max_lines // 4, 1))
+    out = []
+    part = 0
+    pos = prefix_end + 1
+    while pos <= m.end:
+        part += 1
+        stop = min(pos + size - 1, m.end)
+        if stop < m.end:
+            stop = _soft_break(lines, pos, stop)
+        if part == 1:
+            txt, s_line = _join(lines, m.start, stop), m.start
+        else:
+            txt, s_line = "\n".join(prefix) + "\n" + _join(lines, pos, stop), pos
+        fields = _own_lists(common)
+        out.append(
+            Chunk(id=f"{base_id}#{part}", part=part, start_line=s_line + 1, end_line=stop + 1, text=txt, **fields)
         )
-        total = m.end - m.start + 1
-        if total <= max_lines:
-            chunks.append(
-                Chunk(
-                    id=base_id, start_line=m.start + 1, end_line=m.end + 1, text=_join(lines, m.start, m.end), **common
-                )
-            )
-            continue
-        prefix_end = min(m.sig_end_line, m.end)
-        prefix = lines[m.start : prefix_end + 1]
-        body_start = prefix_end + 1
-        size = max(max_lines - len(prefix), max(max_lines // 4, 1))
-        part = 0
-        pos = body_start
-        while pos <= m.end:
-            part += 1
-            stop = min(pos + size - 1, m.end)
-            if stop < m.end:
-                stop = _soft_break(lines, pos, stop)
-            if part == 1:
-                txt = _join(lines, m.start, stop)
-                s_line = m.start
-            else:
-                txt = "\n".join(prefix) + "\n" + _join(lines, pos, stop)
-                s_line = pos
-            chunks.append(
-                Chunk(
-                    id=f"{base_id}#{part}",
-                    part=part,
-                    start_line=s_line + 1,
-                    end_line=stop + 1,
-                    text=txt,
-                    **_own_lists(common),
-                )
-            )
-            pos = stop + 1
-
-    module = _module_chunk(lines, methods, path, owner, object_type, module_kind)
-    if module is not None:
-        chunks.append(module)
-    return chunks
+        pos = stop + 1
+    return out
 
 
 def _own_lists(common: dict) -> dict:
@@ -934,7 +517,7 @@ def _join(lines: list[str], a: int, b: int) -> str:
     return "\n".join(lines[a : b + 1])
 
 
-def _header_from_node(node, lines: list[str], starts: list[int]) -> _Header | None:
+def _header_from_node(node, lines: list[str], starts: list[int]) -> Header | None:
     """A header for a definition found only by the tree (name re-read from the source)."""
     name_node = node.child_by_field_name("name")
     if name_node is None or name_node.is_missing:
@@ -954,15 +537,15 @@ def _header_from_node(node, lines: list[str], starts: list[int]) -> _Header | No
     nrow = name_node.start_point.row
     nline = lines[nrow]
     ncol = len(nline.encode("utf-8", "replace")[: name_node.start_point.column].decode("utf-8", "replace"))
-    mm = _NAME_RE.match(nline, ncol)
+    mm = NAME_RE.match(nline, ncol)
     if mm is None:
         return None
     kw_row = kw_node.start_point.row
     kline = lines[kw_row]
     kcol = len(kline.encode("utf-8", "replace")[: kw_node.start_point.column].decode("utf-8", "replace"))
-    km = _NAME_RE.match(kline, kcol)
+    km = NAME_RE.match(kline, kcol)
     kw = km.group() if km else ("Функция" if kw_node.type == "FUNCTION_KEYWORD" else "Процедура")
-    return _Header(row, mm.group(), kw, is_async, nrow, ncol, row, col, starts[row] + col, starts[nrow] + ncol)
+    return Header(row, mm.group(), kw, is_async, nrow, ncol, row, col, starts[row] + col, starts[nrow] + ncol)
 
 
 def _module_chunk(lines, methods, path, owner, object_type, module_kind) -> Chunk | None:
@@ -972,7 +555,7 @@ def _module_chunk(lines, methods, path, owner, object_type, module_kind) -> Chun
     kept: list[int] = []
     has_code = False
     # the module's leading comment block, when a blank line ends it, is the copyright/licence
-    # header (QUIRKS §16): boilerplate repeated in every module, left out of the text
+    # header: boilerplate repeated in every module, left out of the text
     pos = 0
     while pos < len(lines) and lines[pos].lstrip().startswith("//"):
         pos += 1

@@ -203,8 +203,8 @@ def read_regular_bytes(path: str | os.PathLike, max_bytes: int | None = None) ->
 def read_text(path: Path, max_bytes: int) -> tuple[str, str]:
     """Read a text file as 1C tools write it: ``(text, encoding_used)``.
 
-    Rules (``QUIRKS.md`` §1: Designer dumps are UTF-8 with BOM, EDT files UTF-8 without;
-    old hand-made files may be Windows-1251):
+    Rules (Designer dumps are UTF-8 with a BOM, EDT files UTF-8 without; old hand-made
+    files may be Windows-1251):
 
     * a UTF-8 BOM is stripped (encoding ``"utf-8-sig"``); a UTF-16 BOM is honoured
       (``"utf-16"``); otherwise UTF-8 is tried (``"utf-8"``), then cp1251 (``"cp1251"``).

@@ -15,15 +15,17 @@ chunk store keeps one layout for every kind):
 * ``id``: ``"<path>::<anchor>"``, ``"<path>::"`` for the text before the first heading;
   parts of a long section add ``"#<part>"`` (as long methods do);
 * ``name``: the heading as plain text (markdown markup removed: what the names channel
-  matches); ``symbol``: the heading as written without the ``#`` marks (the gold-set
-  convention of ``shared/eval/README.md``, backticks kept), ``None`` before the first heading;
+  matches); ``symbol``: the heading as written without the ``#`` marks (the gold sets'
+  convention, backticks kept), ``None`` before the first heading;
 * ``owner``: the page title (its first H1, else the file name without ``.md``);
 * ``region``: the heading chain, outermost first (H1, H2, ...: the gold set's "chain of
   headings that enclose it"); ``signature``: the same chain joined with ``" > "``;
 * ``properties``: ``anchor`` (the fragment a site generator gives the heading: :func:`slug`),
-  ``lang`` (``ru``/``en``: :func:`page_language`), ``level`` (1..6, ``0`` before the first heading);
+  ``lang`` (``ru``/``en``: :func:`page_language`), ``level`` (1..6, ``0`` before the first
+  heading);
 * ``part``: 0, or 1..n for the parts of a section longer than :data:`MAX_SECTION_CHARS`;
-* ``start_line``/``end_line``: the section's lines (1-based, inclusive); ``name_range``: the heading line;
+* ``start_line``/``end_line``: the section's lines (1-based, inclusive); ``name_range``: the
+  heading line;
 * ``text``: the heading chain on the first line, a blank line, then the section as written.
 """
 
@@ -47,10 +49,9 @@ MAX_SECTION_CHARS = 2000
 MAX_HEADING_CHARS = 200
 #: A page is chunked up to its MAX_PAGE_HEADINGS-th heading or MAX_PAGE_BLOCKS-th block
 #: (paragraph, list, table, code block...), whichever comes first; the rest of the page is
-#: not indexed (noted, and logged naming the file). The parser's time grows with the blocks:
-#: a 0.7 MB page of 20,000 headings took 5.9 s (markdown-it-py, 2 loaded cores), so the cap
-#: bounds a page at ~1-2 s. The corpora's largest pages: 42 headings
-#: (docs-yaxunit ``features/mocking/mockito/Примеры.md``), a few hundred blocks.
+#: not indexed (noted, and logged naming the file). The parser's time grows with the blocks,
+#: so the cap bounds the time one page can take; the real pages stay far below it
+#: (``docs/internals.md``, "Markdown pages").
 MAX_PAGE_HEADINGS = 1000
 MAX_PAGE_BLOCKS = 5000
 #: Site-generator flavours for anchors (:func:`slug`).
@@ -168,7 +169,8 @@ def chunk_markdown(
     cut = page_cut(lines)
     if cut is not None:
         notes.append(
-            f"over {MAX_PAGE_HEADINGS} headings or {MAX_PAGE_BLOCKS} blocks: only lines 1-{cut} of {len(lines)} are indexed"
+            f"over {MAX_PAGE_HEADINGS} headings or {MAX_PAGE_BLOCKS} blocks:"
+            f" only lines 1-{cut} of {len(lines)} are indexed"
         )
         lines = lines[:cut]
         body_text = "\n".join(lines)

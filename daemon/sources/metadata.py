@@ -3,44 +3,41 @@
 One chunk per object (kind ``object``, symbol ``None``, id ``"<path>::"``) and one per field
 (attribute, tabular section and its attributes, dimension, resource, enum value, addressing
 attribute, command, form, template; symbol ``"<Вид>:<Имя>"``, id ``"<path>::<symbol>"``).
-The symbol convention is the gold set's (``shared/eval/README.md``, "Metadata symbols"):
-the kind prefix is always Russian, the name is ``Properties/Name`` of the child of
-``<ChildObjects>`` (for ``Form``/``Template`` the element text), and attributes of a tabular
-section are ``Реквизит:<ТЧ>.<Имя>``; ``shared/eval/validate_gold.py`` resolves them the same way.
+The symbol convention is the gold set's: the kind prefix is always Russian, the name is
+``Properties/Name`` of the child of ``<ChildObjects>`` (for ``Form``/``Template`` the element
+text), and attributes of a tabular section are ``Реквизит:<ТЧ>.<Имя>``.
 
-Formats (``shared/corpora/QUIRKS.md`` §13-15):
-
-* Designer: ``<MetaDataObject xmlns="http://v8.1c.ru/8.3/MDClasses">`` -> ``<Catalog>`` ->
-  ``<Properties>`` (``<Name>``, ``<Synonym><v8:item><v8:lang>/<v8:content>``, …) and
-  ``<ChildObjects>`` (``<Attribute>``/``<TabularSection>``/… with their own ``<Properties>``;
-  ``<Form>Name</Form>`` and ``<Template>Name</Template>`` as bare names whose synonyms live in
-  ``<Folder>/<Name>/Forms/<F>.xml`` / ``Templates/<T>.xml``).
-* EDT: ``<mdclass:Catalog>`` with lower-camel children: ``<name>``,
-  ``<synonym><key>/<value>`` (repeated per language), ``<attributes>``, ``<tabularSections>``,
-  ``<forms>``, … each holding its own properties directly.
-
-Parsing uses lxml with one parser per thread (no DTDs, no network, no entity expansion).
+The text of each chunk lists what the descriptor says in words a search can match (labels in
+the configuration's language: :data:`TEXT_LABELS`). Reading the two formats is
+:mod:`daemon.sources.metadata_xml`'s job; :func:`missing_objects` reports the objects a
+configuration lists but whose descriptor is not on disk.
 """
 
 from __future__ import annotations
 
 import os
 import stat
-import threading
 import unicodedata
 from pathlib import Path
 
 from lxml import etree
 
-from ..contract import Chunk, Skip
+from ..contract import OBJECT_TYPES, Chunk, Skip, english_type, type_folder
 from ..text.folding import fold, split_words
-from ..contract import CONFIGURATION, OBJECT_TYPES, english_type, type_folder
 from .files import SkipFile, SourceFile, read_regular_bytes
-
-#: Namespace of Designer descriptors (``<MetaDataObject xmlns=…>`` and the object inside).
-MD_NS = "http://v8.1c.ru/8.3/MDClasses"
-#: Namespace of EDT ``.mdo`` root elements (``<mdclass:Catalog xmlns:mdclass=…>``).
-EDT_NS = "http://g5.1c.ru/v8/dt/metadata/mdclass"
+from .metadata_xml import (
+    RU_BY_EN,
+    Node,
+    SourceLines,
+    checked_object,
+    local_name,
+    multilang,
+    object_element,
+    prop_value,
+    text_of,
+    value_types,
+    xml_parser,
+)
 
 #: Designer ``<ChildObjects>`` element -> (chunk kind, Russian symbol prefix).
 FIELD_KINDS: dict[str, tuple[str, str]] = {
@@ -53,27 +50,6 @@ FIELD_KINDS: dict[str, tuple[str, str]] = {
     "Command": ("command", "Команда"),
     "Form": ("form", "Форма"),
     "Template": ("template", "Макет"),
-}
-
-#: EDT child collection element -> the Designer ``<ChildObjects>`` element name.
-EDT_CHILDREN: dict[str, str] = {
-    "attributes": "Attribute",
-    "tabularSections": "TabularSection",
-    "dimensions": "Dimension",
-    "resources": "Resource",
-    "enumValues": "EnumValue",
-    "addressingAttributes": "AddressingAttribute",
-    "commands": "Command",
-    "forms": "Form",
-    "templates": "Template",
-    "urlTemplates": "URLTemplate",
-    "methods": "Method",
-    "operations": "Operation",
-    "parameters": "Parameter",
-    "columns": "Column",
-    "accountingFlags": "AccountingFlag",
-    "extDimensionAccountingFlags": "ExtDimensionAccountingFlag",
-    "recalculations": "Recalculation",
 }
 
 #: Key object properties per class (Designer names; EDT names are matched case-insensitively).
@@ -173,7 +149,7 @@ _TYPED_OBJECTS = {
     "ChartOfCharacteristicTypes",
 }
 
-_LABELS = {
+TEXT_LABELS = {
     "ru": {
         "synonym": "Синоним",
         "comment": "Комментарий",
@@ -252,266 +228,14 @@ _LABELS = {
     },
 }
 
-_RU_BY_EN = {en: ru for ru, en in OBJECT_TYPES.values()}
 _CLASS_BY_KIND = {kind: cls for cls, (kind, _prefix) in FIELD_KINDS.items()}
-_XS_TYPES = {
-    "string": "String",
-    "decimal": "Number",
-    "boolean": "Boolean",
-    "dateTime": "Date",
-    "base64Binary": "BinaryData",
-}
-
-# ----------------------------------------------------------------------------- parsing
-
-_tls = threading.local()
-
-
-def _parser() -> etree.XMLParser:
-    p = getattr(_tls, "parser", None)
-    if p is None:
-        p = etree.XMLParser(
-            resolve_entities=False,
-            no_network=True,
-            load_dtd=False,
-            remove_comments=True,
-            remove_pis=True,
-            huge_tree=True,
-        )
-        _tls.parser = p
-    return p
-
-
-def _ln(el) -> str:
-    """Local name of an element (``{ns}Name`` -> ``Name``); ``""`` for a node that is not an
-    element (an entity reference, which the parser leaves unresolved: ``resolve_entities``
-    is off, so a descriptor cannot pull in files or expand a DTD's text)."""
-    tag = el.tag
-    if not isinstance(tag, str):
-        return ""
-    return tag[tag.rfind("}") + 1 :] if tag[:1] == "{" else tag
-
-
-def _text(el) -> str:
-    return (el.text or "").strip() if el is not None else ""
-
-
-class _Node:
-    """A metadata object or child in either format, with properties keyed by lower-case
-    local name (``"synonym"``, ``"type"``, ``"handler"``) and ordered children
-    ``(DesignerKind, element)``."""
-
-    __slots__ = ("el", "props", "children", "name", "name_el")
-
-    def __init__(self, el, designer: bool):
-        self.el = el
-        self.props: dict[str, list] = {}
-        self.children: list[tuple[str, object]] = []
-        self.name = ""
-        self.name_el = None
-        if designer:
-            props_el = None
-            for ch in el:
-                ln = _ln(ch)
-                if ln == "Properties":
-                    props_el = ch
-                elif ln == "ChildObjects":
-                    self.children = [(_ln(c), c) for c in ch]
-            if props_el is None and len(el) == 0:  # <Form>Name</Form>
-                self.name = _text(el)
-                self.name_el = el
-                return
-            if props_el is not None:
-                for ch in props_el:
-                    self.props.setdefault(_ln(ch).lower(), []).append(ch)
-        else:
-            for ch in el:
-                ln = _ln(ch)
-                kind = EDT_CHILDREN.get(ln)
-                if kind is not None and len(ch):
-                    self.children.append((kind, ch))
-                else:
-                    self.props.setdefault(ln.lower(), []).append(ch)
-        names = self.props.get("name")
-        if names:
-            self.name_el = names[0]
-            self.name = _text(names[0])
-
-    def get(self, key: str) -> list:
-        return self.props.get(key.lower(), [])
-
-    def first_text(self, key: str) -> str:
-        els = self.props.get(key.lower())
-        return _text(els[0]) if els else ""
-
-
-def _ml(elements: list) -> dict[str, str]:
-    """Multi-language string: Designer ``<v8:item><v8:lang>/<v8:content>`` items or EDT
-    repeated ``<key>/<value>`` elements -> ``{lang: text}`` (empty texts dropped)."""
-    out: dict[str, str] = {}
-    for e in elements:
-        key = None
-        for ch in e:
-            ln = _ln(ch)
-            if ln == "item":
-                lang = content = ""
-                for x in ch:
-                    xl = _ln(x)
-                    if xl == "lang":
-                        lang = _text(x)
-                    elif xl == "content":
-                        content = (x.text or "").strip()
-                if content:
-                    out[lang] = content
-            elif ln == "key":
-                key = _text(ch)
-            elif ln == "value" and key is not None:
-                value = (ch.text or "").strip()
-                if value:
-                    out[key] = value
-    return out
-
-
-def _strip_prefix(t: str) -> str:
-    """``cfg:CatalogRef.X`` -> ``CatalogRef.X``; ``xs:string`` -> ``String``; ``v8:UUID`` -> ``UUID``."""
-    if ":" in t:
-        pfx, _, rest = t.partition(":")
-        if pfx == "xs":
-            return _XS_TYPES.get(rest, rest)
-        return rest
-    return t
-
-
-def _types(type_el) -> list[str]:
-    """Value types of a ``<Type>`` / ``<type>`` element, compact, qualifiers appended:
-    ``String(50)``, ``String`` (unlimited), ``Number(10,4)``, ``Number(15,2,nonnegative)``,
-    ``Date`` / ``Date(Date)`` / ``Date(Time)``, ``CatalogRef.Пользователи``,
-    ``DefinedType.Подразделение`` (a Designer ``v8:TypeSet``)."""
-    names: list[str] = []
-    quals: dict[str, dict[str, str]] = {}
-    for ch in type_el:
-        ln = _ln(ch)
-        if ln in ("Type", "TypeSet", "TypeId", "types"):
-            t = _text(ch)
-            if t:
-                names.append(_strip_prefix(t))
-        elif ln.endswith("Qualifiers") or ln.endswith("qualifiers"):
-            quals[ln[:-10].lower()] = {_ln(q).lower(): _text(q) for q in ch}
-    out = []
-    for t in names:
-        if t == "String":
-            q = quals.get("string", {})
-            n = q.get("length", "")
-            out.append(f"String({n})" if n and n != "0" else "String")
-        elif t == "Number":
-            q = quals.get("number", {})
-            digits = q.get("digits") or q.get("precision") or ""
-            frac = q.get("fractiondigits") or q.get("scale") or "0"
-            nonneg = q.get("allowedsign") == "Nonnegative" or q.get("nonnegative") == "true"
-            if digits:
-                out.append(f"Number({digits},{frac}{',nonnegative' if nonneg else ''})")
-            else:
-                out.append("Number")
-        elif t == "Date":
-            q = quals.get("date", {})
-            f = q.get("datefractions", "")
-            out.append(f"Date({f})" if f and f != "DateTime" else "Date")
-        else:
-            out.append(t)
-    return out
-
-
-def _is_type_container(el) -> bool:
-    for ch in el:
-        if _ln(ch) in ("Type", "TypeSet", "types"):
-            return True
-    return False
-
-
-def _value(elements: list) -> str:
-    """A property value as one string: text; a type list (``, ``-joined); or the texts of
-    the leaf descendants (``<Owners><xr:Item>…``; EDT repeated elements), ``, ``-joined."""
-    parts: list[str] = []
-    for e in elements:
-        if len(e) == 0:
-            t = _text(e)
-            if t:
-                parts.append(t)
-        elif _is_type_container(e):
-            parts.extend(_types(e))
-        else:
-            for d in e.iter():
-                if len(d) == 0 and isinstance(d.tag, str):
-                    t = _text(d)
-                    if t:
-                        parts.append(t)
-    return ", ".join(parts)
 
 
 def _handler_ru(ref: str) -> str:
     """``CommonModule.X.Method`` -> ``ОбщийМодуль.X.Method`` (text for search)."""
     head, dot, rest = ref.partition(".")
-    ru = _RU_BY_EN.get(head)
+    ru = RU_BY_EN.get(head)
     return f"{ru}.{rest}" if ru and dot else ref
-
-
-# ----------------------------------------------------------------------------- positions
-
-
-class _Lines:
-    """Line lookup for positions: text lines split at ``\\n`` (as libxml2 counts them)."""
-
-    def __init__(self, data: bytes):
-        if data.startswith(b"\xef\xbb\xbf"):
-            data = data[3:]
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError:
-            text = data.decode("cp1251", errors="replace")
-        self.lines = text.split("\n")
-        n = len(self.lines)
-        while n > 1 and not self.lines[n - 1].strip():
-            n -= 1
-        self.last = n  # 1-based number of the last non-blank line
-        self._end: dict[object, int] = {}
-
-    def name_range(self, el, name: str) -> tuple[int, int, int, int]:
-        """LSP range (0-based line, UTF-16 columns) of ``name`` inside element ``el``."""
-        if el is None or not el.sourceline:
-            return (0, 0, 0, 0)
-        line0 = el.sourceline - 1
-        if line0 >= len(self.lines) or not name:
-            return (line0, 0, line0, 0)
-        line = self.lines[line0]
-        idx = line.find(">" + name + "<")
-        idx = idx + 1 if idx >= 0 else line.find(name)
-        if idx < 0:
-            return (line0, 0, line0, 0)
-        start = _utf16(line, 0, idx)
-        return (line0, start, line0, start + _utf16(line, idx, idx + len(name)))
-
-    def end_line(self, el) -> int:
-        """1-based last line of ``el``: the line before the next sibling starts, or the line
-        before its parent's end (pretty-printed exports put closing tags on their own line)."""
-        cached = self._end.get(el)
-        if cached is not None:
-            return cached
-        nxt = el.getnext()
-        while nxt is not None and not isinstance(nxt.tag, str):
-            nxt = nxt.getnext()
-        if nxt is not None and nxt.sourceline:
-            end = nxt.sourceline - 1
-        else:
-            parent = el.getparent()
-            end = self.last if parent is None else self.end_line(parent) - 1
-        end = max(end, el.sourceline or 1)
-        self._end[el] = end
-        return end
-
-
-def _utf16(s: str, a: int, b: int) -> int:
-    seg = s[a:b]
-    return len(seg) + sum(1 for ch in seg if ord(ch) > 0xFFFF)
 
 
 # ----------------------------------------------------------------------------- chunking
@@ -583,13 +307,13 @@ def chunk_metadata_bytes(
     Designer form/template descriptors; without it forms get no synonyms)."""
     path = source.path
     try:
-        doc = etree.fromstring(data, _parser())
+        doc = etree.fromstring(data, xml_parser())
     except etree.XMLSyntaxError as exc:
         return [], [Skip(path, "invalid_xml", str(exc))]
     except Exception as exc:  # ValueError on odd input, MemoryError …
         return [], [Skip(path, "invalid_xml", f"{type(exc).__name__}: {exc}")]
     try:
-        obj_el, designer, problem = _checked_object(
+        obj_el, designer, problem = checked_object(
             doc, english_type(source.object_type) if source.object_type else None
         )
     except Exception as exc:
@@ -602,132 +326,160 @@ def chunk_metadata_bytes(
         return [], [Skip(path, "parse_failed", f"{type(exc).__name__}: {exc}")]
 
 
-def _object_element(doc):
-    """(object element, is_designer) or (None, _)."""
-    if _ln(doc) == "MetaDataObject":
-        for ch in doc:
-            if isinstance(ch.tag, str):
-                return ch, True
-        return None, True
-    return doc, False
+class _Object:
+    """The object a descriptor describes, as the text of its chunks needs it: its format,
+    path, owner, Russian type, name and synonyms, the descriptor's lines and the labels of
+    its language (a dict of :data:`TEXT_LABELS`)."""
+
+    __slots__ = ("designer", "labels", "lines", "name", "object_type", "owner", "path", "syn")
+
+    def __init__(self, designer, path, owner, object_type, name, syn, lines, labels) -> None:
+        self.designer, self.path, self.owner, self.object_type = designer, path, owner, object_type
+        self.name, self.syn, self.lines, self.labels = name, syn, lines, labels
 
 
-def _ns(el) -> str:
-    tag = el.tag
-    return tag[1 : tag.index("}")] if tag[0] == "{" else ""
+class _Children:
+    """What the object text lists of the children of an object: per Designer kind the
+    ``Name (synonym)`` items, the URL template and operation lines, one line per tabular
+    section with its attributes."""
 
+    __slots__ = ("groups", "handler_lines", "ts_lines")
 
-def _checked_object(doc, expected: str | None):
-    """``(object element, is_designer, "")`` when ``doc`` is a 1C object descriptor whose
-    object class is ``expected`` (English singular; any known class when ``None``), else
-    ``(None, False, why)``."""
-    root_ns, root_ln = _ns(doc), _ln(doc)
-    if root_ln == "MetaDataObject" and root_ns == MD_NS:
-        el = next((ch for ch in doc if isinstance(ch.tag, str)), None)
-        if el is None:
-            return None, False, "no metadata object inside <MetaDataObject>"
-        designer = True
-        where = f"<MetaDataObject> holds <{_ln(el)}>" + (f" of namespace {_ns(el)!r}" if _ns(el) != MD_NS else "")
-        if _ns(el) != MD_NS:
-            el = None
-    elif root_ns == EDT_NS:
-        el, designer = doc, False
-        where = f"root element <mdclass:{root_ln}>"
-    else:
-        shown = f"<{root_ln}>" + (f" of namespace {root_ns!r}" if root_ns else " without a namespace")
-        return (
-            None,
-            False,
-            (
-                f'root element {shown} is not a 1C metadata object: expected <MetaDataObject xmlns="{MD_NS}">'
-                f" or an <mdclass:…> element of {EDT_NS}"
-            ),
-        )
-    if el is not None:
-        cls = _ln(el)
-        if (cls == expected) if expected else (cls in _RU_BY_EN or cls == "Configuration"):
-            return el, designer, ""
-    want = f"<{expected}>" if expected else "a 1C metadata object class"
-    return None, False, f"{where}, expected {want}"
+    def __init__(self) -> None:
+        self.groups: dict[str, list[str]] = {}
+        self.handler_lines: list[str] = []
+        self.ts_lines: list[str] = []
 
 
 def _chunk_doc(obj_el, designer: bool, data: bytes, source: SourceFile, fmt: str, root: Path | None):
+    """``(chunks, skips)`` of a checked object element: the object chunk, then the field
+    chunks in document order."""
     path = source.path
-    cls = _ln(obj_el)
-    node = _Node(obj_el, designer)
-    lines = _Lines(data)
+    cls = local_name(obj_el)
+    node = Node(obj_el, designer)
+    lines = SourceLines(data)
     skips: list[Skip] = []
-
-    object_type = source.object_type or _RU_BY_EN.get(cls, cls)
+    object_type = source.object_type or RU_BY_EN.get(cls, cls)
     name = node.name or path.rsplit("/", 1)[-1].rsplit(".", 1)[0]
-    owner = source.owner or f"{object_type}.{name}"
-    syn = _ml(node.get("Synonym"))
-    L = _LABELS[_lang(syn)]
+    syn = multilang(node.get("Synonym"))
+    labels = TEXT_LABELS[_lang(syn)]
+    obj = _Object(designer, path, source.owner or f"{object_type}.{name}", object_type, name, syn, lines, labels)
+    props = _object_props(node, cls)
+    types = value_types(node.get("Type")[0]) if cls in _TYPED_OBJECTS and node.get("Type") else []
+    # sibling descriptors of Designer forms/templates (synonym, FormType/TemplateType)
+    sibling_dir = None
+    if designer and root is not None and path.endswith(".xml"):
+        sibling_dir = source.fs_path(root).with_suffix("")
+    fields: list[Chunk] = []
+    children = _Children()
+    for kind, el in node.children:
+        child = Node(el, designer)
+        if child.name:
+            fields.extend(_child(obj, kind, child, sibling_dir, props, children, skips))
+    if not designer:  # EDT lists nested subsystems by name: <subsystems>Банк</subsystems>
+        nested = [text_of(e) for e in node.get("subsystems") if len(e) == 0 and text_of(e)]
+        if nested:
+            children.groups.setdefault("Subsystem", []).extend(nested)
     comment = node.first_text("Comment")
-    explanation = _ml(node.get("Explanation"))
+    text = _object_text(obj, comment, multilang(node.get("Explanation")), props, types, children)
+    obj_chunk = Chunk(
+        id=f"{path}::",
+        path=path,
+        kind="object",
+        name=name,
+        owner=obj.owner,
+        object_type=object_type,
+        symbol=None,
+        synonym=syn,
+        comment=comment,
+        types=types,
+        properties=props,
+        start_line=obj_el.sourceline or 1,
+        end_line=lines.end_line(obj_el),
+        name_range=lines.name_range(node.name_el, name),
+        text="\n".join(text),
+    )
+    return [obj_chunk, *fields], skips
 
+
+def _object_props(node: Node, cls: str) -> dict[str, str]:
+    """The key properties of an object of class ``cls`` (:data:`OBJECT_PROPS`) that have a
+    value, and ``ObjectBelonging`` of an extension's object."""
     props: dict[str, str] = {}
     for key in OBJECT_PROPS.get(cls, ()):
         els = node.get(key)
         if els:
-            v = _value(els)
+            v = prop_value(els)
             if v:
                 props[key] = v
     belonging = node.first_text("ObjectBelonging")  # extensions: "Adopted" (borrowed) objects
     if belonging:
         props["ObjectBelonging"] = belonging
-    types = _types(node.get("Type")[0]) if cls in _TYPED_OBJECTS and node.get("Type") else []
+    return props
 
-    # sibling descriptors of Designer forms/templates (synonym, FormType/TemplateType)
-    sibling_dir = None
-    if designer and root is not None and path.endswith(".xml"):
-        sibling_dir = source.fs_path(root).with_suffix("")
 
-    fields: list[Chunk] = []
-    groups: dict[str, list[str]] = {}  # Designer kind -> "Name (synonym)" for the object text
-    handler_lines: list[str] = []
-    ts_lines: list[str] = []  # one line per tabular section with its attributes
-    for kind, el in node.children:
-        child = _Node(el, designer)
-        if not child.name:
-            continue
-        csyn = _ml(child.get("Synonym"))
-        extra_props: dict[str, str] = {}
-        if designer and kind in ("Form", "Template") and sibling_dir is not None:
-            csyn, extra_props = _sibling_descriptor(sibling_dir, kind, child.name, path, skips)
-        if kind not in ("URLTemplate", "Operation", "TabularSection"):
-            groups.setdefault(kind, []).append(_named(child.name, csyn))
-        if kind == "URLTemplate":
-            line, value = _url_template(child, designer)
-            props[f"URLTemplate.{child.name}"] = value
-            handler_lines.append(f"{L['url_template']} {child.name}: {line}")
-            continue
-        if kind == "Operation":
-            proc = child.first_text("ProcedureName")
-            if proc:
-                props[f"Operation.{child.name}"] = proc
-                handler_lines.append(f"{L['operation']} {_named(child.name, csyn)} → {L['procedure']} {proc}")
-            continue
-        if kind not in FIELD_KINDS:
-            continue
-        fields.extend(
-            _field_chunks(kind, child, csyn, extra_props, designer, path, owner, object_type, name, syn, lines, L)
-        )
-        if kind == "TabularSection":
-            sub = [_named(c.name, _ml(c.get("Synonym"))) for c in _sub_attributes(child, designer)]
-            ts_lines.append(
-                f"{L['tabular_section']} {_named(child.name, csyn)}" + (": " + ", ".join(sub) if sub else "")
+def _child(
+    obj: _Object,
+    kind: str,
+    child: Node,
+    sibling_dir: Path | None,
+    props: dict[str, str],
+    children: _Children,
+    skips: list[Skip],
+) -> list[Chunk]:
+    """One child of the object (Designer kind ``kind``): noted in ``children`` (and an URL
+    template's or operation's handler in ``props``); returns its field chunks (with a tabular
+    section's attributes), ``[]`` for a child that is no field."""
+    L = obj.labels
+    csyn = multilang(child.get("Synonym"))
+    extra_props: dict[str, str] = {}
+    if obj.designer and kind in ("Form", "Template") and sibling_dir is not None:
+        csyn, extra_props = _sibling_descriptor(sibling_dir, kind, child.name, obj.path, skips)
+    if kind not in ("URLTemplate", "Operation", "TabularSection"):
+        children.groups.setdefault(kind, []).append(_named(child.name, csyn))
+    if kind == "URLTemplate":
+        line, value = _url_template(child, obj.designer)
+        props[f"URLTemplate.{child.name}"] = value
+        children.handler_lines.append(f"{L['url_template']} {child.name}: {line}")
+        return []
+    if kind == "Operation":
+        proc = child.first_text("ProcedureName")
+        if proc:
+            props[f"Operation.{child.name}"] = proc
+            children.handler_lines.append(f"{L['operation']} {_named(child.name, csyn)} → {L['procedure']} {proc}")
+        return []
+    if kind not in FIELD_KINDS:
+        return []
+    chunk_kind, prefix = FIELD_KINDS[kind]
+    out = [_field_chunk(obj, chunk_kind, prefix, child.name, child, csyn, extra_props)]
+    if kind == "TabularSection":
+        subs = _sub_attributes(child, obj.designer)
+        for a in subs:
+            syn = multilang(a.get("Synonym"))
+            out.append(
+                _field_chunk(obj, "attribute", "Реквизит", f"{child.name}.{a.name}", a, syn, {}, (child.name, csyn))
             )
+        sub = [_named(c.name, multilang(c.get("Synonym"))) for c in subs]
+        children.ts_lines.append(
+            f"{L['tabular_section']} {_named(child.name, csyn)}" + (": " + ", ".join(sub) if sub else "")
+        )
+    return out
 
-    if not designer:  # EDT lists nested subsystems by name: <subsystems>Банк</subsystems>
-        nested = [_text(e) for e in node.get("subsystems") if len(e) == 0 and _text(e)]
-        if nested:
-            groups.setdefault("Subsystem", []).extend(nested)
 
-    # text
-    en = OBJECT_TYPES.get(type_folder(object_type) or "", ("", ""))[1]
-    head = f"{object_type} {name}" + (f" ({en})" if en else "")
-    text = [head, *_syn_lines(L, syn)]
+def _object_text(
+    obj: _Object,
+    comment: str,
+    explanation: dict[str, str],
+    props: dict[str, str],
+    types: list[str],
+    children: _Children,
+) -> list[str]:
+    """The lines of the object chunk's text: head, synonyms, comment, explanation, handler,
+    types, properties, then what it holds (tabular sections after the attributes)."""
+    L = obj.labels
+    en = OBJECT_TYPES.get(type_folder(obj.object_type) or "", ("", ""))[1]
+    head = f"{obj.object_type} {obj.name}" + (f" ({en})" if en else "")
+    text = [head, *_syn_lines(L, obj.syn)]
     if comment:
         text.append(f"{L['comment']}: {comment}")
     for t in explanation.values():
@@ -743,53 +495,35 @@ def _chunk_doc(obj_el, designer: bool, data: bytes, source: SourceFile, fmt: str
     shown = {k: v for k, v in props.items() if k not in hidden and "." not in k}
     if shown:
         text.append(f"{L['properties']}: " + "; ".join(f"{k}={v}" for k, v in shown.items()))
-    text.extend(handler_lines)
-    for kind, items in groups.items():
+    text.extend(children.handler_lines)
+    ts_lines = children.ts_lines
+    for kind, items in children.groups.items():
         text.append(f"{L.get(kind, kind)}: " + ", ".join(items))
         if kind == "Attribute":
             text.extend(ts_lines)
             ts_lines = []
     text.extend(ts_lines)
-
-    start = obj_el.sourceline or 1
-    obj_chunk = Chunk(
-        id=f"{path}::",
-        path=path,
-        kind="object",
-        name=name,
-        owner=owner,
-        object_type=object_type,
-        symbol=None,
-        synonym=syn,
-        comment=comment,
-        types=types,
-        properties=props,
-        start_line=start,
-        end_line=lines.end_line(obj_el),
-        name_range=lines.name_range(node.name_el, name),
-        text="\n".join(text),
-    )
-    return [obj_chunk, *fields], skips
+    return text
 
 
-def _sub_attributes(ts: _Node, designer: bool) -> list[_Node]:
+def _sub_attributes(ts: Node, designer: bool) -> list[Node]:
     out = []
     for kind, el in ts.children:
         if kind == "Attribute":
-            n = _Node(el, designer)
+            n = Node(el, designer)
             if n.name:
                 out.append(n)
     return out
 
 
-def _url_template(child: _Node, designer: bool) -> tuple[str, str]:
+def _url_template(child: Node, designer: bool) -> tuple[str, str]:
     """(text line, property value) of an HTTP service URL template with its methods."""
     template = child.first_text("Template")
     methods = []
     for kind, el in child.children:
         if kind != "Method":
             continue
-        m = _Node(el, designer)
+        m = Node(el, designer)
         verb = m.first_text("HTTPMethod") or m.name
         handler = m.first_text("Handler")
         methods.append(f"{verb} → {handler}" if handler else verb)
@@ -820,113 +554,92 @@ def _sibling_descriptor(sdir: Path, kind: str, name: str, owner_path: str, skips
             skips.append(exc.to_skip(rel))
         return {}, {}
     try:
-        doc = etree.fromstring(data, _parser())
+        doc = etree.fromstring(data, xml_parser())
     except Exception as exc:
         skips.append(Skip(rel, "invalid_xml", str(exc)))
         return {}, {}
-    el, designer, _problem = _checked_object(doc, kind)
+    el, designer, _problem = checked_object(doc, kind)
     if el is None:
         return {}, {}
-    n = _Node(el, designer)
+    n = Node(el, designer)
     key = "FormType" if kind == "Form" else "TemplateType"
     v = n.first_text(key)
-    return _ml(n.get("Synonym")), ({key: v} if v else {})
-
-
-def _field_chunks(kind, child, csyn, extra_props, designer, path, owner, object_type, obj_name, obj_syn, lines, L):
-    chunk_kind, prefix = FIELD_KINDS[kind]
-    out = [
-        _field_chunk(
-            chunk_kind,
-            prefix,
-            child.name,
-            child,
-            csyn,
-            extra_props,
-            path,
-            owner,
-            object_type,
-            obj_name,
-            obj_syn,
-            lines,
-            L,
-        )
-    ]
-    if kind == "TabularSection":
-        for a in _sub_attributes(child, designer):
-            out.append(
-                _field_chunk(
-                    "attribute",
-                    prefix="Реквизит",
-                    sym_name=f"{child.name}.{a.name}",
-                    node=a,
-                    syn=_ml(a.get("Synonym")),
-                    extra_props={},
-                    path=path,
-                    owner=owner,
-                    object_type=object_type,
-                    obj_name=obj_name,
-                    obj_syn=obj_syn,
-                    lines=lines,
-                    L=L,
-                    ts=(child.name, csyn),
-                )
-            )
-    return out
+    return multilang(n.get("Synonym")), ({key: v} if v else {})
 
 
 def _field_chunk(
-    chunk_kind, prefix, sym_name, node, syn, extra_props, path, owner, object_type, obj_name, obj_syn, lines, L, ts=None
+    obj: _Object,
+    chunk_kind: str,
+    prefix: str,
+    sym_name: str,
+    node: Node,
+    syn: dict[str, str],
+    extra_props: dict[str, str],
+    ts: tuple[str, dict[str, str]] | None = None,
 ) -> Chunk:
+    """The chunk of one field of ``obj``: symbol ``<prefix>:<sym_name>``; ``ts``: the name and
+    synonyms of the tabular section an attribute belongs to."""
     cls = _CLASS_BY_KIND[chunk_kind]
     symbol = f"{prefix}:{sym_name}"
     comment = node.first_text("Comment")
-    tooltip = _ml(node.get("ToolTip"))
-    type_els = node.get("Type")
-    if cls == "Command":
-        type_els = []
-    types = _types(type_els[0]) if type_els else []
+    type_els = [] if cls == "Command" else node.get("Type")
+    types = value_types(type_els[0]) if type_els else []
     props: dict[str, str] = {}
     for key in FIELD_PROPS.get(cls, ()):
         els = node.get(key)
         if els:
-            v = _value(els)
+            v = prop_value(els)
             if v not in _FIELD_DEFAULTS:
                 props[key] = v
     props.update(extra_props)
-    label = L[chunk_kind]
-    text = [f"{label} {node.name}" + (f": {'; '.join(syn.values())}" if syn else "")]
-    if ts is not None:
-        ts_name, ts_syn = ts
-        text.append(f"{L['tabular_section']} {ts_name}" + (f": {'; '.join(ts_syn.values())}" if ts_syn else ""))
-    if types:
-        text.append(f"{L['type']}: {', '.join(types)}")
-    for t in tooltip.values():
-        if t not in syn.values():
-            text.append(f"{L['tooltip']}: {t}")
-    if comment:
-        text.append(f"{L['comment']}: {comment}")
-    if props:
-        text.append(f"{L['properties']}: " + "; ".join(f"{k}={v}" for k, v in props.items()))
-    text.append(f"{object_type} {obj_name}" + (f": {'; '.join(obj_syn.values())}" if obj_syn else ""))
     el = node.el
     return Chunk(
-        id=f"{path}::{symbol}",
-        path=path,
+        id=f"{obj.path}::{symbol}",
+        path=obj.path,
         kind=chunk_kind,
         name=node.name,
-        owner=owner,
-        object_type=object_type,
+        owner=obj.owner,
+        object_type=obj.object_type,
         symbol=symbol,
         synonym=syn,
         comment=comment,
         types=types,
         properties=props,
         start_line=el.sourceline or 1,
-        end_line=lines.end_line(el),
-        name_range=lines.name_range(node.name_el, node.name),
-        text="\n".join(text),
+        end_line=obj.lines.end_line(el),
+        name_range=obj.lines.name_range(node.name_el, node.name),
+        text="\n".join(_field_text(obj, chunk_kind, node, syn, ts, types, comment, props)),
     )
+
+
+def _field_text(
+    obj: _Object,
+    chunk_kind: str,
+    node: Node,
+    syn: dict[str, str],
+    ts: tuple[str, dict[str, str]] | None,
+    types: list[str],
+    comment: str,
+    props: dict[str, str],
+) -> list[str]:
+    """The lines of a field chunk's text: kind and name with synonyms, its tabular section,
+    types, tooltips, comment, properties, and last the object's head line."""
+    L = obj.labels
+    text = [f"{L[chunk_kind]} {node.name}" + (f": {'; '.join(syn.values())}" if syn else "")]
+    if ts is not None:
+        ts_name, ts_syn = ts
+        text.append(f"{L['tabular_section']} {ts_name}" + (f": {'; '.join(ts_syn.values())}" if ts_syn else ""))
+    if types:
+        text.append(f"{L['type']}: {', '.join(types)}")
+    for t in multilang(node.get("ToolTip")).values():
+        if t not in syn.values():
+            text.append(f"{L['tooltip']}: {t}")
+    if comment:
+        text.append(f"{L['comment']}: {comment}")
+    if props:
+        text.append(f"{L['properties']}: " + "; ".join(f"{k}={v}" for k, v in props.items()))
+    text.append(f"{obj.object_type} {obj.name}" + (f": {'; '.join(obj.syn.values())}" if obj.syn else ""))
+    return text
 
 
 # ----------------------------------------------------------------------------- missing objects
@@ -959,17 +672,19 @@ def missing_objects(root: Path) -> list[Skip]:
         doc = _parse_file(cfg, "Configuration.xml", out)
         if doc is None:
             return out
-        obj, _ = _object_element(doc)
-        co = None if obj is None else next((c for c in obj if _ln(c) == "ChildObjects"), None)
+        obj, _ = object_element(doc)
+        co = None if obj is None else next((c for c in obj if local_name(c) == "ChildObjects"), None)
         for ch in co if co is not None else ():
-            folder = type_folder(_ln(ch))
-            name = _text(ch)
+            folder = type_folder(local_name(ch))
+            name = text_of(ch)
             if not folder or not name:
                 continue
             rel = f"{folder}/{name}.xml"
             if disk.find(rel) is None:
                 out.append(
-                    Skip(rel, "missing_on_disk", f"Configuration.xml lists {_ln(ch)}.{name}; {rel} is not on disk")
+                    Skip(
+                        rel, "missing_on_disk", f"Configuration.xml lists {local_name(ch)}.{name}; {rel} is not on disk"
+                    )
                 )
     elif info.format == "edt":
         collections = {f.lower(): f for f in OBJECT_TYPES}
@@ -980,9 +695,9 @@ def missing_objects(root: Path) -> list[Skip]:
             if doc is None:
                 continue
             for ch in doc:
-                if not isinstance(ch.tag, str) or len(ch) or _ln(ch).lower() not in collections:
+                if not isinstance(ch.tag, str) or len(ch) or local_name(ch).lower() not in collections:
                     continue
-                ref = _text(ch)
+                ref = text_of(ch)
                 cls, _, name = ref.partition(".")
                 folder = type_folder(cls)
                 if not folder or not name or "." in name:
@@ -1041,15 +756,13 @@ def _parse_file(full: Path, rel: str, out: list[Skip]):
         out.append(exc.to_skip(rel))
         return None
     try:
-        return etree.fromstring(data, _parser())
+        return etree.fromstring(data, xml_parser())
     except Exception as exc:
         out.append(Skip(rel, "invalid_xml", str(exc)))
         return None
 
 
 __all__ = [
-    "CONFIGURATION",
-    "EDT_CHILDREN",
     "FIELD_KINDS",
     "FIELD_PROPS",
     "OBJECT_PROPS",

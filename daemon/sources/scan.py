@@ -1,6 +1,6 @@
 """Scanning an export: which files to index, what each one is, and how to read it.
 
-Two layouts are recognised (see ``shared/corpora/QUIRKS.md`` §13 and §15):
+Two layouts are recognised:
 
 * **Designer** "dump to files": ``Configuration.xml`` at the export root; object
   descriptors ``<Folder>/<Name>.xml``; modules under ``<Folder>/<Name>/Ext/…``;
@@ -91,9 +91,6 @@ class ScanResult(msgspec.Struct, kw_only=True):
     unreadable_dirs: list[str] = []
 
 
-# ----------------------------------------------------------------------------- reading
-
-
 # ----------------------------------------------------------------------------- identity
 
 _CONFIG_MODULES = {
@@ -135,7 +132,7 @@ def module_identity(rel_path: str, fmt: str) -> ModuleIdentity | None:
 
     ``rel_path`` is relative to the export root (``/`` or ``\\`` separators; normalised to
     NFC). ``fmt`` is ``"designer"`` or ``"edt"`` (``"unknown"`` is treated as Designer with
-    an EDT fallback). Layouts (``QUIRKS.md`` §13, §15):
+    an EDT fallback). Layouts:
 
     * Designer ``CommonModules/X/Ext/Module.bsl`` -> (``ОбщийМодуль.X``, ``ОбщийМодуль``,
       ``common``); ``<Folder>/X/Ext/{Object,Manager,RecordSet,ValueManager}Module.bsl``;
@@ -383,8 +380,8 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
     """Walk ``root`` once (``os.scandir``) and classify every file.
 
     * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
-      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules
-      (``QUIRKS.md`` §15) and are skipped with reason ``edt_template``; other ``.bsl``
+      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules, and
+      are skipped with reason ``edt_template``; other ``.bsl``
       outside a project ``src`` are still indexed (kind ``other``).
     * ``metadata``: top-level object descriptors only: Designer ``<Folder>/<Name>.xml`` and
       nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
@@ -522,32 +519,9 @@ def _disk_dir(root: Path, rel: str) -> str | None:
 def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_ok: bool = False) -> ScanResult:
     """The walk behind :func:`scan_export` and :func:`scan_paths`. ``starts`` is a list of
     ``(relative folder, recursive, names or None)``: a non-recursive start with ``names``
-    looks only at those entries of the folder (NFC names)."""
-    fmt = info.format
-    srcs = sorted((p.src for p in info.projects if fmt == "edt"), key=len, reverse=True)
-    src_project = {p.src: p.path for p in info.projects}
-    modules: list[SourceFile] = []
-    metadata: list[SourceFile] = []
-    skipped: list[Skip] = []
-    unreadable_dirs: list[str] = []
-    deps: dict[str, list[str]] = {}
-    pages: list[SourceFile] = []
-
-    docs_layout = DocsLayout(root, info)
-
-    def project_of(rel: str) -> tuple[str, str] | None:
-        """(src prefix, project path) of an EDT path, or None if outside every src."""
-        for s in srcs:
-            if s == "":
-                return "", src_project[s]
-            if rel.startswith(s + "/"):
-                return s, src_project[s]
-        return None
-
-    def unreadable(rel: str, detail: str) -> None:
-        skipped.append(Skip(rel, "unreadable", detail))
-        unreadable_dirs.append(rel)
-
+    looks only at those entries of the folder (NFC names). ``missing_ok``: a start folder
+    that does not exist (or vanishes) is skipped silently instead of noted unreadable."""
+    walk = _Walk(root, info, max_file_bytes)
     stack: list[tuple[str, str, bool, set[str] | None]] = []
     for rel, recursive, names in starts:
         disk = _disk_dir(root, rel) if missing_ok else rel
@@ -563,166 +537,206 @@ def _scan(root: Path, info: ExportInfo, starts, max_file_bytes: int, *, missing_
         except OSError as exc:
             if missing_ok and isinstance(exc, (FileNotFoundError, NotADirectoryError)):
                 continue
-            unreadable(_nfc(drel), f"cannot list the folder: {exc}")
+            walk.unreadable(_nfc(drel), f"cannot list the folder: {exc}")
             continue
         with it:
-            while True:
-                try:
-                    e = next(it)
-                except StopIteration:
-                    break
-                except OSError as exc:  # readdir failed part-way (e.g. /proc/1/map_files)
-                    unreadable(_nfc(drel), f"listing the folder failed part-way, its other entries are unknown: {exc}")
-                    break
-                name = e.name
-                if only is not None and _nfc(name) not in only:
-                    continue
-                raw_rel = f"{drel}/{name}" if drel else name
-                try:
-                    is_dir = e.is_dir(follow_symlinks=False)
-                    is_link = not is_dir and e.is_symlink()
-                    is_file = not is_dir and not is_link and e.is_file(follow_symlinks=False)
-                except OSError as exc:  # could be a folder: its contents are unknown
-                    unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
-                    continue
-                if is_dir:
-                    if recursive and name not in _SKIP_DIRS:
-                        stack.append((e.path, raw_rel, True, None))
-                    continue
-                lower = name.lower()
-                is_bsl = lower.endswith(".bsl")
-                docs_dir = docs_layout.folder_of(raw_rel)
-                if docs_dir is not None and not (is_bsl or lower.endswith((".xml", ".mdo"))):
-                    docs_layout.scan_page(e, _nfc(raw_rel), raw_rel, docs_dir, is_file, is_link, pages, skipped)
-                    continue
-                if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
-                    if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
-                        skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + link_detail(e.path)))
-                    continue
-                rel = _nfc(raw_rel)
-                disk = raw_rel if raw_rel != rel else ""
-                special = None if is_file else special_kind(e, is_link)
-                if is_bsl:
-                    _scan_bsl(e, rel, disk, special, fmt, project_of, max_file_bytes, modules, skipped)
-                else:
-                    _scan_descriptor(e, rel, disk, special, fmt, project_of, max_file_bytes, metadata, skipped, deps)
-    for src in metadata:
-        d = deps.get(src.path)
-        if d:
-            src.deps = sorted(d)
-    modules.sort(key=lambda s: s.path)
-    metadata.sort(key=lambda s: s.path)
-    pages.sort(key=lambda s: s.path)
-    skipped.sort(key=lambda s: (s.path, s.reason))
-    return ScanResult(
-        info=info,
-        modules=modules,
-        metadata=metadata,
-        docs=pages,
-        skipped=skipped,
-        unreadable_dirs=sorted(set(unreadable_dirs)),
-    )
+            stack.extend(walk.folder(it, drel, recursive, only))
+    return walk.result()
 
 
-def _stat_within(e, rel: str, skipped: list[Skip], max_bytes: int):
-    """``_stat`` plus the size cap: ``None`` (and a ``too_large`` skip) above ``max_bytes``."""
-    st = _stat(e, rel, skipped)
-    if st is not None and st.st_size > max_bytes:
-        skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {max_bytes}"))
-        return None
-    return st
+class _Walk:
+    """What a scan has found so far, and how it classifies one folder entry."""
 
+    def __init__(self, root: Path, info: ExportInfo, max_file_bytes: int) -> None:
+        self.info, self.fmt, self.max_bytes = info, info.format, max_file_bytes
+        # EDT src folders, longest first (the innermost project wins)
+        self.srcs = sorted((p.src for p in info.projects if self.fmt == "edt"), key=len, reverse=True)
+        self.src_project = {p.src: p.path for p in info.projects}
+        self.modules: list[SourceFile] = []
+        self.metadata: list[SourceFile] = []
+        self.pages: list[SourceFile] = []
+        self.skipped: list[Skip] = []
+        self.unreadable_dirs: list[str] = []
+        self.deps: dict[str, list[str]] = {}  # descriptor -> its Designer form/template descriptors
+        self.docs_layout = DocsLayout(root, info)
 
-def _stat(e: os.DirEntry, rel: str, skipped: list[Skip]) -> os.stat_result | None:
-    try:
-        return e.stat(follow_symlinks=False)
-    except OSError as exc:
-        skipped.append(Skip(rel, "unreadable", str(exc)))
+    def project_of(self, rel: str) -> tuple[str, str] | None:
+        """(src prefix, project path) of an EDT path, or None if outside every src."""
+        for s in self.srcs:
+            if s == "":
+                return "", self.src_project[s]
+            if rel.startswith(s + "/"):
+                return s, self.src_project[s]
         return None
 
+    def unreadable(self, rel: str, detail: str) -> None:
+        """Note a folder whose contents are unknown (a skip and an unreadable dir)."""
+        self.skipped.append(Skip(rel, "unreadable", detail))
+        self.unreadable_dirs.append(rel)
 
-def _scan_bsl(e, rel, disk, special, fmt, project_of, max_bytes, modules, skipped) -> None:
-    parts = rel.split("/")
-    project = ""
-    if fmt == "edt":
-        if ".settings" in parts[:-1]:
-            skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
+    def folder(self, it, drel: str, recursive: bool, only: set[str] | None) -> list[tuple[str, str, bool, None]]:
+        """Classify the entries of one listed folder (``it``, an open ``os.scandir`` at
+        ``drel``; ``only``: the NFC names to look at, None for all); returns the sub-folders
+        to walk next (when ``recursive``)."""
+        subdirs: list[tuple[str, str, bool, None]] = []
+        while True:
+            try:
+                e = next(it)
+            except StopIteration:
+                break
+            except OSError as exc:  # readdir failed part-way (e.g. /proc/1/map_files)
+                self.unreadable(_nfc(drel), f"listing the folder failed part-way, its other entries are unknown: {exc}")
+                break
+            name = e.name
+            if only is not None and _nfc(name) not in only:
+                continue
+            raw_rel = f"{drel}/{name}" if drel else name
+            try:
+                is_dir = e.is_dir(follow_symlinks=False)
+                is_link = not is_dir and e.is_symlink()
+                is_file = not is_dir and not is_link and e.is_file(follow_symlinks=False)
+            except OSError as exc:  # could be a folder: its contents are unknown
+                self.unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
+                continue
+            if is_dir:
+                if recursive and name not in _SKIP_DIRS:
+                    subdirs.append((e.path, raw_rel, True, None))
+                continue
+            self.file(e, raw_rel, is_file, is_link)
+        return subdirs
+
+    def file(self, e: os.DirEntry, raw_rel: str, is_file: bool, is_link: bool) -> None:
+        """Classify one entry that is not a folder (``raw_rel``: its on-disk relative path)."""
+        lower = e.name.lower()
+        is_bsl = lower.endswith(".bsl")
+        docs_dir = self.docs_layout.folder_of(raw_rel)
+        if docs_dir is not None and not (is_bsl or lower.endswith((".xml", ".mdo"))):
+            self.docs_layout.scan_page(e, _nfc(raw_rel), raw_rel, docs_dir, is_file, is_link, self.pages, self.skipped)
             return
-        po = project_of(rel)
-        if po is not None:
-            project = po[1]
-    if special is not None:
-        skipped.append(Skip(rel, *special))
-        return
-    st = _stat_within(e, rel, skipped, max_bytes)
-    if st is None:
-        return
-    try:
-        nul = sniff_binary(e.path)
-    except SkipFile as exc:  # replaced by a link / FIFO since it was listed
-        skipped.append(exc.to_skip(rel))
-        return
-    if nul >= 0:
-        skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}"))
-        return
-    ident = module_identity(rel, fmt) or ModuleIdentity("", "", "other")
-    modules.append(
-        SourceFile(
-            path=rel,
-            size=st.st_size,
-            mtime_ns=st.st_mtime_ns,
-            owner=ident.owner,
-            object_type=ident.object_type,
-            module_kind=ident.module_kind,
-            project=project,
-            disk_path=disk,
+        if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
+            if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
+                self.skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + link_detail(e.path)))
+            return
+        rel = _nfc(raw_rel)
+        disk = raw_rel if raw_rel != rel else ""
+        special = None if is_file else special_kind(e, is_link)
+        if is_bsl:
+            self.bsl(e, rel, disk, special)
+        else:
+            self.descriptor(e, rel, disk, special)
+
+    def result(self) -> ScanResult:
+        """The scan's findings, each list sorted by path, descriptors with their ``deps``."""
+        for src in self.metadata:
+            d = self.deps.get(src.path)
+            if d:
+                src.deps = sorted(d)
+        self.modules.sort(key=lambda s: s.path)
+        self.metadata.sort(key=lambda s: s.path)
+        self.pages.sort(key=lambda s: s.path)
+        self.skipped.sort(key=lambda s: (s.path, s.reason))
+        return ScanResult(
+            info=self.info,
+            modules=self.modules,
+            metadata=self.metadata,
+            docs=self.pages,
+            skipped=self.skipped,
+            unreadable_dirs=sorted(set(self.unreadable_dirs)),
         )
-    )
 
+    def _stat(self, e: os.DirEntry, rel: str) -> os.stat_result | None:
+        """``e``'s ``lstat``, or None with an ``unreadable`` skip, or with a ``too_large``
+        skip when it is over the size cap."""
+        try:
+            st = e.stat(follow_symlinks=False)
+        except OSError as exc:
+            self.skipped.append(Skip(rel, "unreadable", str(exc)))
+            return None
+        if st.st_size > self.max_bytes:
+            self.skipped.append(Skip(rel, "too_large", f"{st.st_size} bytes > limit {self.max_bytes}"))
+            return None
+        return st
 
-def _scan_descriptor(e, rel, disk, special, fmt, project_of, max_bytes, metadata, skipped, deps) -> None:
-    parts = rel.split("/")
-    project = ""
-    if fmt == "edt":
-        if not rel.endswith(".mdo"):
-            return
-        po = project_of(rel)
-        if po is None:
-            return
-        src, project = po
-        sub = parts[len(src.split("/")) :] if src else parts
-    elif fmt == "designer":
-        if not rel.endswith(".xml"):
-            return
-        sub = parts
-        # form / template descriptors feed their owner's chunks
-        if len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
-            if special is not None:  # the metadata chunker will not read it either
-                skipped.append(Skip(rel, *special))
+    def bsl(self, e: os.DirEntry, rel: str, disk: str, special: tuple[str, str] | None) -> None:
+        """A ``.bsl`` file: a module to index, or a skip (EDT template, link, FIFO, too
+        large, binary)."""
+        project = ""
+        if self.fmt == "edt":
+            if ".settings" in rel.split("/")[:-1]:
+                self.skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
                 return
-            deps.setdefault(f"{parts[0]}/{parts[1]}.xml", []).append(rel)
+            po = self.project_of(rel)
+            if po is not None:
+                project = po[1]
+        if special is not None:
+            self.skipped.append(Skip(rel, *special))
             return
-    else:
-        return
-    if len(sub) < 2:
-        return
-    ident = _metadata_identity(sub)
-    if ident is None:
-        return
-    if special is not None:
-        skipped.append(Skip(rel, *special))
-        return
-    st = _stat_within(e, rel, skipped, max_bytes)
-    if st is None:
-        return
-    metadata.append(
-        SourceFile(
-            path=rel,
-            size=st.st_size,
-            mtime_ns=st.st_mtime_ns,
-            owner=ident[0],
-            object_type=ident[1],
-            project=project,
-            disk_path=disk,
+        st = self._stat(e, rel)
+        if st is None:
+            return
+        try:
+            nul = sniff_binary(e.path)
+        except SkipFile as exc:  # replaced by a link / FIFO since it was listed
+            self.skipped.append(exc.to_skip(rel))
+            return
+        if nul >= 0:
+            self.skipped.append(Skip(rel, "binary", f"NUL byte at offset {nul}"))
+            return
+        ident = module_identity(rel, self.fmt) or ModuleIdentity("", "", "other")
+        self.modules.append(
+            SourceFile(
+                path=rel,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                owner=ident.owner,
+                object_type=ident.object_type,
+                module_kind=ident.module_kind,
+                project=project,
+                disk_path=disk,
+            )
         )
-    )
+
+    def descriptor(self, e: os.DirEntry, rel: str, disk: str, special: tuple[str, str] | None) -> None:
+        """An ``.xml`` / ``.mdo`` file: a top-level object descriptor to index, a Designer
+        form or template descriptor (a dependency of its owner's), a skip, or nothing."""
+        parts = rel.split("/")
+        project = ""
+        if self.fmt == "edt":
+            po = self.project_of(rel) if rel.endswith(".mdo") else None
+            if po is None:
+                return
+            src, project = po
+            sub = parts[len(src.split("/")) :] if src else parts
+        elif self.fmt == "designer":
+            if not rel.endswith(".xml"):
+                return
+            sub = parts
+            # form / template descriptors feed their owner's chunks
+            if len(parts) == 4 and parts[0] in OBJECT_TYPES and parts[2] in ("Forms", "Templates"):
+                if special is not None:  # the metadata chunker will not read it either
+                    self.skipped.append(Skip(rel, *special))
+                    return
+                self.deps.setdefault(f"{parts[0]}/{parts[1]}.xml", []).append(rel)
+                return
+        else:
+            return
+        ident = _metadata_identity(sub) if len(sub) >= 2 else None
+        if ident is None:
+            return
+        if special is not None:
+            self.skipped.append(Skip(rel, *special))
+            return
+        st = self._stat(e, rel)
+        if st is None:
+            return
+        self.metadata.append(
+            SourceFile(
+                path=rel,
+                size=st.st_size,
+                mtime_ns=st.st_mtime_ns,
+                owner=ident[0],
+                object_type=ident[1],
+                project=project,
+                disk_path=disk,
+            )
+        )

@@ -1,5 +1,5 @@
-"""Name folding and identifier splitting shared by the tokenizer, the symbol-name channel
-and the embedding text.
+"""Name folding and identifier splitting shared by the tokenizer, the names channel and the
+embedded texts.
 
 1C identifiers are case-insensitive and ``ё`` is routinely typed as ``е`` (and vice
 versa), so every comparison goes through :func:`fold`.
@@ -32,9 +32,8 @@ def fold(text: str) -> str:
 
     Computed as NFC, casefold, then ``ё``→``е`` (the same result for every string:
     casefold maps per character and only ``Ё``/``ё`` fold to ``ё``; checked for every code
-    point by ``tests/engine/test_tokenize.py``), with ASCII text just lowercased. ``str.translate``
-    with a mapping was 3/4 of the old cost: 2.9 → 0.8 µs for ``ЗначениеРеквизитаОбъекта``,
-    0.8 → 0.12 µs for ``HTTPConnection`` (one core of the loaded 2-core dev box).
+    point by ``tests/engine/test_tokenize.py``), with ASCII text just lowercased: faster than
+    one ``str.translate`` with a mapping (``docs/internals.md``, "Tokenizer").
 
     >>> fold("ПолучитьСчёт") == fold("получитьсчет")
     True

@@ -27,7 +27,7 @@ from .tokenize import FUNCTION_WORDS, _stem
 LEXICON_PATH = Path(__file__).resolve().parents[1] / "data" / "lexicon_1c.json"
 #: Letters of a stem that name its morphological family (``отправ``, ``отправк``,
 #: ``отправля`` are one family): chosen with the lexicon's thresholds on held-out SSL name
-#: pairs (tools/build_lexicon.py), family precision 0.77 / recall 0.92.
+#: pairs (``tools/build_lexicon.py``; ``docs/internals.md``, "Cross-language lexicon").
 FAMILY_PREFIX = 5
 
 # English question and function words that the Russian list (FUNCTION_WORDS: где, когда, как,
@@ -175,7 +175,7 @@ class Lexicon:
 
 @lru_cache(maxsize=1)
 def default_lexicon() -> Lexicon:
-    """The shipped lexicon, read once per process (~110 KB, ~10 ms)."""
+    """The shipped lexicon, read once per process."""
     return Lexicon.load()
 
 

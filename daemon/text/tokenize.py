@@ -25,19 +25,14 @@ Rules (documents and queries alike, except where noted):
   ``нф-001`` must still meet the document's ``нф-001``; an unknown query token costs nothing).
 * **Short tokens.** One-letter tokens are dropped (loop variables, the ``В`` of
   ``ВыгрузитьВExcel``, table aliases ``Т.Ссылка``): they carry no meaning and are frequent.
-  Digits are kept, also single digits (``ОтправитьSMS2``, ``1С``). Measured as above, keeping
-  or dropping all one-character tokens moved nDCG@10 by less than 0.02 either way (2 % of
-  the tokens); this middle rule was marginally best.
+  Digits are kept, also single digits (``ОтправитьSMS2``, ``1С``).
 * **Stopwords** (``stopwords=True``; off by default): :data:`KEYWORDS` (BSL statements,
   literals, directives, ru + en) are dropped as whole words only (``КонецЕсли`` gives nothing,
   but ``ВозвратТоваров`` keeps ``возврат``), :data:`FUNCTION_WORDS` (prepositions, conjunctions,
   pronouns) as whole words and as parts (``ЗначениеИзСтроки`` gives ``значениеизстроки``,
-  ``значение``, ``строки``). Measured on the 31,577 ssl31-ru method texts (doc comment + body):
-  they are 16 % of the tokens (5.52 M → 4.65 M; 6.46 M → 5.30 M with stemming), yet BM25 over
-  those texts ranked the 54 dev ``semantic`` queries slightly *worse* with them dropped
-  (file-level nDCG@10 0.672 → 0.635 with stemming, 0.571 → 0.555 without): the keywords mostly
-  lengthen code-heavy methods, and dropping them shifts BM25's length normalisation towards
-  them. Query time is the same either way (p50 under 0.5 ms). Hence off by default.
+  ``значение``, ``строки``). Off by default: dropping them made BM25 rank slightly *worse*
+  (the keywords mostly lengthen code-heavy methods, and dropping them shifts BM25's length
+  normalisation towards those).
 * **Stemming** (``stem=True``): the Snowball Russian (Cyrillic words) or English (Latin words)
   stemmer from PyStemmer is applied to the *word parts*, never to whole identifiers or pair
   tokens: ``Пользователи`` gives ``пользователи`` and ``пользовател``,
@@ -51,13 +46,9 @@ frequency matters for BM25.
 
 Speed: expansion of one raw compound is cached (a dict whose ``__missing__`` expands, so a
 known compound costs no Python call and the token list is concatenated in C); identifiers
-repeat so much that tokenizing all 38,570 chunk texts of ssl31-ru (methods, module headers,
-metadata; 35.7 M characters) takes 1.9 s (2.0 s stemmed) of CPU with cold caches and 1.1 s
-(1.2 s) warm on one core of the (shared, loaded) dev box, two thirds of that the
-``re.findall`` of the compounds (cold was 2.4 / 2.6 s before the faster
-:func:`daemon.text.folding.fold`; the C-level concatenation measured no faster than a Python loop
-over the compounds, warm 1.1 s either way). The caches are plain dicts of at most 262,144 entries each, dropped
-when full; ssl31-ru fills 165k compound + 89k word entries, ~70 MB with interned tokens.
+repeat so much that most compounds are cache hits. The caches are plain dicts of at most
+:data:`_CACHE_MAX` entries each, dropped when full. The measurements behind these rules and
+the tokenizer's speed: ``docs/internals.md``, "Tokenizer".
 """
 
 from __future__ import annotations
@@ -157,8 +148,9 @@ _compound_caches: dict[tuple[bool, bool, bool], "_CompoundCache"] = {}
 
 
 def clear_caches() -> None:
-    """Drop the expansion caches (about 70 MB after tokenizing all of ssl31-ru; each cache
-    is also dropped by itself when it exceeds 262,144 entries). Call after a bulk index build;
+    """Drop the expansion caches (tens of MB after tokenizing a large configuration; each
+    cache is also dropped by itself when it exceeds :data:`_CACHE_MAX` entries). Call after a
+    bulk index build;
     later incremental updates refill only what they need."""
     _word_caches.clear()
     _compound_caches.clear()
@@ -204,7 +196,7 @@ def _expand(compound: str, stem: bool, stopwords: bool, query: bool) -> tuple[st
                 out.extend(_word(piece, stem, stopwords))
         else:
             out.extend(_word(seg, stem, stopwords))
-    for left, right in zip(segments, segments[1:]):
+    for left, right in zip(segments, segments[1:], strict=False):
         if (
             "-" not in left
             and "-" not in right
@@ -268,6 +260,8 @@ def tokenize_query(text: str, *, stem: bool = False, stopwords: bool = False) ->
     only stopwords (``"Если"``), gives ``[]``; callers treat that as "no lexical evidence".
 
     >>> tokenize_query("ЗнРекОб для Справочник.Пользователи, для НФ-001")
-    ['знрекоб', 'зн', 'рек', 'об', 'для', 'справочник', 'пользователи', 'справочник.пользователи', 'нф-001', 'нф', '001']
+    ... # doctest: +NORMALIZE_WHITESPACE
+    ['знрекоб', 'зн', 'рек', 'об', 'для', 'справочник', 'пользователи', 'справочник.пользователи',
+     'нф-001', 'нф', '001']
     """
     return list(dict.fromkeys(_tokens(text, stem, stopwords, True)))

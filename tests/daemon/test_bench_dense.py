@@ -36,7 +36,7 @@ def test_exact_topk_and_recall():
     data = rng.standard_normal((70000, 8)).astype(np.float32)  # > one 65,536-row block
     qs = rng.standard_normal((5, 8)).astype(np.float32)
     truth = exact_topk(data, qs, 20)
-    for q, t in zip(qs, truth):
+    for q, t in zip(qs, truth, strict=True):
         assert t.tolist() == np.argsort(-(data @ q), kind="stable")[:20].tolist()
     assert recall_at([t.tolist() for t in truth], truth, 10) == 1.0
     assert recall_at([list(range(70000, 70020))] * 5, truth, 10) == 0.0

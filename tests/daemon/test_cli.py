@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 
-from daemon.cli.main import sample_export_dir
+from daemon.cli.bench import sample_export_dir
 
 SAMPLE = sample_export_dir()
 

@@ -15,10 +15,14 @@ from types import SimpleNamespace
 import psutil
 import pytest
 
+from daemon import notes
 from daemon.cli import main as cli
-from daemon.server import runtime
-from daemon.options import ENV_VARS, SettingError, check_embedder_spec, resolve
+from daemon.cli.daemon_cmds import daemon_spawn_args
 from daemon.cli.progress import StageProgress, progress_line
+from daemon.cli.search import must_wait
+from daemon.options import ENV_VARS, SettingError, check_embedder_spec, resolve
+from daemon.server import runtime
+from daemon.server.runtime import export_problem
 from tests.daemon_helpers import copy_sample, run_cli, wait_until
 
 LEXICAL_ENV = {**os.environ, "BSL_LENS_EMBEDDER": "none"}
@@ -98,7 +102,7 @@ def test_shared_cache_flag_over_environment_over_default(command, flags, env, wa
     args = cli.parse_args(list(SHARED_CACHE_COMMANDS[command]) + flags, env=env)
     assert (args.shared_cache, args.shared_cache_mode) == want
     if command in ("daemon start", "daemon restart"):
-        spawn = cli._daemon_spawn_args(args)
+        spawn = daemon_spawn_args(args)
         if want[0]:
             assert spawn[spawn.index("--shared-cache") + 1] == want[0]
             assert spawn[spawn.index("--shared-cache-mode") + 1] == want[1]
@@ -151,7 +155,7 @@ def test_embedder_flag_over_environment_over_default_in_every_command(command, f
     assert args.embedder == want
     if command.startswith("daemon ") and command != "daemon run":
         # what a started daemon is told (the spawned `daemon run` gets it as a flag)
-        spawn = cli._daemon_spawn_args(args)
+        spawn = daemon_spawn_args(args)
         assert spawn[spawn.index("--embedder") + 1] == want
     if command == "mcp":
         from mcp_bridge.serve import spawn_args
@@ -303,17 +307,17 @@ def test_no_daemon_and_no_index_dir_for_a_missing_root_or_a_folder_that_is_not_a
 
 def test_export_problem_accepts_exports_and_loose_modules(tmp_path):
     root = copy_sample(tmp_path / "export")
-    assert cli.export_problem(root) is None
+    assert export_problem(root) is None
     loose = tmp_path / "loose" / "deep"
     loose.mkdir(parents=True)
     (loose / "Модуль.bsl").write_text("Процедура А()\nКонецПроцедуры\n", encoding="utf-8")
-    assert cli.export_problem(tmp_path / "loose") is None  # .bsl modules only: still indexable
+    assert export_problem(tmp_path / "loose") is None  # .bsl modules only: still indexable
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert "no 1C export under" in cli.export_problem(empty)
+    assert "no 1C export under" in export_problem(empty)
     f = tmp_path / "file.txt"
     f.write_text("x")
-    assert "not a directory" in cli.export_problem(f)
+    assert "not a directory" in export_problem(f)
 
 
 # ------------------------------------------------------------------------------ progress
@@ -396,7 +400,7 @@ def test_status_text_shows_the_stage_with_counts_and_eta():
         "watcher": {"mode": "off"},
         "latency": {},
     }
-    text = cli.format_status(d)
+    text = notes.format_status(d)
     assert "export:   not indexed yet: 0 modules" in text
     assert "indexing: lexical: reading and chunking: 400/4513 files (9%), 77.6/s, ETA 53s" in text
     assert "first index" in text
@@ -404,15 +408,15 @@ def test_status_text_shows_the_stage_with_counts_and_eta():
 
 def test_waiting_says_what_the_daemon_is_doing():
     ns = SimpleNamespace
-    assert "for the first time" in cli._wait_phrase(ns(state="indexing", root="/r", chunks=0, files=0, modules=0))
-    warm = cli._wait_phrase(ns(state="indexing", root="/r", chunks=38570, files=4513, modules=1926))
+    assert "for the first time" in notes.daemon_activity(ns(state="indexing", root="/r", chunks=0, files=0, modules=0))
+    warm = notes.daemon_activity(ns(state="indexing", root="/r", chunks=38570, files=4513, modules=1926))
     assert "up to date" in warm and "first" not in warm
-    assert "loading" in cli._wait_phrase(ns(state="loading", root="/r", chunks=0, files=0, modules=0))
-    assert "starting" in cli._wait_phrase(ns(state="starting", root="/r", chunks=0, files=0, modules=0))
+    assert "loading" in notes.daemon_activity(ns(state="loading", root="/r", chunks=0, files=0, modules=0))
+    assert "starting" in notes.daemon_activity(ns(state="starting", root="/r", chunks=0, files=0, modules=0))
     # search waits for a first index or a load, not for a warm index being brought up to date
-    assert cli._must_wait(ns(state="indexing", chunks=0)) and cli._must_wait(ns(state="loading", chunks=0))
-    assert cli._must_wait(ns(state="starting", chunks=0)) and not cli._must_wait(ns(state="ready", chunks=0))
-    assert not cli._must_wait(ns(state="indexing", chunks=38570))
+    assert must_wait(ns(state="indexing", chunks=0)) and must_wait(ns(state="loading", chunks=0))
+    assert must_wait(ns(state="starting", chunks=0)) and not must_wait(ns(state="ready", chunks=0))
+    assert not must_wait(ns(state="indexing", chunks=38570))
 
 
 @pytest.mark.slow
@@ -465,7 +469,7 @@ def test_first_index_in_the_daemon_reports_eta_and_runs_at_normal_priority(daemo
 
 
 def test_mcp_refuses_a_root_with_nothing_to_index(tmp_path):
-    from mcp_bridge.links import resolve_roots
+    from daemon.cli.servers import resolve_roots
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -504,12 +508,12 @@ def test_status_text_totals_the_skipped_files_and_a_docs_root_counts_pages():
         ],
         "counters": {"jobs": 4, "vectors_embedded": 0},
     }
-    text = cli.format_status(d)  # the bad pages are said without -v; -v lists them
+    text = notes.format_status(d)  # the bad pages are said without -v; -v lists them
     assert "skipped:  binary 2, too_large 1 (-v lists them)" in text and "big.md" not in text
-    verbose = cli.format_status(d, verbose=1)
+    verbose = notes.format_status(d, verbose=1)
     assert "big.md: too_large (20971627 bytes" in verbose and "counters: jobs 4, vectors embedded 0" in verbose
     ns = SimpleNamespace
-    warm = cli._wait_phrase(
+    warm = notes.daemon_activity(
         ns(state="indexing", root="/r", chunks=498, files=49, modules=0, format="docs", docs_pages=49)
     )
     assert "(49 pages indexed so far)" in warm

@@ -29,7 +29,7 @@ def test_percentile_edges():
 
 def test_every_bench_report_starts_with_the_same_header(sample_root):
     """``bsl-lens bench`` (the engine bench, lexical only on the sample export): the one
-    report shape of every bench (daemon.cli.main._print_report): bench, cpu_count, load_avg, then
+    report shape of every bench (daemon.cli.bench.print_report): bench, cpu_count, load_avg, then
     the measurements."""
     import json
     import os

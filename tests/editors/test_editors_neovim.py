@@ -124,7 +124,7 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
     assert "no bsl-lens" not in cmds["status_text"], cmds["status_text"]
     lines = [ln for ln in cmds["status_text"].splitlines() if ln.strip()]
     assert len(lines) == 2, lines
-    for root, line in zip((sample_root, root2), lines):
+    for root, line in zip((sample_root, root2), lines, strict=True):
         assert f"({root}): ready; daemon ready, 32 files, 68 methods" in line, line
     folders = cmds["status"]["folders"]
     assert sorted(Path(f["path"]).resolve() for f in folders) == sorted([sample_root.resolve(), root2.resolve()])
@@ -142,7 +142,8 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
         assert got["title"] == f"bsl-lens: {SEARCH}"
         paths = {Path(it["filename"]).resolve() for it in got["items"]}
         assert paths and all(p.is_relative_to(root.resolve()) for p in paths), (root, sorted(paths))
-        return {(Path(it["filename"]).resolve().relative_to(root.resolve()).as_posix(), it["text"]) for it in got["items"]}
+        base = root.resolve()
+        return {(Path(it["filename"]).resolve().relative_to(base).as_posix(), it["text"]) for it in got["items"]}
 
     def has_hit(hits: set) -> bool:
         rel, name = SEARCH_HIT

@@ -93,7 +93,9 @@ def test_every_install_script_is_reviewed():
     """Every locked package with an install script has an ``allowScripts`` entry, and
     ``.npmrc`` makes an unreviewed one fail ``npm ci`` (npm 11.16+)."""
     lock = json.loads((VSCODE / "package-lock.json").read_text(encoding="utf-8"))
-    with_scripts = {p.rsplit("node_modules/", 1)[1] for p, e in lock["packages"].items() if p and e.get("hasInstallScript")}
+    with_scripts = {
+        p.rsplit("node_modules/", 1)[1] for p, e in lock["packages"].items() if p and e.get("hasInstallScript")
+    }
     assert with_scripts, "the lockfile lists no package with install scripts (esbuild has one)"
     allowed = {k.rsplit("@", 1)[0] if k.rfind("@") > 0 else k for k in PKG["allowScripts"]}
     assert with_scripts <= allowed, with_scripts - allowed

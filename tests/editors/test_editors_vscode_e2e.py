@@ -52,7 +52,9 @@ CODE_SERVER_VERSION = "4.100.3"
 CODE_SERVER = Path(
     os.environ.get(
         "BSL_LENS_CODE_SERVER",
-        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "bsl-lens-ci" / f"code-server-{CODE_SERVER_VERSION}",
+        Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache"))
+        / "bsl-lens-ci"
+        / f"code-server-{CODE_SERVER_VERSION}",
     )
 )
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -207,7 +209,8 @@ class CodeServer:
             start_new_session=True,  # its extension host and the language server share the group
         )
         self.pgid = self.proc.pid
-        wait_until(self._healthy, timeout=STEP, what=f"code-server on 127.0.0.1:{self.port} ({tmp / 'code-server.log'})")
+        what = f"code-server on 127.0.0.1:{self.port} ({tmp / 'code-server.log'})"
+        wait_until(self._healthy, timeout=STEP, what=what)
 
     @property
     def url(self) -> str:
@@ -322,7 +325,8 @@ def test_vscode_extension_in_code_server(tmp_path, sample_root, daemons):
                 item.first.hover()
                 hover = page.locator(".workbench-hover, .monaco-hover").filter(has_text="68 methods")
                 hover.first.wait_for(timeout=STEP * 1000)
-                assert "export: ready: 32 files, 68 methods, up to date" in hover.first.inner_text(), hover.first.inner_text()
+                shown = hover.first.inner_text()
+                assert "export: ready: 32 files, 68 methods, up to date" in shown, shown
                 page.screenshot(path=str(ARTIFACTS / "1-status-bar-ready.png"))
                 page.mouse.move(700, 400)
 

@@ -1,4 +1,4 @@
-"""daemon.index.embed.EmbeddingCache keeps the rows of its file memory-mapped, not on the heap.
+"""daemon.index.embed_cache.EmbeddingCache keeps the rows of its file memory-mapped, not on the heap.
 
 The cache is the second copy of every vector (hnswlib holds the first): ~1.1 GiB at ERP size
 (``bsl-lens bench --dense-synthetic 769435``). These tests check that a loaded cache reads
@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from daemon.index.embed import EmbeddingCache, text_hash
+from daemon.index.embed_cache import EmbeddingCache, text_hash
 
 DIM = 384
 

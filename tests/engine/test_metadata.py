@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 from conftest import EVAL_DIR
 
-from daemon.sources.metadata import FIELD_KINDS, chunk_metadata, chunk_metadata_bytes, missing_objects
 from daemon.contract import METADATA_KINDS, Chunk
 from daemon.sources.files import SourceFile
+from daemon.sources.metadata import FIELD_KINDS, chunk_metadata, chunk_metadata_bytes, missing_objects
 from daemon.sources.scan import scan_export
 
 _SCANS: dict[Path, object] = {}
+
 _CHUNKS: dict[Path, tuple[list[Chunk], list]] = {}
 
 
@@ -55,9 +56,6 @@ def _line(root: Path, rel: str, line1: int) -> str:
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     return data.decode("utf-8").split("\n")[line1 - 1]
-
-
-# ----------------------------------------------------------------------------- Designer, ru
 
 
 def test_catalog_users_ru(ssl_ru):
@@ -182,9 +180,6 @@ def test_nested_subsystem(ssl_ru):
     assert "КонтрольРаботыПользователей" in parent.text
 
 
-# ----------------------------------------------------------------------------- Designer, en
-
-
 def test_catalog_users_en(ssl_en):
     by = _chunk(ssl_en, "Catalogs/Users.xml")
     obj = by[None]
@@ -198,9 +193,6 @@ def test_catalog_users_en(ssl_en):
     assert by["Реквизит:ContactInformation.Type"].kind == "attribute"
     acc = _chunk(ssl_en, "Catalogs/EmailAccounts.xml")
     assert acc["Реквизит:OutgoingMailServer"].types and acc["Реквизит:OutgoingMailServerPort"].types
-
-
-# ----------------------------------------------------------------------------- gold set
 
 
 def _gold_metadata_items():
@@ -288,9 +280,6 @@ def test_field_symbols_match_the_gold_resolver_on_every_descriptor(fixture, requ
                 assert vg.md_symbol_error(str(root / rel), sym) is None, (rel, sym)
 
 
-# ----------------------------------------------------------------------------- whole corpus
-
-
 @pytest.mark.slow
 def test_full_corpus_scan_and_chunking_ru(ssl_ru):
     t0 = time.perf_counter()
@@ -330,9 +319,6 @@ def test_positions_point_at_the_names(fixture, request):
         assert l0 == l1, c.id
         line = lines[l0]
         assert line.encode("utf-16-le")[2 * a : 2 * b].decode("utf-16-le") == c.name, c.id
-
-
-# ----------------------------------------------------------------------------- EDT
 
 
 def test_edt_catalog_kontragenty(yaxunit):
@@ -386,9 +372,6 @@ def test_edt_document_register_and_services(yaxunit):
     assert Counter(c.kind for c in chunks)["object"] == 452
 
 
-# ----------------------------------------------------------------------------- broken files
-
-
 def test_truncated_and_invalid_xml_become_skips(ssl_ru, tmp_path):
     src = (ssl_ru / "Catalogs/Пользователи.xml").read_bytes()
     (tmp_path / "Catalogs").mkdir()
@@ -427,52 +410,6 @@ def test_broken_form_descriptor_costs_only_its_synonym(ssl_ru, tmp_path):
 
 
 _MD = "http://v8.1c.ru/8.3/MDClasses"
-_EDT = "http://g5.1c.ru/v8/dt/metadata/mdclass"
-
-
-def test_valid_xml_that_is_not_a_1c_object_is_not_metadata(tmp_path):
-    rel = "Catalogs/Валюты.xml"
-    source = SourceFile(path=rel, size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник")
-    props = "<Properties><Name>Валюты</Name></Properties>"
-    cases = {
-        "foreign root": b"<foo><bar/></foo>",
-        "no namespace": f"<MetaDataObject><Catalog>{props}</Catalog></MetaDataObject>".encode(),
-        "other namespace": f'<MetaDataObject xmlns="urn:x"><Catalog>{props}</Catalog></MetaDataObject>'.encode(),
-        "foreign object element": f'<MetaDataObject xmlns="{_MD}"><foo>{props}</foo></MetaDataObject>'.encode(),
-        "another type": f'<MetaDataObject xmlns="{_MD}"><Document>{props}</Document></MetaDataObject>'.encode(),
-        "empty": f'<MetaDataObject xmlns="{_MD}"/>'.encode(),
-        "EDT element of another namespace": b'<m:Catalog xmlns:m="urn:x"><name>X</name></m:Catalog>',
-        "EDT element without namespace": b"<Catalog><name>X</name></Catalog>",
-        "EDT element of another type": f'<mdclass:Document xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Document>'.encode(),
-        "EDT non-object element": f'<mdclass:Foo xmlns:mdclass="{_EDT}"><name>X</name></mdclass:Foo>'.encode(),
-    }
-    for case, data in cases.items():
-        chunks, skips = chunk_metadata_bytes(data, source, "designer")
-        assert chunks == [], case
-        assert [(s.path, s.reason) for s in skips] == [(rel, "not_metadata")], case
-        assert skips[0].detail, case
-    # the same through chunk_metadata (the tester's case), in both formats
-    (tmp_path / "Catalogs").mkdir()
-    (tmp_path / rel).write_bytes(b"<foo><bar/></foo>")
-    chunks, skips = chunk_metadata(tmp_path, source, "designer")
-    assert chunks == [] and [(s.path, s.reason) for s in skips] == [(rel, "not_metadata")]
-    mdo = SourceFile(
-        path="src/Catalogs/Валюты/Валюты.mdo", size=1, mtime_ns=1, owner="Справочник.Валюты", object_type="Справочник"
-    )
-    chunks, skips = chunk_metadata_bytes(b"<foo><bar/></foo>", mdo, "edt")
-    assert chunks == [] and [s.reason for s in skips] == ["not_metadata"]
-    # genuine minimal objects still chunk, in both formats; without a known type any 1C class is accepted
-    good = f'<MetaDataObject xmlns="{_MD}"><Catalog>{props}</Catalog></MetaDataObject>'.encode()
-    chunks, skips = chunk_metadata_bytes(good, source, "designer")
-    assert skips == [] and chunks[0].owner == "Справочник.Валюты"
-    edt = f'<mdclass:Catalog xmlns:mdclass="{_EDT}"><name>Валюты</name></mdclass:Catalog>'.encode()
-    chunks, skips = chunk_metadata_bytes(edt, mdo, "edt")
-    assert skips == [] and chunks[0].owner == "Справочник.Валюты"
-    bare = SourceFile(path="Catalogs/Валюты.xml", size=1, mtime_ns=1)
-    chunks, skips = chunk_metadata_bytes(good, bare, "designer")
-    assert skips == [] and chunks[0].object_type == "Справочник"
-    chunks, skips = chunk_metadata_bytes(b"<foo/>", bare, "designer")
-    assert chunks == [] and [s.reason for s in skips] == ["not_metadata"]
 
 
 def test_descriptor_reads_do_not_follow_links_or_open_fifos(ssl_ru, tmp_path):
@@ -514,41 +451,6 @@ def test_descriptor_reads_do_not_follow_links_or_open_fifos(ssl_ru, tmp_path):
     fifo = SourceFile(path="Catalogs/Труба.xml", size=1, mtime_ns=1, owner="Справочник.Труба", object_type="Справочник")
     chunks, skips = chunk_metadata(root, fifo, "designer")
     assert chunks == [] and [s.reason for s in skips] == ["not_regular"]
-
-
-def test_missing_objects_finds_nfd_named_objects_and_edt_projects(tmp_path):
-    import unicodedata
-
-    nfd = unicodedata.normalize("NFD", "Йогурт")
-    proj = tmp_path / nfd / "src"
-    (proj / "Configuration").mkdir(parents=True)
-    (proj / "Configuration/Configuration.mdo").write_text(
-        f'<mdclass:Configuration xmlns:mdclass="{_EDT}"><name>К</name><catalogs>Catalog.Йогурт</catalogs>'
-        "<catalogs>Catalog.Нет</catalogs></mdclass:Configuration>",
-        encoding="utf-8",
-    )
-    (proj / "Catalogs" / nfd).mkdir(parents=True)
-    (proj / "Catalogs" / nfd / f"{nfd}.mdo").write_text(
-        f'<mdclass:Catalog xmlns:mdclass="{_EDT}"><name>Йогурт</name></mdclass:Catalog>', encoding="utf-8"
-    )
-    notes = missing_objects(tmp_path)
-    assert [(s.path, s.reason) for s in notes] == [("Йогурт/src/Catalogs/Нет/Нет.mdo", "missing_on_disk")]
-    # Designer: Configuration.xml names the objects in NFC, the dump wrote NFD names
-    designer = tmp_path / "designer"
-    (designer / "CommonModules" / nfd).mkdir(parents=True)
-    (designer / "Configuration.xml").write_text(
-        f'<MetaDataObject xmlns="{_MD}"><Configuration><Properties><Name>К</Name></Properties><ChildObjects>'
-        "<Catalog>Йогурт</Catalog><CommonModule>Йогурт</CommonModule><Catalog>Нет</Catalog>"
-        "</ChildObjects></Configuration></MetaDataObject>",
-        encoding="utf-8",
-    )
-    (designer / "Catalogs").mkdir()
-    (designer / "Catalogs" / f"{nfd}.xml").write_bytes(b"<x/>")
-    (designer / "CommonModules" / f"{nfd}.xml").write_bytes(b"<x/>")
-    assert [s.path for s in missing_objects(designer)] == ["Catalogs/Нет.xml"]
-
-
-# ----------------------------------------------------------------------------- missing objects
 
 
 def test_missing_objects_ru(ssl_ru):

@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 import pytest_lsp
@@ -444,7 +445,7 @@ async def test_warmup_spawns_daemons_with_progress_and_merges_folders(two_roots,
         assert {"bsl-lens: indexing a", "bsl-lens: indexing b"} <= titles
         res = await symbols(lsp, "ИННСоответствуетТребованиям")
         uris = [s.location.uri for s in res if s.name == "ИННСоответствуетТребованиям"]
-        rel = "CommonModules/%D0%A0%D0%B0%D0%B1%D0%BE%D1%82%D0%B0%D0%A1%D0%9A%D0%BE%D0%BD%D1%82%D1%80%D0%B0%D0%B3%D0%B5%D0%BD%D1%82%D0%B0%D0%BC%D0%B8/Ext/Module.bsl"
+        rel = f"CommonModules/{quote('РаботаСКонтрагентами')}/Ext/Module.bsl"
         assert uris[:2] == [f"{a.as_uri()}/{rel}", f"{b.as_uri()}/{rel}"]  # the folders take turns, in folder order
         assert len(res) <= 50
         for f in st["folders"]:

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 from daemon_helpers import REPO, TIMEOUT, Daemons, DaemonHandle, run_cli, wait_until
 
-from mcp_bridge.links import RootLink, resolve_roots, root_names
+from daemon.cli.servers import resolve_roots
+from mcp_bridge.links import RootLink, root_names
 from mcp_bridge.models import (
     FindSymbolOutput,
     MethodOutput,
@@ -36,7 +37,7 @@ from mcp_bridge.models import (
     StatusOutput,
 )
 from mcp_bridge.serve import is_loopback, origin_allowed
-from mcp_bridge.server import MAX_READ_LINES, MAX_TOP_K, build_server
+from mcp_bridge.server import MAX_READ_LINES, MAX_TOP_K, SIZE_BUDGETS, build_server
 
 LEXICAL = ("--embedder", "none", "--watch", "off")
 SPAWN_LEXICAL = ["--embedder", "none", "--watch", "off"]
@@ -159,7 +160,7 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
         "stale",
         "warming",
         "hits",
-        "index",
+        "note",
     }
 
 
@@ -167,7 +168,10 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
 def test_search_by_name_words_and_filters(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
-            by_name = ok(await c.call_tool("search", {"query": "СообщитьПользователю", "top_k": 3}), SearchOutput)
+            by_name = ok(
+                await c.call_tool("search", {"query": "СообщитьПользователю", "top_k": 3, "detail": True}), SearchOutput
+            )
+            compact = ok(await c.call_tool("search", {"query": "СообщитьПользователю", "top_k": 3}), SearchOutput)
             words = ok(await c.call_tool("search", {"query": "значение реквизита объекта"}), SearchOutput)
             exported = ok(
                 await c.call_tool("search", {"query": "реквизит", "scope": "code", "export_only": True, "top_k": 20}),
@@ -186,28 +190,41 @@ def test_search_by_name_words_and_filters(ssl):
                 SearchOutput,
             )
             forms = ok(
-                await c.call_tool("search", {"query": "при создании на сервере", "module_kind": "form", "top_k": 5}),
+                await c.call_tool(
+                    "search", {"query": "при создании на сервере", "module_kind": "form", "top_k": 5, "detail": True}
+                ),
                 SearchOutput,
             )
-            return by_name, words, exported, meta, prefix, forms
+            return by_name, compact, words, exported, meta, prefix, forms
 
-    by_name, words, exported, meta, prefix, forms = run(main())
+    by_name, compact, words, exported, meta, prefix, forms = run(main())
     top = by_name.hits[0]
     assert (top.name, top.kind, top.module_kind, top.export) == ("СообщитьПользователю", "procedure", "common", True)
     assert top.path in (MODULE, "CommonModules/ОбщегоНазначенияКлиент/Ext/Module.bsl")
     assert top.qualified_name.endswith(".СообщитьПользователю") and top.owner.startswith("ОбщийМодуль.")
-    assert top.match == "exact" and top.ranks["names"] == 1 and top.rank == 1
+    assert top.match == "exact" and top.ranks["names"] == 1
     assert top.snippet.startswith("// Формирует и выводит сообщение")  # the doc comment first (then the signature)
     assert top.signature.startswith("Процедура СообщитьПользователю(")
     assert top.start_line < top.line < top.end_line
     assert (by_name.shown, by_name.truncated) == (3, by_name.total > 3)
     assert by_name.root == "ssl" and by_name.mode == "hybrid"
-    assert not by_name.warming and by_name.index.state == "ready" and not by_name.index.dense_enabled
+    assert not by_name.warming and by_name.index.state == "ready" and not by_name.index.dense_total
     assert not by_name.stale and not any(h.stale for h in by_name.hits)
-    assert any(h.name == "ЗначениеРеквизитаОбъекта" for h in words.hits[:5])
+    # the compact answer: where, what, a summary of the doc comment; the rest on request
+    first = compact.hits[0]
+    assert (first.path, first.line, first.qualified_name, first.match) == (
+        top.path,
+        top.line,
+        top.qualified_name,
+        "exact",
+    )
+    assert first.summary.startswith("Формирует и выводит сообщение") and len(first.summary) <= 120
+    assert (first.name, first.signature, first.snippet, first.ranks, first.start_line) == ("", "", "", {}, 0)
+    assert compact.index is None and compact.mode == ""
+    assert any(h.qualified_name.endswith(".ЗначениеРеквизитаОбъекта") for h in words.hits[:5])
     assert exported.hits and all(h.export and h.kind in ("procedure", "function") for h in exported.hits)
     assert meta.hits and all(
-        h.object_type == "Справочник" and h.kind not in ("procedure", "function") for h in meta.hits
+        h.qualified_name.startswith("Справочник.") and h.kind not in ("procedure", "function") for h in meta.hits
     )
     assert prefix.hits and all(h.path.startswith("CommonModules/ОбщегоНазначенияКлиент/") for h in prefix.hits)
     assert forms.hits and all(h.module_kind == "form" for h in forms.hits)
@@ -257,20 +274,27 @@ def test_find_symbol_qualified_fuzzy_and_definitions(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
             q = ok(
-                await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю"}), FindSymbolOutput
+                await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю", "detail": True}),
+                FindSymbolOutput,
+            )
+            compact = ok(
+                await c.call_tool("find_symbol", {"query": "ОбщегоНазначения.СообщитьПользователю", "limit": 3}),
+                FindSymbolOutput,
             )
             hump = ok(await c.call_tool("find_symbol", {"query": "СообщПольз", "limit": 5}), FindSymbolOutput)
             server = ok(
-                await c.call_tool("find_symbol", {"query": "ПриСозданииНаСервере", "scope": "code", "limit": 20}),
+                await c.call_tool(
+                    "find_symbol", {"query": "ПриСозданииНаСервере", "scope": "code", "limit": 20, "detail": True}
+                ),
                 FindSymbolOutput,
             )
             meta = ok(
                 await c.call_tool("find_symbol", {"query": "Справочник.Пользователи", "scope": "metadata", "limit": 3}),
                 FindSymbolOutput,
             )
-            return q, hump, server, meta
+            return q, compact, hump, server, meta
 
-    q, hump, server, meta = run(main())
+    q, compact, hump, server, meta = run(main())
     d = q.symbols[0]
     assert (d.qualified_name, d.path, d.kind, d.export, d.match) == (
         "ОбщегоНазначения.СообщитьПользователю",
@@ -280,9 +304,17 @@ def test_find_symbol_qualified_fuzzy_and_definitions(ssl):
         "exact",
     )
     assert d.signature.startswith("Процедура СообщитьПользователю(") and d.signature.rstrip().endswith("Экспорт")
-    assert "ТекстСообщенияПользователю" in d.params
+    assert "ТекстСообщенияПользователю" in d.signature
     assert d.doc.startswith("//") and d.region and d.line == 64 and d.start_line < 64
-    assert {s.name for s in hump.symbols} >= {"СообщитьПользователю"} and hump.symbols[0].match in (
+    assert d.summary == ""  # the doc comment once: in full with detail
+    # compact: a summary instead of the comment, and "exact" only for the module asked for
+    c0 = compact.symbols[0]
+    assert (c0.qualified_name, c0.match, c0.line, c0.signature) == (d.qualified_name, "exact", 64, d.signature)
+    assert c0.summary.startswith("Формирует и выводит сообщение") and (c0.doc, c0.region, c0.name) == ("", [], "")
+    others = [s for s in compact.symbols[1:] if s.qualified_name.endswith(".СообщитьПользователю")]
+    assert others and all(s.match == "name" for s in others), [(s.qualified_name, s.match) for s in compact.symbols]
+    assert {s.qualified_name.rsplit(".", 1)[1] for s in hump.symbols} >= {"СообщитьПользователю"}
+    assert hump.symbols[0].match in (
         "exact",
         "prefix",
         "camelhump",
@@ -296,7 +328,7 @@ def test_find_symbol_qualified_fuzzy_and_definitions(ssl):
         "Catalogs/Пользователи.xml",
     )
     assert obj.synonym.get("ru") == "Пользователи"
-    assert q.index.state == "ready" and not q.warming
+    assert q.index.state == "ready" and not q.warming and compact.index is None
 
 
 # ------------------------------------------------------------------------------ get_method, read_module
@@ -322,7 +354,8 @@ def test_get_method_by_qualified_name_and_by_path(ssl):
     assert a.text.startswith("//") and a.text.rstrip().endswith("КонецФункции") and a.start_line < a.line
     assert a.text.splitlines()[a.line - a.start_line].startswith("Функция ЗначениеРеквизитаОбъекта(")
     assert a.text == lines.text and not a.truncated
-    assert a.region and a.doc.startswith("//") and "ИмяРеквизита" in a.params
+    assert a.region and "ИмяРеквизита" in a.signature
+    assert (a.docs, a.docs_total, a.docs_truncated) == ([], 0, False)
     assert "НетТакогоМетода" in missing
     assert "'..'" in wrong_path
 
@@ -436,10 +469,19 @@ def test_describe_object_catalog_register_enum(ssl):
 def test_index_status_is_what_bsl_lens_status_shows(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
-            return ok(await c.call_tool("index_status", {}), StatusOutput)
+            compact = ok(await c.call_tool("index_status", {}), StatusOutput)
+            return compact, ok(await c.call_tool("index_status", {"detail": True}), StatusOutput)
 
-    out = run(main())
+    compact, out = run(main())
     (st,) = out.roots
+    (brief,) = compact.roots
+    assert (brief.state, brief.warming, brief.methods, brief.skipped_count) == (
+        "ready",
+        False,
+        st.methods,
+        st.skipped_count,
+    )
+    assert (brief.summary, brief.pid, brief.skipped_files, brief.index_dir) == ("", None, [], "")
     assert (st.name, st.root, st.running, st.state, st.warming, st.error) == (
         "ssl",
         str(ssl.root),
@@ -454,6 +496,94 @@ def test_index_status_is_what_bsl_lens_status_shows(ssl):
     cli = ssl.cli("status", check=True).stdout
     assert st.summary.splitlines()[1] == cli.splitlines()[1]  # the same "export:" line
     assert st.summary.startswith(f"bsl-lens daemon for {ssl.root}: running, ready")
+
+
+# ------------------------------------------------------------------------------ answer sizes
+def _size(result) -> int:
+    """Bytes a client receives for ``result`` (a ``tools/list`` or ``tools/call`` result): its
+    compact UTF-8 JSON, structured content and text copy together."""
+    data = result.model_dump(mode="json", by_alias=True, exclude_none=True)
+    return len(json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+
+
+#: Fields an answer always carries, whatever their value.
+ALWAYS = {"warming", "running", "stale", "truncated", "enabled"}
+
+
+def _empty_values(value, where: str = "") -> list[str]:
+    """Paths of the empty or default values inside ``value`` (``""``, ``0``, ``False``, ``[]``,
+    ``{}``), the fields of :data:`ALWAYS` aside."""
+    if isinstance(value, dict):
+        return [p for k, v in value.items() if k not in ALWAYS for p in _empty_values(v, f"{where}.{k}")]
+    if isinstance(value, list):
+        return [where] if not value else [p for i, v in enumerate(value) for p in _empty_values(v, f"{where}[{i}]")]
+    return [where] if value in ("", 0, False, None) else []
+
+
+def test_answers_are_compact_and_held_to_their_budgets(ssl):
+    """The size budgets of SIZE_BUDGETS, through a real client session: the tool list, the
+    status, search top 5 and find_symbol with 3 hits; details cost more and only on request."""
+
+    async def main():
+        async with session(link_for(ssl)) as c:
+            listed = await c.list_tools()
+            calls = {
+                "index_status": [{}],
+                "search": [
+                    {"query": q, "top_k": 5}
+                    for q in ("СообщитьПользователю", "значение реквизита объекта", "пользователь", "Catalog")
+                ],
+                "find_symbol": [
+                    {"query": q, "limit": 3} for q in ("СообщитьПользователю", "ЗначРекв", "Справочник.Пользователи")
+                ],
+            }
+            sizes = {"tools/list": [_size(listed)]}
+            answers = {}
+            for tool, arg_list in calls.items():
+                for args in arg_list:
+                    res = await c.call_tool(tool, args)
+                    assert not res.is_error, res.content
+                    sizes.setdefault(tool, []).append(_size(res))
+                    answers.setdefault(tool, []).append(res.structured_content)
+            detail = {
+                tool: _size(await c.call_tool(tool, {**arg_list[0], "detail": True}))
+                for tool, arg_list in calls.items()
+            }
+            return sizes, answers, detail
+
+    sizes, answers, detail = run(main())
+    for what, budget in SIZE_BUDGETS.items():
+        assert max(sizes[what]) <= budget, (what, sizes[what], budget)
+    for tool, small in detail.items():
+        assert small > sizes[tool][0], (tool, small, sizes[tool][0])  # detail on request costs more
+    # compact: no empty or default field inside a hit, a definition or the status of a root
+    for tool, key in (("search", "hits"), ("find_symbol", "symbols"), ("index_status", "roots")):
+        for out in answers[tool]:
+            assert out[key]
+            assert not _empty_values(out[key]), (tool, _empty_values(out[key]))
+    assert all("index" not in out for out in answers["search"] + answers["find_symbol"])
+
+
+def test_get_method_gives_the_doc_comment_once(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            res = await c.call_tool("get_method", {"name": "ОбщегоНазначения.СообщитьПользователю"})
+            return res.structured_content
+
+    out = run(main())
+    first_line = out["text"].splitlines()[0]
+    assert first_line.startswith("//") and json.dumps(out, ensure_ascii=False).count(first_line) == 1
+    assert "doc" not in out and "params" not in out and out["signature"].startswith("Процедура СообщитьПользователю(")
+
+
+def test_an_unknown_tool_is_answered_with_the_tools(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            return err(await c.call_tool("search_code", {"query": "x"}))
+
+    text = run(main())
+    assert "unknown tool 'search_code'" in text
+    assert all(name in text for name in ("search", "find_symbol", "get_method", "describe_object", "index_status"))
 
 
 # ------------------------------------------------------------------------------ several roots
@@ -552,13 +682,13 @@ def test_a_starting_daemon_gives_warming_answers_not_hangs(daemons, sample_root,
         s, f, m, st, later = run(main())
     finally:
         _stop_gated(proc, gate, handle)
-    assert (s.warming, s.index.state, s.hits, s.total) == (True, "starting", [], 0)
+    assert (s.warming, s.hits, s.total) == (True, [], 0)
     assert "still starting" in s.note and "index_status" in s.note
-    assert (f.warming, f.index.state, f.symbols) == (True, "starting", [])
+    assert (f.warming, f.symbols) == (True, []) and "still starting" in f.note
     assert "still starting" in m and "call again" in m
     (root,) = st.roots
     assert (root.running, root.state, root.warming) == (False, "starting", True)
-    assert later.index.state == "ready" and not later.warming and later.hits
+    assert not later.warming and later.hits
 
 
 def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sample_root, tmp_path):
@@ -576,7 +706,7 @@ def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sam
             link = RootLink(sample_root, "demo", index_dir=index_dir, spawn_args=SPAWN_LEXICAL)
             async with session(link) as c:
                 await until_status(c, lambda r: r.running, "the gated daemon to answer")
-                s = ok(await c.call_tool("search", {"query": "ИНН"}), SearchOutput)
+                s = ok(await c.call_tool("search", {"query": "ИНН", "detail": True}), SearchOutput)
                 st = ok(await c.call_tool("index_status", {}), StatusOutput)
                 missing = err(await c.call_tool("describe_object", {"name": "Справочник.НетТакого"}))
                 gate.touch()
@@ -622,10 +752,11 @@ def test_a_stopped_daemon_is_respawned_on_the_next_call(daemons, sample_root):
 
     async def main():
         async with session(link_for(d, "demo")) as c:
-            before = ok(await c.call_tool("index_status", {}), StatusOutput).roots[0].pid
+            before = ok(await c.call_tool("index_status", {"detail": True}), StatusOutput).roots[0].pid
             await asyncio.to_thread(d.stop)
-            pid = (await until_status(c, lambda r: r.running, "a new daemon")).roots[0].pid
-            after = ok(await c.call_tool("find_symbol", {"query": "ИННСоотв"}), FindSymbolOutput)
+            await until_status(c, lambda r: r.running, "a new daemon")
+            pid = ok(await c.call_tool("index_status", {"detail": True}), StatusOutput).roots[0].pid
+            after = ok(await c.call_tool("find_symbol", {"query": "ИННСоотв", "detail": True}), FindSymbolOutput)
             return before, after, pid
 
     try:
@@ -657,7 +788,8 @@ def test_a_daemon_respawned_after_a_stop_keeps_the_served_index_dir_and_its_own_
             for p in d.index_dir.iterdir():  # the served index is gone: the new daemon indexes anew
                 shutil.rmtree(p) if p.is_dir() else p.unlink()
             again = ok(await c.call_tool("search", {"query": "ИННСоотв", "mode": "lexical"}), SearchOutput)
-            st = (await until_status(c, lambda r: r.running and r.state == "ready", "the new daemon")).roots[0]
+            await until_status(c, lambda r: r.running and r.state == "ready", "the new daemon")
+            st = ok(await c.call_tool("index_status", {"detail": True}), StatusOutput).roots[0]
             return first, again, st
 
     try:
@@ -764,7 +896,9 @@ def test_stdio_cold_start_keeps_stdout_pure_json_rpc(daemons, sample_root, tmp_p
             assert time.monotonic() < deadline, f"no first index after {TIMEOUT:g} s: {st}"
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
-        hybrid = SearchOutput.model_validate(call(rid, "search", {"query": "загрузка выписки из банка"}))
+        hybrid = SearchOutput.model_validate(
+            call(rid, "search", {"query": "загрузка выписки из банка", "detail": True})
+        )
         proc.stdin.close()
         rest = proc.stdout.read()
         rc = proc.wait(TIMEOUT)
@@ -775,9 +909,9 @@ def test_stdio_cold_start_keeps_stdout_pure_json_rpc(daemons, sample_root, tmp_p
         daemons.adopt(sample_root, index_dir)
     print(f"initialize answered {initialize_s:.3f} s after the bridge was started (cold daemon)")
     assert init["result"]["serverInfo"]["name"] == "bsl-lens"
-    assert first.warming or first.index.state == "ready"  # an answer either way, never a hang
+    assert first.warming or first.hits  # an answer either way, never a hang
     assert st.dense is not None and st.dense.enabled and st.dense.total > 0
-    assert hybrid.hits and hybrid.index.state == "ready" and hybrid.index.dense_enabled
+    assert hybrid.hits and hybrid.index.state == "ready" and hybrid.index.dense_total
     if hybrid.index.dense_done < hybrid.index.dense_total:  # the usual case: embedding takes a while
         assert hybrid.warming and f"semantic search covers {hybrid.index.dense_done} of" in hybrid.note
     else:
@@ -853,7 +987,7 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
     assert evil.status_code == 403
     assert local.status_code == 200
     assert len(tools) == 7
-    assert hit.symbols and hit.symbols[0].name == "ИННСоответствуетТребованиям"
+    assert hit.symbols and hit.symbols[0].qualified_name.endswith(".ИННСоответствуетТребованиям")
     assert obj.owner == "Справочник.Контрагенты" and obj.attributes
 
 
@@ -888,6 +1022,8 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     (root / "docs" / "bank.md").write_text(
         DOCS_PAGE + "\n".join(f"Строка {i} " + "текст " * 30 for i in range(800)), encoding="utf-8"
     )
+    many = "".join(f"## Раздел {i}\n\nВызывает `ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка`.\n\n" for i in range(12))
+    (root / "docs" / "many.md").write_text("# Много разделов\n\n" + many, encoding="utf-8")
     ds = Daemons(tmp_path)
     try:
         h = ds.start(root, *LEXICAL, "--docs", "docs", wait_idle=True)
@@ -913,10 +1049,14 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                     await c.call_tool("find_symbol", {"query": "ЗагрузитьВыпискуБанка", "scope": "code"}),
                     FindSymbolOutput,
                 )
+                cited = ok(
+                    await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка"}),
+                    MethodOutput,
+                )
                 status = ok(await c.call_tool("index_status", {}), StatusOutput)
-                return found, section, page, missing, huge, method, sym, status
+                return found, section, page, missing, huge, method, sym, cited, status
 
-        found, section, page, missing, huge, method, sym, status = run(main())
+        found, section, page, missing, huge, method, sym, cited, status = run(main())
     finally:
         ds.close()
     top = found.hits[0]
@@ -930,22 +1070,26 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert "its headings" in missing
     assert "its headings" in huge and "1000000 characters" in huge and len(huge) < 2_000  # not the 1 MB argument echoed
     assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
-    assert [d.link for d in sym.symbols[0].docs] == ["docs/bank.md#обмен-с-банком"]
-    st = status.roots[0]  # the docs counts next to the code's: one page, its two sections
-    assert (st.format, st.docs_pages) == ("designer", 1) and st.docs_sections == 2 and st.methods > 0
+    assert (method.docs_total, method.docs_truncated) == (1, False)
+    # a method many sections name: the answer says how many and that the list is cut
+    assert (sym.symbols[0].docs_total, len(sym.symbols[0].docs)) == (13, 3)
+    assert (cited.docs_total, len(cited.docs), cited.docs_truncated) == (13, 10, True)
+    assert "docs/bank.md#обмен-с-банком" in {d.link for d in cited.docs}
+    st = status.roots[0]  # the docs counts next to the code's: two pages, their sections
+    assert (st.format, st.docs_pages) == ("designer", 2) and st.docs_sections == 2 + 13 and st.methods > 0
 
 
 def test_progress_text_counts_dense_chunks_not_vectors():
     """A warming index's progress names what the numbers count: chunks embedded of all
     chunks (status.dense done/total), not the vectors (an exported method has two)."""
     from daemon.contract import DenseStatus
-    from mcp_bridge.server import _progress
+    from daemon.notes import index_progress
 
     class St:
         state = "ready"
         progress = None
         dense = DenseStatus(enabled=True, done=300, total=38570, vectors=410, rate_per_s=12.0, eta_s=3189.0)
 
-    assert _progress(St()) == "dense chunks embedded 300/38570 (12/s, ETA 3189 s)"
+    assert index_progress(St()) == "dense chunks embedded 300/38570 (12/s, ETA 3189 s)"
     St.dense = DenseStatus(enabled=True, done=38570, total=38570, vectors=51496)
-    assert _progress(St()) == ""
+    assert index_progress(St()) == ""
