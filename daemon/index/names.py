@@ -2,7 +2,7 @@
 
 :class:`SymbolIndex` matches a query against method and metadata names, and for qualified
 queries (``Модуль.Метод``, ``Справочник.Пользователи``) also against the *containers* a name
-lives in. Match kinds, best first (the forms of ``shared/eval/README.md``, symbol intent):
+lives in. Match kinds, best first (the forms a developer types into symbol search):
 
 ``exact``
     the folded name equals the folded query (case- and ``ё``-insensitive, :func:`daemon.text.folding.fold`);
@@ -30,10 +30,10 @@ Ranking: qualified matches first; then the match kind; for qualified matches the
 kind; then, inside one kind, the entry's ``boost`` (higher first: the caller's estimate that
 this is the canonical public API, see :func:`api_boost`), then the shorter name, the shorter
 key, the key. The kind always wins over the boost, as an editor user expects (an exact name
-first); measured on the dev gold set this costs one query of 31 (see :func:`api_boost`).
+first), even where the gold set prefers a public API of a longer name.
 
-Entries are named by the caller's **slots** (issue 12: one integer per chunk, shared by every
-channel, assigned by the chunk store; a freed slot may return with another chunk). The index
+Entries are named by the caller's **slots** (one integer per chunk, shared by every channel,
+assigned by the chunk store; a freed slot may return with another chunk). The index
 keeps no chunk id strings: the "shorter key, then key" tie-breaks ask ``key_of(slot)`` at
 search time (only for the batch being sorted), filters are a bool mask indexed by slot.
 
@@ -53,31 +53,8 @@ trigrams of a bulk load in one numpy pass over the code points); removals mark t
 live ones. :meth:`SymbolIndex.save` writes those columns as files and
 :meth:`SymbolIndex.load` reads them back with no per-entry work (one decode per text column).
 
-Build and load, measured on the 38,285 ssl31-ru names of the engine (methods and metadata;
-CPU time on one core of the loaded 2-core dev box, garbage collector off): adding all 0.92 →
-0.36 s, plus 0.05 → 0.2 s for the merge at the first search (the trigrams moved there);
-``from_state`` 0.95 → 0.06 s (the state grew from 10.7 to 20.5 MB of msgpack, decoded in
-0.05 s); 900 searches 0.16 → 0.15 s.
-
-Issue 12 (slots, string columns, interned tables, column files), measured with
-``/work/scratch-channels/measure.py`` on the engine's 38,285 ssl31-ru names (real chunks, the
-engine's chunker) and on ×16 of them (612,560 names: ids renamed, method containers suffixed),
-before → after, wall time on the shared 2-core box: heap of the built index (``tracemalloc``)
-789 → 648 B/chunk, after a load 1,149 → 600 B/chunk; RSS after a load +517 → +268 B/chunk
-(×16: +759 → +427); on disk 530 → 395 B/chunk; load 0.19 → 0.04 s (×16: 4.75 → 0.84 s);
-save 0.14 → 0.21 s (×16: 3.25 → 0.82 s); build 0.67 → 1.5 s (×16: 17.8 → 20.4 s). Search p95
-(k = 10, best of three runs per query, 200 queries per form; ×1 at load avg 3.2, ×16 at 4.7)
-exact 0.11 → 0.18 ms (×16 0.09 → 0.26), prefix 0.16 → 0.21 (0.19 → 0.26), CamelHump 0.36 →
-0.88 (6.5 → 11.2), qualified 0.46 → 0.56 (1.46 → 1.96), substring 0.53 → 0.71 (22.6 → 20.1):
-slicing names out of the column strings costs ~0.1 ms on a heavy query; repeated runs at
-this load vary by ±30 %.
-
-Measured in-process on the 31,577 ssl31-ru method names (regex scan), k = 10, median of five
-runs per query, 300 random queries per form: p50 / p95 0.05 / 0.10 ms exact, 0.06 / 0.17 ms
-prefix, 0.06 / 0.49 ms CamelHump, 0.17 / 0.42 ms qualified, 0.22 / 0.66 ms qualified with an
-incomplete name, 0.09 / 0.91 ms substring; ~25 MB. At 600k synthetic names (real word
-distributions): p95 1.7 ms exact, 1.6 ms prefix, 12 ms CamelHump, 3.4 ms qualified, 22 ms
-substring; build 22 s, ~700 MB. Not thread-safe: the daemon serialises calls.
+Not thread-safe: the daemon serialises calls. Build, load and search costs: ``docs/ranking.md``
+("Names channel costs").
 """
 
 from __future__ import annotations
@@ -200,9 +177,9 @@ def api_boost(
 ) -> float:
     """Reference ranking boost for a *method* entry: how likely it is the canonical public API.
 
-    What the dev gold set rewards (``shared/eval/README.md``: for symbol queries the public API
-    is grade 3, internal implementations, hooks and deprecated copies 2, private copies and form
-    procedures 1), written as SSL's own conventions. Additive, in [-1.5, 4 + 0.25·ln(1+refs)]:
+    What the dev gold set rewards for symbol queries (the public API first, then internal
+    implementations, hooks and deprecated copies, then private copies and form procedures),
+    written as SSL's own conventions. Additive, in [-1.5, 4 + 0.25·ln(1+refs)]:
 
     * ``+1`` exported (``Экспорт``): non-exported methods are private helpers or copies;
     * ``+1`` in a common module (``module_kind == "common"``); ``+0.5`` in a manager, object,
@@ -214,22 +191,14 @@ def api_boost(
     * ``+1`` the outermost ``#Область`` is ``ПрограммныйИнтерфейс``/``Public`` (SSL's declared
       program interface; ``region`` is ``Chunk.region``, outermost first);
     * ``-1.5`` inside ``УстаревшиеПроцедурыИФункции``/``ObsoleteProceduresAndFunctions``
-      (deprecated API: grade 2 at best);
-    * ``+0.25·ln(1 + references)``, ``references`` = how often the corpus calls it qualified,
-      ``<Module>.<Method>(`` or SSL's ``Модуль<Module>.<Method>(`` for optional subsystems
-      (the canonical API is the one everybody calls: ``СтроковыеФункцииКлиентСервер.
-      ПодставитьПараметрыВСтроку`` has ~3,900 calls, its private copies none). A document
-      frequency of the tokenizer's pair tokens (``модуль.метод``) in the BM25 index is a good
-      enough count.
+      (deprecated API);
+    * ``+0.25·ln(1 + references)``, ``references`` = how often the corpus calls it qualified
+      (the canonical API is the one everybody calls; the engine passes none today).
 
-    Measured on the 31 ssl31-ru dev symbol queries with :class:`SymbolIndex` alone over the
-    31,577 regex-scanned methods: Hit@1 / nDCG@10 = 0.806 / 0.945 without boost, 0.871 / 0.968
-    with export + module kind + suffix, 0.968 / 0.990 adding the region, 0.968 / 0.993 adding
-    references counted as call occurrences (0.968 / 0.992 with ``BM25Index.df`` of the pair
-    tokens ``модуль.метод`` + ``модульмодуль.метод`` over method chunks). The one miss is
-    ``СкачатьФайл``: an exact name in a ``Служебный`` module ranks, by the exact > prefix rule,
-    above the public ``СкачатьФайлНаСервере``. Metadata entries need no boost (pass 0): their
-    exact names rarely collide.
+    The boost is stored in the names channel when a chunk is indexed (a change of these
+    numbers needs a rebuild), which is why they are not ranking parameters; how they were
+    measured: ``docs/ranking.md``, "The names channel's API boost". Metadata entries need no
+    boost (pass 0): their exact names rarely collide.
     """
     boost = 0.0
     if export:
@@ -304,7 +273,7 @@ def _hump_regex(q_humps: list[str]) -> re.Pattern[str]:
 
 def _hump_matcher(q_humps: list[str], n_candidates: int) -> Callable[[str], bool]:
     """A predicate on word signatures: a compiled regex for many candidates, a plain
-    ``startswith`` loop for a few (compiling costs ~0.2 ms, more than checking 50 names)."""
+    ``startswith`` loop for a few (compiling the regex costs more than checking a few names)."""
     if n_candidates > 64:
         rx = _hump_regex(q_humps).match
         return lambda sig: rx(sig) is not None
@@ -319,8 +288,8 @@ def _hump_matcher(q_humps: list[str], n_candidates: int) -> Callable[[str], bool
 
 class _StrCol:
     """A column of strings indexed by entry id, held as ONE ``str`` plus ``array('I')``
-    character offsets (no per-entry ``str`` object: ~50 B per name instead of ~130 B for a
-    Cyrillic ``str`` and its list slot) and a list *tail* of strings appended since the last
+    character offsets (no per-entry ``str`` object and list slot) and a list *tail* of strings
+    appended since the last
     :meth:`freeze`. ``col[i]`` slices out a new ``str``. With ``none_empty`` an empty string
     stands for None (the optional second word signature)."""
 
@@ -493,6 +462,93 @@ def _composite(boost: float, name_len: int) -> int:
 class SymbolError(ValueError):
     """Saved names that cannot be used (missing, damaged, another layout); the message
     names the folder. The owner logs it and rebuilds."""
+
+
+def _checked_state(state: SymbolState) -> tuple:
+    """``(slots, boosts, by_name, by_ini, tri_off, tri_ids)`` of ``state`` as arrays, after
+    checking that they fit its entries; ``ValueError`` if they do not."""
+    n = len(state.names)
+    if state.layout != STATE_LAYOUT:
+        raise ValueError(f"symbol state has layout {state.layout}, expected {STATE_LAYOUT}")
+    slots = _u4(state.slots) if state.slots else np.arange(n, dtype=np.uint32)
+    if slots.size != n or (n and (int(slots.max()) >= 1 << 31 or np.unique(slots).size != n)):
+        raise ValueError("symbol state is inconsistent (slots)")
+    columns = (
+        state.names, state.containers, state.kinds, state.boosts,
+        state.fnames, state.sigs, state.sigs2, state.inis, state.inis2,
+    )  # fmt: skip
+    if any(len(c) != n for c in columns):
+        raise ValueError("symbol state is inconsistent (column lengths differ)")
+    if state.keys and len(set(state.keys)) != n:
+        raise ValueError("symbol state is inconsistent (duplicate keys)")
+    if not all(state.names):
+        raise ValueError("symbol state is inconsistent (empty name)")
+    boosts = np.asarray(state.boosts, dtype=np.float64)
+    if not np.isfinite(boosts).all():
+        raise ValueError("symbol state is inconsistent (non-finite boost)")
+    by_name = _u4(state.by_name)
+    by_ini = _u4(state.by_ini)
+    ini_rows = np.ones(2 * n, dtype=bool)
+    ini_rows[1::2] = np.fromiter((x is not None for x in state.inis2), dtype=bool, count=n)
+    if not _is_permutation(by_name, np.ones(n, dtype=bool)) or not _is_permutation(by_ini, ini_rows):
+        raise ValueError("symbol state is inconsistent (sorted name or initials ids)")
+    tri_off = _u4(state.tri_offsets).astype(np.int64)
+    tri_ids = np.frombuffer(state.tri_ids, dtype="<i4") if len(state.tri_ids) % 4 == 0 else None
+    if (
+        tri_ids is None
+        or tri_off.size != len(state.tri_terms) + 1
+        or tri_off[0] != 0
+        or np.any(np.diff(tri_off) < 0)
+        or tri_off[-1] != tri_ids.size
+        or (tri_ids.size and (tri_ids.min() < 0 or tri_ids.max() >= n))
+    ):
+        raise ValueError("symbol state is inconsistent (trigram postings)")
+    return slots, boosts, by_name, by_ini, tri_off, tri_ids
+
+
+def _in_range(a: np.ndarray, hi: int) -> bool:
+    """True if every value of ``a`` is in ``[0, hi)``."""
+    return not a.size or (int(a.min()) >= 0 and int(a.max()) < hi)
+
+
+class _ColumnFiles:
+    """The column files of a saved names index: ``header.json`` checked, each ``.npy`` loaded
+    (memory-mapped with ``mmap``; its CRC-32 checked with ``verify``). ``SymbolError`` for a
+    missing or damaged file."""
+
+    def __init__(self, folder: Path, mmap: bool, verify: bool) -> None:
+        self.folder = folder
+        try:
+            with open(folder / _HEADER, encoding="utf-8") as fh:
+                header = json.load(fh)
+        except (OSError, ValueError) as exc:
+            raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
+        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
+            raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
+        self.counts, files = header["counts"], header["files"]
+        self.n = int(self.counts["entries"])
+        self.cols: dict[str, np.ndarray] = {}
+        for name, meta in files.items():
+            path = folder / f"{name}.npy"
+            size = path.stat().st_size
+            if size != int(meta["bytes"]):
+                raise SymbolError(f"names index in {folder}: {path.name} has {size} bytes, header says {meta['bytes']}")
+            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+            if arr.ndim != 1:
+                raise SymbolError(f"names index in {folder}: {path.name} is not one-dimensional")
+            if verify and zlib.crc32(np.ascontiguousarray(arr).view(np.uint8)) != int(meta["crc32"]):
+                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
+            self.cols[name] = arr
+
+    def bad(self, what: str) -> SymbolError:
+        return SymbolError(f"names index in {self.folder}: inconsistent {what}")
+
+    def arr(self, name: str, dtype: str, size: int | None = None) -> np.ndarray:
+        """Column ``name``; ``SymbolError`` unless it is of ``dtype`` (and ``size``)."""
+        a = self.cols[name]
+        if a.dtype != np.dtype(dtype) or (size is not None and a.size != size):
+            raise self.bad(f"{name} ({a.dtype}[{a.size}])")
+        return a
 
 
 class SymbolIndex:
@@ -778,7 +834,7 @@ class SymbolIndex:
             return cand
         sigs = self._sigs.take(cand.tolist())
         # each distinct signature is matched once: one method name recurs in many modules
-        # (a form's event handlers in every form; ×20 in ``bench --scale 20``)
+        # (a form's event handlers in every form)
         distinct = set(sigs)
         rx = _hump_matcher(q_humps, len(distinct))
         ok = {a for a in distinct if rx(a)}
@@ -816,7 +872,7 @@ class SymbolIndex:
             cand = np.intersect1d(cand, np.frombuffer(post, dtype=np.int32), assume_unique=True)
         cand = self._live(cand)
         el = cand.tolist()
-        hits = [e for e, f in zip(el, self._fnames.take(el)) if fq in f and not f.startswith(fq)]
+        hits = [e for e, f in zip(el, self._fnames.take(el), strict=False) if fq in f and not f.startswith(fq)]
         ids = np.asarray(hits[:SUBSTRING_MAX_HITS], dtype=np.int64)
         if exclude.size and ids.size:
             ids = ids[~np.isin(ids, exclude)]
@@ -1058,7 +1114,7 @@ class SymbolIndex:
                 left.append(i)
         if rx is not None and left:
             le = [el[i] for i in left]
-            for i, a, b in zip(left, sigs.take(le), sigs2.take(le)):
+            for i, a, b in zip(left, sigs.take(le), sigs2.take(le), strict=False):
                 if rx(a) or (b is not None and rx(b)):
                     ranks[i] = 2
         if sub:
@@ -1154,42 +1210,7 @@ class SymbolIndex:
         """Reset to ``state``, with no per-name work; ``ValueError`` if it is inconsistent
         (see :meth:`from_state`; the index may then be left empty)."""
         n = len(state.names)
-        if state.layout != STATE_LAYOUT:
-            raise ValueError(f"symbol state has layout {state.layout}, expected {STATE_LAYOUT}")
-        slots = _u4(state.slots) if state.slots else np.arange(n, dtype=np.uint32)
-        if slots.size != n or (n and (int(slots.max()) >= 1 << 31 or np.unique(slots).size != n)):
-            raise ValueError("symbol state is inconsistent (slots)")
-        columns = (
-            state.names, state.containers, state.kinds, state.boosts,
-            state.fnames, state.sigs, state.sigs2, state.inis, state.inis2,
-        )  # fmt: skip
-        if any(len(c) != n for c in columns):
-            raise ValueError("symbol state is inconsistent (column lengths differ)")
-        if state.keys and len(set(state.keys)) != n:
-            raise ValueError("symbol state is inconsistent (duplicate keys)")
-        if not all(state.names):
-            raise ValueError("symbol state is inconsistent (empty name)")
-        boosts = np.asarray(state.boosts, dtype=np.float64)
-        if not np.isfinite(boosts).all():
-            raise ValueError("symbol state is inconsistent (non-finite boost)")
-        by_name = _u4(state.by_name)
-        by_ini = _u4(state.by_ini)
-        ini_rows = np.ones(2 * n, dtype=bool)
-        ini_rows[1::2] = np.fromiter((x is not None for x in state.inis2), dtype=bool, count=n)
-        if not _is_permutation(by_name, np.ones(n, dtype=bool)) or not _is_permutation(by_ini, ini_rows):
-            raise ValueError("symbol state is inconsistent (sorted name or initials ids)")
-        tri_off = _u4(state.tri_offsets).astype(np.int64)
-        tri_ids = np.frombuffer(state.tri_ids, dtype="<i4") if len(state.tri_ids) % 4 == 0 else None
-        if (
-            tri_ids is None
-            or tri_off.size != len(state.tri_terms) + 1
-            or tri_off[0] != 0
-            or np.any(np.diff(tri_off) < 0)
-            or tri_off[-1] != tri_ids.size
-            or (tri_ids.size and (tri_ids.min() < 0 or tri_ids.max() >= n))
-        ):
-            raise ValueError("symbol state is inconsistent (trigram postings)")
-
+        slots, boosts, by_name, by_ini, tri_off, tri_ids = _checked_state(state)
         self._init()
         interned = self._intern.setdefault
         self._slot = array("I", slots.astype("<u4").tobytes())
@@ -1209,7 +1230,7 @@ class SymbolIndex:
         self._comp = array("q", _composites(boosts, state.fnames).tobytes())
         self._alive = bytearray(b"\x01" * n)
         ini_col = self._ini_text
-        for a, b in zip(state.inis, state.inis2):
+        for a, b in zip(state.inis, state.inis2, strict=False):
             ini_col.append(a)
             ini_col.append(b)
         # container rows, in id order as add() appends them
@@ -1239,12 +1260,7 @@ class SymbolIndex:
             (self._by_cini, by_cini),
         ):
             sorted_ids.ids = array("q", arr.astype(np.int64).tobytes())
-        raw = tri_ids.tobytes()
-        bounds = (4 * tri_off).tolist()
-        tri = self._tri
-        for i, t in enumerate(state.tri_terms):
-            post = tri[t] = array("i")
-            post.frombytes(raw[bounds[i] : bounds[i + 1]])
+        self._install_trigrams(state.tri_terms, tri_off, tri_ids)
 
     def save(self, folder: Path | str) -> None:
         """Write the index into ``folder`` (created if missing) as column files, one
@@ -1320,111 +1336,34 @@ class SymbolIndex:
             raise SymbolError(f"names index in {folder}: {exc}") from exc
 
     def _load_columns(self, folder: Path, mmap: bool, verify: bool) -> None:
-        try:
-            with open(folder / _HEADER, encoding="utf-8") as fh:
-                header = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise SymbolError(f"names index in {folder}: cannot read {_HEADER}: {exc}") from exc
-        if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("layout") != STATE_LAYOUT:
-            raise SymbolError(f"names index in {folder}: not format {FORMAT} layout {STATE_LAYOUT}")
-        counts, files = header["counts"], header["files"]
-        n = int(counts["entries"])
-        cols: dict[str, np.ndarray] = {}
-        for name, meta in files.items():
-            path = folder / f"{name}.npy"
-            if path.stat().st_size != int(meta["bytes"]):
-                raise SymbolError(
-                    f"names index in {folder}: {path.name} has {path.stat().st_size} bytes, header says {meta['bytes']}"
-                )
-            arr = np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
-            if arr.ndim != 1:
-                raise SymbolError(f"names index in {folder}: {path.name} is not one-dimensional")
-            if verify and zlib.crc32(np.ascontiguousarray(arr).view(np.uint8)) != int(meta["crc32"]):
-                raise SymbolError(f"names index in {folder}: {path.name} fails its CRC-32")
-            cols[name] = arr
-
-        def bad(what: str) -> SymbolError:
-            return SymbolError(f"names index in {folder}: inconsistent {what}")
-
-        def arr_of(name: str, dtype: str, size: int | None = None) -> np.ndarray:
-            a = cols[name]
-            if a.dtype != np.dtype(dtype) or (size is not None and a.size != size):
-                raise bad(f"{name} ({a.dtype}[{a.size}])")
-            return a
-
-        def in_range(a: np.ndarray, hi: int) -> bool:
-            return not a.size or (int(a.min()) >= 0 and int(a.max()) < hi)
-
+        cols = _ColumnFiles(folder, mmap, verify)
+        n = cols.n
         self._init()
-        for name in _TEXT_COLS:
-            off = arr_of(name + "_off", "<u4", n + 1)
-            text = bytes(arr_of(name + "_text", "|u1")).decode("utf-8", "surrogatepass")
-            d = np.diff(off.astype(np.int64))
-            if (
-                off[0] != 0
-                or int(off[-1]) != len(text)
-                or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0))
-            ):
-                raise bad(f"{name} offsets")
-            col: _StrCol = getattr(self, "_" + name)
-            col.big, col.off, col.nf = text, array("I", off.astype("<u4").tobytes()), n
-        rows = {"kinds": n, "ini_text": 2 * n}
-        for name in _INTERNED_COLS:
-            table = [None, *_split(arr_of(name + "_table", "|u1"), int(counts[name]))]
-            ids = arr_of(name + "_ids", "<u4", rows.get(name))
-            if not in_range(ids, len(table)):
-                raise bad(f"{name} ids")
-            icol: _Interned = getattr(self, "_" + name)
-            icol.table, icol.index = table, dict(zip(table[1:], range(1, len(table))))
-            icol.ids = array("I", ids.astype("<u4").tobytes())
-            icol.vals.extend(map(table.__getitem__, icol.ids))
-        flat = _split(arr_of("conts_table", "|u1"), int(counts["conts_flat"]))
-        clen = arr_of("conts_len", "<u4", int(counts["conts"])).astype(np.int64)
-        if int(clen.sum()) != len(flat):
-            raise bad("container tuples")
-        interned = self._intern.setdefault
-        flat = [interned(c, c) for c in flat]
-        bounds = np.concatenate(([0], np.cumsum(clen))).tolist()
-        tuples = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(clen.size)]
-        conts_ids = arr_of("conts_ids", "<u4", n)
-        if not in_range(conts_ids, len(tuples) + 1) or (n and int(conts_ids.min()) == 0):
-            raise bad("container ids")
-        self._conts.table = [None, *tuples]
-        self._conts.index = dict(zip(tuples, range(1, len(tuples) + 1)))
-        self._conts.ids = array("I", conts_ids.astype("<u4").tobytes())
-        self._conts.vals.extend(map(self._conts.table.__getitem__, self._conts.ids))
-        slots = arr_of("slots", "<u4", n)
+        self._load_text_columns(cols)
+        self._load_interned(cols)
+        self._load_containers(cols)
+        slots = cols.arr("slots", "<u4", n)
         if n and (int(slots.max()) >= 1 << 31 or int(np.bincount(slots).max()) > 1):
-            raise bad("slots")
-        boosts = arr_of("boosts", "<f8", n)
+            raise cols.bad("slots")
+        boosts = cols.arr("boosts", "<f8", n)
         if not np.isfinite(boosts).all():
-            raise bad("boosts (not finite)")
+            raise cols.bad("boosts (not finite)")
         n_crow, n_cini = len(self._crow_text), len(self._cini_text)
-        crow_eid = arr_of("crow_eid", "<i8", n_crow)
-        cini_eid = arr_of("cini_eid", "<i8", n_cini)
-        if not in_range(crow_eid, n) or not in_range(cini_eid, n):
-            raise bad("container rows")
-        ini_rows = np.frombuffer(self._ini_text.ids, dtype=np.uint32) != 0
-        for name, rows_ok in (
-            ("by_name", np.ones(n, dtype=bool)),
-            ("by_ini", ini_rows),
-            ("by_cont", np.ones(n_crow, dtype=bool)),
-            ("by_cini", np.ones(n_cini, dtype=bool)),
-        ):
-            ids = arr_of(name, "<i8")
-            if not in_range(ids, max(rows_ok.size, 1)) or not _is_permutation(ids, rows_ok):
-                raise bad(f"{name} (not a permutation of its rows)")
-            getattr(self, "_" + name).ids = array("q", ids.astype("<i8").tobytes())
-        tri_terms = _split(arr_of("tri_terms", "|u1"), int(counts["tri_terms"]))
-        tri_off = arr_of("tri_off", "<i8", len(tri_terms) + 1)
-        tri_ids = arr_of("tri_ids", "<i4")
+        crow_eid = cols.arr("crow_eid", "<i8", n_crow)
+        cini_eid = cols.arr("cini_eid", "<i8", n_cini)
+        if not _in_range(crow_eid, n) or not _in_range(cini_eid, n):
+            raise cols.bad("container rows")
+        self._load_sorted(cols, n_crow, n_cini)
+        tri_terms = _split(cols.arr("tri_terms", "|u1"), int(cols.counts["tri_terms"]))
+        tri_off = cols.arr("tri_off", "<i8", len(tri_terms) + 1)
+        tri_ids = cols.arr("tri_ids", "<i4")
         if (
             tri_off[0] != 0
             or int(tri_off[-1]) != tri_ids.size
             or np.any(np.diff(tri_off) < 0)
-            or not in_range(tri_ids, n)
+            or not _in_range(tri_ids, n)
         ):
-            raise bad("trigram postings")
+            raise cols.bad("trigram postings")
         self._slot = array("I", slots.astype("<u4").tobytes())
         eo = np.full(int(slots.max()) + 1 if n else 0, -1, dtype="<i4")
         eo[slots] = np.arange(n, dtype="<i4")
@@ -1436,10 +1375,77 @@ class SymbolIndex:
         self._alive = bytearray(b"\x01" * n)
         self._crow_eid = array("q", crow_eid.astype("<i8").tobytes())
         self._cini_eid = array("q", cini_eid.astype("<i8").tobytes())
-        raw = np.ascontiguousarray(tri_ids, dtype="<i4").tobytes()
-        bounds = (4 * tri_off).tolist()
+        self._install_trigrams(tri_terms, tri_off, tri_ids)
+
+    def _load_text_columns(self, cols: _ColumnFiles) -> None:
+        """The name, folded-name and signature columns: one UTF-8 text plus offsets each."""
+        n = cols.n
+        for name in _TEXT_COLS:
+            off = cols.arr(name + "_off", "<u4", n + 1)
+            text = bytes(cols.arr(name + "_text", "|u1")).decode("utf-8", "surrogatepass")
+            d = np.diff(off.astype(np.int64))
+            if (
+                off[0] != 0
+                or int(off[-1]) != len(text)
+                or (d.size and int(d.min()) < (1 if name in ("names", "fnames") else 0))
+            ):
+                raise cols.bad(f"{name} offsets")
+            col: _StrCol = getattr(self, "_" + name)
+            col.big, col.off, col.nf = text, array("I", off.astype("<u4").tobytes()), n
+
+    def _load_interned(self, cols: _ColumnFiles) -> None:
+        """The kinds and initials: ids into tables of distinct values."""
+        n = cols.n
+        rows = {"kinds": n, "ini_text": 2 * n}
+        for name in _INTERNED_COLS:
+            table = [None, *_split(cols.arr(name + "_table", "|u1"), int(cols.counts[name]))]
+            ids = cols.arr(name + "_ids", "<u4", rows.get(name))
+            if not _in_range(ids, len(table)):
+                raise cols.bad(f"{name} ids")
+            icol: _Interned = getattr(self, "_" + name)
+            icol.table, icol.index = table, dict(zip(table[1:], range(1, len(table)), strict=False))
+            icol.ids = array("I", ids.astype("<u4").tobytes())
+            icol.vals.extend(map(table.__getitem__, icol.ids))
+
+    def _load_containers(self, cols: _ColumnFiles) -> None:
+        """The container tuples (interned, each container string once) and each entry's tuple id."""
+        n = cols.n
+        flat = _split(cols.arr("conts_table", "|u1"), int(cols.counts["conts_flat"]))
+        clen = cols.arr("conts_len", "<u4", int(cols.counts["conts"])).astype(np.int64)
+        if int(clen.sum()) != len(flat):
+            raise cols.bad("container tuples")
+        interned = self._intern.setdefault
+        flat = [interned(c, c) for c in flat]
+        bounds = np.concatenate(([0], np.cumsum(clen))).tolist()
+        tuples = [tuple(flat[bounds[i] : bounds[i + 1]]) for i in range(clen.size)]
+        conts_ids = cols.arr("conts_ids", "<u4", n)
+        if not _in_range(conts_ids, len(tuples) + 1) or (n and int(conts_ids.min()) == 0):
+            raise cols.bad("container ids")
+        self._conts.table = [None, *tuples]
+        self._conts.index = dict(zip(tuples, range(1, len(tuples) + 1), strict=False))
+        self._conts.ids = array("I", conts_ids.astype("<u4").tobytes())
+        self._conts.vals.extend(map(self._conts.table.__getitem__, self._conts.ids))
+
+    def _load_sorted(self, cols: _ColumnFiles, n_crow: int, n_cini: int) -> None:
+        """The four sorted id lists, each a permutation of its rows."""
+        ini_rows = np.frombuffer(self._ini_text.ids, dtype=np.uint32) != 0
+        for name, rows_ok in (
+            ("by_name", np.ones(cols.n, dtype=bool)),
+            ("by_ini", ini_rows),
+            ("by_cont", np.ones(n_crow, dtype=bool)),
+            ("by_cini", np.ones(n_cini, dtype=bool)),
+        ):
+            ids = cols.arr(name, "<i8")
+            if not _in_range(ids, max(rows_ok.size, 1)) or not _is_permutation(ids, rows_ok):
+                raise cols.bad(f"{name} (not a permutation of its rows)")
+            getattr(self, "_" + name).ids = array("q", ids.astype("<i8").tobytes())
+
+    def _install_trigrams(self, terms: list[str], offsets: np.ndarray, ids: np.ndarray) -> None:
+        """The trigram postings: ``ids[offsets[i]:offsets[i + 1]]`` for ``terms[i]``."""
+        raw = np.ascontiguousarray(ids, dtype="<i4").tobytes()
+        bounds = (4 * offsets).tolist()
         tri = self._tri
-        for i, t in enumerate(tri_terms):
+        for i, t in enumerate(terms):
             post = tri[t] = array("i")
             post.frombytes(raw[bounds[i] : bounds[i + 1]])
 

@@ -1,10 +1,9 @@
-"""The reconcile with the disk: what changed (:meth:`ReconcileMixin.prepare`: scan, read,
-hash, chunk, tokenize; in worker processes for big batches) and the swap into the indexes
-(:meth:`ReconcileMixin.apply`, one batch under the engine lock).
+"""The reconcile with the disk: what changed (:meth:`Reconciler.prepare`: scan, read, hash,
+chunk, tokenize; in worker processes for big batches) and the swap into the index state
+(:meth:`Reconciler.apply`, one batch, with the engine's lock held by the caller).
 
-Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes);
-also the reconcile's vocabulary: :class:`EngineConfig`, :class:`FileRecord`,
-:class:`FileUpdate`, :class:`ChangeSet`, :class:`RefreshReport`.
+Also the reconcile's vocabulary: :class:`EngineConfig`, :class:`FileUpdate`,
+:class:`ChangeSet`, :class:`RefreshReport` (and :class:`daemon.index.state.FileRecord`).
 """
 
 from __future__ import annotations
@@ -24,31 +23,32 @@ import msgspec
 import numpy as np
 
 from ..sources.bsl import chunk_module, live_code
-from ..ranking.fusion import RRF_K
 from ..contract import Chunk, Skip
 from ..sources.metadata import chunk_metadata_bytes
 from ..sources.scan import ExportInfo, scan_export
 from ..sources.files import SkipFile, SourceFile, content_hash, decode_bytes, read_regular_bytes
 from ..contract import english_type, type_folder
 from .names import api_boost
+from .state import FileRecord, IndexState
 from ..text.tokenize import tokenize
 from ..sources.docs import docs_name, docs_tokens, log_notes, read_page
 
 log = logging.getLogger(__name__)
 
-#: 136 objects ssl31-ru lists in Configuration.xml but does not ship all fit.
+#: Skipped files named in the log per batch (the rest are counted in one line): enough for the
+#: objects a large configuration lists but does not ship.
 SKIP_LOG_LINES = 500
 #: Skip reasons logged at INFO rather than WARNING: files that are expected where they are
-#: (``not_markdown``: the images and other files of a docs folder, 37 in docs-yaxunit).
+#: (``not_markdown``: the images and other files of a docs folder).
 QUIET_SKIP_REASONS = frozenset({"not_markdown"})
 
 #: Reconciles of at least this many changed files are chunked in :attr:`Engine.pool`'s worker
 #: processes, in batches of POOL_BATCH. Below it the daemon chunks in its own thread: starting
-#: a spawned worker (imports, grammar) costs ~1 s, more than 200 small files take to chunk.
+#: a spawned worker (imports, grammar) costs more than a few hundred small files take to chunk.
 POOL_MIN_FILES = 200
 POOL_BATCH = 32
-#: Batches submitted ahead of the one being read, per worker process (bounds the encoded
-#: results waiting in the owner; 4 kept both workers busy in a --scale 20 first index).
+#: Batches submitted ahead of the one being read, per worker process: enough to keep the
+#: workers busy, few enough to bound the encoded results waiting in the owner.
 POOL_WINDOW = 4
 
 
@@ -58,30 +58,24 @@ class Cancelled(Exception):
 
 
 class EngineConfig(msgspec.Struct, kw_only=True):
-    """Engine settings (persisted in the manifest; a change of a lexical setting rebuilds).
+    """Index settings (a change of a lexical setting rebuilds the lexical index).
 
-    * ``max_file_bytes``: larger files are skipped with reason ``too_large`` (8 MiB; the
-      largest real module, УправлениеДоступомСлужебный, is 3.5 MB).
+    * ``max_file_bytes``: larger files are skipped with reason ``too_large`` (8 MiB).
     * ``max_method_lines``: methods longer than this are split into parts (400 lines).
-    * ``stem``: Snowball stemming (PyStemmer, Russian + English) of word parts in BM25; on
-      by default: on the dev gold set (ssl31-ru, lexical mode) it raised nDCG@10 from
-      0.403 to 0.448 (semantic 0.311 -> 0.409, metadata file level 0.272 -> 0.501).
-    * ``embed_max_chars``: size of the embedded method head (400 chars, research note:
-      heads ≤ 400 chars beat ≤ 1000 chars on hit@1 and embed 2.3× faster).
-    * ``rrf_k``: the RRF constant (60).
-    * ``bm25_k1``, ``bm25_b``: BM25 Okapi parameters. k1 = 1.2 (the usual default);
-      b = 0.3 instead of the usual 0.75, measured on the dev gold set (ssl31-ru, lexical mode,
-      nDCG@10 symbol level): b 0.75 -> 0.500, 0.5 -> 0.519, 0.3 -> 0.528, 0.2 -> 0.515. Long
-      methods are long because they do the work a question asks about; full length
-      normalisation buries them under short wrappers that only mention the words.
+    * ``docs``: documentation folders inside the root (:func:`daemon.sources.docs.normalize_docs_dirs`).
+    * ``stem``: Snowball stemming (PyStemmer, Russian + English) of word parts in BM25.
+    * ``embed_max_chars``: size of the embedded method head (characters).
+    * ``bm25_k1``, ``bm25_b``: BM25 Okapi parameters; ``b`` below the usual 0.75, since long
+      methods are long because they do the work a question asks about.
+
+    Why these values: ``docs/ranking.md``, "Index settings".
     """
 
     max_file_bytes: int = 8 * 2**20
     max_method_lines: int = 400
-    docs: list[str] = []  # docs: documentation folders inside the root (daemon.sources.docs.normalize_docs_dirs)
+    docs: list[str] = []
     stem: bool = True
     embed_max_chars: int = 400
-    rrf_k: int = RRF_K
     bm25_k1: float = 1.2
     bm25_b: float = 0.3
 
@@ -89,28 +83,6 @@ class EngineConfig(msgspec.Struct, kw_only=True):
         """The settings that change the lexical index; a mismatch with the saved manifest
         means a lexical rebuild."""
         return f"lines={self.max_method_lines};stem={self.stem};k1={self.bm25_k1};b={self.bm25_b}"
-
-
-class FileRecord(msgspec.Struct, kw_only=True):
-    """What the engine knows about one indexed file (module or metadata descriptor).
-
-    ``slots``: the file's chunks in index order, as their :class:`daemon.index.chunkstore.ChunkStore`
-    slots (``int32`` little-endian; :meth:`slot_list`): no second copy of the chunk ids."""
-
-    path: str
-    kind: str  # "bsl" | "metadata"
-    hash: str
-    size: int
-    mtime_ns: int
-    slots: bytes = b""
-    encoding: str = "utf-8"
-    deps: str = ""  # descriptors: signature of their form/template descriptors (see _deps_sig)
-    ino: int = 0  # with ctime_ns: what a rewrite keeping size and mtime cannot keep (0: unknown)
-    ctime_ns: int = 0
-
-    def slot_list(self) -> list[int]:
-        """The file's chunk slots in index order."""
-        return np.frombuffer(self.slots, dtype="<i4").tolist()
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):
@@ -153,7 +125,7 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     removed); otherwise only ``paths`` and the subtrees of ``dirs`` were looked at.
     ``staged``: a first index (or a rebuild of an empty engine) built aside as the results
     arrived (:class:`_Staged`: a chunk store and channels, no chunk held in ``updates``);
-    :meth:`ReconcileMixin.apply` swaps it in whole. Never journaled.
+    :meth:`Reconciler.apply` swaps it in whole. Never journaled.
     """
 
     full: bool
@@ -257,9 +229,9 @@ class _WorkItem(msgspec.Struct, array_like=True):
 class _WorkResult(msgspec.Struct):
     """A worker's batch. The BM25 tokens travel as ``vocab`` (the batch's distinct tokens)
     plus, per chunk id, ``uint32`` little-endian indices into it: a decoded token list then
-    refers to one ``str`` per distinct token instead of one per occurrence (a first index of
-    ssl31-ru decoded ~700 MB of duplicate token strings that way and the daemon's heap kept
-    most of it after they were freed)."""
+    refers to one ``str`` per distinct token instead of one per occurrence (duplicate token
+    strings of a first index filled the daemon's heap, which kept most of it after they were
+    freed)."""
 
     updates: list[tuple[int, FileUpdate]]  # (position in the batch, result; tokens empty)
     skips: list[tuple[int, Skip]]
@@ -428,37 +400,28 @@ def _containers(c: Chunk) -> list[str]:
     return [parts[1]] if len(parts) > 1 else [c.owner]
 
 
-class ReconcileMixin:
-    """The engine's writer side: :meth:`refresh`, :meth:`update_paths`, :meth:`prepare`, :meth:`apply`."""
+class Reconciler:
+    """The index's writer side: :meth:`prepare` works out what a reconcile with the disk
+    changes (no lock, nothing changed), :meth:`apply` swaps it into the state (the caller
+    holds the engine's lock).
 
-    # ------------------------------------------------------------------ indexing
-    def refresh(self, progress: Callable[[str, int, int], None] | None = None) -> RefreshReport:
-        """Reconcile the index with the disk: scan, re-chunk changed files, drop removed ones.
+    ``state``: the :class:`daemon.index.state.IndexState` it keeps current; ``root``: the
+    export root; ``index_dir``: where a first index spills its chunk blobs; ``config``: the
+    index settings. ``pool``: a process pool for big reconciles (:func:`make_pool`), set by
+    the owner; None: everything is chunked in the calling thread. ``pool_broken`` is set when
+    a worker died; the owner replaces the pool. Both run on the writer thread only.
+    """
 
-        :meth:`prepare` (read, hash, chunk, tokenize; no lock held) then :meth:`apply` (one
-        batch under the lock). A file is re-read only if its stat signature changed
-        (:func:`same_stat`; for a descriptor also those of its form/template descriptors), and re-chunked only if its
-        content hash changed (so ``touch`` costs nothing). Chunks are diffed by id and
-        text: BM25 and the names channel are updated per changed chunk, O(its terms). Dense
-        vectors are not computed here; :meth:`embed_pending` does that.
+    def __init__(self, state: IndexState, *, root: Path, index_dir: Path, config: EngineConfig) -> None:
+        self.state = state
+        self.root = Path(root)
+        self.index_dir = Path(index_dir)
+        self.config = config
+        self.pool = None
+        self.pool_broken = False
+        self._skips_logged: set[tuple[str, str]] = set()  # (path, reason) logged by this process
 
-        ``progress(stage, done, total)`` is called now and then. Bad files become
-        :class:`Skip` records in the report and in :attr:`skipped`; this never raises for
-        file content.
-        """
-        return self.apply(self.prepare(progress=progress))
-
-    def update_paths(self, rel_paths: Iterable[str], dirs: Iterable[str] = ()) -> RefreshReport:
-        """Re-index just these files and folders (relative to the root, NFC or on-disk
-        spelling); what no longer exists is removed, a folder's whole subtree is reconciled.
-
-        The watcher's path: costs O(the files named), not O(export) (:func:`daemon.sources.scan.scan_paths`).
-        A change of ``Configuration.xml`` or an EDT ``Configuration.mdo`` falls back to a full
-        :meth:`refresh` (the export's layout may have changed).
-        """
-        return self.apply(self.prepare(rel_paths, dirs))
-
-    # The writer's two steps ------------------------------------------------------------
+    # ------------------------------------------------------------------ prepare
     def prepare(
         self,
         paths: Iterable[str] | None = None,
@@ -466,25 +429,23 @@ class ReconcileMixin:
         *,
         progress: Callable[[str, int, int], None] | None = None,
         cancel: Callable[[], bool] | None = None,
-    ) -> "ChangeSet":
-        """Work out what a reconcile changes, without touching the indexes (no lock held).
+    ) -> ChangeSet:
+        """Work out what a reconcile changes, without touching the state (no lock held).
 
-        ``cancel()``: polled after the scan and after every file (or worker batch of
-        :data:`POOL_BATCH` files); when it returns True, :class:`Cancelled` is raised and the
-        work so far is dropped (the indexes are untouched).
-
-        ``paths is None``: the whole export (:func:`daemon.sources.scan.scan_export`); otherwise only
-        ``paths`` and the subtrees of ``dirs`` (:func:`daemon.sources.scan.scan_paths`). Reads,
+        ``paths is None``: the whole export (:func:`daemon.sources.scan.scan_export`); otherwise
+        only ``paths`` and the subtrees of ``dirs`` (:func:`daemon.sources.scan.scan_paths`); a
+        change of the configuration's own descriptor falls back to the whole export. Reads,
         hashes, chunks and tokenizes every file whose stat signature changed (:func:`same_stat`)
         and every file named in ``paths`` (a watcher event or a request names it), so that
-        :meth:`apply` only swaps results in. Must run on the writer thread (it reads the
-        current records, which only the writer changes). Never raises for file content.
+        :meth:`apply` only swaps results in. ``cancel()``: polled after the scan and after
+        every file (or worker batch); when it returns True, :class:`Cancelled` is raised and
+        the work so far is dropped. Must run on the writer thread (it reads the current
+        records, which only the writer changes). Never raises for file content.
         """
         import gc
 
         # a bulk build allocates millions of objects that all stay alive (chunks, token
-        # tuples, index rows): with the cyclic GC on, its passes over them cost ~1.5 s of
-        # ~13 s CPU for ssl31-ru
+        # tuples, index rows): the cyclic GC's passes over them would be wasted
         gc_on = gc.isenabled()
         gc.disable()
         try:
@@ -493,43 +454,74 @@ class ReconcileMixin:
             if gc_on:
                 gc.enable()
 
-    def _prepare(self, paths, dirs, progress, cancel) -> "ChangeSet":
+    def _scan(self, paths: list[str] | None, dirs: list[str]) -> tuple[bool, Any]:
+        """``(full, scan)``: the whole export or just ``paths`` and ``dirs``."""
         from ..sources.scan import scan_paths
 
-        t0 = time.perf_counter()
         full = paths is None
-        paths = (
-            [] if paths is None else [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
-        )
-        dirs = [unicodedata.normalize("NFC", str(d).replace("\\", "/")).strip("/") for d in dirs]
-        if not full and (self._info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
+        info = self.state.info
+        if not full and (info is None or "" in dirs or any(_is_configuration(p) for p in paths + dirs)):
             full = True
         if full:
-            scan = scan_export(self.root, max_file_bytes=self.config.max_file_bytes, docs=self.config.docs)
-        else:
-            scan = scan_paths(self.root, self._info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
-        if cancel():
-            raise Cancelled()
-        cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
-        skipped: list[Skip] = list(scan.skipped)
+            return True, scan_export(self.root, max_file_bytes=self.config.max_file_bytes, docs=self.config.docs)
+        return False, scan_paths(self.root, info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
+
+    def _todo(self, scan, named: set[str]) -> tuple[list, list, set[str]]:
+        """``(sources, todo, seen)``: every file the scan saw as ``(kind, source)``, those whose
+        stat signature (:func:`same_stat`, or their dependencies') changed or that ``named``
+        holds (a watcher event or a request named them: always read again) as ``(kind,
+        source, record, deps)``, and their paths."""
         sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
-        sources += [("docs", s) for s in scan.docs]  # docs: markdown pages (daemon.sources.docs)
-        cs.files_seen = len(sources)
+        sources += [("docs", s) for s in scan.docs]  # markdown pages (daemon.sources.docs)
         seen: set[str] = set()
-        total = len(sources)
         todo = []
-        named = set(paths)
+        files = self.state.files
         for kind, src in sources:
             seen.add(src.path)
-            rec = self.files.get(src.path)
+            rec = files.get(src.path)
             deps = self._deps_sig(src) if kind == "metadata" else ""
             if rec is not None and src.path not in named and same_stat(rec, src) and rec.deps == deps:
                 continue
             todo.append((kind, src, rec, deps))
+        return sources, todo, seen
+
+    def _removed(self, full: bool, scan, paths: list[str], dirs: list[str], seen: set[str]) -> list[str]:
+        """Indexed files the reconcile did not see again; files under a folder that could not
+        be listed are kept, not removed."""
+        files = self.state.files
+        blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
+        keep_all = "" in scan.unreadable_dirs
+        if full:
+            candidates = list(files)
+        else:
+            prefixes = tuple(d + "/" for d in dirs if d)
+            candidates = [p for p in paths if p in files]
+            if prefixes:
+                candidates += [p for p in files if p.startswith(prefixes)]
+        return [
+            path
+            for path in dict.fromkeys(candidates)
+            if not (path in seen or keep_all or (blocked and path.startswith(blocked)))
+        ]
+
+    def _prepare(self, paths, dirs, progress, cancel) -> ChangeSet:
+        t0 = time.perf_counter()
+        if paths is not None:
+            paths = [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
+        dirs = [unicodedata.normalize("NFC", str(d).replace("\\", "/")).strip("/") for d in dirs]
+        full, scan = self._scan(paths, dirs)
+        paths = paths or []
+        if cancel():
+            raise Cancelled()
+        cs = ChangeSet(full=full, info=scan.info, paths=tuple(paths), dirs=tuple(dirs))
+        skipped: list[Skip] = list(scan.skipped)
+        sources, todo, seen = self._todo(scan, set(paths))
+        cs.files_seen = total = len(sources)
         fmt = scan.info.format
-        # a first index streams into a store and channels built aside (swapped in by apply):
-        # no ChangeSet holding every chunk and its tokens until one big apply
-        staged = _Staged(self) if full and not self.files and not len(self.store) else None
+        # a first index streams into a state built aside (swapped in by apply): no ChangeSet
+        # holding every chunk and its tokens until one big apply
+        st = self.state
+        staged = _Staged(self) if full and not st.files and not len(st.store) else None
         if self.pool is not None and len(todo) >= POOL_MIN_FILES:
             results = self._chunk_in_pool(self.pool, todo, fmt, cancel)
         else:  # a few files, or no pool: in this thread
@@ -546,20 +538,7 @@ class ReconcileMixin:
                 staged.take(result)
             elif result is not None:
                 cs.updates.append(result)
-        # files under a folder that could not be listed are kept, not deleted
-        blocked = tuple(d + "/" for d in scan.unreadable_dirs if d)
-        keep_all = "" in scan.unreadable_dirs
-        if full:
-            candidates = list(self.files)
-        else:
-            prefixes = tuple(d + "/" for d in dirs if d)
-            candidates = [p for p in paths if p in self.files]
-            if prefixes:
-                candidates += [p for p in self.files if p.startswith(prefixes)]
-        for path in dict.fromkeys(candidates):
-            if path in seen or keep_all or (blocked and path.startswith(blocked)):
-                continue
-            cs.removed.append(path)
+        cs.removed = self._removed(full, scan, paths, dirs, seen)
         if progress:
             progress("chunk", total, total)
         if full:
@@ -588,7 +567,7 @@ class ReconcileMixin:
                 h.update(f"{dep}\0-\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
-    def _read_file(self, kind: str, src, rec: FileRecord | None, deps: str, fmt: str) -> "FileUpdate | Skip | None":
+    def _read_file(self, kind: str, src, rec: FileRecord | None, deps: str, fmt: str) -> FileUpdate | Skip | None:
         """Read and chunk one file in this thread; BM25 tokens only for chunks that are new
         or changed (what :meth:`apply` needs)."""
         result = read_source(self.root, self.config, kind, src, rec, deps, fmt)
@@ -596,145 +575,129 @@ class ReconcileMixin:
             self._settle(result, {})
         return result
 
-    def _settle(self, u: "FileUpdate", computed: dict[str, list[str]]) -> None:
+    def _settle(self, u: FileUpdate, computed: dict[str, list[str]]) -> None:
         """Prepare ``u`` for :meth:`apply`: ``u.tokens`` keeps tokens only for new or changed
         chunks (from ``computed`` when a worker made them)."""
         tokens = {}
-        store = self.store
+        store = self.state.store
         log_notes(u)  # docs: a page's oddities, named (daemon.sources.docs.log_notes)
         for c in u.chunks:
             prev = store.get_by_id(c.id) if c.id in store else None
             if prev is None or (prev != c and not _moved_only(prev, c)):
-                tokens[c.id] = computed.get(c.id) or self._bm25_tokens(c)
+                tokens[c.id] = computed.get(c.id) or _chunk_tokens(c, self.config.stem)
         u.tokens = tokens
 
     def _chunk_in_pool(self, pool, todo, fmt: str, cancel: Callable[[], bool] = lambda: False):
-        """Chunk ``todo`` in the worker processes of ``pool`` (batches of
-        :data:`POOL_BATCH` files); yields the results in order, each with only the tokens
-        :meth:`apply` needs (the rest are dropped as each batch arrives, so a checkout of
-        2,000 modules does not hold every chunk's tokens at once). If the pool breaks (a
-        worker died, e.g. a crash in a native parser), the rest is chunked in this thread
-        and :attr:`pool_broken` is set for the owner to replace the pool; unless ``cancel()``
-        says the owner is stopping (it kills the pool on purpose): then :class:`Cancelled`."""
+        """Chunk ``todo`` in the worker processes of ``pool`` (batches of :data:`POOL_BATCH`
+        files); yields the results in order, each with only the tokens :meth:`apply` needs
+        (the rest are dropped as each batch arrives, so a big checkout does not hold every
+        chunk's tokens at once). If the pool breaks (a worker died, e.g. a crash in a native
+        parser), the rest is chunked in this thread and :attr:`pool_broken` is set for the
+        owner to replace the pool; unless ``cancel()`` says the owner is stopping (it kills
+        the pool on purpose): then :class:`Cancelled`."""
         from concurrent.futures.process import BrokenProcessPool
 
-        cfg = msgspec.msgpack.encode(self.config)
-        n_batches = (len(todo) + POOL_BATCH - 1) // POOL_BATCH
-        window = POOL_WINDOW * max(1, getattr(pool, "_max_workers", 1))
-        futures: list = []
-
-        def submit_until(end: int) -> None:
-            # batches are submitted at most ``window`` ahead of the one being read: a pool
-            # given every batch at once finished them faster than apply() took them, and
-            # their encoded results piled up in this process (+340 MB at --scale 20)
-            while len(futures) < min(end, n_batches):
-                i = len(futures) * POOL_BATCH
-                items = [
-                    _WorkItem(
-                        kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps
-                    )
-                    for kind, src, rec, deps in todo[i : i + POOL_BATCH]
-                ]
-                futures.append(pool.submit(_chunk_batch, str(self.root), cfg, fmt, msgspec.msgpack.encode(items)))
-
+        batches = _PoolBatches(pool, todo, str(self.root), msgspec.msgpack.encode(self.config), fmt)
         try:
-            submit_until(window)
+            batches.submit_until(batches.window)
         except (BrokenProcessPool, OSError, RuntimeError) as exc:
             log.warning("worker processes unavailable (%s); chunking in the daemon instead", exc)
             self.pool_broken = True
         for k in range(0, len(todo), POOL_BATCH):
-            batch_todo = todo[k : k + POOL_BATCH]
-            results = None
             b = k // POOL_BATCH
-            if not self.pool_broken:
-                try:
-                    submit_until(b + 1 + window)
-                except (BrokenProcessPool, OSError, RuntimeError):
-                    pass  # reading the batch's future below reports the broken pool
-            if not self.pool_broken and b < len(futures):
-                # the future is dropped once read: it holds the batch's encoded result
-                # (chunks and every chunk's tokens), and keeping all of them until the last
-                # batch held ~870 MB in the daemon after a first index of ssl31-ru
-                fut, futures[b] = futures[b], None
-                try:
-                    results = msgspec.msgpack.decode(_result_or_cancel(fut, cancel), type=_WorkResult).results()
-                except (BrokenProcessPool, OSError, RuntimeError) as exc:
-                    if cancel():
-                        raise Cancelled() from None
-                    log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
-                    self.pool_broken = True
-                    for f in futures:
-                        if f is not None:
-                            f.cancel()
+            results = None if self.pool_broken else self._pool_results(batches, b, cancel)
             if results is None:
-                yield from (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in batch_todo)
+                yield from (
+                    self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo[k : k + POOL_BATCH]
+                )
                 continue
             for r in results:
                 if isinstance(r, FileUpdate) and r.chunks is not None:
                     self._settle(r, r.tokens)  # keep only the tokens apply() needs
                 yield r
 
-    def apply(self, cs: "ChangeSet", *, journal: bool = True) -> RefreshReport:
-        """Swap a :meth:`prepare` result into the indexes as one batch under the lock, so a
-        reader sees the index before or after it, never half of it. Must run on the writer
-        thread, right after the :meth:`prepare` it belongs to."""
-        t0 = time.perf_counter()
-        report = RefreshReport(files_seen=cs.files_seen)
-        with self.lock:
-            self.version += 1
-            if cs.info is not None:
-                self._info = cs.info
-                self.format = cs.info.format
-            if cs.staged is not None:
-                self._swap_in(cs.staged, report)
-            for u in cs.updates:
-                if u.chunks is None:
-                    rec = self.files.get(u.path)
-                    if rec is not None:
-                        rec.size, rec.mtime_ns, rec.deps = u.size, u.mtime_ns, u.deps
-                        rec.ino, rec.ctime_ns = u.ino, u.ctime_ns
-                        self._dirty = True
-                    continue
-                if self._apply_file(u, report):
-                    report.files_changed += 1
-            for path in cs.removed:
-                self._drop_file(path, report)
-                report.files_removed += 1
-            if cs.full:
-                self.skipped = list(dict.fromkeys(cs.skipped))
-            else:
-                touched = set(cs.paths) | {u.path for u in cs.updates} | set(cs.removed)
-                prefixes = tuple(d + "/" for d in cs.dirs if d)
-                kept = [
-                    k for k in self.skipped if k.path not in touched and not (prefixes and k.path.startswith(prefixes))
-                ]
-                # one record per (file, reason): a file seen by both a path and a folder
-                # event of one batch must not count twice
-                self.skipped = list(dict.fromkeys(kept + list(cs.skipped)))
-                if cs.skipped or len(kept) != len(self.skipped) - len(cs.skipped):
-                    self._dirty = True
-            report.skipped = list(cs.skipped)
-            skipped_now = list(self.skipped)
-            # write buffered index additions now, not in the first search
-            self.bm25.flush()
-            self.meta_bm25.flush()
-            self.names.flush()
-            # a swapped-in first index: every vector; else the chunks this batch added or changed
-            self._prune_dense(None if cs.staged is not None else report.changed_ids)
-        if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
-            self._journal_append(cs)
-        if self.log_skips:
-            self._log_skips(skipped_now)
-        report.seconds = cs.seconds + time.perf_counter() - t0
-        return report
+    def _pool_results(self, batches: _PoolBatches, b: int, cancel: Callable[[], bool]) -> list | None:
+        """The results of batch ``b`` from the workers, or None when the pool broke (then
+        :attr:`pool_broken` is set and the batch is chunked in this thread)."""
+        from concurrent.futures.process import BrokenProcessPool
 
-    def _log_skips(self, skipped: list[Skip]) -> None:
+        try:
+            batches.submit_until(b + 1 + batches.window)
+        except (BrokenProcessPool, OSError, RuntimeError):
+            pass  # reading the batch's future below reports the broken pool
+        if b >= len(batches.futures):
+            return None
+        # the future is dropped once read: it holds the batch's encoded result (chunks and
+        # every chunk's tokens)
+        fut, batches.futures[b] = batches.futures[b], None
+        try:
+            return msgspec.msgpack.decode(_result_or_cancel(fut, cancel), type=_WorkResult).results()
+        except (BrokenProcessPool, OSError, RuntimeError) as exc:
+            if cancel():
+                raise Cancelled() from None
+            log.warning("chunking in worker processes failed (%s); chunking in the daemon instead", exc)
+            self.pool_broken = True
+            for f in batches.futures:
+                if f is not None:
+                    f.cancel()
+            return None
+
+    # ------------------------------------------------------------------ apply
+    def apply(self, cs: ChangeSet) -> tuple[RefreshReport, list[Skip]]:
+        """Swap a :meth:`prepare` result into the state as one batch; the caller holds the
+        engine's lock, so a reader sees the index before or after it, never half of it. Must
+        run on the writer thread, right after the :meth:`prepare` it belongs to. Returns the
+        report (its ``seconds`` not set) and the skip list now."""
+        st = self.state
+        report = RefreshReport(files_seen=cs.files_seen)
+        st.version += 1
+        if cs.info is not None:
+            st.info = cs.info
+            st.format = cs.info.format
+        if cs.staged is not None:
+            self._swap_in(cs.staged, report)
+        for u in cs.updates:
+            if u.chunks is None:
+                rec = st.files.get(u.path)
+                if rec is not None:
+                    rec.size, rec.mtime_ns, rec.deps = u.size, u.mtime_ns, u.deps
+                    rec.ino, rec.ctime_ns = u.ino, u.ctime_ns
+                    st.dirty = True
+                continue
+            if self._apply_file(st, u, report):
+                report.files_changed += 1
+        for path in cs.removed:
+            self._drop_file(st, path, report)
+            report.files_removed += 1
+        self._update_skipped(cs)
+        report.skipped = list(cs.skipped)
+        # write buffered index additions now, not in the first search
+        st.bm25.flush()
+        st.meta_bm25.flush()
+        st.names.flush()
+        return report, list(st.skipped)
+
+    def _update_skipped(self, cs: ChangeSet) -> None:
+        """A full scan's skip list replaces the old one; a partial one replaces the skips of
+        the files and folders it looked at. One record per (file, reason): a file seen by both
+        a path and a folder event of one batch must not count twice."""
+        st = self.state
+        if cs.full:
+            st.skipped = list(dict.fromkeys(cs.skipped))
+            return
+        touched = set(cs.paths) | {u.path for u in cs.updates} | set(cs.removed)
+        prefixes = tuple(d + "/" for d in cs.dirs if d)
+        kept = [k for k in st.skipped if k.path not in touched and not (prefixes and k.path.startswith(prefixes))]
+        st.skipped = list(dict.fromkeys(kept + list(cs.skipped)))
+        if cs.skipped or len(kept) != len(st.skipped) - len(cs.skipped):
+            st.dirty = True
+
+    def log_skips(self, skipped: list[Skip]) -> None:
         """Log each skipped file once per process at WARNING (INFO for the reasons in
-        :data:`QUIET_SKIP_REASONS`), with its path, reason and
-        detail: the first reconcile names every skip (also those loaded from the snapshot),
-        later ones only new skips; a file that stops being skipped and fails again later is
-        named again. At most :data:`SKIP_LOG_LINES` lines per batch, then one line with the
-        number left out (``bsl-lens status -v`` lists them)."""
+        :data:`QUIET_SKIP_REASONS`), with its path, reason and detail: the first reconcile
+        names every skip (also those loaded from the snapshot), later ones only new skips; a
+        file that stops being skipped and fails again later is named again. At most
+        :data:`SKIP_LOG_LINES` lines per batch, then one line with the number left out."""
         current = {(k.path, k.reason) for k in skipped}
         self._skips_logged &= current
         new = [k for k in skipped if (k.path, k.reason) not in self._skips_logged]
@@ -746,28 +709,29 @@ class ReconcileMixin:
             log.warning("... and %d more skipped files (bsl-lens status -v lists them)", len(new) - SKIP_LOG_LINES)
         self._skips_logged |= {(k.path, k.reason) for k in new}
 
-    def _swap_in(self, st: "_Staged", report: RefreshReport) -> None:
-        """Install a staged first index (under the lock, from :meth:`apply`)."""
-        if self.files or len(self.store):
+    def _swap_in(self, staged: _Staged, report: RefreshReport) -> None:
+        """Install a staged first index (from :meth:`apply`)."""
+        st, new = self.state, staged.state
+        if st.files or len(st.store):
             raise RuntimeError("a staged build is only for an empty engine")
-        self.store, self.files = st.store, st.files
-        self.bm25, self.meta_bm25, self.names = st.bm25, st.meta_bm25, st.names
-        self.stale_vectors = st.stale_vectors
-        r = st.report
+        st.store, st.files = new.store, new.files
+        st.bm25, st.meta_bm25, st.names = new.bm25, new.meta_bm25, new.names
+        st.stale_vectors = new.stale_vectors
+        r = staged.report
         report.files_changed += r.files_changed
         report.chunks_added += r.chunks_added
         report.chunks_changed += r.chunks_changed
         report.chunks_moved += r.chunks_moved
         report.chunks_removed += r.chunks_removed
         report.changed_ids.extend(r.changed_ids)
-        self._dirty = True
-        self.compact_due = True  # never journaled: a snapshot is due
+        st.dirty = True
+        st.compact_due = True  # never journaled: a snapshot is due
 
-    def _apply_file(self, u: "FileUpdate", report: RefreshReport) -> bool:
-        """Swap one file's chunks in; True if any chunk was added, changed or removed."""
+    def _apply_file(self, st: IndexState, u: FileUpdate, report: RefreshReport) -> bool:
+        """Swap one file's chunks into ``st``; True if any chunk was added, changed or removed."""
         before = (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
-        store = self.store
-        old = self.files.get(u.path)
+        store = st.store
+        old = st.files.get(u.path)
         old_ids = {store.ids[s] for s in old.slot_list()} if old else set()
         new_ids = set()
         new_slots = []
@@ -788,12 +752,12 @@ class ReconcileMixin:
             else:
                 report.chunks_changed += 1
             report.changed_ids.append(c.id)
-            new_slots.append(self._add_chunk(c, u.tokens.get(c.id)))
+            new_slots.append(self._add_chunk(st, c, u.tokens.get(c.id)))
         for cid in old_ids - new_ids:
             if cid is not None:
-                self._remove_chunk(cid)
+                self._remove_chunk(st, cid)
                 report.chunks_removed += 1
-        self.files[u.path] = FileRecord(
+        st.files[u.path] = FileRecord(
             path=u.path,
             kind=u.kind,
             hash=u.digest,
@@ -805,121 +769,121 @@ class ReconcileMixin:
             ino=u.ino,
             ctime_ns=u.ctime_ns,
         )
-        self._dirty = True
-        return old is None or before != (
-            report.chunks_added,
-            report.chunks_changed,
-            report.chunks_removed,
-            report.chunks_moved,
-        )
+        st.dirty = True
+        after = (report.chunks_added, report.chunks_changed, report.chunks_removed, report.chunks_moved)
+        return old is None or before != after
 
-    def _drop_file(self, path: str, report: RefreshReport) -> None:
-        with self.lock:
-            rec = self.files.pop(path, None)
-            if rec is None:
-                return
-            ids = self.store.ids
-            for cid in [ids[s] for s in rec.slot_list()]:
-                if cid is not None:
-                    self._remove_chunk(cid)
-                    report.chunks_removed += 1
-            self._dirty = True
+    def _drop_file(self, st: IndexState, path: str, report: RefreshReport) -> None:
+        rec = st.files.pop(path, None)
+        if rec is None:
+            return
+        ids = st.store.ids
+        for cid in [ids[s] for s in rec.slot_list()]:
+            if cid is not None:
+                self._remove_chunk(st, cid)
+                report.chunks_removed += 1
+        st.dirty = True
 
-    def _bm25_tokens(self, c: Chunk) -> list[str]:
-        return _chunk_tokens(c, self.config.stem)
-
-    def _add_chunk(self, c: Chunk, tokens: list[str] | None = None) -> int:
-        """Store ``c`` and index it in every lexical channel; returns its slot."""
-        if c.id in self.embedded:
+    def _add_chunk(self, st: IndexState, c: Chunk, tokens: list[str] | None = None) -> int:
+        """Store ``c`` in ``st`` and index it in every lexical channel; returns its slot."""
+        if c.id in st.embedded:
             from .embed import embed_text, text_hash
 
             # only the embedded head counts: an edit deep in a long method keeps its vector
-            if self.embedded[c.id] != text_hash(embed_text(c, self.config.embed_max_chars)):
-                self.stale_vectors.add(c.id)
+            if st.embedded[c.id] != text_hash(embed_text(c, self.config.embed_max_chars)):
+                st.stale_vectors.add(c.id)
             else:
-                self.stale_vectors.discard(c.id)
-        slot = self.store.add(c)
+                st.stale_vectors.discard(c.id)
+        slot = st.store.add(c)
         if tokens is None:
-            tokens = self._bm25_tokens(c)
-        self.bm25.add(slot, tokens)
+            tokens = _chunk_tokens(c, self.config.stem)
+        st.bm25.add(slot, tokens)
         if c.is_metadata:
-            self.meta_bm25.add(slot, tokens)
+            st.meta_bm25.add(slot, tokens)
         if c.kind != "module" and c.part <= 1:
             name = docs_name(c) if c.is_docs else c.name  # docs: a heading's key (daemon.sources.docs.docs_name)
-            self.names.add(slot, name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
-        elif slot in self.names:
-            self.names.remove(slot)
-        meta_names = getattr(self, "meta_names", None)  # the engine's (a staged build has none: built on first use)
-        if meta_names is not None:
-            meta_names.add(self.store, slot, c)
-        # the dense side notices the changed text through embed_pending()
+            st.names.add(slot, name, container=_containers(c), kind=c.kind, boost=symbol_boost(c))
+        elif slot in st.names:
+            st.names.remove(slot)
+        if st.meta_names is not None:  # a staged build has none: built on first use
+            st.meta_names.add(st.store, slot, c)
+        # the dense side notices the changed text through DenseUpkeep.pending()
         return slot
 
-    def _remove_chunk(self, cid: str) -> None:
-        slot = self.store.remove(cid)
-        self.stale_vectors.discard(cid)
+    def _remove_chunk(self, st: IndexState, cid: str) -> None:
+        slot = st.store.remove(cid)
+        st.stale_vectors.discard(cid)
         if slot is not None:
-            self.bm25.remove(slot)
-            self.meta_bm25.remove(slot)
-            self.names.remove(slot)
-            meta_names = getattr(self, "meta_names", None)
-            if meta_names is not None:
-                meta_names.remove(self.store, slot)
-        if self.dense is not None:
+            st.bm25.remove(slot)
+            st.meta_bm25.remove(slot)
+            st.names.remove(slot)
+            if st.meta_names is not None:
+                st.meta_names.remove(st.store, slot)
+        if st.dense is not None:
             from .embed import MAX_TEXTS, vector_key
 
             # the chunk's extra vectors (daemon.index.embed.embed_texts) go with it
-            keys = [k for k in (vector_key(cid, i) for i in range(MAX_TEXTS)) if k in self.embedded]
+            keys = [k for k in (vector_key(cid, i) for i in range(MAX_TEXTS)) if k in st.embedded]
             if not keys:
                 return
-            self.dense.remove(keys)
+            st.dense.remove(keys)
             for k in keys:
-                self.embedded.pop(k, None)
-                self.stale_vectors.discard(k)
-            self._dense_dirty = True
+                st.embedded.pop(k, None)
+                st.stale_vectors.discard(k)
+            st.dense_dirty = True
+
+
+class _PoolBatches:
+    """The worker batches of one reconcile: submitted at most ``window`` ahead of the one
+    being read (a pool given every batch at once finished them faster than they were taken,
+    and their encoded results piled up in the owner)."""
+
+    def __init__(self, pool, todo: list, root: str, config: bytes, fmt: str) -> None:
+        self.pool, self.todo, self.root, self.config, self.fmt = pool, todo, root, config, fmt
+        self.n = (len(todo) + POOL_BATCH - 1) // POOL_BATCH
+        self.window = POOL_WINDOW * max(1, getattr(pool, "_max_workers", 1))
+        self.futures: list = []
+
+    def submit_until(self, end: int) -> None:
+        while len(self.futures) < min(end, self.n):
+            i = len(self.futures) * POOL_BATCH
+            items = [
+                _WorkItem(
+                    kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps
+                )
+                for kind, src, rec, deps in self.todo[i : i + POOL_BATCH]
+            ]
+            self.futures.append(
+                self.pool.submit(_chunk_batch, self.root, self.config, self.fmt, msgspec.msgpack.encode(items))
+            )
 
 
 class _Staged:
-    """A first index built aside while :meth:`ReconcileMixin.prepare` reads the files: each
-    file's chunks go into a new :class:`daemon.index.chunkstore.ChunkStore` and their tokens
-    straight into new BM25 / names channels as the file's result arrives (the same
-    :meth:`ReconcileMixin._apply_file` an incremental apply runs, so the index is the same),
-    and the file's chunks and tokens are dropped. :meth:`ReconcileMixin.apply` swaps the
-    whole of it in under the lock: readers see the empty index or the complete one."""
+    """A first index built aside while :meth:`Reconciler.prepare` reads the files: each file's
+    chunks go into a new :class:`daemon.index.state.IndexState` (its store spilling to the
+    index dir) as the file's result arrives (the same :meth:`Reconciler._apply_file` an
+    incremental apply runs, so the index is the same), and the file's chunks and tokens are
+    dropped. :meth:`Reconciler.apply` swaps the whole of it in: readers see the empty index
+    or the complete one."""
 
-    _apply_file = ReconcileMixin._apply_file
-    _add_chunk = ReconcileMixin._add_chunk
-    _remove_chunk = ReconcileMixin._remove_chunk
-    _bm25_tokens = ReconcileMixin._bm25_tokens
-
-    def __init__(self, engine) -> None:
-        from .bm25 import BM25Index
-        from .chunkstore import ChunkStore
-        from .names import SymbolIndex
-
-        cfg = engine.config
-        self.config = cfg
+    def __init__(self, rec: Reconciler) -> None:
+        cfg = rec.config
+        self._rec = rec
         # the blobs go to an unnamed file in the index dir until the first snapshot rebases
         # the store onto its memory-mapped arena
-        self.store = ChunkStore(spill_dir=engine.index_dir)
-        self.files: dict[str, FileRecord] = {}
-        self.bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
-        self.meta_bm25 = BM25Index(cfg.bm25_k1, cfg.bm25_b)
-        self.names = SymbolIndex()
-        self.embedded = engine.embedded  # read only: which vectors the new texts make stale
-        self.stale_vectors: set[str] = set()
-        self.dense = None
-        self._dirty = False
+        self.state = IndexState(bm25_k1=cfg.bm25_k1, bm25_b=cfg.bm25_b, spill_dir=rec.index_dir)
+        self.state.embedded = rec.state.embedded  # read only: which vectors the new texts make stale
+        self.state.meta_names = None
         self.report = RefreshReport()
 
     def take(self, u: FileUpdate) -> None:
         """Index one file's new chunks (``u.chunks`` not None), then drop them from ``u``."""
-        if self._apply_file(u, self.report):
+        if self._rec._apply_file(self.state, u, self.report):
             self.report.files_changed += 1
         u.chunks, u.tokens = None, {}
 
     def finish(self) -> None:
         """Write the buffered postings and names (outside the engine lock)."""
-        self.bm25.flush()
-        self.meta_bm25.flush()
-        self.names.flush()
+        self.state.bm25.flush()
+        self.state.meta_bm25.flush()
+        self.state.names.flush()

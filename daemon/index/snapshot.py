@@ -1,7 +1,5 @@
-"""Persistence of the engine: the lexical snapshot and its journal, the dense index, its
-map and journal (load and save).
-
-Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes).
+"""Persistence of the index: the lexical snapshot and its journal, the dense index, its map
+and journal (load and save), by :class:`Snapshotter`.
 """
 
 from __future__ import annotations
@@ -13,7 +11,7 @@ import os
 import shutil
 import time
 from pathlib import Path
-from collections.abc import Iterable
+from collections.abc import Callable
 from typing import Any
 
 import msgspec
@@ -23,31 +21,29 @@ from .. import __version__
 from .bm25 import BM25Index
 from .chunkstore import ChunkStore, ChunkStoreError
 from ..contract import Skip
-from .reconcile import ChangeSet, FileRecord
+from .reconcile import ChangeSet, EngineConfig
+from .state import FileRecord, IndexState
 from ..sources.scan import ExportInfo
 from .storage import SnapshotError, atomic_write_bytes, read_msgpack, write_json, write_msgpack
 from .names import SymbolIndex
 
 log = logging.getLogger(__name__)
 
-#: Bump when the layout of the lexical snapshot changes (3: the symbol state carries its
-#: derived arrays; 5: one snapshot.msgpack; 6: a generation folder of column files).
+#: Bump when the layout of the lexical snapshot changes (6: a generation folder of column files).
 SCHEMA_VERSION = 6
 #: The lexical snapshot of schema 5 (one file): found on load, it means a logged rebuild.
 SNAPSHOT_FILE = "snapshot.msgpack"
 #: The lexical snapshot: ``<index_dir>/lexical/<generation>/``, the current one named by
-#: ``lexical/CURRENT`` (see :meth:`PersistMixin.save_lexical`).
+#: ``lexical/CURRENT`` (see :meth:`Snapshotter.save_lexical`).
 LEXICAL_DIR = "lexical"
 CURRENT_FILE = "CURRENT"
 #: The lexical journal (changes since the snapshot; :mod:`daemon.index.journal`), and when a new
-#: snapshot is due instead: a journal over 64 MB (a frame holds the changed file's chunks:
-#: ~1 MB for an edit of a 1 MB module; replaying 64 MB at start costs ~0.3 s) or a batch of
-#: more than 300 files (a first index or a checkout: one snapshot is cheaper).
+#: snapshot is due instead: a journal over 64 MiB (a frame holds the changed file's chunks) or
+#: a batch of more than 300 files (a first index or a checkout: one snapshot is cheaper).
 JOURNAL_FILE = "journal.bin"
 JOURNAL_MAX_BYTES = 64 * 2**20
 JOURNAL_MAX_FILES = 300
-#: Dense journal: a snapshot of the dense side is due after this many journaled vectors
-#: (4096 x 1.5 KB = 6 MB; replaying them into hnswlib at start takes well under a second).
+#: Dense journal: a snapshot of the dense side is due after this many journaled vectors.
 DENSE_JOURNAL_MAX = 4096
 
 
@@ -60,7 +56,7 @@ class _DenseMeta(msgspec.Struct):
 
 
 class _DenseEntry(msgspec.Struct, array_like=True):
-    """One dense journal frame: vectors set by one :meth:`Engine.embed_ids` call."""
+    """One dense journal frame: the vectors set by one batch of the dense upkeep."""
 
     ids: list[str]
     hashes: list[str]
@@ -73,10 +69,8 @@ def _fresh(v: Any) -> Any:
 
     Why: encoding a non-ASCII ``str`` to UTF-8 (msgspec does it with
     ``PyUnicode_AsUTF8AndSize``) leaves a UTF-8 copy cached inside the string object for its
-    whole life. Encoding the live chunks, ids and terms for a snapshot of ssl31-ru cached
-    ~130 MB that way (852k strings, measured with tracemalloc): a daemon that had written a
-    snapshot sat at ~1.3x the RSS of one that had only read it. Encoding copies instead lets
-    the caches die with the copies."""
+    whole life; encoding the live chunks, ids and terms for a journal frame would keep such a
+    copy of each of them. Encoding copies instead lets the caches die with the copies."""
     t = type(v)
     if t is str:
         return v if v.isascii() else "".join((v, ""))
@@ -107,10 +101,41 @@ _CONTAINER_OR_STR = frozenset((str, list, tuple, dict))
 _SCALARS = frozenset((int, float, bool, type(None)))
 
 
-class PersistMixin:
-    """The engine's snapshots and journals: :meth:`save`, :meth:`save_lexical`, :meth:`save_dense`, :meth:`load_dense`."""
+class _DenseLoad(msgspec.Struct):
+    """What :meth:`Snapshotter.read_dense` read: the embedding cache, and the dense index with
+    its map, generation and the vectors replayed from its journal (``dense`` None: none on
+    disk, or unusable)."""
 
-    def _manifest(self) -> dict:
+    cache: Any
+    dense: Any = None
+    generation: str = ""
+    embedded: dict[str, str] = {}
+    replayed: int = 0
+
+
+class Snapshotter:
+    """Loads and saves the index state of one root: the lexical snapshot (a generation folder
+    of column files) with its journal, and the dense index, its map and journal, with the
+    embedding cache.
+
+    ``state``: the :class:`daemon.index.state.IndexState` it loads into and saves from;
+    ``root``, ``index_dir``, ``config``: the export root, the index folder and the index
+    settings (they key the manifest); ``embedder``: the dense side's model (None: lexical
+    only); ``lock``: the engine's lock, taken only where a save changes what queries read.
+    """
+
+    def __init__(
+        self, state: IndexState, *, root: Path, index_dir: Path, config: EngineConfig, embedder=None, lock
+    ) -> None:
+        self.state = state
+        self.root = Path(root)
+        self.index_dir = Path(index_dir)
+        self.config = config
+        self.embedder = embedder
+        self.lock = lock
+
+    def manifest(self) -> dict:
+        """What a lexical snapshot must match to be loaded: versions and the lexical settings."""
         from ..text import tokenize as tok
 
         return {
@@ -121,7 +146,11 @@ class PersistMixin:
             "root": str(self.root),
         }
 
-    def _load(self) -> None:
+    # ------------------------------------------------------------------ lexical load
+    def load_lexical(self) -> bool:
+        """Load the current lexical snapshot into the state; True if one was loaded. A
+        missing, damaged or mismatched snapshot is logged and left for the next reconcile to
+        rebuild; it never raises. The journal is replayed separately (:meth:`replay_journal`)."""
         d = self.index_dir
         lex = d / LEXICAL_DIR
         if lex.is_dir():  # a snapshot being written when the last process died: never complete
@@ -136,20 +165,47 @@ class PersistMixin:
                 log.warning(
                     "%s does not name a snapshot generation (damaged); rebuilding the lexical index", lex / CURRENT_FILE
                 )
-            return
-        t0 = time.perf_counter()
+            return False
         import gc
 
         # decoding creates the ids and file records: cyclic GC passes over them are wasted
         gc_on = gc.isenabled()
         gc.disable()
-        g = d / LEXICAL_DIR / gen
+        try:
+            loaded = self._read_generation(d / LEXICAL_DIR / gen, gen)
+        finally:
+            if gc_on:
+                gc.enable()
+        if loaded is None:
+            return False
+        manifest, store, bm25, meta, names, files, skipped = loaded
+        st = self.state
+        st.files = files
+        st.store = store
+        st.skipped = skipped
+        st.bm25, st.meta_bm25, st.names = bm25, meta, names
+        st.format = manifest.get("format", "unknown")
+        share = manifest.get("cyrillic_share")
+        if isinstance(share, (int, float)):
+            st.set_cyrillic_share(share)
+        info = manifest.get("info")
+        if isinstance(info, dict):
+            try:
+                st.info = msgspec.convert(info, ExportInfo)
+            except msgspec.ValidationError:
+                st.info = None
+        st.generation = gen
+        return True
+
+    def _read_generation(self, g: Path, gen: str) -> tuple | None:
+        """The parts of generation folder ``g``, or None (logged) when they do not match this
+        version and settings or cannot be read."""
         try:
             manifest = json.loads((g / "manifest.json").read_bytes())
-            want = self._manifest()
+            want = self.manifest()
             if not all(manifest.get(k) == want[k] for k in ("schema", "tokenizer", "lexical")):
-                log.warning("index in %s is from another version or settings; rebuilding", d)
-                return
+                log.warning("index in %s is from another version or settings; rebuilding", self.index_dir)
+                return None
             if manifest.get("generation") != gen:
                 raise SnapshotError(f"manifest names generation {manifest.get('generation')!r}, CURRENT {gen!r}")
             store = ChunkStore.load(g / "chunks")
@@ -170,79 +226,49 @@ class PersistMixin:
             IndexError,
         ) as exc:
             log.warning("lexical snapshot unusable (%s); rebuilding", exc)
-            return
-        finally:
-            if gc_on:
-                gc.enable()
-        self.files = files
-        self.store = store
-        self.skipped = skipped
-        self.bm25, self.meta_bm25, self.names = bm25, meta, names
-        self.format = manifest.get("format", "unknown")
-        share = manifest.get("cyrillic_share")
-        if isinstance(share, (int, float)):
-            self._script_cache = ((id(self.store), self.store.version), float(share))
-        info = manifest.get("info")
-        if isinstance(info, dict):
-            try:
-                self._info = msgspec.convert(info, ExportInfo)
-            except msgspec.ValidationError:
-                self._info = None
-        self.generation = gen
-        replayed = self._replay_journal()
-        log.info(
-            "loaded snapshot: %d files, %d chunks, %d journal batches in %.2fs",
-            len(self.files),
-            len(self.store),
-            replayed,
-            time.perf_counter() - t0,
-        )
+            return None
+        return manifest, store, bm25, meta, names, files, skipped
 
-    def _replay_journal(self) -> int:
-        """Apply the lexical journal of the loaded snapshot's generation; returns the number
-        of batches replayed. A batch that does not decode ends the replay (the rest is
+    def replay_journal(self, apply: Callable[[ChangeSet], Any]) -> int:
+        """Hand each batch of the loaded generation's lexical journal to ``apply``; returns
+        the number of batches. A batch that does not decode ends the replay (the rest is
         redone by the reconcile with the disk)."""
         from . import journal
 
-        if not self.generation:
+        if not self.state.generation:
             return 0
         n = 0
-        for payload in journal.read(self.index_dir / JOURNAL_FILE, self.generation):
+        for payload in journal.read(self.index_dir / JOURNAL_FILE, self.state.generation):
             try:
                 cs = msgspec.msgpack.decode(payload, type=ChangeSet)
             except (msgspec.DecodeError, msgspec.ValidationError) as exc:
                 log.warning("journal batch %d does not decode (%s); replay stops", n + 1, exc)
                 break
-            self.apply(cs, journal=False)
+            apply(cs)
             n += 1
         return n
 
-    def _dense_paths(self) -> tuple[Path, Path, Path]:
+    # ------------------------------------------------------------------ dense load
+    def dense_paths(self) -> tuple[Path, Path, Path]:
         """(hnswlib dir, embedded-map file, embedding cache file) of the current embedder.
 
         Each embedder has its own files (named by a hash of its fingerprint), so a lexical-only
         run, a damaged lexical snapshot or a switch to another model and back never throws
-        away vectors that took an hour to compute.
+        away vectors that took long to compute.
         """
         tag = hashlib.sha256(self.embedder.fingerprint.encode("utf-8")).hexdigest()[:12]
         d = self.index_dir
         return d / f"dense-{tag}", d / f"dense-{tag}" / "embedded.msgpack", d / f"embeddings-{tag}.bin"
 
-    def load_dense(self) -> None:
-        """Load the embedding cache and the dense index of the current embedder, if any.
-
-        Independent of the lexical snapshot: vectors whose chunk no longer exists are pruned;
-        chunks whose text changed are re-embedded by :meth:`embed_pending` / :meth:`embed_ids`
-        (from the cache when the text was seen before). Loads into locals and swaps them in
-        under the lock, so queries meanwhile use the (empty) dense side, never a half-loaded
-        one. Never raises for damaged files (logged; the cache rebuilds the index).
-        """
-        if self.embedder is None:
-            return
+    def read_dense(self) -> _DenseLoad:
+        """Read the embedding cache and the dense index of the current embedder (no lock: the
+        state is not touched; :meth:`install_dense` swaps the result in). Vectors without a map
+        entry are dropped, the journal is replayed on top. Never raises for damaged files
+        (logged; the cache rebuilds the index)."""
         from .dense import DenseIndex, DenseIndexError
-        from .embed import VECTOR_SEP, EmbeddingCache
+        from .embed import EmbeddingCache
 
-        dense_dir, embedded_file, cache_file = self._dense_paths()
+        dense_dir, embedded_file, cache_file = self.dense_paths()
         cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)
         dense, meta = None, None
         if dense_dir.exists():
@@ -256,26 +282,30 @@ class PersistMixin:
                 log.warning("dense index unusable (%s); it is rebuilt from the embedding cache", exc)
                 dense, meta = None, None
         if dense is None:
-            with self.lock:
-                self.cache = cache
-            return
+            return _DenseLoad(cache)
         embedded = {k: v for k, v in meta.embedded.items() if k in dense}
         stray = [k for k in dense.keys() if k not in embedded]
         if stray:
             dense.remove(stray)
         replayed = self._replay_dense_journal(dense_dir, meta.generation, dense, cache, embedded)
-        with self.lock:
-            self.cache = cache
-            self.dense = dense
-            self.dense_generation = meta.generation
-            self._extra_vectors = any(VECTOR_SEP in k for k in embedded)
-            self._dense_gen += 1
-            self.embedded = embedded
-            self._dense_journal_vectors = replayed
-            if replayed:
-                self._dense_dirty = True
-            if self.files:  # never prune against an empty (unloaded, rebuilding) lexical side
-                self._prune_dense()
+        return _DenseLoad(cache, dense, meta.generation, embedded, replayed)
+
+    def install_dense(self, loaded: _DenseLoad) -> None:
+        """Swap a :meth:`read_dense` result into the state (the caller holds the lock)."""
+        from .embed import VECTOR_SEP
+
+        st = self.state
+        st.cache = loaded.cache
+        if loaded.dense is None:
+            return
+        st.dense = loaded.dense
+        st.dense_generation = loaded.generation
+        st.extra_vectors = any(VECTOR_SEP in k for k in loaded.embedded)
+        st.dense_gen += 1
+        st.embedded = loaded.embedded
+        st.dense_journal_vectors = loaded.replayed
+        if loaded.replayed:
+            st.dense_dirty = True
 
     def _replay_dense_journal(self, dense_dir: Path, generation: str, dense, cache, embedded: dict[str, str]) -> int:
         """Upsert the vectors journaled since the dense snapshot into ``dense`` (and ``cache``,
@@ -294,191 +324,140 @@ class PersistMixin:
                 break
             dense.upsert(e.ids, vecs)
             cache.put_many(e.hashes, vecs)
-            for cid, h in zip(e.ids, e.hashes):
+            for cid, h in zip(e.ids, e.hashes, strict=False):
                 embedded[cid] = h
             n += len(e.ids)
         if n:
             log.info("replayed %d journaled vectors", n)
         return n
 
-    def _prune_dense(self, ids: Iterable[str] | None = None) -> None:
-        """Drop vectors of chunks that no longer exist (after a refresh or a lexical rebuild),
-        and extra vectors (:func:`daemon.index.embed.vector_key`) a chunk no longer has a text for
-        (a method that lost its ``Экспорт`` loses its context vector). ``ids``: only these
-        chunks' vectors are checked (an incremental batch: its added and changed chunks; the
-        removed ones took their vectors with them); None: every vector (a load, a swapped-in
-        first index). Whether a code or metadata chunk has an extra text is read off the chunk
-        store's columns (:func:`daemon.index.embed.has_context_text`); only a docs section's texts
-        are computed (materialising every exported method's texts took 3.9 s per load and 3.1 s
-        per watcher batch on ssl31-ru). Lock held."""
-        if self.dense is None:
-            return
-        from ..contract import DOCS_KINDS
-        from .embed import MAX_TEXTS, VECTOR_SEP, has_context_text, vector_chunk, vector_key
-
-        if ids is None:
-            keys: Iterable[str] = list(self.embedded)
-        else:
-            keys = [
-                k
-                for cid in dict.fromkeys(ids)
-                for k in (vector_key(cid, i) for i in range(MAX_TEXTS))
-                if k in self.embedded
-            ]
-        store = self.store
-        slot_of = store.slot_of
-        gone = []
-        extra_of: dict[str, set[str]] = {}
-        for k in keys:
-            if VECTOR_SEP not in k:
-                if k not in store:
-                    gone.append(k)
-                continue
-            cid = vector_chunk(k)
-            valid = extra_of.get(cid)
-            if valid is None:
-                slot = slot_of.get(cid)
-                if slot is None:
-                    valid = set()
-                elif store.kind_of(slot) in DOCS_KINDS:
-                    valid = {x for x, _ in self._chunk_vector_texts(store.get(slot))}
-                else:
-                    part, export = store.part_export(slot)
-                    valid = {vector_key(cid, 1)} if has_context_text(store.kind_of(slot), part, export) else set()
-                extra_of[cid] = valid
-            if k not in valid:
-                gone.append(k)
-        if gone:
-            self.dense.remove(gone)
-            for k in gone:
-                del self.embedded[k]
-            self._dense_dirty = True
-
-    def save(self) -> None:
-        """Persist everything that changed: :meth:`save_lexical` then :meth:`save_dense`."""
-        self.save_lexical()
-        self.save_dense()
-
+    # ------------------------------------------------------------------ save
     def save_lexical(self) -> bool:
         """Write a new generation of the lexical snapshot if the lexical side changed since
         the last save; returns True if it wrote.
 
         ``<index_dir>/lexical/<generation>/``: ``manifest.json``, ``chunks/``
         (:meth:`daemon.index.chunkstore.ChunkStore.save`), ``bm25/``, ``meta_bm25/``, ``names/``,
-        ``files.msgpack``, ``skipped.msgpack``. Written as a stream into
-        ``<generation>.tmp/`` (every file fsynced), renamed, then ``lexical/CURRENT``
-        (atomic replace) names it; older generations are deleted after that (a live
-        memory map of a deleted file stays valid). A ``kill -9`` at any point leaves the old
-        or the new generation current, each complete. Runs without the engine lock but for
-        the BM25 compaction (it changes what queries read): call it from the writer thread
-        (the only one that changes the lexical side); readers are blocked only by the
-        compaction. Afterwards the chunk blobs are served from the new
-        generation's memory-mapped arena (:meth:`daemon.index.chunkstore.ChunkStore.rebase`).
+        ``files.msgpack``, ``skipped.msgpack``. Written as a stream into ``<generation>.tmp/``
+        (every file fsynced), renamed, then ``lexical/CURRENT`` (atomic replace) names it;
+        older generations are deleted after that (a live memory map of a deleted file stays
+        valid). A ``kill -9`` at any point leaves the old or the new generation current, each
+        complete. Runs without the engine lock but for the BM25 compaction (it changes what
+        queries read): call it from the writer thread (the only one that changes the lexical
+        side). Afterwards the chunk blobs are served from the new generation's memory-mapped
+        arena (:meth:`daemon.index.chunkstore.ChunkStore.rebase`).
         """
         d = self.index_dir
-        if not self._dirty and _current_generation(d):
+        st = self.state
+        if not st.dirty and _current_generation(d):
             return False
         from . import journal
 
         d.mkdir(parents=True, exist_ok=True, mode=0o700)  # private: it holds the code
-        self._dirty = False  # changes made while we write mark it dirty again
+        st.dirty = False  # changes made while we write mark it dirty again
         generation = journal.new_generation()
         lex = d / LEXICAL_DIR
         lex.mkdir(exist_ok=True, mode=0o700)
         tmp = lex / f"{generation}.tmp"
         try:
-            store = self.store
+            store = st.store
             version = store.version
             manifest = {
-                **self._manifest(),
-                "format": self.format,
-                "info": msgspec.to_builtins(self._info) if self._info is not None else None,
-                "cyrillic_share": self._corpus_cyrillic_share(),
+                **self.manifest(),
+                "format": st.format,
+                "info": msgspec.to_builtins(st.info) if st.info is not None else None,
+                "cyrillic_share": st.cyrillic_share(),
                 "saved_at": time.time(),
                 "generation": generation,
                 "chunks": len(store),
             }
             with self.lock:
                 # BM25Index.save compacts first: it merges the tails and drops the tombstones,
-                # renumbering the documents, one attribute at a time. A query meeting that
-                # half done raised IndexError, and the engine took the index for damaged and
-                # rebuilt it (seen once in CI, a search right after a checkout storm's
-                # reconcile). So the compaction runs here, under the lock (ssl31-ru: ~0.6 s
-                # after an edit, 1 ms with nothing to do); the saves below find nothing to do.
-                self.bm25.compact()
-                self.meta_bm25.compact()
-                self.names.flush()
-            tmp.mkdir(mode=0o700)
-            store.save(tmp / "chunks")
-            _save_bm25(self.bm25, tmp / "bm25")
-            _save_bm25(self.meta_bm25, tmp / "meta_bm25")
-            _save_names(self.names, tmp / "names")
-            _write_parts_synced(tmp / "files.msgpack", _files_parts(self.files))
-            _write_parts_synced(tmp / "skipped.msgpack", (msgspec.msgpack.encode(self.skipped),))
-            _write_parts_synced(tmp / "manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2).encode(),))
-            for sub in (tmp / "chunks", tmp / "bm25", tmp / "meta_bm25", tmp / "names", tmp):
-                _fsync_dir(sub)
+                # renumbering the documents, one attribute at a time; a query meeting that half
+                # done raised IndexError and took the index for damaged. So the compaction runs
+                # here, under the lock; the saves below find nothing to do.
+                st.bm25.compact()
+                st.meta_bm25.compact()
+                st.names.flush()
+            self._write_generation(tmp, manifest)
             os.rename(tmp, lex / generation)
             _fsync_dir(lex)
             atomic_write_bytes(lex / CURRENT_FILE, generation.encode("ascii"))
             _fsync_dir(lex)
             # the snapshot holds everything the journal held: start a new, empty one
             journal.reset(d / JOURNAL_FILE, generation)
-            self.generation = generation
-            self.compact_due = False
+            st.generation = generation
+            st.compact_due = False
             write_json(d / "manifest.json", manifest)  # for people and tools; the generation carries its own
             with self.lock:
-                if self.store is store and store.version == version:
+                if st.store is store and store.version == version:
                     store.rebase(lex / generation / "chunks")
             _drop_generations(d, keep=generation)
         except BaseException:
-            self._dirty = True
+            st.dirty = True
             shutil.rmtree(tmp, ignore_errors=True)
             raise
         return True
+
+    def _write_generation(self, tmp: Path, manifest: dict) -> None:
+        """Write every file of a generation into ``tmp`` (created here), each fsynced."""
+        st = self.state
+        tmp.mkdir(mode=0o700)
+        st.store.save(tmp / "chunks")
+        _save_bm25(st.bm25, tmp / "bm25")
+        _save_bm25(st.meta_bm25, tmp / "meta_bm25")
+        _save_names(st.names, tmp / "names")
+        _write_parts_synced(tmp / "files.msgpack", _files_parts(st.files))
+        _write_parts_synced(tmp / "skipped.msgpack", (msgspec.msgpack.encode(st.skipped),))
+        _write_parts_synced(tmp / "manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2).encode(),))
+        for sub in (tmp / "chunks", tmp / "bm25", tmp / "meta_bm25", tmp / "names", tmp):
+            _fsync_dir(sub)
 
     def save_dense(self) -> bool:
         """Write the dense index, its chunk-to-text-hash map and the embedding cache if new
         vectors came in since the last save; returns True if it wrote.
 
-        Each file is atomic; a crash between them is repaired on load (:meth:`load_dense`
-        drops vectors without a map entry and the other way round; the cache re-fills the
-        rest without the model). Safe from any thread: takes the engine lock only to copy
-        the map, hnswlib's own lock while it writes the graph.
+        Each file is atomic; a crash between them is repaired on load (vectors without a map
+        entry are dropped and the other way round; the cache re-fills the rest without the
+        model). Safe from any thread: takes the engine lock only to copy the map, hnswlib's
+        own lock while it writes the graph.
         """
         from . import journal
 
-        if self.dense is None or not self._dense_dirty:
+        st = self.state
+        if st.dense is None or not st.dense_dirty:
             return False
         generation = journal.new_generation()
         with self.lock:
-            self._dense_dirty = False
-            embedded = dict(self.embedded)
+            st.dense_dirty = False
+            embedded = dict(st.embedded)
             # vectors set after this point go to the next generation's journal
-            dense_dir, embedded_file, cache_file = self._dense_paths()
+            dense_dir, embedded_file, cache_file = self.dense_paths()
         try:
-            self.cache.save(cache_file)
-            self.dense.save(dense_dir)
+            st.cache.save(cache_file)
+            st.dense.save(dense_dir)
             write_msgpack(embedded_file, _DenseMeta(generation, embedded))
             journal.reset(dense_dir / JOURNAL_FILE, generation)
-            self.dense_generation = generation
-            self.dense_compact_due = False
-            self._dense_journal_vectors = 0
+            st.dense_generation = generation
+            st.dense_compact_due = False
+            st.dense_journal_vectors = 0
         except BaseException:
-            self._dense_dirty = True
+            st.dense_dirty = True
             raise
         return True
 
-    def _journal_append(self, cs: "ChangeSet") -> None:
+    # ------------------------------------------------------------------ journals
+    def journal_append(self, cs: ChangeSet) -> None:
         """Append a batch to the lexical journal; a big batch (a first index, a checkout)
-        asks for a snapshot instead (:attr:`compact_due`)."""
+        asks for a snapshot instead (``state.compact_due``)."""
         from . import journal
 
-        if self.compact_due or not self.generation or cs.staged is not None:
-            self.compact_due = True
+        st = self.state
+        if st.compact_due or not st.generation or cs.staged is not None:
+            st.compact_due = True
             return
         if len(cs.updates) > JOURNAL_MAX_FILES:
-            self.compact_due = True
+            st.compact_due = True
             return
         slim = msgspec.structs.replace(cs, updates=[msgspec.structs.replace(u, tokens={}) for u in cs.updates])
         try:
@@ -486,18 +465,22 @@ class PersistMixin:
             size = journal.append(self.index_dir / JOURNAL_FILE, msgspec.msgpack.encode(_fresh(slim)))
         except OSError as exc:
             log.warning("journal append failed (%s); a snapshot is written instead", exc)
-            self.compact_due = True
+            st.compact_due = True
             return
         if size > JOURNAL_MAX_BYTES:
-            self.compact_due = True
+            st.compact_due = True
 
-    def _dense_journal_append(self, live, mat: np.ndarray) -> None:
+    def dense_journal_append(self, live: list, mat: np.ndarray) -> None:
+        """Append vectors just set (``live``: ``[(dense key, text hash, vector)]``, ``mat``
+        their ``(n, dim)`` matrix) to the dense journal; past :data:`DENSE_JOURNAL_MAX` a
+        dense snapshot is due (``state.dense_compact_due``). Lock held."""
         from . import journal
 
-        if not self.dense_generation or self.dense_compact_due:
-            self.dense_compact_due = True
+        st = self.state
+        if not st.dense_generation or st.dense_compact_due:
+            st.dense_compact_due = True
             return
-        dense_dir, _, _ = self._dense_paths()
+        dense_dir, _, _ = self.dense_paths()
         entry = _DenseEntry(
             [x[0] for x in live], [x[1] for x in live], np.ascontiguousarray(mat, dtype="<f4").tobytes()
         )
@@ -505,11 +488,11 @@ class PersistMixin:
             journal.append(dense_dir / JOURNAL_FILE, msgspec.msgpack.encode(entry))
         except OSError as exc:
             log.warning("dense journal append failed (%s); a dense snapshot is written instead", exc)
-            self.dense_compact_due = True
+            st.dense_compact_due = True
             return
-        self._dense_journal_vectors += len(live)
-        if self._dense_journal_vectors > DENSE_JOURNAL_MAX:
-            self.dense_compact_due = True
+        st.dense_journal_vectors += len(live)
+        if st.dense_journal_vectors > DENSE_JOURNAL_MAX:
+            st.dense_compact_due = True
 
 
 def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:
@@ -530,9 +513,8 @@ def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:
     if not ok.all():
         bad = int(np.flatnonzero(~ok)[0])
         ends = np.cumsum([len(r.slots) // 4 for r in recs])
-        raise SnapshotError(
-            f"files.msgpack: {recs[int(np.searchsorted(ends, bad, side='right'))].path} names chunk slots the store does not hold"
-        )
+        path = recs[int(np.searchsorted(ends, bad, side="right"))].path
+        raise SnapshotError(f"files.msgpack: {path} names chunk slots the store does not hold")
     if allslots.size != len(store) or (allslots.size and int(np.bincount(allslots).max()) > 1):
         raise SnapshotError(f"files.msgpack names {allslots.size} chunk slots, the store holds {len(store)} chunks")
 

@@ -1,1 +1,2 @@
-"""Ranking: a query's cues, its channels, their weights and RRF fusion into hits."""
+"""Ranking: a query's cues (:mod:`.cues`), the tuned numbers (:mod:`.params`), its channels,
+RRF fusion and hits (:mod:`.ranker`, :mod:`.fusion`), and a documentation search's rules (:mod:`.docs`)."""

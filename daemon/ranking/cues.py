@@ -1,25 +1,25 @@
-"""Query cues of a 1C developer: does a natural-language query ask about metadata?
+"""The cues of one query, read once per search and handed to every step of the ranking.
 
-Questions such as "в каком регистре хранятся курсы валют" or "какие реквизиты у справочника
-Пользователи" ask for a metadata object or field, yet BM25 over everything ranks the code
-that mentions the same words (``КурсыВалют`` appears in hundreds of methods) above the one
-object descriptor. When a query names a metadata type, a field kind, or asks where data is
-*stored*, the engine adds a channel restricted to metadata chunks (of the named types, when
-it names any). A query with an infinitive ("провести пачку документов", "где хранить пароль")
-is a how-to question about code and gets no such channel. A question with neither a cue nor an
-infinitive gets the metadata channels at a small share of their weight
-(:data:`daemon.ranking.ranker.UNCUED_META_WEIGHT`). The cue lists are the platform's own type and field names in Russian and
-English (the words a developer uses for them), matched on word prefixes after case and ``ё``
-folding, so inflected forms match (``регистре``, ``справочника``, ``перечислением``).
+:class:`QueryCues` says what kind of query it is: a name (an identifier query), a question
+written in the other script than the code (cross-script), a metadata question (and the object
+types it names), a how-to question about code, or none of these (uncued). The metadata cues are
+the platform's own type and field names in Russian and English (the words a developer uses for
+them), matched on word prefixes after case and ``ё`` folding, so inflected forms match
+(``регистре``, ``справочника``, ``перечислением``). A question with an infinitive ("провести
+пачку документов", "где хранить пароль") or an English how-to opening is a how-to question about
+code, even when it names a metadata type. All functions here are pure and O(len(query)).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, replace
 
 import msgspec
 
+from ..index.names import is_identifier_query
 from ..text.folding import fold
+from ..text.lexicon import default_lexicon
 
 # (regex over the folded query, Russian singular object types it names)
 _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
@@ -65,11 +65,9 @@ _INFINITIVE = re.compile(r"\b\w{2,}(?:ать|ять|еть|ить|уть|ыть|
 _NOT_VERBS = frozenset(("память", "памяти", "пути", "сети", "части", "области"))
 
 
-# The English counterpart (issue 15): a how-to question starts with "how to / how do I" or
-# with a verb in the imperative. The verbs are the generic operations a developer asks how to
-# do (the English names of BSL's own verbs: Получить/Get, Записать/Write, ...), not words of
-# any gold query; without it "write the invoice total in words in the document currency"
-# asked for documents named like the words (measured: ssl31-en dev semantic, README).
+# The English counterpart: a how-to question starts with "how to / how do I" or with a verb in
+# the imperative. The verbs are the generic operations a developer asks how to do (the English
+# names of BSL's own verbs: Получить/Get, Записать/Write, ...), not words of any gold query.
 _EN_HOWTO = re.compile(
     r"^(?:how (?:to|do i|can i|do you)\b"
     r"|(?:get|set|write|read|send|receive|create|make|add|remove|delete|check|find|search|convert|calculate|compute"
@@ -111,6 +109,11 @@ def metadata_intent(query: str) -> MetadataIntent:
     q = fold(query)
     if _has_infinitive(q):
         return MetadataIntent()
+    return _intent(q)
+
+
+def _intent(q: str) -> MetadataIntent:
+    """The metadata cues of the folded query ``q`` that has no infinitive."""
     types: list[str] = []
     for rx, names in _TYPE_CUES:
         if rx.search(q):
@@ -122,3 +125,106 @@ def metadata_intent(query: str) -> MetadataIntent:
     if types or _FIELD_CUES.search(q):
         return MetadataIntent(True, tuple(types))
     return MetadataIntent()
+
+
+_CYR = re.compile(r"[а-яёА-ЯЁ]")
+_LAT = re.compile(r"[a-zA-Z]")
+
+#: The kinds of query, as the gold set's intents are defined (read from the query alone).
+QUERY_KINDS = ("name", "cross_script", "metadata", "semantic")
+
+
+def script_counts(text: str) -> tuple[int, int]:
+    """(Cyrillic letters, Latin letters) in ``text``."""
+    return len(_CYR.findall(text)), len(_LAT.findall(text))
+
+
+def query_kind(*, identifier: bool, cross_script: bool, metadata: bool) -> str:
+    """The kind of a query (one of :data:`QUERY_KINDS`): ``name`` > ``cross_script`` >
+    ``metadata`` > ``semantic``, the first that holds."""
+    if identifier:
+        return "name"
+    if cross_script:
+        return "cross_script"
+    if metadata:
+        return "metadata"
+    return "semantic"
+
+
+@dataclass(frozen=True)
+class QueryCues:
+    """What one query is, read once per search (:func:`read_cues`) and handed down.
+
+    ``text``: the query as searched (stripped; ``""`` when it has no letter or digit).
+    ``identifier``: a name, not natural language (:func:`daemon.index.names.is_identifier_query`).
+    ``cross_script``: written in the other script than the code's names (its share of Cyrillic
+    letters differs from theirs by more than a half). ``to``: the language of the code's names,
+    ``ru`` or ``en`` (where a cross-script query's words are carried). ``intent``: the metadata
+    cues (None for a name). ``howto``: a how-to question about code. ``docs``: a documentation
+    search. ``translated``: the question's words carried into ``to`` for the *dense_tr* channel
+    (``""`` when there is none or it was not asked for, :func:`with_translation`).
+    """
+
+    text: str
+    identifier: bool = False
+    cross_script: bool = False
+    to: str = "ru"
+    intent: MetadataIntent | None = None
+    howto: bool = False
+    docs: bool = False
+    translated: str = ""
+
+    @property
+    def metadata(self) -> bool:
+        """A natural-language metadata question."""
+        return self.intent is not None and self.intent.metadata
+
+    @property
+    def object_types(self) -> tuple[str, ...]:
+        """The metadata object types the question names (Russian singular; empty: any)."""
+        return self.intent.object_types if self.intent is not None else ()
+
+    @property
+    def uncued(self) -> bool:
+        """A code-side question in the code's script with neither a metadata cue nor a how-to
+        verb: it may still be about metadata."""
+        return (
+            not self.docs and self.intent is not None and not self.metadata and not self.howto and not self.cross_script
+        )
+
+    @property
+    def kind(self) -> str:
+        """The query's kind (:func:`query_kind`)."""
+        return query_kind(identifier=self.identifier, cross_script=self.cross_script, metadata=self.metadata)
+
+
+def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
+    """The cues of the query ``text`` (already stripped) over a code base whose names are
+    ``corpus_cyrillic`` Cyrillic (a share of their letters, 0..1); ``docs``: a documentation
+    search. Pure, O(len(text))."""
+    identifier = is_identifier_query(text)
+    cyr, lat = script_counts(text)
+    cross = cyr + lat > 0 and abs(cyr / (cyr + lat) - corpus_cyrillic) > 0.5
+    intent = howto = None
+    if not identifier:
+        folded = fold(text)
+        howto = _has_infinitive(folded)
+        intent = MetadataIntent() if howto else _intent(folded)
+    return QueryCues(
+        text=text,
+        identifier=identifier,
+        cross_script=cross,
+        to="ru" if corpus_cyrillic > 0.5 else "en",
+        intent=intent,
+        howto=bool(howto),
+        docs=docs,
+    )
+
+
+def with_translation(cues: QueryCues) -> QueryCues:
+    """``cues`` with :attr:`QueryCues.translated` filled for a code-side cross-script question
+    (:meth:`daemon.text.lexicon.Lexicon.translate_text`); unchanged for a name, a question in
+    the code's script or a documentation search."""
+    if cues.identifier or cues.docs or not cues.cross_script:
+        return cues
+    return replace(cues, translated=default_lexicon().translate_text(cues.text, cues.to))

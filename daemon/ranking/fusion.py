@@ -1,31 +1,29 @@
 """Reciprocal Rank Fusion of ranked channel lists.
 
 RRF (Cormack, Clarke & Büttcher, SIGIR 2009): ``score(d) = Σ_c w_c / (k + rank_c(d))`` with
-1-based ranks; the paper's ``k = 60`` is the default (measured on the dev gold set, hybrid
-nDCG@10: 0.562 at k = 20, 0.564 at 60, 0.553 at 120). Channel weights ``w_c`` default to 1;
-the engine lowers the weight of a channel that has little to say about a query (see
-:func:`daemon.engine.Engine.search`), so it does not cast a full vote with noise.
+1-based ranks. The ranker passes its ``k`` and the channel weights ``w_c``
+(:class:`daemon.ranking.params.RankingParams`): a channel that has little to say about a query
+gets a low weight, so it does not cast a full vote with noise.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-RRF_K = 60
-
 
 def rrf(
     channels: Mapping[str, Sequence[str]],
     *,
-    k: int = RRF_K,
+    k: int,
     weights: Mapping[str, float] | None = None,
 ) -> list[tuple[str, float, dict[str, int]]]:
     """Fuse ranked lists of keys.
 
     Args:
         channels: channel name -> keys, best first (duplicates after the first are ignored).
-        k: the RRF constant (60, as in the paper).
-        weights: channel name -> weight (missing: 1.0; 0 drops the channel).
+        k: the RRF constant (the paper's is 60).
+        weights: channel name -> weight (missing: 1.0; 0 drops the channel's vote, its ranks
+            are still reported for keys other channels found).
 
     Returns:
         ``[(key, fused_score, {channel: 1-based rank})]`` sorted by score descending; ties

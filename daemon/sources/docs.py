@@ -36,8 +36,8 @@ log = logging.getLogger(__name__)
 
 #: Markdown page suffixes (compared case-insensitively).
 PAGE_SUFFIXES = (".md", ".markdown")
-#: Largest page read (bytes): 2 MiB, 30x the largest page in the docs corpora
-#: (docs-bslls ``features/ConfigurationFile.md``, 67 KB). A 20 MB "page" is skipped as ``too_large``.
+#: Largest page read (bytes), far above any real documentation page; a larger "page" is
+#: skipped as ``too_large``.
 DOCS_MAX_BYTES = 2 * 2**20
 #: Files that mark an MkDocs site (its anchors follow :func:`daemon.sources.markdown.slug` ``mkdocs``),
 #: looked up in the docs folder and its parent; otherwise Docusaurus/GitHub anchors.
@@ -184,7 +184,7 @@ def read_page(data: bytes, src, config) -> list[Chunk]:
         bad = replaced.count("\ufffd")
         # broken UTF-8 still holds valid multi-byte sequences (more of them than broken ones);
         # a page saved in Windows-1251 holds none, however little Cyrillic it has (English
-        # prose with one Russian word, an em dash or guillemets in ASCII text: under 1 %)
+        # prose with one Russian word, an em dash or guillemets in ASCII text)
         multibyte = len(replaced) - bad - sum(1 for ch in replaced if ch < "\x80")
         if bad <= max(1, len(data) * BROKEN_UTF8_SHARE) and multibyte > bad:
             text, _ = _replaced(data, src.path)
@@ -238,7 +238,7 @@ def code_identifiers(text: str) -> list[str]:
             continue
         out[".".join(segs)] = None
         if len(segs) > 2:
-            for a, b in zip(segs, segs[1:]):
+            for a, b in zip(segs, segs[1:], strict=False):
                 out[f"{a}.{b}"] = None
     for m in _CALL.finditer(text):
         out[m.group(1)] = None
@@ -263,11 +263,8 @@ class DocLinks:
     Two ways to build it: ``DocLinks(chunks)`` from materialised chunks (tests, small
     indexes: one pass over all of them), and :meth:`from_store`, the daemon's, which
     materialises only the docs sections and the methods whose names they mention (looked
-    up in the names channel), so its cost follows the docs, not the code. docs-yaxunit
-    against yaxunit-edt (498 sections, 3,098 methods; 292 sections link to 626 methods, the
-    same links both ways): 0.46-0.68 s at load average 10, the all-chunks pass 0.55-0.75 s
-    there, most of it :func:`code_identifiers` over the sections; the all-chunks pass also
-    materialises every chunk of the code, which at ERP size (~770k chunks) this does not."""
+    up in the names channel), so its cost follows the docs, not the code (measured:
+    ``docs/ranking.md``, "Figures moved out of the code")."""
 
     def __init__(self, chunks=(), *, docs=None, methods_named=None) -> None:
         from ..text.folding import fold
@@ -364,123 +361,6 @@ def docs_tokens(c: Chunk, stem: bool) -> list[str]:
     return tokenize(f"{c.signature}\n{c.text}", stem=stem)
 
 
-#: RRF weight of the dense channel in a documentation search (the code's is
-#: :data:`daemon.engine.DENSE_WEIGHT`, 0.35): measured on the docs dev set in two fixed folds
-#: (README, "Documentation"). The names and BM25 weights are the code's. 0.5 since the
-#: second (cleaned) vector per section, :data:`DOCS_EXTRA_TEXTS`: chosen on fold 0 (0.35 /
-#: 0.5 / 0.75: 0.838 / 0.839 / 0.829), fold 1 then 0.831 (0.797 at 0.35, 0.846 at 0.75).
-DOCS_DENSE_WEIGHT = 0.5
-#: RRF weight of the lexical channels for a question in a language that (almost) no docs
-#: page is written in (an English question over Russian-only pages: BM25 matches stray
-#: English words); measured as above. 1.0 = no rule. Measured 2026-12-01 on the dev set with
-#: this language test: 0 lifts docs_crosslingual (2 queries) but lowers fold 0 with the
-#: code's dense text (README, "Documentation"), so the rule stays off.
-DOCS_CROSS_SCRIPT_WEIGHT = 1.0
-#: The rule above fires when fewer than this share of the docs sections are in the
-#: question's language (docs-yaxunit: 0 % English sections; docs-bslls: 50 %, never).
-DOCS_CROSS_LANG_SHARE = 0.1
-
-#: Translate an English question's BM25 words into Russian (or back) with the code's
-#: cross-lingual lexicon, exactly as a code search does (:func:`daemon.text.lexicon.translated_query`:
-#: translations only, BM25 weight ``TRANSLATED_WEIGHT`` 2.0), when the docs pages are in the
-#: other language (:func:`docs_foreign_target`: an English question over docs-yaxunit).
-#: Measured 2026-12-02 on the docs dev set, both folds (README, "Documentation", fourth
-#: round): hybrid file nDCG@10 0.782 (0.815 / 0.748) -> 0.826 (0.833 / 0.820),
-#: docs_crosslingual 0.42 -> 0.91; lexical 0.708 (0.738 / 0.677) -> 0.728 (0.734 / 0.722).
-DOCS_TRANSLATE_QUERY = True
-
-_share_cache: dict[tuple[int, int], dict[str, float]] = {}
-_CYR = re.compile(r"[а-яёА-ЯЁ]")
-_LAT = re.compile(r"[a-zA-Z]")
-
-
-def query_language(query: str) -> str | None:
-    """``ru`` for a question with a Cyrillic letter (``параметр ignoredAuthors`` is Russian:
-    the Latin word is a key), ``en`` for Latin letters only, None without letters."""
-    if _CYR.search(query):
-        return "ru"
-    return "en" if _LAT.search(query) else None
-
-
-def docs_language_shares(store) -> dict[str, float]:
-    """``{lang: share of the docs sections}`` by each section's ``lang`` property
-    (:func:`daemon.sources.markdown.page_language`) over a :class:`daemon.index.chunkstore.ChunkStore`;
-    only the docs sections are read; cached per store and version. ``{}`` without docs.
-    The script of the headings is not the test: a bilingual site (docs-bslls, Cyrillic share
-    of its headings 0.44) would count a Russian question as foreign to it."""
-    import numpy as np
-
-    key = (id(store), store.version)
-    hit = _share_cache.get(key)
-    if hit is None:
-        counts: dict[str, int] = {}
-        slots = np.flatnonzero(store.mask(scope="docs"))
-        for sl in slots:
-            lang = store.get(int(sl)).properties.get("lang", "")
-            counts[lang] = counts.get(lang, 0) + 1
-        hit = {k: v / len(slots) for k, v in counts.items()} if len(slots) else {}
-        _share_cache.clear()
-        _share_cache[key] = hit
-    return hit
-
-
-def docs_foreign_target(query: str, store) -> str | None:
-    """The language the docs pages are written in (``ru`` / ``en``) when ``query`` is in
-    the other one and fewer than :data:`DOCS_CROSS_LANG_SHARE` of the docs sections are in
-    the question's language (an English question over docs-yaxunit); else None (a Russian
-    question, a bilingual site such as docs-bslls, a question without letters)."""
-    lang = query_language(query)
-    shares = docs_language_shares(store)
-    if not lang or not shares or shares.get(lang, 0.0) >= DOCS_CROSS_LANG_SHARE:
-        return None
-    other = "ru" if lang == "en" else "en"
-    return other if shares.get(other, 0.0) > 0.5 else None
-
-
-def docs_query_tokens(tokens: list[str], query: str, store) -> tuple[list[str], float]:
-    """(BM25 tokens, BM25 weight factor) of a docs search: ``tokens`` and 1.0, or, with
-    :data:`DOCS_TRANSLATE_QUERY` on and the pages in the other language
-    (:func:`docs_foreign_target`), the lexicon's translations and weight
-    (:func:`daemon.text.lexicon.translated_query`) plus the tokens it cannot translate. Nothing translates: ``tokens`` and 1.0 (the
-    BM25 vote stays, as before this rule)."""
-    if not DOCS_TRANSLATE_QUERY:
-        return tokens, 1.0
-    target = docs_foreign_target(query, store)
-    if target is None:
-        return tokens, 1.0
-    from ..text.lexicon import default_lexicon, translated_query
-
-    out, weight = translated_query(tokens, 1.0 if target == "ru" else 0.0)
-    if weight <= 0:
-        return tokens, 1.0
-    # the words the lexicon has no translation for (product names and identifiers: ``ADO``,
-    # ``RecordSet``, ``Allure``, ``JUnit``) stand in the pages as written: they keep their vote
-    # (dropped, "ADO RecordSet" lost its page from the top 10, hybrid too)
-    lex, to = default_lexicon(), ("ru" if target == "ru" else "en")
-    kept = [t for t in tokens if not lex.translate([t], to)]
-    return list(dict.fromkeys(out + kept)), weight
-
-
-def docs_weights(weights: dict[str, float], query: str, store) -> dict[str, float]:
-    """The channel weights of a documentation search: ``weights`` with the dense channel at
-    :data:`DOCS_DENSE_WEIGHT`, and the lexical ones times :data:`DOCS_CROSS_SCRIPT_WEIGHT`
-    when the dense channel is there to answer and fewer than :data:`DOCS_CROSS_LANG_SHARE`
-    of the docs sections (``store``: the engine's chunk store) are in the question's
-    language (:func:`query_language`)."""
-    out = dict(weights)
-    if "dense" in out:
-        out["dense"] = DOCS_DENSE_WEIGHT
-        if DOCS_CROSS_SCRIPT_WEIGHT == 1.0:  # no rule: the pages' languages are not needed
-            return out
-        lang = query_language(query)
-        shares = docs_language_shares(store)
-        if lang and shares and shares.get(lang, 0.0) < DOCS_CROSS_LANG_SHARE:
-            for k in ("names", "bm25", "meta"):
-                if k in out:
-                    out[k] *= DOCS_CROSS_SCRIPT_WEIGHT
-    return out
-
-
 _FENCE_LINE = re.compile(r"^\s*(```|~~~|:::|!!!)")
 
 
@@ -504,12 +384,8 @@ def docs_embed_text(c: Chunk, max_chars: int) -> str:
 
 #: Extra dense texts of a docs section, by name (:func:`docs_extra_texts`), each one more
 #: vector per section in the dense index (the chunk counts by its best vector). Empty = one
-#: vector per section. Measured 2026-12-02 on the docs dev set in its two folds, with the
-#: query translation on and :data:`DOCS_DENSE_WEIGHT` 0.5 (README, "Documentation", fourth
-#: round): ``clean`` 0.835 (0.839 / 0.831) against 0.826 (0.833 / 0.820) for one vector
-#: (0.828 (0.832 / 0.825) at dense 0.5); ``tail`` 0.810 (0.827 / 0.794), ``clean_body``
-#: 0.839 (0.820 / 0.859), ``clean`` + ``tail`` 0.817 (0.835 / 0.798). docs-bslls: 1,642 of
-#: its 2,008 sections get a second vector (the others' cleaned text is their first text).
+#: vector per section. Baked into the dense index when sections are embedded; the choice was
+#: measured on the docs dev set (``docs/ranking.md``, "Docs sections' extra vectors").
 DOCS_EXTRA_TEXTS: tuple[str, ...] = ("clean",)
 _EXTRA_KINDS = ("clean", "clean_body", "tail")
 
@@ -612,8 +488,7 @@ def docs_extra_texts(c: Chunk, max_chars: int, kinds: tuple[str, ...] | None = N
 # ------------------------------------------------------------------------------ lookups
 
 #: ``read_document`` returns at most this many characters (cut at a line end; the note says
-#: how to read on). 20,000 characters are ~5,000 tokens: the longest section of the docs
-#: corpora (docs-bslls ``features/ConfigurationFile.md``'s settings table) is cut, others fit.
+#: how to read on): a few thousand tokens, enough for all but the longest settings tables.
 MAX_DOC_CHARS = 20_000
 #: At most this many doc sections are listed per method (``get_method``, ``doc_mentions``).
 MAX_DOC_REFS = 20
@@ -697,8 +572,9 @@ def read_document(
         shown_end = start + text.count("\n")
         truncated = True
         note = (
-            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); read a sub-section by "
-            f"its heading, or the rest with read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
+            f"cut after line {shown_end} of lines {start}-{end} ({MAX_DOC_CHARS} characters at most); "
+            f"read a sub-section by its heading, or the rest with "
+            f"read_module(path={rel!r}, start_line={shown_end + 1}, end_line={end})"
         )
         end = shown_end
     anchor = sec.properties.get("anchor", "") if sec is not None else ""

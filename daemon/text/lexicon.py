@@ -9,7 +9,8 @@ stemmed word parts, as :mod:`daemon.text.tokenize` makes them): ``extens`` → `
 is in the file and in ``daemon/data/README.md``.
 
 The ranker calls :func:`translated_query` only for a query written in another script than
-the configuration's names: Russian queries over Russian code are never touched.
+the configuration's names (:attr:`daemon.ranking.cues.QueryCues.cross_script`): Russian
+queries over Russian code are never touched.
 """
 
 from __future__ import annotations
@@ -155,7 +156,7 @@ class Lexicon:
         'получить файла расширений имя'
 
         Only the best translation per word: a short text reads as one request to the embedder
-        (the first three per word: :data:`daemon.ranking.ranker.TRANSLATED_DENSE_WEIGHT`'s docstring)."""
+        (the first three per word measured lower: ``docs/ranking.md``, ``translated_dense_weight``)."""
         if to not in ("ru", "en"):
             raise ValueError(f"to must be 'ru' or 'en', got {to!r}")
         table = self.en_ru if to == "ru" else self.ru_en
@@ -178,26 +179,12 @@ def default_lexicon() -> Lexicon:
     return Lexicon.load()
 
 
-#: RRF weight of the lexical channels (BM25, and the metadata BM25 through its own weight) for
-#: a cross-script query whose words the lexicon translated; an untranslatable one keeps the
-#: ranker's cross-script weight (0: no vote). In lexical mode any positive value ranks the
-#: same (no other channel to weigh against). Tuned by ``tools/fold_tune.py``:
-#: ``docs/internals.md``, "Cross-language lexicon".
-TRANSLATED_WEIGHT = 2.0
-
-
-def translated_query(query_tokens: list[str], corpus_cyrillic: float) -> tuple[list[str], float]:
-    """(BM25 tokens, lexical RRF weight) for a query in the other script than the corpus:
-    its words translated with :func:`default_lexicon` (into Russian when the corpus's names
-    are mostly Cyrillic, ``corpus_cyrillic`` > 0.5, else into English) and
-    :data:`TRANSLATED_WEIGHT`; tokens already in the corpus's script (:func:`in_script`: a
-    name typed into the question) are kept first; the query's other tokens are not kept next
-    to their translations. Nothing translates and nothing is kept: the tokens unchanged and
-    weight 0."""
-    to = "ru" if corpus_cyrillic > 0.5 else "en"
+def translated_query(query_tokens: list[str], to: str) -> list[str]:
+    """The BM25 tokens of a query in the other script than the corpus: its words translated
+    with :func:`default_lexicon` into ``to`` (``ru`` or ``en``: the language of the corpus's
+    names), after the tokens already in that script (:func:`in_script`: a name typed into the
+    question), without repeats. ``[]`` when nothing translates and nothing is kept (the ranker
+    then gives the lexical channels no vote)."""
     # the tokens already in the code's script (a name typed into the question) stay
     kept = [t for t in query_tokens if in_script(t, to)]
-    out = list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
-    if not out:
-        return query_tokens, 0.0
-    return out, TRANSLATED_WEIGHT
+    return list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))

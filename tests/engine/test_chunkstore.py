@@ -33,7 +33,7 @@ mod = root / "CommonModules/РегламентныеЗаданияДемо/Ext/M
 old, new = "Процедура ЗагрузитьКурсыВалют()", "Процедура ЗагрузитьКурсыВалютУбит()"
 mod.write_text(mod.read_text(encoding="utf-8-sig").replace(old, new), encoding="utf-8")
 eng.update_paths(["CommonModules/РегламентныеЗаданияДемо/Ext/Module.bsl"])
-eng._dirty = True
+eng.state.dirty = True
 
 def pause(*a, **kw):
     marker.write_text("paused")
@@ -84,6 +84,6 @@ def test_kill_9_mid_snapshot_leaves_a_consistent_index(sample_root, tmp_path, st
     for q in ("курс валюты", "ЗагрКурс"):
         assert back.search(q, mode="lexical").hits == fresh.search(q, mode="lexical").hits
     back.refresh()
-    back._dirty = True  # (nothing changed since the kill: force the next snapshot)
+    back.state.dirty = True  # (nothing changed since the kill: force the next snapshot)
     back.save()  # the next snapshot clears leftovers of the killed one
     assert sorted(p.name for p in (idx / LEXICAL_DIR).iterdir()) == sorted([CURRENT_FILE, _current(idx)])

@@ -131,8 +131,8 @@ def test_ids_of_a_loaded_store_follow_every_change_as_a_list_and_dict_would(tmp_
 
 
 def _old_allow(f: Filters, c: Chunk, otype, prefix) -> bool:
-    """The per-chunk predicate the engine used before the chunk store (daemon/engine.py at
-    d6041a8, Engine._allow)."""
+    """The per-chunk predicate the engine used before the chunk store (the masks of
+    Ranker.allow must match it)."""
     if f.scope == "code" and not c.is_code or f.scope == "metadata" and c.is_code:
         return False
     if otype and c.object_type != otype:
@@ -166,7 +166,7 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
     from daemon.contract import normalize_object_type
 
     for f in cases:
-        mask = eng._allow(f)
+        mask = eng.ranker.allow(f)
         otype = normalize_object_type(f.object_type) if f.object_type else None
         want = {cid for cid, c in chunks.items() if _old_allow(f, c, otype, f.path_prefix)}
         if mask is None:
@@ -174,14 +174,14 @@ def test_masks_equal_the_old_per_chunk_predicate(sample_root, tmp_path):
             continue
         got = {eng.store.ids[s] for s in np.flatnonzero(mask).tolist()}
         assert got == want, f
-    meta = eng._metadata_filter(("Справочник",))
+    meta = eng.ranker.metadata_filter(("Справочник",))
     assert {eng.store.ids[s] for s in np.flatnonzero(meta)} == {
         cid for cid, c in chunks.items() if not c.is_code and c.object_type == "Справочник"
     }
 
 
 def test_metadata_mask_is_cached_per_store_version(sample_root, tmp_path):
-    """The metadata channels' mask (Engine._metadata_filter) is read once per store version:
+    """The metadata channels' mask (Ranker.metadata_filter) is read once per store version:
     the same read-only array while nothing changes, a new one after a chunk is removed or
     added (and after the store is replaced), always equal to a fresh ``store.mask``; an
     ``allow`` combines into a new array and never writes into the cached one."""
@@ -192,29 +192,29 @@ def test_metadata_mask_is_cached_per_store_version(sample_root, tmp_path):
         return eng.store.mask(scope="metadata", object_types=types or None)
 
     types = ("Справочник",)
-    a = eng._metadata_filter(types)
+    a = eng.ranker.metadata_filter(types)
     assert not a.flags.writeable and np.array_equal(a, fresh(types)) and a.any()
-    assert eng._metadata_filter(types) is a  # cached
-    every = eng._metadata_filter(())
+    assert eng.ranker.metadata_filter(types) is a  # cached
+    every = eng.ranker.metadata_filter(())
     assert np.array_equal(every, fresh(())) and every.sum() > a.sum()
     allow = np.zeros(eng.store.capacity, dtype=bool)
     first = int(np.flatnonzero(a)[0])
     allow[first] = True
-    both = eng._metadata_filter(types, allow)
-    assert np.flatnonzero(both).tolist() == [first] and np.array_equal(eng._metadata_filter(types), fresh(types))
+    both = eng.ranker.metadata_filter(types, allow)
+    assert np.flatnonzero(both).tolist() == [first] and np.array_equal(eng.ranker.metadata_filter(types), fresh(types))
     # a metadata chunk removed: the next read sees it gone
     cid = eng.store.ids[first]
     chunk = eng.store.get(first)
     eng.store.remove(cid)
-    b = eng._metadata_filter(types)
+    b = eng.ranker.metadata_filter(types)
     assert b is not a and not b[first] and np.array_equal(b, fresh(types))
     # ... and back (a slot of its own again)
     slot = eng.store.add(chunk)
-    c = eng._metadata_filter(types)
+    c = eng.ranker.metadata_filter(types)
     assert c[slot] and np.array_equal(c, fresh(types))
     # a replaced store (a rebuild or a load) is never answered from the old one's masks
     eng.store = ChunkStore()
-    assert not eng._metadata_filter(types).any()
+    assert not eng.ranker.metadata_filter(types).any()
 
 
 def _current(idx) -> str:
@@ -308,7 +308,7 @@ def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sampl
     staged = Engine.open(sample_root, index_dir=tmp_path / "a")
     rep_s = staged.refresh()
     real = reconcile._Staged
-    monkeypatch.setattr(reconcile, "_Staged", lambda engine: None)
+    monkeypatch.setattr(reconcile, "_Staged", lambda reconciler: None)
     batch = Engine.open(sample_root, index_dir=tmp_path / "b")
     rep_b = batch.refresh()
     monkeypatch.setattr(reconcile, "_Staged", real)

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,7 @@ from daemon.sources.docs import (
     read_document,
 )
 from daemon.engine import Engine, EngineConfig
+from daemon.ranking.params import RankingParams
 from daemon.sources.markdown import (
     MAX_HEADING_CHARS,
     MAX_PAGE_BLOCKS,
@@ -132,7 +134,7 @@ def test_long_sections_split_between_blocks_and_a_fence_is_never_cut():
     assert len(holding) == 1 and "Строка299 = 299;" in holding[0].text
     assert cs[0].id.endswith("::заголовок") and cs[1].id.endswith("::заголовок#2")
     # consecutive parts cover the section without overlap
-    assert all(a.end_line < b.start_line for a, b in zip(cs, cs[1:]))
+    assert all(a.end_line < b.start_line for a, b in zip(cs, cs[1:], strict=False))
 
 
 def test_language_and_names_channel_key():
@@ -340,8 +342,8 @@ def test_read_document_returns_a_section_with_its_subsections_bounded(code_and_d
     assert cut.truncated and "read_module" in cut.note and len(cut.text) <= 20_000
 
 
-def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_script(tmp_path, monkeypatch):
-    import daemon.sources.docs as D
+def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_script(tmp_path):
+    import daemon.ranking.docs as D
 
     ru = tmp_path / "ru"
     _docs_tree(ru)  # Russian pages only
@@ -353,22 +355,23 @@ def test_the_cross_language_rule_looks_at_the_pages_languages_not_the_headings_s
     e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
     assert D.docs_language_shares(e_ru.store) == {"ru": 1.0}
     assert 0.4 < D.docs_language_shares(e_both.store)["en"] < 0.7
-    w = {"names": 4.0, "bm25": 1.0, "dense": D.DOCS_DENSE_WEIGHT}
-    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == w  # the rule is off (1.0) ...
-    monkeypatch.setattr(D, "DOCS_CROSS_SCRIPT_WEIGHT", 0.0)  # ... and when on:
-    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store) == {
+    off = RankingParams()  # the rule is off (1.0) ...
+    w = {"names": 4.0, "bm25": 1.0, "dense": off.docs_dense_weight}
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store, off) == w
+    on = replace(off, docs_cross_script_weight=0.0)  # ... and when on:
+    assert D.docs_weights(w, "how do I parse a bank statement", e_ru.store, on) == {
         "names": 0.0,
         "bm25": 0.0,
-        "dense": D.DOCS_DENSE_WEIGHT,
+        "dense": on.docs_dense_weight,
     }
-    assert D.docs_weights(w, "how do I parse a bank statement", e_both.store) == w  # English pages exist
-    assert D.docs_weights(w, "как разобрать выписку", e_both.store) == w  # a Russian question over a bilingual site
-    assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store) == w  # Russian with a Latin key
-    assert D.docs_weights({"bm25": 1.0}, "how do I parse", e_ru.store) == {"bm25": 1.0}  # no dense channel: BM25 stays
+    assert D.docs_weights(w, "how do I parse a bank statement", e_both.store, on) == w  # English pages exist
+    assert D.docs_weights(w, "как разобрать выписку", e_both.store, on) == w  # a Russian question, a bilingual site
+    assert D.docs_weights(w, "параметр ignoredAuthors", e_ru.store, on) == w  # Russian with a Latin key
+    assert D.docs_weights({"bm25": 1.0}, "how do I parse", e_ru.store, on) == {"bm25": 1.0}  # no dense: BM25 stays
 
 
-def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(tmp_path, monkeypatch):
-    import daemon.sources.docs as D
+def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(tmp_path):
+    import daemon.ranking.docs as D
 
     ru = tmp_path / "ru"
     _docs_tree(ru)  # Russian pages only
@@ -378,24 +381,22 @@ def test_the_docs_query_is_translated_only_for_a_question_in_the_other_language(
     for name in ("page.md", "bank.md", "more.md"):
         (both / "en" / name).write_text("# Bank exchange\n\n## Parsing\n\nThe statement is parsed.\n", encoding="utf-8")
     e_ru, e_both = _engine(ru, tmp_path / "i1"), _engine(both, tmp_path / "i2")
+    p = RankingParams()
     q = "load a statement file from the bank"
     toks = ["load", "statement", "file", "from", "the", "bank"]
-    assert D.docs_foreign_target(q, e_ru.store) == "ru" and D.docs_foreign_target(q, e_both.store) is None
-    assert D.docs_foreign_target("загрузить выписку", e_ru.store) is None
-    monkeypatch.setattr(D, "DOCS_TRANSLATE_QUERY", False)
-    assert D.docs_query_tokens(toks, q, e_ru.store) == (toks, 1.0)
-    off = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
-    assert "docs/bank.md" not in [h.path for h in off.hits]  # English words match nothing in Russian pages
-    monkeypatch.setattr(D, "DOCS_TRANSLATE_QUERY", True)
-    from daemon.text.lexicon import TRANSLATED_WEIGHT
-
-    got, w = D.docs_query_tokens(toks, q, e_ru.store)
-    assert {"банк", "файл"} <= set(got) and "bank" not in got and w == TRANSLATED_WEIGHT
-    assert D.docs_query_tokens(toks, q, e_both.store) == (toks, 1.0)  # English pages exist: untouched
-    assert D.docs_query_tokens(["выписк"], "загрузить выписку", e_ru.store) == (["выписк"], 1.0)
-    assert D.docs_query_tokens(["zzzqqq"], "zzzqqq", e_ru.store) == (["zzzqqq"], 1.0)  # nothing translates
+    assert D.docs_foreign_target(q, e_ru.store, p) == "ru" and D.docs_foreign_target(q, e_both.store, p) is None
+    assert D.docs_foreign_target("загрузить выписку", e_ru.store, p) is None
+    got, w = D.docs_query_tokens(toks, q, e_ru.store, p)
+    assert {"банк", "файл"} <= set(got) and "bank" not in got and w == p.translated_lexical_weight
+    assert D.docs_query_tokens(toks, q, e_both.store, p) == (toks, 1.0)  # English pages exist: untouched
+    assert D.docs_query_tokens(["выписк"], "загрузить выписку", e_ru.store, p) == (["выписк"], 1.0)
+    assert D.docs_query_tokens(["zzzqqq"], "zzzqqq", e_ru.store, p) == (["zzzqqq"], 1.0)  # nothing translates
     on = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert on.hits and on.hits[0].path == "docs/bank.md"
+    # with no vote for the translation the English words match nothing in Russian pages
+    e_ru.params = replace(p, translated_lexical_weight=0.0)
+    off = e_ru.search(q, mode="lexical", filters=Filters(scope="docs"))
+    assert "docs/bank.md" not in [h.path for h in off.hits]
     both_hits = e_both.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert both_hits.hits and both_hits.hits[0].path.startswith("en/")  # a bilingual site: the English pages answer
 
@@ -438,7 +439,7 @@ def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs
     # an English question over Russian pages names a product or an identifier the pages
     # write in Latin letters: the translation must not drop it (main before this fix:
     # "ADO RecordSet" lost docs-yaxunit's ADO.RecordSet page from the top 10)
-    import daemon.sources.docs as D
+    import daemon.ranking.docs as D
 
     ru = tmp_path / "ru"
     d = _docs_tree(ru)
@@ -451,7 +452,7 @@ def test_words_the_lexicon_cannot_translate_keep_their_vote_in_a_translated_docs
         )
     eng = _engine(ru, tmp_path / "i")
     q = "ADO RecordSet"
-    got, w = D.docs_query_tokens(["ado", "recordset", "record", "set"], q, eng.store)
+    got, w = D.docs_query_tokens(["ado", "recordset", "record", "set"], q, eng.store, RankingParams())
     assert w > 1 and "ado" in got and "recordset" in got  # kept beside the translations of record/set
     res = eng.search(q, mode="lexical", filters=Filters(scope="docs"))
     assert res.hits and res.hits[0].path == "docs/ado.md"

@@ -85,7 +85,7 @@ def test_modes_and_explanations(sample_engine):
     hyb = sample_engine.search(q, mode="hybrid", top_k=10)
     lex = sample_engine.search(q, mode="lexical", top_k=10)
     vec = sample_engine.search(q, mode="vector", top_k=10)
-    # lexical channels only: a question with no metadata cue also gets *meta* at a share (UNCUED_META_WEIGHT)
+    # lexical channels only: a question with no metadata cue also gets *meta* at a share (uncued_meta_weight)
     assert all(set(h.ranks) <= {"bm25", "names", "api", "meta"} for h in lex.hits)
     assert all(set(h.ranks) == {"dense"} for h in vec.hits)
     assert any(len(h.ranks) >= 2 for h in hyb.hits)  # fused: found by more than one channel
@@ -354,9 +354,9 @@ def test_chunking_in_worker_processes_gives_the_same_index(sample_root, tmp_path
 def test_first_dense_index_from_a_filled_cache_is_one_build(sample_root, tmp_path, embedder, monkeypatch):
     """A second developer's first dense index: the embedding cache already holds every text
     (here: copied from a first index; in a team: filled from the shared cache), so the whole
-    dense index is one multi-threaded hnswlib build (Engine._first_fill), nothing is embedded,
+    dense index is one multi-threaded hnswlib build (DenseUpkeep.first_fill), nothing is embedded,
     and the answers equal the first index's."""
-    import daemon.engine as engine_mod
+    import daemon.index.dense_upkeep as upkeep
 
     first = Engine.open(sample_root, index_dir=tmp_path / "a", embedder=embedder)
     first.refresh()
@@ -368,15 +368,15 @@ def test_first_dense_index_from_a_filled_cache_is_one_build(sample_root, tmp_pat
     (cache_file,) = (tmp_path / "a").glob("embeddings-*.bin")
     (tmp_path / "b").mkdir()
     shutil.copy(cache_file, tmp_path / "b" / cache_file.name)
-    monkeypatch.setattr(engine_mod, "FIRST_FILL_MIN", 1)  # the sample export is small
+    monkeypatch.setattr(upkeep, "FIRST_FILL_MIN", 1)  # the sample export is small
     counting = CountingEmbedder(embedder)
     second = Engine.open(sample_root, index_dir=tmp_path / "b", embedder=counting)
     second.refresh()
     total = sum(len(embed_texts(c)) for c in second.chunks.values())  # vectors: exported methods have two
     assert total > len(second.chunks)
     builds = []
-    real = engine_mod.Engine._first_fill
-    monkeypatch.setattr(engine_mod.Engine, "_first_fill", lambda self, p: builds.append(real(self, p)) or builds[-1])
+    real = upkeep.DenseUpkeep.first_fill
+    monkeypatch.setattr(upkeep.DenseUpkeep, "first_fill", lambda self, p: builds.append(real(self, p)) or builds[-1])
     assert second.embed_pending() == total  # all of it in the one build, nothing left for the batches
     assert builds == [total] and counting.passages == 0
     assert second.dense_done() == len(second.chunks) and second.dense_pending() == []

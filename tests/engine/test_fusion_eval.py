@@ -21,14 +21,14 @@ def test_rrf_scores_follow_the_formula():
 
 
 def test_rrf_weights_and_zero_weight_channel():
-    fused = rrf({"names": ["a"], "bm25": ["b", "a"]}, weights={"names": 4.0, "bm25": 1.0})
+    fused = rrf({"names": ["a"], "bm25": ["b", "a"]}, k=60, weights={"names": 4.0, "bm25": 1.0})
     assert fused[0][0] == "a"
-    fused = rrf({"names": ["a"], "bm25": ["b"]}, weights={"names": 0.0})
+    fused = rrf({"names": ["a"], "bm25": ["b"]}, k=60, weights={"names": 0.0})
     assert [k for k, _, _ in fused] == ["b"]  # a zero-weight channel casts no vote
 
 
 def test_rrf_ignores_duplicates_and_orders_ties_stably():
-    fused = rrf({"a": ["q", "q", "p"], "b": ["p", "q"]})
+    fused = rrf({"a": ["q", "q", "p"], "b": ["p", "q"]}, k=60)
     assert [k for k, _, _ in fused] == ["p", "q"]  # equal scores: tie broken by key
     assert fused[0][2] == {"a": 2, "b": 1}
 

@@ -41,18 +41,17 @@ def test_translate_both_directions_in_index_tokens():
 
 def test_translated_query_picks_the_corpus_language():
     toks = tokenize_query("user password", stem=True)
-    ru, w = translated_query(toks, corpus_cyrillic=0.95)
-    assert "парол" in ru and "пользовател" in ru and w > 0
-    en, _ = translated_query(tokenize_query("пароль пользователя", stem=True), corpus_cyrillic=0.02)
+    ru = translated_query(toks, "ru")
+    assert "парол" in ru and "пользовател" in ru
+    en = translated_query(tokenize_query("пароль пользователя", stem=True), "en")
     assert {"password", "user"} <= set(en)
-    same, w0 = translated_query(["zzqx"], corpus_cyrillic=0.95)
-    assert same == ["zzqx"] and w0 == 0.0
-    # a name typed into the question in the code's script stays, first, and gets the vote
-    mixed, wm = translated_query(tokenize_query("how to call СуммаБезНДС in code", stem=True), corpus_cyrillic=0.95)
-    assert "суммабезндс" in mixed and mixed.index("суммабезндс") < mixed.index("код") and wm > 0
+    assert translated_query(["zzqx"], "ru") == []  # nothing translates: the ranker gives no vote
+    # a name typed into the question in the code's script stays, first
+    mixed = translated_query(tokenize_query("how to call СуммаБезНДС in code", stem=True), "ru")
+    assert "суммабезндс" in mixed and mixed.index("суммабезндс") < mixed.index("код")
     assert not any(t in mixed for t in ("call", "code", "how"))
-    only_name, wn = translated_query(tokenize_query("zzqx СуммаБезНДС", stem=True), corpus_cyrillic=0.95)
-    assert "суммабезндс" in only_name and "zzqx" not in only_name and wn > 0
+    only_name = translated_query(tokenize_query("zzqx СуммаБезНДС", stem=True), "ru")
+    assert "суммабезндс" in only_name and "zzqx" not in only_name
 
 
 def test_translate_text_writes_the_question_as_words_of_the_other_language():
@@ -246,15 +245,22 @@ def test_a_query_spelling_a_method_name_gets_no_metadata_names_channel(sample_en
 
 
 def test_documentation_searches_are_not_translated(sample_engine):
-    """A docs search (scope docs) keeps its own cross-script handling (daemon.sources.docs.docs_weights):
-    no translation, no translated names, the lexical vote as before issue 15."""
-    from daemon.ranking.ranker import CROSS_SCRIPT_WEIGHT
-    from daemon.text.lexicon import TRANSLATED_WEIGHT
+    """A docs search (scope docs) keeps its own cross-script handling (daemon.ranking.docs):
+    no translation by the code's rule, no translated names, the cross-script lexical weight."""
+    from daemon.contract import Filters
+    from daemon.ranking.params import RankingParams
+
+    params = RankingParams()
+
+    def channels(query: str, docs: bool):
+        cues = sample_engine.query_cues(query, Filters(scope="docs") if docs else None, mode="lexical")
+        with sample_engine.lock:
+            return sample_engine.ranker.channels(cues, "lexical", None)
 
     q = "load bank statement from file"
-    ch, w, _ = sample_engine._channels(q, "lexical", None, None, code_side=True)
-    assert w["bm25"] == TRANSLATED_WEIGHT and ch["bm25"]
-    ch, w, _ = sample_engine._channels(q, "lexical", None, None, code_side=False)
-    assert w["bm25"] == CROSS_SCRIPT_WEIGHT
-    _, _, match = sample_engine._channels("AmountInWords", "lexical", None, None, code_side=False)
+    ch, w, _ = channels(q, docs=False)
+    assert w["bm25"] == params.translated_lexical_weight and ch["bm25"]
+    ch, w, _ = channels(q, docs=True)
+    assert w["bm25"] == params.cross_script_weight
+    _, _, match = channels("AmountInWords", docs=True)
     assert "translated" not in match.values()

