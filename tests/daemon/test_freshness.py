@@ -209,8 +209,10 @@ def test_an_appended_method_is_found_or_the_answer_names_the_module(daemons, sam
 
     async def main():
         async with Client(build_server([link], connect_wait=30.0)) as mc:
-            s = await mc.call_tool("search", {"query": "МетодДляАгента", "mode": "lexical", "wait_fresh": 10})
-            f = await mc.call_tool("find_symbol", {"query": "МетодДляАгента", "wait_fresh": 10})
+            s = await mc.call_tool(
+                "search", {"query": "МетодДляАгента", "mode": "lexical", "wait_fresh": 10, "detail": True}
+            )
+            f = await mc.call_tool("find_symbol", {"query": "МетодДляАгента", "wait_fresh": 10, "detail": True})
             return SearchOutput.model_validate(s.structured_content), FindSymbolOutput.model_validate(
                 f.structured_content
             )
@@ -290,7 +292,9 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
 
     async def main():
         async with Client(build_server([link], connect_wait=30.0)) as mc:
-            return StatusOutput.model_validate((await mc.call_tool("index_status", {})).structured_content)
+            return StatusOutput.model_validate(
+                (await mc.call_tool("index_status", {"detail": True})).structured_content
+            )
 
     (root_st,) = asyncio.run(asyncio.wait_for(main(), TIMEOUT)).roots
     assert {(k.path, k.reason) for k in root_st.skipped_files} == set(SKIPS.items())
