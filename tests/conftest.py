@@ -22,9 +22,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
-CORPORA = Path(os.environ.get("BSL_LENS_CORPORA", REPO.parent / "shared" / "corpora"))
-EVAL_DIR = Path(os.environ.get("BSL_LENS_EVAL", REPO.parent / "shared" / "eval"))
+from shared_paths import CORPORA
 
 
 def _corpus(name: str) -> Path:

@@ -11,7 +11,7 @@ import pytest
 from daemon.engine import Engine
 from daemon.dev.evaluate import evaluate, load_gold
 
-from conftest import EVAL_DIR
+from shared_paths import EVAL_DIR
 
 
 def _engine(root: Path, tmp_path_factory) -> Engine:

@@ -128,7 +128,7 @@ def test_folds_are_stratified_and_deterministic():
 
 
 def test_dev_gold_folds_split_every_intent(tmp_path):
-    from conftest import EVAL_DIR
+    from shared_paths import EVAL_DIR
 
     gold = EVAL_DIR / "gold_dev.jsonl"
     if not gold.exists():

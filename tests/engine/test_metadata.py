@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import EVAL_DIR
+from shared_paths import EVAL_DIR
 
 from daemon.contract import METADATA_KINDS, Chunk
 from daemon.sources.files import SourceFile

@@ -31,7 +31,7 @@ from daemon.index.names import (
     is_identifier_query,
 )
 
-from conftest import EVAL_DIR
+from shared_paths import EVAL_DIR
 
 
 class Keyed:

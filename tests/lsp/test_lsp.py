@@ -33,7 +33,7 @@ from urllib.parse import quote
 
 import pytest
 import pytest_lsp
-from conftest import CORPORA
+from shared_paths import CORPORA
 from daemon_helpers import REPO, TIMEOUT, Daemons
 from lsprotocol import types
 from pygls.exceptions import JsonRpcInvalidParams, JsonRpcRequestCancelled
