@@ -4,17 +4,19 @@ Input: one :class:`~daemon.sources.references.FileRefs` per file (a module's cal
 references, a descriptor's or a form layout's bindings), as the chunking pass extracts them.
 :meth:`RefGraph.update` swaps files in and out; the graph keeps
 
-* the symbol table: each module's methods (folded name -> method id, export), modules by owner
+* the symbol table: each module's methods (folded names, export flags), modules by owner
   (``ОбщийМодуль.X``, ``Справочник.Y`` …) and the exported methods of global common modules;
-* per file, what its sites resolved to (the distinct target methods) and its **keys**: the folded
-  names and module owners its resolution read, with how many of its sites stayed unresolved
-  under each name;
-* the reverse index: target method -> {file: sites}; and key -> {file: unresolved sites}.
+* the **key index**: folded name or module owner -> the files whose sites read it, with how many
+  of their sites under that name stayed unresolved (the "possible callers" count);
+* the **reverse index**: target method -> the other files referencing it, with the sites per group
+  (a method's own module and its form layout are always looked at directly, so the index holds
+  only the references that cross files).
 
-A site's resolution reads only symbol-table entries under its own keys, so an update re-resolves
-the changed files plus the files holding a key whose entries changed (a method added, removed,
-exported or not; a module added, removed, moved, made global): the graph after any sequence of
-updates equals one built from scratch (``tests/engine/test_refgraph.py`` checks it on random edits).
+A site's resolution reads only symbol-table entries under its own keys (its folded name and the
+owner of the module it names), so an update re-resolves the changed files plus the files holding a
+key whose entries changed (a method added, removed, exported or not; a module added, removed, moved,
+made global): the graph after any sequence of updates equals one built from scratch
+(``tests/engine/test_refgraph.py`` checks it on random edits).
 
 Resolution (:meth:`RefGraph.resolve_site`): a local call -> the same module, else an exported
 method of a global common module; ``Модуль.Метод`` -> that common module's exported method (a
@@ -24,10 +26,16 @@ strings ``"М.Метод"``, ``"Справочники.X.Метод"``, ``"Об�
 common module, the manager, the object module; bindings -> the module they name or belong to;
 ``&Вместо``/``ПродолжитьВызов`` -> the same module of the base configuration. Ties (an extension
 adopting a module) go to the base configuration's module, then the first path.
+
+Memory: records keep their sites compressed; indexes are ``bytes`` of packed ``int64`` per key or
+target, rebuilt once per key per update (an update touching many files filters each key once).
 """
 
 from __future__ import annotations
 
+import bisect
+import heapq
+from array import array
 from collections import deque
 from collections.abc import Iterable
 
@@ -35,13 +43,8 @@ import msgspec
 import numpy as np
 
 from ..contract import normalize_object_type
-from ..sources.references import (
-    KIND_NAMES,
-    REASONS,
-    REF_GROUPS,
-    REF_KINDS,
-    FileRefs,
-)
+from ..sources.bindings import form_layout_path, form_module_path
+from ..sources.references import KIND_CODES, KIND_NAMES, REASONS, REF_GROUPS, REF_KINDS, FileRefs
 from ..text.folding import fold
 
 __all__ = [
@@ -51,6 +54,8 @@ __all__ = [
     "RefAnswer",
     "GraphEdge",
     "CallGraph",
+    "read_references",
+    "read_binding_files",
 ]
 
 # ---------------------------------------------------------------------------------------
@@ -117,14 +122,15 @@ class GraphEdge(msgspec.Struct, array_like=True):
 class CallGraph(msgspec.Struct, kw_only=True):
     """A bounded walk from ``start``: ``direction`` ``callers`` or ``callees``; ``nodes`` with
     their depth (the start has 0); ``edges``; ``truncated`` when a fan-out cap or the depth cut
-    something; ``cycles``: edges back to a node already reached (recursion, mutual calls)."""
+    something; ``revisited``: edges to a node already reached (recursion, mutual calls, two paths
+    to one method), which the walk does not expand again."""
 
     start: str
     direction: str
     nodes: dict[str, int]
     edges: list[GraphEdge]
     truncated: bool = False
-    cycles: int = 0
+    revisited: int = 0
 
 
 # ---------------------------------------------------------------------------------------
@@ -148,43 +154,64 @@ _OWN_ONLY = frozenset(("this", "platform_event"))
 _OWN_THEN_GLOBAL = frozenset(("call", "idle", "handler"))
 #: Kinds whose one-part qualifier may be a variable (else: a common module's name in a string).
 _RECEIVER_KINDS = frozenset(("member", "notify", "handler"))
-_RESOLVED = 0
 _REASON = {r: i + 1 for i, r in enumerate(REASONS)}
+_DYNAMIC = KIND_CODES["dynamic"]
+#: Group of a kind code: 0 call, 1 string, 2 metadata.
+_GROUP_OF = [REF_GROUPS.index(REF_KINDS[k]) for k in KIND_NAMES]
+_FID_SHIFT = 20  # a method gid is fid << 20 | method index
+_M20 = (1 << 20) - 1
+_M13 = (1 << 13) - 1
+_M14 = (1 << 14) - 1
+_M32 = (1 << 32) - 1
+
+# Lookup specs (symbol-independent: from the site's kind and qualifier only)
+_OWN, _OWN_GLOBAL, _BASE, _MODS, _FAIL = range(5)
 
 
 class _Mod:
-    """A module in the symbol table: folded owner, kind, extension flag, methods
-    (folded name -> (method id, export); the first of a repeated name)."""
+    """A module in the symbol table: its file id, folded owner, kind, extension flag, and its
+    methods as sorted folded names with ``method index << 1 | export`` beside them (the first
+    of a repeated name)."""
 
-    __slots__ = ("owner", "kind", "extension", "defs")
+    __slots__ = ("fid", "owner", "kind", "extension", "names", "info")
 
-    def __init__(self, rec: FileRefs):
-        self.owner = fold(rec.owner)
+    def __init__(self, fid: int, rec: FileRefs, intern):
+        self.fid = fid
+        self.owner = intern(fold(rec.owner))
         self.kind = rec.module_kind
         self.extension = rec.extension
-        defs: dict[str, tuple[str, bool]] = {}
-        for m in rec.methods:
-            defs.setdefault(fold(m.name), (m.id, m.export))
-        self.defs = defs
+        exports = rec.method_info()["export"].tolist() if rec.names else []
+        first: dict[str, int] = {}
+        for i, n in enumerate(rec.names):
+            first.setdefault(intern(fold(n)), i << 1 | exports[i])
+        self.names = sorted(first)
+        self.info = array("i", [first[n] for n in self.names])
+
+    def get(self, fname: str) -> int:
+        """``method index << 1 | export`` of a folded name, -1 if the module has none."""
+        k = bisect.bisect_left(self.names, fname)
+        if k < len(self.names) and self.names[k] == fname:
+            return self.info[k]
+        return -1
+
+    def defs(self) -> dict[str, int]:
+        return dict(zip(self.names, self.info))
 
     def identity(self) -> tuple[str, str, bool]:
         return self.owner, self.kind, self.extension
 
 
-class _FileState:
-    """What a file's resolution contributed: its target methods with their site counts, its keys
-    with unresolved-site counts, and its dynamic sites (for removal and for the totals)."""
-
-    __slots__ = ("targets", "keys", "dynamic")
-
-    def __init__(self, targets: dict[str, int], keys: dict[str, int], dynamic: int):
-        self.targets = targets
-        self.keys = keys
-        self.dynamic = dynamic
-
-
 def _owner_key(object_type: str, name: str) -> str:
     return fold(f"{object_type}.{name}")
+
+
+def _pack_group(counts: list[int]) -> int:
+    """Sites per group (call, string, metadata) -> ``call << 26 | string << 13 | metadata``, saturated."""
+    return min(counts[0], _M14) << 26 | min(counts[1], _M13) << 13 | min(counts[2], _M13)
+
+
+def _i64(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, dtype=np.int64)
 
 
 # ---------------------------------------------------------------------------------------
@@ -195,330 +222,438 @@ def _owner_key(object_type: str, name: str) -> str:
 class RefGraph:
     """References of a whole export, resolved, with the reverse index (see the module docstring).
 
-    Not thread-safe: the owner serialises :meth:`update` with the queries (the engine lock)."""
+    Not thread-safe: the owner serialises :meth:`update` with the queries (the engine lock). Records
+    handed to :meth:`update` belong to the graph afterwards (their strings are interned in place)."""
 
     def __init__(self) -> None:
-        self._files: dict[str, FileRefs] = {}
-        self._state: dict[str, _FileState] = {}
-        self._mods: dict[str, _Mod] = {}
-        self._by_owner: dict[str, list[str]] = {}
-        self._global_desc: dict[str, set[str]] = {}  # owner key -> descriptors saying Global
-        self._global_names: dict[str, list[str]] = {}  # folded name -> global modules exporting it
-        self._callers: dict[str, dict[str, int]] = {}  # target -> {path: sites}
-        self._keys: dict[str, dict[str, int]] = {}  # key -> {path: unresolved sites}
+        self._paths: list[str | None] = []
+        self._fid: dict[str, int] = {}
+        self._files: dict[int, FileRefs] = {}
+        self._mods: dict[int, _Mod] = {}
+        self._by_owner: dict[str, list[int]] = {}
+        self._global_desc: dict[str, set[int]] = {}  # owner key -> descriptors saying Global
+        self._global_names: dict[str, list[int]] = {}  # folded name -> global modules exporting it
+        self._callers: dict[int, bytes] = {}  # target gid -> int64[fid << 40 | group counts]
+        self._keys: dict[str, bytes] = {}  # key -> int64[fid << 32 | unresolved sites]
+        self._targets: dict[int, bytes] = {}  # fid -> int64[foreign target gids]
+        self._dyn: dict[int, int] = {}  # fid -> dynamic sites (only files with some)
         self._dynamic = 0
-        self._pending_old: dict[str, _Mod] = {}  # modules replaced or removed by the running update
-        self._pending_new: dict[str, _Mod] = {}  # modules added by it
+        self._strings: dict[str, str] = {}
+        self._rank: np.ndarray | None = None
 
-    # ----------------------------------------------------------------- updates
+    def _intern(self, s: str) -> str:
+        return self._strings.setdefault(s, s)
+
+    def _fid_of(self, path: str) -> int:
+        fid = self._fid.get(path)
+        if fid is None:
+            fid = self._fid[path] = len(self._paths)
+            self._paths.append(path)
+        return fid
+
+    # ----------------------------------------------------------------- basics
 
     def __len__(self) -> int:
         return len(self._files)
 
     def __contains__(self, path: str) -> bool:
-        return path in self._files
+        fid = self._fid.get(path)
+        return fid is not None and fid in self._files
 
     def file(self, path: str) -> FileRefs | None:
         """The record of ``path`` (``None`` if the graph has none)."""
-        return self._files.get(path)
+        fid = self._fid.get(path)
+        return None if fid is None else self._files.get(fid)
 
     def paths(self) -> list[str]:
         """Every file with a record, sorted."""
-        return sorted(self._files)
+        return sorted(self._paths[f] for f in self._files)  # type: ignore[misc]
+
+    def method_id(self, gid: int) -> str:
+        """The method id (chunk id) of a target gid."""
+        return self._files[gid >> _FID_SHIFT].method_id(gid & _M20)
+
+    def gid(self, method: str) -> int | None:
+        """The gid of a method id (``<path>::<Name>[@n]``), ``None`` if the graph has no such method."""
+        path, _, rest = method.partition("::")
+        rec = self.file(path)
+        if rec is None:
+            return None
+        name, _, nth = rest.partition("@")
+        want = int(nth) if nth.isdigit() else 1
+        info = rec.method_info()
+        for i, n in enumerate(rec.names):
+            if n == name and int(info[i]["nth"]) == want:
+                return self._fid[path] << _FID_SHIFT | i
+        fname = fold(name)
+        for i, n in enumerate(rec.names):
+            if fold(n) == fname and int(info[i]["nth"]) == want:
+                return self._fid[path] << _FID_SHIFT | i
+        return None
+
+    # ----------------------------------------------------------------- updates
 
     def update(self, records: Iterable[FileRefs] = (), removed: Iterable[str] = ()) -> int:
         """Swap in ``records`` (a file's new record replaces its old one) and drop ``removed``
         paths; re-resolve what the change can reach. Returns the number of files re-resolved."""
-        new = {r.path: r for r in records}
-        gone = [p for p in removed if p in self._files and p not in new]
+        new: dict[int, FileRefs] = {}
+        for r in records:
+            self._intern_record(r)
+            new[self._fid_of(r.path)] = r
+        gone = [self._fid[p] for p in removed if p in self and self._fid[p] not in new]
         changed = set(new) | set(gone)
-        for p in changed:
-            self._retract(p)
+        self._retract(changed & set(self._files))
         affected: set[str] = set()
-        for p in gone:
-            old = self._files.pop(p)
-            self._unindex_symbols(old, affected)
-        for p, rec in new.items():
-            old = self._files.get(p)
+        olds: dict[int, _Mod] = {}
+        for fid in changed:
+            old = self._files.get(fid)
             if old is not None:
-                self._unindex_symbols(old, affected)
-            self._files[p] = rec
-        for rec in new.values():
-            self._index_symbols(rec, affected)
-        self._touched_by_symbols(affected)
-        dependents: set[str] = set()
-        for k in affected:
-            holders = self._keys.get(k)
-            if holders:
-                dependents.update(holders)
-        dependents -= changed
-        for p in dependents:
-            self._retract(p)
-        todo = sorted(dependents | set(new))
-        for p in todo:
-            self._contribute(p)
-        return len(todo)
-
-    def _unindex_symbols(self, rec: FileRefs, affected: set[str]) -> None:
-        """Take a record's symbols out (its keys go to ``affected`` in :meth:`_touched_by_symbols`)."""
-        p = rec.path
-        if rec.file_kind == "bsl":
-            mod = self._mods.pop(p, None)
-            if mod is not None:
-                self._pending_old[p] = mod
-                lst = self._by_owner.get(mod.owner)
-                if lst is not None:
-                    lst.remove(p)
-                    if not lst:
-                        del self._by_owner[mod.owner]
-                if self._is_global(mod):
-                    self._drop_global(p, mod)
-        elif rec.global_module:
-            key = fold(rec.owner)
-            was = self._global_now(key)
-            s = self._global_desc.get(key)
-            if s is not None:
-                s.discard(p)
-                if not s:
-                    del self._global_desc[key]
-            if was and not self._global_now(key):
-                self._regloball(key, False, affected)
-
-    def _index_symbols(self, rec: FileRefs, affected: set[str]) -> None:
-        p = rec.path
-        if rec.file_kind == "bsl":
-            mod = _Mod(rec)
-            self._mods[p] = mod
-            self._pending_new[p] = mod
-            lst = self._by_owner.setdefault(mod.owner, [])
-            lst.append(p)
-            lst.sort(key=self._order)
-            if self._is_global(mod):
-                self._add_global(p, mod)
-        elif rec.global_module:
-            key = fold(rec.owner)
-            was = self._global_now(key)
-            self._global_desc.setdefault(key, set()).add(p)
-            if not was:
-                self._regloball(key, True, affected)
-
-    def _touched_by_symbols(self, affected: set[str]) -> None:
-        """The keys whose symbol entries changed between the old and new modules of this update."""
-        olds, news = self._pending_old, self._pending_new
-        for p in set(olds) | set(news):
-            a, b = olds.get(p), news.get(p)
+                self._unindex_symbols(fid, old, olds, affected)
+        for fid in gone:
+            del self._files[fid]
+        self._files.update(new)
+        news: dict[int, _Mod] = {}
+        for fid, rec in new.items():
+            self._index_symbols(fid, rec, news, affected)
+        for fid in set(olds) | set(news):
+            a, b = olds.get(fid), news.get(fid)
             if a is None or b is None or a.identity() != b.identity():
                 for m in (a, b):
                     if m is not None:
-                        affected.update(m.defs)
+                        affected.update(m.names)
                         affected.add(m.owner)
             else:
-                for n in set(a.defs) | set(b.defs):
-                    if a.defs.get(n) != b.defs.get(n):
+                da, db = a.defs(), b.defs()
+                for n in set(da) | set(db):
+                    if da.get(n) != db.get(n):
                         affected.add(n)
-        olds.clear()
-        news.clear()
+        dependents: set[int] = set()
+        for k in affected:
+            b = self._keys.get(k)
+            if b:
+                dependents.update((_i64(b) >> 32).tolist())
+        dependents -= changed
+        self._retract(dependents)
+        todo = sorted(dependents | set(new), key=lambda f: self._paths[f])
+        self._contribute(todo)
+        return len(todo)
 
-    def _order(self, p: str) -> tuple[bool, str]:
-        return self._mods[p].extension, p
+    def _intern_record(self, rec: FileRefs) -> None:
+        intern = self._intern
+        rec.strings = [intern(x) for x in rec.strings]
+        rec.names = [intern(x) for x in rec.names]
+        rec.owner = intern(rec.owner)
 
-    def _global_now(self, owner_key: str) -> bool:
-        return bool(self._global_desc.get(owner_key))
+    def _unindex_symbols(self, fid: int, rec: FileRefs, olds: dict, affected: set[str]) -> None:
+        """Take a record's symbols out (the modules replaced go to ``olds``)."""
+        if rec.file_kind == "bsl":
+            mod = self._mods.pop(fid, None)
+            if mod is None:
+                return
+            olds[fid] = mod
+            lst = self._by_owner.get(mod.owner)
+            if lst is not None:
+                lst.remove(fid)
+                if not lst:
+                    del self._by_owner[mod.owner]
+            if self._is_global(mod):
+                self._drop_global(mod)
+        elif rec.global_module:
+            key = self._intern(fold(rec.owner))
+            s = self._global_desc.get(key)
+            if s is not None:
+                s.discard(fid)
+                if not s:
+                    del self._global_desc[key]
+                    self._regloball(key, False, affected)
+
+    def _index_symbols(self, fid: int, rec: FileRefs, news: dict, affected: set[str]) -> None:
+        if rec.file_kind == "bsl":
+            mod = _Mod(fid, rec, self._intern)
+            self._mods[fid] = mod
+            news[fid] = mod
+            lst = self._by_owner.setdefault(mod.owner, [])
+            lst.append(fid)
+            lst.sort(key=self._order)
+            if self._is_global(mod):
+                self._add_global(mod)
+        elif rec.global_module:
+            key = self._intern(fold(rec.owner))
+            s = self._global_desc.setdefault(key, set())
+            s.add(fid)
+            if len(s) == 1:
+                self._regloball(key, True, affected)
+
+    def _order(self, fid: int) -> tuple[bool, str]:
+        return self._mods[fid].extension, self._paths[fid]  # type: ignore[return-value]
 
     def _is_global(self, mod: _Mod) -> bool:
-        return mod.kind == "common" and self._global_now(mod.owner)
+        return mod.kind == "common" and bool(self._global_desc.get(mod.owner))
 
-    def _add_global(self, p: str, mod: _Mod) -> None:
-        for n, (_id, export) in mod.defs.items():
-            if export:
+    def _add_global(self, mod: _Mod) -> None:
+        for n, v in zip(mod.names, mod.info):
+            if v & 1:
                 lst = self._global_names.setdefault(n, [])
-                lst.append(p)
+                lst.append(mod.fid)
                 lst.sort(key=self._order)
 
-    def _drop_global(self, p: str, mod: _Mod) -> None:
-        for n, (_id, export) in mod.defs.items():
-            if export:
+    def _drop_global(self, mod: _Mod) -> None:
+        for n, v in zip(mod.names, mod.info):
+            if v & 1:
                 lst = self._global_names.get(n)
-                if lst is not None and p in lst:
-                    lst.remove(p)
+                if lst is not None and mod.fid in lst:
+                    lst.remove(mod.fid)
                     if not lst:
                         del self._global_names[n]
 
     def _regloball(self, owner_key: str, now_global: bool, affected: set[str]) -> None:
         """A common module owner became global (or stopped being): its exports enter (leave) the
         global names; every name it defines and the owner are affected."""
-        for p in self._by_owner.get(owner_key, ()):
-            mod = self._mods[p]
+        for fid in self._by_owner.get(owner_key, ()):
+            mod = self._mods[fid]
             if mod.kind != "common":
                 continue
             if now_global:
-                self._add_global(p, mod)
+                self._add_global(mod)
             else:
-                self._drop_global(p, mod)
-            affected.update(mod.defs)
+                self._drop_global(mod)
+            affected.update(mod.names)
         affected.add(owner_key)
 
     # ----------------------------------------------------------------- per-file contributions
 
-    def _retract(self, p: str) -> None:
-        st = self._state.pop(p, None)
-        if st is None:
-            return
-        for t in st.targets:
-            d = self._callers.get(t)
-            if d is not None:
-                d.pop(p, None)
-                if not d:
-                    del self._callers[t]
-        for k in st.keys:
-            d = self._keys.get(k)
-            if d is not None:
-                d.pop(p, None)
-                if not d:
-                    del self._keys[k]
-        self._dynamic -= st.dynamic
+    def _local(self, fid: int) -> tuple[int, int]:
+        """A file and the file paired with it (a form module and its layout), whose references
+        to each other are looked at directly instead of through the reverse index."""
+        path = self._paths[fid] or ""
+        other = form_module_path(path) or form_layout_path(path)
+        pid = self._fid.get(other) if other else None
+        return fid, (fid if pid is None else pid)
 
-    def _contribute(self, p: str) -> None:
-        rec = self._files.get(p)
-        if rec is None:
+    def _retract(self, fids: set[int]) -> None:
+        """Take the files' keys, reverse-index entries and dynamic counts out, one pass per key."""
+        if not fids:
             return
-        st = self._resolve_file(rec)
-        self._state[p] = st
-        for t, n in st.targets.items():
-            self._callers.setdefault(t, {})[p] = n
-        for k, n in st.keys.items():
-            self._keys.setdefault(k, {})[p] = n
-        self._dynamic += st.dynamic
+        by_key: dict[str, list[int]] = {}
+        by_target: dict[int, list[int]] = {}
+        for fid in fids:
+            rec = self._files.get(fid)
+            if rec is None:
+                continue
+            for k in self._file_keys(rec):
+                by_key.setdefault(k, []).append(fid)
+            t = self._targets.pop(fid, None)
+            if t:
+                for g in _i64(t).tolist():
+                    by_target.setdefault(g, []).append(fid)
+            self._dynamic -= self._dyn.pop(fid, 0)
+        for k, lst in by_key.items():
+            self._filter(self._keys, k, lst, 32)
+        for g, lst in by_target.items():
+            self._filter(self._callers, g, lst, 40)
 
-    def _resolve_file(self, rec: FileRefs) -> _FileState:
-        v = rec.view()
+    @staticmethod
+    def _filter(index: dict, key, fids: list[int], shift: int) -> None:
+        b = index.get(key)
+        if b is None:
+            return
+        a = _i64(b)
+        keep = a[~np.isin(a >> shift, fids)]
+        if len(keep):
+            index[key] = keep.tobytes()
+        else:
+            del index[key]
+
+    def _contribute(self, fids: list[int], batch: int = 256) -> None:
+        """Resolve the files and add what they contribute, ``batch`` files at a time (bounds the
+        temporary lists: the peak of a first build, not only its result, is resident memory)."""
+        for k in range(0, len(fids), batch):
+            self._contribute_batch(fids[k : k + batch])
+
+    def _contribute_batch(self, fids: list[int]) -> None:
+        add_keys: dict[str, list[int]] = {}
+        add_callers: dict[int, list[int]] = {}
+        for fid in fids:
+            rec = self._files.get(fid)
+            if rec is None:
+                continue
+            keys, targets, dynamic = self._resolve_file(fid, rec)
+            for k, n in keys.items():
+                add_keys.setdefault(k, []).append(fid << 32 | min(n, _M32))
+            if targets:
+                self._targets[fid] = np.array(list(targets), dtype=np.int64).tobytes()
+                for g, counts in targets.items():
+                    add_callers.setdefault(g, []).append(fid << 40 | _pack_group(counts))
+            if dynamic:
+                self._dyn[fid] = dynamic
+                self._dynamic += dynamic
+        for k, lst in add_keys.items():
+            self._keys[k] = self._keys.get(k, b"") + np.array(lst, dtype=np.int64).tobytes()
+        for g, lst in add_callers.items():
+            self._callers[g] = self._callers.get(g, b"") + np.array(lst, dtype=np.int64).tobytes()
+
+    def _distinct(self, rec: FileRefs) -> list[tuple[int, int, int, int]]:
+        """The record's distinct ``(kind, name, qualifier)`` with their site counts."""
+        v = rec.columns()
         if not len(v):
-            return _FileState({}, {}, 0)
+            return []
         key = (v["kind"].astype(np.uint64) << 56) | (v["name"].astype(np.uint64) << 28) | v["qual"].astype(np.uint64)
-        uniq, inverse, counts = np.unique(key, return_inverse=True, return_counts=True)
+        uniq, counts = np.unique(key, return_counts=True)
+        return [
+            (u >> 56, (u >> 28) & ((1 << 28) - 1), u & ((1 << 28) - 1), n)
+            for u, n in zip(uniq.tolist(), counts.tolist())
+        ]
+
+    def _file_keys(self, rec: FileRefs) -> set[str]:
+        """The keys a record's resolution reads (independent of the symbol table)."""
+        out: set[str] = set()
         strings = rec.strings
-        folded: dict[int, str] = {}
-        targets: dict[str, int] = {}
+        names: set[int] = set()
+        quals: set[tuple[int, int]] = set()
+        for kind, ni, qi, _n in self._distinct(rec):
+            if kind != _DYNAMIC:
+                names.add(ni)
+                quals.add((kind, qi))
+        for ni in names:
+            out.add(self._intern(fold(strings[ni])))
+        for kind, qi in quals:
+            spec = self._spec(rec, KIND_NAMES[kind], strings[qi])
+            if spec[0] in (_BASE, _MODS):
+                out.add(spec[1])
+        return out
+
+    def _resolve_file(self, fid: int, rec: FileRefs):
+        """``(keys -> unresolved sites, foreign target gid -> sites per group, dynamic sites)``."""
         keys: dict[str, int] = {}
+        targets: dict[int, list[int]] = {}
         dynamic = 0
-        mask = (1 << 28) - 1
-        for u, n in zip(uniq.tolist(), counts.tolist()):
-            kind = KIND_NAMES[u >> 56]
-            ni, qi = (u >> 28) & mask, u & mask
-            if kind == "dynamic":
+        strings = rec.strings
+        local = self._local(fid)
+        specs: dict[tuple[int, int], tuple] = {}
+        folded: dict[int, str] = {}
+        for kind, ni, qi, n in self._distinct(rec):
+            if kind == _DYNAMIC:
                 dynamic += n
                 continue
             fname = folded.get(ni)
             if fname is None:
-                fname = folded[ni] = fold(strings[ni])
-            target, reason, owner_key = self._resolve(rec, kind, fname, strings[qi])
-            if target is not None:
-                targets[target] = targets.get(target, 0) + n
-                keys.setdefault(fname, 0)
-            else:
+                fname = folded[ni] = self._intern(fold(strings[ni]))
+            spec = specs.get((kind, qi))
+            if spec is None:
+                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], strings[qi])
+            if spec[0] in (_BASE, _MODS):
+                keys.setdefault(spec[1], 0)
+            gid, _reason = self._lookup(fid, rec, spec, fname)
+            if gid < 0:
                 keys[fname] = keys.get(fname, 0) + n
-            if owner_key:
-                keys.setdefault(owner_key, 0)
-        del inverse
-        return _FileState(targets, keys, dynamic)
+                continue
+            keys.setdefault(fname, 0)
+            if gid >> _FID_SHIFT not in local:
+                targets.setdefault(gid, [0, 0, 0])[_GROUP_OF[kind]] += n
+        return keys, targets, dynamic
 
     # ----------------------------------------------------------------- resolution
 
-    def resolve_site(self, path: str, index: int) -> tuple[str | None, str | None]:
-        """``(target method id, None)`` or ``(None, reason)`` for site ``index`` of ``path``."""
-        rec = self._files[path]
-        s = rec.site(index)
-        if s.kind == "dynamic":
-            return None, "dynamic"
-        target, reason, _key = self._resolve(rec, s.kind, fold(s.name), s.qualifier)
-        return target, (None if target is not None else REASONS[reason - 1])
-
-    def _resolve(self, rec: FileRefs, kind: str, fname: str, qual: str) -> tuple[str | None, int, str]:
-        """``(target, reason code, owner key read)`` of one site; code 0 when resolved."""
+    def _spec(self, rec: FileRefs, kind: str, qual: str) -> tuple:
+        """What a site looks up, from its kind and qualifier alone (see :meth:`_lookup`)."""
         if kind in _OWN_ONLY or (kind == "notify" and not qual):
-            return self._in_own(rec, fname)
+            return (_OWN,)
         if kind in _OWN_THEN_GLOBAL and not qual:
-            t, r, _k = self._in_own(rec, fname)
-            if t is not None:
-                return t, r, ""
-            for p in self._global_names.get(fname, ()):
-                return self._mods[p].defs[fname][0], _RESOLVED, ""
-            return None, _REASON["no_such_method"], ""
+            return (_OWN_GLOBAL,)
         if kind in ("proceed", "extension"):
-            return self._in_base(rec, fname)
+            return (_BASE, self._intern(fold(rec.owner)), rec.module_kind)
         mk = _OWNER_KINDS.get(kind)
         if mk is not None:
-            key = fold(qual)
-            return self._in_modules(key, mk, fname, False, "unknown_module")
+            return (_MODS, self._intern(fold(qual)), mk, False, _REASON["unknown_module"])
         if kind == "manager":
             coll, _, obj = qual.partition(".")
             t = normalize_object_type(coll)
             if t is None or not obj:
-                return None, _REASON["unknown_variable_type"], ""
-            return self._in_modules(_owner_key(t, obj), "manager", fname, True, "unknown_module")
-        # a qualified reference in code or in a string: "М", "Тип.Объект", "Тип.Объект.МодульОбъекта"
+                return (_FAIL, _REASON["unknown_variable_type"])
+            return (_MODS, self._intern(_owner_key(t, obj)), "manager", True, _REASON["unknown_module"])
         if not qual or qual[0] == "?":
-            return None, _REASON["unknown_variable_type"], ""
+            return (_FAIL, _REASON["unknown_variable_type"])
         parts = qual.split(".")
         if len(parts) == 1:
             miss = "unknown_variable_type" if kind in _RECEIVER_KINDS else "unknown_module"
-            return self._in_modules(_owner_key(_COMMON, parts[0]), "common", fname, True, miss)
+            return (_MODS, self._intern(_owner_key(_COMMON, parts[0])), "common", True, _REASON[miss])
         if kind == "member":  # a deeper chain in code: a property of something
-            return None, _REASON["unknown_variable_type"], ""
+            return (_FAIL, _REASON["unknown_variable_type"])
         t = normalize_object_type(parts[0])
         if t is None:
-            return None, _REASON["unknown_module"], ""
+            return (_FAIL, _REASON["unknown_module"])
         if len(parts) == 2:
             mk = "common" if t == _COMMON else "manager"
-            return self._in_modules(_owner_key(t, parts[1]), mk, fname, True, "unknown_module")
+            return (_MODS, self._intern(_owner_key(t, parts[1])), mk, True, _REASON["unknown_module"])
         if len(parts) == 3 and fold(parts[2]) in _OBJECT_MODULE:
-            return self._in_modules(_owner_key(t, parts[1]), "object", fname, True, "unknown_module")
-        return None, _REASON["unknown_module"], ""
+            return (_MODS, self._intern(_owner_key(t, parts[1])), "object", True, _REASON["unknown_module"])
+        return (_FAIL, _REASON["unknown_module"])
 
-    def _in_own(self, rec: FileRefs, fname: str) -> tuple[str | None, int, str]:
-        mod = self._mods.get(rec.path)
-        if mod is not None:
-            d = mod.defs.get(fname)
-            if d is not None:
-                return d[0], _RESOLVED, ""
-        return None, _REASON["no_such_method"], ""
-
-    def _in_modules(
-        self, owner_key: str, kind: str, fname: str, export: bool, miss: str
-    ) -> tuple[str | None, int, str]:
-        found = False
-        hidden = False
-        for p in self._by_owner.get(owner_key, ()):
-            mod = self._mods[p]
-            if mod.kind != kind:
+    def _lookup(self, fid: int, rec: FileRefs, spec: tuple, fname: str) -> tuple[int, int]:
+        """``(target gid, 0)`` or ``(-1, reason code)``."""
+        op = spec[0]
+        if op == _OWN or op == _OWN_GLOBAL:
+            mod = self._mods.get(fid)
+            v = mod.get(fname) if mod is not None else -1
+            if v >= 0:
+                return fid << _FID_SHIFT | v >> 1, 0
+            if op == _OWN_GLOBAL:
+                for g in self._global_names.get(fname, ()):
+                    return g << _FID_SHIFT | self._mods[g].get(fname) >> 1, 0
+            return -1, _REASON["no_such_method"]
+        if op == _FAIL:
+            return -1, spec[1]
+        if op == _BASE:
+            found = False
+            for g in self._by_owner.get(spec[1], ()):
+                mod = self._mods[g]
+                if g == fid or mod.extension or mod.kind != spec[2]:
+                    continue
+                found = True
+                v = mod.get(fname)
+                if v >= 0:
+                    return g << _FID_SHIFT | v >> 1, 0
+            return -1, _REASON["no_such_method" if found else "unknown_module"]
+        _op, owner, mk, export, miss = spec
+        found = hidden = False
+        for g in self._by_owner.get(owner, ()):
+            mod = self._mods[g]
+            if mod.kind != mk:
                 continue
             found = True
-            d = mod.defs.get(fname)
-            if d is None:
+            v = mod.get(fname)
+            if v < 0:
                 continue
-            if export and not d[1]:
+            if export and not v & 1:
                 hidden = True
                 continue
-            return d[0], _RESOLVED, owner_key
+            return g << _FID_SHIFT | v >> 1, 0
         if not found:
-            return None, _REASON[miss], owner_key
-        return None, _REASON["not_exported" if hidden else "no_such_method"], owner_key
+            return -1, miss
+        return -1, _REASON["not_exported" if hidden else "no_such_method"]
 
-    def _in_base(self, rec: FileRefs, fname: str) -> tuple[str | None, int, str]:
-        """The adopted method: the same owner and module kind in the base configuration."""
-        own = self._mods.get(rec.path)
-        owner = own.owner if own is not None else fold(rec.owner)
-        kind = own.kind if own is not None else rec.module_kind
-        found = False
-        for p in self._by_owner.get(owner, ()):
-            mod = self._mods[p]
-            if p == rec.path or mod.extension or mod.kind != kind:
-                continue
-            found = True
-            d = mod.defs.get(fname)
-            if d is not None:
-                return d[0], _RESOLVED, owner
-        return None, _REASON["no_such_method" if found else "unknown_module"], owner
+    def _resolve(self, fid: int, rec: FileRefs, kind: str, name: str, qual: str) -> tuple[int, int]:
+        if kind == "dynamic":
+            return -1, _REASON["dynamic"]
+        return self._lookup(fid, rec, self._spec(rec, kind, qual), fold(name))
+
+    def resolve_site(self, path: str, index: int) -> tuple[str | None, str | None]:
+        """``(target method id, None)`` or ``(None, reason)`` for site ``index`` of ``path``."""
+        fid = self._fid[path]
+        rec = self._files[fid]
+        s = rec.site(index)
+        gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+        return (self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1])
+
+    def resolve_all(self, path: str) -> list[tuple[str | None, str | None]]:
+        """:meth:`resolve_site` for every site of ``path``, in order."""
+        fid = self._fid[path]
+        rec = self._files[fid]
+        out = []
+        for s in rec.sites_list():
+            gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+            out.append((self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1]))
+        return out
 
     # ----------------------------------------------------------------- queries
 
@@ -526,33 +661,62 @@ class RefGraph:
         """Method ids for ``Метод``, ``Модуль.Метод`` (a common module; or any owner ending with
         that name: ``Валюты.Метод`` finds the catalog's manager method), or an owner
         (``Справочник.Валюты``, ``ОбщийМодуль.X``: every method of its modules). Sorted."""
-        name = name.strip()
+        key = fold(name.strip())
         out: set[str] = set()
-        key = fold(name)
         if key in self._by_owner:
-            for p in self._by_owner[key]:
-                out.update(i for i, _e in self._mods[p].defs.values())
+            for fid in self._by_owner[key]:
+                rec = self._files[fid]
+                out.update(rec.method_id(i) for i in range(len(rec.names)))
             return sorted(out)
-        head, dot, last = key.rpartition(".")
-        fn = last if dot else key
-        for p, mod in self._mods.items():
-            d = mod.defs.get(fn)
-            if d is None:
-                continue
-            if dot and not (mod.owner == head or mod.owner.endswith("." + head)):
-                continue
-            out.add(d[0])
+        head, dot, fn = key.rpartition(".")
+        mods = self._mods.values()
+        if dot:
+            own = self._by_owner.get(_owner_key(_COMMON, head), [])
+            mods = [self._mods[f] for f in own] or [
+                m for m in self._mods.values() if m.owner == head or m.owner.endswith("." + head)
+            ]
+        for mod in mods:
+            v = mod.get(fn)
+            if v >= 0:
+                out.add(self._files[mod.fid].method_id(v >> 1))
         return sorted(out)
 
-    def _sites_named(self, rec: FileRefs, fname: str) -> np.ndarray:
-        """Indices of ``rec``'s sites whose folded name is ``fname``."""
-        idx = [i for i, s in enumerate(rec.strings) if len(s) == len(fname) and fold(s) == fname]
+    def _sites_named(self, rec: FileRefs, fname: str, v: np.ndarray, spelling: str = "") -> list[int]:
+        """Indices of ``rec``'s sites whose folded name is ``fname``; with ``spelling``, only the
+        sites written exactly so (one C-level lookup in the string table, no folding)."""
+        if spelling:
+            try:
+                k = rec.strings.index(spelling)
+            except ValueError:
+                return []
+            return np.flatnonzero(v["name"] == k).tolist()
+        else:
+            n = len(fname)
+            idx = [i for i, s in enumerate(rec.strings) if len(s) == n and fold(s) == fname]
         if not idx:
-            return np.empty(0, dtype=np.int64)
-        return np.flatnonzero(np.isin(rec.view()["name"], idx))
+            return []
+        return np.flatnonzero(np.isin(v["name"], idx)).tolist()
 
-    def _reference(self, rec: FileRefs, i: int, target: str | None, reason: str | None) -> Reference:
-        s = rec.site(i)
+    def _ranked(self, fids: list[int], limit: int) -> list[int]:
+        """The first ``limit`` files by path."""
+        if len(fids) <= limit:
+            return sorted(fids, key=self._paths.__getitem__)
+        rank = self._path_rank()
+        a = np.asarray(fids, dtype=np.int64)
+        part = a[np.argpartition(rank[a], limit - 1)[:limit]]
+        return sorted(part.tolist(), key=self._paths.__getitem__)
+
+    def _path_rank(self) -> np.ndarray:
+        """Each file id's rank in path order (recomputed after new paths appeared)."""
+        if self._rank is None or len(self._rank) != len(self._paths):
+            order = sorted(range(len(self._paths)), key=lambda f: self._paths[f] or "")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            self._rank = rank
+        return self._rank
+
+    def _reference(self, rec: FileRefs, i: int, v, target: str | None, reason: str | None) -> Reference:
+        s = rec.site(i, v)
         return Reference(
             path=rec.path,
             line=s.line,
@@ -566,54 +730,103 @@ class RefGraph:
             reason=reason,
         )
 
+    def _refs_in(
+        self, fid: int, gid: int, fname: str, limit: int, out: list[Reference], counts: list[int], spelling: str = ""
+    ) -> int:
+        """The sites of file ``fid`` resolving to ``gid`` (only those written as ``spelling`` if given):
+        counted per group into ``counts``, listed into ``out`` up to ``limit``; returns how many."""
+        rec = self._files.get(fid)
+        if rec is None:
+            return 0
+        v = rec.columns()
+        target = None
+        found = 0
+        specs: dict[tuple[int, int], tuple] = {}
+        for i in self._sites_named(rec, fname, v, spelling):
+            kind = int(v["kind"][i])
+            if kind == _DYNAMIC:
+                continue
+            qi = int(v["qual"][i])
+            spec = specs.get((kind, qi))
+            if spec is None:
+                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], rec.strings[qi])
+            g, _r = self._lookup(fid, rec, spec, fname)
+            if g != gid:
+                continue
+            found += 1
+            counts[_GROUP_OF[kind]] += 1
+            if len(out) < limit:
+                target = target or self.method_id(gid)
+                out.append(self._reference(rec, i, v, target, None))
+        return found
+
     def references(self, target: str, *, limit: int = 1000, possible: bool = False) -> RefAnswer:
         """Who references the method ``target`` (a method id), with the honesty counts.
 
         ``limit`` caps ``references`` (and ``possible``); ``possible``: list the unresolved sites
-        with the same name too (they are always counted)."""
-        fname = fold(target.rpartition("::")[2].split("@", 1)[0])
-        holders = self._callers.get(target, {})
+        with the same name too (they are always counted). References are ordered by path, then
+        position; the counts are over all of them (the other files' from the reverse index, so a
+        short answer reads only the files it lists)."""
+        gid = self.gid(target)
+        counts = [0, 0, 0]
         refs: list[Reference] = []
-        counts = RefCounts(dynamic=self._dynamic)
-        for p in sorted(holders):
-            rec = self._files[p]
-            for i in self._sites_named(rec, fname).tolist():
-                s = rec.site(i)
-                if s.kind == "dynamic":
-                    continue
-                t, _r, _k = self._resolve(rec, s.kind, fname, s.qualifier)
-                if t != target:
-                    continue
-                group = REF_KINDS[s.kind]
-                if group == "call":
-                    counts.resolved += 1
-                elif group == "string":
-                    counts.string += 1
-                else:
-                    counts.metadata += 1
-                if len(refs) < limit:
-                    refs.append(self._reference(rec, i, t, None))
-        total = counts.resolved + counts.string + counts.metadata
+        name = target.rpartition("::")[2].split("@", 1)[0]
+        fname = fold(name)
+        if gid is not None:
+            own = gid >> _FID_SHIFT
+            name = self._files[own].names[gid & _M20]
+            entries = _i64(self._callers.get(gid, b""))
+            packed = entries & ((1 << 40) - 1)
+            counts = [
+                int(((packed >> 26) & _M14).sum()),
+                int(((packed >> 13) & _M13).sum()),
+                int((packed & _M13).sum()),
+            ]
+            listed: list[Reference] = []
+            for fid in sorted(set(self._local(own)), key=self._paths.__getitem__):
+                self._refs_in(fid, gid, fname, limit, listed, counts)
+            expected = dict(
+                zip((entries >> 40).tolist(), (packed >> 26 & _M14) + (packed >> 13 & _M13) + (packed & _M13))
+            )
+            foreign: list[Reference] = []
+            ignore = [0, 0, 0]
+            for fid in self._ranked(list(expected), limit):
+                if len(foreign) >= limit:
+                    break
+                mark = len(foreign)
+                got = self._refs_in(fid, gid, fname, limit, foreign, ignore, spelling=name)
+                if got < expected[fid]:  # written in another case: read the file's names folded
+                    del foreign[mark:]
+                    self._refs_in(fid, gid, fname, limit, foreign, ignore)
+            listed.sort(key=lambda r: (r.path, r.line, r.col))
+            foreign.sort(key=lambda r: (r.path, r.line, r.col))
+            refs = list(heapq.merge(listed, foreign, key=lambda r: (r.path, r.line, r.col)))[:limit]
+        answer_counts = RefCounts(resolved=counts[0], string=counts[1], metadata=counts[2], dynamic=self._dynamic)
         maybe: list[Reference] = []
-        for p, n in sorted(self._keys.get(fname, {}).items()):
-            if not n:
-                continue
-            counts.possible += n
-            if not possible or len(maybe) >= limit:
-                continue
-            rec = self._files[p]
-            for i in self._sites_named(rec, fname).tolist():
-                s = rec.site(i)
-                if s.kind == "dynamic":
-                    continue
-                t, r, _k = self._resolve(rec, s.kind, fname, s.qualifier)
-                if t is None and len(maybe) < limit:
-                    maybe.append(self._reference(rec, i, None, REASONS[r - 1]))
+        entries = _i64(self._keys.get(fname, b""))
+        if len(entries):
+            unresolved = entries & _M32
+            answer_counts.possible = int(unresolved.sum())
+            if possible:
+                with_some = (entries[unresolved > 0] >> 32).tolist()
+                for fid in self._ranked(with_some, limit):
+                    if len(maybe) >= limit:
+                        break
+                    rec = self._files[fid]
+                    v = rec.columns()
+                    for i in self._sites_named(rec, fname, v):
+                        kind = KIND_NAMES[int(v["kind"][i])]
+                        g, r = self._resolve(
+                            fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])]
+                        )
+                        if g < 0 and kind != "dynamic" and len(maybe) < limit:
+                            maybe.append(self._reference(rec, i, v, None, REASONS[r - 1]))
+        total = sum(counts)
         return RefAnswer(
             target=target,
             references=refs,
             possible=maybe,
-            counts=counts,
+            counts=answer_counts,
             total=total,
             truncated=total > len(refs),
             lower_bound=self._dynamic > 0,
@@ -621,52 +834,47 @@ class RefGraph:
 
     def callees(self, method: str) -> list[Reference]:
         """What the method ``method`` (a method id) references, resolved or not, in file order."""
-        path = method.partition("::")[0]
-        rec = self._files.get(path)
-        if rec is None:
+        gid = self.gid(method)
+        if gid is None:
             return []
-        idx = next((i for i, m in enumerate(rec.methods) if m.id == method), None)
-        if idx is None:
-            return []
-        v = rec.view()
+        fid, idx = gid >> _FID_SHIFT, gid & _M20
+        rec = self._files[fid]
+        v = rec.columns()
         out: list[Reference] = []
         for i in np.flatnonzero(v["caller"] == idx).tolist():
-            s = rec.site(i)
-            if s.kind == "dynamic":
-                out.append(self._reference(rec, i, None, "dynamic"))
-                continue
-            t, r, _k = self._resolve(rec, s.kind, fold(s.name), s.qualifier)
-            out.append(self._reference(rec, i, t, None if t is not None else REASONS[r - 1]))
+            kind = KIND_NAMES[int(v["kind"][i])]
+            g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+            t = self.method_id(g) if g >= 0 else None
+            out.append(self._reference(rec, i, v, t, None if g >= 0 else REASONS[r - 1]))
         return out
 
     def site_at(self, path: str, line: int, col: int) -> Reference | None:
         """The site whose range holds the position (0-based line, UTF-16 column), resolved: what
         LSP "go to definition" on a call or a string naming a method needs."""
-        rec = self._files.get(path)
+        fid = self._fid.get(path)
+        rec = self._files.get(fid) if fid is not None else None
         if rec is None:
             return None
-        v = rec.view()
+        v = rec.columns()
         hit = np.flatnonzero((v["line"] == line) & (v["col"] <= col) & (v["end"] >= col))
         if not len(hit):
             return None
         i = int(hit[0])
-        s = rec.site(i)
-        if s.kind == "dynamic":
-            return self._reference(rec, i, None, "dynamic")
-        t, r, _k = self._resolve(rec, s.kind, fold(s.name), s.qualifier)
-        return self._reference(rec, i, t, None if t is not None else REASONS[r - 1])
+        kind = KIND_NAMES[int(v["kind"][i])]
+        g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+        return self._reference(rec, i, v, self.method_id(g) if g >= 0 else None, None if g >= 0 else REASONS[r - 1])
 
     def call_graph(self, start: str, direction: str = "callers", depth: int = 3, fan_out: int = 20) -> CallGraph:
         """A breadth-first walk from the method ``start`` over callers or callees, at most
         ``depth`` levels and ``fan_out`` neighbours per node (the most-referenced first). A node
-        is expanded once, so recursion and mutual calls end the walk (counted in ``cycles``).
+        is expanded once, so recursion and mutual calls end the walk (counted in ``revisited``).
         Bindings and module-level code are leaves (``<path>#<kind>:<detail>``, ``<path>::<module>``)."""
         if direction not in ("callers", "callees"):
             raise ValueError("direction must be 'callers' or 'callees'")
         nodes: dict[str, int] = {start: 0}
         edges: list[GraphEdge] = []
         truncated = False
-        cycles = 0
+        revisited = 0
         queue: deque[str] = deque([start])
         while queue:
             node = queue.popleft()
@@ -686,11 +894,13 @@ class RefGraph:
                     else GraphEdge(other, node, kind, count)
                 )
                 if other in nodes:
-                    cycles += 1
+                    revisited += 1
                     continue
                 nodes[other] = level + 1
                 queue.append(other)
-        return CallGraph(start=start, direction=direction, nodes=nodes, edges=edges, truncated=truncated, cycles=cycles)
+        return CallGraph(
+            start=start, direction=direction, nodes=nodes, edges=edges, truncated=truncated, revisited=revisited
+        )
 
     def _neighbours(self, node: str, direction: str) -> list[tuple[str, str, int]]:
         """``[(other node, kind, sites)]``, most sites first, then by id."""
@@ -716,34 +926,49 @@ class RefGraph:
 
     def stats(self) -> dict[str, int]:
         """Totals: files, modules, methods, sites; resolved sites by group; unresolved sites by
-        reason; dynamic sites; modules with syntax errors (``partial``)."""
+        reason; modules with syntax errors (``partial``). Resolves every site: for reports and tests."""
         out = {"files": len(self._files), "modules": len(self._mods), "sites": 0, "partial": 0}
-        out["methods"] = sum(len(m.defs) for m in self._mods.values())
+        out["methods"] = sum(len(m.names) for m in self._mods.values())
         for g in REF_GROUPS[:3]:
             out[f"resolved_{g}"] = 0
         for r in REASONS:
             out[f"unresolved_{r}"] = 0
-        for p, rec in self._files.items():
+        for fid, rec in self._files.items():
             out["sites"] += len(rec)
             out["partial"] += rec.partial
-            for i in range(len(rec)):
-                t, reason = self.resolve_site(p, i)
-                if t is not None:
-                    out[f"resolved_{REF_KINDS[rec.site(i).kind]}"] += 1
+            strings = rec.strings
+            specs: dict = {}
+            for kind, ni, qi, n in self._distinct(rec):
+                name = KIND_NAMES[kind]
+                if kind == _DYNAMIC:
+                    out["unresolved_dynamic"] += n
+                    continue
+                spec = specs.get((kind, qi))
+                if spec is None:
+                    spec = specs[(kind, qi)] = self._spec(rec, name, strings[qi])
+                g, r = self._lookup(fid, rec, spec, fold(strings[ni]))
+                if g >= 0:
+                    out[f"resolved_{REF_KINDS[name]}"] += n
                 else:
-                    out[f"unresolved_{reason}"] += 1
+                    out[f"unresolved_{REASONS[r - 1]}"] += n
         return out
 
     def state(self) -> dict:
-        """A canonical picture of the resolved graph (every index, sorted) to compare two graphs:
-        one updated step by step must equal one built from scratch."""
+        """A canonical picture of the resolved graph (every index by paths and method ids, sorted)
+        to compare two graphs: one updated step by step must equal one built from scratch."""
+        path = self._paths.__getitem__
+
+        def entries(b: bytes, shift: int) -> dict[str, int]:
+            return dict(sorted((path(e >> shift), e & ((1 << shift) - 1)) for e in _i64(b).tolist()))
+
         return {
-            "callers": {t: dict(sorted(d.items())) for t, d in sorted(self._callers.items())},
-            "keys": {k: dict(sorted(d.items())) for k, d in sorted(self._keys.items())},
-            "by_owner": {k: list(v) for k, v in sorted(self._by_owner.items())},
-            "global_names": {k: list(v) for k, v in sorted(self._global_names.items())},
+            "callers": dict(sorted((self.method_id(g), entries(b, 40)) for g, b in self._callers.items())),
+            "keys": {k: entries(b, 32) for k, b in sorted(self._keys.items())},
+            "by_owner": {k: [path(f) for f in v] for k, v in sorted(self._by_owner.items())},
+            "global_names": {k: [path(f) for f in v] for k, v in sorted(self._global_names.items())},
             "dynamic": self._dynamic,
-            "files": sorted(self._files),
+            "files": self.paths(),
+            "resolved": {p: self.resolve_all(p) for p in self.paths()},
         }
 
 
@@ -755,25 +980,22 @@ class RefGraph:
 def read_references(root, *, max_file_bytes: int = 8 * 2**20, max_lines: int = 400) -> tuple[list[FileRefs], list]:
     """Every file's references of an export, read from disk: ``(records, skips)``.
 
-    Modules (chunked and parsed here), the layouts of form modules, and the descriptors of
-    :data:`daemon.sources.bindings.BINDING_TYPES`. The daemon gets the same records from its
-    chunking pass instead; this is the from-scratch build for tests, tools and the bench.
+    Modules (chunked and parsed here) and the binding files (:func:`read_binding_files`). The
+    daemon gets the same records from its chunking pass instead; this is the from-scratch build
+    for tests, tools and the bench.
     """
     from pathlib import Path
 
-    from ..sources.bindings import BINDING_TYPES, descriptor_references, form_layout_path, form_references
     from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
     from ..sources.references import module_references
     from ..sources.scan import scan_export
 
     root = Path(root)
     scan = scan_export(root, max_file_bytes=max_file_bytes)
-    info = scan.info
-    ext_projects = {p.path for p in info.projects if p.is_extension}
+    ext_projects = {p.path for p in scan.info.projects if p.is_extension}
     out: list[FileRefs] = []
     skips: list = list(scan.skipped)
     for src in scan.modules:
-        extension = src.project in ext_projects
         try:
             text, _enc = decode_bytes(read_regular_bytes(src.fs_path(root), max_file_bytes))
         except SkipFile as exc:
@@ -786,10 +1008,30 @@ def read_references(root, *, max_file_bytes: int = 8 * 2**20, max_lines: int = 4
                 owner=src.owner,
                 object_type=src.object_type,
                 module_kind=src.module_kind,
-                extension=extension,
+                extension=src.project in ext_projects,
                 max_lines=max_lines,
             )
         )
+    bound, more = read_binding_files(root, scan, max_file_bytes=max_file_bytes)
+    return out + bound, skips + more
+
+
+def read_binding_files(root, scan, *, max_file_bytes: int = 8 * 2**20) -> tuple[list[FileRefs], list]:
+    """The binding files of a scanned export: the layout of every form module
+    (:func:`daemon.sources.bindings.form_layout_path`; a form module without one has none) and the
+    descriptors of :data:`daemon.sources.bindings.BINDING_TYPES`. ``(records, skips)``: a broken
+    file is a record with its skip (and the skip in the list), never an exception."""
+    from pathlib import Path
+
+    from ..sources.bindings import BINDING_TYPES, descriptor_references, form_layout_path, form_references
+    from ..sources.files import SkipFile, read_regular_bytes
+
+    root = Path(root)
+    info = scan.info
+    ext_projects = {p.path for p in info.projects if p.is_extension}
+    out: list[FileRefs] = []
+    skips: list = []
+    for src in scan.modules:
         if src.module_kind != "form":
             continue
         layout = form_layout_path(src.path)
@@ -802,7 +1044,7 @@ def read_references(root, *, max_file_bytes: int = 8 * 2**20, max_lines: int = 4
             if exc.reason != "unreadable":  # absent: a form module without a layout file
                 skips.append(exc.to_skip(layout))
             continue
-        rec = form_references(data, path=layout, fmt=info.format, extension=extension)
+        rec = form_references(data, path=layout, fmt=info.format, extension=src.project in ext_projects)
         skips.extend(rec.skips)
         out.append(rec)
     for src in scan.metadata:

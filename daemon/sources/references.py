@@ -34,6 +34,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
+import threading
+
 import msgspec
 import numpy as np
 import tree_sitter
@@ -43,6 +45,11 @@ from ..text.folding import fold
 from .bsl import chunk_module, language, parser
 
 __all__ = [
+    "METHOD_DTYPE",
+    "pack_sites",
+    "unpack_sites",
+    "unpack_columns",
+    "pack_methods",
     "REF_KINDS",
     "REF_GROUPS",
     "KIND_CODES",
@@ -58,6 +65,8 @@ __all__ = [
     "normalize_text",
     "split_method_name",
 ]
+
+_tls = threading.local()
 
 # ---------------------------------------------------------------------------------------
 # vocabulary
@@ -280,6 +289,11 @@ class MethodDef(msgspec.Struct, array_like=True, frozen=True):
     col: int
 
 
+#: A module's methods, packed beside their names: export flag, ``nth`` (1 for the first
+#: method of that folded name, 2 for the second: the chunk id's ``@2``), the name's position.
+METHOD_DTYPE = np.dtype([("export", "u1"), ("nth", "<u2"), ("line", "<u4"), ("col", "<u2")])
+
+
 class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
     """What one file says about calls: the methods it defines and its sites (packed).
 
@@ -290,8 +304,10 @@ class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
       a form layout has its form's owner and ``module_kind`` ``form``);
     * ``extension``: the file belongs to a configuration extension (its ``&Вместо`` methods link
       to the base configuration's);
-    * ``strings``: the sites' string table (``strings[0] == ""``); ``sites``: :data:`SITE_DTYPE`
-      records in file order (:meth:`view`);
+    * ``names`` / ``methods``: the methods it defines, names as written and :data:`METHOD_DTYPE`
+      records (:meth:`method`, :meth:`method_id`);
+    * ``strings``: the sites' string table (``strings[0] == ""``); ``sites``: ``count`` sites
+      (:data:`SITE_DTYPE`, in file order) stored column by column and compressed (:meth:`view`);
     * ``global_module``: a common module's descriptor says ``Global``;
     * ``partial``: the module has syntax errors: the calls of its broken part may be missing
       (those of the methods that parse are there);
@@ -304,40 +320,68 @@ class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
     object_type: str = ""
     module_kind: str = ""
     extension: bool = False
-    methods: list[MethodDef] = []
+    names: list[str] = []
+    methods: bytes = b""
     strings: list[str] = msgspec.field(default_factory=lambda: [""])
     sites: bytes = b""
+    count: int = 0
     global_module: bool = False
     partial: bool = False
     skips: list[Skip] = []
 
     def view(self) -> np.ndarray:
-        """The sites as a read-only structured array (:data:`SITE_DTYPE`)."""
-        return np.frombuffer(self.sites, dtype=SITE_DTYPE)
+        """The sites as a structured array (:data:`SITE_DTYPE`), decompressed."""
+        return unpack_sites(self.sites, self.count)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The sites column by column (cheaper than :meth:`view` when a few columns are read)."""
+        return unpack_columns(self.sites, self.count)
 
     def __len__(self) -> int:
-        return len(self.sites) // SITE_DTYPE.itemsize
+        return self.count
 
-    def site(self, i: int) -> "SiteView":
-        """Site ``i`` unpacked (for answers and tests; the graph works on :meth:`view`)."""
-        r = self.view()[i]
+    def method_info(self) -> np.ndarray:
+        """The methods' :data:`METHOD_DTYPE` records."""
+        return np.frombuffer(self.methods, dtype=METHOD_DTYPE)
+
+    def method_id(self, i: int, nth: int | None = None) -> str:
+        """The id of method ``i``: its chunk id without a part suffix."""
+        if nth is None:
+            nth = int(self.method_info()[i]["nth"])
+        return f"{self.path}::{self.names[i]}" + (f"@{nth}" if nth > 1 else "")
+
+    def method(self, i: int) -> MethodDef:
+        """Method ``i`` unpacked."""
+        r = self.method_info()[i]
+        return MethodDef(
+            self.names[i], self.method_id(i, int(r["nth"])), bool(r["export"]), int(r["line"]), int(r["col"])
+        )
+
+    def methods_list(self) -> list[MethodDef]:
+        """Every method unpacked, in file order."""
+        return [self.method(i) for i in range(len(self.names))]
+
+    def site(self, i: int, view=None) -> "SiteView":
+        """Site ``i`` unpacked (``view``: :meth:`view` or :meth:`columns` already read, to reuse)."""
+        v = self.columns() if view is None else view
         s = self.strings
-        c = int(r["caller"])
+        c = int(v["caller"][i])
         return SiteView(
             index=i,
-            caller=None if c == MODULE_CALLER else self.methods[c].id,
-            kind=KIND_NAMES[int(r["kind"])],
-            name=s[int(r["name"])],
-            qualifier=s[int(r["qual"])],
-            detail=s[int(r["detail"])],
-            line=int(r["line"]),
-            col=int(r["col"]),
-            end=int(r["end"]),
+            caller=None if c == MODULE_CALLER else self.method_id(c),
+            kind=KIND_NAMES[int(v["kind"][i])],
+            name=s[int(v["name"][i])],
+            qualifier=s[int(v["qual"][i])],
+            detail=s[int(v["detail"][i])],
+            line=int(v["line"][i]),
+            col=int(v["col"][i]),
+            end=int(v["end"][i]),
         )
 
     def sites_list(self) -> list["SiteView"]:
         """Every site unpacked, in file order."""
-        return [self.site(i) for i in range(len(self))]
+        v = self.columns()
+        return [self.site(i, v) for i in range(self.count)]
 
 
 class SiteView(msgspec.Struct, kw_only=True, frozen=True):
@@ -359,6 +403,61 @@ class SiteView(msgspec.Struct, kw_only=True, frozen=True):
     def callee(self) -> str:
         """The callee as written: ``Модуль.Метод`` or ``Метод``."""
         return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
+
+
+_NARROW = ("<u2", "u1", "<u2", "<u2", "<u2", "<i4", "<u2", "<u2")
+_WIDE = ("<u2", "u1", "<u4", "<u4", "<u4", "<i4", "<u2", "<u2")
+
+
+def pack_sites(arr: np.ndarray, nstrings: int) -> bytes:
+    """:data:`SITE_DTYPE` records -> bytes: one format byte, then the columns one after the other
+    (line as the difference from the previous site's), zstd-compressed (about 4x smaller than
+    the records: the graph keeps every site of an export in memory)."""
+    if not len(arr):
+        return b""
+    import zstandard
+
+    wide = nstrings > 0xFFFF
+    cols = []
+    for field, dt in zip(SITE_DTYPE.names, _WIDE if wide else _NARROW):
+        col = arr[field]
+        if field == "line":
+            col = np.diff(col.astype(np.int64), prepend=0)
+        cols.append(col.astype(dt).tobytes())
+    return (b"w" if wide else b"n") + zstandard.compress(b"".join(cols), 1)
+
+
+def unpack_columns(blob: bytes, count: int) -> dict[str, np.ndarray]:
+    """The columns of :func:`pack_sites` (field name -> array; read-only views but ``line``)."""
+    if not count:
+        return {f: np.empty(0, dtype=SITE_DTYPE[f]) for f in SITE_DTYPE.names}
+    zd = getattr(_tls, "zd", None)
+    if zd is None:
+        import zstandard
+
+        zd = _tls.zd = zstandard.ZstdDecompressor()
+    raw = zd.decompress(blob[1:])
+    out: dict[str, np.ndarray] = {}
+    pos = 0
+    for field, dt in zip(SITE_DTYPE.names, _WIDE if blob[:1] == b"w" else _NARROW):
+        d = np.dtype(dt)
+        col = np.frombuffer(raw, dtype=d, count=count, offset=pos)
+        pos += d.itemsize * count
+        out[field] = np.cumsum(col, dtype=np.int64) if field == "line" else col
+    return out
+
+
+def unpack_sites(blob: bytes, count: int) -> np.ndarray:
+    """The inverse of :func:`pack_sites`: :data:`SITE_DTYPE` records."""
+    out = np.empty(count, dtype=SITE_DTYPE)
+    for field, col in unpack_columns(blob, count).items():
+        out[field] = col
+    return out
+
+
+def pack_methods(rows: list[tuple[bool, int, int, int]]) -> bytes:
+    """``[(export, nth, line, col)]`` -> :data:`METHOD_DTYPE` bytes."""
+    return np.array(rows, dtype=METHOD_DTYPE).tobytes() if rows else b""
 
 
 class _Builder:
@@ -400,18 +499,24 @@ class _Builder:
         method whose span holds the line."""
         self.at_bytes.append((caller, KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail), start, end))
 
-    def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> bytes:
-        """The sites as :data:`SITE_DTYPE` bytes sorted by position (byte rows need ``pos``)."""
+    def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> np.ndarray:
+        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``)."""
         parts = []
         if self.placed:
             parts.append(np.array(self.placed, dtype=SITE_DTYPE))
         if self.at_bytes and pos is not None:
             parts.append(pos.convert(self.at_bytes, spans, deleted))
         if not parts:
-            return b""
+            return np.empty(0, dtype=SITE_DTYPE)
         arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        order = np.lexsort((arr["kind"], arr["col"], arr["line"]))
-        return arr[order].tobytes()
+        return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
+
+    def record(self, path: str, pos=None, spans=None, deleted=(), **fields) -> "FileRefs":
+        """The file's record with these sites."""
+        arr = self.packed(pos, spans, deleted)
+        return FileRefs(
+            path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
+        )
 
 
 def file_refs_from_sites(
@@ -424,7 +529,7 @@ def file_refs_from_sites(
     b = _Builder()
     for caller, kind, name, qual, detail, line, col, end in sites:
         b.add(caller, kind, name, qual, detail, line, col, end)
-    return FileRefs(path=path, strings=b.strings, sites=b.packed(), **fields)
+    return b.record(path, **fields)
 
 
 def split_method_name(text: str) -> tuple[str, str] | None:
@@ -896,17 +1001,26 @@ def extract_references(
         x.execute(node)
     for node in caps.get("handler", ()):
         x.handler(node)
-    return FileRefs(
-        path=path,
+    return out.record(
+        path,
+        pos,
+        spans,
+        deleted,
         owner=owner,
         object_type=object_type,
         module_kind=module_kind,
         extension=extension,
-        methods=methods,
-        strings=out.strings,
-        sites=out.packed(pos, spans, deleted),
+        names=[m.name for m in methods],
+        methods=pack_methods([(m.export, _nth(m.id), m.line, m.col) for m in methods]),
         partial=tree.root_node.has_error,
     )
+
+
+def _nth(method_id: str) -> int:
+    """``@2`` in a chunk id -> 2; 1 without it."""
+    tail = method_id.rpartition("::")[2]
+    _, at, n = tail.rpartition("@")
+    return int(n) if at and n.isdigit() else 1
 
 
 def _annotation_range(lines: list[str], c: Chunk, target: str) -> tuple[int, int, int]:
