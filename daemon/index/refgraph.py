@@ -660,9 +660,13 @@ class RefGraph:
     def methods_named(self, name: str) -> list[str]:
         """Method ids for ``Метод``, ``Модуль.Метод`` (a common module; or any owner ending with
         that name: ``Валюты.Метод`` finds the catalog's manager method), or an owner
-        (``Справочник.Валюты``, ``ОбщийМодуль.X``: every method of its modules). Sorted."""
+        (``Справочник.Валюты``, ``ОбщийМодуль.X`` or a bare common module name: every method of its
+        modules). Sorted. A bare method name scans every module (milliseconds at ERP size; the
+        engine's names channel is the fast way to it)."""
         key = fold(name.strip())
         out: set[str] = set()
+        if key not in self._by_owner and "." not in key and _owner_key(_COMMON, key) in self._by_owner:
+            key = _owner_key(_COMMON, key)  # a bare common module name
         if key in self._by_owner:
             for fid in self._by_owner[key]:
                 rec = self._files[fid]

@@ -197,7 +197,7 @@ PLATFORM_EVENTS: dict[str, dict[str, str]] = {
 
 _THIS = frozenset(fold(w) for w in ("ЭтотОбъект", "ThisObject", "ЭтаФорма", "ThisForm"))
 _PROCEED = frozenset(fold(w) for w in ("ПродолжитьВызов", "ProceedWithCall"))
-_NOTIFY = frozenset(fold(w) for w in ("ОписаниеОповещения", "NotifyDescription"))
+_NOTIFY = frozenset(fold(w) for w in ("ОписаниеОповещения", "NotifyDescription", "CallbackDescription"))
 _EVAL = frozenset(fold(w) for w in ("Вычислить", "Eval"))
 
 
@@ -560,7 +560,9 @@ _ANNOT_RE = re.compile(
     re.IGNORECASE,
 )
 _INSTEAD = frozenset(("вместо", "instead"))
-_DELETE_RE = re.compile(r"^[ \t]*#[ \t]*(?P<kw>Удаление|КонецУдаления|Delete|EndDelete)(?!\w)", re.IGNORECASE)
+_DELETE_RE = re.compile(
+    r"^[ \t]*#[ \t]*(?P<kw>Удаление|КонецУдаления|Delete|EndDelete)(?!\w)", re.IGNORECASE | re.MULTILINE
+)
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 _QUERY_SRC = """
