@@ -214,6 +214,24 @@ def _i64(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.int64)
 
 
+class _Saved(msgspec.Struct, array_like=True):
+    """What :meth:`RefGraph.to_bytes` writes: the file ids' paths, the records, and the resolved
+    indexes (keys, reverse index, foreign targets, dynamic counts), so a load resolves nothing."""
+
+    version: int
+    paths: list[str | None]
+    fids: list[int]
+    records: list[FileRefs]
+    keys: dict[str, bytes]
+    callers: dict[int, bytes]
+    targets: dict[int, bytes]
+    dyn: dict[int, int]
+
+
+_SAVE_VERSION = 1
+_MAGIC = b"BSLREFS1"
+
+
 # ---------------------------------------------------------------------------------------
 # the graph
 # ---------------------------------------------------------------------------------------
@@ -925,6 +943,53 @@ class RefGraph:
                 a = agg.setdefault(src, [r.kind, 0])
                 a[1] += 1
         return sorted(((o, k, n) for o, (k, n) in agg.items()), key=lambda x: (-x[2], x[0]))
+
+    # ----------------------------------------------------------------- persistence
+
+    def to_bytes(self) -> bytes:
+        """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
+        (:meth:`from_bytes` loads it without resolving anything)."""
+        fids = sorted(self._files)
+        saved = _Saved(
+            _SAVE_VERSION,
+            self._paths,
+            fids,
+            [self._files[f] for f in fids],
+            self._keys,
+            self._callers,
+            self._targets,
+            self._dyn,
+        )
+        import zstandard
+
+        return _MAGIC + zstandard.compress(msgspec.msgpack.encode(saved), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "RefGraph":
+        """A graph from :meth:`to_bytes`; ``ValueError`` for another format or version,
+        ``msgspec.DecodeError`` or ``zstandard.ZstdError`` for damaged data."""
+        import zstandard
+
+        if not data.startswith(_MAGIC):
+            raise ValueError("not a saved reference graph")
+        saved = msgspec.msgpack.decode(zstandard.decompress(data[len(_MAGIC) :]), type=_Saved)
+        if saved.version != _SAVE_VERSION:
+            raise ValueError(f"reference graph format {saved.version}, expected {_SAVE_VERSION}")
+        g = cls()
+        g._paths = saved.paths
+        g._fid = {p: f for f, p in enumerate(saved.paths) if p is not None}
+        for fid, rec in zip(saved.fids, saved.records):
+            g._intern_record(rec)
+            g._files[fid] = rec
+        ignore: set[str] = set()
+        for fid, rec in g._files.items():
+            g._index_symbols(fid, rec, {}, ignore)
+        g._keys = {g._intern(k): v for k, v in saved.keys.items()}
+        g._callers = saved.callers
+        g._targets = saved.targets
+        g._dyn = saved.dyn
+        g._dynamic = sum(saved.dyn.values())
+        return g
 
     # ----------------------------------------------------------------- totals and checks
 

@@ -326,3 +326,16 @@ def test_any_sequence_of_updates_equals_a_build_from_scratch(seed):
                 changed.append(record(p, current[p]))
         g.update(changed, removed)
         assert g.state() == scratch(current).state(), f"seed {seed} step {step}"
+
+
+def test_a_saved_graph_loads_equal_and_keeps_updating(graph):
+    back = RefGraph.from_bytes(graph.to_bytes())
+    assert back.state() == graph.state()
+    graph.update([record(FORM, 1), record(GLOBAL_XML, 1)], removed=[EXT])
+    back.update([record(FORM, 1), record(GLOBAL_XML, 1)], removed=[EXT])
+    assert back.state() == graph.state()
+    current = {p: 0 for p in PATHS if p != EXT}
+    current.update({FORM: 1, GLOBAL_XML: 1})
+    assert back.state() == scratch(current).state()
+    with pytest.raises(Exception):
+        RefGraph.from_bytes(b"not a graph")
