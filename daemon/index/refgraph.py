@@ -258,6 +258,7 @@ class RefGraph:
         self._dynamic = 0
         self._strings: dict[str, str] = {}
         self._rank: np.ndarray | None = None
+        self._pending: set[int] = set()  # files swapped in by a deferred update, not resolved yet
 
     def _intern(self, s: str) -> str:
         return self._strings.setdefault(s, s)
@@ -311,16 +312,21 @@ class RefGraph:
 
     # ----------------------------------------------------------------- updates
 
-    def update(self, records: Iterable[FileRefs] = (), removed: Iterable[str] = ()) -> int:
+    def update(self, records: Iterable[FileRefs] = (), removed: Iterable[str] = (), *, defer: bool = False) -> int:
         """Swap in ``records`` (a file's new record replaces its old one) and drop ``removed``
-        paths; re-resolve what the change can reach. Returns the number of files re-resolved."""
+        paths; re-resolve what the change can reach. Returns the number of files re-resolved.
+
+        ``defer``: only swap (records, symbols) and remember what needs resolving; the next
+        update without ``defer`` resolves it all at once (a first index feeds its batches this
+        way: strings are interned as each batch arrives, the resolution runs once). Until then
+        answers cover only the files already resolved."""
         new: dict[int, FileRefs] = {}
         for r in records:
             self._intern_record(r)
             new[self._fid_of(r.path)] = r
         gone = [self._fid[p] for p in removed if p in self and self._fid[p] not in new]
         changed = set(new) | set(gone)
-        self._retract(changed & set(self._files))
+        self._retract((changed & set(self._files)) - self._pending)
         affected: set[str] = set()
         olds: dict[int, _Mod] = {}
         for fid in changed:
@@ -350,9 +356,14 @@ class RefGraph:
             b = self._keys.get(k)
             if b:
                 dependents.update((_i64(b) >> 32).tolist())
-        dependents -= changed
+        dependents -= changed | self._pending
         self._retract(dependents)
-        todo = sorted(dependents | set(new), key=lambda f: self._paths[f])
+        self._pending |= dependents | set(new)
+        self._pending -= set(gone)
+        if defer:
+            return 0
+        todo = sorted(self._pending, key=self._paths.__getitem__)
+        self._pending = set()
         self._contribute(todo)
         return len(todo)
 
@@ -948,7 +959,9 @@ class RefGraph:
 
     def to_bytes(self) -> bytes:
         """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
-        (:meth:`from_bytes` loads it without resolving anything)."""
+        (:meth:`from_bytes` loads it without resolving anything). Resolves deferred files first."""
+        if self._pending:
+            self.update()
         fids = sorted(self._files)
         saved = _Saved(
             _SAVE_VERSION,

@@ -464,11 +464,12 @@ class _Builder:
     """Accumulates the sites of one file: the string table and two kinds of rows, placed
     (line and columns known) and byte-positioned (converted in one vectorised pass)."""
 
-    __slots__ = ("strings", "index", "placed", "at_bytes")
+    __slots__ = ("strings", "index", "placed", "at_bytes", "ids")
 
     def __init__(self) -> None:
         self.strings: list[str] = [""]
         self.index: dict[str, int] = {"": 0}
+        self.ids: dict[tuple[str, str, str, str], tuple[int, int, int, int]] = {}
         self.placed: list[tuple[int, int, int, int, int, int, int, int]] = []
         self.at_bytes: list[tuple[int, int, int, int, int, int, int]] = []
 
@@ -497,7 +498,11 @@ class _Builder:
     def add_bytes(self, caller: int, kind: str, name: str, qual: str, detail: str, start: int, end: int) -> None:
         """A site at UTF-8 byte offsets ``start``..``end`` of the parsed text; ``caller`` -1: the
         method whose span holds the line."""
-        self.at_bytes.append((caller, KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail), start, end))
+        key = (kind, name, qual, detail)
+        ids = self.ids.get(key)
+        if ids is None:
+            ids = self.ids[key] = (KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail))
+        self.at_bytes.append((caller, *ids, start, end))
 
     def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> np.ndarray:
         """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``)."""

@@ -339,3 +339,16 @@ def test_a_saved_graph_loads_equal_and_keeps_updating(graph):
     assert back.state() == scratch(current).state()
     with pytest.raises(Exception):
         RefGraph.from_bytes(b"not a graph")
+
+
+def test_deferred_updates_resolve_at_the_next_update():
+    g = RefGraph()
+    for p in PATHS:
+        g.update([record(p, 0)], defer=True)
+    # the other files are not resolved yet (the method's own module is always read directly)
+    assert g.references(f"{COMMON}::Экспортная").counts.metadata == 0
+    g.update([record(FORM, 1)], removed=[EXT], defer=True)
+    assert g.update() > 0
+    current = {p: 0 for p in PATHS if p != EXT}
+    current[FORM] = 1
+    assert g.state() == scratch(current).state()
