@@ -42,7 +42,7 @@ from collections.abc import Iterable
 import msgspec
 import numpy as np
 
-from ..contract import normalize_object_type
+from ..contract import Skip, normalize_object_type
 from ..sources.bindings import form_layout_path, form_module_path
 from ..sources.references import KIND_CODES, KIND_NAMES, REASONS, REF_GROUPS, REF_KINDS, FileRefs
 from ..text.folding import fold
@@ -214,21 +214,43 @@ def _i64(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.int64)
 
 
+class _SavedFile(msgspec.Struct, array_like=True):
+    """One record in :class:`_Saved`: its strings (owner, method names, the sites' table) as
+    ``uint32`` ids into the saved string table, everything else as in :class:`FileRefs`."""
+
+    fid: int
+    file_kind: str
+    owner: int
+    object_type: str
+    module_kind: str
+    extension: bool
+    names: bytes
+    methods: bytes
+    strings: bytes
+    sites: bytes
+    count: int
+    global_module: bool
+    partial: bool
+    skips: tuple[Skip, ...]
+
+
 class _Saved(msgspec.Struct, array_like=True):
-    """What :meth:`RefGraph.to_bytes` writes: the file ids' paths, the records, and the resolved
-    indexes (keys, reverse index, foreign targets, dynamic counts), so a load resolves nothing."""
+    """What :meth:`RefGraph.to_bytes` writes: one string table (each distinct string once, so a
+    load creates no duplicate to intern), the file ids' paths, the records, and the resolved
+    indexes (keys as string ids, reverse index, foreign targets, dynamic counts): a load resolves
+    nothing."""
 
     version: int
+    strings: list[str]
     paths: list[str | None]
-    fids: list[int]
-    records: list[FileRefs]
-    keys: dict[str, bytes]
+    files: list[_SavedFile]
+    keys: dict[int, bytes]
     callers: dict[int, bytes]
     targets: dict[int, bytes]
     dyn: dict[int, int]
 
 
-_SAVE_VERSION = 1
+_SAVE_VERSION = 2
 _MAGIC = b"BSLREFS1"
 
 
@@ -960,21 +982,38 @@ class RefGraph:
     def to_bytes(self) -> bytes:
         """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
         (:meth:`from_bytes` loads it without resolving anything). Resolves deferred files first."""
-        if self._pending:
-            self.update()
-        fids = sorted(self._files)
-        saved = _Saved(
-            _SAVE_VERSION,
-            self._paths,
-            fids,
-            [self._files[f] for f in fids],
-            self._keys,
-            self._callers,
-            self._targets,
-            self._dyn,
-        )
         import zstandard
 
+        if self._pending:
+            self.update()
+        table: dict[str, int] = {}
+
+        def ids(items) -> bytes:
+            return np.fromiter((table.setdefault(x, len(table)) for x in items), dtype="<u4").tobytes()
+
+        files = []
+        for fid in sorted(self._files):
+            r = self._files[fid]
+            files.append(
+                _SavedFile(
+                    fid,
+                    r.file_kind,
+                    table.setdefault(r.owner, len(table)),
+                    r.object_type,
+                    r.module_kind,
+                    r.extension,
+                    ids(r.names),
+                    r.methods,
+                    ids(r.strings),
+                    r.sites,
+                    r.count,
+                    r.global_module,
+                    r.partial,
+                    r.skips,
+                )
+            )
+        keys = {table.setdefault(k, len(table)): v for k, v in self._keys.items()}
+        saved = _Saved(_SAVE_VERSION, list(table), self._paths, files, keys, self._callers, self._targets, self._dyn)
         return _MAGIC + zstandard.compress(msgspec.msgpack.encode(saved), 1)
 
     @classmethod
@@ -989,15 +1028,32 @@ class RefGraph:
         if saved.version != _SAVE_VERSION:
             raise ValueError(f"reference graph format {saved.version}, expected {_SAVE_VERSION}")
         g = cls()
+        table = [g._intern(x) for x in saved.strings]
+        get = table.__getitem__
         g._paths = saved.paths
         g._fid = {p: f for f, p in enumerate(saved.paths) if p is not None}
-        for fid, rec in zip(saved.fids, saved.records):
-            g._intern_record(rec)
-            g._files[fid] = rec
+        for f in saved.files:
+            g._files[f.fid] = FileRefs(
+                path=saved.paths[f.fid],
+                file_kind=f.file_kind,
+                owner=table[f.owner],
+                object_type=f.object_type,
+                module_kind=f.module_kind,
+                extension=f.extension,
+                names=list(map(get, np.frombuffer(f.names, dtype="<u4").tolist())),
+                methods=f.methods,
+                strings=list(map(get, np.frombuffer(f.strings, dtype="<u4").tolist())),
+                sites=f.sites,
+                count=f.count,
+                global_module=f.global_module,
+                partial=f.partial,
+                skips=f.skips,
+            )
+        del saved.files[:]
         ignore: set[str] = set()
         for fid, rec in g._files.items():
             g._index_symbols(fid, rec, {}, ignore)
-        g._keys = {g._intern(k): v for k, v in saved.keys.items()}
+        g._keys = {table[k]: v for k, v in saved.keys.items()}
         g._callers = saved.callers
         g._targets = saved.targets
         g._dyn = saved.dyn

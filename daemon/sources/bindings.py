@@ -152,10 +152,10 @@ def descriptor_references(
     base = dict(file_kind="descriptor", owner=owner, object_type=object_type, extension=extension)
     doc, skip = _parse(data, path)
     if doc is None:
-        return FileRefs(path=path, skips=[skip], **base)
+        return FileRefs(path=path, skips=(skip,), **base)
     obj = _object(doc)
     if obj is None:
-        return FileRefs(path=path, skips=[Skip(path, "not_metadata", "no object element")], **base)
+        return FileRefs(path=path, skips=(Skip(path, "not_metadata", "no object element"),), **base)
     lines = _Lines(data)
     props = _props(obj)
     sites: list[tuple] = []
@@ -203,7 +203,7 @@ def descriptor_references(
             h = _child(opp, "procedurename")
             if h is not None:
                 method_ref("web_operation", h, _text(_child(opp, "name")), owner)
-    return file_refs_from_sites(path, sites, global_module=global_module, skips=skips, **base)
+    return file_refs_from_sites(path, sites, global_module=global_module, skips=tuple(skips), **base)
 
 
 def form_module_path(layout_path: str) -> str | None:
@@ -240,7 +240,7 @@ def form_references(data: bytes, *, path: str, fmt: str = "", extension: bool = 
     base = dict(file_kind="form", owner=owner, object_type=ident.object_type if ident else "", module_kind="form")
     doc, skip = _parse(data, path)
     if doc is None:
-        return FileRefs(path=path, extension=extension, skips=[skip], **base)
+        return FileRefs(path=path, extension=extension, skips=(skip,), **base)
     lines = _Lines(data)
     sites: list[tuple] = []
     skips: list[Skip] = []
@@ -258,7 +258,7 @@ def form_references(data: bytes, *, path: str, fmt: str = "", extension: bool = 
         _designer_form(doc, add)
     else:
         _edt_form(doc, add)
-    return file_refs_from_sites(path, sites, extension=extension, skips=skips, **base)
+    return file_refs_from_sites(path, sites, extension=extension, skips=tuple(skips), **base)
 
 
 def _is_designer_form(doc) -> bool:

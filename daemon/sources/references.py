@@ -327,7 +327,7 @@ class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
     count: int = 0
     global_module: bool = False
     partial: bool = False
-    skips: list[Skip] = []
+    skips: tuple[Skip, ...] = ()
 
     def view(self) -> np.ndarray:
         """The sites as a structured array (:data:`SITE_DTYPE`), decompressed."""
