@@ -558,6 +558,13 @@ _DOTTED_RE = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*")
 _WORD_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
 _WORD_RE = re.compile(r"\w+")
 _STRING_B = re.compile(rb'\s*"([^"\n]*)"\s*')
+#: A receiver chain on one line read backwards (the bytes before a call's dot, reversed): blanks,
+#: then identifiers joined by dots. Group 1 ends where the chain starts in the source.
+_RECEIVER_REV_B = re.compile(rb"[ \t]*((?:[0-9A-Za-z_\x80-\xff]+[ \t]*\.[ \t]*)*[0-9A-Za-z_\x80-\xff]+)")
+_RECEIVER_WINDOW = 512
+#: What may stand right before a receiver chain that starts a value: a blank, an operator, an
+#: opening bracket, a separator (not ``.``, ``)``, ``]``: a computed receiver; not ``/``: a comment).
+_CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
 _BLANK_BYTES = frozenset(b" \t\r\n")
 _WS_RE = re.compile(r"\s+")
 _ANNOT_RE = re.compile(
@@ -804,10 +811,26 @@ class _Extractor:
         raw = m.group()
         got = self.words.get(raw)
         if got is None:
-            w = _WORD_RE.match(raw.decode("utf-8", "replace"))
-            name = w.group() if w else ""
-            got = self.words[raw] = (name, len(name.encode("utf-8")), fold(name))
+            got = self.word(raw)
         return got[0], start + got[1], got[2]
+
+    def receiver_before(self, dot: int, sb: int, node) -> tuple[str, str, str] | None:
+        """The receiver of the call named at byte ``sb`` whose ``.`` is at byte ``dot``. A chain of
+        identifiers on the name's line is read backwards from the source; anything else (a chain
+        over lines, a computed value ``Ф(…).М()`` / ``А[0].М()``) is asked of the tree, whose node
+        parent costs a descent from the root. ``None``: no receiver (the dot ended a comment)."""
+        data = self.data
+        if b"\n" not in data[dot:sb]:
+            lo = max(0, dot - _RECEIVER_WINDOW)
+            m = _RECEIVER_REV_B.match(data[lo:dot][::-1])
+            if m is not None:
+                start = dot - m.end(1)
+                if start == 0 or (start > lo and data[start - 1] in _CHAIN_START_BYTES):
+                    return self.receiver(data[start : dot + 1])
+        parent = node.parent
+        if parent is not None and parent.start_byte < sb and parent.type in ("call_expression", "access"):
+            return self.receiver(data[parent.start_byte : sb])
+        return None
 
     def receiver(self, raw: bytes) -> tuple[str, str, str]:
         """``(kind, qualifier, folded qualifier)`` of a call from its receiver's bytes (up to the
@@ -850,6 +873,55 @@ class _Extractor:
                 else:
                     qual = "?" + _compact(mod, 60)
         self.out.add_bytes(caller, kind, name, qual, detail, lit[1], lit[2])
+
+    def calls(self, nodes) -> None:
+        """Every ``method_call`` node: the common cases (a plain call, a call on a receiver) in a
+        tight loop with their string ids cached per spelling; the rest through :meth:`call`."""
+        data = self.data
+        match = _WORD_B.match
+        words = self.words
+        blank = _BLANK_BYTES
+        special = _SPECIAL_LOCAL | _HELPER_NAMES
+        append = self.out.at_bytes.append
+        ids = self.out.ids
+        plain: dict[bytes, tuple] = {}
+        for node in nodes:
+            sb = node.start_byte
+            m = match(data, sb)
+            if m is None:
+                continue
+            raw = m.group()
+            got = words.get(raw)
+            if got is None:
+                got = self.word(raw)
+            name, nlen, fname = got
+            if not name or fname in special:
+                self.call(node)
+                continue
+            j = sb - 1
+            while j >= 0 and data[j] in blank:
+                j -= 1
+            if j >= 0 and data[j] == 0x2E:  # "." before the name (or ending a comment line): a receiver?
+                recv = self.receiver_before(j, sb, node)
+                if recv is not None:
+                    kind, qual, _f = recv
+                    key = (kind, name, qual, "")
+                    t = ids.get(key)
+                    if t is None:
+                        t = ids[key] = (KIND_CODES[kind], self.out.s(name), self.out.s(qual), 0)
+                    append((-1, *t, sb, sb + nlen))
+                    continue
+            t = plain.get(raw)
+            if t is None:
+                t = plain[raw] = (-1, _CALL_CODE, self.out.s(name), 0, 0)
+            append((*t, sb, sb + nlen))
+
+    def word(self, raw: bytes) -> tuple[str, int, str]:
+        """``(name, its UTF-8 length, folded)`` of an identifier's bytes (cached)."""
+        w = _WORD_RE.match(raw.decode("utf-8", "replace"))
+        name = w.group() if w else ""
+        got = self.words[raw] = (name, len(name.encode("utf-8")), fold(name))
+        return got
 
     def call(self, node) -> None:
         data = self.data
@@ -948,6 +1020,7 @@ class _Extractor:
 
 _SPECIAL_LOCAL = _PROCEED | _NOTIFY | _EVAL
 _HELPER_NAMES = frozenset(m for _q, m in STRING_HELPERS)
+_CALL_CODE = KIND_CODES["call"]
 
 
 def extract_references(
@@ -1000,8 +1073,7 @@ def extract_references(
     pos = _Positions(data)
     x = _Extractor(data, pos, spans, instead, out)
     caps = tree_sitter.QueryCursor(_query_obj()).captures(tree.root_node)
-    for node in caps.get("call", ()):
-        x.call(node)
+    x.calls(caps.get("call", ()))
     for node in caps.get("new", ()):
         x.new(node)
     for node in caps.get("exec", ()):
