@@ -348,7 +348,7 @@ class RefGraph:
             new[self._fid_of(r.path)] = r
         gone = [self._fid[p] for p in removed if p in self and self._fid[p] not in new]
         changed = set(new) | set(gone)
-        self._retract((changed & set(self._files)) - self._pending)
+        self._retract({f for f in changed if f in self._files and f not in self._pending})
         affected: set[str] = set()
         olds: dict[int, _Mod] = {}
         for fid in changed:
@@ -378,10 +378,11 @@ class RefGraph:
             b = self._keys.get(k)
             if b:
                 dependents.update((_i64(b) >> 32).tolist())
-        dependents -= changed | self._pending
+        dependents = {f for f in dependents if f not in changed and f not in self._pending}
         self._retract(dependents)
-        self._pending |= dependents | set(new)
-        self._pending -= set(gone)
+        self._pending.update(dependents)
+        self._pending.update(new)
+        self._pending.difference_update(gone)
         if defer:
             return 0
         todo = sorted(self._pending, key=self._paths.__getitem__)
