@@ -568,7 +568,8 @@ _CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
 _BLANK_BYTES = frozenset(b" \t\r\n")
 _WS_RE = re.compile(r"\s+")
 _ANNOT_RE = re.compile(
-    r'&\s*(?P<kw>Перед|После|Вместо|ИзменениеИКонтроль|Before|After|Instead|ChangeAndValidate)\s*\(\s*"(?P<name>[^"]*)"',
+    r"&\s*(?P<kw>Перед|После|Вместо|ИзменениеИКонтроль|Before|After|Instead|ChangeAndValidate)"
+    r'\s*\(\s*"(?P<name>[^"]*)"',
     re.IGNORECASE,
 )
 _INSTEAD = frozenset(("вместо", "instead"))

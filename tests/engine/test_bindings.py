@@ -40,7 +40,10 @@ def test_designer_event_subscription_with_its_event_and_position():
 
 
 def test_edt_scheduled_job_http_and_web_services():
-    job = f"<mdclass:ScheduledJob {EDT}>\n  <name>Загрузка</name>\n  <methodName>CommonModule.М.Загрузить</methodName>\n</mdclass:ScheduledJob>"
+    job = (
+        f"<mdclass:ScheduledJob {EDT}>\n  <name>Загрузка</name>\n"
+        "  <methodName>CommonModule.М.Загрузить</methodName>\n</mdclass:ScheduledJob>"
+    )
     assert rows(desc(job, "РегламентноеЗадание")) == [("scheduled_job", "CommonModule.М", "Загрузить", "Загрузка")]
     http = f"""<mdclass:HTTPService {EDT}>
   <name>Товары</name>
@@ -72,12 +75,14 @@ def test_edt_scheduled_job_http_and_web_services():
 def test_designer_http_service_and_common_module_global_flag():
     http = f"""<MetaDataObject {MD}><HTTPService uuid="1"><Properties><Name>S</Name></Properties><ChildObjects>
 <URLTemplate uuid="2"><Properties><Name>Версия</Name></Properties><ChildObjects>
-<Method uuid="3"><Properties><Name>get</Name><HTTPMethod>GET</HTTPMethod><Handler>ВерсияGET</Handler></Properties></Method>
+<Method uuid="3"><Properties><Name>get</Name><HTTPMethod>GET</HTTPMethod>
+<Handler>ВерсияGET</Handler></Properties></Method>
 </ChildObjects></URLTemplate></ChildObjects></HTTPService></MetaDataObject>"""
     assert rows(desc(http, "HTTPСервис", owner="HTTPСервис.S")) == [
         ("http_handler", "HTTPСервис.S", "ВерсияGET", "Версия.GET")
     ]
-    glob = f"<MetaDataObject {MD}><CommonModule><Properties><Name>Г</Name><Global>true</Global></Properties></CommonModule></MetaDataObject>"
+    props = "<Properties><Name>Г</Name><Global>true</Global></Properties>"
+    glob = f"<MetaDataObject {MD}><CommonModule>{props}</CommonModule></MetaDataObject>"
     assert desc(glob, "ОбщийМодуль").global_module
     edt = f"<mdclass:CommonModule {EDT}><name>Г</name><global>true</global></mdclass:CommonModule>"
     assert desc(edt, "ОбщийМодуль").global_module
@@ -96,7 +101,8 @@ def test_a_broken_descriptor_is_a_named_skip(broken):
 
 
 def test_a_handler_that_names_no_method_is_a_named_skip():
-    xml = f"<MetaDataObject {MD}><EventSubscription><Properties><Handler>Просто Текст</Handler></Properties></EventSubscription></MetaDataObject>"
+    props = "<Properties><Handler>Просто Текст</Handler></Properties>"
+    xml = f"<MetaDataObject {MD}><EventSubscription>{props}</EventSubscription></MetaDataObject>"
     rec = desc(xml, "ПодпискаНаСобытие", path="EventSubscriptions/П.xml")
     assert rec.count == 0
     assert rec.skips[0].reason == "bad_binding" and "Просто Текст" in rec.skips[0].detail

@@ -78,7 +78,8 @@ def layout(handler: str = "ПриОткрытии") -> bytes:
 
 
 def global_xml(flag: bool) -> bytes:
-    return f"<MetaDataObject {MD}><CommonModule><Properties><Global>{str(flag).lower()}</Global></Properties></CommonModule></MetaDataObject>".encode()
+    props = f"<Properties><Global>{str(flag).lower()}</Global></Properties>"
+    return f"<MetaDataObject {MD}><CommonModule>{props}</CommonModule></MetaDataObject>".encode()
 
 
 def subscription_xml(handler: str = "CommonModule.Общий.Экспортная") -> bytes:
@@ -113,7 +114,8 @@ def record(path: str, variant: int):
             global_xml(variant != 1), path=path, owner="ОбщийМодуль.Глобальный", object_type="ОбщийМодуль"
         )
     if path == MANAGER:
-        text = "Функция Загрузить() {}\nКонецФункции\n\nПроцедура ОбработкаПолученияДанныхВыбора(Д, П, С)\nКонецПроцедуры\n"
+        text = "Функция Загрузить() {}\nКонецФункции\n\n"
+        text += "Процедура ОбработкаПолученияДанныхВыбора(Д, П, С)\nКонецПроцедуры\n"
         return bsl(path, text.format("Экспорт" if variant != 1 else ""), "Справочник.Валюты", "manager")
     if path == OBJECT:
         return bsl(
