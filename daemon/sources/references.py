@@ -32,9 +32,8 @@ a string reference's range is the text inside the quotes; a platform event's is 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
-
 import threading
+from collections.abc import Iterable, Sequence
 
 import msgspec
 import numpy as np
