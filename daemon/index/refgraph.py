@@ -1,0 +1,1203 @@
+"""The reference graph: every file's sites resolved against every module's methods, kept per file.
+
+Input: one :class:`~daemon.sources.references.FileRefs` per file (a module's calls and string
+references, a descriptor's or a form layout's bindings), as the chunking pass extracts them.
+:meth:`RefGraph.update` swaps files in and out; the graph keeps
+
+* the symbol table: each module's methods (folded names, export flags), modules by owner
+  (``ОбщийМодуль.X``, ``Справочник.Y`` …) and the exported methods of global common modules;
+* the **key index**: folded name or module owner -> the files whose sites read it, with how many
+  of their sites under that name stayed unresolved (the "possible callers" count);
+* the **reverse index**: target method -> the other files referencing it, with the sites per group
+  (a method's own module and its form layout are always looked at directly, so the index holds
+  only the references that cross files).
+
+A site's resolution reads only symbol-table entries under its own keys (its folded name and the
+owner of the module it names), so an update re-resolves the changed files plus the files holding a
+key whose entries changed (a method added, removed, exported or not; a module added, removed, moved,
+made global): the graph after any sequence of updates equals one built from scratch
+(``tests/engine/test_refgraph.py`` checks it on random edits).
+
+Resolution (:meth:`RefGraph.resolve_site`): a local call -> the same module, else an exported
+method of a global common module; ``Модуль.Метод`` -> that common module's exported method (a
+receiver that is no common module is a variable of unknown type: never guessed);
+``Справочники.X.Метод`` -> the object's manager module; ``ЭтотОбъект.Метод`` -> the same module;
+strings ``"М.Метод"``, ``"Справочники.X.Метод"``, ``"Обработка.X.МодульОбъекта.Метод"`` -> the
+common module, the manager, the object module; bindings -> the module they name or belong to;
+``&Вместо``/``ПродолжитьВызов`` -> the same module of the base configuration. Ties (an extension
+adopting a module) go to the base configuration's module, then the first path.
+
+Memory: records keep their sites compressed; indexes are ``bytes`` of packed ``int64`` per key or
+target, rebuilt once per key per update (an update touching many files filters each key once).
+"""
+
+from __future__ import annotations
+
+import bisect
+import heapq
+from array import array
+from collections import deque
+from collections.abc import Iterable
+
+import msgspec
+import numpy as np
+
+from ..contract import Skip, normalize_object_type
+from ..sources.bindings import form_layout_path, form_module_path
+from ..sources.references import KIND_CODES, KIND_NAMES, REASONS, REF_GROUPS, REF_KINDS, FileRefs
+from ..text.folding import fold
+
+__all__ = [
+    "RefGraph",
+    "Reference",
+    "RefCounts",
+    "RefAnswer",
+    "GraphEdge",
+    "CallGraph",
+    "read_references",
+    "read_binding_files",
+]
+
+# ---------------------------------------------------------------------------------------
+# answers
+# ---------------------------------------------------------------------------------------
+
+
+class Reference(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One reference: where (``path``, 0-based ``line``, UTF-16 ``col``..``end``), from which
+    method (``caller``: a method id; ``None`` for module-level code, metadata or the platform),
+    the ``kind``, the callee as written, the ``detail`` (event, helper, annotation), and what it
+    resolved to (``target``) or why not (``reason``, one of :data:`REASONS`)."""
+
+    path: str
+    line: int
+    col: int
+    end: int
+    caller: str | None = None
+    kind: str
+    callee: str
+    detail: str = ""
+    target: str | None = None
+    reason: str | None = None
+
+
+class RefCounts(msgspec.Struct, kw_only=True):
+    """How complete an answer is, counted apart: ``resolved`` calls, ``string`` references (a
+    method named by a string or a handler reference), ``metadata`` bindings (subscriptions, jobs,
+    forms, services, platform events, extensions), ``possible`` callers (unresolved sites with the
+    same method name), and the configuration's ``dynamic`` sites (``Выполнить``/``Вычислить`` and
+    computed names: any of them may call the method, so the answer is a lower bound when > 0)."""
+
+    resolved: int = 0
+    string: int = 0
+    metadata: int = 0
+    possible: int = 0
+    dynamic: int = 0
+
+
+class RefAnswer(msgspec.Struct, kw_only=True):
+    """Who references ``target``: ``references`` (sorted by path and position, at most ``limit``),
+    ``possible`` (unresolved sites with the same name, on request), the counts, ``total``
+    (references before the cut), ``truncated``, and ``lower_bound`` (dynamic sites exist)."""
+
+    target: str
+    references: list[Reference]
+    possible: list[Reference] = []
+    counts: RefCounts
+    total: int
+    truncated: bool = False
+    lower_bound: bool = False
+
+
+class GraphEdge(msgspec.Struct, array_like=True):
+    """``source`` calls ``dest`` (method ids; for a binding the source is ``<path>#<kind>:<detail>``) in
+    ``count`` sites of ``kind`` (the first site's kind)."""
+
+    source: str
+    dest: str
+    kind: str
+    count: int
+
+
+class CallGraph(msgspec.Struct, kw_only=True):
+    """A bounded walk from ``start``: ``direction`` ``callers`` or ``callees``; ``nodes`` with
+    their depth (the start has 0); ``edges``; ``truncated`` when a fan-out cap or the depth cut
+    something; ``revisited``: edges to a node already reached (recursion, mutual calls, two paths
+    to one method), which the walk does not expand again."""
+
+    start: str
+    direction: str
+    nodes: dict[str, int]
+    edges: list[GraphEdge]
+    truncated: bool = False
+    revisited: int = 0
+
+
+# ---------------------------------------------------------------------------------------
+# symbol table
+# ---------------------------------------------------------------------------------------
+
+_OBJECT_MODULE = frozenset(("модульобъекта", "objectmodule"))
+_COMMON = "ОбщийМодуль"
+#: Binding kinds whose qualifier is the owner of the module holding the method, and the
+#: module kind there (export not required).
+_OWNER_KINDS = {
+    "form_event": "form",
+    "form_item_event": "form",
+    "form_command": "form",
+    "http_handler": "http_service",
+    "web_operation": "web_service",
+}
+#: Kinds resolved in the same module only (``ЭтотОбъект``, a platform event).
+_OWN_ONLY = frozenset(("this", "platform_event"))
+#: Kinds resolved in the same module, else a global common module.
+_OWN_THEN_GLOBAL = frozenset(("call", "idle", "handler"))
+#: Kinds whose one-part qualifier may be a variable (else: a common module's name in a string).
+_RECEIVER_KINDS = frozenset(("member", "notify", "handler"))
+_REASON = {r: i + 1 for i, r in enumerate(REASONS)}
+_DYNAMIC = KIND_CODES["dynamic"]
+#: Group of a kind code: 0 call, 1 string, 2 metadata.
+_GROUP_OF = [REF_GROUPS.index(REF_KINDS[k]) for k in KIND_NAMES]
+_FID_SHIFT = 20  # a method gid is fid << 20 | method index
+_M20 = (1 << 20) - 1
+_M13 = (1 << 13) - 1
+_M14 = (1 << 14) - 1
+_M32 = (1 << 32) - 1
+
+# Lookup specs (symbol-independent: from the site's kind and qualifier only)
+_OWN, _OWN_GLOBAL, _BASE, _MODS, _FAIL = range(5)
+
+
+class _Mod:
+    """A module in the symbol table: its file id, folded owner, kind, extension flag, and its
+    methods as sorted folded names with ``method index << 1 | export`` beside them (the first
+    of a repeated name)."""
+
+    __slots__ = ("fid", "owner", "kind", "extension", "names", "info")
+
+    def __init__(self, fid: int, rec: FileRefs, intern):
+        self.fid = fid
+        self.owner = intern(fold(rec.owner))
+        self.kind = rec.module_kind
+        self.extension = rec.extension
+        exports = rec.method_info()["export"].tolist() if rec.names else []
+        first: dict[str, int] = {}
+        for i, n in enumerate(rec.names):
+            first.setdefault(intern(fold(n)), i << 1 | exports[i])
+        self.names = sorted(first)
+        self.info = array("i", [first[n] for n in self.names])
+
+    def get(self, fname: str) -> int:
+        """``method index << 1 | export`` of a folded name, -1 if the module has none."""
+        k = bisect.bisect_left(self.names, fname)
+        if k < len(self.names) and self.names[k] == fname:
+            return self.info[k]
+        return -1
+
+    def defs(self) -> dict[str, int]:
+        return dict(zip(self.names, self.info))
+
+    def identity(self) -> tuple[str, str, bool]:
+        return self.owner, self.kind, self.extension
+
+
+def _owner_key(object_type: str, name: str) -> str:
+    return fold(f"{object_type}.{name}")
+
+
+def _pack_group(counts: list[int]) -> int:
+    """Sites per group (call, string, metadata) -> ``call << 26 | string << 13 | metadata``, saturated."""
+    return min(counts[0], _M14) << 26 | min(counts[1], _M13) << 13 | min(counts[2], _M13)
+
+
+def _i64(b: bytes) -> np.ndarray:
+    return np.frombuffer(b, dtype=np.int64)
+
+
+class _SavedFile(msgspec.Struct, array_like=True):
+    """One record in :class:`_Saved`: its strings (owner, method names, the sites' table) as
+    ``uint32`` ids into the saved string table, everything else as in :class:`FileRefs`."""
+
+    fid: int
+    file_kind: str
+    owner: int
+    object_type: str
+    module_kind: str
+    extension: bool
+    names: bytes
+    methods: bytes
+    strings: bytes
+    sites: bytes
+    count: int
+    global_module: bool
+    partial: bool
+    skips: tuple[Skip, ...]
+
+
+class _Saved(msgspec.Struct, array_like=True):
+    """What :meth:`RefGraph.to_bytes` writes: one string table (each distinct string once, so a
+    load creates no duplicate to intern), the file ids' paths, the records, and the resolved
+    indexes (keys as string ids, reverse index, foreign targets, dynamic counts): a load resolves
+    nothing."""
+
+    version: int
+    strings: list[str]
+    paths: list[str | None]
+    files: list[_SavedFile]
+    keys: dict[int, bytes]
+    callers: dict[int, bytes]
+    targets: dict[int, bytes]
+    dyn: dict[int, int]
+
+
+_SAVE_VERSION = 2
+_MAGIC = b"BSLREFS1"
+
+
+# ---------------------------------------------------------------------------------------
+# the graph
+# ---------------------------------------------------------------------------------------
+
+
+class RefGraph:
+    """References of a whole export, resolved, with the reverse index (see the module docstring).
+
+    Not thread-safe: the owner serialises :meth:`update` with the queries (the engine lock). Records
+    handed to :meth:`update` belong to the graph afterwards (their strings are interned in place)."""
+
+    def __init__(self) -> None:
+        self._paths: list[str | None] = []
+        self._fid: dict[str, int] = {}
+        self._files: dict[int, FileRefs] = {}
+        self._mods: dict[int, _Mod] = {}
+        self._by_owner: dict[str, list[int]] = {}
+        self._global_desc: dict[str, set[int]] = {}  # owner key -> descriptors saying Global
+        self._global_names: dict[str, list[int]] = {}  # folded name -> global modules exporting it
+        self._callers: dict[int, bytes] = {}  # target gid -> int64[fid << 40 | group counts]
+        self._keys: dict[str, bytes] = {}  # key -> int64[fid << 32 | unresolved sites]
+        self._targets: dict[int, bytes] = {}  # fid -> int64[foreign target gids]
+        self._dyn: dict[int, int] = {}  # fid -> dynamic sites (only files with some)
+        self._dynamic = 0
+        self._strings: dict[str, str] = {}
+        self._rank: np.ndarray | None = None
+        self._pending: set[int] = set()  # files swapped in by a deferred update, not resolved yet
+
+    def _intern(self, s: str) -> str:
+        return self._strings.setdefault(s, s)
+
+    def _fid_of(self, path: str) -> int:
+        fid = self._fid.get(path)
+        if fid is None:
+            fid = self._fid[path] = len(self._paths)
+            self._paths.append(path)
+        return fid
+
+    # ----------------------------------------------------------------- basics
+
+    def __len__(self) -> int:
+        return len(self._files)
+
+    def __contains__(self, path: str) -> bool:
+        fid = self._fid.get(path)
+        return fid is not None and fid in self._files
+
+    def file(self, path: str) -> FileRefs | None:
+        """The record of ``path`` (``None`` if the graph has none)."""
+        fid = self._fid.get(path)
+        return None if fid is None else self._files.get(fid)
+
+    def paths(self) -> list[str]:
+        """Every file with a record, sorted."""
+        return sorted(self._paths[f] for f in self._files)  # type: ignore[misc]
+
+    def method_id(self, gid: int) -> str:
+        """The method id (chunk id) of a target gid."""
+        return self._files[gid >> _FID_SHIFT].method_id(gid & _M20)
+
+    def gid(self, method: str) -> int | None:
+        """The gid of a method id (``<path>::<Name>[@n]``), ``None`` if the graph has no such method."""
+        path, _, rest = method.partition("::")
+        rec = self.file(path)
+        if rec is None:
+            return None
+        name, _, nth = rest.partition("@")
+        want = int(nth) if nth.isdigit() else 1
+        info = rec.method_info()
+        for i, n in enumerate(rec.names):
+            if n == name and int(info[i]["nth"]) == want:
+                return self._fid[path] << _FID_SHIFT | i
+        fname = fold(name)
+        for i, n in enumerate(rec.names):
+            if fold(n) == fname and int(info[i]["nth"]) == want:
+                return self._fid[path] << _FID_SHIFT | i
+        return None
+
+    # ----------------------------------------------------------------- updates
+
+    def update(self, records: Iterable[FileRefs] = (), removed: Iterable[str] = (), *, defer: bool = False) -> int:
+        """Swap in ``records`` (a file's new record replaces its old one) and drop ``removed``
+        paths; re-resolve what the change can reach. Returns the number of files re-resolved.
+
+        ``defer``: only swap (records, symbols) and remember what needs resolving; the next
+        update without ``defer`` resolves it all at once (a first index feeds its batches this
+        way: strings are interned as each batch arrives, the resolution runs once). Until then
+        answers cover only the files already resolved."""
+        new: dict[int, FileRefs] = {}
+        for r in records:
+            self._intern_record(r)
+            new[self._fid_of(r.path)] = r
+        gone = [self._fid[p] for p in removed if p in self and self._fid[p] not in new]
+        changed = set(new) | set(gone)
+        self._retract({f for f in changed if f in self._files and f not in self._pending})
+        affected: set[str] = set()
+        olds: dict[int, _Mod] = {}
+        for fid in changed:
+            old = self._files.get(fid)
+            if old is not None:
+                self._unindex_symbols(fid, old, olds, affected)
+        for fid in gone:
+            del self._files[fid]
+        self._files.update(new)
+        news: dict[int, _Mod] = {}
+        for fid, rec in new.items():
+            self._index_symbols(fid, rec, news, affected)
+        for fid in set(olds) | set(news):
+            a, b = olds.get(fid), news.get(fid)
+            if a is None or b is None or a.identity() != b.identity():
+                for m in (a, b):
+                    if m is not None:
+                        affected.update(m.names)
+                        affected.add(m.owner)
+            else:
+                da, db = a.defs(), b.defs()
+                for n in set(da) | set(db):
+                    if da.get(n) != db.get(n):
+                        affected.add(n)
+        dependents: set[int] = set()
+        for k in affected:
+            b = self._keys.get(k)
+            if b:
+                dependents.update((_i64(b) >> 32).tolist())
+        dependents = {f for f in dependents if f not in changed and f not in self._pending}
+        self._retract(dependents)
+        self._pending.update(dependents)
+        self._pending.update(new)
+        self._pending.difference_update(gone)
+        if defer:
+            return 0
+        todo = sorted(self._pending, key=self._paths.__getitem__)
+        self._pending = set()
+        self._contribute(todo)
+        return len(todo)
+
+    def _intern_record(self, rec: FileRefs) -> None:
+        intern = self._intern
+        rec.strings = [intern(x) for x in rec.strings]
+        rec.names = [intern(x) for x in rec.names]
+        rec.owner = intern(rec.owner)
+
+    def _unindex_symbols(self, fid: int, rec: FileRefs, olds: dict, affected: set[str]) -> None:
+        """Take a record's symbols out (the modules replaced go to ``olds``)."""
+        if rec.file_kind == "bsl":
+            mod = self._mods.pop(fid, None)
+            if mod is None:
+                return
+            olds[fid] = mod
+            lst = self._by_owner.get(mod.owner)
+            if lst is not None:
+                lst.remove(fid)
+                if not lst:
+                    del self._by_owner[mod.owner]
+            if self._is_global(mod):
+                self._drop_global(mod)
+        elif rec.global_module:
+            key = self._intern(fold(rec.owner))
+            s = self._global_desc.get(key)
+            if s is not None:
+                s.discard(fid)
+                if not s:
+                    del self._global_desc[key]
+                    self._regloball(key, False, affected)
+
+    def _index_symbols(self, fid: int, rec: FileRefs, news: dict, affected: set[str]) -> None:
+        if rec.file_kind == "bsl":
+            mod = _Mod(fid, rec, self._intern)
+            self._mods[fid] = mod
+            news[fid] = mod
+            lst = self._by_owner.setdefault(mod.owner, [])
+            lst.append(fid)
+            lst.sort(key=self._order)
+            if self._is_global(mod):
+                self._add_global(mod)
+        elif rec.global_module:
+            key = self._intern(fold(rec.owner))
+            s = self._global_desc.setdefault(key, set())
+            s.add(fid)
+            if len(s) == 1:
+                self._regloball(key, True, affected)
+
+    def _order(self, fid: int) -> tuple[bool, str]:
+        return self._mods[fid].extension, self._paths[fid]  # type: ignore[return-value]
+
+    def _is_global(self, mod: _Mod) -> bool:
+        return mod.kind == "common" and bool(self._global_desc.get(mod.owner))
+
+    def _add_global(self, mod: _Mod) -> None:
+        for n, v in zip(mod.names, mod.info):
+            if v & 1:
+                lst = self._global_names.setdefault(n, [])
+                lst.append(mod.fid)
+                lst.sort(key=self._order)
+
+    def _drop_global(self, mod: _Mod) -> None:
+        for n, v in zip(mod.names, mod.info):
+            if v & 1:
+                lst = self._global_names.get(n)
+                if lst is not None and mod.fid in lst:
+                    lst.remove(mod.fid)
+                    if not lst:
+                        del self._global_names[n]
+
+    def _regloball(self, owner_key: str, now_global: bool, affected: set[str]) -> None:
+        """A common module owner became global (or stopped being): its exports enter (leave) the
+        global names; every name it defines and the owner are affected."""
+        for fid in self._by_owner.get(owner_key, ()):
+            mod = self._mods[fid]
+            if mod.kind != "common":
+                continue
+            if now_global:
+                self._add_global(mod)
+            else:
+                self._drop_global(mod)
+            affected.update(mod.names)
+        affected.add(owner_key)
+
+    # ----------------------------------------------------------------- per-file contributions
+
+    def _local(self, fid: int) -> tuple[int, int]:
+        """A file and the file paired with it (a form module and its layout), whose references
+        to each other are looked at directly instead of through the reverse index."""
+        path = self._paths[fid] or ""
+        other = form_module_path(path) or form_layout_path(path)
+        pid = self._fid.get(other) if other else None
+        return fid, (fid if pid is None else pid)
+
+    def _retract(self, fids: set[int]) -> None:
+        """Take the files' keys, reverse-index entries and dynamic counts out, one pass per key."""
+        if not fids:
+            return
+        by_key: dict[str, list[int]] = {}
+        by_target: dict[int, list[int]] = {}
+        for fid in fids:
+            rec = self._files.get(fid)
+            if rec is None:
+                continue
+            for k in self._file_keys(rec):
+                by_key.setdefault(k, []).append(fid)
+            t = self._targets.pop(fid, None)
+            if t:
+                for g in _i64(t).tolist():
+                    by_target.setdefault(g, []).append(fid)
+            self._dynamic -= self._dyn.pop(fid, 0)
+        for k, lst in by_key.items():
+            self._filter(self._keys, k, lst, 32)
+        for g, lst in by_target.items():
+            self._filter(self._callers, g, lst, 40)
+
+    @staticmethod
+    def _filter(index: dict, key, fids: list[int], shift: int) -> None:
+        b = index.get(key)
+        if b is None:
+            return
+        a = _i64(b)
+        keep = a[~np.isin(a >> shift, fids)]
+        if len(keep):
+            index[key] = keep.tobytes()
+        else:
+            del index[key]
+
+    def _contribute(self, fids: list[int], batch: int = 256) -> None:
+        """Resolve the files and add what they contribute, ``batch`` files at a time (bounds the
+        temporary lists: the peak of a first build, not only its result, is resident memory)."""
+        for k in range(0, len(fids), batch):
+            self._contribute_batch(fids[k : k + batch])
+
+    def _contribute_batch(self, fids: list[int]) -> None:
+        add_keys: dict[str, list[int]] = {}
+        add_callers: dict[int, list[int]] = {}
+        for fid in fids:
+            rec = self._files.get(fid)
+            if rec is None:
+                continue
+            keys, targets, dynamic = self._resolve_file(fid, rec)
+            for k, n in keys.items():
+                add_keys.setdefault(k, []).append(fid << 32 | min(n, _M32))
+            if targets:
+                self._targets[fid] = np.array(list(targets), dtype=np.int64).tobytes()
+                for g, counts in targets.items():
+                    add_callers.setdefault(g, []).append(fid << 40 | _pack_group(counts))
+            if dynamic:
+                self._dyn[fid] = dynamic
+                self._dynamic += dynamic
+        for k, lst in add_keys.items():
+            self._keys[k] = self._keys.get(k, b"") + np.array(lst, dtype=np.int64).tobytes()
+        for g, lst in add_callers.items():
+            self._callers[g] = self._callers.get(g, b"") + np.array(lst, dtype=np.int64).tobytes()
+
+    def _distinct(self, rec: FileRefs) -> list[tuple[int, int, int, int]]:
+        """The record's distinct ``(kind, name, qualifier)`` with their site counts."""
+        v = rec.columns()
+        if not len(v):
+            return []
+        key = (v["kind"].astype(np.uint64) << 56) | (v["name"].astype(np.uint64) << 28) | v["qual"].astype(np.uint64)
+        uniq, counts = np.unique(key, return_counts=True)
+        return [
+            (u >> 56, (u >> 28) & ((1 << 28) - 1), u & ((1 << 28) - 1), n)
+            for u, n in zip(uniq.tolist(), counts.tolist())
+        ]
+
+    def _file_keys(self, rec: FileRefs) -> set[str]:
+        """The keys a record's resolution reads (independent of the symbol table)."""
+        out: set[str] = set()
+        strings = rec.strings
+        names: set[int] = set()
+        quals: set[tuple[int, int]] = set()
+        for kind, ni, qi, _n in self._distinct(rec):
+            if kind != _DYNAMIC:
+                names.add(ni)
+                quals.add((kind, qi))
+        for ni in names:
+            out.add(self._intern(fold(strings[ni])))
+        for kind, qi in quals:
+            spec = self._spec(rec, KIND_NAMES[kind], strings[qi])
+            if spec[0] in (_BASE, _MODS):
+                out.add(spec[1])
+        return out
+
+    def _resolve_file(self, fid: int, rec: FileRefs):
+        """``(keys -> unresolved sites, foreign target gid -> sites per group, dynamic sites)``."""
+        keys: dict[str, int] = {}
+        targets: dict[int, list[int]] = {}
+        dynamic = 0
+        strings = rec.strings
+        local = self._local(fid)
+        specs: dict[tuple[int, int], tuple] = {}
+        folded: dict[int, str] = {}
+        for kind, ni, qi, n in self._distinct(rec):
+            if kind == _DYNAMIC:
+                dynamic += n
+                continue
+            fname = folded.get(ni)
+            if fname is None:
+                fname = folded[ni] = self._intern(fold(strings[ni]))
+            spec = specs.get((kind, qi))
+            if spec is None:
+                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], strings[qi])
+            if spec[0] in (_BASE, _MODS):
+                keys.setdefault(spec[1], 0)
+            gid, _reason = self._lookup(fid, rec, spec, fname)
+            if gid < 0:
+                keys[fname] = keys.get(fname, 0) + n
+                continue
+            keys.setdefault(fname, 0)
+            if gid >> _FID_SHIFT not in local:
+                targets.setdefault(gid, [0, 0, 0])[_GROUP_OF[kind]] += n
+        return keys, targets, dynamic
+
+    # ----------------------------------------------------------------- resolution
+
+    def _spec(self, rec: FileRefs, kind: str, qual: str) -> tuple:
+        """What a site looks up, from its kind and qualifier alone (see :meth:`_lookup`)."""
+        if kind in _OWN_ONLY or (kind == "notify" and not qual):
+            return (_OWN,)
+        if kind in _OWN_THEN_GLOBAL and not qual:
+            return (_OWN_GLOBAL,)
+        if kind in ("proceed", "extension"):
+            return (_BASE, self._intern(fold(rec.owner)), rec.module_kind)
+        mk = _OWNER_KINDS.get(kind)
+        if mk is not None:
+            return (_MODS, self._intern(fold(qual)), mk, False, _REASON["unknown_module"])
+        if kind == "manager":
+            coll, _, obj = qual.partition(".")
+            t = normalize_object_type(coll)
+            if t is None or not obj:
+                return (_FAIL, _REASON["unknown_variable_type"])
+            return (_MODS, self._intern(_owner_key(t, obj)), "manager", True, _REASON["unknown_module"])
+        if not qual or qual[0] == "?":
+            return (_FAIL, _REASON["unknown_variable_type"])
+        parts = qual.split(".")
+        if len(parts) == 1:
+            miss = "unknown_variable_type" if kind in _RECEIVER_KINDS else "unknown_module"
+            return (_MODS, self._intern(_owner_key(_COMMON, parts[0])), "common", True, _REASON[miss])
+        if kind == "member":  # a deeper chain in code: a property of something
+            return (_FAIL, _REASON["unknown_variable_type"])
+        t = normalize_object_type(parts[0])
+        if t is None:
+            return (_FAIL, _REASON["unknown_module"])
+        if len(parts) == 2:
+            mk = "common" if t == _COMMON else "manager"
+            return (_MODS, self._intern(_owner_key(t, parts[1])), mk, True, _REASON["unknown_module"])
+        if len(parts) == 3 and fold(parts[2]) in _OBJECT_MODULE:
+            return (_MODS, self._intern(_owner_key(t, parts[1])), "object", True, _REASON["unknown_module"])
+        return (_FAIL, _REASON["unknown_module"])
+
+    def _lookup(self, fid: int, rec: FileRefs, spec: tuple, fname: str) -> tuple[int, int]:
+        """``(target gid, 0)`` or ``(-1, reason code)``."""
+        op = spec[0]
+        if op == _OWN or op == _OWN_GLOBAL:
+            mod = self._mods.get(fid)
+            v = mod.get(fname) if mod is not None else -1
+            if v >= 0:
+                return fid << _FID_SHIFT | v >> 1, 0
+            if op == _OWN_GLOBAL:
+                for g in self._global_names.get(fname, ()):
+                    return g << _FID_SHIFT | self._mods[g].get(fname) >> 1, 0
+            return -1, _REASON["no_such_method"]
+        if op == _FAIL:
+            return -1, spec[1]
+        if op == _BASE:
+            found = False
+            for g in self._by_owner.get(spec[1], ()):
+                mod = self._mods[g]
+                if g == fid or mod.extension or mod.kind != spec[2]:
+                    continue
+                found = True
+                v = mod.get(fname)
+                if v >= 0:
+                    return g << _FID_SHIFT | v >> 1, 0
+            return -1, _REASON["no_such_method" if found else "unknown_module"]
+        _op, owner, mk, export, miss = spec
+        found = hidden = False
+        for g in self._by_owner.get(owner, ()):
+            mod = self._mods[g]
+            if mod.kind != mk:
+                continue
+            found = True
+            v = mod.get(fname)
+            if v < 0:
+                continue
+            if export and not v & 1:
+                hidden = True
+                continue
+            return g << _FID_SHIFT | v >> 1, 0
+        if not found:
+            return -1, miss
+        return -1, _REASON["not_exported" if hidden else "no_such_method"]
+
+    def _resolve(self, fid: int, rec: FileRefs, kind: str, name: str, qual: str) -> tuple[int, int]:
+        if kind == "dynamic":
+            return -1, _REASON["dynamic"]
+        return self._lookup(fid, rec, self._spec(rec, kind, qual), fold(name))
+
+    def resolve_site(self, path: str, index: int) -> tuple[str | None, str | None]:
+        """``(target method id, None)`` or ``(None, reason)`` for site ``index`` of ``path``."""
+        fid = self._fid[path]
+        rec = self._files[fid]
+        s = rec.site(index)
+        gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+        return (self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1])
+
+    def resolve_all(self, path: str) -> list[tuple[str | None, str | None]]:
+        """:meth:`resolve_site` for every site of ``path``, in order."""
+        fid = self._fid[path]
+        rec = self._files[fid]
+        out = []
+        for s in rec.sites_list():
+            gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+            out.append((self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1]))
+        return out
+
+    # ----------------------------------------------------------------- queries
+
+    def methods_named(self, name: str) -> list[str]:
+        """Method ids for ``Метод``, ``Модуль.Метод`` (a common module; or any owner ending with
+        that name: ``Валюты.Метод`` finds the catalog's manager method), or an owner
+        (``Справочник.Валюты``, ``ОбщийМодуль.X`` or a bare common module name: every method of its
+        modules). Sorted. A bare method name scans every module (milliseconds at ERP size; the
+        engine's names channel is the fast way to it)."""
+        key = fold(name.strip())
+        out: set[str] = set()
+        if key not in self._by_owner and "." not in key and _owner_key(_COMMON, key) in self._by_owner:
+            key = _owner_key(_COMMON, key)  # a bare common module name
+        if key in self._by_owner:
+            for fid in self._by_owner[key]:
+                rec = self._files[fid]
+                out.update(rec.method_id(i) for i in range(len(rec.names)))
+            return sorted(out)
+        head, dot, fn = key.rpartition(".")
+        mods = self._mods.values()
+        if dot:
+            own = self._by_owner.get(_owner_key(_COMMON, head), [])
+            mods = [self._mods[f] for f in own] or [
+                m for m in self._mods.values() if m.owner == head or m.owner.endswith("." + head)
+            ]
+        for mod in mods:
+            v = mod.get(fn)
+            if v >= 0:
+                out.add(self._files[mod.fid].method_id(v >> 1))
+        return sorted(out)
+
+    def _sites_named(self, rec: FileRefs, fname: str, v: np.ndarray, spelling: str = "") -> list[int]:
+        """Indices of ``rec``'s sites whose folded name is ``fname``; with ``spelling``, only the
+        sites written exactly so (one C-level lookup in the string table, no folding)."""
+        if spelling:
+            try:
+                k = rec.strings.index(spelling)
+            except ValueError:
+                return []
+            return np.flatnonzero(v["name"] == k).tolist()
+        else:
+            n = len(fname)
+            idx = [i for i, s in enumerate(rec.strings) if len(s) == n and fold(s) == fname]
+        if not idx:
+            return []
+        return np.flatnonzero(np.isin(v["name"], idx)).tolist()
+
+    def _ranked(self, fids: list[int], limit: int) -> list[int]:
+        """The first ``limit`` files by path."""
+        if len(fids) <= limit:
+            return sorted(fids, key=self._paths.__getitem__)
+        rank = self._path_rank()
+        a = np.asarray(fids, dtype=np.int64)
+        part = a[np.argpartition(rank[a], limit - 1)[:limit]]
+        return sorted(part.tolist(), key=self._paths.__getitem__)
+
+    def _path_rank(self) -> np.ndarray:
+        """Each file id's rank in path order (recomputed after new paths appeared)."""
+        if self._rank is None or len(self._rank) != len(self._paths):
+            order = sorted(range(len(self._paths)), key=lambda f: self._paths[f] or "")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            self._rank = rank
+        return self._rank
+
+    def _reference(self, rec: FileRefs, i: int, v, target: str | None, reason: str | None) -> Reference:
+        s = rec.site(i, v)
+        return Reference(
+            path=rec.path,
+            line=s.line,
+            col=s.col,
+            end=s.end,
+            caller=s.caller,
+            kind=s.kind,
+            callee=s.callee,
+            detail=s.detail,
+            target=target,
+            reason=reason,
+        )
+
+    def _refs_in(
+        self, fid: int, gid: int, fname: str, limit: int, out: list[Reference], counts: list[int], spelling: str = ""
+    ) -> int:
+        """The sites of file ``fid`` resolving to ``gid`` (only those written as ``spelling`` if given):
+        counted per group into ``counts``, listed into ``out`` up to ``limit``; returns how many."""
+        rec = self._files.get(fid)
+        if rec is None:
+            return 0
+        v = rec.columns()
+        target = None
+        found = 0
+        specs: dict[tuple[int, int], tuple] = {}
+        for i in self._sites_named(rec, fname, v, spelling):
+            kind = int(v["kind"][i])
+            if kind == _DYNAMIC:
+                continue
+            qi = int(v["qual"][i])
+            spec = specs.get((kind, qi))
+            if spec is None:
+                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], rec.strings[qi])
+            g, _r = self._lookup(fid, rec, spec, fname)
+            if g != gid:
+                continue
+            found += 1
+            counts[_GROUP_OF[kind]] += 1
+            if len(out) < limit:
+                target = target or self.method_id(gid)
+                out.append(self._reference(rec, i, v, target, None))
+        return found
+
+    def references(self, target: str, *, limit: int = 1000, possible: bool = False) -> RefAnswer:
+        """Who references the method ``target`` (a method id), with the honesty counts.
+
+        ``limit`` caps ``references`` (and ``possible``); ``possible``: list the unresolved sites
+        with the same name too (they are always counted). References are ordered by path, then
+        position; the counts are over all of them (the other files' from the reverse index, so a
+        short answer reads only the files it lists)."""
+        gid = self.gid(target)
+        counts = [0, 0, 0]
+        refs: list[Reference] = []
+        name = target.rpartition("::")[2].split("@", 1)[0]
+        fname = fold(name)
+        if gid is not None:
+            own = gid >> _FID_SHIFT
+            name = self._files[own].names[gid & _M20]
+            entries = _i64(self._callers.get(gid, b""))
+            packed = entries & ((1 << 40) - 1)
+            counts = [
+                int(((packed >> 26) & _M14).sum()),
+                int(((packed >> 13) & _M13).sum()),
+                int((packed & _M13).sum()),
+            ]
+            listed: list[Reference] = []
+            for fid in sorted(set(self._local(own)), key=self._paths.__getitem__):
+                self._refs_in(fid, gid, fname, limit, listed, counts)
+            expected = dict(
+                zip((entries >> 40).tolist(), (packed >> 26 & _M14) + (packed >> 13 & _M13) + (packed & _M13))
+            )
+            foreign: list[Reference] = []
+            ignore = [0, 0, 0]
+            for fid in self._ranked(list(expected), limit):
+                if len(foreign) >= limit:
+                    break
+                mark = len(foreign)
+                got = self._refs_in(fid, gid, fname, limit, foreign, ignore, spelling=name)
+                if got < expected[fid]:  # written in another case: read the file's names folded
+                    del foreign[mark:]
+                    self._refs_in(fid, gid, fname, limit, foreign, ignore)
+            listed.sort(key=lambda r: (r.path, r.line, r.col))
+            foreign.sort(key=lambda r: (r.path, r.line, r.col))
+            refs = list(heapq.merge(listed, foreign, key=lambda r: (r.path, r.line, r.col)))[:limit]
+        answer_counts = RefCounts(resolved=counts[0], string=counts[1], metadata=counts[2], dynamic=self._dynamic)
+        maybe: list[Reference] = []
+        entries = _i64(self._keys.get(fname, b""))
+        if len(entries):
+            unresolved = entries & _M32
+            answer_counts.possible = int(unresolved.sum())
+            if possible:
+                with_some = (entries[unresolved > 0] >> 32).tolist()
+                for fid in self._ranked(with_some, limit):
+                    if len(maybe) >= limit:
+                        break
+                    rec = self._files[fid]
+                    v = rec.columns()
+                    for i in self._sites_named(rec, fname, v):
+                        kind = KIND_NAMES[int(v["kind"][i])]
+                        g, r = self._resolve(
+                            fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])]
+                        )
+                        if g < 0 and kind != "dynamic" and len(maybe) < limit:
+                            maybe.append(self._reference(rec, i, v, None, REASONS[r - 1]))
+        total = sum(counts)
+        return RefAnswer(
+            target=target,
+            references=refs,
+            possible=maybe,
+            counts=answer_counts,
+            total=total,
+            truncated=total > len(refs),
+            lower_bound=self._dynamic > 0,
+        )
+
+    def callees(self, method: str) -> list[Reference]:
+        """What the method ``method`` (a method id) references, resolved or not, in file order."""
+        gid = self.gid(method)
+        if gid is None:
+            return []
+        fid, idx = gid >> _FID_SHIFT, gid & _M20
+        rec = self._files[fid]
+        v = rec.columns()
+        out: list[Reference] = []
+        for i in np.flatnonzero(v["caller"] == idx).tolist():
+            kind = KIND_NAMES[int(v["kind"][i])]
+            g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+            t = self.method_id(g) if g >= 0 else None
+            out.append(self._reference(rec, i, v, t, None if g >= 0 else REASONS[r - 1]))
+        return out
+
+    def site_at(self, path: str, line: int, col: int) -> Reference | None:
+        """The site whose range holds the position (0-based line, UTF-16 column), resolved: what
+        LSP "go to definition" on a call or a string naming a method needs."""
+        fid = self._fid.get(path)
+        rec = self._files.get(fid) if fid is not None else None
+        if rec is None:
+            return None
+        v = rec.columns()
+        hit = np.flatnonzero((v["line"] == line) & (v["col"] <= col) & (v["end"] >= col))
+        if not len(hit):
+            return None
+        i = int(hit[0])
+        kind = KIND_NAMES[int(v["kind"][i])]
+        g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+        return self._reference(rec, i, v, self.method_id(g) if g >= 0 else None, None if g >= 0 else REASONS[r - 1])
+
+    def call_graph(self, start: str, direction: str = "callers", depth: int = 3, fan_out: int = 20) -> CallGraph:
+        """A breadth-first walk from the method ``start`` over callers or callees, at most
+        ``depth`` levels and ``fan_out`` neighbours per node (the most-referenced first). A node
+        is expanded once, so recursion and mutual calls end the walk (counted in ``revisited``).
+        Bindings and module-level code are leaves (``<path>#<kind>:<detail>``, ``<path>::<module>``)."""
+        if direction not in ("callers", "callees"):
+            raise ValueError("direction must be 'callers' or 'callees'")
+        nodes: dict[str, int] = {start: 0}
+        edges: list[GraphEdge] = []
+        truncated = False
+        revisited = 0
+        queue: deque[str] = deque([start])
+        while queue:
+            node = queue.popleft()
+            level = nodes[node]
+            if "::" not in node or node.endswith("::<module>"):
+                continue  # a binding or module-level code: nothing to expand
+            if level >= depth:
+                truncated = truncated or bool(self._neighbours(node, direction))
+                continue
+            nb = self._neighbours(node, direction)
+            if len(nb) > fan_out:
+                truncated = True
+            for other, kind, count in nb[:fan_out]:
+                edges.append(
+                    GraphEdge(node, other, kind, count)
+                    if direction == "callees"
+                    else GraphEdge(other, node, kind, count)
+                )
+                if other in nodes:
+                    revisited += 1
+                    continue
+                nodes[other] = level + 1
+                queue.append(other)
+        return CallGraph(
+            start=start, direction=direction, nodes=nodes, edges=edges, truncated=truncated, revisited=revisited
+        )
+
+    def _neighbours(self, node: str, direction: str) -> list[tuple[str, str, int]]:
+        """``[(other node, kind, sites)]``, most sites first, then by id."""
+        agg: dict[str, list] = {}
+        if direction == "callees":
+            refs = [r for r in self.callees(node) if r.target is not None]
+            for r in refs:
+                a = agg.setdefault(r.target, [r.kind, 0])
+                a[1] += 1
+        else:
+            for r in self.references(node, limit=1 << 30).references:
+                if r.caller is not None:
+                    src = r.caller
+                elif REF_KINDS[r.kind] == "metadata":
+                    src = f"{r.path}#{r.kind}:{r.detail}"
+                else:
+                    src = f"{r.path}::<module>"
+                a = agg.setdefault(src, [r.kind, 0])
+                a[1] += 1
+        return sorted(((o, k, n) for o, (k, n) in agg.items()), key=lambda x: (-x[2], x[0]))
+
+    # ----------------------------------------------------------------- persistence
+
+    def to_bytes(self) -> bytes:
+        """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
+        (:meth:`from_bytes` loads it without resolving anything). Resolves deferred files first."""
+        import zstandard
+
+        if self._pending:
+            self.update()
+        table: dict[str, int] = {}
+
+        def ids(items) -> bytes:
+            return np.fromiter((table.setdefault(x, len(table)) for x in items), dtype="<u4").tobytes()
+
+        files = []
+        for fid in sorted(self._files):
+            r = self._files[fid]
+            files.append(
+                _SavedFile(
+                    fid,
+                    r.file_kind,
+                    table.setdefault(r.owner, len(table)),
+                    r.object_type,
+                    r.module_kind,
+                    r.extension,
+                    ids(r.names),
+                    r.methods,
+                    ids(r.strings),
+                    r.sites,
+                    r.count,
+                    r.global_module,
+                    r.partial,
+                    r.skips,
+                )
+            )
+        keys = {table.setdefault(k, len(table)): v for k, v in self._keys.items()}
+        saved = _Saved(_SAVE_VERSION, list(table), self._paths, files, keys, self._callers, self._targets, self._dyn)
+        return _MAGIC + zstandard.compress(msgspec.msgpack.encode(saved), 1)
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> "RefGraph":
+        """A graph from :meth:`to_bytes`; ``ValueError`` for another format or version,
+        ``msgspec.DecodeError`` or ``zstandard.ZstdError`` for damaged data."""
+        import zstandard
+
+        if not data.startswith(_MAGIC):
+            raise ValueError("not a saved reference graph")
+        saved = msgspec.msgpack.decode(zstandard.decompress(data[len(_MAGIC) :]), type=_Saved)
+        if saved.version != _SAVE_VERSION:
+            raise ValueError(f"reference graph format {saved.version}, expected {_SAVE_VERSION}")
+        g = cls()
+        table = [g._intern(x) for x in saved.strings]
+        get = table.__getitem__
+        g._paths = saved.paths
+        g._fid = {p: f for f, p in enumerate(saved.paths) if p is not None}
+        for f in saved.files:
+            g._files[f.fid] = FileRefs(
+                path=saved.paths[f.fid],
+                file_kind=f.file_kind,
+                owner=table[f.owner],
+                object_type=f.object_type,
+                module_kind=f.module_kind,
+                extension=f.extension,
+                names=list(map(get, np.frombuffer(f.names, dtype="<u4").tolist())),
+                methods=f.methods,
+                strings=list(map(get, np.frombuffer(f.strings, dtype="<u4").tolist())),
+                sites=f.sites,
+                count=f.count,
+                global_module=f.global_module,
+                partial=f.partial,
+                skips=f.skips,
+            )
+        del saved.files[:]
+        ignore: set[str] = set()
+        for fid, rec in g._files.items():
+            g._index_symbols(fid, rec, {}, ignore)
+        g._keys = {table[k]: v for k, v in saved.keys.items()}
+        g._callers = saved.callers
+        g._targets = saved.targets
+        g._dyn = saved.dyn
+        g._dynamic = sum(saved.dyn.values())
+        return g
+
+    # ----------------------------------------------------------------- totals and checks
+
+    def stats(self) -> dict[str, int]:
+        """Totals: files, modules, methods, sites; resolved sites by group; unresolved sites by
+        reason; modules with syntax errors (``partial``). Resolves every site: for reports and tests."""
+        out = {"files": len(self._files), "modules": len(self._mods), "sites": 0, "partial": 0}
+        out["methods"] = sum(len(m.names) for m in self._mods.values())
+        for g in REF_GROUPS[:3]:
+            out[f"resolved_{g}"] = 0
+        for r in REASONS:
+            out[f"unresolved_{r}"] = 0
+        for fid, rec in self._files.items():
+            out["sites"] += len(rec)
+            out["partial"] += rec.partial
+            strings = rec.strings
+            specs: dict = {}
+            for kind, ni, qi, n in self._distinct(rec):
+                name = KIND_NAMES[kind]
+                if kind == _DYNAMIC:
+                    out["unresolved_dynamic"] += n
+                    continue
+                spec = specs.get((kind, qi))
+                if spec is None:
+                    spec = specs[(kind, qi)] = self._spec(rec, name, strings[qi])
+                g, r = self._lookup(fid, rec, spec, fold(strings[ni]))
+                if g >= 0:
+                    out[f"resolved_{REF_KINDS[name]}"] += n
+                else:
+                    out[f"unresolved_{REASONS[r - 1]}"] += n
+        return out
+
+    def state(self) -> dict:
+        """A canonical picture of the resolved graph (every index by paths and method ids, sorted)
+        to compare two graphs: one updated step by step must equal one built from scratch."""
+        path = self._paths.__getitem__
+
+        def entries(b: bytes, shift: int) -> dict[str, int]:
+            return dict(sorted((path(e >> shift), e & ((1 << shift) - 1)) for e in _i64(b).tolist()))
+
+        return {
+            "callers": dict(sorted((self.method_id(g), entries(b, 40)) for g, b in self._callers.items())),
+            "keys": {k: entries(b, 32) for k, b in sorted(self._keys.items())},
+            "by_owner": {k: [path(f) for f in v] for k, v in sorted(self._by_owner.items())},
+            "global_names": {k: [path(f) for f in v] for k, v in sorted(self._global_names.items())},
+            "dynamic": self._dynamic,
+            "files": self.paths(),
+            "resolved": {p: self.resolve_all(p) for p in self.paths()},
+        }
+
+
+# ---------------------------------------------------------------------------------------
+# reading an export
+# ---------------------------------------------------------------------------------------
+
+
+def read_references(root, *, max_file_bytes: int = 8 * 2**20, max_lines: int = 400) -> tuple[list[FileRefs], list]:
+    """Every file's references of an export, read from disk: ``(records, skips)``.
+
+    Modules (chunked and parsed here) and the binding files (:func:`read_binding_files`). The
+    daemon gets the same records from its chunking pass instead; this is the from-scratch build
+    for tests, tools and the bench.
+    """
+    from pathlib import Path
+
+    from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
+    from ..sources.references import module_references
+    from ..sources.scan import scan_export
+
+    root = Path(root)
+    scan = scan_export(root, max_file_bytes=max_file_bytes)
+    ext_projects = {p.path for p in scan.info.projects if p.is_extension}
+    out: list[FileRefs] = []
+    skips: list = list(scan.skipped)
+    for src in scan.modules:
+        try:
+            text, _enc = decode_bytes(read_regular_bytes(src.fs_path(root), max_file_bytes))
+        except SkipFile as exc:
+            skips.append(exc.to_skip(src.path))
+            continue
+        out.append(
+            module_references(
+                text,
+                path=src.path,
+                owner=src.owner,
+                object_type=src.object_type,
+                module_kind=src.module_kind,
+                extension=src.project in ext_projects,
+                max_lines=max_lines,
+            )
+        )
+    bound, more = read_binding_files(root, scan, max_file_bytes=max_file_bytes)
+    return out + bound, skips + more
+
+
+def read_binding_files(root, scan, *, max_file_bytes: int = 8 * 2**20) -> tuple[list[FileRefs], list]:
+    """The binding files of a scanned export: the layout of every form module
+    (:func:`daemon.sources.bindings.form_layout_path`; a form module without one has none) and the
+    descriptors of :data:`daemon.sources.bindings.BINDING_TYPES`. ``(records, skips)``: a broken
+    file is a record with its skip (and the skip in the list), never an exception."""
+    from pathlib import Path
+
+    from ..sources.bindings import BINDING_TYPES, descriptor_references, form_layout_path, form_references
+    from ..sources.files import SkipFile, read_regular_bytes
+
+    root = Path(root)
+    info = scan.info
+    ext_projects = {p.path for p in info.projects if p.is_extension}
+    out: list[FileRefs] = []
+    skips: list = []
+    for src in scan.modules:
+        if src.module_kind != "form":
+            continue
+        layout = form_layout_path(src.path)
+        disk = form_layout_path(src.disk_path) if src.disk_path else layout
+        if layout is None or disk is None:
+            continue
+        try:
+            data = read_regular_bytes(root / disk, max_file_bytes)
+        except SkipFile as exc:
+            if exc.reason != "unreadable":  # absent: a form module without a layout file
+                skips.append(exc.to_skip(layout))
+            continue
+        rec = form_references(data, path=layout, fmt=info.format, extension=src.project in ext_projects)
+        skips.extend(rec.skips)
+        out.append(rec)
+    for src in scan.metadata:
+        if src.object_type not in BINDING_TYPES:
+            continue
+        try:
+            data = read_regular_bytes(src.fs_path(root), max_file_bytes)
+        except SkipFile as exc:
+            skips.append(exc.to_skip(src.path))
+            continue
+        rec = descriptor_references(
+            data, path=src.path, owner=src.owner, object_type=src.object_type, extension=src.project in ext_projects
+        )
+        if rec is not None:
+            skips.extend(rec.skips)
+            out.append(rec)
+    return out, skips

@@ -1,0 +1,1149 @@
+"""References in BSL: one record per call site of a parsed module, and the vocabulary of reference kinds.
+
+A module's references are extracted from the tree-sitter tree the chunker already parsed
+(:func:`extract_references`, given that tree and the chunker's chunks for the method spans)
+or, standalone, from the text (:func:`module_references`, which parses once itself). What is
+recorded is only what the text says: the calling method, the callee as written, the kind and
+the exact range. Which method a site reaches is decided later, against every module's
+definitions (:mod:`daemon.index.refgraph`), so an edit elsewhere never needs a re-parse here.
+
+Kinds (:data:`REF_KINDS`, each in one group of :data:`REF_GROUPS`):
+
+* calls: ``call`` (``Метод(…)``), ``member`` (``Модуль.Метод(…)`` or ``Переменная.Метод(…)``:
+  the resolver decides whether the receiver is a common module), ``manager``
+  (``Справочники.Валюты.Метод(…)``, ``Catalogs.X.Method(…)``), ``this`` (``ЭтотОбъект.Метод(…)``,
+  ``ЭтаФорма``), ``proceed`` (``ПродолжитьВызов(…)`` inside an ``&Вместо`` method: the adopted one);
+* methods named by a string or a handler reference: ``notify`` (``Новый ОписаниеОповещения("Имя", М)``),
+  ``idle`` (``ПодключитьОбработчикОжидания("Имя", …)``), ``background`` (``ФоновыеЗадания.Выполнить("М.Метод")``),
+  ``long_operation`` (SSL ``ДлительныеОперации.ВыполнитьФункцию`` and kin), ``by_name`` (SSL
+  ``ОбщегоНазначения.ВыполнитьМетодКонфигурации`` and kin), ``handler`` (``ДобавитьОбработчик …, Метод``);
+* metadata: ``subscription``, ``scheduled_job``, ``form_event``, ``form_item_event``, ``form_command``,
+  ``http_handler``, ``web_operation`` (:mod:`daemon.sources.bindings`), ``platform_event`` (a handler the
+  platform calls by its name, :data:`PLATFORM_EVENTS`) and ``extension`` (``&Перед``/``&После``/``&Вместо``/
+  ``&ИзменениеИКонтроль`` linking an extension method to the adopted one);
+* ``dynamic``: ``Выполнить(…)``/``Вычислить(…)`` and the helpers above given a computed name: a call nobody
+  can resolve, which makes any "who calls" answer a lower bound.
+
+Ranges follow the chunker: 0-based lines of the normalised text (``\\r\\n``, ``\\r`` and ``\\n`` all
+end a line, a BOM is not a column), columns in UTF-16 code units. A call's range is its method name;
+a string reference's range is the text inside the quotes; a platform event's is the method's name.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterable, Sequence
+
+import msgspec
+import numpy as np
+import tree_sitter
+
+from ..contract import METHOD_KINDS, Chunk, Skip, object_type_aliases
+from ..text.folding import fold
+from .bsl import chunk_module, language, parser
+
+__all__ = [
+    "METHOD_DTYPE",
+    "pack_sites",
+    "unpack_sites",
+    "unpack_columns",
+    "pack_methods",
+    "REF_KINDS",
+    "REF_GROUPS",
+    "KIND_CODES",
+    "REASONS",
+    "MODULE_CALLER",
+    "PLATFORM_EVENTS",
+    "SITE_DTYPE",
+    "MethodDef",
+    "FileRefs",
+    "SiteView",
+    "extract_references",
+    "module_references",
+    "normalize_text",
+    "split_method_name",
+]
+
+_tls = threading.local()
+
+# ---------------------------------------------------------------------------------------
+# vocabulary
+# ---------------------------------------------------------------------------------------
+
+#: Reference kind -> its group: ``call`` (a call written in code), ``string`` (a method named
+#: by a string or a handler reference), ``metadata`` (a binding in metadata, a platform event
+#: or an extension link), ``dynamic`` (code run from a computed string).
+REF_KINDS: dict[str, str] = {
+    "call": "call",
+    "member": "call",
+    "manager": "call",
+    "this": "call",
+    "proceed": "call",
+    "notify": "string",
+    "idle": "string",
+    "background": "string",
+    "long_operation": "string",
+    "by_name": "string",
+    "handler": "string",
+    "subscription": "metadata",
+    "scheduled_job": "metadata",
+    "form_event": "metadata",
+    "form_item_event": "metadata",
+    "form_command": "metadata",
+    "http_handler": "metadata",
+    "web_operation": "metadata",
+    "platform_event": "metadata",
+    "extension": "metadata",
+    "dynamic": "dynamic",
+}
+#: The groups of :data:`REF_KINDS`, in the order answers count them.
+REF_GROUPS = ("call", "string", "metadata", "dynamic")
+#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`REF_KINDS`).
+KIND_CODES: dict[str, int] = {k: i for i, k in enumerate(REF_KINDS)}
+KIND_NAMES: tuple[str, ...] = tuple(REF_KINDS)
+
+#: Why a site is unresolved: the module (common module, object manager, base configuration)
+#: is not in the index; it has no method of that name; the method is not exported; the
+#: receiver is a variable whose type is unknown (never guessed); the name is computed.
+REASONS = ("unknown_module", "no_such_method", "not_exported", "unknown_variable_type", "dynamic")
+
+#: ``caller`` of a site outside every method (module-level code) or of a binding, which
+#: metadata or the platform makes, not a method.
+MODULE_CALLER = 0xFFFF
+
+#: One site, packed: the caller (index into :attr:`FileRefs.methods` or :data:`MODULE_CALLER`),
+#: the kind code, the callee name, qualifier and detail (indices into :attr:`FileRefs.strings`;
+#: 0 is ``""``), and the range (0-based line, UTF-16 start and end columns, capped at 65535).
+SITE_DTYPE = np.dtype(
+    [
+        ("caller", "<u2"),
+        ("kind", "u1"),
+        ("name", "<u4"),
+        ("qual", "<u4"),
+        ("detail", "<u4"),
+        ("line", "<u4"),
+        ("col", "<u2"),
+        ("end", "<u2"),
+    ]
+)
+
+#: Module kind -> {folded handler name: event} for the handlers the platform calls by their
+#: name (forms are bound by their layout instead: :mod:`daemon.sources.bindings`). The event is
+#: the English name Designer and EDT write in metadata.
+_EVENT_PAIRS: dict[str, tuple[tuple[str, str], ...]] = {
+    "object": (
+        ("ПередЗаписью", "BeforeWrite"),
+        ("ПриЗаписи", "OnWrite"),
+        ("ОбработкаЗаполнения", "Filling"),
+        ("ОбработкаПроверкиЗаполнения", "FillCheckProcessing"),
+        ("ПриКопировании", "OnCopy"),
+        ("ПередУдалением", "BeforeDelete"),
+        ("ОбработкаПроведения", "Posting"),
+        ("ОбработкаУдаленияПроведения", "UndoPosting"),
+        ("ПриУстановкеНовогоНомера", "OnSetNewNumber"),
+        ("ПриУстановкеНовогоКода", "OnSetNewCode"),
+        ("ПриЧтенииПредставленийНаСервере", "OnReadPresentationsAtServer"),
+        ("ПриКомпоновкеРезультата", "OnComposeResult"),
+        ("ПередСтартом", "BeforeStart"),
+        ("ПриСозданииЗадач", "OnCreateTasks"),
+        ("ПередСозданиемЗадач", "BeforeCreateTasks"),
+        ("ПриВыполнении", "OnExecute"),
+        ("ОбработкаПолученияФормы", "FormGetProcessing"),
+    ),
+    "manager": (
+        ("ОбработкаПолученияФормы", "FormGetProcessing"),
+        ("ОбработкаПолученияДанныхВыбора", "ChoiceDataGetProcessing"),
+        ("ОбработкаПолученияПредставления", "PresentationGetProcessing"),
+        ("ОбработкаПолученияПолейПредставления", "PresentationFieldsGetProcessing"),
+    ),
+    "recordset": (
+        ("ПередЗаписью", "BeforeWrite"),
+        ("ПриЗаписи", "OnWrite"),
+        ("ОбработкаПроверкиЗаполнения", "FillCheckProcessing"),
+    ),
+    "value_manager": (
+        ("ПередЗаписью", "BeforeWrite"),
+        ("ПриЗаписи", "OnWrite"),
+        ("ОбработкаПроверкиЗаполнения", "FillCheckProcessing"),
+    ),
+    "command": (("ОбработкаКоманды", "CommandProcessing"),),
+    "session": (("УстановкаПараметровСеанса", "SessionParametersSetting"),),
+    "managed_application": (
+        ("ПередНачаломРаботыСистемы", "BeforeStart"),
+        ("ПриНачалеРаботыСистемы", "OnStart"),
+        ("ПередЗавершениемРаботыСистемы", "BeforeExit"),
+        ("ПриЗавершенииРаботыСистемы", "OnExit"),
+        ("ОбработкаВнешнегоСобытия", "ExternalEventProcessing"),
+        ("ОбработкаОтображенияОшибки", "ErrorDisplayProcessing"),
+        ("ОбработкаПереходаПоНавигационнойСсылке", "NavigationByURLProcessing"),
+        ("ПриГлобальномПоиске", "OnGlobalSearch"),
+        ("ПриВыбореРезультатаГлобальногоПоиска", "OnGlobalSearchResultChoice"),
+        ("ПриВыбореДействияРезультатаГлобальногоПоиска", "OnGlobalSearchResultActionChoice"),
+        (
+            "ОбработкаПолученияФормыВыбораПользователейСистемыВзаимодействия",
+            "CollaborationSystemUsersChoiceFormGetProcessing",
+        ),
+    ),
+    "external_connection": (("ПриНачалеРаботыСистемы", "OnStart"), ("ПриЗавершенииРаботыСистемы", "OnExit")),
+}
+_EVENT_PAIRS["ordinary_application"] = _EVENT_PAIRS["managed_application"]
+
+#: Module kind -> {folded handler name (Russian or English): event}; see ``_EVENT_PAIRS``.
+PLATFORM_EVENTS: dict[str, dict[str, str]] = {
+    kind: {fold(n): en for ru, en in pairs for n in (ru, en)} for kind, pairs in _EVENT_PAIRS.items()
+}
+
+_THIS = frozenset(fold(w) for w in ("ЭтотОбъект", "ThisObject", "ЭтаФорма", "ThisForm"))
+_PROCEED = frozenset(fold(w) for w in ("ПродолжитьВызов", "ProceedWithCall"))
+_NOTIFY = frozenset(fold(w) for w in ("ОписаниеОповещения", "NotifyDescription", "CallbackDescription"))
+_EVAL = frozenset(fold(w) for w in ("Вычислить", "Eval"))
+
+
+def _plural_collections() -> frozenset[str]:
+    """Folded plural collection names that hold managers in code: ``справочники``, ``catalogs`` …
+    (every alias of an object type that is neither its Russian nor its English singular)."""
+    from ..contract import OBJECT_TYPES
+
+    singular = {fold(s) for ru, en in OBJECT_TYPES.values() for s in (ru, en)}
+    return frozenset(
+        a for a in object_type_aliases() if a not in singular and a not in ("конфигурация", "configuration")
+    )
+
+
+#: Folded plural collection names (``Справочники``, ``Catalogs`` …): ``<Коллекция>.<Имя>.Метод()``
+#: is a manager call.
+MANAGER_COLLECTIONS = _plural_collections()
+
+
+def _pairs(*items: tuple[str, str, str, str, str, int, int]) -> dict[tuple[str, str], tuple[str, int, int]]:
+    """Helper table rows ``(kind, qualifier ru, qualifier en, method ru, method en, arg, module arg)``
+    keyed by the folded ``(qualifier, method)`` in both languages."""
+    out: dict[tuple[str, str], tuple[str, int, int]] = {}
+    for kind, q_ru, q_en, m_ru, m_en, arg, mod in items:
+        for q in {q_ru, q_en}:
+            for m in (m_ru, m_en):
+                out[(fold(q), fold(m))] = (kind, arg, mod)
+    return out
+
+
+#: Calls that name a method by a string: folded ``(qualifier, method)`` -> ``(kind, index of the
+#: name argument, index of the module argument or -1)``. A qualifier ``""`` is a global function.
+#: A literal name gives a site of that kind; a computed one a ``dynamic`` site.
+STRING_HELPERS: dict[tuple[str, str], tuple[str, int, int]] = _pairs(
+    ("idle", "", "", "ПодключитьОбработчикОжидания", "AttachIdleHandler", 0, -1),
+    ("idle", "", "", "ОтключитьОбработчикОжидания", "DetachIdleHandler", 0, -1),
+    ("background", "ФоновыеЗадания", "BackgroundJobs", "Выполнить", "Execute", 0, -1),
+    ("long_operation", "ДлительныеОперации", "TimeConsumingOperations", "ВыполнитьФункцию", "ExecuteFunction", 1, -1),
+    (
+        "long_operation",
+        "ДлительныеОперации",
+        "TimeConsumingOperations",
+        "ВыполнитьПроцедуру",
+        "ExecuteProcedure",
+        1,
+        -1,
+    ),
+    ("long_operation", "ДлительныеОперации", "TimeConsumingOperations", "ВыполнитьВФоне", "ExecuteInBackground", 0, -1),
+    (
+        "long_operation",
+        "ДлительныеОперации",
+        "TimeConsumingOperations",
+        "ВыполнитьФункциюВНесколькоПотоков",
+        "ExecuteFunctionInMultipleThreads",
+        0,
+        -1,
+    ),
+    (
+        "long_operation",
+        "ДлительныеОперации",
+        "TimeConsumingOperations",
+        "ВыполнитьПроцедуруВНесколькоПотоков",
+        "ExecuteProcedureinMultipleThreads",
+        0,
+        -1,
+    ),
+    ("by_name", "ОбщегоНазначения", "Common", "ВыполнитьМетодКонфигурации", "ExecuteConfigurationMethod", 0, -1),
+    ("by_name", "ОбщегоНазначения", "Common", "ВызватьФункциюКонфигурации", "CallConfigurationFunction", 0, -1),
+    ("by_name", "ОбщегоНазначения", "Common", "ВыполнитьМетодОбъекта", "ExecuteObjectMethod", 1, 0),
+    ("by_name", "ОбщегоНазначения", "Common", "ВызватьФункциюОбъекта", "CallObjectFunction", 1, 0),
+    ("dynamic", "ОбщегоНазначения", "Common", "ВыполнитьВБезопасномРежиме", "ExecuteInSafeMode", -1, -1),
+    ("dynamic", "ОбщегоНазначения", "Common", "ВычислитьВБезопасномРежиме", "CalculateInSafeMode", -1, -1),
+)
+
+# ---------------------------------------------------------------------------------------
+# records
+# ---------------------------------------------------------------------------------------
+
+
+class MethodDef(msgspec.Struct, array_like=True, frozen=True):
+    """A method a module defines: ``name`` as written, ``id`` its chunk id without a part
+    suffix (``<path>::<Name>``, ``@2`` for a repeated name), ``export``, and the name's
+    position (0-based line, UTF-16 column)."""
+
+    name: str
+    id: str
+    export: bool
+    line: int
+    col: int
+
+
+#: A module's methods, packed beside their names: export flag, ``nth`` (1 for the first
+#: method of that folded name, 2 for the second: the chunk id's ``@2``), the name's position.
+METHOD_DTYPE = np.dtype([("export", "u1"), ("nth", "<u2"), ("line", "<u4"), ("col", "<u2")])
+
+
+class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
+    """What one file says about calls: the methods it defines and its sites (packed).
+
+    * ``file_kind``: ``bsl`` (a module), ``descriptor`` (an object descriptor: subscriptions,
+      scheduled jobs, HTTP and web services, a common module's ``Global`` flag) or ``form``
+      (a form layout: ``Form.xml`` / ``Form.form``);
+    * ``owner`` / ``object_type`` / ``module_kind``: the module identity (:mod:`daemon.contract`;
+      a form layout has its form's owner and ``module_kind`` ``form``);
+    * ``extension``: the file belongs to a configuration extension (its ``&Вместо`` methods link
+      to the base configuration's);
+    * ``names`` / ``methods``: the methods it defines, names as written and :data:`METHOD_DTYPE`
+      records (:meth:`method`, :meth:`method_id`);
+    * ``strings``: the sites' string table (``strings[0] == ""``); ``sites``: ``count`` sites
+      (:data:`SITE_DTYPE`, in file order) stored column by column and compressed (:meth:`view`);
+    * ``global_module``: a common module's descriptor says ``Global``;
+    * ``partial``: the module has syntax errors: the calls of its broken part may be missing
+      (those of the methods that parse are there);
+    * ``skips``: what could not be read (a broken form layout or descriptor, with the reason).
+    """
+
+    path: str
+    file_kind: str = "bsl"
+    owner: str = ""
+    object_type: str = ""
+    module_kind: str = ""
+    extension: bool = False
+    names: list[str] = []
+    methods: bytes = b""
+    strings: list[str] = msgspec.field(default_factory=lambda: [""])
+    sites: bytes = b""
+    count: int = 0
+    global_module: bool = False
+    partial: bool = False
+    skips: tuple[Skip, ...] = ()
+
+    def view(self) -> np.ndarray:
+        """The sites as a structured array (:data:`SITE_DTYPE`), decompressed."""
+        return unpack_sites(self.sites, self.count)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The sites column by column (cheaper than :meth:`view` when a few columns are read)."""
+        return unpack_columns(self.sites, self.count)
+
+    def __len__(self) -> int:
+        return self.count
+
+    def method_info(self) -> np.ndarray:
+        """The methods' :data:`METHOD_DTYPE` records."""
+        return np.frombuffer(self.methods, dtype=METHOD_DTYPE)
+
+    def method_id(self, i: int, nth: int | None = None) -> str:
+        """The id of method ``i``: its chunk id without a part suffix."""
+        if nth is None:
+            nth = int(self.method_info()[i]["nth"])
+        return f"{self.path}::{self.names[i]}" + (f"@{nth}" if nth > 1 else "")
+
+    def method(self, i: int) -> MethodDef:
+        """Method ``i`` unpacked."""
+        r = self.method_info()[i]
+        return MethodDef(
+            self.names[i], self.method_id(i, int(r["nth"])), bool(r["export"]), int(r["line"]), int(r["col"])
+        )
+
+    def methods_list(self) -> list[MethodDef]:
+        """Every method unpacked, in file order."""
+        return [self.method(i) for i in range(len(self.names))]
+
+    def site(self, i: int, view=None) -> "SiteView":
+        """Site ``i`` unpacked (``view``: :meth:`view` or :meth:`columns` already read, to reuse)."""
+        v = self.columns() if view is None else view
+        s = self.strings
+        c = int(v["caller"][i])
+        return SiteView(
+            index=i,
+            caller=None if c == MODULE_CALLER else self.method_id(c),
+            kind=KIND_NAMES[int(v["kind"][i])],
+            name=s[int(v["name"][i])],
+            qualifier=s[int(v["qual"][i])],
+            detail=s[int(v["detail"][i])],
+            line=int(v["line"][i]),
+            col=int(v["col"][i]),
+            end=int(v["end"][i]),
+        )
+
+    def sites_list(self) -> list["SiteView"]:
+        """Every site unpacked, in file order."""
+        v = self.columns()
+        return [self.site(i, v) for i in range(self.count)]
+
+
+class SiteView(msgspec.Struct, kw_only=True, frozen=True):
+    """One site unpacked: ``caller`` (a method id, ``None`` for module-level code or a
+    binding), ``kind``, the callee ``name`` and ``qualifier`` as written (``callee``), the
+    ``detail`` (the event, the helper, the annotation) and the range."""
+
+    index: int
+    caller: str | None
+    kind: str
+    name: str
+    qualifier: str
+    detail: str
+    line: int
+    col: int
+    end: int
+
+    @property
+    def callee(self) -> str:
+        """The callee as written: ``Модуль.Метод`` or ``Метод``."""
+        return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
+
+
+_NARROW = ("<u2", "u1", "<u2", "<u2", "<u2", "<i4", "<u2", "<u2")
+_WIDE = ("<u2", "u1", "<u4", "<u4", "<u4", "<i4", "<u2", "<u2")
+
+
+def pack_sites(arr: np.ndarray, nstrings: int) -> bytes:
+    """:data:`SITE_DTYPE` records -> bytes: one format byte, then the columns one after the other
+    (line as the difference from the previous site's), zstd-compressed (about 4x smaller than
+    the records: the graph keeps every site of an export in memory)."""
+    if not len(arr):
+        return b""
+    import zstandard
+
+    wide = nstrings > 0xFFFF
+    cols = []
+    for field, dt in zip(SITE_DTYPE.names, _WIDE if wide else _NARROW):
+        col = arr[field]
+        if field == "line":
+            col = np.diff(col.astype(np.int64), prepend=0)
+        cols.append(col.astype(dt).tobytes())
+    return (b"w" if wide else b"n") + zstandard.compress(b"".join(cols), 1)
+
+
+def unpack_columns(blob: bytes, count: int) -> dict[str, np.ndarray]:
+    """The columns of :func:`pack_sites` (field name -> array; read-only views but ``line``)."""
+    if not count:
+        return {f: np.empty(0, dtype=SITE_DTYPE[f]) for f in SITE_DTYPE.names}
+    zd = getattr(_tls, "zd", None)
+    if zd is None:
+        import zstandard
+
+        zd = _tls.zd = zstandard.ZstdDecompressor()
+    raw = zd.decompress(blob[1:])
+    out: dict[str, np.ndarray] = {}
+    pos = 0
+    for field, dt in zip(SITE_DTYPE.names, _WIDE if blob[:1] == b"w" else _NARROW):
+        d = np.dtype(dt)
+        col = np.frombuffer(raw, dtype=d, count=count, offset=pos)
+        pos += d.itemsize * count
+        out[field] = np.cumsum(col, dtype=np.int64) if field == "line" else col
+    return out
+
+
+def unpack_sites(blob: bytes, count: int) -> np.ndarray:
+    """The inverse of :func:`pack_sites`: :data:`SITE_DTYPE` records."""
+    out = np.empty(count, dtype=SITE_DTYPE)
+    for field, col in unpack_columns(blob, count).items():
+        out[field] = col
+    return out
+
+
+def pack_methods(rows: list[tuple[bool, int, int, int]]) -> bytes:
+    """``[(export, nth, line, col)]`` -> :data:`METHOD_DTYPE` bytes."""
+    return np.array(rows, dtype=METHOD_DTYPE).tobytes() if rows else b""
+
+
+class _Builder:
+    """Accumulates the sites of one file: the string table and two kinds of rows, placed
+    (line and columns known) and byte-positioned (converted in one vectorised pass)."""
+
+    __slots__ = ("strings", "index", "placed", "at_bytes", "ids")
+
+    def __init__(self) -> None:
+        self.strings: list[str] = [""]
+        self.index: dict[str, int] = {"": 0}
+        self.ids: dict[tuple[str, str, str, str], tuple[int, int, int, int]] = {}
+        self.placed: list[tuple[int, int, int, int, int, int, int, int]] = []
+        self.at_bytes: list[tuple[int, int, int, int, int, int, int]] = []
+
+    def s(self, text: str) -> int:
+        i = self.index.get(text)
+        if i is None:
+            i = self.index[text] = len(self.strings)
+            self.strings.append(text)
+        return i
+
+    def add(self, caller: int, kind: str, name: str, qual: str, detail: str, line: int, col: int, end: int) -> None:
+        """A site whose position is known (0-based line, UTF-16 columns)."""
+        self.placed.append(
+            (
+                caller,
+                KIND_CODES[kind],
+                self.s(name),
+                self.s(qual),
+                self.s(detail),
+                line,
+                min(col, 0xFFFF),
+                min(end, 0xFFFF),
+            )
+        )
+
+    def add_bytes(self, caller: int, kind: str, name: str, qual: str, detail: str, start: int, end: int) -> None:
+        """A site at UTF-8 byte offsets ``start``..``end`` of the parsed text; ``caller`` -1: the
+        method whose span holds the line."""
+        key = (kind, name, qual, detail)
+        ids = self.ids.get(key)
+        if ids is None:
+            ids = self.ids[key] = (KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail))
+        self.at_bytes.append((caller, *ids, start, end))
+
+    def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> np.ndarray:
+        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``)."""
+        parts = []
+        if self.placed:
+            parts.append(np.array(self.placed, dtype=SITE_DTYPE))
+        if self.at_bytes and pos is not None:
+            parts.append(pos.convert(self.at_bytes, spans, deleted))
+        if not parts:
+            return np.empty(0, dtype=SITE_DTYPE)
+        arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
+
+    def record(self, path: str, pos=None, spans=None, deleted=(), **fields) -> "FileRefs":
+        """The file's record with these sites."""
+        arr = self.packed(pos, spans, deleted)
+        return FileRefs(
+            path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
+        )
+
+
+def file_refs_from_sites(
+    path: str,
+    sites: Iterable[tuple[int, str, str, str, str, int, int, int]],
+    **fields,
+) -> FileRefs:
+    """A :class:`FileRefs` from unpacked sites ``(caller, kind, name, qualifier, detail, line, col, end)``
+    (the binding readers and tests build records this way)."""
+    b = _Builder()
+    for caller, kind, name, qual, detail, line, col, end in sites:
+        b.add(caller, kind, name, qual, detail, line, col, end)
+    return b.record(path, **fields)
+
+
+def split_method_name(text: str) -> tuple[str, str] | None:
+    """A method named by a string (``"Модуль.Метод"``, ``"Справочники.X.Метод"``, ``"Имя"``):
+    ``(qualifier, name)`` with blanks removed, or ``None`` if it is not a dotted identifier."""
+    parts = [p.strip() for p in text.split(".")]
+    if not parts or not all(_IDENT_RE.fullmatch(p) for p in parts):
+        return None
+    return ".".join(parts[:-1]), parts[-1]
+
+
+# ---------------------------------------------------------------------------------------
+# text and positions
+# ---------------------------------------------------------------------------------------
+
+_IDENT_RE = re.compile(r"[^\W\d]\w*")
+_DOTTED_RE = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*")
+#: An identifier's bytes at a node start: ASCII word bytes and any non-ASCII byte (the decoded
+#: text is trimmed to ``\w``). Both grammars end identifiers at ``ё``: the name is re-read from
+#: the source, never from the node.
+_WORD_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
+_WORD_RE = re.compile(r"\w+")
+_STRING_B = re.compile(rb'\s*"([^"\n]*)"\s*')
+#: A receiver chain on one line read backwards (the bytes before a call's dot, reversed): blanks,
+#: then identifiers joined by dots. Group 1 ends where the chain starts in the source.
+_RECEIVER_REV_B = re.compile(rb"[ \t]*((?:[0-9A-Za-z_\x80-\xff]+[ \t]*\.[ \t]*)*[0-9A-Za-z_\x80-\xff]+)")
+_RECEIVER_WINDOW = 512
+#: What may stand right before a receiver chain that starts a value: a blank, an operator, an
+#: opening bracket, a separator (not ``.``, ``)``, ``]``: a computed receiver; not ``/``: a comment).
+_CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
+_BLANK_BYTES = frozenset(b" \t\r\n")
+_WS_RE = re.compile(r"\s+")
+_ANNOT_RE = re.compile(
+    r"&\s*(?P<kw>Перед|После|Вместо|ИзменениеИКонтроль|Before|After|Instead|ChangeAndValidate)"
+    r'\s*\(\s*"(?P<name>[^"]*)"',
+    re.IGNORECASE,
+)
+_INSTEAD = frozenset(("вместо", "instead"))
+_DELETE_RE = re.compile(
+    r"^[ \t]*#[ \t]*(?P<kw>Удаление|КонецУдаления|Delete|EndDelete)(?!\w)", re.IGNORECASE | re.MULTILINE
+)
+_SURROGATE_RE = re.compile("[\ud800-\udfff]")
+
+_QUERY_SRC = """
+(method_call) @call
+(new_expression) @new
+(execute_statement) @exec
+(add_handler_statement) @handler
+(remove_handler_statement) @handler
+"""
+_query: tree_sitter.Query | None = None
+
+
+def _query_obj() -> tree_sitter.Query:
+    global _query
+    if _query is None:
+        _query = tree_sitter.Query(language(), _QUERY_SRC)
+    return _query
+
+
+def normalize_text(text: str) -> str:
+    """The text as the chunker parses it: no BOM, ``\\n`` the only line break, lone
+    surrogates replaced by U+FFFD (so every offset survives the UTF-8 encoding)."""
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = _SURROGATE_RE.sub("\ufffd", text)
+    return text
+
+
+def _width(text: str) -> int:
+    """UTF-16 length of ``text``."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+class _Positions:
+    """UTF-8 byte offsets of one module -> 0-based lines and UTF-16 columns."""
+
+    __slots__ = ("data", "_newlines")
+
+    def __init__(self, data: bytes):
+        self.data = data
+        self._newlines: np.ndarray | None = None
+
+    @property
+    def newlines(self) -> np.ndarray:
+        if self._newlines is None:
+            self._newlines = np.flatnonzero(np.frombuffer(self.data, dtype=np.uint8) == 10)
+        return self._newlines
+
+    def row(self, byte: int) -> int:
+        return int(np.searchsorted(self.newlines, byte))
+
+    def at_byte(self, byte: int) -> tuple[int, int]:
+        """``(line, UTF-16 column)`` of one byte offset."""
+        row = self.row(byte)
+        ls = int(self.newlines[row - 1]) + 1 if row else 0
+        return row, _width(self.data[ls:byte].decode("utf-8", "replace"))
+
+    def convert(self, rows, spans: "_Spans | None", deleted) -> np.ndarray:
+        """Byte-positioned rows ``(caller, kind, name, qual, detail, start, end)`` -> :data:`SITE_DTYPE`:
+        lines by the newline offsets, columns by a running count of UTF-16 units (a UTF-8 lead or
+        ASCII byte is one unit, a 4-byte lead two), callers (-1) by the method spans, and the
+        rows on ``deleted`` lines dropped."""
+        a = np.array(rows, dtype=np.int64)
+        start, end = a[:, 5], a[:, 6]
+        nl = self.newlines
+        line = np.searchsorted(nl, start)
+        ls = np.where(line > 0, nl[np.maximum(line - 1, 0)] + 1, 0)
+        u = np.frombuffer(self.data, dtype=np.uint8)
+        hi = int(end.max()) if len(end) else 0
+        u = u[:hi]
+        units = ((u & 0xC0) != 0x80).astype(np.int32) + (u >= 0xF0)
+        cum = np.zeros(hi + 1, dtype=np.int64)
+        np.cumsum(units, out=cum[1:])
+        col = cum[start] - cum[ls]
+        endcol = cum[end] - cum[ls]
+        caller = a[:, 0]
+        if spans is not None:
+            caller = np.where(caller < 0, spans.callers(line), caller)
+        out = np.empty(len(a), dtype=SITE_DTYPE)
+        out["caller"] = caller
+        out["kind"] = a[:, 1]
+        out["name"] = a[:, 2]
+        out["qual"] = a[:, 3]
+        out["detail"] = a[:, 4]
+        out["line"] = line
+        out["col"] = np.minimum(col, 0xFFFF)
+        out["end"] = np.minimum(endcol, 0xFFFF)
+        if deleted:
+            keep = np.ones(len(a), dtype=bool)
+            for lo, hi_row in deleted:
+                keep &= ~((line >= lo) & (line <= hi_row))
+            out = out[keep]
+        return out
+
+
+# ---------------------------------------------------------------------------------------
+# extraction
+# ---------------------------------------------------------------------------------------
+
+
+class _Spans:
+    """The chunker's method spans: a 0-based line -> the index of the method holding it."""
+
+    __slots__ = ("starts", "ends", "index")
+
+    def __init__(self, spans: list[tuple[int, int, int]]):
+        spans.sort()
+        self.starts = np.array([s for s, _e, _i in spans], dtype=np.int64)
+        self.ends = np.array([e for _s, e, _i in spans], dtype=np.int64)
+        self.index = np.array([i for _s, _e, i in spans], dtype=np.int64)
+
+    def callers(self, rows: np.ndarray) -> np.ndarray:
+        """The method index of each row (:data:`MODULE_CALLER` outside every method)."""
+        if not len(self.starts):
+            return np.full(len(rows), MODULE_CALLER, dtype=np.int64)
+        k = np.searchsorted(self.starts, rows, side="right") - 1
+        kk = np.maximum(k, 0)
+        inside = (k >= 0) & (rows <= self.ends[kk])
+        return np.where(inside, self.index[kk], MODULE_CALLER)
+
+    def caller(self, row: int) -> int:
+        return int(self.callers(np.array([row]))[0])
+
+
+def _methods_from_chunks(chunks: Sequence[Chunk]) -> tuple[list[MethodDef], list[Chunk], _Spans]:
+    """Method definitions (one per method, parts merged), their first chunks, and the spans."""
+    methods: list[MethodDef] = []
+    firsts: list[Chunk] = []
+    spans: dict[str, list[int]] = {}
+    order: dict[str, int] = {}
+    for c in chunks:
+        if c.kind not in METHOD_KINDS:
+            continue
+        base = c.id.rsplit("#", 1)[0] if c.part else c.id
+        span = spans.get(base)
+        if span is None:
+            order[base] = len(methods)
+            spans[base] = [c.start_line - 1, c.end_line - 1]
+            methods.append(MethodDef(c.name, base, c.export, c.name_range[0], c.name_range[1]))
+            firsts.append(c)
+        else:
+            span[0] = min(span[0], c.start_line - 1)
+            span[1] = max(span[1], c.end_line - 1)
+    return methods, firsts, _Spans([(s, e, order[b]) for b, (s, e) in spans.items()])
+
+
+def _deleted_rows(text: str) -> list[tuple[int, int]]:
+    """0-based row ranges inside ``#Удаление … #КонецУдаления`` (removed base code in an extension)."""
+    out: list[tuple[int, int]] = []
+    start = -1
+    for row, line in enumerate(text.split("\n")):
+        if "#" not in line:
+            continue
+        m = _DELETE_RE.match(line)
+        if m is None:
+            continue
+        if fold(m.group("kw")) in ("удаление", "delete"):
+            start = row
+        elif start >= 0:
+            out.append((start, row))
+            start = -1
+    return out
+
+
+def _arguments(node) -> list:
+    """The argument nodes of a call (``None`` for an omitted one)."""
+    args_node = None
+    for ch in node.children:
+        if ch.type == "arguments":
+            args_node = ch
+            break
+    if args_node is None:
+        return []
+    out: list = []
+    for ch in args_node.children:
+        t = ch.type
+        if t == "expression":
+            out.append(ch)
+        elif t == "omitted_argument":
+            out.append(None)
+    return out
+
+
+def _literal(data: bytes, arg) -> tuple[str, int, int] | None:
+    """A one-line string literal argument: ``(text, start byte of the text, end byte)``."""
+    if arg is None:
+        return None
+    m = _STRING_B.fullmatch(data, arg.start_byte, arg.end_byte)
+    if m is None:
+        return None
+    return m.group(1).decode("utf-8", "replace"), m.start(1), m.end(1)
+
+
+def _arg_text(data: bytes, arg) -> str:
+    return "" if arg is None else data[arg.start_byte : arg.end_byte].decode("utf-8", "replace").strip()
+
+
+def _compact(text: str, limit: int = 80) -> str:
+    text = _WS_RE.sub(" ", text).strip()
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+class _Extractor:
+    """One module's extraction state (see :func:`extract_references`)."""
+
+    def __init__(self, data: bytes, pos: _Positions, spans: _Spans, instead: dict[int, str], out: _Builder):
+        self.data = data
+        self.pos = pos
+        self.spans = spans
+        self.instead = instead  # method index -> the adopted name of its &Вместо
+        self.out = out
+        self.folded: dict[str, str] = {}
+        self.words: dict[bytes, tuple[str, int, str]] = {}
+        self.receivers: dict[bytes, tuple[str, str, str]] = {}
+
+    def fold(self, s: str) -> str:
+        f = self.folded.get(s)
+        if f is None:
+            f = self.folded[s] = fold(s)
+        return f
+
+    def name_at(self, start: int) -> tuple[str, int, str]:
+        """The identifier at a byte offset, re-read from the source: ``(name, end byte, folded)``."""
+        m = _WORD_B.match(self.data, start)
+        if m is None:
+            return "", start, ""
+        raw = m.group()
+        got = self.words.get(raw)
+        if got is None:
+            got = self.word(raw)
+        return got[0], start + got[1], got[2]
+
+    def receiver_before(self, dot: int, sb: int, node) -> tuple[str, str, str] | None:
+        """The receiver of the call named at byte ``sb`` whose ``.`` is at byte ``dot``. A chain of
+        identifiers on the name's line is read backwards from the source; anything else (a chain
+        over lines, a computed value ``Ф(…).М()`` / ``А[0].М()``) is asked of the tree, whose node
+        parent costs a descent from the root. ``None``: no receiver (the dot ended a comment)."""
+        data = self.data
+        if b"\n" not in data[dot:sb]:
+            lo = max(0, dot - _RECEIVER_WINDOW)
+            m = _RECEIVER_REV_B.match(data[lo:dot][::-1])
+            if m is not None:
+                start = dot - m.end(1)
+                if start == 0 or (start > lo and data[start - 1] in _CHAIN_START_BYTES):
+                    return self.receiver(data[start : dot + 1])
+        parent = node.parent
+        if parent is not None and parent.start_byte < sb and parent.type in ("call_expression", "access"):
+            return self.receiver(data[parent.start_byte : sb])
+        return None
+
+    def receiver(self, raw: bytes) -> tuple[str, str, str]:
+        """``(kind, qualifier, folded qualifier)`` of a call from its receiver's bytes (up to the
+        method name)."""
+        got = self.receivers.get(raw)
+        if got is not None:
+            return got
+        text = raw.decode("utf-8", "replace").rstrip()
+        recv = text[:-1].rstrip() if text.endswith(".") else ""
+        if recv and _DOTTED_RE.fullmatch(recv):
+            parts = [p.strip() for p in recv.split(".")]
+            if len(parts) == 1:
+                kind, qual = ("this" if self.fold(parts[0]) in _THIS else "member", parts[0])
+            elif len(parts) == 2 and self.fold(parts[0]) in MANAGER_COLLECTIONS:
+                kind, qual = ("manager", f"{parts[0]}.{parts[1]}")
+            else:
+                kind, qual = ("member", ".".join(parts))
+        else:
+            kind, qual = ("member", "?" + _compact(recv or text, 60))
+        got = self.receivers[raw] = (kind, qual, self.fold(qual))
+        return got
+
+    def string_ref(self, caller: int, kind: str, arg, module_arg, detail: str, at: tuple[int, int]) -> None:
+        """A method named by the string ``arg`` (a dynamic site when it is not a literal name)."""
+        data = self.data
+        lit = _literal(data, arg)
+        named = split_method_name(lit[0]) if lit else None
+        if named is None:
+            q, _, n = detail.rpartition(".")
+            self.out.add_bytes(caller, "dynamic", n, q, detail, *at)
+            return
+        qual, name = named
+        if module_arg is not None or kind == "notify":
+            mod = _arg_text(data, module_arg)
+            if not qual:
+                if not mod or self.fold(mod) in _THIS:
+                    qual = ""
+                elif _IDENT_RE.fullmatch(mod):
+                    qual = mod
+                else:
+                    qual = "?" + _compact(mod, 60)
+        self.out.add_bytes(caller, kind, name, qual, detail, lit[1], lit[2])
+
+    def calls(self, nodes) -> None:
+        """Every ``method_call`` node: the common cases (a plain call, a call on a receiver) in a
+        tight loop with their string ids cached per spelling; the rest through :meth:`call`."""
+        data = self.data
+        match = _WORD_B.match
+        words = self.words
+        blank = _BLANK_BYTES
+        special = _SPECIAL_LOCAL | _HELPER_NAMES
+        append = self.out.at_bytes.append
+        ids = self.out.ids
+        plain: dict[bytes, tuple] = {}
+        for node in nodes:
+            sb = node.start_byte
+            m = match(data, sb)
+            if m is None:
+                continue
+            raw = m.group()
+            got = words.get(raw)
+            if got is None:
+                got = self.word(raw)
+            name, nlen, fname = got
+            if not name or fname in special:
+                self.call(node)
+                continue
+            j = sb - 1
+            while j >= 0 and data[j] in blank:
+                j -= 1
+            if j >= 0 and data[j] == 0x2E:  # "." before the name (or ending a comment line): a receiver?
+                recv = self.receiver_before(j, sb, node)
+                if recv is not None:
+                    kind, qual, _f = recv
+                    key = (kind, name, qual, "")
+                    t = ids.get(key)
+                    if t is None:
+                        t = ids[key] = (KIND_CODES[kind], self.out.s(name), self.out.s(qual), 0)
+                    append((-1, *t, sb, sb + nlen))
+                    continue
+            t = plain.get(raw)
+            if t is None:
+                t = plain[raw] = (-1, _CALL_CODE, self.out.s(name), 0, 0)
+            append((*t, sb, sb + nlen))
+
+    def word(self, raw: bytes) -> tuple[str, int, str]:
+        """``(name, its UTF-8 length, folded)`` of an identifier's bytes (cached)."""
+        w = _WORD_RE.match(raw.decode("utf-8", "replace"))
+        name = w.group() if w else ""
+        got = self.words[raw] = (name, len(name.encode("utf-8")), fold(name))
+        return got
+
+    def call(self, node) -> None:
+        data = self.data
+        sb = node.start_byte
+        name, eb, fname = self.name_at(sb)
+        if not name:
+            return
+        qual = fqual = ""
+        kind = "call"
+        j = sb - 1
+        while j >= 0 and data[j] in _BLANK_BYTES:
+            j -= 1
+        if j >= 0 and data[j] == 0x2E:  # "." before the name (or ending a comment line): a receiver?
+            parent = node.parent
+            if parent is not None and parent.start_byte < sb and parent.type in ("call_expression", "access"):
+                kind, qual, fqual = self.receiver(data[parent.start_byte : sb])
+        caller = -1
+        if kind == "call" and fname in _SPECIAL_LOCAL:
+            caller = self.spans.caller(self.pos.row(sb))
+            if fname in _PROCEED and caller in self.instead:
+                self.out.add_bytes(caller, "proceed", self.instead[caller], "", name, sb, eb)
+                return
+            if fname in _NOTIFY:  # `Новый ОписаниеОповещения(...)` that error recovery split
+                self.new_notify(node, caller, name, sb, eb)
+                return
+            if fname in _EVAL:
+                self.out.add_bytes(caller, "dynamic", name, "", name, sb, eb)
+        self.out.add_bytes(caller, kind, name, qual, "", sb, eb)
+        if fname not in _HELPER_NAMES:
+            return
+        helper = STRING_HELPERS.get((fqual if kind == "member" else "", fname))
+        if helper is None:
+            return
+        hkind, arg_i, mod_i = helper
+        detail = f"{qual}.{name}" if qual else name
+        if hkind == "dynamic":
+            self.out.add_bytes(caller, "dynamic", name, qual, detail, sb, eb)
+            return
+        args = _arguments(node)
+        arg = args[arg_i] if arg_i < len(args) else None
+        mod = (args[mod_i] if mod_i < len(args) else None) if mod_i >= 0 else None
+        if hkind == "by_name" and mod_i >= 0:
+            # a method of an object passed in: the receiver's type is unknown
+            lit = _literal(data, arg)
+            named = split_method_name(lit[0]) if lit else None
+            if named is None or named[0]:
+                self.string_ref(caller, hkind, arg, None, detail, (sb, eb))
+                return
+            text = _arg_text(data, mod) or "?"
+            self.out.add_bytes(caller, hkind, named[1], "?" + _compact(text, 60), detail, lit[1], lit[2])
+            return
+        self.string_ref(caller, hkind, arg, mod, detail, (sb, eb))
+
+    def new_notify(self, node, caller: int, type_name: str, sb: int, eb: int) -> None:
+        """``Новый ОписаниеОповещения("Имя", Модуль, …, "ИмяОшибки", МодульОшибки)``: up to two handlers."""
+        args = _arguments(node)
+        first = args[0] if args else None
+        self.string_ref(caller, "notify", first, args[1] if len(args) > 1 else None, type_name, (sb, eb))
+        if len(args) > 3 and args[3] is not None:
+            self.string_ref(caller, "notify", args[3], args[4] if len(args) > 4 else None, type_name, (sb, eb))
+
+    def new(self, node) -> None:
+        for ch in node.children:
+            if ch.type == "identifier":
+                name, eb, fname = self.name_at(ch.start_byte)
+                if fname in _NOTIFY:
+                    self.new_notify(node, -1, name, ch.start_byte, eb)
+                return
+
+    def execute(self, node) -> None:
+        name, eb, _f = self.name_at(node.start_byte)
+        self.out.add_bytes(-1, "dynamic", name, "", name, node.start_byte, eb)
+
+    def handler(self, node) -> None:
+        """``ДобавитьОбработчик Источник.Событие, Обработчик``: the handler is a method reference."""
+        exprs = [ch for ch in node.children if ch.type == "expression"]
+        if len(exprs) < 2:
+            return
+        h = exprs[1]
+        data = self.data
+        keyword, keb, _f = self.name_at(node.start_byte)
+        text = data[h.start_byte : h.end_byte].decode("utf-8", "replace").strip()
+        if not _DOTTED_RE.fullmatch(text):
+            self.out.add_bytes(-1, "dynamic", keyword, "", keyword, node.start_byte, keb)
+            return
+        parts = [p.strip() for p in text.split(".")]
+        qual = ".".join(parts[:-1])
+        if qual and self.fold(qual) in _THIS:
+            qual = ""
+        name = parts[-1]
+        raw = name.encode()
+        last = data.rfind(raw, h.start_byte, h.end_byte)
+        start = last if last >= 0 else h.start_byte
+        self.out.add_bytes(-1, "handler", name, qual, keyword, start, start + len(raw))
+
+
+_SPECIAL_LOCAL = _PROCEED | _NOTIFY | _EVAL
+_HELPER_NAMES = frozenset(m for _q, m in STRING_HELPERS)
+_CALL_CODE = KIND_CODES["call"]
+
+
+def extract_references(
+    tree: tree_sitter.Tree,
+    data: bytes,
+    chunks: Sequence[Chunk],
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    extension: bool = False,
+) -> FileRefs:
+    """The references of one module from the chunker's parse.
+
+    ``tree``: the tree-sitter tree of ``data``; ``data``: the normalised text (:func:`normalize_text`)
+    encoded as UTF-8, exactly what was parsed; ``chunks``: :func:`daemon.sources.bsl.chunk_module`'s
+    output for the same text (method spans, names, export flags, annotations). Sites outside every
+    method belong to module-level code (:data:`MODULE_CALLER`). Error recovery keeps the calls of
+    the methods that parse: every call node the tree has is read, inside ERROR nodes too, and
+    ``partial`` says the module has syntax errors. Never raises on odd input.
+    """
+    methods, firsts, spans = _methods_from_chunks(chunks)
+    out = _Builder()
+    instead: dict[int, str] = {}
+    lines: list[str] | None = None
+    for i, c in enumerate(firsts):
+        for a in c.annotations:
+            m = _ANNOT_RE.search(a)
+            if m is None:
+                continue
+            kw, target = m.group("kw"), m.group("name").strip()
+            if not _IDENT_RE.fullmatch(target):
+                continue
+            if fold(kw) in _INSTEAD:
+                instead[i] = target
+            if lines is None:
+                lines = data.decode("utf-8", "replace").split("\n")
+            row, col, end = _annotation_range(lines, c, target)
+            out.add(i, "extension", target, "", kw, row, col, end)
+    events = PLATFORM_EVENTS.get(module_kind)
+    if events:
+        for md in methods:
+            ev = events.get(fold(md.name))
+            if ev is not None:
+                out.add(MODULE_CALLER, "platform_event", md.name, "", ev, md.line, md.col, md.col + _width(md.name))
+    deleted: list[tuple[int, int]] = []
+    if b"#" in data and _DELETE_RE.search(data.decode("utf-8", "replace")) is not None:
+        deleted = _deleted_rows(data.decode("utf-8", "replace"))
+    pos = _Positions(data)
+    x = _Extractor(data, pos, spans, instead, out)
+    caps = tree_sitter.QueryCursor(_query_obj()).captures(tree.root_node)
+    x.calls(caps.get("call", ()))
+    for node in caps.get("new", ()):
+        x.new(node)
+    for node in caps.get("exec", ()):
+        x.execute(node)
+    for node in caps.get("handler", ()):
+        x.handler(node)
+    return out.record(
+        path,
+        pos,
+        spans,
+        deleted,
+        owner=owner,
+        object_type=object_type,
+        module_kind=module_kind,
+        extension=extension,
+        names=[m.name for m in methods],
+        methods=pack_methods([(m.export, _nth(m.id), m.line, m.col) for m in methods]),
+        partial=tree.root_node.has_error,
+    )
+
+
+def _nth(method_id: str) -> int:
+    """``@2`` in a chunk id -> 2; 1 without it."""
+    tail = method_id.rpartition("::")[2]
+    _, at, n = tail.rpartition("@")
+    return int(n) if at and n.isdigit() else 1
+
+
+def _annotation_range(lines: list[str], c: Chunk, target: str) -> tuple[int, int, int]:
+    """Where the annotation's name string is: searched on the lines from the method's first line
+    (doc comment included) to its name; the name's position when it is not found."""
+    needle = '"' + target + '"'
+    for row in range(max(c.start_line - 1, 0), min(c.name_range[0] + 1, len(lines))):
+        line = lines[row]
+        if "&" not in line:
+            continue
+        k = line.find(needle)
+        if k >= 0:
+            col = _width(line[: k + 1])
+            return row, col, col + _width(target)
+    return c.name_range[0], c.name_range[1], c.name_range[3]
+
+
+def module_references(
+    text: str,
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    extension: bool = False,
+    chunks: Sequence[Chunk] | None = None,
+    max_lines: int = 400,
+) -> FileRefs:
+    """:func:`extract_references` for a module text: normalises and parses it once (and chunks
+    it when ``chunks`` is not given). For tests, tools and until the chunker hands over its tree."""
+    text = normalize_text(text)
+    if chunks is None:
+        chunks = chunk_module(
+            text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
+        )
+    data = text.encode("utf-8")
+    tree = parser().parse(data)
+    return extract_references(
+        tree,
+        data,
+        chunks,
+        path=path,
+        owner=owner,
+        object_type=object_type,
+        module_kind=module_kind,
+        extension=extension,
+    )
