@@ -473,7 +473,10 @@ class SharedCacheStatus(msgspec.Struct, kw_only=True):
     ``state``: ``not connected`` | ``ok`` | ``down`` | ``incompatible``; ``hits`` / ``misses``:
     text hashes found / not found there since start; ``written``: vectors sent back;
     ``unreached``: hashes not looked up because it was not usable (embedded locally);
-    ``retry_in_s``: seconds to the next try after a fault."""
+    ``unsent``: vectors embedded here while it could not take them, kept in the index dir
+    and written once it can (a read-write client); ``retry_in_s``: seconds to the next try
+    after a fault; ``last_error`` is the fault of a cache that is not ``ok`` (cleared when
+    it recovers)."""
 
     url: str
     mode: str
@@ -483,6 +486,7 @@ class SharedCacheStatus(msgspec.Struct, kw_only=True):
     misses: int = 0
     written: int = 0
     unreached: int = 0
+    unsent: int = 0
     last_error: str | None = None
     last_error_at: float | None = None  # unix time
     retry_in_s: float | None = None

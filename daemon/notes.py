@@ -211,9 +211,10 @@ def _dense_lines(dense: dict) -> list[str]:
     if sc:
         err = f"; last error: {sc.get('last_error')}" if sc.get("last_error") else ""
         retry = f"; retry in {duration(sc.get('retry_in_s'))}" if sc.get("retry_in_s") is not None else ""
+        unsent = f", {sc['unsent']} not written yet (sent when it can take them)" if sc.get("unsent") else ""
         lines.append(
             f"  shared:   {sc.get('url')} ({sc.get('mode')}, {sc.get('state')}): {sc.get('hits', 0)} hits, "
-            f"{sc.get('misses', 0)} misses, {sc.get('written', 0)} written{err}{retry}"
+            f"{sc.get('misses', 0)} misses, {sc.get('written', 0)} written{unsent}{err}{retry}"
         )
     return lines
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 
 from .contract import DEFAULT_EMBEDDER, NO_EMBEDDER
@@ -111,7 +112,10 @@ shared_cache_mode_arg = _argparse_type(check_shared_cache_mode)
 def check_shared_cache(dsn: str) -> str:
     """A PostgreSQL DSN as libpq takes it: a ``postgresql://`` / ``postgres://`` URL or the
     ``key=value`` form (stripped); ``ValueError`` for anything else (another database's URL,
-    an empty string), naming only the scheme — the DSN may hold a password."""
+    an empty string, a URL with unencoded spaces or a non-numeric port, a ``key=value`` string
+    libpq cannot split), naming only the scheme or the fault, never the value: the DSN may
+    hold a password. (:class:`daemon.index.shared_cache.SharedCache` checks again with libpq's
+    own parser.)"""
     s = (dsn or "").strip()
     if not s:
         raise ValueError("empty shared cache DSN")
@@ -119,9 +123,28 @@ def check_shared_cache(dsn: str) -> str:
         scheme = s.split("://", 1)[0].lower()
         if scheme not in ("postgresql", "postgres"):
             raise ValueError(f"the shared cache is PostgreSQL: a postgresql:// URL or key=value DSN, not {scheme}://")
+        if any(ch.isspace() for ch in s):
+            raise ValueError(
+                "the shared cache DSN cannot be parsed: it has unencoded spaces (in a postgresql:// URL write a space as %20)"
+            )
+        authority = s.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+        for host in authority.split(","):
+            port = host.rpartition("]")[2].rpartition(":")[2] if ":" in host.rpartition("]")[2] else ""
+            if port and not port.isdigit():
+                raise ValueError("the shared cache DSN cannot be parsed: its port is not a number")
     elif "=" not in s:
         raise ValueError("the shared cache DSN is neither a postgresql:// URL nor key=value pairs")
+    elif not _KV_DSN.fullmatch(s):
+        raise ValueError(
+            "the shared cache DSN cannot be parsed: a key=value pair has no '=' (quote a value with spaces: "
+            "password='a b')"
+        )
     return s
+
+
+#: libpq's ``key=value`` connection string: pairs separated by blanks, blanks allowed around
+#: ``=``, a value unquoted (backslash escapes) or in single quotes (``\'`` and ``\\`` inside).
+_KV_DSN = re.compile(r"\s*(?:\w+\s*=\s*(?:'(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)+)\s*)+", re.DOTALL)
 
 
 #: argparse ``type`` for ``--shared-cache`` (:func:`check_shared_cache`).

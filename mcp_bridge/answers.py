@@ -220,6 +220,7 @@ def _shared_info(sc) -> SharedCacheInfo | None:
         misses=sc.misses,
         written=sc.written,
         unreached=sc.unreached,
+        unsent=sc.unsent,
         last_error=sc.last_error,
         retry_in_s=sc.retry_in_s,
     )

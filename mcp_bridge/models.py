@@ -299,6 +299,7 @@ class SharedCacheInfo(_Out):
     misses: int = 0
     written: int = 0
     unreached: int = Field(0, description="Not looked up while it was unusable (embedded locally)")
+    unsent: int = Field(0, description="Embedded while it could not take them: written once it can")
     last_error: str | None = None
     retry_in_s: float | None = None
 

@@ -782,6 +782,8 @@ class Service:
             if not ids:
                 if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
+                if eng.shared_cache is not None and eng.shared_cache.unsent_count:
+                    eng.shared_cache.drain()  # the server may be back: tried when its back-off allows
                 self._dense_wake.wait(1.0)
                 self._dense_wake.clear()
                 continue
@@ -865,10 +867,14 @@ class Service:
         from ..index.shared_cache import for_embedder
 
         try:
-            self.engine.shared_cache = for_embedder(self.shared_cache_dsn, self.engine.embedder, self.shared_cache_mode)
+            self.engine.shared_cache = for_embedder(
+                self.shared_cache_dsn, self.engine.embedder, self.shared_cache_mode, index_dir=self.engine.index_dir
+            )
         except Exception as exc:
             log.exception("shared embedding cache not used")
             self.last_error = f"shared cache: {type(exc).__name__}: {exc}"
+            return
+        self.engine.shared_cache.drain()  # what an earlier run could not write goes first
 
     def _save_dense(self) -> None:
         with self._dense_lock:
