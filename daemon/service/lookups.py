@@ -80,6 +80,7 @@ class Lookups:
         base = first.id.split("#", 1)[0]
         group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
         text = group[0].text if len(group) == 1 else self._lines(group[0].path, group[0].start_line, group[-1].end_line)
+        docs, docs_total = self._doc_refs_counted([first.id, base])
         return MethodInfo(
             id=base,
             path=first.path,
@@ -98,7 +99,8 @@ class Lookups:
             start_line=group[0].start_line,
             end_line=group[-1].end_line,
             text=text,
-            docs=self._doc_refs([first.id, base]),
+            docs=docs,
+            docs_total=docs_total,
         )
 
     def _method_in(self, rel: str, name: str) -> tuple[Chunk, list[Chunk]]:
@@ -149,6 +151,11 @@ class Lookups:
         return links
 
     def _doc_refs(self, ids) -> list:
+        return self._doc_refs_counted(ids)[0]
+
+    def _doc_refs_counted(self, ids) -> tuple[list, int]:
+        """(the first :data:`daemon.sources.docs.MAX_DOC_REFS` docs sections that name any of
+        ``ids``, how many name them in all)."""
         from ..sources.docs import MAX_DOC_REFS, doc_ref
 
         links = self.doc_links()
@@ -156,8 +163,14 @@ class Lookups:
         for cid in ids:
             for d in links.mentions.get(cid, []):
                 out[d] = None
-        refs = [self.engine.get_chunk(d) for d in out]
-        return [doc_ref(c) for c in refs if c is not None][:MAX_DOC_REFS]
+        refs = []
+        for d in out:
+            c = self.engine.get_chunk(d)
+            if c is not None:
+                refs.append(doc_ref(c))
+                if len(refs) == MAX_DOC_REFS:
+                    break
+        return refs, len(out)
 
     def doc_mentions(self, ids: list[str]) -> dict:
         """``{chunk id: [DocRef]}``: the docs sections that name each method (ids without any
