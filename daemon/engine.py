@@ -699,6 +699,14 @@ class Engine:
                     modules[r.path] = kinds[kind_col[first]]
         return o, fields, modules
 
+    def object_names(self, object_type: str) -> dict[str, str]:
+        """``{owner: name}`` of every indexed metadata object of ``object_type`` (Russian
+        singular), in index order: what a lookup that found nothing picks its suggestions from."""
+        with self.lock:
+            store = self.store
+            objects = [store.get(s) for s in store.slots_where(kind="object", object_type=object_type).tolist()]
+        return {c.owner: c.name for c in objects if c is not None}
+
     def similar_objects(self, name: str, limit: int = 5) -> list[str]:
         """Metadata objects whose names are closest to an unknown ``Тип.Имя`` (or a bare
         name), for "did you mean": the names channel (exact, prefix, CamelHump) on the name

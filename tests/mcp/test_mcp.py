@@ -421,6 +421,8 @@ def test_describe_object_catalog_register_enum(ssl):
         async with session(link_for(ssl)) as c:
             users = ok(await c.call_tool("describe_object", {"name": "Справочник.Пользователи"}), ObjectOutput)
             en = ok(await c.call_tool("describe_object", {"name": "Catalog.Пользователи"}), ObjectOutput)
+            readme = ok(await c.call_tool("describe_object", {"name": "Catalog.Users"}), ObjectOutput)
+            nothing = err(await c.call_tool("describe_object", {"name": "Document.Invoice"}))
             reg = ok(
                 await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}),
                 ObjectOutput,
@@ -433,10 +435,11 @@ def test_describe_object_catalog_register_enum(ssl):
             wrong_type = err(await c.call_tool("describe_object", {"name": "Документ.Пользователи"}))
             bad_type = err(await c.call_tool("describe_object", {"name": "Справочнк.Пользователи"}))
             no_type = err(await c.call_tool("describe_object", {"name": "Пользователи"}))
-            return users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type
+            return users, en, readme, nothing, reg, enum, unknown, singular, wrong_type, bad_type, no_type
 
-    users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
-    assert users == en
+    users, en, readme, nothing, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
+    assert users == en == readme  # the README's own example: English type and name on a Russian configuration
+    assert "Документ.Invoice" in nothing and "the index has no metadata object of type Документ" in nothing
     assert (users.owner, users.object_type, users.object_type_en, users.path) == (
         "Справочник.Пользователи",
         "Справочник",
