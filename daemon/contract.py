@@ -436,6 +436,9 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
     anchor: str = ""
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
+    # docs sections: what is wrong with the page (an unclosed code fence swallows the headings
+    # after it: Status.docs_problems; set by the daemon)
+    page_problem: str = ""
 
 
 class SearchResult(msgspec.Struct, kw_only=True):
@@ -473,7 +476,10 @@ class SharedCacheStatus(msgspec.Struct, kw_only=True):
     ``state``: ``not connected`` | ``ok`` | ``down`` | ``incompatible``; ``hits`` / ``misses``:
     text hashes found / not found there since start; ``written``: vectors sent back;
     ``unreached``: hashes not looked up because it was not usable (embedded locally);
-    ``retry_in_s``: seconds to the next try after a fault."""
+    ``unsent``: vectors embedded here while it could not take them, kept in the index dir
+    and written once it can (a read-write client); ``retry_in_s``: seconds to the next try
+    after a fault; ``last_error`` is the fault of a cache that is not ``ok`` (cleared when
+    it recovers)."""
 
     url: str
     mode: str
@@ -483,6 +489,7 @@ class SharedCacheStatus(msgspec.Struct, kw_only=True):
     misses: int = 0
     written: int = 0
     unreached: int = 0
+    unsent: int = 0
     last_error: str | None = None
     last_error_at: float | None = None  # unix time
     retry_in_s: float | None = None
@@ -583,6 +590,10 @@ class Status(msgspec.Struct, kw_only=True):
     chunks: int
     docs_pages: int = 0  # markdown pages indexed (daemon.sources.docs)
     docs_sections: int = 0  # their sections (chunks of kind "section")
+    # docs pages read with a problem (path -> what: a code fence never closed swallows the
+    # headings after it, broken UTF-8, a cut page or heading), the first 50; the count is complete
+    docs_problems: dict[str, str] = {}
+    docs_problem_count: int = 0
     bm25_terms: int
     dense: DenseStatus
     watcher: WatchStatus
@@ -652,7 +663,8 @@ class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One method with its full text (all parts of a long method joined); ``docs``: the
-    documentation sections that mention it (:class:`DocRef`, at most 20)."""
+    documentation sections that mention it (:class:`DocRef`, the first 20), ``docs_total``:
+    how many there are (more than ``len(docs)`` when the list was cut)."""
 
     id: str
     path: str
@@ -672,6 +684,7 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     end_line: int
     text: str
     docs: list[DocRef] = []
+    docs_total: int = 0
 
 
 class ModuleText(msgspec.Struct, kw_only=True):

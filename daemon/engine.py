@@ -201,6 +201,7 @@ class Engine:
         self.on_damaged: Callable[[], None] | None = None
         self.shared_cache = None  # daemon.index.shared_cache.SharedCache or None, set by the caller
         self._counts: tuple = (None, 0, 0, 0)
+        self._docs_problems: tuple = (None, {})  # (index version, docs_problems())
 
     @property
     def params(self) -> RankingParams:
@@ -645,6 +646,24 @@ class Engine:
         with self.lock:
             return [k.path for k in self.skipped if k.path in self.files]
 
+    def docs_problems(self) -> dict[str, str]:
+        """``{path: what is wrong}`` of the docs pages read with a problem, in path order: a code
+        fence never closed (the rest of the page, its headings included, is one code block), broken
+        UTF-8, a page or heading cut (the notes :func:`daemon.sources.markdown.chunk_markdown` keeps
+        on a page's first chunk). Read again only after a batch changed the index."""
+        with self.lock:
+            key = (id(self.store), self.version)
+            if self._docs_problems[0] != key:
+                out = {}
+                for r in self.files.values():
+                    if r.kind == "docs" and r.slots:
+                        first = self.store.get(r.slot_list()[0])
+                        note = first.properties.get("notes") if first is not None else None
+                        if note:
+                            out[r.path] = note
+                self._docs_problems = (key, dict(sorted(out.items())))
+            return self._docs_problems[1]
+
     def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
         """The metadata object ``<object_type>.<name>`` (Russian singular type; the name is
         matched case- and ``ё``-insensitively): its ``object`` chunk, its field chunks (in
@@ -679,6 +698,14 @@ class Engine:
                 if owner == o.owner or owner.startswith(prefix):
                     modules[r.path] = kinds[kind_col[first]]
         return o, fields, modules
+
+    def object_names(self, object_type: str) -> dict[str, str]:
+        """``{owner: name}`` of every indexed metadata object of ``object_type`` (Russian
+        singular), in index order: what a lookup that found nothing picks its suggestions from."""
+        with self.lock:
+            store = self.store
+            objects = [store.get(s) for s in store.slots_where(kind="object", object_type=object_type).tolist()]
+        return {c.owner: c.name for c in objects if c is not None}
 
     def similar_objects(self, name: str, limit: int = 5) -> list[str]:
         """Metadata objects whose names are closest to an unknown ``Тип.Имя`` (or a bare

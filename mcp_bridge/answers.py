@@ -137,6 +137,7 @@ def search_hit(h, query: str, *, detail: bool) -> SearchHit:
         match=honest_match(h.match, query, h.name, h.owner, qn),
         summary=_hit_summary(h),
         stale=h.stale,
+        page_problem=h.page_problem,
     )
     if h.kind in DOCS_KINDS:
         hit.heading_path = h.signature
@@ -220,6 +221,7 @@ def _shared_info(sc) -> SharedCacheInfo | None:
         misses=sc.misses,
         written=sc.written,
         unreached=sc.unreached,
+        unsent=sc.unsent,
         last_error=sc.last_error,
         retry_in_s=sc.retry_in_s,
     )
@@ -257,6 +259,7 @@ def root_status(link: RootLink, res, *, detail: bool) -> RootStatus:
         stale_count=st.stale_count,
         skipped_count=st.skipped_count,
         skipped=dict(st.skipped),
+        docs_problem_count=st.docs_problem_count,
     )
     if detail:
         data = msgspec.to_builtins(st)
@@ -264,6 +267,7 @@ def root_status(link: RootLink, res, *, detail: bool) -> RootStatus:
         data["daemon"] = msgspec.to_builtins(res.daemon)
         out.dense.embedder, out.dense.model = d.embedder, d.model
         out.stale_files = list(st.stale_files)
+        out.docs_problems = dict(st.docs_problems)
         out.skipped_files = [SkippedFile(path=k.path, reason=k.reason, detail=k.detail) for k in st.skipped_files]
         out.pid, out.uptime_s, out.index_dir, out.log = st.pid, st.uptime_s, st.index_dir, res.daemon.log
         out.summary = notes.format_status(data)

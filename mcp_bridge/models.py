@@ -96,6 +96,9 @@ class SearchHit(_Out):
     heading_path: str = Field("", description="Docs sections: H1 > H2 > H3")
     link: str = Field("", description="Docs sections: path#anchor; read it with read_document")
     stale: bool = Field(False, description="Changed on disk and not re-indexed yet: re-check with read_module")
+    page_problem: str = Field(
+        "", description="Docs sections: what is wrong with the page (an unclosed code fence hides later headings)"
+    )
     name: str = detail("")
     owner: str = detail("")
     object_type: str = detail("", "the owner's type, ОбщийМодуль, Справочник, ...")
@@ -123,6 +126,7 @@ class SearchOutput(_Out):
     note: str = Field("", description="What to know about this answer (warming, semantic coverage, stale files)")
     stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
     stale_count: int = 0
+    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
     index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
     mode: str = detail("")
     hits: list[SearchHit]
@@ -176,6 +180,7 @@ class FindSymbolOutput(_Out):
     note: str = ""
     stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
     stale_count: int = 0
+    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
     index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
     symbols: list[SymbolDef]
 
@@ -299,6 +304,7 @@ class SharedCacheInfo(_Out):
     misses: int = 0
     written: int = 0
     unreached: int = Field(0, description="Not looked up while it was unusable (embedded locally)")
+    unsent: int = Field(0, description="Embedded while it could not take them: written once it can")
     last_error: str | None = None
     retry_in_s: float | None = None
 
@@ -350,6 +356,8 @@ class RootStatus(_Out):
     stale_count: int = Field(0, description="Files changed on disk and not re-indexed yet")
     skipped_count: int = Field(0, description="Files left out of the index (detail lists them)")
     skipped: dict[str, int] = Field(default_factory=dict, description="Those, counted by reason")
+    docs_problem_count: int = Field(0, description="Docs pages read with a problem (detail says which and what)")
+    docs_problems: dict[str, str] = detail(description="page -> what is wrong, the first 50", factory=dict)
     stale_files: list[str] = detail(description="the first 50", factory=list)
     skipped_files: list[SkippedFile] = detail(description="at most 50, every reason represented", factory=list)
     pid: int | None = detail(None)

@@ -53,9 +53,6 @@ MAX_READ_CHARS = 60_000
 MAX_METHOD_CHARS = 60_000
 #: ``get_method`` lists at most this many docs sections (``docs_total`` counts them all).
 METHOD_DOCS = 10
-#: The daemon lists at most this many docs sections per method (``daemon.sources.docs.MAX_DOC_REFS``)
-#: and does not send the total: a full list may have been cut.
-DAEMON_DOC_REFS = 20
 #: ``wait_fresh`` of search and find_symbol, seconds: bounded so that a call stays well inside the
 #: bridge's request timeout (``mcp_bridge.links.REQUEST_TIMEOUT``).
 MAX_WAIT_FRESH_S = 10.0
@@ -159,7 +156,12 @@ def _stale_note(res, waited: float) -> str:
 
 def _freshness(res) -> dict:
     """The stale fields of a search or find_symbol answer."""
-    return {"stale": res.stale, "stale_paths": list(res.stale_paths), "stale_count": res.stale_count}
+    return {
+        "stale": res.stale,
+        "stale_paths": list(res.stale_paths),
+        "stale_count": res.stale_count,
+        "stale_reason": res.stale_reason or "",
+    }
 
 
 # ------------------------------------------------------------------------------ search
@@ -367,8 +369,8 @@ async def get_method(
     warming = notes.lexical_warming(st)
     m = await _call(b, link, lambda c: c.get_method(name, path), warming=warming)
     text, truncated, note = _method_text(m)
-    total = getattr(m, "docs_total", None) or len(m.docs)
-    docs_truncated = total > METHOD_DOCS or (getattr(m, "docs_total", None) is None and total >= DAEMON_DOC_REFS)
+    total = max(m.docs_total, len(m.docs))  # an older daemon sends no total (0)
+    docs_truncated = total > min(len(m.docs), METHOD_DOCS)
     out = MethodOutput(
         root=link.name,
         path=m.path,

@@ -149,10 +149,28 @@ SESSION_MARK = "BSL_LENS_TEST_SESSION"
 LEFTOVER_GRACE_S = 5.0
 
 
+def pytest_addoption(parser):
+    parser.addoption(
+        "--daemon-transport",
+        choices=("unix", "tcp"),
+        default=None,
+        help="the transport of every daemon the tests start (BSL_LENS_TRANSPORT for the CLI, the daemons, the LSP "
+        "and MCP servers): tcp runs the daemon, CLI, LSP and MCP tests over loopback TCP with a token, Windows' "
+        "only transport (default: $BSL_LENS_TRANSPORT, else unix)",
+    )
+
+
 def pytest_configure(config):
     import uuid
 
     os.environ[SESSION_MARK] = f"{os.getpid()}-{uuid.uuid4().hex}"
+    transport = config.getoption("--daemon-transport")
+    if transport:  # inherited by every process the tests start
+        os.environ["BSL_LENS_TRANSPORT"] = transport
+
+
+def pytest_report_header(config):
+    return f"daemon transport: {os.environ.get('BSL_LENS_TRANSPORT') or 'unix'}"
 
 
 def _run_long(config) -> bool:

@@ -63,6 +63,12 @@ def wait_until(pred, timeout: float = TIMEOUT, what: str = "condition") -> None:
         delay = min(delay * 2, 0.2)
 
 
+def transport() -> str:
+    """The transport of the daemons this session starts: ``tcp`` under ``pytest --daemon-transport
+    tcp`` (or ``BSL_LENS_TRANSPORT=tcp``), else ``unix``."""
+    return (os.environ.get("BSL_LENS_TRANSPORT") or "unix").strip().lower()
+
+
 def copy_sample(dst: Path) -> Path:
     """A private copy of the bundled sample export (15 modules, 68 methods)."""
     shutil.copytree(SAMPLE, dst)
@@ -129,6 +135,46 @@ class DaemonHandle:
         kw.setdefault("client", "tests")
         kw.setdefault("request_timeout", TIMEOUT)
         return connect(self.root, index_dir=self.index_dir, spawn=False, **kw)
+
+    def address(self) -> str:
+        """Where the daemon listens: its socket path, or ``tcp:127.0.0.1:<port>``."""
+        from daemon.client import address_of
+
+        return address_of(self.paths)
+
+    def listening(self) -> bool:
+        """The daemon's endpoint is there: its socket file, or the port in ``daemon.json``."""
+        if transport() == "tcp":
+            st = runtime.read_state(self.paths)
+            return st is not None and st.port > 0
+        return self.paths.socket.exists()
+
+    def raw(self):
+        """A raw connection to the daemon and a binary file over it, for hand-written lines;
+        the first line must be :meth:`hello_line`."""
+        import socket
+
+        address = self.address()
+        if address.startswith("tcp:"):
+            host, port = address[4:].rsplit(":", 1)
+            s = socket.create_connection((host, int(port)), timeout=TIMEOUT)
+        else:
+            s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            s.settimeout(TIMEOUT)
+            s.connect(address)
+        return s, s.makefile("rwb")
+
+    def hello_line(self, client: str = "raw") -> bytes:
+        """A ``hello`` request line (with the token over TCP)."""
+        import json
+
+        from daemon.server import protocol
+
+        params = {"protocol": protocol.PROTOCOL_VERSION, "client": client}
+        token = runtime.read_token(self.paths)
+        if token:
+            params["token"] = token
+        return json.dumps({"jsonrpc": "2.0", "id": 0, "method": "hello", "params": params}).encode() + b"\n"
 
     def alive(self) -> bool:
         """True while some process holds the daemon's index-dir lock, or the root lock on

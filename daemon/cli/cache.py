@@ -97,7 +97,8 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
     either are embedded by ``workers`` processes; then the dense index is completed from
     the local cache and saved. Returns the figures: ``pending``, ``shared_hits``,
     ``embedded``, ``embed_s`` (wall seconds of the embedding alone), ``texts_per_s``,
-    ``written`` (to the shared cache), ``total_s``."""
+    ``written`` (to the shared cache, what an earlier run left unsent included), ``unsent``
+    (vectors the shared cache could not take: kept for the next run), ``total_s``."""
     from ..index.embed import text_hash
 
     t0 = time.perf_counter()
@@ -107,8 +108,9 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
     with eng.lock:
         texts = list(dict.fromkeys(t for t in (eng.vector_text(k) for k in pending) if t is not None))
     hashes = [text_hash(t) for t in texts]
-    hits, written = 0, 0
+    hits = 0
     if shared is not None:
+        shared.drain()  # what an earlier run could not write goes first
         found = shared.lookup(hashes)
         hits = len(found)
         new = [h for h in found if h not in eng.cache]
@@ -119,15 +121,14 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
         for i in range(0, len(up), 1000):
             part = up[i : i + 1000]
             got = eng.cache.get_many(part)
-            written += shared.store(part, np.stack([got[h] for h in part]))
+            shared.store(part, np.stack([got[h] for h in part]))
     todo = [(h, t) for h, t in zip(hashes, texts, strict=True) if h not in eng.cache]
 
     def sink(i: int, vecs: np.ndarray) -> None:
-        nonlocal written
         keys = [h for h, _ in todo[i : i + len(vecs)]]
         eng.cache.put_many(keys, vecs)
         if shared is not None:
-            written += shared.store(keys, vecs)
+            shared.store(keys, vecs)
 
     t1 = time.perf_counter()
     embed_texts(eng.embedder, spec, [t for _, t in todo], workers, sink, progress)
@@ -142,7 +143,8 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
         "workers": workers,
         "embed_s": round(embed_s, 2),
         "texts_per_s": round(len(todo) / embed_s, 2) if todo and embed_s > 0 else 0.0,
-        "written": written,
+        "written": shared.status().written if shared is not None else 0,  # by this client, in this run
+        "unsent": shared.unsent_count if shared is not None else 0,
         "total_s": round(time.perf_counter() - t0, 2),
     }
 
@@ -268,8 +270,14 @@ def cmd_cache_import(args) -> int:
     line = f"imported {len(keys)} new vectors of {len(src)} in {args.file} into {cache_file} ({len(cache)} now)"
     from ..index.shared_cache import for_embedder
 
-    shared = for_embedder(getattr(args, "shared_cache", None), emb, getattr(args, "shared_cache_mode", None) or "rw")
+    shared = for_embedder(
+        getattr(args, "shared_cache", None),
+        emb,
+        getattr(args, "shared_cache_mode", None) or "rw",
+        index_dir=eng.index_dir,
+    )
     if shared is not None:
+        shared.drain()
         allk = src.keys()
         step = 1000
         for i in range(0, len(allk), step):
@@ -280,6 +288,8 @@ def cmd_cache_import(args) -> int:
         line += f"; {st.written} sent to the shared cache {st.url}" + (
             f" (last error: {st.last_error})" if st.last_error else ""
         )
+        if st.unsent:
+            line += f"; {st.unsent} not written yet (kept in the index dir; sent by the next run)"
         shared.close()
     print(line)
     return 0

@@ -38,6 +38,7 @@ def daemon_spawn_args(args) -> list[str]:
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
         docs=args.docs or (),
+        transport=args.transport,
     )
 
 
@@ -184,6 +185,9 @@ def restart_options(args, opts) -> list[str]:
     if args.log_file is None and opts.log_file:
         args.log_file = opts.log_file
         kept.append(f"--log-file {opts.log_file}")
+    if "transport" not in explicit and opts.transport and opts.transport != args.transport:
+        args.transport = opts.transport
+        kept.append(f"--transport {opts.transport}")
     return kept
 
 
@@ -218,6 +222,7 @@ def cmd_daemon_run(args) -> int:
             shared_cache=args.shared_cache,
             shared_cache_mode=args.shared_cache_mode,
             docs=args.docs,
+            transport=args.transport,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)

@@ -55,9 +55,14 @@ def attach_shared_cache(eng, args):
     from ..index.shared_cache import for_embedder
 
     shared = for_embedder(
-        getattr(args, "shared_cache", None), eng.embedder, getattr(args, "shared_cache_mode", None) or "rw"
+        getattr(args, "shared_cache", None),
+        eng.embedder,
+        getattr(args, "shared_cache_mode", None) or "rw",
+        index_dir=eng.index_dir,
     )
     eng.shared_cache = shared
+    if shared is not None:
+        shared.drain()  # what an earlier run could not write goes first
     return shared
 
 
@@ -65,9 +70,10 @@ def shared_line(shared) -> str:
     """One line on what the shared embedding cache did (hits, misses, written, last error)."""
     st = shared.status()
     err = f"; last error: {st.last_error}" if st.last_error else ""
+    unsent = f", {st.unsent} not written yet (kept in the index dir; sent by the next run)" if st.unsent else ""
     return (
         f"shared cache {st.url} ({st.mode}, {st.state}): {st.hits} hits, {st.misses} misses, "
-        f"{st.written} written, {st.unreached} not looked up{err}"
+        f"{st.written} written{unsent}, {st.unreached} not looked up{err}"
     )
 
 

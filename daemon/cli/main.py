@@ -38,9 +38,24 @@ __all__ = [
 ]
 
 
+def utf8_streams() -> None:
+    """Make stdout and stderr write UTF-8 whatever the locale says: a configuration's names are
+    Cyrillic, and a pipe or file on Windows (or a ``C`` locale elsewhere) would otherwise be
+    cp1252 or ASCII and fail on the first name printed. A console that already writes UTF-8
+    (Windows' console, a UTF-8 locale) is left alone."""
+    for stream in (sys.stdout, sys.stderr):
+        enc = (getattr(stream, "encoding", None) or "").lower().replace("-", "").replace("_", "")
+        if enc != "utf8" and hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(encoding="utf-8", errors="replace")
+            except (ValueError, OSError):
+                pass
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point. Returns the exit code: 0 success, 1 a command failed (message on
     stderr, no traceback for bad input or OS errors), 2 bad usage, 130 interrupted."""
+    utf8_streams()
     args = parse_args(argv)
     level = logging.WARNING - 10 * min(args.verbose, 2)
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -16,11 +16,13 @@ from ..options import (
     ENV_VARS,
     SHARED_CACHE_HELP,
     SHARED_CACHE_MODE_HELP,
+    TRANSPORT_HELP,
     SettingError,
     embedder_arg,
     resolve,
     shared_cache_arg,
     shared_cache_mode_arg,
+    transport_arg,
 )
 from .bench import cmd_bench, cmd_demo
 from .daemon_cmds import START_WAIT_S, cmd_daemon_restart, cmd_daemon_run, cmd_daemon_start, cmd_daemon_stop, cmd_status
@@ -319,6 +321,7 @@ def _daemon_opts(sp, *, spawn: bool = True, restart: bool = False) -> None:
         help="file watching: auto (native, else polling; default), native, polling, off",
     )
     sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
+    sp.add_argument("--transport", type=transport_arg, metavar="unix|tcp", help=TRANSPORT_HELP)
     sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
     sp.add_argument(
         "--reconcile-interval",

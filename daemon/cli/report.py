@@ -435,6 +435,7 @@ def _root_section(st: dict, idx: int, now: float) -> str:
         f'socket <span class="path">{e(daemon.get("socket", "?"))}</span></p>'
     )
     out += _freshness_lists(st)
+    out += _docs_block(st)
     out += _skipped_block(st)
     out.append(_recent_section(st.get("recent_queries"), now))
     out.append("</section>")
@@ -488,6 +489,17 @@ def _progress_card(st: dict, state: str) -> str:
         p.append(_bar(done, total, f"{_num(done)}/{_num(total)} embedded{pct}; {eta}"))
         if dense.get("pending"):
             p.append(f'<p class="muted">{_num(dense.get("pending"))} chunks queued for embedding</p>')
+        sc = dense.get("shared_cache") or {}
+        if sc:
+            unsent = sc.get("unsent") or 0
+            err = f"; last error: {sc['last_error']}" if sc.get("last_error") else ""
+            p.append(
+                f'<p class="shared {"warn" if unsent or sc.get("state") != "ok" else "muted"}">shared cache '
+                f"{e(sc.get('url'))} ({e(sc.get('mode'))}, {e(sc.get('state'))}): {_num(sc.get('hits', 0))} hits, "
+                f"{_num(sc.get('written', 0))} written"
+                + (f", <b>{_num(unsent)} not written yet</b> (sent when it can take them)" if unsent else "")
+                + f"{e(err)}</p>"
+            )
     else:
         p.append("<div class=sub>dense</div><p class=muted>off (lexical only)</p>")
     if st.get("saving"):
@@ -501,6 +513,10 @@ def _freshness_card(st: dict, now: float) -> str:
     lat = st.get("latency") or {}
     stale_count = st.get("stale_count", 0)
     degraded = f' <span class="warn">degraded: {e(watcher["degraded"])}</span>' if watcher.get("degraded") else ""
+    fresh = watcher.get("freshness") or "live"
+    if fresh not in ("live", "arming"):  # answers say stale, with this reason
+        why = watcher.get("freshness_reason") or ("--watch off" if fresh == "off" else "")
+        degraded += f' <span class="warn freshness">freshness {e(fresh)}{": " + e(why) if why else ""}</span>'
     rows = [
         ("watcher", e(watcher.get("mode", "?")) + degraded),
         ("pending events", _num(watcher.get("pending_events", 0))),
@@ -551,6 +567,21 @@ def _freshness_lists(st: dict) -> list[str]:
             more = f" (first {len(files)} of {total})" if isinstance(total, int) and total > len(files) else ""
             out.append(f'<h3>{e(label.capitalize())} files{more}</h3><ul class="files {e(key)}">{items}</ul>')
     return out
+
+
+def _docs_block(st: dict) -> list[str]:
+    """The docs pages read with a problem (``docs_problems``: a code fence never closed hides the
+    headings after it), when there are any."""
+    n = st.get("docs_problem_count") or 0
+    problems = st.get("docs_problems") if isinstance(st.get("docs_problems"), dict) else {}
+    if not n:
+        return []
+    more = f" (first {len(problems)} of {n})" if n > len(problems) else ""
+    rows = "".join(f"<tr><td class=path>{e(path)}</td><td>{e(what)}</td></tr>" for path, what in problems.items())
+    return [
+        f"<h3>Docs pages read with a problem <small>{_num(n)}</small>{more}</h3>",
+        f'<table class="grid docs-problems"><tr><th>page</th><th>problem</th></tr>{rows}</table>',
+    ]
 
 
 def _skipped_block(st: dict) -> list[str]:

@@ -81,6 +81,8 @@ def _print_hits(args, res) -> None:
         what = h.symbol or h.name
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
         print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]  ({ranks})")
+        if h.page_problem:
+            print(f"      page problem: {h.page_problem}")
         if args.snippets and h.snippet:
             for line in h.snippet.splitlines()[:6]:
                 print(f"      {line}")

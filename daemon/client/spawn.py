@@ -46,13 +46,16 @@ def daemon_args(
     shared_cache: str | None = None,
     shared_cache_mode: str | None = None,
     docs: Iterable[str] = (),
+    transport: str | None = None,
 ) -> list[str]:
     """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
     ``reconcile_interval`` in seconds (0 disables the periodic full re-check),
     ``shared_cache`` DSN and its mode (``rw``/``ro``; the DSN never reaches the spawned
     command line: :func:`daemon.server.runtime.spawn_daemon` moves it into the child's environment),
-    ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.sources.docs`)."""
+    ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.sources.docs`),
+    ``transport``: unix | tcp (None: the spawned daemon's default, which follows
+    ``BSL_LENS_TRANSPORT`` in the environment it inherits)."""
     args: list[str] = []
     for d in docs or ():
         args += ["--docs", str(d)]
@@ -64,6 +67,8 @@ def daemon_args(
         args += ["--shared-cache-mode", shared_cache_mode]
     if watch is not None:
         args += ["--watch", watch]
+    if transport is not None:
+        args += ["--transport", transport]
     if reconcile_interval is not None:
         args += ["--reconcile-interval", f"{reconcile_interval:g}"]
     if log_file is not None:
@@ -73,12 +78,15 @@ def daemon_args(
 
 
 def address_of(paths: runtime.Paths) -> str:
-    """Where the daemon for ``paths`` listens: the socket path, or ``tcp:127.0.0.1:<port>``
-    from ``daemon.json`` on Windows ("" when unknown)."""
-    if runtime.WINDOWS:  # pragma: no cover
-        st = runtime.read_state(paths)
-        return f"tcp:127.0.0.1:{st.port}" if st and st.port else ""
-    return str(paths.socket)
+    """Where the daemon for ``paths`` listens: ``tcp:127.0.0.1:<port>`` when ``daemon.json``
+    names a port and a daemon holds the index dir's lock (a TCP daemon: Windows, ``--transport
+    tcp``; a port left by a killed one is never tried, another program may have it now), else
+    the socket path ("" on Windows: no daemon there yet). The client follows the daemon, whatever
+    its own ``BSL_LENS_TRANSPORT``."""
+    st = runtime.read_state(paths)
+    if st is not None and st.port and runtime.lock_is_held(paths.lock):
+        return f"tcp:127.0.0.1:{st.port}"
+    return "" if runtime.WINDOWS else str(paths.socket)
 
 
 class RootBusy(DaemonError):
@@ -260,6 +268,7 @@ def connect(
     if probe():
         return found[0]
     if not spawn:
+        _check_owner(paths)  # RootBusy when the root's daemon serves another index dir
         raise DaemonNotRunning(
             f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})"
         )
@@ -314,6 +323,7 @@ async def connect_async(
         return await open_()
     except DaemonNotRunning:
         if not spawn:
+            _check_owner(paths)  # RootBusy when the root's daemon serves another index dir
             raise DaemonNotRunning(
                 f"no bsl-lens daemon is running for {paths.root} (start it: bsl-lens daemon start {paths.root})"
             ) from None

@@ -24,7 +24,7 @@ import os
 import uuid
 from pathlib import Path
 
-from .storage import atomic_write_bytes
+from .storage import atomic_write_bytes, atomic_write_parts
 
 log = logging.getLogger(__name__)
 
@@ -45,13 +45,38 @@ def reset(path: Path, generation: str) -> None:
     atomic_write_bytes(Path(path), MAGIC + generation.encode("ascii"))
 
 
+def frame(payload: bytes) -> bytes:
+    """One frame of ``payload``: its length, its digest, the payload (the module docstring)."""
+    return len(payload).to_bytes(4, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
+
+
+def write(path: Path, generation: str, payloads: list[bytes]) -> None:
+    """Make ``path`` a journal of ``generation`` holding ``payloads``, atomically replacing any
+    old one (a journal rewritten with what is left of it)."""
+    if len(generation) != _GEN_LEN:
+        raise ValueError("generation must be 32 characters")
+    atomic_write_parts(Path(path), [MAGIC + generation.encode("ascii"), *(frame(p) for p in payloads)])
+
+
+def generation_of(path: Path) -> str | None:
+    """The generation a journal file belongs to; None when it is missing, unreadable or not a
+    journal."""
+    try:
+        with open(path, "rb") as fh:
+            head = fh.read(len(MAGIC) + _GEN_LEN)
+    except OSError:
+        return None
+    if not head.startswith(MAGIC) or len(head) < len(MAGIC) + _GEN_LEN:
+        return None
+    return head[len(MAGIC) :].decode("ascii", "replace")
+
+
 def append(path: Path, payload: bytes) -> int:
     """Append one frame to an existing journal; returns the journal's size in bytes.
     ``FileNotFoundError`` if the journal was never :func:`reset`."""
-    frame = len(payload).to_bytes(4, "little") + hashlib.blake2b(payload, digest_size=_DIGEST).digest() + payload
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_BINARY", 0))  # no newline translation on Windows
     try:
-        os.write(fd, frame)
+        os.write(fd, frame(payload))
         return os.fstat(fd).st_size
     finally:
         os.close(fd)

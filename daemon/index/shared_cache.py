@@ -25,7 +25,14 @@ wrong password, a missing extension, tables of another schema version or another
 -> the lookup returns what it has (usually nothing), the caller embeds locally, the fault is
 logged once (and its recovery), :meth:`SharedCache.status` reports it, and the next try
 comes after a back-off (:data:`RETRY_MIN_S` doubling up to :data:`RETRY_MAX_S`). Vectors of
-another model are never returned: the fingerprint is part of the key. The DSN's password is
+another model are never returned: the fingerprint is part of the key.
+
+No vector is lost to a fault: what a read-write client embeds while the server cannot take
+it (down, in the back-off, a failed write) goes to the *unsent* journal in the index dir
+(:class:`Unsent`, ``shared-unsent-<model>.bin``), which is sent first thing once the server
+answers again (the next lookup or write), at start (:meth:`SharedCache.drain`: the daemon's
+dense thread, ``bsl-lens index`` and ``bsl-lens embed``) and by the daemon while idle;
+``status`` counts it (``unsent``). The DSN's password is
 never logged nor reported (:func:`mask_dsn`); libpq's ``~/.pgpass``, ``PGPASSWORD`` and
 ``PGSERVICE`` work as usual.
 
@@ -35,15 +42,18 @@ pgvector); without it the cache reports the missing package as its fault.
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import re
 import threading
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
 from ..contract import SharedCacheStatus
+from . import journal
 
 log = logging.getLogger(__name__)
 
@@ -67,6 +77,8 @@ RETRY_MAX_S = 300.0
 MISS_TTL_S = 300.0
 #: smallest pgvector with ``halfvec``.
 HALFVEC_SINCE = (0, 7)
+#: rows per statement when the unsent journal is sent (:meth:`SharedCache.drain`).
+DRAIN_BATCH = 1000
 
 # user:password@ up to the LAST @ of the authority: a password with an unencoded @ stays hidden
 _URL_PASS = re.compile(r"^(\w+://[^:/@]*):[^/?#]*@")
@@ -106,6 +118,82 @@ def _scrub(text: str, dsn: str) -> str:
     return " ".join(out.split())[:400]
 
 
+def unsent_path(index_dir: str | Path, fingerprint: str) -> Path:
+    """The unsent journal of model ``fingerprint`` in ``index_dir``: named by the hash of the
+    fingerprint, as the model's embedding cache (``embeddings-<tag>.bin``) is."""
+    tag = hashlib.sha256(fingerprint.encode("utf-8")).hexdigest()[:12]
+    return Path(index_dir) / f"shared-unsent-{tag}.bin"
+
+
+class Unsent:
+    """The vectors a read-write client embedded while the shared cache could not take them,
+    kept in a journal file (:mod:`daemon.index.journal` frames: a count, the raw text hashes,
+    the float32 vectors; 16 + 4 x dim bytes a vector) until they are sent. Loaded at
+    construction (a damaged tail is dropped with a logged warning, as any journal's); the
+    hashes are held in memory, the vectors are read back from the file when sent. Not
+    thread-safe (:class:`SharedCache` calls it under its lock); one process per index dir."""
+
+    def __init__(self, path: str | Path, dim: int) -> None:
+        self.path = Path(path)
+        self.dim = int(dim)
+        self.hashes: dict[str, None] = {}
+        gen = journal.generation_of(self.path)
+        if gen is not None:
+            for payload in journal.read(self.path, gen):
+                for h, _ in self._decode(payload):
+                    self.hashes[h] = None
+
+    def __len__(self) -> int:
+        return len(self.hashes)
+
+    def _encode(self, hashes: Sequence[str], vectors: np.ndarray) -> bytes:
+        raw = b"".join(bytes.fromhex(h) for h in hashes)
+        return len(hashes).to_bytes(4, "little") + raw + np.ascontiguousarray(vectors, dtype="<f4").tobytes()
+
+    def _decode(self, payload: bytes) -> list[tuple[str, np.ndarray]]:
+        n = int.from_bytes(payload[:4], "little")
+        if len(payload) != 4 + n * (16 + 4 * self.dim):
+            log.warning("shared cache: unsent journal %s holds vectors of another dimension; ignored", self.path)
+            return []
+        keys = payload[4 : 4 + 16 * n]
+        vecs = np.frombuffer(payload, dtype="<f4", offset=4 + 16 * n).reshape(n, self.dim)
+        return [(keys[i * 16 : i * 16 + 16].hex(), vecs[i]) for i in range(n)]
+
+    def add(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Append ``vectors`` (``(len(hashes), dim)``) under ``hashes``; ``OSError`` when the
+        file cannot be written."""
+        if not len(hashes):
+            return
+        if journal.generation_of(self.path) is None:
+            journal.reset(self.path, journal.new_generation())
+        journal.append(self.path, self._encode(hashes, vectors))
+        for h in hashes:
+            self.hashes[h] = None
+
+    def items(self) -> dict[str, np.ndarray]:
+        """``{hash: (dim,) float32}`` of every unsent vector, read from the file."""
+        gen = journal.generation_of(self.path)
+        out: dict[str, np.ndarray] = {}
+        for payload in journal.read(self.path, gen) if gen else []:
+            for h, v in self._decode(payload):
+                if h in self.hashes:
+                    out[h] = np.array(v, dtype=np.float32)
+        return out
+
+    def keep(self, left: dict[str, np.ndarray]) -> None:
+        """Rewrite the journal with only ``left`` (``{hash: vector}``); remove it when empty."""
+        if not left:
+            self.hashes.clear()
+            try:
+                self.path.unlink()
+            except FileNotFoundError:
+                pass
+            return
+        keys = list(left)
+        journal.write(self.path, journal.new_generation(), [self._encode(keys, np.stack([left[k] for k in keys]))])
+        self.hashes = dict.fromkeys(keys)
+
+
 class Incompatible(Exception):
     """The server answers but cannot serve this client: no pgvector, tables of another
     schema version or dimension, no tables yet for a read-only client."""
@@ -117,7 +205,10 @@ class SharedCache:
     Thread-safe (one connection behind a lock). Never raises from :meth:`lookup` /
     :meth:`store`: a fault is recorded (:meth:`status`), logged once, and retried after a
     back-off. ``mode``: ``"rw"`` (look up and write back) or ``"ro"`` (look up only).
-    Timeouts and back-off in seconds; defaults from the module constants.
+    Timeouts and back-off in seconds; defaults from the module constants. ``unsent``: the
+    file of the unsent journal (:class:`Unsent`, :func:`unsent_path`), None for none (what
+    cannot be written is then lost to the shared cache). ``ValueError`` for a bad mode or a
+    DSN libpq cannot parse (the message never shows the DSN).
     """
 
     def __init__(
@@ -131,11 +222,13 @@ class SharedCache:
         statement_timeout_ms: int = STATEMENT_TIMEOUT_MS,
         retry_min_s: float = RETRY_MIN_S,
         retry_max_s: float = RETRY_MAX_S,
+        unsent: str | Path | None = None,
     ) -> None:
         if mode not in MODES:
             raise ValueError(f"shared cache mode must be one of {', '.join(MODES)}, got {mode!r}")
         if not dsn or not dsn.strip():
             raise ValueError("shared cache: empty DSN")
+        _check_parses(dsn.strip())
         self.dsn = dsn.strip()
         self.url = mask_dsn(self.dsn)
         self.fingerprint = fingerprint
@@ -162,6 +255,11 @@ class SharedCache:
         self._logged: str | None = None
         self._missed: dict[str, float] = {}  # hash -> monotonic time it was missing
         self._lock = threading.Lock()
+        self.unsent: Unsent | None = None
+        if unsent is not None:  # loaded in ro mode too: status counts what a read-write run left
+            self.unsent = Unsent(unsent, self.dim)
+            if len(self.unsent):
+                log.info("shared embedding cache: %d vectors not yet written (%s)", len(self.unsent), self.unsent.path)
 
     # ------------------------------------------------------------------ connection
     def _connect(self):
@@ -274,6 +372,7 @@ class SharedCache:
         self.state = "ok"
         self._failures = 0
         self._logged = None
+        self.last_error = self.last_error_at = None  # the fault is over (the log keeps it)
         return True
 
     def _fault(self, exc: BaseException) -> None:
@@ -353,6 +452,8 @@ class SharedCache:
             for h in hashes[:done]:
                 if h not in out:
                     self._missed[h] = now
+            if self._conn is not None:
+                self._drain_locked()  # reachable (again): what waits goes first
         return out
 
     def store(self, hashes: Sequence[str], vectors: np.ndarray) -> int:
@@ -364,34 +465,95 @@ class SharedCache:
         if vectors.shape != (len(hashes), self.dim):
             raise ValueError(f"vectors shape {vectors.shape} != ({len(hashes)}, {self.dim})")
         with self._lock:
-            if not self._usable():
+            if not self._usable() or not self._drain_locked():
+                self._keep_unsent(hashes, vectors)
                 return 0
-            try:
-                from pgvector import HalfVector, Vector
-                from psycopg import sql
+            if not self._insert(hashes, vectors):
+                self._keep_unsent(hashes, vectors)
+                return 0
+            return len(hashes)
 
-                wrap = HalfVector if (self.vector_type or "").startswith("halfvec") else Vector
-                q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
-                    sql.Identifier(TABLE)
+    def _insert(self, hashes: Sequence[str], vectors: np.ndarray) -> bool:
+        """One ``INSERT ... ON CONFLICT DO NOTHING`` of the rows; False after a fault (recorded)
+        or when the role may not write (read-only from then on). Under the lock, connected."""
+        try:
+            from pgvector import HalfVector, Vector
+            from psycopg import sql
+
+            wrap = HalfVector if (self.vector_type or "").startswith("halfvec") else Vector
+            q = sql.SQL("INSERT INTO {} (model, text_hash, vec) VALUES (%s, %s, %s) ON CONFLICT DO NOTHING").format(
+                sql.Identifier(TABLE)
+            )
+            rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors, strict=True)]
+            with self._conn.cursor() as cur:
+                cur.executemany(q, rows)
+        except Exception as exc:
+            if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
+                self.write_denied = True
+                log.warning(
+                    "shared embedding cache %s: this role may not write (%s); read-only from now on",
+                    self.url,
+                    _first_line(exc),
                 )
-                rows = [(self.fingerprint, bytes.fromhex(h), wrap(v)) for h, v in zip(hashes, vectors, strict=True)]
-                with self._conn.cursor() as cur:
-                    cur.executemany(q, rows)
-            except Exception as exc:
-                if getattr(exc, "sqlstate", None) == "42501":  # insufficient_privilege
-                    self.write_denied = True
-                    log.warning(
-                        "shared embedding cache %s: this role may not write (%s); read-only from now on",
-                        self.url,
-                        _first_line(exc),
-                    )
-                    return 0
-                self._fault(exc)
-                return 0
-            self.written += len(rows)
-            for h in hashes:
-                self._missed.pop(h, None)
-            return len(rows)
+                return False
+            self._fault(exc)
+            return False
+        self.written += len(rows)
+        for h in hashes:
+            self._missed.pop(h, None)
+        return True
+
+    def _keep_unsent(self, hashes: Sequence[str], vectors: np.ndarray) -> None:
+        """Journal what could not be written (read-write mode only). Under the lock."""
+        if self.unsent is None or self.effective_mode == "ro":
+            return
+        try:
+            self.unsent.add(hashes, vectors)
+        except OSError as exc:
+            log.warning("shared cache: cannot keep %d unsent vectors in %s: %s", len(hashes), self.unsent.path, exc)
+
+    def _drain_locked(self) -> bool:
+        """Send the unsent journal, :data:`DRAIN_BATCH` rows a statement; True when nothing is
+        left (or there is no journal). What a fault leaves unsent stays in the journal. Under
+        the lock, connected."""
+        if self.unsent is None or not len(self.unsent) or self.effective_mode == "ro":
+            return True
+        items = self.unsent.items()
+        keys = list(items)
+        sent = 0
+        for i in range(0, len(keys), DRAIN_BATCH):
+            part = keys[i : i + DRAIN_BATCH]
+            if not self._insert(part, np.stack([items[k] for k in part])):
+                break
+            sent += len(part)
+        try:
+            self.unsent.keep({k: items[k] for k in keys[sent:]})
+        except OSError as exc:
+            log.warning("shared cache: cannot rewrite the unsent journal %s: %s", self.unsent.path, exc)
+        if sent:
+            log.info(
+                "shared embedding cache %s: %d vectors embedded while it could not take them written back (%d left)",
+                self.url,
+                sent,
+                len(keys) - sent,
+            )
+        return sent == len(keys)
+
+    def drain(self) -> int:
+        """Send the unsent journal now if the server is usable (connecting when the back-off
+        allows): at start, and from the daemon's idle dense thread. Returns the vectors
+        still unsent."""
+        with self._lock:
+            if self.unsent is None or not len(self.unsent) or self.effective_mode == "ro":
+                return len(self.unsent or ())
+            if self._usable():
+                self._drain_locked()
+            return len(self.unsent)
+
+    @property
+    def unsent_count(self) -> int:
+        """Vectors embedded here and not yet written to the shared cache."""
+        return len(self.unsent) if self.unsent is not None else 0
 
     def fill_local(self, cache, hashes: Sequence[str]) -> int:
         """Copy the shared vectors of those ``hashes`` that ``cache`` (a
@@ -418,6 +580,7 @@ class SharedCache:
             misses=self.misses,
             written=self.written,
             unreached=self.unreached,
+            unsent=self.unsent_count,
             last_error=self.last_error,
             last_error_at=self.last_error_at,
             retry_in_s=retry,
@@ -441,11 +604,39 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def for_embedder(dsn: str | None, embedder, mode: str = "rw", **kw) -> SharedCache | None:
+def _check_parses(dsn: str) -> None:
+    """``ValueError`` when libpq cannot parse ``dsn`` (an unencoded space in a URL, a
+    ``key=value`` pair without its ``=``): a usage error, never retried. The message names
+    the fault without the DSN (libpq's own may quote the password). No check without psycopg
+    (the cache then reports the missing package)."""
+    try:
+        from psycopg import ProgrammingError
+        from psycopg.conninfo import conninfo_to_dict
+    except ImportError:
+        return
+    try:
+        conninfo_to_dict(dsn)
+    except ProgrammingError as exc:
+        text = str(exc)
+        if "spaces" in text:
+            why = "it has unencoded spaces (in a postgresql:// URL write a space as %20)"
+        elif 'missing "="' in text:
+            why = "a key=value pair has no '=' (quote a value with spaces: password='a b')"
+        else:
+            why = _scrub(_first_line(exc), dsn).split('"')[0].strip() or "libpq rejects it"
+        raise ValueError(f"the shared cache DSN cannot be parsed: {why}") from None
+
+
+def for_embedder(
+    dsn: str | None, embedder, mode: str = "rw", *, index_dir: str | Path | None = None, **kw
+) -> SharedCache | None:
     """A :class:`SharedCache` for ``embedder``'s model, or None when ``dsn`` is empty or
-    there is no embedder. ``ValueError`` for a bad ``mode``."""
+    there is no embedder. ``index_dir``: where its unsent journal lives (:func:`unsent_path`);
+    None for none. ``ValueError`` for a bad ``mode`` or DSN."""
     if not dsn or embedder is None:
         return None
+    if index_dir is not None:
+        kw.setdefault("unsent", unsent_path(index_dir, embedder.fingerprint))
     return SharedCache(dsn, fingerprint=embedder.fingerprint, dim=embedder.dim, mode=mode, **kw)
 
 

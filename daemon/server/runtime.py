@@ -32,10 +32,16 @@ with ``key`` = the first 16 hex digits of sha256 of the resolved root path:
                       not told ``--index-dir`` (or runs with another ``XDG_CACHE_HOME``) find
                       the index dir, and with it the log, after the daemon stopped
 
-Windows has no Unix sockets in Python's asyncio: the daemon listens on loopback TCP
-(127.0.0.1, random port, in ``daemon.json``) and writes a random token to ``daemon.token``
-in the index dir (created owner-only); clients send it in ``hello``. Locks use
-``msvcrt.locking``. That path is minimal and untested here (no Windows machine in CI).
+The transport (:func:`daemon_transport`): a Unix socket, or loopback TCP — the daemon
+listens on 127.0.0.1 at a random port (in ``daemon.json``) and writes a random token to
+``daemon.token`` in the index dir (created owner-only, like the 0700 index dir); clients
+send it in ``hello`` and the daemon answers nothing else before it. Windows has no Unix
+sockets in Python's asyncio and always uses TCP; elsewhere ``--transport tcp`` or
+``BSL_LENS_TRANSPORT=tcp`` selects it, which is how the test suite runs the daemon, CLI, LSP
+and MCP tests over the Windows path on Linux (``pytest --daemon-transport tcp``). Clients
+follow the daemon (:func:`daemon.client.spawn.address_of`: the port in ``daemon.json``
+while the daemon holds its lock, else the socket). Locks use ``msvcrt.locking`` on Windows,
+on a byte far past the data, so that the lock file's content stays readable by others.
 """
 
 from __future__ import annotations
@@ -76,6 +82,17 @@ EXIT_ALREADY_RUNNING = 5
 LOG_ROTATE_BYTES = 8 << 20
 
 
+def daemon_transport(given: str | None = None) -> str:
+    """The transport a daemon listens on: ``tcp`` on Windows; elsewhere ``given`` (a
+    ``--transport`` flag), else ``$BSL_LENS_TRANSPORT``, else ``unix``.
+    :class:`daemon.options.SettingError` for a bad value in the variable."""
+    if WINDOWS:  # pragma: no cover - no Unix sockets in asyncio there
+        return "tcp"
+    from ..options import resolve
+
+    return resolve("transport", given) or "unix"
+
+
 class DaemonOptions(msgspec.Struct, kw_only=True):
     """The options a daemon was started with, recorded in ``daemon.json`` so that
     ``bsl-lens daemon restart`` starts the new daemon the same way (a flag given to the
@@ -87,7 +104,8 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     service's default; ``shared_cache``: the DSN ("" for none) - ``daemon.json`` is 0600 in
     a 0700 index dir, like ``daemon.token``, and the DSN is shown only through
     :func:`daemon.index.shared_cache.mask_dsn`; ``shared_cache_mode``: rw | ro; ``log_file``: a
-    ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir)."""
+    ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir);
+    ``transport``: unix | tcp ("" in a file of an older daemon)."""
 
     embedder: str = "none"
     watch: str = "auto"
@@ -96,6 +114,7 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     shared_cache: str = ""
     shared_cache_mode: str = "rw"
     log_file: str = ""
+    transport: str = ""
 
 
 class DaemonState(msgspec.Struct, kw_only=True):
@@ -103,14 +122,14 @@ class DaemonState(msgspec.Struct, kw_only=True):
     options it was started with (None in a file written by an older daemon)."""
 
     pid: int
-    socket: str  # Unix socket path; "" on Windows
+    socket: str  # Unix socket path; "" over TCP
     version: str
     protocol: int
     root: str
     index_dir: str
     log: str
     started_at: float  # epoch seconds
-    port: int = 0  # Windows: loopback TCP port
+    port: int = 0  # TCP (Windows, --transport tcp): the loopback port
     options: DaemonOptions | None = None
 
 
@@ -412,14 +431,14 @@ class FileLock:
         if create:
             self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_BINARY", 0), 0o600)
         except FileNotFoundError:
             if create:
                 raise
             return True  # no folder: nothing to protect; held stays False
         try:
             if WINDOWS:  # pragma: no cover
-                msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+                _win_lock(fd, msvcrt.LK_NBLCK)
             else:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError as exc:
@@ -460,7 +479,7 @@ class FileLock:
             return
         try:
             if WINDOWS:  # pragma: no cover
-                msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+                _win_lock(fd, msvcrt.LK_UNLCK)
             else:
                 fcntl.flock(fd, fcntl.LOCK_UN)
         finally:
@@ -471,6 +490,24 @@ class FileLock:
 
     def __exit__(self, *exc) -> None:
         self.release()
+
+
+#: Windows: the byte :class:`FileLock` locks. ``msvcrt.locking`` locks are mandatory: a
+#: locked byte cannot be read by another process, and the root lock's holder writes its pid,
+#: index dir and phase into the file for clients to read. A byte far past any data (locking
+#: beyond the end of a file is allowed) keeps that content readable.
+WIN_LOCK_OFFSET = 1 << 30
+
+
+def _win_lock(fd: int, mode: int) -> None:  # pragma: no cover - Windows only
+    """Lock or unlock (``mode``) the byte at :data:`WIN_LOCK_OFFSET` of ``fd``; the file
+    position is put back (``msvcrt.locking`` works from the current position)."""
+    pos = os.lseek(fd, 0, os.SEEK_CUR)
+    os.lseek(fd, WIN_LOCK_OFFSET, os.SEEK_SET)
+    try:
+        msvcrt.locking(fd, mode, 1)
+    finally:
+        os.lseek(fd, pos, os.SEEK_SET)
 
 
 def lock_is_held(path: Path) -> bool:
@@ -592,20 +629,21 @@ def tail(path: Path, lines: int = 20, max_bytes: int = 16384) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
-def write_token(paths: Paths) -> str:  # pragma: no cover - Windows only
-    """Create ``daemon.token`` with a fresh random token (owner-only create mode)."""
+def write_token(paths: Paths) -> str:
+    """Create ``daemon.token`` with a fresh random token (owner-only create mode): the secret
+    a client of a TCP daemon shows in ``hello``."""
     import secrets
 
     token = secrets.token_hex(16)
     unlink_quietly(paths.token)
-    fd = os.open(paths.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(paths.token, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o600)
     with os.fdopen(fd, "w", encoding="ascii") as fh:
         fh.write(token)
     return token
 
 
 def read_token(paths: Paths) -> str:
-    """The token from ``daemon.token`` ("" if absent: POSIX)."""
+    """The token from ``daemon.token`` ("" if absent: a daemon on a Unix socket)."""
     try:
         return paths.token.read_text(encoding="ascii").strip()
     except OSError:

@@ -433,6 +433,8 @@ class Server:
         conn.send(encode_error(id, code, message, data))
 
     def _hello(self, conn: _Conn, id: Any, p: HelloParams) -> None:
+        if self.token and not hmac.compare_digest(p.token.encode(), self.token.encode()):
+            return self._reply_error(conn, id, INVALID_REQUEST, "wrong or missing token")
         if p.protocol != PROTOCOL_VERSION:
             return self._reply_error(
                 conn,
@@ -442,8 +444,6 @@ class Server:
                 f"(bsl-lens {p.version or '?'}): restart the daemon (bsl-lens daemon restart {self.info.root})",
                 {"protocol": PROTOCOL_VERSION, "version": __version__},
             )
-        if self.token and not hmac.compare_digest(p.token.encode(), self.token.encode()):
-            return self._reply_error(conn, id, INVALID_REQUEST, "wrong or missing token")
         conn.greeted = True
         conn.subscribed = p.subscribe
         conn.client = f"{p.client or '?'} {p.version}".strip()
@@ -580,6 +580,7 @@ def run_daemon(
     shared_cache: str | None = None,
     shared_cache_mode: str = "rw",
     docs: list[str] | None = None,
+    transport: str | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -590,6 +591,8 @@ def run_daemon(
     the service's full re-checks (None: its default; 0 disables). ``shared_cache``: the team's
     PostgreSQL DSN (:mod:`daemon.index.shared_cache`), ``shared_cache_mode`` rw | ro.
     ``service_factory`` replaces :class:`daemon.service.service.Service` (same signature) in tests.
+    ``transport``: unix | tcp, None for :func:`daemon.server.runtime.daemon_transport`'s default
+    (tcp on Windows, else ``$BSL_LENS_TRANSPORT``, else unix).
 
     Order: the root lock (``/tmp/bsl-lens-<uid>/<key>.lock``, whatever the index dir)
     before any other file of the root is touched, then the index dir (made 0700, umask
@@ -603,6 +606,7 @@ def run_daemon(
     paths = runtime.paths_for(root, index_dir)
     if not paths.root.is_dir():
         raise FileNotFoundError(f"export root is not a directory: {paths.root}")
+    transport = runtime.daemon_transport(transport)
     os.umask(0o077)  # every file of the index dir and the log: owner-only (they record queries)
     runtime.ensure_socket_dir()
     log_path = str(Path(log_file).resolve()) if log_file else str(paths.log)
@@ -646,6 +650,7 @@ def run_daemon(
             shared_cache=shared_cache or "",
             shared_cache_mode=shared_cache_mode or "rw",
             log_file=str(Path(log_file).resolve()) if log_file else "",
+            transport=transport,
         )
         asyncio.run(_serve(service, paths, log_path, lock, root_lock, options))
         return 0
@@ -739,7 +744,8 @@ async def _serve(
         started_at=time.time(),
         log=log_path,
     )
-    token = runtime.write_token(paths) if runtime.WINDOWS else ""
+    tcp = runtime.WINDOWS or (options is not None and options.transport == "tcp")
+    token = runtime.write_token(paths) if tcp else ""  # over TCP any local user could connect: hello needs it
 
     def on_stop() -> None:
         # first the files (a client never sees a dying daemon's socket or state), then tell
@@ -769,9 +775,9 @@ async def _serve(
         log.info("service started in %.2f s", time.perf_counter() - t0)
         if server._stopping:
             return
-        address = await server.start(None if runtime.WINDOWS else paths.socket)
+        address = await server.start(None if tcp else paths.socket)
         info.socket = address
-        if not runtime.WINDOWS:
+        if not tcp:
             _bound["ino"] = os.stat(paths.socket).st_ino
         locks = [x for x in (lock, root_lock) if x is not None]
         if locks:

@@ -31,6 +31,9 @@ from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
 
 #: read_module returns at most this many lines per call.
 MAX_READ_LINES = 2000
+#: :meth:`Lookups.translated_objects`: a score from here up is a guess (a shortened or unmatched
+#: word), offered as a suggestion, never taken for the object asked for.
+GUESS = 1000
 
 _FIELD_GROUPS = {
     "attribute": "attributes",
@@ -80,6 +83,7 @@ class Lookups:
         base = first.id.split("#", 1)[0]
         group = sorted((c for c in parts if c.id.split("#", 1)[0] == base), key=lambda c: c.start_line)
         text = group[0].text if len(group) == 1 else self._lines(group[0].path, group[0].start_line, group[-1].end_line)
+        docs, docs_total = self._doc_refs_counted([first.id, base])
         return MethodInfo(
             id=base,
             path=first.path,
@@ -98,7 +102,8 @@ class Lookups:
             start_line=group[0].start_line,
             end_line=group[-1].end_line,
             text=text,
-            docs=self._doc_refs([first.id, base]),
+            docs=docs,
+            docs_total=docs_total,
         )
 
     def _method_in(self, rel: str, name: str) -> tuple[Chunk, list[Chunk]]:
@@ -149,6 +154,11 @@ class Lookups:
         return links
 
     def _doc_refs(self, ids) -> list:
+        return self._doc_refs_counted(ids)[0]
+
+    def _doc_refs_counted(self, ids) -> tuple[list, int]:
+        """(the first :data:`daemon.sources.docs.MAX_DOC_REFS` docs sections that name any of
+        ``ids``, how many name them in all)."""
         from ..sources.docs import MAX_DOC_REFS, doc_ref
 
         links = self.doc_links()
@@ -156,8 +166,14 @@ class Lookups:
         for cid in ids:
             for d in links.mentions.get(cid, []):
                 out[d] = None
-        refs = [self.engine.get_chunk(d) for d in out]
-        return [doc_ref(c) for c in refs if c is not None][:MAX_DOC_REFS]
+        refs = []
+        for d in out:
+            c = self.engine.get_chunk(d)
+            if c is not None:
+                refs.append(doc_ref(c))
+                if len(refs) == MAX_DOC_REFS:
+                    break
+        return refs, len(out)
 
     def doc_mentions(self, ids: list[str]) -> dict:
         """``{chunk id: [DocRef]}``: the docs sections that name each method (ids without any
@@ -237,11 +253,15 @@ class Lookups:
 
     # ------------------------------------------------------------------ metadata and symbols
     def describe_object(self, name: str) -> ObjectDescription:
-        """A metadata object by ``<Тип>.<Имя>`` in Russian, English or folder notation
-        (``Справочник.Пользователи``, ``Catalog.Users``, ``Catalogs.Users``; case-insensitive).
-        ``ValueError`` for an unknown type or a name without one; ``LookupError`` if no such
-        object is indexed (the message lists similar names and the closest by the names
-        channel, :meth:`Engine.similar_objects`)."""
+        """A metadata object by ``<Тип>.<Имя>``: the type in Russian, English or folder notation
+        (``Справочник``, ``Catalog``, ``Catalogs``; case-insensitive), the name as indexed or in
+        the other language than the configuration's names (``Catalog.Users`` finds
+        ``Справочник.Пользователи`` on a Russian configuration: :meth:`translated_objects`; the
+        answer's ``owner`` says which object it is). ``ValueError`` for an unknown type or a
+        name without one; ``LookupError`` if no such object is indexed, whose message always
+        names the closest objects (similar names, the names channel's
+        :meth:`Engine.similar_objects`, the translations, else the nearest spellings of that
+        type) or says that the index has no object of that type."""
         eng = self.engine
         typ, _, obj = name.strip().partition(".")
         if not obj:
@@ -254,10 +274,11 @@ class Lookups:
         try:
             o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
         except LookupError as exc:
-            close = [c for c in eng.similar_objects(name) if c not in str(exc)]
-            if close:
-                raise LookupError(f"{exc}; closest objects by name: {', '.join(close)}") from None
-            raise
+            translated = self.translated_objects(ru, obj)
+            best = [owner for owner, score in translated if score == translated[0][1] < GUESS]
+            if len(best) != 1:
+                raise LookupError(self._not_found(exc, ru, name, [owner for owner, _ in translated])) from None
+            o, fields, modules = eng.metadata_object(ru, best[0].split(".", 1)[1])
         desc = ObjectDescription(
             owner=o.owner,
             object_type=o.object_type,
@@ -270,6 +291,70 @@ class Lookups:
         )
         _group_fields(desc, fields)
         return desc
+
+    def translated_objects(self, object_type: str, name: str, limit: int = 5) -> list[tuple[str, int]]:
+        """Objects of ``object_type`` whose name is ``name`` in the other language than its own
+        (``Users`` -> ``Справочник.Пользователи``, ``Пользователи`` -> ``Catalog.Users`` on an
+        English configuration): each word of ``name`` (:func:`daemon.text.lexicon.name_words`;
+        a word the lexicon does not know is tried shortened by up to 3 letters, ``Userz`` ->
+        ``user``) is translated and meets a word family of the object's name, in any order.
+        ``[(owner, score)]``, best first, at most ``limit``: the number of the name's other
+        words when every word met as written (below :data:`GUESS`: the object is meant), plus
+        :data:`GUESS` per shortened word and 2 x :data:`GUESS` per word that did not meet
+        (suggestions only); [] when nothing meets."""
+        from ..text.lexicon import default_lexicon, family, in_script, name_words
+
+        to = "en" if in_script(name, "ru") else "ru"
+        lex = default_lexicon()
+        words = list(dict.fromkeys(name_words(name)))
+        wanted = []
+        guessed = 0
+        for w in words:
+            for k in range(len(w), max(3, len(w) - 3) - 1, -1):
+                fams = {family(t) for t in lex.translate([w[:k]], to)}
+                if fams:
+                    wanted.append(fams)
+                    guessed += k < len(w)
+                    break
+        if not wanted:
+            return []
+        found = []
+        for owner, obj in self.engine.object_names(object_type).items():
+            fams = {family(t) for t in name_words(obj)}
+            met = sum(1 for w in wanted if fams & w)
+            if met:
+                score = 2 * GUESS * (len(words) - met) + GUESS * guessed + max(len(fams) - met, 0)
+                found.append((score, len(obj), owner))
+        return [(owner, score) for score, _, owner in sorted(found)[:limit]]
+
+    def _not_found(self, exc: LookupError, object_type: str, name: str, translated: list[str]) -> str:
+        """The message of a ``describe_object`` that found nothing: ``exc``'s (similar names)
+        and the closest objects; while objects of that type exist, never without a suggestion."""
+        import difflib
+
+        from ..text.folding import fold
+        from ..text.lexicon import in_script
+
+        text = str(exc)
+        close = [c for c in translated + self.engine.similar_objects(name) if c not in text]
+        close = list(dict.fromkeys(close))[:5]
+        if close:
+            return f"{text}; closest objects by name: {', '.join(close)}"
+        if "; similar: " in text:
+            return text
+        names = self.engine.object_names(object_type)
+        if not names:
+            return f"{text}; the index has no metadata object of type {object_type}"
+        obj = name.partition(".")[2]
+        cyrillic = in_script(obj, "ru")
+        same = {fold(n): owner for owner, n in names.items() if in_script(n, "ru") == cyrillic}
+        near = [same[k] for k in difflib.get_close_matches(fold(obj), list(same), n=5, cutoff=0.0)]
+        if near:
+            return f"{text}; nothing close by name; nearest in spelling of the {len(names)} of that type: {', '.join(near)}"
+        return (
+            f"{text}; no object of that type is named like it, in either language; "
+            f"the index has {len(names)} of that type, e.g. {', '.join(sorted(names)[:5])}"
+        )
 
     def document_symbols(self, path: str) -> list[Chunk]:
         """The code chunks of one module in line order, texts left out (for

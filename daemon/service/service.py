@@ -41,6 +41,7 @@ from .. import __version__
 from ..contract import (
     DEFAULT_EMBEDDER,
     DEFAULT_RECONCILE_INTERVAL,
+    DOCS_KINDS,
     WATCH_MODES,
     DenseStatus,
     Latency,
@@ -95,6 +96,8 @@ RECENT_QUERY_CHARS = 200
 ORPHAN_NOTICE_S = 5.0
 #: Skipped files listed by ``status`` (``skipped_files``): every reason gets its share.
 STATUS_SKIPPED_FILES = 50
+#: Docs pages with a problem listed by ``status`` (``docs_problems``); the count is always complete.
+STATUS_DOCS_PROBLEMS = 50
 #: Stale paths listed by ``status`` (``stale_files``); the count is always complete.
 STATUS_STALE_FILES = 50
 
@@ -423,8 +426,15 @@ class Service:
         return self.fresh.wait(timeout)
 
     def _stamp(self, res: SearchResult) -> SearchResult:
-        """Fill ``res``'s freshness fields (:meth:`Freshness.stamp`)."""
-        return self.fresh.stamp(res)
+        """Fill ``res``'s freshness fields (:meth:`Freshness.stamp`) and say on each docs hit
+        what is wrong with its page, if anything (``Hit.page_problem``, :meth:`Engine.docs_problems`)."""
+        res = self.fresh.stamp(res)
+        if any(h.kind in DOCS_KINDS for h in res.hits):
+            problems = self._engine().docs_problems()
+            for h in res.hits:
+                if h.kind in DOCS_KINDS and h.path in problems:
+                    h.page_problem = problems[h.path]
+        return res
 
     def _known_stale(self) -> list[str]:
         return self._engine().skipped_indexed()
@@ -782,6 +792,8 @@ class Service:
             if not ids:
                 if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
+                if eng.shared_cache is not None and eng.shared_cache.unsent_count:
+                    eng.shared_cache.drain()  # the server may be back: tried when its back-off allows
                 self._dense_wake.wait(1.0)
                 self._dense_wake.clear()
                 continue
@@ -865,10 +877,14 @@ class Service:
         from ..index.shared_cache import for_embedder
 
         try:
-            self.engine.shared_cache = for_embedder(self.shared_cache_dsn, self.engine.embedder, self.shared_cache_mode)
+            self.engine.shared_cache = for_embedder(
+                self.shared_cache_dsn, self.engine.embedder, self.shared_cache_mode, index_dir=self.engine.index_dir
+            )
         except Exception as exc:
             log.exception("shared embedding cache not used")
             self.last_error = f"shared cache: {type(exc).__name__}: {exc}"
+            return
+        self.engine.shared_cache.drain()  # what an earlier run could not write goes first
 
     def _save_dense(self) -> None:
         with self._dense_lock:
@@ -968,6 +984,7 @@ class Service:
             lat.p50_ms = round(percentile(self._latencies, 0.5), 1)
             lat.p95_ms = round(percentile(self._latencies, 0.95), 1)
             lat.last_ms = round(self._latencies[-1], 1)
+        problems = eng.docs_problems()
         counters = dict(self.counters)
         if self.sweep is not None:
             counters.update(hash_sweeps=self.sweep.passes, hash_sweep_changed=self.sweep.found)
@@ -986,6 +1003,8 @@ class Service:
             metadata_chunks=st["metadata_chunks"],
             docs_pages=st["docs_pages"],
             docs_sections=st["docs_sections"],
+            docs_problems=dict(list(problems.items())[:STATUS_DOCS_PROBLEMS]),
+            docs_problem_count=len(problems),
             chunks=st["chunks"],
             bm25_terms=st["bm25_terms"],
             dense=self._dense_status(st),

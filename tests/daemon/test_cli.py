@@ -266,3 +266,19 @@ def test_search_goes_through_the_daemon_and_spawns_it(sample_root, tmp_path, dae
     assert again["hits"] == first["hits"]
     with d.client() as c:
         assert c.hello.pid == d.pid
+
+
+def test_output_is_utf8_whatever_the_locale_says(sample_root, tmp_path):
+    """A pipe on Windows is cp1252 unless told otherwise (here: ``PYTHONIOENCODING=cp1252``, the
+    same stream Python opens there): the Cyrillic names still print, as UTF-8, text and JSON."""
+    idx = str(tmp_path / "idx")
+    args = ("search", str(sample_root), "КонтрагентПоИНН", "--index-dir", idx, "--mode", "lexical", "--standalone")
+    for extra in ((), ("--json",)):
+        proc = subprocess.run(
+            [sys.executable, "-m", "daemon.cli", *args, *extra],
+            capture_output=True,
+            timeout=600,
+            env={**os.environ, "PYTHONIOENCODING": "cp1252"},
+        )
+        assert proc.returncode == 0, proc.stderr.decode("utf-8", "replace")
+        assert "КонтрагентПоИНН" in proc.stdout.decode("utf-8")

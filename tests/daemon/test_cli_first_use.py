@@ -69,16 +69,43 @@ def _commands_with(parser: argparse.ArgumentParser, flag: str, prefix: str = "")
     return out
 
 
+#: Every command that takes --transport (the daemon's own: clients follow the daemon).
+TRANSPORT_COMMANDS = {
+    "daemon start": ["daemon", "start", "ROOT"],
+    "daemon restart": ["daemon", "restart", "ROOT"],
+    "daemon run": ["daemon", "run", "ROOT"],
+}
+
+
 def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
     parser = cli.build_parser()
     assert set(ENV_VARS) == {
         "embedder",
         "shared_cache",
         "shared_cache_mode",
+        "transport",
     }  # add a row per command below when a variable is added
     assert _commands_with(parser, "--embedder") == set(EMBEDDER_COMMANDS)
     assert _commands_with(parser, "--shared-cache") == set(SHARED_CACHE_COMMANDS)
     assert _commands_with(parser, "--shared-cache-mode") == set(SHARED_CACHE_COMMANDS)
+    assert _commands_with(parser, "--transport") == set(TRANSPORT_COMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(TRANSPORT_COMMANDS))
+@pytest.mark.parametrize(
+    ("flags", "env", "want"),
+    [
+        ([], {}, "unix"),
+        ([], {"BSL_LENS_TRANSPORT": " TCP "}, "tcp"),
+        (["--transport", "unix"], {"BSL_LENS_TRANSPORT": "tcp"}, "unix"),
+    ],
+)
+def test_transport_flag_over_environment_over_default(command, flags, env, want):
+    args = cli.parse_args(list(TRANSPORT_COMMANDS[command]) + flags, env=env)
+    assert args.transport == want
+    if command != "daemon run":
+        spawn = daemon_spawn_args(args)
+        assert spawn[spawn.index("--transport") + 1] == want
 
 
 DSN = "postgresql://ci:pw@db/emb"

@@ -83,7 +83,7 @@ def test_wrong_index_dir_is_refused_and_the_daemon_stays_reachable(daemons, samp
     stop = run_cli("daemon", "stop", str(root), "--index-dir", str(other))
     assert stop.returncode == 1
     assert f"(pid {d.pid}) uses the index dir {d.index_dir}, not {other}; not stopping it" in stop.stderr
-    assert d.paths.socket.exists() and d.paths.state.exists()
+    assert d.listening() and d.paths.state.exists()
     with d.client() as c:
         assert c.status().service.state == "ready"
 

@@ -231,3 +231,49 @@ def test_the_daemon_keeps_every_vector_of_an_edited_docs_page(daemons, tmp_path)
     keys = {k for k in eng.embedded if vector_chunk(k) == new.id}
     assert new.id in keys and any(VECTOR_SEP in k for k in keys)
     assert eng.dense_pending() == [] and set(eng.dense.keys()) == set(eng.embedded)
+
+
+UNCLOSED = """# Выписки
+
+Загрузка выписки: `ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка`.
+
+```bsl
+Результат = ОбменСБанкомСлужебный.РазобратьСтрокиВыписки(Текст);
+
+## Сверка остатков
+
+Сверка делается ежедневно.
+"""
+
+
+def test_a_page_with_an_unclosed_code_fence_is_reported_in_status_on_the_page_and_on_its_hits(daemons, tmp_path):
+    """A code fence that is never closed turns the rest of the page, its headings included, into
+    one code block: ``status`` counts and names the page (text, ``--json``, the status page) and
+    every hit of that page says so. ``get_method`` gives the first 20 docs sections that name a
+    method and ``docs_total``, how many there are."""
+    root = _root(tmp_path)
+    (root / "docs" / "unclosed.md").write_text(UNCLOSED, encoding="utf-8")
+    many = "".join(f"## Раздел {i}\n\nСм. `ОбменСБанкомСлужебный.РазобратьСтрокиВыписки`.\n\n" for i in range(25))
+    (root / "docs" / "many.md").write_text("# Много\n\n" + many, encoding="utf-8")
+    d = daemons.start(root, *LEXICAL, "--watch", "off", "--docs", "docs", wait_idle=True)
+    st = json.loads(d.cli("status", "--json", check=True).stdout)
+    assert st["docs_problem_count"] == 1, st
+    assert list(st["docs_problems"]) == ["docs/unclosed.md"]
+    assert "code fence opened at line 5 is never closed" in st["docs_problems"]["docs/unclosed.md"]
+    text = d.cli("status", check=True).stdout
+    assert "1 docs page read with a problem (docs/unclosed.md; -v says what)" in text
+    assert "never closed" in d.cli("status", "-v", check=True).stdout
+    with d.client() as c:
+        res = c.search("сверка остатков", mode="lexical", filters={"scope": "docs"})
+        hit = next(h for h in res.hits if h.path == "docs/unclosed.md")
+        assert "never closed" in hit.page_problem
+        assert all(not h.page_problem for h in res.hits if h.path != "docs/unclosed.md")
+        m = c.get_method("ОбменСБанкомСлужебный.РазобратьСтрокиВыписки")
+        assert len(m.docs) == 20 and m.docs_total == 27  # bank.md's two sections, many.md's 25
+    out = d.cli("search", "сверка остатков", "--scope", "docs", "--mode", "lexical", "--no-spawn", check=True)
+    assert "page problem: code fence opened at line 5 is never closed" in out.stdout
+    page = tmp_path / "status.html"
+    d.cli("report", "--out", str(page), check=True)
+    html_text = page.read_text(encoding="utf-8")
+    assert "Docs pages read with a problem <small>1</small>" in html_text
+    assert "<td class=path>docs/unclosed.md</td><td>code fence opened at line 5 is never closed" in html_text

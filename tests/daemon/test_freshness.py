@@ -223,6 +223,50 @@ def test_an_appended_method_is_found_or_the_answer_names_the_module(daemons, sam
     print(f"found at once {found_at_once}/15, stale with the module named {named}")
 
 
+def test_a_degraded_watch_is_said_by_status_the_cli_and_mcp(daemons, sample_root):
+    """Folders beyond PATH_MAX cannot be watched: ``status`` text says the freshness is degraded
+    and why, the CLI's stale line says changes may go unnoticed and why (no file is pending), and
+    the MCP answers carry ``stale_reason``."""
+    from daemon_helpers import make_chain, remove_chain
+
+    chain = make_chain(sample_root, 2100)  # 4,200 characters of path: past PATH_MAX
+    try:
+        d = daemons.start(sample_root, *NATIVE, wait_idle=True)
+        wait_until(
+            lambda: json.loads(d.cli("status", "--json", check=True).stdout)["watcher"]["freshness"] == "degraded",
+            TIMEOUT,
+            "the watch to say degraded",
+        )
+        reason = json.loads(d.cli("status", "--json", check=True).stdout)["watcher"]["freshness_reason"]
+        assert reason
+        assert f"freshness degraded: {reason}" in d.cli("status", check=True).stdout
+        out = d.cli("search", "КонтрагентПоИНН", "--mode", "lexical", "--no-spawn", check=True)
+        assert f"(stale: changes may go unnoticed: {reason}" in out.stderr, out.stderr
+
+        from mcp import Client
+
+        from mcp_bridge.links import RootLink
+        from mcp_bridge.models import FindSymbolOutput, SearchOutput
+        from mcp_bridge.server import build_server
+
+        link = RootLink(d.root, "demo", index_dir=d.index_dir, spawn_args=list(NATIVE))
+
+        async def main():
+            async with Client(build_server([link], connect_wait=30.0)) as mc:
+                s = await mc.call_tool("search", {"query": "КонтрагентПоИНН", "mode": "lexical"})
+                f = await mc.call_tool("find_symbol", {"query": "КонтрагентПоИНН"})
+                return SearchOutput.model_validate(s.structured_content), FindSymbolOutput.model_validate(
+                    f.structured_content
+                )
+
+        s_out, f_out = asyncio.run(asyncio.wait_for(main(), TIMEOUT))
+        for out in (s_out, f_out):
+            assert out.stale and out.stale_reason == reason and "changes may go unnoticed" in out.note
+        d.stop()
+    finally:
+        remove_chain(chain)
+
+
 # ------------------------------------------------------------------------------ skips
 BOMB = (
     '<?xml version="1.0"?>\n<!DOCTYPE lolz [<!ENTITY lol "lol">'
@@ -373,3 +417,15 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         full_reconcile_pending=True,
     )
     assert "whole export is being re-checked" in _stale_note(lost, waited=0)
+    blind = SearchResult(
+        query="q",
+        mode="lexical",
+        hits=[],
+        total=0,
+        dense_done=0,
+        dense_total=0,
+        took_ms=1.0,
+        stale=True,
+        stale_reason="file watching stopped",
+    )
+    assert _stale_note(blind, waited=0) == "(stale: changes may go unnoticed: file watching stopped)"

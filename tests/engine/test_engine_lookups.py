@@ -64,3 +64,28 @@ def test_similar_objects_is_the_did_you_mean_of_describe_object(eng):
     assert "Справочник.Контрагенты" in eng.similar_objects("Документ.Контрагенты")  # the right name, the wrong type
     assert "Справочник.Контрагенты" in eng.similar_objects("Контрагенты")  # no type at all
     assert eng.similar_objects("Справочник.Щщщщщщщщ") == []
+
+
+def test_describe_object_takes_english_names_and_always_suggests(eng):
+    """``Catalog.Users`` on a Russian configuration (the README's example): the type is mapped,
+    the name translated through the lexicon; a typo or an unknown name gets the closest
+    objects, never a bare "not found"."""
+    from daemon.service.lookups import Lookups
+
+    look = Lookups(eng, max_file_bytes=8 << 20)
+    assert look.describe_object("Catalog.Currencies").owner == "Справочник.Валюты"
+    assert look.describe_object("InformationRegister.CurrencyRates").owner == "РегистрСведений.КурсыВалют"
+    assert look.describe_object("Catalogs.currencies").owner == "Справочник.Валюты"  # folder name, any case
+    assert look.describe_object("Catalog.Currency").owner == "Справочник.Валюты"  # words compared by stem
+    with pytest.raises(LookupError, match="closest objects by name: Справочник.Валюты"):
+        look.describe_object("Catalog.Currenciez")  # a typo, read shortened: a guess, suggested, not taken
+    # every word met: the one object with the fewest other words is meant
+    assert look.describe_object("InformationRegister.Rates").owner == "РегистрСведений.КурсыВалют"
+    with pytest.raises(LookupError, match="closest objects by name: РегистрСведений.КурсыВалют"):
+        look.describe_object("InformationRegister.CurrencyPrices")  # one word of two met: a suggestion
+    with pytest.raises(LookupError, match=r"the index has 1 of that type, e.g. Документ.РеализацияТоваров"):
+        look.describe_object("Document.Foo")
+    with pytest.raises(LookupError, match="nearest in spelling of the 3 of that type: "):
+        look.describe_object("Справочник.Щщщщщщщщ")
+    with pytest.raises(LookupError, match="the index has no metadata object of type Бот"):
+        look.describe_object("Bot.Foo")

@@ -421,6 +421,8 @@ def test_describe_object_catalog_register_enum(ssl):
         async with session(link_for(ssl)) as c:
             users = ok(await c.call_tool("describe_object", {"name": "Справочник.Пользователи"}), ObjectOutput)
             en = ok(await c.call_tool("describe_object", {"name": "Catalog.Пользователи"}), ObjectOutput)
+            readme = ok(await c.call_tool("describe_object", {"name": "Catalog.Users"}), ObjectOutput)
+            nothing = err(await c.call_tool("describe_object", {"name": "Document.Invoice"}))
             reg = ok(
                 await c.call_tool("describe_object", {"name": "РегистрСведений.ИерархияГруппПользователей"}),
                 ObjectOutput,
@@ -433,10 +435,11 @@ def test_describe_object_catalog_register_enum(ssl):
             wrong_type = err(await c.call_tool("describe_object", {"name": "Документ.Пользователи"}))
             bad_type = err(await c.call_tool("describe_object", {"name": "Справочнк.Пользователи"}))
             no_type = err(await c.call_tool("describe_object", {"name": "Пользователи"}))
-            return users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type
+            return users, en, readme, nothing, reg, enum, unknown, singular, wrong_type, bad_type, no_type
 
-    users, en, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
-    assert users == en
+    users, en, readme, nothing, reg, enum, unknown, singular, wrong_type, bad_type, no_type = run(main())
+    assert users == en == readme  # the README's own example: English type and name on a Russian configuration
+    assert "Документ.Invoice" in nothing and "the index has no metadata object of type Документ" in nothing
     assert (users.owner, users.object_type, users.object_type_en, users.path) == (
         "Справочник.Пользователи",
         "Справочник",
@@ -1024,6 +1027,11 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     )
     many = "".join(f"## Раздел {i}\n\nВызывает `ОбменСБанкомСлужебный.ЗагрузитьВыпискуБанка`.\n\n" for i in range(12))
     (root / "docs" / "many.md").write_text("# Много разделов\n\n" + many, encoding="utf-8")
+    nds = "".join(f"## НДС {i}\n\nСчитает `РасчетНДС.СуммаБезНДС`.\n\n" for i in range(24))
+    (root / "docs" / "nds.md").write_text("# НДС\n\n" + nds, encoding="utf-8")
+    (root / "docs" / "unclosed.md").write_text(
+        "# Сверка\n\n```bsl\nА = 1;\n\n## Сверка остатков\n\nСверка делается ежедневно.\n", encoding="utf-8"
+    )
     ds = Daemons(tmp_path)
     try:
         h = ds.start(root, *LEXICAL, "--docs", "docs", wait_idle=True)
@@ -1054,9 +1062,15 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                     MethodOutput,
                 )
                 status = ok(await c.call_tool("index_status", {}), StatusOutput)
-                return found, section, page, missing, huge, method, sym, cited, status
+                nds = ok(await c.call_tool("get_method", {"name": "РасчетНДС.СуммаБезНДС"}), MethodOutput)
+                swallowed = ok(
+                    await c.call_tool("search", {"query": "сверка остатков", "scope": "docs", "mode": "lexical"}),
+                    SearchOutput,
+                )
+                detail = ok(await c.call_tool("index_status", {"detail": True}), StatusOutput)
+                return found, section, page, missing, huge, method, sym, cited, status, nds, swallowed, detail
 
-        found, section, page, missing, huge, method, sym, cited, status = run(main())
+        found, section, page, missing, huge, method, sym, cited, status, nds, swallowed, detail = run(main())
     finally:
         ds.close()
     top = found.hits[0]
@@ -1075,8 +1089,16 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert (sym.symbols[0].docs_total, len(sym.symbols[0].docs)) == (13, 3)
     assert (cited.docs_total, len(cited.docs), cited.docs_truncated) == (13, 10, True)
     assert "docs/bank.md#обмен-с-банком" in {d.link for d in cited.docs}
-    st = status.roots[0]  # the docs counts next to the code's: two pages, their sections
-    assert (st.format, st.docs_pages) == ("designer", 2) and st.docs_sections == 2 + 13 and st.methods > 0
+    st = status.roots[0]  # the docs counts next to the code's: four pages, their sections
+    assert (st.format, st.docs_pages) == ("designer", 4) and st.docs_sections == 2 + 13 + 25 + 1 and st.methods > 0
+    # more sections name a method than the daemon lists (20): the total is the daemon's, not a guess
+    assert (nds.docs_total, len(nds.docs), nds.docs_truncated) == (24, 10, True)
+    # a page whose code fence is never closed: its hits and index_status say so
+    hit = next(h for h in swallowed.hits if h.link.startswith("docs/unclosed.md"))
+    assert "never closed" in hit.page_problem
+    assert all(not h.page_problem for h in found.hits)
+    assert st.docs_problem_count == 1 and not st.docs_problems  # which page: with detail
+    assert list(detail.roots[0].docs_problems) == ["docs/unclosed.md"]
 
 
 def test_progress_text_counts_dense_chunks_not_vectors():
