@@ -3,7 +3,7 @@
 Everything a front end (CLI, ``lsp``, ``mcp_bridge``) needs to talk to the daemon and read
 its answers lives here, and the engine, the service and :mod:`daemon.server.protocol` import the
 same definitions, so a mode, a kind or a bound is spelled once. This module imports nothing
-but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/daemon/test_contract.py``
+but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/unit/test_contract.py``
 checks that the front ends load none of the engine).
 
 * vocabularies: :data:`SEARCH_MODES`, :data:`SCOPES`, :data:`WATCH_MODES`,

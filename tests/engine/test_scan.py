@@ -1,5 +1,5 @@
 """Scanner tests on the real corpora. The tests on small trees made in tmp_path are in
-test_scan_unit.py."""
+tests/unit/sources/test_scan.py."""
 
 from __future__ import annotations
 
