@@ -39,7 +39,7 @@ def open_engine(args, *, embedder: bool = True):
     """The :class:`daemon.engine.Engine` of ``args.root`` (``--index-dir``, ``--no-stem``,
     ``--docs``); with the ``--embedder`` model loaded unless ``embedder`` is False."""
     from ..engine import Engine, EngineConfig
-    from ..index.embed import embedder_for
+    from ..index.embedder import embedder_for
     from ..sources.docs import normalize_docs_dirs
 
     config = EngineConfig(

@@ -330,7 +330,7 @@ def test_the_status_sample_keeps_every_reason():
 
 
 def test_search_fresh_option_parses():
-    from daemon.cli.main import build_parser
+    from daemon.cli.parser import build_parser
 
     p = build_parser()
     assert p.parse_args(["search", "R", "q"]).fresh == 0.0
@@ -341,7 +341,7 @@ def test_search_fresh_option_parses():
 
 
 def test_the_cli_stale_line_names_the_files_and_the_way_out():
-    from daemon.cli.main import _stale_note
+    from daemon.cli.search import stale_note
     from daemon.engine import SearchResult
 
     res = SearchResult(
@@ -357,10 +357,10 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         stale_count=7,
         pending_count=7,
     )
-    line = _stale_note(res, waited=0)
+    line = stale_note(res, waited=0)
     assert line.startswith("(stale: 7 changed files not indexed yet (") and MODULE in line and ", ..." in line
     assert "--fresh waits for them" in line
-    assert "after waiting 2 s" in _stale_note(res, waited=2.0)
+    assert "after waiting 2 s" in stale_note(res, waited=2.0)
     lost = SearchResult(
         query="q",
         mode="lexical",
@@ -372,4 +372,4 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         stale=True,
         full_reconcile_pending=True,
     )
-    assert "whole export is being re-checked" in _stale_note(lost, waited=0)
+    assert "whole export is being re-checked" in stale_note(lost, waited=0)

@@ -56,8 +56,9 @@ msgspec.json.decode(msgspec.json.encode(res), type=protocol.result_type("search"
 def test_the_cli_parser_loads_no_front_end_framework_and_no_engine():
     code = """
 import sys
-from daemon.cli import main as cli
-cli.build_parser()
+import daemon.cli.main  # the entry point
+from daemon.cli.parser import build_parser
+build_parser()
 bad = [m for m in ("pygls", "lsprotocol", "mcp", "pydantic", "lsp.server", "mcp_bridge.server") if m in sys.modules]
 assert not bad, bad
 """
