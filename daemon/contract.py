@@ -630,7 +630,7 @@ class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
     ``heading``: the section asked for (None: the whole page); ``heading_path``: its chain
     (`` > ``); ``anchor``/``link``: ``path#anchor``; lines 1-based inclusive of the part
     returned; ``truncated`` with a ``note`` when the text was cut to
-    :data:`daemon.service.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
+    :data:`daemon.sources.docs.MAX_DOC_CHARS`; ``headings``: every heading of the page
     (``"## Title"`` form, in order) to pick another section; ``mentions``: code methods the
     section names that resolve in the served code (``Модуль.Метод``)."""
 

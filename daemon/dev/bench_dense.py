@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ranking.params import RankingParams
 from ..stats import percentile as _pct
 
 #: Rows per upsert, as :meth:`daemon.engine.Engine.embed_pending` (8 model batches of 32).
 UPSERT_BATCH = 256
-#: ``k`` of a dense search in the engine (``daemon.engine.CHANNEL_DEPTH``).
-SEARCH_K = 100
+#: ``k`` of a dense search in the engine (:attr:`daemon.ranking.params.RankingParams.channel_depth`).
+SEARCH_K = RankingParams().channel_depth
 
 
 def synthetic_vectors(
