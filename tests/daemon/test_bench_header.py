@@ -36,6 +36,7 @@ def test_every_bench_report_starts_with_the_same_header(sample_root):
     )
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
-    assert list(rep)[:3] == ["bench", "cpu_count", "load_avg"] and rep["bench"] == "engine"
+    assert list(rep)[:4] == ["bench", "cpu_count", "load_avg", "run"] and rep["bench"] == "engine"
+    assert rep["run"]["version"] and len(rep["run"]["load_avg_start"]) == 3  # daemon/cli/run_info.py
     assert len(rep["load_avg"]) == 3 and rep["cpu_count"] >= 1
     assert rep["scan_ms"] > 0 and rep["cold_lexical_index_s"] >= 0 and set(rep["symbol_lookup_ms"]) == {"p50", "p95"}
