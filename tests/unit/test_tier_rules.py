@@ -1,6 +1,7 @@
 """The unit tier's guards (tests/unit/conftest.py) fire: every way to start a process, the real
 embedding model, and the corpus and process fixtures are refused, and a refusal the code under
-test swallows still fails the test (checked in a nested in-process pytest run)."""
+test swallows still fails the test (checked in a nested in-process pytest run); files are not
+fsynced."""
 
 from __future__ import annotations
 
@@ -100,6 +101,15 @@ def test_sentence_transformers_models_are_refused(unit_tier, tmp_path):
 
     with unit_tier.expected(), pytest.raises(UnitTierViolation, match="SentenceTransformerEmbedder"):
         SentenceTransformerEmbedder(str(tmp_path)).encode_queries(["x"])
+
+
+def test_files_are_written_but_not_fsynced(tmp_path):
+    # the real os.fsync refuses a bad descriptor; the unit tier's returns at once
+    assert os.fsync(-1) is None
+    with open(tmp_path / "f", "wb") as fh:
+        fh.write(b"x")
+        os.fsync(fh.fileno())
+    assert (tmp_path / "f").read_bytes() == b"x"
 
 
 def test_expected_needs_a_guard_to_fire(unit_tier):
