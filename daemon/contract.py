@@ -3,7 +3,7 @@
 Everything a front end (CLI, ``lsp``, ``mcp_bridge``) needs to talk to the daemon and read
 its answers lives here, and the engine, the service and :mod:`daemon.server.protocol` import the
 same definitions, so a mode, a kind or a bound is spelled once. This module imports nothing
-but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/daemon/test_contract.py``
+but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/unit/test_contract.py``
 checks that the front ends load none of the engine).
 
 * vocabularies: :data:`SEARCH_MODES`, :data:`SCOPES`, :data:`WATCH_MODES`,
@@ -641,7 +641,7 @@ class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
     ``heading``: the section asked for (None: the whole page); ``heading_path``: its chain
     (`` > ``); ``anchor``/``link``: ``path#anchor``; lines 1-based inclusive of the part
     returned; ``truncated`` with a ``note`` when the text was cut to
-    :data:`daemon.service.service.MAX_DOC_CHARS`; ``headings``: every heading of the page
+    :data:`daemon.sources.docs.MAX_DOC_CHARS`; ``headings``: every heading of the page
     (``"## Title"`` form, in order) to pick another section; ``mentions``: code methods the
     section names that resolve in the served code (``Модуль.Метод``)."""
 

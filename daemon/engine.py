@@ -177,7 +177,7 @@ class Engine:
         self.root = Path(root).resolve()
         self.index_dir = Path(index_dir)
         self.config = config
-        self.embedder = embedder  # daemon.index.embed.Embedder or None (lexical only)
+        self.embedder = embedder  # daemon.index.embedder.Embedder or None (lexical only)
         self.lock = threading.RLock()
         self.state = IndexState(
             bm25_k1=config.bm25_k1, bm25_b=config.bm25_b, dim=embedder.dim if embedder is not None else None

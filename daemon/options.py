@@ -6,7 +6,7 @@ every command (``bsl-lens index|search|eval|bench|demo``, ``daemon start|restart
 
 :data:`ENV_VARS` lists the settings that have an environment variable; :func:`resolve`
 applies the rule. Also the embedder spec check (:func:`check_embedder_spec`), kept here,
-away from :mod:`daemon.index.embed`, so the CLI can validate ``--embedder`` without loading numpy,
+away from :mod:`daemon.index.embedder`, so the CLI can validate ``--embedder`` without loading numpy,
 and :func:`embedder_or_none`, the one reading of "no embedder". Nothing here imports more
 than the standard library and :mod:`daemon.contract`.
 """

@@ -245,7 +245,7 @@ def surface_forms(pairs: list[tuple[str, str]], en_ru: dict, ru_en: dict) -> dic
     """``{"ru": {token: word}, "en": {token: word}}``: for every token that is a translation
     in the lexicon, the folded word it most often stands for in the names (``расширен`` ->
     ``расширение``; ties by the word), so a translated query can be written as words for the
-    embedder (:func:`daemon.text.lexicon.translated_text`)."""
+    embedder (:meth:`daemon.text.lexicon.Lexicon.translate_text`)."""
     want = {"ru": {t for v in en_ru.values() for t, _ in v}, "en": {t for v in ru_en.values() for t, _ in v}}
     counts: dict[str, dict[str, Counter]] = {"ru": defaultdict(Counter), "en": defaultdict(Counter)}
     memo: dict = {}

@@ -11,15 +11,17 @@ them is typed by hand. Each table lives in a marked region of a markdown file::
 Usage::
 
     bsl-lens eval ROOT --gold GOLD --fold both --json > eval.json
-    python tools/docs_tables.py quality ssl31-ru eval.json --source "main abc1234, 2026-12-04"
+    python tools/docs_tables.py quality ssl31-ru eval.json
     bsl-lens bench ROOT --index-dir DIR --json > bench.json
-    python tools/docs_tables.py bench engine bench.json --source "main abc1234, 2026-12-04, load 0.6 at the start"
+    python tools/docs_tables.py bench engine bench.json
 
 ``quality NAME`` writes the region ``quality NAME`` of docs/quality.md, ``bench NAME`` the region
-``bench NAME`` of docs/performance.md (``--doc`` for another file). The JSON carries neither the
-commit nor the date, so ``--source`` says where and when it was measured. ``--print`` writes the
-rendered region to stdout instead. Exit 2 for a region that the file lacks or a JSON of the
-wrong shape (the message names it).
+``bench NAME`` of docs/performance.md (``--doc`` for another file). The caption says where and
+when it was measured from the JSON's ``run`` (bsl-lens version, commit, date, load at the start
+and the end: ``daemon/cli/run_info.py``); ``--source "..."`` replaces that phrase (for JSON
+printed before ``run`` existed, or to say more). ``--print`` writes the rendered region to stdout
+instead. Exit 2 for a region that the file lacks or a JSON of the wrong shape (the message
+names it).
 """
 
 from __future__ import annotations
@@ -58,6 +60,34 @@ def _int(x: int | float) -> str:
     return f"{x:,}"
 
 
+def _loads(xs) -> str:
+    return " / ".join(str(x) for x in xs)
+
+
+def provenance(data: dict, source: str | None = None) -> str | None:
+    """The caption's "measured ..." phrase: ``source`` when given, else from the JSON's ``run``
+    (``bsl-lens 0.1.0 at abc123def456, 2026-12-04 21:58 UTC, load average 1.2 / 1.3 / 1.4 at
+    the start, 1.5 / 1.4 / 1.4 at the end (1 / 5 / 15 min)``); None when neither is there."""
+    if source:
+        return f"measured on {source}"
+    run = data.get("run")
+    if not isinstance(run, dict):
+        return None
+    what = f"bsl-lens {run.get('version', '?')}"
+    commit = run.get("commit")
+    if commit:
+        what += f" at {commit[:-6]} with uncommitted changes" if commit.endswith("-dirty") else f" at {commit}"
+    date = str(run.get("date") or "")
+    if date:
+        what += ", " + date.replace("T", " ")[:16] + (" UTC" if date.endswith("Z") else "")
+    start, end = run.get("load_avg_start"), run.get("load_avg_end")
+    if start and end:
+        what += f", load average {_loads(start)} at the start, {_loads(end)} at the end (1 / 5 / 15 min)"
+    elif start or end:
+        what += f", load average {_loads(start or end)} (1 / 5 / 15 min)"
+    return "measured with " + what
+
+
 # ------------------------------------------------------------------------------ quality
 
 
@@ -81,7 +111,7 @@ def _row(label: str, part: dict, intents: list[str], levels: list[str]) -> str:
 
 def render_quality(data: dict, source: str | None = None, *, latency: bool = False) -> str:
     """The region body for one ``bsl-lens eval --fold both --json`` output: a caption (corpus,
-    gold file name, index, ``source``) and one table, a row per mode and set (the full set,
+    gold file name, index, :func:`provenance`) and one table, a row per mode and set (the full set,
     fold A, fold B), nDCG@10 per intent at each level, Hit@1 / MRR@10 / Recall@10 at the first
     level. Latency is left out unless ``latency`` (eval's latency is the machine's load as much
     as the code's; docs/performance.md has the bench's). :class:`ShapeError` for another shape."""
@@ -109,8 +139,9 @@ def render_quality(data: dict, source: str | None = None, *, latency: bool = Fal
             parts.append(f"embedder `{stats['embedder']}`")
         if parts:
             caption += "; index: " + ", ".join(parts)
-    if source:
-        caption += f"; measured on {source}"
+    measured = provenance(data, source)
+    if measured:
+        caption += f"; {measured}"
     lines.append(caption + ".")
     lines.append("")
     lv = " / ".join(levels)
@@ -289,7 +320,7 @@ def _flatten(data: dict, prefix: str = "") -> list[tuple[str, object]]:
 
 def render_bench(data: dict, source: str | None = None) -> str:
     """The region body for one ``bsl-lens bench --json`` output: a caption (which bench, the
-    root, the machine's cores and load as the bench finished, ``source``) and a table of its
+    root, the machine's cores, :func:`provenance`) and a table of its
     measurements (named rows for the engine, daemon and LSP benches; every field for the
     others). :class:`ShapeError` for a JSON without the report head every bench prints."""
     if not isinstance(data, dict) or "bench" not in data:
@@ -306,17 +337,16 @@ def render_bench(data: dict, source: str | None = None) -> str:
         caption += f", {_int(stats['methods'])} methods)" if "methods" in stats else ")"
     if "cpu_count" in data:
         caption += f"; {data['cpu_count']} CPUs"
-    if data.get("load_avg"):
-        caption += ", load average {} (1 / 5 / 15 min) as it finished".format(
-            " / ".join(str(x) for x in data["load_avg"])
-        )
-    if source:
-        caption += f"; measured on {source}"
+    if data.get("load_avg") and (source or not isinstance(data.get("run"), dict)):
+        caption += f", load average {_loads(data['load_avg'])} (1 / 5 / 15 min) as it finished"
+    measured = provenance(data, source)
+    if measured:
+        caption += f"; {measured}"
     lines = [caption + ".", "", "| what | measured |", "|---|---|"]
     rows = BENCH_ROWS.get(kind)
     if rows is None:
-        skip = {"bench", "cpu_count", "load_avg", "root"}
-        lines += [f"| `{k}` | {_num(v)} |" for k, v in _flatten(data) if k not in skip]
+        skip = {"bench", "cpu_count", "load_avg", "root", "run"}
+        lines += [f"| `{k}` | {_num(v)} |" for k, v in _flatten(data) if k not in skip and not k.startswith("run.")]
     else:
         for label, path, fmt in rows:
             value = _get(data, path)
@@ -356,7 +386,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("name", help="the region's name: <!-- generated: KIND NAME -->")
     ap.add_argument("json", type=Path, help="the command's --json output")
     ap.add_argument("--doc", type=Path, help="the markdown file (default docs/quality.md or docs/performance.md)")
-    ap.add_argument("--source", help="where and when it was measured (commit, date, machine load)")
+    ap.add_argument(
+        "--source", help="where and when it was measured (commit, date, machine load), instead of the JSON's run"
+    )
     ap.add_argument("--latency", action="store_true", help="quality: also show eval's latency column")
     ap.add_argument("--print", action="store_true", help="print the region instead of writing the file")
     args = ap.parse_args(argv)

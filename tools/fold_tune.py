@@ -103,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     current = float(getattr(RankingParams(), field.name))
     if current not in values:
         values.insert(0, current)
-    from daemon.index.embed import embedder_for
+    from daemon.index.embedder import embedder_for
 
     emb = None if a.mode == "lexical" else embedder_for(a.embedder)
     eng = engine_mod.Engine.open(a.root, index_dir=a.index_dir, embedder=emb)

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from ..contract import DEFAULT_EMBEDDER, NO_EMBEDDER
 from .index import open_engine, progress, progress_done
+from .run_info import run_finished, run_started
 
 #: The questions ``demo`` asks of the sample export.
 DEMO_QUERIES = (
@@ -52,15 +53,19 @@ def cmd_demo(args) -> int:
     return 0
 
 
-def print_report(out: dict, as_json: bool, *, bench: str = "engine") -> int:
+def print_report(out: dict, as_json: bool, *, bench: str = "engine", run: dict | None = None) -> int:
     """Print a benchmark's measurements, the one report shape of every bench: ``bench`` (which
     one: engine, daemon, lifecycle, lsp, mcp, dense-synthetic), the machine (``cpu_count``,
-    ``load_avg``: 1/5/15-min load averages as it finished, to judge the figures by) and the
-    bench's own measurements; one JSON object (``--json``: what docs tables are generated
-    from), or the same keys as ``key: value`` lines. Returns 0."""
+    ``load_avg``: 1/5/15-min load averages as it finished, to judge the figures by), ``run``
+    (version, commit, date, load at the start and the end: :mod:`daemon.cli.run_info`; ``run``
+    is what :func:`~daemon.cli.run_info.run_started` gave as the bench began) and the bench's
+    own measurements; one JSON object (``--json``: what docs tables are generated from), or the
+    same keys as ``key: value`` lines. Returns 0."""
+    run = run_finished(run if run is not None else run_started())
     head: dict = {"bench": bench, "cpu_count": os.cpu_count()}
-    if hasattr(os, "getloadavg"):
-        head["load_avg"] = [round(x, 2) for x in os.getloadavg()]
+    if run["load_avg_end"] is not None:
+        head["load_avg"] = run["load_avg_end"]
+    head["run"] = run
     out = {**head, **out}
     if as_json:
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -75,26 +80,27 @@ def cmd_bench(args) -> int:
     :mod:`daemon.dev.bench_daemon`; ``--lsp``: :mod:`daemon.dev.bench_lsp`, the LSP round trip;
     ``--mcp``: :mod:`daemon.dev.bench_mcp`, the size of each MCP answer; ``--dense-synthetic N``:
     :mod:`daemon.dev.bench_dense`, no root."""
+    run = run_started()
     if getattr(args, "dense_synthetic", None) is not None:
-        return _dense_bench(args)
+        return _dense_bench(args, run)
     if args.root is None:
         raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N)")
     if getattr(args, "mcp", False):
         from ..dev.bench_mcp import run_mcp_bench
 
-        return print_report(run_mcp_bench(args), args.json, bench="mcp")
+        return print_report(run_mcp_bench(args), args.json, bench="mcp", run=run)
     if getattr(args, "lsp", False):
         from ..dev.bench_lsp import run_lsp_bench
 
-        return print_report(run_lsp_bench(args), args.json, bench="lsp")
+        return print_report(run_lsp_bench(args), args.json, bench="lsp", run=run)
     if args.daemon or getattr(args, "lifecycle", False):
-        return _daemon_bench(args)
+        return _daemon_bench(args, run)
     from ..dev.bench import run_bench
 
-    return print_report(run_bench(args), args.json)
+    return print_report(run_bench(args), args.json, run=run)
 
 
-def _dense_bench(args) -> int:
+def _dense_bench(args, run: dict) -> int:
     from ..dev.bench_dense import run_dense_bench
 
     out = run_dense_bench(
@@ -106,10 +112,10 @@ def _dense_bench(args) -> int:
         queries=args.queries,
         cache=args.dense_cache,
     )
-    return print_report(out, args.json, bench="dense-synthetic")
+    return print_report(out, args.json, bench="dense-synthetic", run=run)
 
 
-def _daemon_bench(args) -> int:
+def _daemon_bench(args, run: dict) -> int:
     from ..dev.bench_daemon import run_daemon_bench, run_lifecycle_bench
 
     scales = (1, 3) if args.scale == 1 else (args.scale,)
@@ -118,6 +124,7 @@ def _daemon_bench(args) -> int:
             run_lifecycle_bench(Path(args.root), scales=scales, embedder=args.embedder or NO_EMBEDDER),
             args.json,
             bench="lifecycle",
+            run=run,
         )
     out = run_daemon_bench(
         Path(args.root),
@@ -127,4 +134,4 @@ def _daemon_bench(args) -> int:
         rss_scale=args.scale,
     )
     out["lifecycle"] = run_lifecycle_bench(Path(args.root), scales=scales)
-    return print_report(out, args.json, bench="daemon")
+    return print_report(out, args.json, bench="daemon", run=run)

@@ -2,7 +2,7 @@
 and ``bsl-lens cache export|import`` (the embedding cache as one portable file).
 
 Both work on a root's index dir with no daemon running for it (the daemon owns its files:
-they refuse and say so). The portable file is :class:`daemon.index.embed.EmbeddingCache`'s own
+they refuse and say so). The portable file is :class:`daemon.index.embed_cache.EmbeddingCache`'s own
 format: a header with the model fingerprint, the dim and the text hashes, then the float32
 vectors; importing a file of another model or dim is refused with both named.
 """
@@ -28,7 +28,7 @@ _WORKER_EMBEDDER = None
 def _worker_init(spec: str) -> None:
     """In a worker process: build its own embedder (one OpenMP team per process)."""
     global _WORKER_EMBEDDER
-    from ..index.embed import make_embedder, pin_blas_threads
+    from ..index.embedder import make_embedder, pin_blas_threads
 
     pin_blas_threads()
     _WORKER_EMBEDDER = make_embedder(spec)
@@ -99,12 +99,12 @@ def run_embed(eng, spec: str, workers: int, shared=None, progress=None) -> dict:
     ``embedded``, ``embed_s`` (wall seconds of the embedding alone), ``texts_per_s``,
     ``written`` (to the shared cache, what an earlier run left unsent included), ``unsent``
     (vectors the shared cache could not take: kept for the next run), ``total_s``."""
-    from ..index.embed import text_hash
+    from ..index.embed_cache import text_hash
 
     t0 = time.perf_counter()
     if eng.cache is None:
         eng.load_dense()
-    pending = eng.dense_pending()  # dense keys: a chunk's extra texts too (daemon.index.embed.embed_texts)
+    pending = eng.dense_pending()  # dense keys: a chunk's extra texts too (daemon.index.embed_text.embed_texts)
     with eng.lock:
         texts = list(dict.fromkeys(t for t in (eng.vector_text(k) for k in pending) if t is not None))
     hashes = [text_hash(t) for t in texts]
@@ -202,7 +202,8 @@ def cmd_embed(args) -> int:
 def cmd_cache_export(args) -> int:
     """``bsl-lens cache export FILE ROOT``: the root's embedding cache (this embedder's) as
     one portable file. Exit 1 (message) for no embedder or an empty cache."""
-    from ..index.embed import EmbeddingCache, embedder_for
+    from ..index.embed_cache import EmbeddingCache
+    from ..index.embedder import embedder_for
 
     emb = embedder_for(args.embedder)
     if emb is None:
@@ -231,7 +232,8 @@ def cmd_cache_import(args) -> int:
     """``bsl-lens cache import FILE ROOT [--shared-cache DSN]``: merge a portable file into
     the root's embedding cache (and write it to the shared cache). Exit 1 (message naming
     both) for a file of another model or dim, a damaged file, or a daemon serving ROOT."""
-    from ..index.embed import EmbeddingCache, embedder_for
+    from ..index.embed_cache import EmbeddingCache
+    from ..index.embedder import embedder_for
 
     emb = embedder_for(args.embedder)
     if emb is None:

@@ -39,7 +39,7 @@ def open_engine(args, *, embedder: bool = True):
     """The :class:`daemon.engine.Engine` of ``args.root`` (``--index-dir``, ``--no-stem``,
     ``--docs``); with the ``--embedder`` model loaded unless ``embedder`` is False."""
     from ..engine import Engine, EngineConfig
-    from ..index.embed import embedder_for
+    from ..index.embedder import embedder_for
     from ..sources.docs import normalize_docs_dirs
 
     config = EngineConfig(
@@ -152,9 +152,12 @@ def _index_summary(eng, args, seconds: float) -> str:
 def cmd_eval(args) -> int:
     """nDCG@10 / MRR@10 / Recall@10 / Hit@1 per mode and intent (the gold set's README);
     ``--fold A|B`` scores one fixed fold of the gold set, ``--fold both`` reports the full set
-    and both folds (:func:`daemon.dev.evaluate.fold_of`)."""
+    and both folds (:func:`daemon.dev.evaluate.fold_of`). ``--json`` also records where and when
+    it ran (``run``: :mod:`daemon.cli.run_info`)."""
     from ..dev.evaluate import fold_of, load_gold
+    from .run_info import run_finished, run_started
 
+    run = run_started()
     corpus = args.corpus or Path(args.root).resolve().name
     try:
         folds = fold_of(load_gold(Path(args.gold))) if args.fold else {}
@@ -185,7 +188,8 @@ def cmd_eval(args) -> int:
         if not args.per_query:
             for r in results.values():
                 r.pop("per_query", None)
-        out = {"corpus": corpus, "gold": str(args.gold), "fold": args.fold or "all", "stats": st, "modes": results}
+        out = {"corpus": corpus, "gold": str(args.gold), "fold": args.fold or "all", "run": run_finished(run)}
+        out.update(stats=st, modes=results)
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     _print_eval(args, corpus, entries, st, results)

@@ -18,24 +18,7 @@ import logging
 import os
 import sys
 
-from ..notes import format_status
-from .bench import sample_export_dir
-from .daemon_cmds import EXIT_NOT_RUNNING, EXIT_STARTING, restart_options
-from .parser import build_parser, parse_args
-from .search import stale_note
-
-#: Names other modules and tests know from here (the commands moved to their own modules).
-_stale_note = stale_note
-__all__ = [
-    "EXIT_NOT_RUNNING",
-    "EXIT_STARTING",
-    "build_parser",
-    "format_status",
-    "main",
-    "parse_args",
-    "restart_options",
-    "sample_export_dir",
-]
+from .parser import parse_args
 
 
 def utf8_streams() -> None:

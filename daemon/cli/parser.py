@@ -25,7 +25,16 @@ from ..options import (
     transport_arg,
 )
 from .bench import cmd_bench, cmd_demo
-from .daemon_cmds import START_WAIT_S, cmd_daemon_restart, cmd_daemon_run, cmd_daemon_start, cmd_daemon_stop, cmd_status
+from .daemon_cmds import (
+    EXIT_NOT_RUNNING,
+    EXIT_STARTING,
+    START_WAIT_S,
+    cmd_daemon_restart,
+    cmd_daemon_run,
+    cmd_daemon_start,
+    cmd_daemon_stop,
+    cmd_status,
+)
 from .index import cmd_eval, cmd_index
 from .search import cmd_search
 from .servers import cmd_lsp, cmd_mcp, cmd_report
@@ -376,7 +385,11 @@ def _add_daemon_parsers(sub) -> None:
     sp = sub.add_parser(
         "status",
         help="is the root's daemon running, and how fresh is its index (never starts one)",
-        description="Report the daemon for ROOT without starting one. Exit status: 0 running, 3 not running.",
+        description=(
+            "Report the daemon for ROOT without starting one. Exit status: 0 running, "
+            f"{EXIT_NOT_RUNNING} not running (or stopping, or not answering), "
+            f"{EXIT_STARTING} starting (its process is up but does not answer yet)."
+        ),
     )
     _daemon_opts(sp, spawn=False)
     sp.add_argument("--json", action="store_true", help='machine-readable; {"running": false, ...} when not running')
@@ -392,7 +405,7 @@ def _add_server_parsers(sub) -> None:
         help="language server for editors (LSP on stdio): workspace/symbol, documentSymbol, search by meaning",
         description="Serve LSP on stdin/stdout for VS Code, Neovim, Emacs and other editors. The workspace folders "
         "are the export roots; their daemons are found or started in the background. Settings come from the "
-        "client's initializationOptions (README, 'Editors').",
+        "client's initializationOptions (README, 'Editors (LSP)').",
     )
     lsp_arguments(sp)
     sp.set_defaults(func=cmd_lsp)

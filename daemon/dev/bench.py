@@ -106,7 +106,7 @@ def _warm_child(
     config = msgspec.msgpack.decode(config_raw, type=EngineConfig)
     embedder = None
     if embedder_spec is not None:
-        from ..index.embed import embedder_for
+        from ..index.embedder import embedder_for
 
         embedder = embedder_for(embedder_spec[0])
     eng = Engine.open(Path(root), index_dir=Path(idx), config=config, embedder=embedder)
@@ -261,7 +261,9 @@ def _embed_throughput(eng, embedder, config, rng: random.Random, n: int) -> dict
     """The raw embedder vs the pipeline (embed text + cache + hnswlib upsert) on the same
     chunks, interleaved twice so machine noise hits both alike."""
     from ..index.dense import DenseIndex
-    from ..index.embed import EmbeddingCache, embed_chunks, embed_text
+    from ..index.embed import embed_chunks
+    from ..index.embed_cache import EmbeddingCache
+    from ..index.embed_text import embed_text
 
     pool = rng.sample(list(eng.chunks.values()), min(n, len(eng.chunks)))
     embedder.encode_passages([embed_text(c, config.embed_max_chars) for c in pool[:4]])  # load, warm up
@@ -290,7 +292,7 @@ def _fill_dense_from_cache(eng, src_root: Path, args, config, embedder, out: dic
     """The dense side from the embedding cache of an existing index of this root (``bsl-lens
     index ROOT`` once): only hnswlib work, no model calls. False when that cache is incomplete."""
     from ..engine import Engine
-    from ..index.embed import EmbeddingCache, text_hash
+    from ..index.embed_cache import EmbeddingCache, text_hash
     from ..index.storage import default_index_dir
 
     src = Path(args.index_dir) if args.index_dir else default_index_dir(src_root)
@@ -330,7 +332,7 @@ def run_bench(args) -> dict:
     object with ``--json``). Times are wall seconds or milliseconds as the key names say;
     RSS and sizes in MiB."""
     from ..engine import EngineConfig
-    from ..index.embed import embedder_for
+    from ..index.embedder import embedder_for
     from ..text.tokenize import tokenize_query
 
     src_root = Path(args.root).resolve()

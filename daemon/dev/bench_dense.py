@@ -21,12 +21,13 @@ from pathlib import Path
 
 import numpy as np
 
+from ..ranking.params import RankingParams
 from ..stats import percentile as _pct
 
 #: Rows per upsert, as :meth:`daemon.engine.Engine.embed_pending` (8 model batches of 32).
 UPSERT_BATCH = 256
-#: ``k`` of a dense search in the engine (``daemon.engine.CHANNEL_DEPTH``).
-SEARCH_K = 100
+#: ``k`` of a dense search in the engine (:attr:`daemon.ranking.params.RankingParams.channel_depth`).
+SEARCH_K = RankingParams().channel_depth
 
 
 def synthetic_vectors(
@@ -173,7 +174,7 @@ def _filtered_runs(index, keys: list[str], queries: np.ndarray, ef: int) -> dict
 
 def _cache_runs(index, data: np.ndarray, work: Path) -> dict:
     """The embedding cache's second copy of the vectors, and the two ways to avoid it."""
-    from ..index.embed import HASH_BYTES, EmbeddingCache
+    from ..index.embed_cache import HASH_BYTES, EmbeddingCache
 
     n, dim = data.shape
     hashes = [hashlib.blake2b(str(i).encode(), digest_size=HASH_BYTES).hexdigest() for i in range(n)]
@@ -251,7 +252,7 @@ def run_dense_bench(
     s or ms as named, memory in MiB). Raises ``ValueError`` for ``n < 1``."""
     if n < 1:
         raise ValueError("--dense-synthetic needs N >= 1 vectors")
-    from ..index.embed import pin_blas_threads
+    from ..index.embedder import pin_blas_threads
 
     pin_blas_threads()
     out: dict = {

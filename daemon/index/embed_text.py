@@ -3,7 +3,7 @@
 
 The texts are deterministic and byte-stable on purpose: the embedding cache is keyed by the
 hash of the text (:func:`daemon.index.embed_cache.text_hash`), so any change to what a chunk
-embeds re-embeds the whole corpus. ``tests/engine/test_embed_unit.py`` pins them. Why each
+embeds re-embeds the whole corpus. ``tests/unit/index/test_embed.py`` pins them. Why each
 form is what it is (the measurements) is in ``docs/internals.md``, "Embedded texts".
 """
 

@@ -787,7 +787,8 @@ class Reconciler:
     def _add_chunk(self, st: IndexState, c: Chunk, tokens: list[str] | None = None) -> int:
         """Store ``c`` in ``st`` and index it in every lexical channel; returns its slot."""
         if c.id in st.embedded:
-            from .embed import embed_text, text_hash
+            from .embed_cache import text_hash
+            from .embed_text import embed_text
 
             # only the embedded head counts: an edit deep in a long method keeps its vector
             if st.embedded[c.id] != text_hash(embed_text(c, self.config.embed_max_chars)):
@@ -820,9 +821,10 @@ class Reconciler:
             if st.meta_names is not None:
                 st.meta_names.remove(st.store, slot)
         if st.dense is not None:
-            from .embed import MAX_TEXTS, vector_key
+            from .embed import vector_key
+            from .embed_text import MAX_TEXTS
 
-            # the chunk's extra vectors (daemon.index.embed.embed_texts) go with it
+            # the chunk's extra vectors (daemon.index.embed_text.embed_texts) go with it
             keys = [k for k in (vector_key(cid, i) for i in range(MAX_TEXTS)) if k in st.embedded]
             if not keys:
                 return

@@ -266,7 +266,7 @@ class Snapshotter:
         entry are dropped, the journal is replayed on top. Never raises for damaged files
         (logged; the cache rebuilds the index)."""
         from .dense import DenseIndex, DenseIndexError
-        from .embed import EmbeddingCache
+        from .embed_cache import EmbeddingCache
 
         dense_dir, embedded_file, cache_file = self.dense_paths()
         cache = EmbeddingCache.load(cache_file, self.embedder.fingerprint, self.embedder.dim)

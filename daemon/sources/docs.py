@@ -460,7 +460,7 @@ def docs_extra_texts(c: Chunk, max_chars: int, kinds: tuple[str, ...] | None = N
     * ``tail``: for a section longer than its first text (:func:`docs_embed_text`), the
       heading chain then the lines that did not fit there; nothing for a short section.
 
-    :func:`daemon.index.embed.embed_texts` drops a text equal to an earlier one. Raises
+    :func:`daemon.index.embed_text.embed_texts` drops a text equal to an earlier one. Raises
     ``ValueError`` for an unknown name."""
     kinds = DOCS_EXTRA_TEXTS if kinds is None else kinds
     if not kinds:

@@ -1,5 +1,5 @@
 """``bsl-lens bench --dense-synthetic N`` (daemon/dev/bench_dense.py): the report's shape and the
-recall arithmetic, on a tiny N. No timing is asserted (the figures are the README's)."""
+recall arithmetic, on a tiny N. No timing is asserted (the figures are in docs/dense-at-scale.md)."""
 
 from __future__ import annotations
 

@@ -8,7 +8,8 @@ import os
 import subprocess
 import sys
 
-
+import daemon
+from daemon.cli import run_info
 from daemon.cli.bench import sample_export_dir
 
 SAMPLE = sample_export_dir()
@@ -112,6 +113,11 @@ def test_eval_on_gold_entries_with_corpus(sample_root, tmp_path):
     )
     lex = rep["modes"]["lexical"]
     assert lex["n"] == 10
+    # where and when it ran (daemon/cli/run_info.py): what tools/docs_tables.py captions with
+    ran = rep["run"]
+    assert ran["version"] == daemon.__version__ and ran["date"].endswith("Z") and ran["cpu_count"] >= 1
+    assert len(ran["load_avg_start"]) == 3 and len(ran["load_avg_end"]) == 3
+    assert ran["commit"] == run_info.checkout_commit()  # the same checkout: None for an installed package
     assert lex["by_intent"]["symbol"]["symbol"]["hit@1"] == 1.0
     assert lex["overall"]["symbol"]["ndcg@10"] > 0.6
 

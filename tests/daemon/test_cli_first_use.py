@@ -16,8 +16,8 @@ import psutil
 import pytest
 
 from daemon import notes
-from daemon.cli import main as cli
-from daemon.cli.daemon_cmds import daemon_spawn_args
+from daemon.cli.daemon_cmds import EXIT_NOT_RUNNING, daemon_spawn_args
+from daemon.cli.parser import build_parser, parse_args
 from daemon.cli.progress import StageProgress, progress_line
 from daemon.cli.search import must_wait
 from daemon.options import ENV_VARS, SettingError, check_embedder_spec, resolve
@@ -78,7 +78,7 @@ TRANSPORT_COMMANDS = {
 
 
 def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
-    parser = cli.build_parser()
+    parser = build_parser()
     assert set(ENV_VARS) == {
         "embedder",
         "shared_cache",
@@ -101,7 +101,7 @@ def test_the_table_covers_every_command_that_takes_a_setting_with_a_variable():
     ],
 )
 def test_transport_flag_over_environment_over_default(command, flags, env, want):
-    args = cli.parse_args(list(TRANSPORT_COMMANDS[command]) + flags, env=env)
+    args = parse_args(list(TRANSPORT_COMMANDS[command]) + flags, env=env)
     assert args.transport == want
     if command != "daemon run":
         spawn = daemon_spawn_args(args)
@@ -126,7 +126,7 @@ DSN = "postgresql://ci:pw@db/emb"
     ],
 )
 def test_shared_cache_flag_over_environment_over_default(command, flags, env, want):
-    args = cli.parse_args(list(SHARED_CACHE_COMMANDS[command]) + flags, env=env)
+    args = parse_args(list(SHARED_CACHE_COMMANDS[command]) + flags, env=env)
     assert (args.shared_cache, args.shared_cache_mode) == want
     if command in ("daemon start", "daemon restart"):
         spawn = daemon_spawn_args(args)
@@ -146,7 +146,7 @@ def test_shared_cache_mode_is_checked_and_the_dsn_never_reaches_a_command_line(t
     assert "BSL_LENS_SHARED_CACHE" in str(exc.value) and "mysql://" in str(exc.value)
     assert "s3cretpw" not in str(exc.value)
     with pytest.raises(SystemExit):
-        cli.parse_args(["index", "ROOT", "--shared-cache-mode", "write"])
+        parse_args(["index", "ROOT", "--shared-cache-mode", "write"])
     # a spawned daemon gets the DSN through its environment: not in ps, not in the spawn log line
     seen = {}
 
@@ -178,7 +178,7 @@ def test_shared_cache_mode_is_checked_and_the_dsn_never_reaches_a_command_line(t
 )
 def test_embedder_flag_over_environment_over_default_in_every_command(command, flag, env, want):
     argv = list(EMBEDDER_COMMANDS[command]) + (["--embedder", flag] if flag else [])
-    args = cli.parse_args(argv, env=env)
+    args = parse_args(argv, env=env)
     assert args.embedder == want
     if command.startswith("daemon ") and command != "daemon run":
         # what a started daemon is told (the spawned `daemon run` gets it as a flag)
@@ -323,7 +323,7 @@ def test_no_daemon_and_no_index_dir_for_a_missing_root_or_a_folder_that_is_not_a
             assert want in proc.stderr, (argv, proc.stderr)
             assert not default_idx.exists(), (argv, default_idx)
         st = run_cli("status", str(root))
-        assert st.returncode == cli.EXIT_NOT_RUNNING
+        assert st.returncode == EXIT_NOT_RUNNING
         assert not default_idx.exists()
     # `daemon run` (what a spawn executes) refuses a missing root before making its log
     idx = tmp_path / "idx-run"

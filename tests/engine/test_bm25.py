@@ -1,5 +1,5 @@
 """BM25Index (daemon/index/bm25.py) on the real ssl31-ru text: oracle scores, a full build, updates,
-save and load. The tests without corpora are in test_bm25_unit.py."""
+save and load. The tests without corpora are in tests/unit/index/test_bm25.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """BSL chunker (:mod:`daemon.sources.bsl`) on the real corpora, read in place: real tree-sitter, no
-mocks. The tests on inline sources are in test_bsl_chunker_unit.py."""
+mocks. The tests on inline sources are in tests/unit/sources/test_bsl.py."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """A real kill -9 of a process writing a snapshot leaves a consistent index (the chunk store's
-generation folders). The chunk store's in-process tests are in test_chunkstore_unit.py."""
+generation folders). The chunk store's in-process tests are in tests/unit/index/test_chunkstore.py."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The engine (lexical side) on the three real corpora, read in place: formats, counts, and
 retrieval quality on the dev gold set as a regression guard (the measured numbers and the
-full hybrid table are in the README; these floors sit a little below them)."""
+full hybrid table are in docs/quality.md; these floors sit a little below them)."""
 
 from __future__ import annotations
 

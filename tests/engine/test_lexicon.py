@@ -1,5 +1,5 @@
 """tools/build_lexicon.py rebuilds the shipped lexicon (daemon/data/lexicon_1c.json) from the real SSL
-corpora. The lexicon's own tests are in test_lexicon_unit.py."""
+corpora. The lexicon's own tests are in tests/unit/text/test_lexicon.py."""
 
 from __future__ import annotations
 

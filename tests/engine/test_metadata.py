@@ -474,7 +474,7 @@ def test_missing_objects_ru(ssl_ru):
 
 def test_missing_objects_en_and_edt(ssl_en, yaxunit):
     en = missing_objects(ssl_en)
-    # the English subset left out whole object types (README): they are listed but absent
+    # the English subset left out whole object types (shared/corpora/README.md): they are listed but absent
     assert {p.split("/")[0] for p in (s.path for s in en)} >= {
         "InformationRegisters",
         "Roles",

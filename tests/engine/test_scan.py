@@ -1,5 +1,5 @@
 """Scanner tests on the real corpora. The tests on small trees made in tmp_path are in
-test_scan_unit.py."""
+tests/unit/sources/test_scan.py."""
 
 from __future__ import annotations
 
@@ -89,7 +89,7 @@ def test_module_kind_counts_match_the_corpus_readme(ssl_ru, ssl_en, yaxunit):
     assert names["Module.bsl"] == 1212 and names["ManagerModule.bsl"] == 301
     kinds = Counter(m.module_kind for m in scan_export(ssl_ru).modules)
     assert kinds["common"] + kinds["form"] + kinds["http_service"] + kinds["web_service"] == names["Module.bsl"]
-    assert kinds["common"] == 561  # README: all 561 CommonModules
+    assert kinds["common"] == 561  # shared/corpora/README.md: all 561 CommonModules
     assert kinds["manager"] == names["ManagerModule.bsl"] and kinds["object"] == names["ObjectModule.bsl"]
     assert kinds["command"] == names["CommandModule.bsl"] and kinds["recordset"] == names["RecordSetModule.bsl"]
     assert kinds["value_manager"] == names["ValueManagerModule.bsl"]
@@ -99,14 +99,15 @@ def test_module_kind_counts_match_the_corpus_readme(ssl_ru, ssl_en, yaxunit):
     assert {m.owner for m in en.modules if m.path == "CommonModules/Common/Ext/Module.bsl"} == {"ОбщийМодуль.Common"}
     y = scan_export(yaxunit)
     projects = Counter(m.project for m in y.modules)
-    # README: 133 / 3 / 63 / 117 .bsl per project, minus the two .settings templates
+    # shared/corpora/README.md: 133 / 3 / 63 / 117 .bsl per project, minus the two .settings templates
     assert projects == {"exts/yaxunit": 132, "exts/smoke": 3, "tests": 62, "fixtures/demo-configuration": 117}
 
 
 def test_scan_counts_and_order(ssl_ru, ssl_en, yaxunit):
     ru = scan_export(ssl_ru)
-    assert len(ru.modules) == 1926  # README: .bsl files
-    # README: 2,503 top-level descriptors + 84 nested subsystems (87 subsystem descriptors, 3 top-level)
+    assert len(ru.modules) == 1926  # shared/corpora/README.md: .bsl files
+    # shared/corpora/README.md: 2,503 top-level descriptors + 84 nested subsystems (87 subsystem
+    # descriptors, 3 top-level)
     assert len(ru.metadata) == 2503 + 84
     assert ru.skipped == []
     assert [m.path for m in ru.modules] == sorted(m.path for m in ru.modules)
@@ -134,7 +135,7 @@ def test_scan_counts_and_order(ssl_ru, ssl_en, yaxunit):
     assert len(en.modules) == 1097 and len(en.metadata) == 1441
 
     y = scan_export(yaxunit)
-    # README: 456 .mdo = 429 top-level + 4 Configuration.mdo + 23 nested subsystems
+    # shared/corpora/README.md: 456 .mdo = 429 top-level + 4 Configuration.mdo + 23 nested subsystems
     assert len(y.metadata) == 429 + 23
     kontr = next(
         m for m in y.metadata if m.path == "fixtures/demo-configuration/src/Catalogs/Контрагенты/Контрагенты.mdo"

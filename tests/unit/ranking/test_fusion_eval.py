@@ -1,4 +1,6 @@
-"""RRF fusion and the gold-set scoring (shared/eval/README.md)."""
+"""RRF fusion (daemon/ranking/fusion.py) and the gold-set scoring and folds (daemon/dev/evaluate.py,
+shared/eval/README.md); the folds in a fresh process and of the real dev gold set are in
+tests/engine/test_eval_folds.py."""
 
 import json
 import math
@@ -106,39 +108,14 @@ def test_folds_are_stratified_and_deterministic():
     for intent, n in (("symbol", 7), ("semantic", 10), ("metadata", 3), ("crosslingual", 1)):
         a = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "A")
         assert a == (n + 1) // 2  # an even split, A takes the odd one out
-    # the same entries in another order give the same folds; so does a run in a fresh process
+    # the same entries in another order give the same folds (a fresh process too:
+    # tests/engine/test_eval_folds.py)
     assert fold_of(list(reversed(entries))) == folds
-    import json as _json
-    import subprocess
-    import sys
-
-    code = (
-        "import json,sys; from daemon.dev.evaluate import fold_of; "
-        "print(json.dumps(fold_of(json.loads(sys.stdin.read())), sort_keys=True))"
-    )
-    other = subprocess.run(
-        [sys.executable, "-c", code], input=_json.dumps(entries), capture_output=True, text=True, check=True
-    )
-    assert _json.loads(other.stdout) == folds
     # strata are intent x corpus: another corpus does not move the ssl31-ru entries
     extra = [dict(e, id="e" + e["id"], corpus="ssl31-en") for e in entries[:5]]
     assert {k: v for k, v in fold_of(entries + extra).items() if k in folds} == folds
     with pytest.raises(ValueError, match="twice"):
         fold_of(entries + entries[:1])
-
-
-def test_dev_gold_folds_split_every_intent(tmp_path):
-    from shared_paths import EVAL_DIR
-
-    gold = EVAL_DIR / "gold_dev.jsonl"
-    if not gold.exists():
-        pytest.skip(f"{gold} not found")
-    entries = load_gold(gold)
-    folds = fold_of(entries)
-    for intent in {e["intent"] for e in entries}:
-        a = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "A")
-        b = sum(1 for e in entries if e["intent"] == intent and folds[e["id"]] == "B")
-        assert abs(a - b) <= 2, (intent, a, b)  # at most one odd entry per corpus
 
 
 def test_fold_results_average_back_to_the_whole():

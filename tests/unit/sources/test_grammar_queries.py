@@ -52,7 +52,7 @@ def test_grammar_dir_source_checkout_or_installed():
     import daemon
 
     installed = Path(daemon.__file__).resolve().parent / "_grammars" / "bsl"
-    expected = installed if installed.is_dir() else Path(__file__).resolve().parents[2] / "grammars" / "bsl"
+    expected = installed if installed.is_dir() else Path(__file__).resolve().parents[3] / "grammars" / "bsl"
     assert bsl.grammar_dir() == expected
     assert (bsl.grammar_dir() / "methods.scm").is_file()
 

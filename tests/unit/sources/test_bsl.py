@@ -496,7 +496,7 @@ def test_extension_deleted_lines_not_in_bm25_or_dense_text(tmp_path):
     method; the chunk text still holds the deleted line."""
     import shutil
 
-    from daemon.cli.main import sample_export_dir
+    from daemon.cli.bench import sample_export_dir
     from daemon.engine import Engine
     from daemon.index.embed_text import embed_text
 

@@ -1,30 +1,7 @@
-"""daemon.stats.percentile: the one percentile formula (status, eval, benches)."""
+"""Every bench report starts with the same header (bench, cpu_count, load_avg), checked on the
+engine bench run as ``bsl-lens bench`` in a process (the percentile tests are in tests/unit/test_stats.py)."""
 
 from __future__ import annotations
-
-import math
-import random
-
-import numpy as np
-import pytest
-
-from daemon.stats import p50_p95, percentile
-
-
-def test_percentile_is_numpy_nearest():
-    rng = random.Random(11)
-    for n in (1, 2, 3, 7, 20, 21, 200):
-        xs = [rng.uniform(0, 100) for _ in range(n)]
-        for q in (0.0, 0.25, 0.5, 0.9, 0.95, 0.99, 1.0):
-            assert percentile(xs, q) == float(np.percentile(xs, q * 100, method="nearest")), (n, q)
-
-
-def test_percentile_edges():
-    assert math.isnan(percentile([], 0.5))
-    assert percentile([3.0, 1.0, 2.0], 0.5) == 2.0  # sorts; a measured value
-    with pytest.raises(ValueError):
-        percentile([1.0], 95)
-    assert p50_p95([1.0, 2.0, 3.0, 4.0], 1) == {"p50": 3.0, "p95": 4.0}  # index round(1.5) = 2: half to even
 
 
 def test_every_bench_report_starts_with_the_same_header(sample_root):
@@ -59,6 +36,7 @@ def test_every_bench_report_starts_with_the_same_header(sample_root):
     )
     assert out.returncode == 0, out.stderr
     rep = json.loads(out.stdout)
-    assert list(rep)[:3] == ["bench", "cpu_count", "load_avg"] and rep["bench"] == "engine"
+    assert list(rep)[:4] == ["bench", "cpu_count", "load_avg", "run"] and rep["bench"] == "engine"
+    assert rep["run"]["version"] and len(rep["run"]["load_avg_start"]) == 3  # daemon/cli/run_info.py
     assert len(rep["load_avg"]) == 3 and rep["cpu_count"] >= 1
     assert rep["scan_ms"] > 0 and rep["cold_lexical_index_s"] >= 0 and set(rep["symbol_lookup_ms"]) == {"p50", "p95"}

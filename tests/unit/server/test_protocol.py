@@ -3,7 +3,7 @@
 The server tests run :class:`daemon.server.server.Server` on its own event loop thread around a
 tiny fake service, so failure paths the real Service never takes (an internal exception, a
 request that blocks until told to finish) are exercised deterministically, without timing.
-The real daemon process is tested in test_daemon_process.py.
+The real daemon process is tested in tests/daemon/test_daemon_process.py.
 """
 
 from __future__ import annotations
@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -116,26 +114,6 @@ def test_file_lock_is_exclusive_and_released(tmp_path):
     assert not runtime.lock_is_held(path)
     assert b.acquire(1.0)
     b.release()
-
-
-def test_lock_holder_is_the_process_holding_it(tmp_path):
-    path = tmp_path / "daemon.lock"
-    code = (
-        "import sys, time; sys.path.insert(0, sys.argv[2]); from daemon.server.runtime import FileLock\n"
-        "l = FileLock(sys.argv[1]); assert l.try_acquire(); print('locked', flush=True); sys.stdin.read()\n"
-    )
-    repo = str(Path(__file__).resolve().parents[2])
-    proc = subprocess.Popen(
-        [sys.executable, "-c", code, str(path), repo], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
-    try:
-        assert proc.stdout.readline().strip() == "locked"
-        assert runtime.lock_holder(path) == proc.pid
-        assert not runtime.FileLock(path).acquire(0.05)
-    finally:
-        proc.stdin.close()
-        proc.wait(TIMEOUT)
-    assert runtime.lock_holder(path) is None  # released when the process exits
 
 
 def _fake_paths(tmp_path: Path, monkeypatch) -> runtime.Paths:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 
 
 def _load():
@@ -143,3 +143,48 @@ def test_main_writes_the_region_of_the_file(tmp_path, capsys):
     assert "| hybrid, fold B (2) |" in text and text.endswith("<!-- end -->\n")
     assert dt.main(["quality", "missing", str(src), "--doc", str(doc)]) == 2
     assert "no region '<!-- generated: quality missing -->'" in capsys.readouterr().err
+
+
+RUN = {
+    "version": "0.1.0",
+    "commit": "abc123def456",
+    "date": "2026-12-04T21:58:56Z",
+    "cpu_count": 2,
+    "load_avg_start": [0.5, 0.6, 0.7],
+    "load_avg_end": [1.5, 0.9, 0.8],
+}
+
+
+def test_the_caption_says_where_and_when_from_the_run():
+    body = dt.render_quality({**EVAL, "run": RUN})
+    first = body.splitlines()[0]
+    assert first.endswith(
+        "; measured with bsl-lens 0.1.0 at abc123def456, 2026-12-04 21:58 UTC, load average 0.5 / 0.6 / 0.7 "
+        "at the start, 1.5 / 0.9 / 0.8 at the end (1 / 5 / 15 min)."
+    )
+    bench = dt.render_bench({**BENCH, "run": RUN}).splitlines()[0]
+    assert "; 2 CPUs; measured with bsl-lens 0.1.0 at abc123def456, 2026-12-04 21:58 UTC" in bench
+    assert "as it finished" not in bench  # the run has the load at both ends: said once
+    dirty = dt.render_quality({**EVAL, "run": {**RUN, "commit": "abc123def456-dirty"}}).splitlines()[0]
+    assert "at abc123def456 with uncommitted changes," in dirty
+    installed = dt.render_quality({**EVAL, "run": {**RUN, "commit": None}}).splitlines()[0]
+    assert "measured with bsl-lens 0.1.0, 2026-12-04 21:58 UTC" in installed
+
+
+def test_source_overrides_the_run_and_old_json_needs_it():
+    body = dt.render_quality({**EVAL, "run": RUN}, "main abc1234, 2026-12-03")
+    assert body.splitlines()[0].endswith("; measured on main abc1234, 2026-12-03.") and "abc123def456" not in body
+    assert "measured" not in dt.render_quality(EVAL).splitlines()[0]  # no run, no --source: nothing claimed
+    bench = dt.render_bench({**BENCH, "run": RUN}, "a scratch run").splitlines()[0]
+    assert "load average 1.2 / 1.3 / 1.4 (1 / 5 / 15 min) as it finished; measured on a scratch run." in bench
+    every = dt.render_bench({"bench": "lifecycle", "run": RUN, "scales": {"1": {"stop_s": 0.22}}})
+    assert "run." not in every and "| `scales.1.stop_s` | 0.22 |" in every
+
+
+def test_main_takes_the_run_without_source(tmp_path):
+    doc = tmp_path / "performance.md"
+    doc.write_text("<!-- generated: bench engine -->\n<!-- end -->\n", encoding="utf-8")
+    src = tmp_path / "bench.json"
+    src.write_text(json.dumps({**BENCH, "run": RUN}), encoding="utf-8")
+    assert dt.main(["bench", "engine", str(src), "--doc", str(doc)]) == 0
+    assert "measured with bsl-lens 0.1.0 at abc123def456" in doc.read_text(encoding="utf-8")

@@ -1,0 +1,54 @@
+"""The contract module (daemon/contract.py): one home for the wire types, light to import (that the
+front ends load none of the engine is checked in fresh interpreters:
+tests/daemon/test_front_end_imports.py)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import msgspec
+import pytest
+
+from daemon import contract
+from daemon.server import protocol
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_the_contract_imports_only_msgspec_and_the_standard_library():
+    tree = ast.parse((REPO / "daemon" / "contract.py").read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            imported.add("." * node.level + (node.module or ""))
+    assert imported == {"__future__", "msgspec", "unicodedata"}
+
+
+def test_result_types_are_the_contract_structs():
+    assert protocol.result_type("search") is contract.SearchResult
+    assert protocol.result_type("symbols") is contract.SearchResult
+    assert protocol.result_type("get_chunk") is contract.Chunk
+    assert protocol.result_type("get_method") is contract.MethodInfo
+    assert protocol.result_type("describe_object") is contract.ObjectDescription
+    assert protocol.result_type("read_module") is contract.ModuleText
+    assert protocol.result_type("document_symbols") == list[contract.Chunk]
+    assert protocol.StatusResult.__annotations__["service"] in ("Status", contract.Status)
+
+
+def test_one_top_k_bound_for_the_wire_and_the_engine():
+    for params, field in ((protocol.SearchParams, "top_k"), (protocol.SymbolsParams, "limit")):
+        ok = msgspec.convert({"query": "x", field: contract.MAX_TOP_K}, params)
+        assert getattr(ok, field) == contract.MAX_TOP_K
+        with pytest.raises(msgspec.ValidationError):
+            msgspec.convert({"query": "x", field: contract.MAX_TOP_K + 1}, params)
+
+
+def test_the_engine_and_the_service_reuse_the_contract_types():
+    from daemon import engine
+    from daemon.service import lookups, service
+
+    assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
+    assert service.Status is contract.Status and lookups.MethodInfo is contract.MethodInfo
