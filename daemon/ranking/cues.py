@@ -34,7 +34,8 @@ _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"\bсправочник|\bcatalog", ("Справочник",)),
         (r"\bжурнал\w* документ|\bdocument journal", ("ЖурналДокументов",)),
         (r"\bдокумент|\bdocument", ("Документ",)),
-        (r"\bперечислен|\benum", ("Перечисление",)),
+        # "перечислены" (listed) is a participle, not the type: the noun's stem only
+        (r"\bперечислени|\benum", ("Перечисление",)),
         (r"\bконстант|\bconstant", ("Константа",)),
         (r"\bопределяем\w* тип|\bdefined type", ("ОпределяемыйТип",)),
         (r"\bфункциональн\w* опци|\bfunctional option", ("ФункциональнаяОпция",)),
@@ -47,6 +48,29 @@ _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"\bплан\w* видов характеристик|\bcharacteristic type", ("ПланВидовХарактеристик",)),
         (r"\bhttp-?сервис|\bhttp service", ("HTTPСервис",)),
         (r"\bweb-?сервис|\bвеб-?сервис|\bweb service", ("WebСервис",)),
+    )
+]
+
+# The platform's other types whose names are not everyday words (multi-word names and their
+# English names), read whatever the cues above found; "отчет", "обработка", "общий модуль",
+# "роль" and "подсистема" are left out: questions about code say them too ("обработка
+# проведения", "модуль необязательной подсистемы").
+_MORE_TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(p), types)
+    for p, types in (
+        (r"\bобщ\w* макет|\bcommon template", ("ОбщийМакет",)),
+        (r"\bобщ\w* реквизит|\bcommon attribute", ("ОбщийРеквизит",)),
+        (r"\bобщ\w* картинк|\bcommon picture", ("ОбщаяКартинка",)),
+        (r"\bобщ\w* форм|\bcommon form", ("ОбщаяФорма",)),
+        (r"\bобщ\w* команд|\bcommon command", ("ОбщаяКоманда",)),
+        (r"\bплан\w* счетов|\bchart of accounts", ("ПланСчетов",)),
+        (r"\bплан\w* видов расчет|\bcalculation types", ("ПланВидовРасчета",)),
+        (r"\bкритери\w* отбора|\bfilter criteri", ("КритерийОтбора",)),
+        (r"\bхранилищ\w* настроек|\bsettings storage", ("ХранилищеНастроек",)),
+        (r"\bэлемент\w* стиля|\bstyle item", ("ЭлементСтиля",)),
+        (r"\bпакет\w* xdto|\bxdto package", ("ПакетXDTO",)),
+        (r"\bгрупп\w* команд|\bcommand group", ("ГруппаКоманд",)),
+        (r"\bпараметр\w* функциональн\w* опци|\bfunctional option parameter", ("ПараметрФункциональныхОпций",)),
     )
 ]
 
@@ -122,6 +146,9 @@ def _intent(q: str) -> MetadataIntent:
                     types.append(t)
             if rx.pattern.startswith(r"\bрегистр\w* "):  # a specific register kind wins
                 break
+    for rx, names in _MORE_TYPE_CUES:
+        if rx.search(q):
+            types += [t for t in names if t not in types]
     if types or _FIELD_CUES.search(q):
         return MetadataIntent(True, tuple(types))
     return MetadataIntent()
