@@ -101,6 +101,15 @@ _EN_HOWTO = re.compile(
 )
 
 
+# A question about where or how something happens in the code: an interrogative word. Without
+# an infinitive it asks for the code that does it ("где упаковываются ...", "как движок
+# понимает, что ..."), not for an API to call.
+_WHERE_HOW = re.compile(
+    r"\b(?:где|куда|откуда|как|почему|зачем|когда|каким образом|в каком месте|по какому"
+    r"|where|why|when|how (?:does|is|are|do))\b"
+)
+
+
 def _has_infinitive(folded: str) -> bool:
     if _EN_HOWTO.match(folded):
         return True
@@ -190,6 +199,8 @@ class QueryCues:
     cues (None for a name). ``howto``: a how-to question about code. ``docs``: a documentation
     search. ``translated``: the question's words carried into ``to`` for the *dense_tr* channel
     (``""`` when there is none or it was not asked for, :func:`with_translation`).
+    ``where_how``: a question in the code's script about where or how something happens (an
+    interrogative word, no infinitive): it asks for the code that does it, API or not.
     """
 
     text: str
@@ -200,6 +211,7 @@ class QueryCues:
     howto: bool = False
     docs: bool = False
     translated: str = ""
+    where_how: bool = False
 
     @property
     def metadata(self) -> bool:
@@ -233,10 +245,12 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
     cyr, lat = script_counts(text)
     cross = cyr + lat > 0 and abs(cyr / (cyr + lat) - corpus_cyrillic) > 0.5
     intent = howto = None
+    where_how = False
     if not identifier:
         folded = fold(text)
         howto = _has_infinitive(folded)
         intent = MetadataIntent() if howto else _intent(folded)
+        where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
     return QueryCues(
         text=text,
         identifier=identifier,
@@ -245,6 +259,7 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         intent=intent,
         howto=bool(howto),
         docs=docs,
+        where_how=where_how,
     )
 
 

@@ -51,6 +51,8 @@ class RankingParams:
     translated_dense_weight: float = 2.0
     #: RRF weight of the api channel: a question's candidates ordered by the names channel's API boost.
     api_prior_weight: float = 0.5
+    #: Share of the api channel's weight a where/how question keeps (an interrogative word, no infinitive).
+    api_where_how_share: float = 0.0
     #: Candidates of each voting channel (bm25, dense, dense_tr) the api channel orders.
     api_prior_depth: int = 30
     #: Share of the metadata channels' weight for a question with neither a metadata cue nor a how-to verb.

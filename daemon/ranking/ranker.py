@@ -321,7 +321,7 @@ class Ranker:
             self._dense_channels(out, cues, mode, allow, qvec, tvec, uncued)
         p = self.params
         if p.api_prior_weight and not cues.docs and mode != "vector" and not cues.identifier and not cues.metadata:
-            self._api_channel(out)
+            self._api_channel(out, cues)
         return out
 
     def _names_channel(self, out: Channels, cues: QueryCues, allow, ids, names: list | None) -> None:
@@ -435,10 +435,12 @@ class Ranker:
             )
             out.weights["meta_dense"] = meta_weight
 
-    def _api_channel(self, out: Channels) -> None:
+    def _api_channel(self, out: Channels, cues: QueryCues) -> None:
         """*api*: the top ``api_prior_depth`` candidates of the voting bm25, dense and
         dense_tr channels, ordered by the names channel's public-API boost, ties by their
-        best rank."""
+        best rank; a where/how question (:attr:`QueryCues.where_how`) keeps
+        ``api_where_how_share`` of the weight (it asks for the code that does a thing, API or
+        not)."""
         depth = int(self.params.api_prior_depth)
         best: dict[str, int] = {}
         for name in ("bm25", "dense", "dense_tr"):
@@ -451,7 +453,8 @@ class Ranker:
         slot_of = st.store.slot_of
         boosts = {k: st.name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
         out.lists["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
-        out.weights["api"] = self.params.api_prior_weight
+        p = self.params
+        out.weights["api"] = p.api_prior_weight * (p.api_where_how_share if cues.where_how else 1.0)
 
     # ------------------------------------------------------------------ ranking
     def rank(

@@ -3,7 +3,7 @@ questions, platform events, acronyms and a question that spells a method's name.
 
 from __future__ import annotations
 
-from daemon.ranking.cues import metadata_intent
+from daemon.ranking.cues import metadata_intent, read_cues
 
 
 def test_listed_is_not_the_enum_type_word_and_multi_word_types_are_cues():
@@ -15,3 +15,16 @@ def test_listed_is_not_the_enum_type_word_and_multi_word_types_are_cues():
     assert metadata_intent("в каком регистре сведений хранятся курсы").object_types == ("РегистрСведений",)
     # an infinitive keeps a how-to question off the metadata channels
     assert not metadata_intent("как заполнить общий макет").metadata
+
+
+def test_where_how_questions_are_read_by_an_interrogative_word_without_an_infinitive():
+    def wh(q: str, share: float = 0.99) -> bool:
+        return read_cues(q, corpus_cyrillic=share, docs=False).where_how
+
+    assert wh("где упаковываются результаты тестов")
+    assert wh("как движок понимает, что тест упал")
+    assert not wh("как отправить письмо из кода")  # an infinitive: a how-to question, the API prior stays
+    assert not wh("сумма прописью для счета на оплату")  # a noun phrase
+    assert not wh("where are the test results packed")  # the other script than the code: the prior stays
+    assert wh("where are the test results packed", 0.0)
+    assert not wh("ОбщегоНазначения.ЗначениеРеквизитаОбъекта")
