@@ -436,6 +436,9 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     # docs sections: the heading's fragment; the link is f"{path}#{anchor}" (signature: the heading path)
     anchor: str = ""
     stale: bool = False  # its file changed on disk and is not re-indexed yet (set by the daemon)
+    # test or fixture code: a tests/test/fixtures folder, a test project, or a module declaring a
+    # test framework's registration method (ИсполняемыеСценарии, ...); ranked below production code
+    test: bool = False
 
 
 class SearchResult(msgspec.Struct, kw_only=True):

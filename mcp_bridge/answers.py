@@ -137,6 +137,7 @@ def search_hit(h, query: str, *, detail: bool) -> SearchHit:
         match=honest_match(h.match, query, h.name, h.owner, qn),
         summary=_hit_summary(h),
         stale=h.stale,
+        test=h.test,
     )
     if h.kind in DOCS_KINDS:
         hit.heading_path = h.signature

@@ -96,6 +96,7 @@ class SearchHit(_Out):
     heading_path: str = Field("", description="Docs sections: H1 > H2 > H3")
     link: str = Field("", description="Docs sections: path#anchor; read it with read_document")
     stale: bool = Field(False, description="Changed on disk and not re-indexed yet: re-check with read_module")
+    test: bool = Field(False, description="Test or fixture code (ranked below production code that matches as well)")
     name: str = detail("")
     owner: str = detail("")
     object_type: str = detail("", "the owner's type, ОбщийМодуль, Справочник, ...")

@@ -167,15 +167,19 @@ def cmd_compare(a) -> int:
                     _, s0, _, h0 = bsum[c][(mode, fold, "symbol")]
                     cells.append(f"{s - s0:+.3f}, {h - h0:+.2f}")
                     print(f"| {c} / {mode[:3]} / {fold} | " + " | ".join(cells) + " |")
-        print("\nprotocol (mean of levels; ssl lex A, B, hyb A, B; yax lex A, B, hyb A, B): " + ", ".join(
-            f"{x:+.3f}" for x in checks
-        ))
+        print(
+            "\nprotocol (mean of levels; ssl lex A, B, hyb A, B; yax lex A, B, hyb A, B): "
+            + ", ".join(f"{x:+.3f}" for x in checks)
+        )
         if a.queries:
             for c in CORPORA:
                 old = {(r["mode"], r["id"]): r for r in base[c]}
                 for r in res[c]:
                     o = old[(r["mode"], r["id"])]
-                    d = ((r["symbol"]["ndcg@10"] - o["symbol"]["ndcg@10"]) + (r["file"]["ndcg@10"] - o["file"]["ndcg@10"])) / 2
+                    d = (
+                        (r["symbol"]["ndcg@10"] - o["symbol"]["ndcg@10"])
+                        + (r["file"]["ndcg@10"] - o["file"]["ndcg@10"])
+                    ) / 2
                     if abs(d) > 1e-9:
                         print(f"  {c} {r['mode'][:3]} {r['fold']} {r['id']} {r['intent'][:4]} {d:+.3f} {r['query']}")
     return 0

@@ -57,6 +57,8 @@ class RankingParams:
     api_prior_depth: int = 30
     #: Share of the metadata channels' weight for a question with neither a metadata cue nor a how-to verb.
     uncued_meta_weight: float = 0.075
+    #: Test code's fused score is multiplied by this (1: no demotion); production code that matches equally wins.
+    test_code_factor: float = 0.75
     #: Metadata questions: a field in the ranking brings its object in just above it.
     object_rollup: bool = True
     #: Metadata questions: the first hits bring in the objects they are one unit with (option and constant).

@@ -34,6 +34,7 @@ from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
 from .params import RankingParams
+from .testcode import TestCode
 
 #: Metadata masks kept per store version (one per object-type tuple a query named).
 META_MASKS = 16
@@ -158,6 +159,7 @@ class Ranker:
         self._meta_masks: tuple = (None, None, {})
         # the linked objects of the metadata roll-up for one store version
         self._links: tuple = (None, None, {})
+        self.tests = TestCode()
 
     # ------------------------------------------------------------------ filters
     def allow(self, f: Filters | None) -> np.ndarray | None:
@@ -489,11 +491,23 @@ class Ranker:
         if cues.docs:
             weights = docs_weights(weights, cues.text, self.state.store, self.params)
         fused = rrf(lists, k=self.params.rrf_k, weights=weights)
+        tests = self.tests.refresh(self.state)
+        if fused and not cues.docs and self.params.test_code_factor != 1.0:
+            fused = self._demote_tests(fused, tests)
         if match:
             fused = _names_first(fused, match)
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)
         return self._hits(fused, slot_by_id, match, top_k, snippets)
+
+    def _demote_tests(self, fused: list, tests: TestCode) -> list:
+        """``fused`` with the scores of test code's chunks multiplied by ``test_code_factor``,
+        sorted again as :func:`daemon.ranking.fusion.rrf` sorts (production code that matches
+        a question as well as test code comes first)."""
+        f = self.params.test_code_factor
+        out = [(cid, s * f if tests.is_test(cid.partition("::")[0]) else s, r) for cid, s, r in fused]
+        out.sort(key=lambda t: (-t[1], min(t[2].values()) if t[2] else 0, t[0]))
+        return out
 
     def _hits(
         self, fused: list, slot_by_id: dict[str, int], match: dict[str, str], top_k: int, snippets: bool
@@ -515,7 +529,8 @@ class Ranker:
                 continue
             seen.add(key)
             if len(hits) < top_k:
-                hits.append(_hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
+                c = store.get(slot)
+                hits.append(_hit(c, score, ranks, match.get(cid, ""), snippets, self.tests.is_test(c.path)))
         return hits, len(seen)
 
     def _roll_up(self, fused: list, slot_by_id: dict[str, int], allow: np.ndarray | None = None) -> list:
@@ -622,7 +637,7 @@ class Ranker:
         return links
 
 
-def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
+def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True, test: bool = False) -> Hit:
     return Hit(
         id=c.id,
         path=c.path,
@@ -642,4 +657,5 @@ def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bo
         match=match,
         snippet=snippet(c) if snippets else "",
         anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
+        test=test,
     )

@@ -28,6 +28,7 @@ import msgspec
 from ..contract import Skip
 
 from ..contract import CONFIGURATION, OBJECT_TYPES, SUB_FOLDERS
+from ..text.folding import split_words
 from .docs import DocsLayout
 from .files import ModuleIdentity, SkipFile, SourceFile, UTF8_BOM, link_detail, open_regular, sniff_binary, special_kind
 
@@ -219,6 +220,36 @@ def _edt_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
 # ----------------------------------------------------------------------------- detection
 
 _SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
+
+# ----------------------------------------------------------------------------- test code
+
+#: Folder names that hold test code or its fixtures by common convention, at any depth
+#: (YAxUnit's ``tests`` project, a demo configuration under ``fixtures/``).
+TEST_FOLDERS = frozenset(("tests", "test", "fixtures"))
+#: Methods by which a test framework finds a module's tests: a module that declares one is test
+#: code (YAxUnit's ``ИсполняемыеСценарии``; ``ПолучитьСписокТестов`` of xUnitFor1C and
+#: Vanessa-ADD, ``ЗаполнитьНаборТестов`` of xUnitFor1C).
+TEST_REGISTRATION_METHODS = ("ИсполняемыеСценарии", "ПолучитьСписокТестов", "ЗаполнитьНаборТестов")
+#: Words of a configuration's or extension's name that make the whole project test code.
+_TEST_WORDS = frozenset(("test", "tests", "тест", "тесты", "тестов", "тестирование", "testing"))
+
+
+def in_test_folder(path: str) -> bool:
+    """True if a folder of ``path`` (relative, forward slashes; the file name not counted) is
+    one of :data:`TEST_FOLDERS`, case-insensitive."""
+    return any(seg.lower() in TEST_FOLDERS for seg in path.split("/")[:-1])
+
+
+def projects_of_test_code(info: ExportInfo | None) -> tuple[str, ...]:
+    """Folders (relative, ``""`` for the root) of the projects that are test code: a
+    configuration or extension whose name (or EDT project name) has a word such as ``Tests``
+    or ``Тесты`` (``ТестыБСП``, ``tests``). The root project itself never counts."""
+    out = []
+    for p in info.projects if info is not None else ():
+        words = {w.lower() for n in (p.name, p.project_name) for w in split_words(n)}
+        if p.path and words & _TEST_WORDS:
+            out.append(p.path.rstrip("/") + "/")
+    return tuple(out)
 
 
 def _read_head(path: str, limit: int = 64 * 1024) -> str:

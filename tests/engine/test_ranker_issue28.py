@@ -1,0 +1,72 @@
+"""The ranking of issue 28 on a few hand-made chunks (no corpus, no model): test code below
+production code that matches as well, and its ``test`` mark."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from daemon.contract import Chunk
+from daemon.ranking.params import RankingParams
+from daemon.ranking.ranker import Ranker
+from daemon.sources.scan import ExportInfo, ProjectInfo, in_test_folder, projects_of_test_code
+
+from test_ranker_unit import ROOT, _rank, _state
+
+TEXT = "Процедура {n}()\n// упаковка результатов прогона в отчет junit\nКонецПроцедуры"
+
+
+def _proc(path: str, owner: str, name: str, text: str | None = None) -> Chunk:
+    return Chunk(
+        id=f"{path}::{name}",
+        path=path,
+        kind="procedure",
+        name=name,
+        owner=owner,
+        object_type="ОбщийМодуль",
+        module_kind="common",
+        symbol=name,
+        text=text or TEXT.format(n=name),
+    )
+
+
+PROD = "src/CommonModules/ОтчетJUnit/Module.bsl"
+IN_TESTS = "tests/src/CommonModules/ОМ_ОтчетJUnit/Module.bsl"
+DECLARING = "src/CommonModules/ДымовыеТесты/Module.bsl"
+
+
+def test_test_code_ranks_below_production_code_that_matches_as_well_and_is_marked():
+    st = _state(
+        [
+            # test code that matches a little better (the words twice)
+            _proc(IN_TESTS, "ОбщийМодуль.ОМ_ОтчетJUnit", "УпаковкаОтчета", TEXT.format(n="УпаковкаОтчета") * 2),
+            _proc(PROD, "ОбщийМодуль.ОтчетJUnit", "УпаковкаОтчета"),
+            _proc(DECLARING, "ОбщийМодуль.ДымовыеТесты", "УпаковкаОтчета"),
+            _proc(DECLARING, "ОбщийМодуль.ДымовыеТесты", "ИсполняемыеСценарии", "Процедура ИсполняемыеСценарии()"),
+        ]
+    )
+    q = "упаковка результатов прогона в отчет junit"
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), test_code_factor=1.0))
+    hits = _rank(off, q)
+    assert hits[0].path == IN_TESTS
+    assert {h.path: h.test for h in hits} == {IN_TESTS: True, PROD: False, DECLARING: True}
+    hits = _rank(Ranker(st, root=ROOT), q)
+    assert hits[0].path == PROD and not hits[0].test
+    # a name query keeps its names-first order: test code is found by name as before
+    assert _rank(Ranker(st, root=ROOT), "ИсполняемыеСценарии")[0].path == DECLARING
+
+
+def test_test_folders_and_test_projects():
+    assert in_test_folder("tests/src/CommonModules/X/Module.bsl")
+    assert in_test_folder("fixtures/demo/src/Catalogs/Y/Y.mdo")
+    assert not in_test_folder("src/CommonModules/Tests/Module.bsl".replace("Tests", "Тест"))
+    assert not in_test_folder("src/CommonModules/test.bsl")  # a file name is not a folder
+    info = ExportInfo(
+        format="edt",
+        projects=[
+            ProjectInfo(path="", name="Основная"),
+            ProjectInfo(path="ext/unit", name="ТестыБСП"),
+            ProjectInfo(path="exts/smoke", name="Smoke"),
+        ],
+    )
+    assert projects_of_test_code(info) == ("ext/unit/",)
+    assert projects_of_test_code(None) == ()
