@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
-from ..index.names import is_identifier_query
+from ..index.names import is_acronym, is_identifier_query
 from ..text.folding import fold
 from ..text.lexicon import default_lexicon
 
@@ -201,6 +201,8 @@ class QueryCues:
     (``""`` when there is none or it was not asked for, :func:`with_translation`).
     ``where_how``: a question in the code's script about where or how something happens (an
     interrogative word, no infinitive): it asks for the code that does it, API or not.
+    ``acronym``: a name of 2 to 8 capitals (``НДС``): first a word of names and texts, then a
+    CamelHump abbreviation.
     """
 
     text: str
@@ -212,6 +214,7 @@ class QueryCues:
     docs: bool = False
     translated: str = ""
     where_how: bool = False
+    acronym: bool = False
 
     @property
     def metadata(self) -> bool:
@@ -260,6 +263,7 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         howto=bool(howto),
         docs=docs,
         where_how=where_how,
+        acronym=identifier and is_acronym(text),
     )
 
 

@@ -74,8 +74,12 @@ DATA_TYPES = (
 LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "БизнесПроцесс": "Task"}
 
 #: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
-#: the name typed in the other language, :meth:`daemon.index.metanames.MetadataNames.translated_names`).
-NAME_TIER = ("exact", "prefix", "camelhump", "translated")
+#: the name typed in the other language, :meth:`daemon.index.metanames.MetadataNames.translated_names`;
+#: "part": an acronym that is a word of the name).
+NAME_TIER = ("exact", "prefix", "camelhump", "translated", "part")
+#: The names an acronym query puts first; the texts that hold it (BM25) follow, its CamelHump
+#: expansions after them.
+ACRONYM_TIER = ("exact", "prefix", "part")
 
 
 class IndexDamaged(RuntimeError):
@@ -101,6 +105,18 @@ def _names_first(fused: list, match: dict[str, str]) -> list:
     first.sort(key=lambda t: t[2]["names"])
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
     return first + rest
+
+
+def _acronym_first(fused: list, match: dict[str, str]) -> list:
+    """Order for an acronym query (``НДС``): it is first a word. The names that are it, start
+    with it or hold it as a word part (:data:`ACRONYM_TIER`), in the names channel's order;
+    then the chunks whose text holds it (BM25 found them) by fused score; then the rest, its
+    CamelHump expansions among them."""
+    first = [t for t in fused if match.get(t[0]) in ACRONYM_TIER]
+    first.sort(key=lambda t: t[2]["names"])
+    texts = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" in t[2]]
+    rest = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" not in t[2]]
+    return first + texts + rest
 
 
 def _bsl_chunk(chunk_id: str) -> bool:
@@ -494,7 +510,9 @@ class Ranker:
         tests = self.tests.refresh(self.state)
         if fused and not cues.docs and self.params.test_code_factor != 1.0:
             fused = self._demote_tests(fused, tests)
-        if match:
+        if match and cues.acronym:
+            fused = _acronym_first(fused, match)
+        elif match:
             fused = _names_first(fused, match)
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)

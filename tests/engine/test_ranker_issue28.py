@@ -70,3 +70,29 @@ def test_test_folders_and_test_projects():
     )
     assert projects_of_test_code(info) == ("ext/unit/",)
     assert projects_of_test_code(None) == ()
+
+
+def test_an_acronym_is_first_a_word_part_then_a_camelhump():
+    from daemon.index.names import SymbolIndex
+
+    idx = SymbolIndex()
+    for slot, name in enumerate(("НовыеДанныеСообщения", "СуммаНДС", "СтавкаНДСПоУмолчанию", "НДССАванса")):
+        idx.add(slot, name, kind="function")
+    res = idx.search("НДС", 10)
+    assert [m for _, _, m in res] == ["prefix", "part", "part", "camelhump"]
+    assert {s for s, _, m in res if m == "part"} == {1, 2}
+    # not an acronym: CamelHump as before, no part tier
+    assert [m for _, _, m in idx.search("НоДаС", 10)] == ["camelhump"]
+
+
+def test_an_acronym_query_puts_the_texts_that_hold_it_before_its_camelhump_expansions():
+    st = _state(
+        [
+            _proc("CommonModules/Сообщения/Module.bsl", "ОбщийМодуль.Сообщения", "НовыеДанныеСообщения", "Процедура"),
+            _proc("CommonModules/Налоги/Module.bsl", "ОбщийМодуль.Налоги", "Рассчитать", "Сумма НДС с авансов"),
+            _proc("CommonModules/Налоги/Module.bsl", "ОбщийМодуль.Налоги", "СуммаНДС", "Процедура СуммаНДС()"),
+        ]
+    )
+    hits = _rank(Ranker(st, root=ROOT), "НДС")
+    assert [h.name for h in hits] == ["СуммаНДС", "Рассчитать", "НовыеДанныеСообщения"]
+    assert [h.match for h in hits] == ["part", "", "camelhump"]
