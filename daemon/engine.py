@@ -292,7 +292,8 @@ class Engine:
 
     def prewarm(self) -> float:
         """Build now what the first queries would otherwise build on demand, so that they
-        answer at the warm latency: the cross-lingual lexicon and the metadata-names channel.
+        answer at the warm latency: the cross-lingual lexicon, the metadata-names channel and
+        the words of the objects' names (:class:`daemon.index.metanames.ObjectWords`).
         The method-name families (only a name typed in the other language needs them) stay on
         demand. Holds :attr:`lock` while the channel is built. Returns the seconds it took."""
         from .text.lexicon import default_lexicon
@@ -301,6 +302,7 @@ class Engine:
         default_lexicon()
         with self.lock:
             self.state.meta_names.ensure(self.state.store, self.state.entry_name)
+            self.state.meta_names.ensure_objects(self.state.store)
         return time.perf_counter() - t
 
     def save(self) -> None:

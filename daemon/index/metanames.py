@@ -16,11 +16,14 @@ The same object also keeps the *word families* of every method name
 other language: ``ObjectAttributeValue`` over Russian code is ``Значение|Реквизита|Объекта``
 in any order once each word is translated (:meth:`MetadataNames.translated_names`).
 
-Both parts are keyed by chunk slot (:mod:`daemon.index.chunkstore`), built from the store on first
+A third part, :class:`ObjectWords`, holds the words of every metadata object's name and
+synonyms, for the objects a question names in words ("обработка проведения документа анкета").
+
+All parts are keyed by chunk slot (:mod:`daemon.index.chunkstore`), built from the store on first
 use (the names come from each blob's uncompressed head, no chunk is materialised) and kept
 current by the engine's add/remove hooks; a new store (a load, a first index swapped in)
-makes them rebuild on the next use. Docs sections are in neither part (the metadata part
-reads ``scope="metadata"``, the families only BSL methods).
+makes them rebuild on the next use. Docs sections are in none of them (the metadata parts
+read metadata chunks, the families only BSL methods).
 """
 
 from __future__ import annotations
@@ -76,7 +79,18 @@ class MetadataNames:
     number of words of its name, and a dict of family strings.
     """
 
-    __slots__ = ("_store", "index", "_fam_ids", "_off", "_slots", "_nwords", "_over", "_stale", "__weakref__")
+    __slots__ = (
+        "_store",
+        "index",
+        "_fam_ids",
+        "_off",
+        "_slots",
+        "_nwords",
+        "_over",
+        "_stale",
+        "objects",
+        "__weakref__",
+    )
 
     def __init__(self) -> None:
         self._store = None  # weakref to the ChunkStore the parts were built from
@@ -87,6 +101,7 @@ class MetadataNames:
         self._nwords = np.zeros(0, dtype=np.uint8)  # slot -> families of its name in the CSR (0: none)
         self._over: dict[int, frozenset[str]] = {}  # methods added since the build: slot -> families
         self._stale: set[int] = set()  # slots whose CSR postings no longer hold
+        self.objects = ObjectWords()  # the words of objects' names and synonyms (built on first use)
 
     # ------------------------------------------------------------------ building
     def _bind(self, store) -> None:
@@ -128,6 +143,14 @@ class MetadataNames:
             self.index = idx
         return self.index
 
+    def ensure_objects(self, store) -> ObjectWords:
+        """The words of the metadata objects' names and synonyms (:class:`ObjectWords`), built
+        from ``store`` if they are not built for it yet (reads every object's chunk)."""
+        self._bind(store)
+        if not self.objects.built:
+            self.objects.build(store)
+        return self.objects
+
     def ensure_families(self, store, name_of: Callable[[int], str | None] | None = None) -> None:
         """The word families of every method name in ``store``, built on first use (only a
         name typed in the other language needs them: it costs a pass over every method name).
@@ -166,6 +189,7 @@ class MetadataNames:
         self._slots = np.zeros(0, dtype=np.int32)
         self._nwords = np.zeros(0, dtype=np.uint8)
         self._over, self._stale = {}, set()
+        self.objects = ObjectWords()
 
     def nbytes(self) -> int:
         """Bytes held by the families' arrays and the overlay (the BM25 part not counted)."""
@@ -185,6 +209,8 @@ class MetadataNames:
                 self.index.add(slot, self.tokens(c.name))
             elif slot in self.index:
                 self.index.remove(slot)
+        if self.objects.built:
+            self.objects.add(slot, c)
         if self._fam_ids is not None:
             self._drop_method(slot)
             if c.is_code and c.kind != "module" and c.part <= 1:
@@ -196,6 +222,8 @@ class MetadataNames:
             return
         if self.index is not None and slot in self.index:
             self.index.remove(slot)
+        if self.objects.built:
+            self.objects.remove(slot)
         if self._fam_ids is not None:
             self._drop_method(slot)
 
@@ -273,3 +301,101 @@ class MetadataNames:
         tokens of the query, stemmed), best first (ties by chunk id), within the bool mask
         ``allow``. ``name_of``: as for :meth:`ensure`."""
         return [s for s, _ in self.ensure(store, name_of).search(query_tokens, k, allow=allow, key_of=store.ids)]
+
+
+class ObjectWords:
+    """The words of every metadata object's name and of each of its synonyms (index tokens of
+    :func:`daemon.text.lexicon.name_words`: split, folded, stemmed, no function words), for the
+    objects a question names in words ("документ анкета", "регистр курсов валют", "данные о
+    пользователях"). Keyed by the object chunk's slot; built from the store on first use (each
+    object's chunk is read for its synonyms), then kept current chunk by chunk through
+    :meth:`add` and :meth:`remove` (the reconcile's hooks of :class:`MetadataNames`), so that
+    after any edits it equals a build from scratch (:meth:`state`).
+
+    ``_objects``: slot -> (owner ``Тип.Имя``, object type, word sets of the name and of each
+    distinct synonym); ``_by_word``: word -> slots of the objects that have it in a form.
+    """
+
+    __slots__ = ("_objects", "_by_word", "built")
+
+    def __init__(self) -> None:
+        self._objects: dict[int, tuple[str, str, tuple[frozenset[str], ...]]] = {}
+        self._by_word: dict[str, set[int]] = {}
+        self.built = False
+
+    @staticmethod
+    def forms(c: Chunk, memo: dict[str, str | None] | None = None) -> tuple[frozenset[str], ...]:
+        """The word sets of the object chunk ``c``: its name's first, then each synonym's that
+        differs (empty sets left out)."""
+        out = [frozenset(name_words(c.name, memo))]
+        for syn in c.synonym.values():
+            w = frozenset(name_words(syn, memo))
+            if w not in out:
+                out.append(w)
+        return tuple(f for f in out if f)
+
+    def build(self, store) -> None:
+        """Index every object chunk of ``store`` (forgetting what was indexed before)."""
+        self._objects, self._by_word = {}, {}
+        memo: dict[str, str | None] = {}
+        for s in store.slots_where(kind="object").tolist():
+            self._put(s, store.get(s), memo)
+        self.built = True
+
+    def _put(self, slot: int, c: Chunk, memo: dict[str, str | None] | None = None) -> None:
+        forms = self.forms(c, memo)
+        if not forms:
+            return
+        self._objects[slot] = (c.owner, c.object_type, forms)
+        for w in set().union(*forms):
+            self._by_word.setdefault(w, set()).add(slot)
+
+    def add(self, slot: int, c: Chunk) -> None:
+        """Chunk ``c`` was stored at ``slot`` (new or replaced)."""
+        self.remove(slot)
+        if c.kind == "object" and c.is_metadata:
+            self._put(slot, c)
+
+    def remove(self, slot: int) -> None:
+        """The chunk at ``slot`` is gone (no-op for a slot that holds no object)."""
+        old = self._objects.pop(slot, None)
+        if old is None:
+            return
+        for w in set().union(*old[2]):
+            slots = self._by_word.get(w)
+            if slots is not None:
+                slots.discard(slot)
+                if not slots:
+                    del self._by_word[w]
+
+    def state(self) -> tuple[dict, dict]:
+        """Everything indexed, as plain values (for comparing two builds)."""
+        return dict(self._objects), {w: frozenset(s) for w, s in self._by_word.items()}
+
+    def words(self, slot: int) -> frozenset[str] | None:
+        """The words of the name of the object at ``slot`` (None: no object indexed there)."""
+        o = self._objects.get(slot)
+        return o[2][0] if o is not None else None
+
+    def owner(self, slot: int) -> str:
+        """``Тип.Имя`` of the object at ``slot`` (``""``: none)."""
+        o = self._objects.get(slot)
+        return o[0] if o is not None else ""
+
+    def named(self, tokens: set[str], types: tuple[str, ...] | None) -> list[tuple[int, str, int]]:
+        """``[(slot, owner, words)]`` of the objects (of ``types``; None: any) all of whose
+        name words, or all of the words of one synonym, are among ``tokens``; ``words``: how
+        many words the best such form has. An object whose matched words are a proper subset
+        of another named object's is left out ("курсы валют" names ``КурсыВалют``, not
+        ``Валюты``). Most words first, then by slot."""
+        found = []
+        for s in sorted({s for w in tokens for s in self._by_word.get(w, ())}):
+            owner, otype, forms = self._objects[s]
+            if types is not None and otype not in types:
+                continue
+            best = max((f for f in forms if f <= tokens), key=len, default=None)
+            if best:
+                found.append((s, owner, best))
+        out = [(s, owner, len(f)) for s, owner, f in found if not any(f < g for _, _, g in found)]
+        out.sort(key=lambda t: (-t[2], t[0]))
+        return out

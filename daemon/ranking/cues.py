@@ -116,6 +116,94 @@ def _has_infinitive(folded: str) -> bool:
     return any(m.group(0) not in _NOT_VERBS for m in _INFINITIVE.finditer(folded))
 
 
+# The platform's event handlers of object, manager, record set, form, session and application
+# modules, by the words a developer says for them: (regex over the folded question, the Russian
+# and the English handler name). Where two overlap the more specific comes first in this list
+# and wins ("перед записью на сервере" is not also "перед записью").
+_EVENTS: list[tuple[re.Pattern[str], str, str]] = [
+    (re.compile(p), ru, en)
+    for p, ru, en in (
+        (
+            r"\bотмен\w* проведени|\bудалени\w* проведени|\bundo posting|\bunpost",
+            "ОбработкаУдаленияПроведения",
+            "UndoPosting",
+        ),
+        (r"\bпроведени|\bposting\b|\bpost(?:ed|ing)? (?:of )?(?:a |the )?document", "ОбработкаПроведения", "Posting"),
+        (r"\bпроверк\w* заполнени|\bfill(?:ing)? check", "ОбработкаПроверкиЗаполнения", "FillCheckProcessing"),
+        (r"\bобработк\w* заполнени|\bввод\w* на основани|\bfilling processing", "ОбработкаЗаполнения", "Filling"),
+        (r"\bперед записью на сервере|\bbefore write at server", "ПередЗаписьюНаСервере", "BeforeWriteAtServer"),
+        (r"\bпри записи на сервере|\bon write at server", "ПриЗаписиНаСервере", "OnWriteAtServer"),
+        (r"\bпосле записи на сервере|\bafter write at server", "ПослеЗаписиНаСервере", "AfterWriteAtServer"),
+        (r"\bперед запис|\bbefore writ", "ПередЗаписью", "BeforeWrite"),
+        (r"\bпри запис|\bon writ|\bwhen writ", "ПриЗаписи", "OnWrite"),
+        (r"\bпосле запис|\bafter writ", "ПослеЗаписи", "AfterWrite"),
+        (r"\bперед удалени|\bbefore delet", "ПередУдалением", "BeforeDelete"),
+        (r"\bпри копировани|\bon copy", "ПриКопировании", "OnCopy"),
+        (r"\bпри установке нового номера|\bset(?:ting)? (?:a )?new number", "ПриУстановкеНовогоНомера", "SetNewNumber"),
+        (r"\bпри установке нового кода|\bset(?:ting)? (?:a )?new code", "ПриУстановкеНовогоКода", "SetNewCode"),
+        (
+            r"\bпри создании на сервере|\bon create at server|\bform is created",
+            "ПриСозданииНаСервере",
+            "OnCreateAtServer",
+        ),
+        (r"\bпри чтении на сервере|\bon read at server", "ПриЧтенииНаСервере", "OnReadAtServer"),
+        (r"\bпри открытии|\bon open", "ПриОткрытии", "OnOpen"),
+        (r"\bперед закрытием|\bbefore clos", "ПередЗакрытием", "BeforeClose"),
+        (r"\bпри закрытии|\bon clos", "ПриЗакрытии", "OnClose"),
+        (r"\bобработк\w* оповещени|\bnotification processing", "ОбработкаОповещения", "NotificationProcessing"),
+        (r"\bобработк\w* выбора|\bchoice processing", "ОбработкаВыбора", "ChoiceProcessing"),
+        (r"\bполучени\w* данных выбора|\bchoice data get", "ОбработкаПолученияДанныхВыбора", "ChoiceDataGetProcessing"),
+        (r"\bполучени\w* формы|\bform get processing", "ОбработкаПолученияФормы", "FormGetProcessing"),
+        (
+            r"\bполучени\w* представлени|\bpresentation get processing",
+            "ОбработкаПолученияПредставления",
+            "PresentationGetProcessing",
+        ),
+        (
+            r"\bустановк\w* параметров сеанса|\bsession parameters? setting",
+            "УстановкаПараметровСеанса",
+            "SessionParametersSetting",
+        ),
+        (
+            r"\bперед началом работы системы|\bbefore (?:the )?(?:system )?start",
+            "ПередНачаломРаботыСистемы",
+            "BeforeStart",
+        ),
+        (r"\bпри начале работы системы|\bon (?:system )?start", "ПриНачалеРаботыСистемы", "OnStart"),
+        (r"\bперед завершением работы системы|\bbefore exit", "ПередЗавершениемРаботыСистемы", "BeforeExit"),
+        (r"\bпри завершении работы системы|\bon exit", "ПриЗавершенииРаботыСистемы", "OnExit"),
+    )
+]
+
+
+def named_events(query: str) -> tuple[str, ...]:
+    """The platform event handlers a question names in words, as Russian and English handler
+    names (``"обработка проведения документа анкета"`` -> ``("ОбработкаПроведения",
+    "Posting")``); the more specific phrase wins where two overlap. Pure, O(len(query)).
+
+    >>> named_events("перед записью справочника пользователи")
+    ('ПередЗаписью', 'BeforeWrite')
+    """
+    return _events(fold(query))
+
+
+def _events(q: str) -> tuple[str, ...]:
+    out: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for rx, ru, en in _EVENTS:
+        m = rx.search(q)
+        if m and not any(a <= m.start() < b for a, b in taken):
+            taken.append(m.span())
+            out += [ru, en]
+    return tuple(out)
+
+
+def named_types(query: str) -> tuple[str, ...]:
+    """The metadata object types a query names (the type cues of :func:`metadata_intent`),
+    whatever else the query is (a how-to question too); ``()`` for none. Pure."""
+    return _types(fold(query))
+
+
 def howto_question(query: str) -> bool:
     """True for a how-to question about code: it has a Russian infinitive ("провести пачку
     документов") or starts like an English how-to ("how to ...", an imperative verb); the
@@ -145,8 +233,8 @@ def metadata_intent(query: str) -> MetadataIntent:
     return _intent(q)
 
 
-def _intent(q: str) -> MetadataIntent:
-    """The metadata cues of the folded query ``q`` that has no infinitive."""
+def _types(q: str) -> tuple[str, ...]:
+    """The object types the folded query ``q`` names, in the order of the cues."""
     types: list[str] = []
     for rx, names in _TYPE_CUES:
         if rx.search(q):
@@ -158,6 +246,13 @@ def _intent(q: str) -> MetadataIntent:
     for rx, names in _MORE_TYPE_CUES:
         if rx.search(q):
             types += [t for t in names if t not in types]
+    return tuple(types)
+
+
+def _intent(q: str, types: tuple[str, ...] | None = None) -> MetadataIntent:
+    """The metadata cues of the folded query ``q`` that has no infinitive (``types``: its
+    :func:`_types`, when the caller has them)."""
+    types = _types(q) if types is None else types
     if types or _FIELD_CUES.search(q):
         return MetadataIntent(True, tuple(types))
     return MetadataIntent()
@@ -202,7 +297,9 @@ class QueryCues:
     ``where_how``: a question in the code's script about where or how something happens (an
     interrogative word, no infinitive): it asks for the code that does it, API or not.
     ``acronym``: a name of 2 to 8 capitals (``НДС``): first a word of names and texts, then a
-    CamelHump abbreviation.
+    CamelHump abbreviation. For natural language: ``named_types``, the object types it names
+    (a how-to question too); ``named_events``, the platform event handlers it names in words
+    (:func:`named_events`).
     """
 
     text: str
@@ -215,6 +312,8 @@ class QueryCues:
     translated: str = ""
     where_how: bool = False
     acronym: bool = False
+    named_types: tuple[str, ...] = ()
+    named_events: tuple[str, ...] = ()
 
     @property
     def metadata(self) -> bool:
@@ -249,11 +348,15 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
     cross = cyr + lat > 0 and abs(cyr / (cyr + lat) - corpus_cyrillic) > 0.5
     intent = howto = None
     where_how = False
+    types: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
     if not identifier:
         folded = fold(text)
         howto = _has_infinitive(folded)
-        intent = MetadataIntent() if howto else _intent(folded)
+        types = _types(folded)
+        intent = MetadataIntent() if howto else _intent(folded, types)
         where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
+        events = _events(folded)
     return QueryCues(
         text=text,
         identifier=identifier,
@@ -264,6 +367,8 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         docs=docs,
         where_how=where_how,
         acronym=identifier and is_acronym(text),
+        named_types=types,
+        named_events=events,
     )
 
 

@@ -16,6 +16,7 @@ attributes it reads (a test builds one from a few hand-made chunks).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 import weakref
 from collections.abc import Callable
@@ -28,7 +29,8 @@ import numpy as np
 from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
 from ..index.embed import vector_chunk
 from ..index.metanames import spelled_name
-from ..text.lexicon import translated_query
+from ..text.folding import fold
+from ..text.lexicon import name_words, translated_query
 from ..text.tokenize import tokenize_query
 from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
@@ -67,6 +69,34 @@ DATA_TYPES = (
     "Последовательность",
     "КритерийОтбора",
 )
+
+#: The object types that are tables of the infobase: where "where is X stored" finds X.
+TABLE_TYPES = frozenset(
+    (
+        "Справочник",
+        "Документ",
+        "РегистрСведений",
+        "РегистрНакопления",
+        "РегистрБухгалтерии",
+        "РегистрРасчета",
+        "Константа",
+        "ПланВидовХарактеристик",
+        "ПланСчетов",
+        "ПланВидовРасчета",
+        "ПланОбмена",
+        "БизнесПроцесс",
+        "Задача",
+        "Перечисление",
+    )
+)
+
+#: Words of a storage question that name no object (index tokens).
+STORAGE_WORDS = frozenset(name_words("хранятся хранится хранить храниться лежат лежит данные сведения информация"))
+
+#: At most this many objects named in one question are read for their handlers (most words first).
+NAMED_OBJECTS = 3
+
+_FORM_WORD = re.compile(r"\bформ|\bform")
 
 #: The object type -> the property of its descriptor that names the object it is one unit
 #: with in 1C's model (``Location=Constant.X``: where a functional option is stored;
@@ -117,6 +147,15 @@ def _acronym_first(fused: list, match: dict[str, str]) -> list:
     texts = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" in t[2]]
     rest = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" not in t[2]]
     return first + texts + rest
+
+
+def _put_first(fused: list, head: list[str]) -> list:
+    """``fused`` with the ids of ``head`` first, in that order; one that no channel found comes
+    in with the best fused score and no channel ranks."""
+    found = {t[0]: t for t in fused if t[0] in head}
+    top = fused[0][1] if fused else 0.0
+    first = [found.get(k) or (k, top, {}) for k in head]
+    return first + [t for t in fused if t[0] not in found]
 
 
 def _bsl_chunk(chunk_id: str) -> bool:
@@ -510,6 +549,10 @@ class Ranker:
         tests = self.tests.refresh(self.state)
         if fused and not cues.docs and self.params.test_code_factor != 1.0:
             fused = self._demote_tests(fused, tests)
+        if mode != "vector" and not cues.docs and not cues.identifier:
+            head = self._first_tier(cues, allow)
+            if head:
+                fused = _put_first(fused, head)
         if match and cues.acronym:
             fused = _acronym_first(fused, match)
         elif match:
@@ -517,6 +560,79 @@ class Ranker:
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)
         return self._hits(fused, slot_by_id, match, top_k, snippets)
+
+    def _first_tier(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """Chunk ids a question asks for by name: with ``named_object_first``, for a metadata
+        question "where is <object> stored" that object, and for a question that names a
+        platform event and an object, that object's handlers of the event
+        (:meth:`_named_objects`). Empty for most questions."""
+        p = self.params
+        out: list[str] = []
+        if p.named_object_first and not cues.cross_script and (cues.named_events or cues.metadata):
+            out += self._named_objects(cues, allow)
+        return list(dict.fromkeys(out))
+
+    def _named_objects(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """The objects a question names in words (every word of the object's name or of one
+        of its synonyms: :meth:`daemon.index.metanames.ObjectWords.named`), of the types it
+        names, else of :data:`DATA_TYPES`; an object whose name is one word needs a type word,
+        a metadata question or a platform event next to it. Returns, for a metadata question
+        whose words but for storage and type words are exactly one object's name, of a type in
+        :data:`TABLE_TYPES`, that object; then for each of the first :data:`NAMED_OBJECTS` named
+        objects its handlers of the events the question names (a form's first when the
+        question says "форма", the form it names first)."""
+        toks = set(name_words(cues.text))
+        if not toks:
+            return []
+        st = self.state
+        store = st.store
+        ids = store.ids
+        types = cues.named_types
+        objects = st.meta_names.ensure_objects(store)
+        named = objects.named(toks, types or DATA_TYPES)
+        if not types and not (cues.metadata or cues.named_events):
+            named = [t for t in named if t[2] >= 2]
+        named = named[:NAMED_OBJECTS]
+        if not named:
+            return []
+
+        def allowed(slot: int) -> bool:
+            return ids[slot] is not None and (allow is None or (slot < len(allow) and bool(allow[slot])))
+
+        out: list[str] = []
+        if cues.metadata:
+            rest = toks - STORAGE_WORDS - set(name_words(" ".join(types)))
+            exact = [t for t in named if objects.words(t[0]) == rest and t[1].partition(".")[0] in TABLE_TYPES]
+            if len(exact) == 1 and allowed(exact[0][0]):
+                out.append(ids[exact[0][0]])
+        if cues.named_events:
+            out += self._event_handlers(cues, toks, [owner for _, owner, _ in named], allowed)
+        return out
+
+    def _event_handlers(self, cues: QueryCues, toks: set[str], owners: list[str], allowed) -> list[str]:
+        """Ids of the methods named like an event of ``cues.named_events`` in the modules of
+        each object of ``owners`` (``Тип.Имя``), object by object; a form module's first when
+        the question says "форма"/"form", then the form whose name the question holds."""
+        st = self.state
+        store = st.store
+        slots = np.unique(np.concatenate([st.names.exact_slots(e) for e in cues.named_events]))
+        slots = np.asarray([s for s in slots.tolist() if store.kind_of(s) in CODE_KINDS and allowed(s)], np.int64)
+        if not slots.size:
+            return []
+        owner_names = store.tables["owner"].values
+        kind_names = store.tables["module_kind"].values
+        owner_of = [owner_names[i].split(".") for i in store.col("owner")[slots].tolist()]
+        form_module = [kind_names[i] == "form" for i in store.col("module_kind")[slots].tolist()]
+        form_q = _FORM_WORD.search(fold(cues.text)) is not None
+        out: list[str] = []
+        for owner in owners:
+            mine = [
+                (form_module[i] != form_q, not (len(o) >= 4 and set(name_words(o[3])) <= toks), s)
+                for i, (s, o) in enumerate(zip(slots.tolist(), owner_of, strict=True))
+                if ".".join(o[:2]) == owner
+            ]
+            out += [store.ids[s] for *_, s in sorted(mine)]
+        return out
 
     def _demote_tests(self, fused: list, tests: TestCode) -> list:
         """``fused`` with the scores of test code's chunks multiplied by ``test_code_factor``,

@@ -3,7 +3,7 @@ questions, platform events, acronyms and a question that spells a method's name.
 
 from __future__ import annotations
 
-from daemon.ranking.cues import metadata_intent, read_cues
+from daemon.ranking.cues import metadata_intent, named_events, read_cues
 
 
 def test_listed_is_not_the_enum_type_word_and_multi_word_types_are_cues():
@@ -28,3 +28,18 @@ def test_where_how_questions_are_read_by_an_interrogative_word_without_an_infini
     assert not wh("where are the test results packed")  # the other script than the code: the prior stays
     assert wh("where are the test results packed", 0.0)
     assert not wh("ОбщегоНазначения.ЗначениеРеквизитаОбъекта")
+
+
+def test_named_events_read_the_handlers_words_in_both_languages():
+    assert named_events("обработка проведения документа анкета")[:1] == ("ОбработкаПроведения",)
+    assert named_events("какие движения делает реализация при проведении")[:1] == ("ОбработкаПроведения",)
+    assert named_events("проверка заполнения документа встреча")[:1] == ("ОбработкаПроверкиЗаполнения",)
+    assert "BeforeWrite" in named_events("before writing the catalog item")
+    # the more specific phrase wins where two overlap
+    assert named_events("перед записью на сервере") == ("ПередЗаписьюНаСервере", "BeforeWriteAtServer")
+    assert named_events("провести пачку документов") == ()
+    cues = read_cues("обработка проведения документа анкета", corpus_cyrillic=0.99, docs=False)
+    assert cues.named_events[0] == "ОбработкаПроведения" and cues.named_types == ("Документ",)
+    # a how-to question still names its types (not a metadata question)
+    howto = read_cues("как провести документ анкета", corpus_cyrillic=0.99, docs=False)
+    assert howto.named_types == ("Документ",) and not howto.metadata

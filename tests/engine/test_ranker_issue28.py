@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import msgspec
+
 from daemon.contract import Chunk
 from daemon.ranking.params import RankingParams
 from daemon.ranking.ranker import Ranker
@@ -96,3 +98,72 @@ def test_an_acronym_query_puts_the_texts_that_hold_it_before_its_camelhump_expan
     hits = _rank(Ranker(st, root=ROOT), "НДС")
     assert [h.name for h in hits] == ["СуммаНДС", "Рассчитать", "НовыеДанныеСообщения"]
     assert [h.match for h in hits] == ["part", "", "camelhump"]
+
+
+def _obj(path: str, typ: str, name: str, synonym: str) -> Chunk:
+    return Chunk(
+        id=f"{path}::",
+        path=path,
+        kind="object",
+        name=name,
+        owner=f"{typ}.{name}",
+        object_type=typ,
+        symbol=None,
+        synonym={"ru": synonym},
+        text=f"{typ} {name}\nСиноним: {synonym}",
+    )
+
+
+def _handler(path: str, owner: str, name: str, module_kind: str, text: str) -> Chunk:
+    return msgspec.structs.replace(
+        _proc(path, owner, name, text), object_type=owner.partition(".")[0], module_kind=module_kind
+    )
+
+
+NAMED = [
+    _obj("Documents/Анкета.xml", "Документ", "Анкета", "Анкета"),
+    _obj("Catalogs/Пользователи.xml", "Справочник", "Пользователи", "Пользователи"),
+    _obj("InformationRegisters/СведенияОПользователях.xml", "РегистрСведений", "СведенияОПользователях", "Сведения"),
+    _handler("Documents/Анкета/Ext/ObjectModule.bsl", "Документ.Анкета", "ОбработкаПроведения", "object", "Процедура"),
+    _handler(
+        "Documents/Встреча/Ext/ObjectModule.bsl",
+        "Документ.Встреча",
+        "ОбработкаПроведения",
+        "object",
+        "обработка проведения документа: движения по регистрам анкета",
+    ),
+    _handler(
+        "Catalogs/Пользователи/Forms/ФормаСписка/Ext/Form/Module.bsl",
+        "Справочник.Пользователи.Форма.ФормаСписка",
+        "ПриСозданииНаСервере",
+        "form",
+        "Процедура",
+    ),
+    _handler(
+        "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl",
+        "Справочник.Пользователи.Форма.ФормаЭлемента",
+        "ПриСозданииНаСервере",
+        "form",
+        "Процедура",
+    ),
+    _proc("CommonModules/ОбщегоНазначения/Module.bsl", "ОбщийМодуль.ОбщегоНазначения", "ЗначениеРеквизитаОбъекта"),
+    _proc("CommonModules/Реквизиты/Module.bsl", "ОбщийМодуль.Реквизиты", "Прочитать", "значение реквизита объекта"),
+]
+
+
+def test_the_handler_of_a_named_object_and_the_stored_object_come_first():
+    st = _state(NAMED)
+    ranker = Ranker(st, root=ROOT)
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), named_object_first=False))
+    q = "обработка проведения документа анкета"
+    handler = "Documents/Анкета/Ext/ObjectModule.bsl::ОбработкаПроведения"
+    assert _rank(off, q)[0].id != handler  # the object and the other document's handler (its text) rank higher
+    assert _rank(ranker, q)[0].id == handler
+    form = _rank(ranker, "при создании на сервере формы списка пользователей")
+    assert form[0].owner == "Справочник.Пользователи.Форма.ФормаСписка"
+    assert _rank(ranker, "где хранятся данные о пользователях")[0].id == "Catalogs/Пользователи.xml::"
+    # filters still hold: a handler they leave out is not put first
+    from daemon.contract import Filters
+
+    hits = _rank(ranker, q, filters=Filters(scope="metadata"))
+    assert all(h.kind == "object" for h in hits)
