@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
+from ..index.metanames import spelled_name
 from ..index.names import is_acronym, is_identifier_query
 from ..text.folding import fold
 from ..text.lexicon import default_lexicon
@@ -299,7 +300,8 @@ class QueryCues:
     ``acronym``: a name of 2 to 8 capitals (``НДС``): first a word of names and texts, then a
     CamelHump abbreviation. For natural language: ``named_types``, the object types it names
     (a how-to question too); ``named_events``, the platform event handlers it names in words
-    (:func:`named_events`).
+    (:func:`named_events`); ``spelled``, the identifier its words spell when they are 2 to 6
+    words of letters (:func:`daemon.index.metanames.spelled_name`; ``""`` otherwise).
     """
 
     text: str
@@ -314,6 +316,7 @@ class QueryCues:
     acronym: bool = False
     named_types: tuple[str, ...] = ()
     named_events: tuple[str, ...] = ()
+    spelled: str = ""
 
     @property
     def metadata(self) -> bool:
@@ -350,6 +353,7 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
     where_how = False
     types: tuple[str, ...] = ()
     events: tuple[str, ...] = ()
+    spelled = ""
     if not identifier:
         folded = fold(text)
         howto = _has_infinitive(folded)
@@ -357,6 +361,7 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         intent = MetadataIntent() if howto else _intent(folded, types)
         where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
         events = _events(folded)
+        spelled = spelled_name(text) or ""
     return QueryCues(
         text=text,
         identifier=identifier,
@@ -369,6 +374,7 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         acronym=identifier and is_acronym(text),
         named_types=types,
         named_events=events,
+        spelled=spelled,
     )
 
 

@@ -59,6 +59,8 @@ class RankingParams:
     uncued_meta_weight: float = 0.075
     #: Test code's fused score is multiplied by this (1: no demotion); production code that matches equally wins.
     test_code_factor: float = 0.75
+    #: First: the methods a question spells word by word ("значение реквизита объекта").
+    spelled_name_first: bool = True
     #: First: the handler of an event of an object the question names; the object of "where is <object> stored".
     named_object_first: bool = True
     #: Metadata questions: a field in the ranking brings its object in just above it.

@@ -28,7 +28,6 @@ import numpy as np
 
 from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
 from ..index.embed import vector_chunk
-from ..index.metanames import spelled_name
 from ..text.folding import fold
 from ..text.lexicon import name_words, translated_query
 from ..text.tokenize import tokenize_query
@@ -443,8 +442,8 @@ class Ranker:
         """*metanames*: the objects and fields *named* after the query's words, unless the
         query spells out an existing method name word by word."""
         p, st = self.params, self.state
-        spelled = spelled_name(cues.text)
-        named = spelled is not None and any(
+        spelled = cues.spelled
+        named = bool(spelled) and any(
             m == "exact" and st.store.kind_of(s) in CODE_KINDS
             for s, _, m in st.names.search(spelled, 3, allow=allow, key_of=st.store.ids)
         )
@@ -562,12 +561,22 @@ class Ranker:
         return self._hits(fused, slot_by_id, match, top_k, snippets)
 
     def _first_tier(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
-        """Chunk ids a question asks for by name: with ``named_object_first``, for a metadata
+        """Chunk ids a question asks for by name, in this order: the methods whose name the
+        question spells word by word (``spelled_name_first``: "значение реквизита объекта" ->
+        ``ЗначениеРеквизитаОбъекта``); then, with ``named_object_first``, for a metadata
         question "where is <object> stored" that object, and for a question that names a
         platform event and an object, that object's handlers of the event
         (:meth:`_named_objects`). Empty for most questions."""
-        p = self.params
+        p, st = self.params, self.state
+        store = st.store
+        ids = store.ids
         out: list[str] = []
+        if p.spelled_name_first and cues.spelled:
+            out += [
+                ids[s]
+                for s, _, m in st.names.search(cues.spelled, 10, allow=allow, key_of=ids)
+                if m == "exact" and store.kind_of(s) in CODE_KINDS and ids[s]
+            ]
         if p.named_object_first and not cues.cross_script and (cues.named_events or cues.metadata):
             out += self._named_objects(cues, allow)
         return list(dict.fromkeys(out))

@@ -167,3 +167,11 @@ def test_the_handler_of_a_named_object_and_the_stored_object_come_first():
 
     hits = _rank(ranker, q, filters=Filters(scope="metadata"))
     assert all(h.kind == "object" for h in hits)
+
+
+def test_a_question_that_spells_a_method_name_is_answered_by_that_method():
+    st = _state(NAMED)
+    q = "значение реквизита объекта"
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), spelled_name_first=False))
+    assert _rank(off, q)[0].name == "Прочитать"  # its text is the question
+    assert _rank(Ranker(st, root=ROOT), q)[0].name == "ЗначениеРеквизитаОбъекта"
