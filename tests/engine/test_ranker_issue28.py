@@ -175,3 +175,19 @@ def test_a_question_that_spells_a_method_name_is_answered_by_that_method():
     off = Ranker(st, root=ROOT, params=replace(RankingParams(), spelled_name_first=False))
     assert _rank(off, q)[0].name == "Прочитать"  # its text is the question
     assert _rank(Ranker(st, root=ROOT), q)[0].name == "ЗначениеРеквизитаОбъекта"
+
+
+def test_the_fan_in_hook_reorders_the_api_channel_only_when_weighted():
+    from test_ranker_unit import CHUNKS, MODULE, SERVICE
+
+    st = _state(CHUNKS)
+    q = "курс валюты на дату"
+    plain = Ranker(st, root=ROOT)
+    by_id = {h.id: h.ranks.get("api") for h in _rank(plain, q)}
+    assert by_id[f"{MODULE}::КурсВалюты"] == 1
+    callers = {st.store.slot_of[f"{SERVICE}::КурсВалютыНаДату"]: 1000}
+    plain.fan_in = lambda slot: callers.get(slot, 0)
+    assert {h.id: h.ranks.get("api") for h in _rank(plain, q)} == by_id  # weight 0: the hook is off
+    weighted = Ranker(st, root=ROOT, params=replace(RankingParams(), api_fanin_weight=1.0))
+    weighted.fan_in = plain.fan_in
+    assert {h.id: h.ranks.get("api") for h in _rank(weighted, q)}[f"{SERVICE}::КурсВалютыНаДату"] == 1
