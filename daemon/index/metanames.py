@@ -28,6 +28,7 @@ read metadata chunks, the families only BSL methods).
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Callable
 
@@ -313,15 +314,50 @@ class ObjectWords:
     after any edits it equals a build from scratch (:meth:`state`).
 
     ``_objects``: slot -> (owner ``Тип.Имя``, object type, word sets of the name and of each
-    distinct synonym); ``_by_word``: word -> slots of the objects that have it in a form.
+    distinct synonym); ``_by_word``: word -> slots of the objects that have it in a form;
+    ``_fields``: slot of a field (attribute, tabular section, dimension, ...) -> (its object's
+    owner, the words of its name); ``_fields_of``: owner -> slots of its fields.
     """
 
-    __slots__ = ("_objects", "_by_word", "built")
+    __slots__ = ("_objects", "_by_word", "_fields", "_fields_of", "_vocab", "_sorted", "built")
 
     def __init__(self) -> None:
         self._objects: dict[int, tuple[str, str, tuple[frozenset[str], ...]]] = {}
         self._by_word: dict[str, set[int]] = {}
+        self._fields: dict[int, tuple[str, frozenset[str]]] = {}
+        self._fields_of: dict[str, set[int]] = {}
+        self._vocab: dict[str, int] = {}  # word -> how many objects' and fields' word sets hold it
+        self._sorted: list[str] | None = None  # the vocabulary, sorted (None: to sort on next use)
         self.built = False
+
+    def _count(self, words, delta: int) -> None:
+        for w in words:
+            n = self._vocab.get(w, 0) + delta
+            if n > 0:
+                if w not in self._vocab:
+                    self._sorted = None
+                self._vocab[w] = n
+            else:
+                self._vocab.pop(w, None)
+                self._sorted = None
+
+    def expand(self, tokens: set[str], min_len: int = 4) -> set[str]:
+        """``tokens`` and the words of names that are the same word stemmed differently: one a
+        prefix of the other, the shorter of at least ``min_len`` letters (the Snowball stems of
+        "профиле" and "Профили" are ``профил`` and ``проф``)."""
+        if self._sorted is None:
+            self._sorted = sorted(self._vocab)
+        out = set(tokens)
+        vocab = self._sorted
+        for t in tokens:
+            if len(t) < min_len:
+                continue
+            out.update(t[:n] for n in range(min_len, len(t)) if t[:n] in self._vocab)
+            i = bisect.bisect_left(vocab, t)
+            while i < len(vocab) and vocab[i].startswith(t):
+                out.add(vocab[i])
+                i += 1
+        return out
 
     @staticmethod
     def forms(c: Chunk, memo: dict[str, str | None] | None = None) -> tuple[frozenset[str], ...]:
@@ -335,12 +371,27 @@ class ObjectWords:
         return tuple(f for f in out if f)
 
     def build(self, store) -> None:
-        """Index every object chunk of ``store`` (forgetting what was indexed before)."""
-        self._objects, self._by_word = {}, {}
+        """Index every object and field chunk of ``store`` (forgetting what was indexed before);
+        a field's name and owner are read without materialising its chunk."""
+        self._objects, self._by_word, self._fields, self._fields_of = {}, {}, {}, {}
+        self._vocab, self._sorted = {}, None
         memo: dict[str, str | None] = {}
-        for s in store.slots_where(kind="object").tolist():
+        objects = store.slots_where(kind="object")
+        for s in objects.tolist():
             self._put(s, store.get(s), memo)
+        fields = np.flatnonzero(store.mask(scope="metadata"))
+        fields = fields[~np.isin(fields, objects)]
+        owner_names = store.tables["owner"].values
+        for s, o in zip(fields.tolist(), store.col("owner")[fields].tolist(), strict=True):
+            self._put_field(s, owner_names[o], store.head(s)[0], memo)
         self.built = True
+
+    def _put_field(self, slot: int, owner: str, name: str, memo: dict[str, str | None] | None = None) -> None:
+        words = frozenset(name_words(name, memo))
+        if words and owner:
+            self._fields[slot] = (owner, words)
+            self._fields_of.setdefault(owner, set()).add(slot)
+            self._count(words, 1)
 
     def _put(self, slot: int, c: Chunk, memo: dict[str, str | None] | None = None) -> None:
         forms = self.forms(c, memo)
@@ -349,18 +400,29 @@ class ObjectWords:
         self._objects[slot] = (c.owner, c.object_type, forms)
         for w in set().union(*forms):
             self._by_word.setdefault(w, set()).add(slot)
+        self._count(set().union(*forms), 1)
 
     def add(self, slot: int, c: Chunk) -> None:
         """Chunk ``c`` was stored at ``slot`` (new or replaced)."""
         self.remove(slot)
         if c.kind == "object" and c.is_metadata:
             self._put(slot, c)
+        elif c.is_metadata:
+            self._put_field(slot, c.owner, c.name)
 
     def remove(self, slot: int) -> None:
-        """The chunk at ``slot`` is gone (no-op for a slot that holds no object)."""
+        """The chunk at ``slot`` is gone (no-op for a slot that holds no object or field)."""
+        field = self._fields.pop(slot, None)
+        if field is not None:
+            slots = self._fields_of[field[0]]
+            slots.discard(slot)
+            if not slots:
+                del self._fields_of[field[0]]
+            self._count(field[1], -1)
         old = self._objects.pop(slot, None)
         if old is None:
             return
+        self._count(set().union(*old[2]), -1)
         for w in set().union(*old[2]):
             slots = self._by_word.get(w)
             if slots is not None:
@@ -368,9 +430,22 @@ class ObjectWords:
                 if not slots:
                     del self._by_word[w]
 
-    def state(self) -> tuple[dict, dict]:
+    def state(self) -> tuple[dict, dict, dict, dict, dict]:
         """Everything indexed, as plain values (for comparing two builds)."""
-        return dict(self._objects), {w: frozenset(s) for w, s in self._by_word.items()}
+        return (
+            dict(self._objects),
+            {w: frozenset(s) for w, s in self._by_word.items()},
+            dict(self._fields),
+            {o: frozenset(s) for o, s in self._fields_of.items()},
+            dict(self._vocab),
+        )
+
+    def fields(self, owner: str, tokens: set[str]) -> list[tuple[int, frozenset[str]]]:
+        """``[(slot, words)]`` of the fields of object ``owner`` all of whose name words are
+        among ``tokens``, most words first, then by slot."""
+        out = [(s, self._fields[s][1]) for s in self._fields_of.get(owner, ()) if self._fields[s][1] <= tokens]
+        out.sort(key=lambda t: (-len(t[1]), t[0]))
+        return out
 
     def words(self, slot: int) -> frozenset[str] | None:
         """The words of the name of the object at ``slot`` (None: no object indexed there)."""

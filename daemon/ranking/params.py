@@ -65,6 +65,10 @@ class RankingParams:
     spelled_name_first: bool = True
     #: First: the handler of an event of an object the question names; the object of "where is <object> stored".
     named_object_first: bool = True
+    #: First: a field the question names with its object by all their words, then the object.
+    named_field_first: bool = True
+    #: Objects and fields named in words: a name's word also matches the question's word it is a prefix of, or back.
+    object_word_variants: bool = True
     #: Metadata questions: a field in the ranking brings its object in just above it.
     object_rollup: bool = True
     #: Metadata questions: the first hits bring in the objects they are one unit with (option and constant).

@@ -95,6 +95,8 @@ STORAGE_WORDS = frozenset(name_words("хранятся хранится хран
 
 #: At most this many objects named in one question are read for their handlers (most words first).
 NAMED_OBJECTS = 3
+#: A field named with its object: the two names together have at least this many words.
+FIELD_OBJECT_WORDS = 3
 
 _FORM_WORD = re.compile(r"\bформ|\bform")
 
@@ -590,7 +592,42 @@ class Ranker:
             ]
         if p.named_object_first and not cues.cross_script and (cues.named_events or cues.metadata):
             out += self._named_objects(cues, allow)
+        if p.named_field_first and not cues.cross_script and not cues.howto and not cues.named_events:
+            out += self._named_fields(cues, allow)
         return list(dict.fromkeys(out))
+
+    def _named_fields(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """A field the question names together with its object ("где в профиле групп доступа
+        перечислены роли" -> ``ПрофилиГруппДоступа``'s ``Роли``): for each of the first
+        :data:`NAMED_OBJECTS` objects of :data:`DATA_TYPES` (or of the types the question
+        names) named by all of their name words, its fields whose name words are all in the
+        question, are not only words of the object's name, and make with it at least
+        :data:`FIELD_OBJECT_WORDS` words; then that object. Most words first. Not for a how-to
+        question or one that names a platform event (both ask for code)."""
+        toks = set(name_words(cues.text))
+        if len(toks) < FIELD_OBJECT_WORDS:
+            return []
+        st = self.state
+        store = st.store
+        ids = store.ids
+        objects = st.meta_names.ensure_objects(store)
+        toks = self._variants(objects, toks)
+        out: list[str] = []
+        for oslot, owner, _ in objects.named(toks, cues.named_types or DATA_TYPES)[:NAMED_OBJECTS]:
+            own = objects.words(oslot) or frozenset()
+            fields = [
+                fs
+                for fs, words in objects.fields(owner, toks)
+                if not words <= own
+                and len(own | words) >= FIELD_OBJECT_WORDS
+                and ids[fs] is not None
+                and (allow is None or (fs < len(allow) and bool(allow[fs])))
+            ]
+            if fields:
+                out += [ids[fs] for fs in fields]
+                if ids[oslot] is not None and (allow is None or (oslot < len(allow) and bool(allow[oslot]))):
+                    out.append(ids[oslot])
+        return out
 
     def _named_objects(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
         """The objects a question names in words (every word of the object's name or of one
@@ -609,7 +646,7 @@ class Ranker:
         ids = store.ids
         types = cues.named_types
         objects = st.meta_names.ensure_objects(store)
-        named = objects.named(toks, types or DATA_TYPES)
+        named = objects.named(self._variants(objects, toks), types or DATA_TYPES)
         if not types and not (cues.metadata or cues.named_events):
             named = [t for t in named if t[2] >= 2]
         named = named[:NAMED_OBJECTS]
@@ -628,6 +665,11 @@ class Ranker:
         if cues.named_events:
             out += self._event_handlers(cues, toks, [owner for _, owner, _ in named], allowed)
         return out
+
+    def _variants(self, objects, toks: set[str]) -> set[str]:
+        """``toks`` with the names' words that are the same words stemmed differently
+        (:meth:`daemon.index.metanames.ObjectWords.expand`), when ``object_word_variants``."""
+        return objects.expand(toks) if self.params.object_word_variants else toks
 
     def _event_handlers(self, cues: QueryCues, toks: set[str], owners: list[str], allowed) -> list[str]:
         """Ids of the methods named like an event of ``cues.named_events`` in the modules of

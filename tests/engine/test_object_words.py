@@ -43,39 +43,45 @@ def test_object_words_follow_edits_and_equal_a_build_from_scratch(sample_root, t
     assert not any(o == "Справочник.Номенклатура" for _, o, _ in words.named(set(name_words("номенклатура")), None))
 
 
-def test_the_longest_named_object_wins():
-    class Store:
-        def __init__(self, chunks):
-            self.chunks = chunks
-
-        def slots_where(self, kind=None, object_type=None):
-            import numpy as np
-
-            return np.arange(len(self.chunks))
-
-        def get(self, slot):
-            return self.chunks[slot]
-
+def test_the_longest_named_object_wins_and_fields_are_named_by_their_words():
     from daemon.contract import Chunk
+    from daemon.index.chunkstore import ChunkStore
 
-    chunks = [
+    store = ChunkStore()
+    for t, n, syn in (
+        ("Справочник", "Валюты", "Валюты"),
+        ("РегистрСведений", "КурсыВалют", "Курсы валют"),
+        ("Справочник", "Пользователи", "Пользователи"),
+    ):
+        store.add(
+            Chunk(
+                id=f"{t}/{n}.xml::",
+                path=f"{t}/{n}.xml",
+                kind="object",
+                name=n,
+                owner=f"{t}.{n}",
+                object_type=t,
+                synonym={"ru": syn},
+            )
+        )
+    store.add(
         Chunk(
-            id=f"{t}/{n}.xml::",
-            path=f"{t}/{n}.xml",
-            kind="object",
-            name=n,
-            owner=f"{t}.{n}",
-            object_type=t,
-            synonym={"ru": syn},
+            id="Справочник/Валюты.xml::Реквизит:ФормулаРасчетаКурса",
+            path="Справочник/Валюты.xml",
+            kind="attribute",
+            name="ФормулаРасчетаКурса",
+            owner="Справочник.Валюты",
+            object_type="Справочник",
+            symbol="Реквизит:ФормулаРасчетаКурса",
         )
-        for t, n, syn in (
-            ("Справочник", "Валюты", "Валюты"),
-            ("РегистрСведений", "КурсыВалют", "Курсы валют"),
-            ("Справочник", "Пользователи", "Пользователи"),
-        )
-    ]
+    )
     ow = ObjectWords()
-    ow.build(Store(chunks))
+    ow.build(store)
     assert [o for _, o, _ in ow.named(set(name_words("регистр курсов валют")), None)] == ["РегистрСведений.КурсыВалют"]
     named = ow.named(set(name_words("где хранятся данные о пользователях")), ("Справочник",))
     assert [(o, n) for _, o, n in named] == [("Справочник.Пользователи", 1)]
+    toks = set(name_words("где у валюты задается формула расчета курса"))
+    assert [store.ids[s] for s, _ in ow.fields("Справочник.Валюты", toks)] == [
+        "Справочник/Валюты.xml::Реквизит:ФормулаРасчетаКурса"
+    ]
+    assert ow.fields("Справочник.Валюты", set(name_words("формула валюты"))) == []

@@ -191,3 +191,31 @@ def test_the_fan_in_hook_reorders_the_api_channel_only_when_weighted():
     weighted = Ranker(st, root=ROOT, params=replace(RankingParams(), api_fanin_weight=1.0))
     weighted.fan_in = plain.fan_in
     assert {h.id: h.ranks.get("api") for h in _rank(weighted, q)}[f"{SERVICE}::КурсВалютыНаДату"] == 1
+
+
+def test_a_field_named_with_its_object_comes_first_also_when_stemmed_differently():
+    prof = "Catalogs/ПрофилиГруппДоступа.xml"
+    chunks = [
+        _obj(prof, "Справочник", "ПрофилиГруппДоступа", "Профили групп доступа"),
+        Chunk(
+            id=f"{prof}::ТабличнаяЧасть:Роли",
+            path=prof,
+            kind="tabular_section",
+            name="Роли",
+            owner="Справочник.ПрофилиГруппДоступа",
+            object_type="Справочник",
+            symbol="ТабличнаяЧасть:Роли",
+            text="ТабличнаяЧасть Роли",
+        ),
+        _proc(
+            "CommonModules/Доступ/Module.bsl", "ОбщийМодуль.Доступ", "Роли", "роли профиля групп доступа перечислены"
+        ),
+    ]
+    st = _state(chunks)
+    q = "где в профиле групп доступа перечислены роли"  # "профиле" stems to профил, "Профили" to проф
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), named_field_first=False))
+    assert _rank(off, q)[0].id != f"{prof}::ТабличнаяЧасть:Роли"
+    hits = _rank(Ranker(st, root=ROOT), q)
+    assert [h.id for h in hits[:2]] == [f"{prof}::ТабличнаяЧасть:Роли", f"{prof}::"]
+    exact_stems = Ranker(st, root=ROOT, params=replace(RankingParams(), object_word_variants=False))
+    assert _rank(exact_stems, q)[0].id != f"{prof}::ТабличнаяЧасть:Роли"
