@@ -31,6 +31,8 @@ class RankingParams:
     cross_script_weight: float = 0.0
     #: RRF weight of the lexical channels for such a query whose words the lexicon translated.
     translated_lexical_weight: float = 2.0
+    #: A Latin acronym spelled in Cyrillic ("смс") also searches its Latin spelling ("sms") in BM25.
+    latin_acronyms: bool = True
     #: RRF weight of the metadata BM25 channel, as a factor of the BM25 weight (metadata questions).
     meta_weight: float = 1.0
     #: RRF weight of the metadata-names channel in lexical mode, as a factor of the BM25 weight.

@@ -30,7 +30,7 @@ import numpy as np
 from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
 from ..index.embed import vector_chunk
 from ..text.folding import fold
-from ..text.lexicon import name_words, translated_query
+from ..text.lexicon import latin_acronym, name_words, translated_query
 from ..text.tokenize import tokenize_query
 from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
@@ -410,6 +410,8 @@ class Ranker:
         documentation search, the docs rule (:func:`daemon.ranking.docs.docs_query_tokens`)."""
         p = self.params
         qtok = tokenize_query(cues.text, stem=self.stem)
+        if p.latin_acronyms and not cues.cross_script and not cues.docs:
+            qtok = self._with_latin_acronyms(qtok)
         weight = p.cross_script_weight if cues.cross_script else 1.0
         if not cues.docs and cues.cross_script:  # the query's words in the code's language
             translated = translated_query(qtok, cues.to)
@@ -419,6 +421,18 @@ class Ranker:
             qtok, factor = docs_query_tokens(qtok, cues.text, self.state.store, p)
             weight *= factor
         return qtok, weight
+
+    def _with_latin_acronyms(self, qtok: list[str]) -> list[str]:
+        """``qtok`` and, after each Latin acronym spelled in Cyrillic (``смс``), its Latin
+        spelling (``sms``: :func:`daemon.text.lexicon.latin_acronym`) when the BM25 index has
+        that term: the code names it in Latin letters (``ОтправитьSMS``)."""
+        out = []
+        for t in qtok:
+            out.append(t)
+            lat = latin_acronym(t)
+            if lat is not None and lat not in out and self.state.bm25.df(lat):
+                out.append(lat)
+        return out
 
     def _lexical_channels(self, out: Channels, cues: QueryCues, mode: str, allow, ids, uncued: bool) -> None:
         """*bm25*; for a metadata question *meta* and *metanames*; for an uncued one *meta*

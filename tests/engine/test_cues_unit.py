@@ -43,3 +43,11 @@ def test_named_events_read_the_handlers_words_in_both_languages():
     # a how-to question still names its types (not a metadata question)
     howto = read_cues("как провести документ анкета", corpus_cyrillic=0.99, docs=False)
     assert howto.named_types == ("Документ",) and not howto.metadata
+
+
+def test_latin_acronyms_spelled_in_cyrillic():
+    from daemon.text.lexicon import latin_acronym
+
+    assert latin_acronym("смс") == "sms" and latin_acronym("пдф") == "pdf" and latin_acronym("фтп") == "ftp"
+    assert latin_acronym("эцп") is None  # a vowel: a Russian word or acronym
+    assert latin_acronym("с") is None and latin_acronym("клиент") is None

@@ -219,3 +219,16 @@ def test_a_field_named_with_its_object_comes_first_also_when_stemmed_differently
     assert [h.id for h in hits[:2]] == [f"{prof}::ТабличнаяЧасть:Роли", f"{prof}::"]
     exact_stems = Ranker(st, root=ROOT, params=replace(RankingParams(), object_word_variants=False))
     assert _rank(exact_stems, q)[0].id != f"{prof}::ТабличнаяЧасть:Роли"
+
+
+def test_a_latin_acronym_spelled_in_cyrillic_finds_the_latin_name():
+    st = _state(
+        [
+            _proc("CommonModules/Сообщения/Module.bsl", "ОбщийМодуль.Сообщения", "ОтправитьSMS", "ОтправитьSMS(), SMS"),
+            _proc("CommonModules/Почта/Module.bsl", "ОбщийМодуль.Почта", "Отправить", "отправить письмо"),
+        ]
+    )
+    q = "отправить смс"
+    assert _rank(Ranker(st, root=ROOT), q)[0].name == "ОтправитьSMS"
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), latin_acronyms=False))
+    assert _rank(off, q)[0].name == "Отправить"
