@@ -341,10 +341,11 @@ class ObjectWords:
                 self._vocab.pop(w, None)
                 self._sorted = None
 
-    def expand(self, tokens: set[str], min_len: int = 4) -> set[str]:
+    def expand(self, tokens: set[str], min_len: int = 4, extra: int = 3) -> set[str]:
         """``tokens`` and the words of names that are the same word stemmed differently: one a
-        prefix of the other, the shorter of at least ``min_len`` letters (the Snowball stems of
-        "профиле" and "Профили" are ``профил`` and ``проф``)."""
+        prefix of the other, the shorter of at least ``min_len`` letters, the longer at most
+        ``extra`` letters longer (the Snowball stems of "профиле" and "Профили" are ``профил``
+        and ``проф``; ``верс`` does not reach ``версионирован``)."""
         if self._sorted is None:
             self._sorted = sorted(self._vocab)
         out = set(tokens)
@@ -352,10 +353,11 @@ class ObjectWords:
         for t in tokens:
             if len(t) < min_len:
                 continue
-            out.update(t[:n] for n in range(min_len, len(t)) if t[:n] in self._vocab)
+            out.update(t[:n] for n in range(max(min_len, len(t) - extra), len(t)) if t[:n] in self._vocab)
             i = bisect.bisect_left(vocab, t)
             while i < len(vocab) and vocab[i].startswith(t):
-                out.add(vocab[i])
+                if len(vocab[i]) - len(t) <= extra:
+                    out.add(vocab[i])
                 i += 1
         return out
 
