@@ -593,7 +593,8 @@ class Ranker:
         ``ЗначениеРеквизитаОбъекта``); then, with ``named_object_first``, for a metadata
         question "where is <object> stored" that object, and for a question that names a
         platform event and an object, that object's handlers of the event
-        (:meth:`_named_objects`). Empty for most questions."""
+        (:meth:`_named_objects`); then, with ``named_field_first``, a field named with its
+        object (:meth:`_named_fields`). Empty for most questions."""
         p, st = self.params, self.state
         store = st.store
         ids = store.ids
