@@ -304,6 +304,13 @@ class MetadataNames:
         return [s for s, _ in self.ensure(store, name_of).search(query_tokens, k, allow=allow, key_of=store.ids)]
 
 
+def field_path(name: str, symbol: str | None) -> str:
+    """A field's name with the tabular section it belongs to (``КонтактныеЛица.Телефон`` for
+    the symbol ``Реквизит:КонтактныеЛица.Телефон``), else its name."""
+    path = symbol.partition(":")[2] if symbol else ""
+    return path or name
+
+
 class ObjectWords:
     """The words of every metadata object's name and of each of its synonyms (index tokens of
     :func:`daemon.text.lexicon.name_words`: split, folded, stemmed, no function words), for the
@@ -316,7 +323,8 @@ class ObjectWords:
     ``_objects``: slot -> (owner ``Тип.Имя``, object type, word sets of the name and of each
     distinct synonym); ``_by_word``: word -> slots of the objects that have it in a form;
     ``_fields``: slot of a field (attribute, tabular section, dimension, ...) -> (its object's
-    owner, the words of its name); ``_fields_of``: owner -> slots of its fields.
+    owner, the words of its name, those with its tabular section's: :func:`field_path`);
+    ``_fields_of``: owner -> slots of its fields.
     """
 
     __slots__ = ("_objects", "_by_word", "_fields", "_fields_of", "_vocab", "_sorted", "built")
@@ -324,7 +332,7 @@ class ObjectWords:
     def __init__(self) -> None:
         self._objects: dict[int, tuple[str, str, tuple[frozenset[str], ...]]] = {}
         self._by_word: dict[str, set[int]] = {}
-        self._fields: dict[int, tuple[str, frozenset[str]]] = {}
+        self._fields: dict[int, tuple[str, frozenset[str], frozenset[str]]] = {}
         self._fields_of: dict[str, set[int]] = {}
         self._vocab: dict[str, int] = {}  # word -> how many objects' and fields' word sets hold it
         self._sorted: list[str] | None = None  # the vocabulary, sorted (None: to sort on next use)
@@ -385,15 +393,19 @@ class ObjectWords:
         fields = fields[~np.isin(fields, objects)]
         owner_names = store.tables["owner"].values
         for s, o in zip(fields.tolist(), store.col("owner")[fields].tolist(), strict=True):
-            self._put_field(s, owner_names[o], store.head(s)[0], memo)
+            name, symbol = store.head(s)
+            self._put_field(s, owner_names[o], name, field_path(name, symbol), memo)
         self.built = True
 
-    def _put_field(self, slot: int, owner: str, name: str, memo: dict[str, str | None] | None = None) -> None:
+    def _put_field(
+        self, slot: int, owner: str, name: str, path: str, memo: dict[str, str | None] | None = None
+    ) -> None:
         words = frozenset(name_words(name, memo))
         if words and owner:
-            self._fields[slot] = (owner, words)
+            full = frozenset(name_words(path, memo)) if path != name else words
+            self._fields[slot] = (owner, words, full)
             self._fields_of.setdefault(owner, set()).add(slot)
-            self._count(words, 1)
+            self._count(full, 1)
 
     def _put(self, slot: int, c: Chunk, memo: dict[str, str | None] | None = None) -> None:
         forms = self.forms(c, memo)
@@ -410,7 +422,7 @@ class ObjectWords:
         if c.kind == "object" and c.is_metadata:
             self._put(slot, c)
         elif c.is_metadata:
-            self._put_field(slot, c.owner, c.name)
+            self._put_field(slot, c.owner, c.name, field_path(c.name, c.symbol))
 
     def remove(self, slot: int) -> None:
         """The chunk at ``slot`` is gone (no-op for a slot that holds no object or field)."""
@@ -420,7 +432,7 @@ class ObjectWords:
             slots.discard(slot)
             if not slots:
                 del self._fields_of[field[0]]
-            self._count(field[1], -1)
+            self._count(field[2], -1)
         old = self._objects.pop(slot, None)
         if old is None:
             return
@@ -444,8 +456,14 @@ class ObjectWords:
 
     def fields(self, owner: str, tokens: set[str]) -> list[tuple[int, frozenset[str]]]:
         """``[(slot, words)]`` of the fields of object ``owner`` all of whose name words are
-        among ``tokens``, most words first, then by slot."""
-        out = [(s, self._fields[s][1]) for s in self._fields_of.get(owner, ()) if self._fields[s][1] <= tokens]
+        among ``tokens``; ``words``: those of the field with its tabular section's
+        (:func:`field_path`) when the tokens hold them too, else its own. Most words first, then
+        by slot."""
+        out = []
+        for s in self._fields_of.get(owner, ()):
+            _, words, full = self._fields[s]
+            if words <= tokens:
+                out.append((s, full if full <= tokens else words))
         out.sort(key=lambda t: (-len(t[1]), t[0]))
         return out
 

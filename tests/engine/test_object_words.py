@@ -85,3 +85,27 @@ def test_the_longest_named_object_wins_and_fields_are_named_by_their_words():
         "Справочник/Валюты.xml::Реквизит:ФормулаРасчетаКурса"
     ]
     assert ow.fields("Справочник.Валюты", set(name_words("формула валюты"))) == []
+
+
+def test_a_tabular_section_attribute_is_named_with_its_section():
+    from daemon.contract import Chunk
+    from daemon.index.chunkstore import ChunkStore
+
+    store = ChunkStore()
+    base = dict(path="Catalogs/Контрагенты.xml", owner="Справочник.Контрагенты", object_type="Справочник")
+    store.add(Chunk(id="Catalogs/Контрагенты.xml::", kind="object", name="Контрагенты", **base))
+    store.add(
+        Chunk(id="c::ТЧ", kind="tabular_section", name="КонтактныеЛица", symbol="ТабличнаяЧасть:КонтактныеЛица", **base)
+    )
+    store.add(Chunk(id="c::Тел", kind="attribute", name="Телефон", symbol="Реквизит:КонтактныеЛица.Телефон", **base))
+    ow = ObjectWords()
+    ow.build(store)
+    toks = set(name_words("телефон контактного лица контрагента"))
+    assert [(store.ids[s], len(w)) for s, w in ow.fields("Справочник.Контрагенты", toks)] == [
+        ("c::Тел", 3),
+        ("c::ТЧ", 2),
+    ]
+    # the attribute's own name is enough to match; the section's words only rank it
+    assert [store.ids[s] for s, _ in ow.fields("Справочник.Контрагенты", set(name_words("телефон контрагента")))] == [
+        "c::Тел"
+    ]
