@@ -55,6 +55,8 @@ class RankingParams:
     api_prior_weight: float = 0.5
     #: Share of the api channel's weight a where/how question keeps (an interrogative word, no infinitive).
     api_where_how_share: float = 0.0
+    #: Share of the uncued metadata channels' weight a where/how question keeps.
+    where_how_uncued_share: float = 0.5
     #: The api channel's order adds this times ln(1 + callers) (Ranker.fan_in; 0: off, the hook for the code graph).
     api_fanin_weight: float = 0.0
     #: Candidates of each voting channel (bm25, dense, dense_tr) the api channel orders.

@@ -298,6 +298,12 @@ class Ranker:
             m = m & (allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow))))
         return m
 
+    def _uncued_weight(self, cues: QueryCues) -> float:
+        """The uncued metadata channels' share of their weight: ``uncued_meta_weight``, times
+        ``where_how_uncued_share`` for a where/how question."""
+        p = self.params
+        return p.uncued_meta_weight * (p.where_how_uncued_share if cues.where_how else 1.0)
+
     def _metadata_mask(self, types: tuple[str, ...]) -> np.ndarray:
         """``store.mask(scope="metadata", object_types=types or None)``, read-only, cached per
         store version (it only changes when the store does); the mask of some object types is
@@ -375,6 +381,8 @@ class Ranker:
         store_ids = self.state.store.ids
         ids = store_ids if slot_of_id is None else _RecordingIds(store_ids, slot_of_id)
         uncued = bool(self.params.uncued_meta_weight) and cues.uncued
+        if uncued and cues.where_how and not self.params.where_how_uncued_share:
+            uncued = False  # it asks where or how the code does a thing, not which object holds it
         if mode in ("hybrid", "lexical"):
             if cues.identifier:
                 self._names_channel(out, cues, allow, ids, names)
@@ -456,7 +464,7 @@ class Ranker:
                 qtok, p.channel_depth, allow=self.metadata_filter(DATA_TYPES, allow), key_of=store_ids
             )
             out.lists["meta"] = [ids[s] for s, _ in res]
-            out.weights["meta"] = p.uncued_meta_weight * p.meta_weight * lexical_weight
+            out.weights["meta"] = self._uncued_weight(cues) * p.meta_weight * lexical_weight
 
     def _metanames_channel(self, out: Channels, cues: QueryCues, mode: str, allow, ids, qtok: list[str]) -> None:
         """*metanames*: the objects and fields *named* after the query's words, unless the
@@ -491,7 +499,7 @@ class Ranker:
         meta_weight = p.meta_dense_weight if cues.metadata else 0.0
         meta_types = cues.object_types if meta_weight else DATA_TYPES
         if not meta_weight and uncued:
-            meta_weight = p.uncued_meta_weight * p.meta_dense_weight
+            meta_weight = self._uncued_weight(cues) * p.meta_dense_weight
         meta = mode == "hybrid" and meta_weight > 0
         code_only = (
             not cues.docs and mode == "hybrid" and cues.kind == "semantic" and p.howto_dense_code_only and cues.howto

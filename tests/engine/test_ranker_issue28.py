@@ -232,3 +232,17 @@ def test_a_latin_acronym_spelled_in_cyrillic_finds_the_latin_name():
     assert _rank(Ranker(st, root=ROOT), q)[0].name == "ОтправитьSMS"
     off = Ranker(st, root=ROOT, params=replace(RankingParams(), latin_acronyms=False))
     assert _rank(off, q)[0].name == "Отправить"
+
+
+def test_a_where_how_question_gets_half_the_uncued_metadata_share_and_no_api_prior():
+    from test_ranker_unit import CHUNKS
+
+    ranker = Ranker(_state(CHUNKS), root=ROOT)
+    where = ranker.cues("где пересчитывается кратность курса")
+    noun = ranker.cues("кратность курса валюты")
+    assert where.where_how and where.uncued and noun.uncued and not noun.where_how
+    _, w_where, _ = ranker.channels(where, "lexical", None)
+    _, w_noun, _ = ranker.channels(noun, "lexical", None)
+    p = RankingParams()
+    assert w_where["meta"] == w_noun["meta"] * p.where_how_uncued_share
+    assert w_where["api"] == p.api_prior_weight * p.api_where_how_share and w_noun["api"] == p.api_prior_weight
