@@ -439,6 +439,9 @@ class Hit(msgspec.Struct, kw_only=True, omit_defaults=True):
     # docs sections: what is wrong with the page (an unclosed code fence swallows the headings
     # after it: Status.docs_problems; set by the daemon)
     page_problem: str = ""
+    # test or fixture code: a tests/test/fixtures folder, a test project, or a module declaring a
+    # test framework's registration method (ИсполняемыеСценарии, ...); ranked below production code
+    test: bool = False
 
 
 class SearchResult(msgspec.Struct, kw_only=True):

@@ -205,14 +205,17 @@ class Engine:
 
     @property
     def params(self) -> RankingParams:
-        """The ranking's tuned numbers. Setting them replaces the ranker (its caches too)."""
+        """The ranking's tuned numbers. Setting them replaces the ranker (its caches too; its
+        :attr:`Ranker.fan_in` source is kept)."""
         return self._params
 
     @params.setter
     def params(self, params: RankingParams) -> None:
         with self.lock:
             self._params = params
+            fan_in = self.ranker.fan_in
             self.ranker = Ranker(self.state, root=self.root, params=params, stem=self.config.stem)
+            self.ranker.fan_in = fan_in
 
     @property
     def pool(self):
@@ -293,7 +296,8 @@ class Engine:
 
     def prewarm(self) -> float:
         """Build now what the first queries would otherwise build on demand, so that they
-        answer at the warm latency: the cross-lingual lexicon and the metadata-names channel.
+        answer at the warm latency: the cross-lingual lexicon, the metadata-names channel and
+        the words of the objects' names (:class:`daemon.index.metanames.ObjectWords`).
         The method-name families (only a name typed in the other language needs them) stay on
         demand. Holds :attr:`lock` while the channel is built. Returns the seconds it took."""
         from .text.lexicon import default_lexicon
@@ -302,6 +306,7 @@ class Engine:
         default_lexicon()
         with self.lock:
             self.state.meta_names.ensure(self.state.store, self.state.entry_name)
+            self.state.meta_names.ensure_objects(self.state.store)
         return time.perf_counter() - t
 
     def save(self) -> None:

@@ -434,8 +434,8 @@ def search_hit(hit: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | N
     (relative to the folder), ``folder`` (its URI), ``location`` {uri, range},
     ``snippet``, ``signature``, ``export``, ``score`` (fused RRF score), ``ranks`` (1-based
     rank per channel: names, bm25, meta, metanames, api, dense, meta_dense), ``match`` (names channel:
-    exact, prefix, camelhump, substring, translated) and ``stale`` (its file changed on disk and is not
-    re-indexed yet)."""
+    exact, prefix, camelhump, substring, translated), ``stale`` (its file changed on disk and is not
+    re-indexed yet) and ``test`` (test or fixture code)."""
     r = hit.name_range
     return {
         "name": display_name(hit),
@@ -461,6 +461,7 @@ def search_hit(hit: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | N
         "ranks": dict(hit.ranks),
         "match": hit.match,
         "stale": hit.stale,
+        "test": hit.test,
     }
 
 

@@ -138,6 +138,7 @@ def search_hit(h, query: str, *, detail: bool) -> SearchHit:
         summary=_hit_summary(h),
         stale=h.stale,
         page_problem=h.page_problem,
+        test=h.test,
     )
     if h.kind in DOCS_KINDS:
         hit.heading_path = h.signature

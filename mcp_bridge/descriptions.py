@@ -27,7 +27,8 @@ SEARCH = (
     "Search the 1C configuration's code, metadata and docs by name or by meaning: where something is done "
     '("где считается НДС", "как отправить письмо"; English works too), or a method or object whose exact name '
     "you do not know (for a known name use find_symbol). Hits, best first: path:line, kind, qualified_name "
-    "(for get_method or describe_object), summary of the doc comment, match (exact: the whole name). "
+    "(for get_method or describe_object), summary of the doc comment, match (exact: the whole name), "
+    "test (test or fixture code, ranked below production code). "
     "scope docs: documentation sections (read_document). After editing files pass wait_fresh=1. "
     'Example: {"query": "реквизит ИНН", "scope": "metadata", "object_type": "Справочник"}.'
 )

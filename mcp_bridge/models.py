@@ -99,6 +99,7 @@ class SearchHit(_Out):
     page_problem: str = Field(
         "", description="Docs sections: what is wrong with the page (an unclosed code fence hides later headings)"
     )
+    test: bool = Field(False, description="Test or fixture code (ranked below production code that matches as well)")
     name: str = detail("")
     owner: str = detail("")
     object_type: str = detail("", "the owner's type, ОбщийМодуль, Справочник, ...")

@@ -80,7 +80,8 @@ def _print_hits(args, res) -> None:
     for i, h in enumerate(res.hits, 1):
         what = h.symbol or h.name
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
-        print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]  ({ranks})")
+        test = "  test" if h.test else ""
+        print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]{test}  ({ranks})")
         if h.page_problem:
             print(f"      page problem: {h.page_problem}")
         if args.snippets and h.snippet:

@@ -87,13 +87,19 @@ __all__ = [
     "SymbolState",
     "api_boost",
     "humps",
+    "is_acronym",
     "is_identifier_query",
 ]
 
-#: Match kinds, best first.
+#: Match kinds, best first. An acronym query also has ``part`` (the acronym is a word of the
+#: name, ``СуммаНДС`` for ``НДС``), between prefix and camelhump (:data:`EMIT_KINDS`).
 MATCH_KINDS = ("exact", "prefix", "camelhump", "substring")
+#: The kinds by their rank in the search (index 4: the acronym's word-part tier).
+EMIT_KINDS = (*MATCH_KINDS, "part")
 #: Base score per kind; the returned score is base + boost term (see ``SymbolIndex.search``).
-_KIND_BASE = {"exact": 40.0, "prefix": 30.0, "camelhump": 20.0, "substring": 10.0}
+_KIND_BASE = {"exact": 40.0, "prefix": 30.0, "camelhump": 20.0, "substring": 10.0, "part": 25.0}
+#: An acronym query: 2 to 8 capital letters (``НДС``, ``ИНН``, ``XML``, ``ФИАС``).
+_ACRONYM_RE = re.compile(r"[A-ZА-ЯЁ]{2,8}")
 #: Qualified queries: results that match the name part but not the container sit this much lower.
 _UNQUALIFIED_PENALTY = 40.0
 
@@ -106,6 +112,12 @@ _UPPER = "A-ZА-ЯЁ"
 # start), or a digit run. "_" and other non-word characters separate.
 _HUMP_RE = re.compile(rf"[{_UPPER}][^\W\d_{_UPPER}]*|[^\W\d_{_UPPER}]+|\d+")
 _IDENT_RE = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*\.?")
+
+
+def is_acronym(query: str) -> bool:
+    """True for a query of 2 to 8 capital letters and nothing else (``НДС``, ``ФИАС``): it is
+    first a word of names and texts, then a CamelHump abbreviation."""
+    return _ACRONYM_RE.fullmatch(query.strip()) is not None
 
 
 def humps(text: str) -> list[str]:
@@ -1004,11 +1016,36 @@ class SymbolIndex:
                         group = group[~np.isin(group, ids)]
                     if group.size and self._emit(out, group, nrank, True, k, allow):
                         return out
+        elif _ACRONYM_RE.fullmatch(q):
+            # an acronym is first a word: the names that hold it as a word part (СуммаНДС,
+            # СтавкаНДС) come after exact and prefix matches, before CamelHump expansions
+            fq = fold(q)
+            parts = np.zeros(0, dtype=np.int64)
+            for nrank, group in self._name_tiers(fq, humps(q)):
+                if nrank == 2:
+                    parts = self._part_ids(fq)
+                    if parts.size and self._emit(out, parts, 4, False, k, allow):
+                        return out
+                if parts.size and group.size:
+                    group = group[~np.isin(group, parts)]
+                if group.size and self._emit(out, group, nrank, False, k, allow):
+                    return out
         else:
             for nrank, group in self._name_tiers(fold(q), humps(q)):
                 if group.size and self._emit(out, group, nrank, False, k, allow):
                     return out
         return out
+
+    def _part_ids(self, fq: str) -> np.ndarray:
+        """Live ids whose name has the folded word ``fq`` as one of its word parts
+        (:func:`daemon.text.folding.split_words`), the name not starting with it (the prefix
+        tier has those). Candidates from the trigram postings: a 2-letter ``fq`` has none."""
+        if len(fq) < SUBSTRING_MIN_LEN:
+            return np.zeros(0, dtype=np.int64)
+        cand = self._substring(fq, np.zeros(0, dtype=np.int64))
+        el = cand.tolist()
+        hits = [e for e, n in zip(el, self._names.take(el), strict=True) if any(fold(w) == fq for w in split_words(n))]
+        return np.asarray(hits, dtype=np.int64)
 
     def _emit(
         self,
@@ -1020,7 +1057,7 @@ class SymbolIndex:
         allow: Callable[[int], bool] | None,
     ) -> bool:
         """Append ``ids`` in rank order to ``out``; True once ``out`` holds ``k`` results."""
-        kind = MATCH_KINDS[nrank]
+        kind = EMIT_KINDS[nrank]
         base = _KIND_BASE[kind] - (_UNQUALIFIED_PENALTY if name_only else 0.0)
         slots, boosts = self._slot, self._boosts
         if self._allow_ids is not None:

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 
 import msgspec
 
-from ..index.names import is_identifier_query
+from ..index.metanames import spelled_name
+from ..index.names import is_acronym, is_identifier_query
 from ..text.folding import fold
 from ..text.lexicon import default_lexicon
 
@@ -34,7 +35,8 @@ _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"\bсправочник|\bcatalog", ("Справочник",)),
         (r"\bжурнал\w* документ|\bdocument journal", ("ЖурналДокументов",)),
         (r"\bдокумент|\bdocument", ("Документ",)),
-        (r"\bперечислен|\benum", ("Перечисление",)),
+        # "перечислены" (listed) is a participle, not the type: the noun's stem only
+        (r"\bперечислени|\benum", ("Перечисление",)),
         (r"\bконстант|\bconstant", ("Константа",)),
         (r"\bопределяем\w* тип|\bdefined type", ("ОпределяемыйТип",)),
         (r"\bфункциональн\w* опци|\bfunctional option", ("ФункциональнаяОпция",)),
@@ -47,6 +49,29 @@ _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
         (r"\bплан\w* видов характеристик|\bcharacteristic type", ("ПланВидовХарактеристик",)),
         (r"\bhttp-?сервис|\bhttp service", ("HTTPСервис",)),
         (r"\bweb-?сервис|\bвеб-?сервис|\bweb service", ("WebСервис",)),
+    )
+]
+
+# The platform's other types whose names are not everyday words (multi-word names and their
+# English names), read whatever the cues above found; "отчет", "обработка", "общий модуль",
+# "роль" and "подсистема" are left out: questions about code say them too ("обработка
+# проведения", "модуль необязательной подсистемы").
+_MORE_TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
+    (re.compile(p), types)
+    for p, types in (
+        (r"\bобщ\w* макет|\bcommon template", ("ОбщийМакет",)),
+        (r"\bобщ\w* реквизит|\bcommon attribute", ("ОбщийРеквизит",)),
+        (r"\bобщ\w* картинк|\bcommon picture", ("ОбщаяКартинка",)),
+        (r"\bобщ\w* форм|\bcommon form", ("ОбщаяФорма",)),
+        (r"\bобщ\w* команд|\bcommon command", ("ОбщаяКоманда",)),
+        (r"\bплан\w* счетов|\bchart of accounts", ("ПланСчетов",)),
+        (r"\bплан\w* видов расчет|\bcalculation types", ("ПланВидовРасчета",)),
+        (r"\bкритери\w* отбора|\bfilter criteri", ("КритерийОтбора",)),
+        (r"\bхранилищ\w* настроек|\bsettings storage", ("ХранилищеНастроек",)),
+        (r"\bэлемент\w* стиля|\bstyle item", ("ЭлементСтиля",)),
+        (r"\bпакет\w* xdto|\bxdto package", ("ПакетXDTO",)),
+        (r"\bгрупп\w* команд|\bcommand group", ("ГруппаКоманд",)),
+        (r"\bпараметр\w* функциональн\w* опци|\bfunctional option parameter", ("ПараметрФункциональныхОпций",)),
     )
 ]
 
@@ -77,10 +102,107 @@ _EN_HOWTO = re.compile(
 )
 
 
+# A question about where or how something happens in the code: an interrogative word. Without
+# an infinitive it asks for the code that does it ("где упаковываются ...", "как движок
+# понимает, что ..."), not for an API to call.
+_WHERE_HOW = re.compile(
+    r"\b(?:где|куда|откуда|как|почему|зачем|когда|каким образом|в каком месте|по какому"
+    r"|where|why|when|how (?:does|is|are|do))\b"
+)
+
+
 def _has_infinitive(folded: str) -> bool:
     if _EN_HOWTO.match(folded):
         return True
     return any(m.group(0) not in _NOT_VERBS for m in _INFINITIVE.finditer(folded))
+
+
+# The platform's event handlers of object, manager, record set, form, session and application
+# modules, by the words a developer says for them: (regex over the folded question, the Russian
+# and the English handler name). Where two overlap the more specific comes first in this list
+# and wins ("перед записью на сервере" is not also "перед записью").
+_EVENTS: list[tuple[re.Pattern[str], str, str]] = [
+    (re.compile(p), ru, en)
+    for p, ru, en in (
+        (
+            r"\bотмен\w* проведени|\bудалени\w* проведени|\bundo posting|\bunpost",
+            "ОбработкаУдаленияПроведения",
+            "UndoPosting",
+        ),
+        (r"\bпроведени|\bposting\b|\bpost(?:ed|ing)? (?:of )?(?:a |the )?document", "ОбработкаПроведения", "Posting"),
+        (r"\bпроверк\w* заполнени|\bfill(?:ing)? check", "ОбработкаПроверкиЗаполнения", "FillCheckProcessing"),
+        (r"\bобработк\w* заполнени|\bввод\w* на основани|\bfilling processing", "ОбработкаЗаполнения", "Filling"),
+        (r"\bперед записью на сервере|\bbefore write at server", "ПередЗаписьюНаСервере", "BeforeWriteAtServer"),
+        (r"\bпри записи на сервере|\bon write at server", "ПриЗаписиНаСервере", "OnWriteAtServer"),
+        (r"\bпосле записи на сервере|\bafter write at server", "ПослеЗаписиНаСервере", "AfterWriteAtServer"),
+        (r"\bперед запис|\bbefore writ", "ПередЗаписью", "BeforeWrite"),
+        (r"\bпри запис|\bon writ|\bwhen writ", "ПриЗаписи", "OnWrite"),
+        (r"\bпосле запис|\bafter writ", "ПослеЗаписи", "AfterWrite"),
+        (r"\bперед удалени|\bbefore delet", "ПередУдалением", "BeforeDelete"),
+        (r"\bпри копировани|\bon copy", "ПриКопировании", "OnCopy"),
+        (r"\bпри установке нового номера|\bset(?:ting)? (?:a )?new number", "ПриУстановкеНовогоНомера", "SetNewNumber"),
+        (r"\bпри установке нового кода|\bset(?:ting)? (?:a )?new code", "ПриУстановкеНовогоКода", "SetNewCode"),
+        (
+            r"\bпри создании на сервере|\bon create at server|\bform is created",
+            "ПриСозданииНаСервере",
+            "OnCreateAtServer",
+        ),
+        (r"\bпри чтении на сервере|\bon read at server", "ПриЧтенииНаСервере", "OnReadAtServer"),
+        (r"\bпри открытии|\bon open", "ПриОткрытии", "OnOpen"),
+        (r"\bперед закрытием|\bbefore clos", "ПередЗакрытием", "BeforeClose"),
+        (r"\bпри закрытии|\bon clos", "ПриЗакрытии", "OnClose"),
+        (r"\bобработк\w* оповещени|\bnotification processing", "ОбработкаОповещения", "NotificationProcessing"),
+        (r"\bобработк\w* выбора|\bchoice processing", "ОбработкаВыбора", "ChoiceProcessing"),
+        (r"\bполучени\w* данных выбора|\bchoice data get", "ОбработкаПолученияДанныхВыбора", "ChoiceDataGetProcessing"),
+        (r"\bполучени\w* формы|\bform get processing", "ОбработкаПолученияФормы", "FormGetProcessing"),
+        (
+            r"\bполучени\w* представлени|\bpresentation get processing",
+            "ОбработкаПолученияПредставления",
+            "PresentationGetProcessing",
+        ),
+        (
+            r"\bустановк\w* параметров сеанса|\bsession parameters? setting",
+            "УстановкаПараметровСеанса",
+            "SessionParametersSetting",
+        ),
+        (
+            r"\bперед началом работы системы|\bbefore (?:the )?(?:system )?start",
+            "ПередНачаломРаботыСистемы",
+            "BeforeStart",
+        ),
+        (r"\bпри начале работы системы|\bon (?:system )?start", "ПриНачалеРаботыСистемы", "OnStart"),
+        (r"\bперед завершением работы системы|\bbefore exit", "ПередЗавершениемРаботыСистемы", "BeforeExit"),
+        (r"\bпри завершении работы системы|\bon exit", "ПриЗавершенииРаботыСистемы", "OnExit"),
+    )
+]
+
+
+def named_events(query: str) -> tuple[str, ...]:
+    """The platform event handlers a question names in words, as Russian and English handler
+    names (``"обработка проведения документа анкета"`` -> ``("ОбработкаПроведения",
+    "Posting")``); the more specific phrase wins where two overlap. Pure, O(len(query)).
+
+    >>> named_events("перед записью справочника пользователи")
+    ('ПередЗаписью', 'BeforeWrite')
+    """
+    return _events(fold(query))
+
+
+def _events(q: str) -> tuple[str, ...]:
+    out: list[str] = []
+    taken: list[tuple[int, int]] = []
+    for rx, ru, en in _EVENTS:
+        m = rx.search(q)
+        if m and not any(a <= m.start() < b for a, b in taken):
+            taken.append(m.span())
+            out += [ru, en]
+    return tuple(out)
+
+
+def named_types(query: str) -> tuple[str, ...]:
+    """The metadata object types a query names (the type cues of :func:`metadata_intent`),
+    whatever else the query is (a how-to question too); ``()`` for none. Pure."""
+    return _types(fold(query))
 
 
 def howto_question(query: str) -> bool:
@@ -112,8 +234,8 @@ def metadata_intent(query: str) -> MetadataIntent:
     return _intent(q)
 
 
-def _intent(q: str) -> MetadataIntent:
-    """The metadata cues of the folded query ``q`` that has no infinitive."""
+def _types(q: str) -> tuple[str, ...]:
+    """The object types the folded query ``q`` names, in the order of the cues."""
     types: list[str] = []
     for rx, names in _TYPE_CUES:
         if rx.search(q):
@@ -122,6 +244,16 @@ def _intent(q: str) -> MetadataIntent:
                     types.append(t)
             if rx.pattern.startswith(r"\bрегистр\w* "):  # a specific register kind wins
                 break
+    for rx, names in _MORE_TYPE_CUES:
+        if rx.search(q):
+            types += [t for t in names if t not in types]
+    return tuple(types)
+
+
+def _intent(q: str, types: tuple[str, ...] | None = None) -> MetadataIntent:
+    """The metadata cues of the folded query ``q`` that has no infinitive (``types``: its
+    :func:`_types`, when the caller has them)."""
+    types = _types(q) if types is None else types
     if types or _FIELD_CUES.search(q):
         return MetadataIntent(True, tuple(types))
     return MetadataIntent()
@@ -163,6 +295,13 @@ class QueryCues:
     cues (None for a name). ``howto``: a how-to question about code. ``docs``: a documentation
     search. ``translated``: the question's words carried into ``to`` for the *dense_tr* channel
     (``""`` when there is none or it was not asked for, :func:`with_translation`).
+    ``where_how``: a question in the code's script about where or how something happens (an
+    interrogative word, no infinitive): it asks for the code that does it, API or not.
+    ``acronym``: a name of 2 to 8 capitals (``НДС``): first a word of names and texts, then a
+    CamelHump abbreviation. For natural language: ``named_types``, the object types it names
+    (a how-to question too); ``named_events``, the platform event handlers it names in words
+    (:func:`named_events`); ``spelled``, the identifier its words spell when they are 2 to 6
+    words of letters (:func:`daemon.index.metanames.spelled_name`; ``""`` otherwise).
     """
 
     text: str
@@ -173,6 +312,11 @@ class QueryCues:
     howto: bool = False
     docs: bool = False
     translated: str = ""
+    where_how: bool = False
+    acronym: bool = False
+    named_types: tuple[str, ...] = ()
+    named_events: tuple[str, ...] = ()
+    spelled: str = ""
 
     @property
     def metadata(self) -> bool:
@@ -206,10 +350,18 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
     cyr, lat = script_counts(text)
     cross = cyr + lat > 0 and abs(cyr / (cyr + lat) - corpus_cyrillic) > 0.5
     intent = howto = None
+    where_how = False
+    types: tuple[str, ...] = ()
+    events: tuple[str, ...] = ()
+    spelled = ""
     if not identifier:
         folded = fold(text)
         howto = _has_infinitive(folded)
-        intent = MetadataIntent() if howto else _intent(folded)
+        types = _types(folded)
+        intent = MetadataIntent() if howto else _intent(folded, types)
+        where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
+        events = _events(folded)
+        spelled = spelled_name(text) or ""
     return QueryCues(
         text=text,
         identifier=identifier,
@@ -218,6 +370,11 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         intent=intent,
         howto=bool(howto),
         docs=docs,
+        where_how=where_how,
+        acronym=identifier and is_acronym(text),
+        named_types=types,
+        named_events=events,
+        spelled=spelled,
     )
 
 

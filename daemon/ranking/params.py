@@ -31,6 +31,8 @@ class RankingParams:
     cross_script_weight: float = 0.0
     #: RRF weight of the lexical channels for such a query whose words the lexicon translated.
     translated_lexical_weight: float = 2.0
+    #: A Latin acronym spelled in Cyrillic ("смс") also searches its Latin spelling ("sms") in BM25.
+    latin_acronyms: bool = True
     #: RRF weight of the metadata BM25 channel, as a factor of the BM25 weight (metadata questions).
     meta_weight: float = 1.0
     #: RRF weight of the metadata-names channel in lexical mode, as a factor of the BM25 weight.
@@ -51,10 +53,26 @@ class RankingParams:
     translated_dense_weight: float = 2.0
     #: RRF weight of the api channel: a question's candidates ordered by the names channel's API boost.
     api_prior_weight: float = 0.5
+    #: Share of the api channel's weight a where/how question keeps (an interrogative word, no infinitive).
+    api_where_how_share: float = 0.0
+    #: Share of the uncued metadata channels' weight a where/how question keeps.
+    where_how_uncued_share: float = 0.5
+    #: The api channel's order adds this times ln(1 + callers) (Ranker.fan_in; 0: off, the hook for the code graph).
+    api_fanin_weight: float = 0.0
     #: Candidates of each voting channel (bm25, dense, dense_tr) the api channel orders.
     api_prior_depth: int = 30
     #: Share of the metadata channels' weight for a question with neither a metadata cue nor a how-to verb.
     uncued_meta_weight: float = 0.075
+    #: Test code's fused score is multiplied by this (1: no demotion); production code that matches equally wins.
+    test_code_factor: float = 0.75
+    #: First: the methods a question spells word by word ("значение реквизита объекта").
+    spelled_name_first: bool = True
+    #: First: the handler of an event of an object the question names; the object of "where is <object> stored".
+    named_object_first: bool = True
+    #: First: a field the question names with its object by all their words, then the object.
+    named_field_first: bool = True
+    #: Objects and fields named in words: a name's word also matches the question's word it is a prefix of, or back.
+    object_word_variants: bool = True
     #: Metadata questions: a field in the ranking brings its object in just above it.
     object_rollup: bool = True
     #: Metadata questions: the first hits bring in the objects they are one unit with (option and constant).

@@ -16,6 +16,8 @@ attributes it reads (a test builds one from a few hand-made chunks).
 
 from __future__ import annotations
 
+import math
+import re
 import unicodedata
 import weakref
 from collections.abc import Callable
@@ -27,13 +29,14 @@ import numpy as np
 
 from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
 from ..index.embed import vector_chunk
-from ..index.metanames import spelled_name
-from ..text.lexicon import translated_query
+from ..text.folding import fold
+from ..text.lexicon import latin_acronym, name_words, translated_query
 from ..text.tokenize import tokenize_query
 from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
 from .params import RankingParams
+from .testcode import TestCode
 
 #: Metadata masks kept per store version (one per object-type tuple a query named).
 META_MASKS = 16
@@ -67,14 +70,48 @@ DATA_TYPES = (
     "КритерийОтбора",
 )
 
+#: The object types that are tables of the infobase: where "where is X stored" finds X.
+TABLE_TYPES = frozenset(
+    (
+        "Справочник",
+        "Документ",
+        "РегистрСведений",
+        "РегистрНакопления",
+        "РегистрБухгалтерии",
+        "РегистрРасчета",
+        "Константа",
+        "ПланВидовХарактеристик",
+        "ПланСчетов",
+        "ПланВидовРасчета",
+        "ПланОбмена",
+        "БизнесПроцесс",
+        "Задача",
+        "Перечисление",
+    )
+)
+
+#: Words of a storage question that name no object (index tokens).
+STORAGE_WORDS = frozenset(name_words("хранятся хранится хранить храниться лежат лежит данные сведения информация"))
+
+#: At most this many objects named in one question are read for their handlers (most words first).
+NAMED_OBJECTS = 3
+#: A field named with its object: the two names together have at least this many words.
+FIELD_OBJECT_WORDS = 3
+
+_FORM_WORD = re.compile(r"\bформ|\bform")
+
 #: The object type -> the property of its descriptor that names the object it is one unit
 #: with in 1C's model (``Location=Constant.X``: where a functional option is stored;
 #: ``Task=Task.X``: the task type of a business process). Both directions are linked.
 LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "БизнесПроцесс": "Task"}
 
 #: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
-#: the name typed in the other language, :meth:`daemon.index.metanames.MetadataNames.translated_names`).
-NAME_TIER = ("exact", "prefix", "camelhump", "translated")
+#: the name typed in the other language, :meth:`daemon.index.metanames.MetadataNames.translated_names`;
+#: "part": an acronym that is a word of the name).
+NAME_TIER = ("exact", "prefix", "camelhump", "translated", "part")
+#: The names an acronym query puts first; the texts that hold it (BM25) follow, its CamelHump
+#: expansions after them.
+ACRONYM_TIER = ("exact", "prefix", "part")
 
 
 class IndexDamaged(RuntimeError):
@@ -100,6 +137,27 @@ def _names_first(fused: list, match: dict[str, str]) -> list:
     first.sort(key=lambda t: t[2]["names"])
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
     return first + rest
+
+
+def _acronym_first(fused: list, match: dict[str, str]) -> list:
+    """Order for an acronym query (``НДС``): it is first a word. The names that are it, start
+    with it or hold it as a word part (:data:`ACRONYM_TIER`), in the names channel's order;
+    then the chunks whose text holds it (BM25 found them) by fused score; then the rest, its
+    CamelHump expansions among them."""
+    first = [t for t in fused if match.get(t[0]) in ACRONYM_TIER]
+    first.sort(key=lambda t: t[2]["names"])
+    texts = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" in t[2]]
+    rest = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" not in t[2]]
+    return first + texts + rest
+
+
+def _put_first(fused: list, head: list[str]) -> list:
+    """``fused`` with the ids of ``head`` first, in that order; one that no channel found comes
+    in with the best fused score and no channel ranks."""
+    found = {t[0]: t for t in fused if t[0] in head}
+    top = fused[0][1] if fused else 0.0
+    first = [found.get(k) or (k, top, {}) for k in head]
+    return first + [t for t in fused if t[0] not in found]
 
 
 def _bsl_chunk(chunk_id: str) -> bool:
@@ -158,6 +216,10 @@ class Ranker:
         self._meta_masks: tuple = (None, None, {})
         # the linked objects of the metadata roll-up for one store version
         self._links: tuple = (None, None, {})
+        self.tests = TestCode()
+        #: ``fan_in(slot)``: how many places call the method at ``slot`` (the code graph's
+        #: references), for the api channel's ``api_fanin_weight`` term; None: not known.
+        self.fan_in: Callable[[int], int] | None = None
 
     # ------------------------------------------------------------------ filters
     def allow(self, f: Filters | None) -> np.ndarray | None:
@@ -236,6 +298,12 @@ class Ranker:
             m = m & (allow[: len(m)] if len(allow) >= len(m) else np.pad(allow, (0, len(m) - len(allow))))
         return m
 
+    def _uncued_weight(self, cues: QueryCues) -> float:
+        """The uncued metadata channels' share of their weight: ``uncued_meta_weight``, times
+        ``where_how_uncued_share`` for a where/how question."""
+        p = self.params
+        return p.uncued_meta_weight * (p.where_how_uncued_share if cues.where_how else 1.0)
+
     def _metadata_mask(self, types: tuple[str, ...]) -> np.ndarray:
         """``store.mask(scope="metadata", object_types=types or None)``, read-only, cached per
         store version (it only changes when the store does); the mask of some object types is
@@ -313,6 +381,8 @@ class Ranker:
         store_ids = self.state.store.ids
         ids = store_ids if slot_of_id is None else _RecordingIds(store_ids, slot_of_id)
         uncued = bool(self.params.uncued_meta_weight) and cues.uncued
+        if uncued and cues.where_how and not self.params.where_how_uncued_share:
+            uncued = False  # it asks where or how the code does a thing, not which object holds it
         if mode in ("hybrid", "lexical"):
             if cues.identifier:
                 self._names_channel(out, cues, allow, ids, names)
@@ -321,7 +391,7 @@ class Ranker:
             self._dense_channels(out, cues, mode, allow, qvec, tvec, uncued)
         p = self.params
         if p.api_prior_weight and not cues.docs and mode != "vector" and not cues.identifier and not cues.metadata:
-            self._api_channel(out)
+            self._api_channel(out, cues)
         return out
 
     def _names_channel(self, out: Channels, cues: QueryCues, allow, ids, names: list | None) -> None:
@@ -348,6 +418,8 @@ class Ranker:
         documentation search, the docs rule (:func:`daemon.ranking.docs.docs_query_tokens`)."""
         p = self.params
         qtok = tokenize_query(cues.text, stem=self.stem)
+        if p.latin_acronyms and not cues.cross_script and not cues.docs:
+            qtok = self._with_latin_acronyms(qtok)
         weight = p.cross_script_weight if cues.cross_script else 1.0
         if not cues.docs and cues.cross_script:  # the query's words in the code's language
             translated = translated_query(qtok, cues.to)
@@ -357,6 +429,18 @@ class Ranker:
             qtok, factor = docs_query_tokens(qtok, cues.text, self.state.store, p)
             weight *= factor
         return qtok, weight
+
+    def _with_latin_acronyms(self, qtok: list[str]) -> list[str]:
+        """``qtok`` and, after each Latin acronym spelled in Cyrillic (``смс``), its Latin
+        spelling (``sms``: :func:`daemon.text.lexicon.latin_acronym`) when the BM25 index has
+        that term: the code names it in Latin letters (``ОтправитьSMS``)."""
+        out = []
+        for t in qtok:
+            out.append(t)
+            lat = latin_acronym(t)
+            if lat is not None and lat not in out and self.state.bm25.df(lat):
+                out.append(lat)
+        return out
 
     def _lexical_channels(self, out: Channels, cues: QueryCues, mode: str, allow, ids, uncued: bool) -> None:
         """*bm25*; for a metadata question *meta* and *metanames*; for an uncued one *meta*
@@ -380,14 +464,14 @@ class Ranker:
                 qtok, p.channel_depth, allow=self.metadata_filter(DATA_TYPES, allow), key_of=store_ids
             )
             out.lists["meta"] = [ids[s] for s, _ in res]
-            out.weights["meta"] = p.uncued_meta_weight * p.meta_weight * lexical_weight
+            out.weights["meta"] = self._uncued_weight(cues) * p.meta_weight * lexical_weight
 
     def _metanames_channel(self, out: Channels, cues: QueryCues, mode: str, allow, ids, qtok: list[str]) -> None:
         """*metanames*: the objects and fields *named* after the query's words, unless the
         query spells out an existing method name word by word."""
         p, st = self.params, self.state
-        spelled = spelled_name(cues.text)
-        named = spelled is not None and any(
+        spelled = cues.spelled
+        named = bool(spelled) and any(
             m == "exact" and st.store.kind_of(s) in CODE_KINDS
             for s, _, m in st.names.search(spelled, 3, allow=allow, key_of=st.store.ids)
         )
@@ -415,7 +499,7 @@ class Ranker:
         meta_weight = p.meta_dense_weight if cues.metadata else 0.0
         meta_types = cues.object_types if meta_weight else DATA_TYPES
         if not meta_weight and uncued:
-            meta_weight = p.uncued_meta_weight * p.meta_dense_weight
+            meta_weight = self._uncued_weight(cues) * p.meta_dense_weight
         meta = mode == "hybrid" and meta_weight > 0
         code_only = (
             not cues.docs and mode == "hybrid" and cues.kind == "semantic" and p.howto_dense_code_only and cues.howto
@@ -435,10 +519,13 @@ class Ranker:
             )
             out.weights["meta_dense"] = meta_weight
 
-    def _api_channel(self, out: Channels) -> None:
+    def _api_channel(self, out: Channels, cues: QueryCues) -> None:
         """*api*: the top ``api_prior_depth`` candidates of the voting bm25, dense and
         dense_tr channels, ordered by the names channel's public-API boost, ties by their
-        best rank."""
+        best rank (plus ``api_fanin_weight`` times ln(1 + callers) when :attr:`fan_in` is
+        set); a where/how question (:attr:`QueryCues.where_how`) keeps
+        ``api_where_how_share`` of the weight (it asks for the code that does a thing, API or
+        not)."""
         depth = int(self.params.api_prior_depth)
         best: dict[str, int] = {}
         for name in ("bm25", "dense", "dense_tr"):
@@ -450,8 +537,15 @@ class Ranker:
         st = self.state
         slot_of = st.store.slot_of
         boosts = {k: st.name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
+        w, fan_in = self.params.api_fanin_weight, self.fan_in
+        if w and fan_in is not None:  # the prior's fan-in term: how many places call the method
+            for k in boosts:
+                s = slot_of.get(k)
+                if s is not None:
+                    boosts[k] += w * math.log1p(fan_in(s))
         out.lists["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
-        out.weights["api"] = self.params.api_prior_weight
+        p = self.params
+        out.weights["api"] = p.api_prior_weight * (p.api_where_how_share if cues.where_how else 1.0)
 
     # ------------------------------------------------------------------ ranking
     def rank(
@@ -486,11 +580,153 @@ class Ranker:
         if cues.docs:
             weights = docs_weights(weights, cues.text, self.state.store, self.params)
         fused = rrf(lists, k=self.params.rrf_k, weights=weights)
-        if match:
+        tests = self.tests.refresh(self.state)
+        if fused and not cues.docs and self.params.test_code_factor != 1.0:
+            fused = self._demote_tests(fused, tests)
+        if mode != "vector" and not cues.docs and not cues.identifier:
+            head = self._first_tier(cues, allow)
+            if head:
+                fused = _put_first(fused, head)
+        if match and cues.acronym:
+            fused = _acronym_first(fused, match)
+        elif match:
             fused = _names_first(fused, match)
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)
         return self._hits(fused, slot_by_id, match, top_k, snippets)
+
+    def _first_tier(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """Chunk ids a question asks for by name, in this order: the methods whose name the
+        question spells word by word (``spelled_name_first``: "значение реквизита объекта" ->
+        ``ЗначениеРеквизитаОбъекта``); then, with ``named_object_first``, for a metadata
+        question "where is <object> stored" that object, and for a question that names a
+        platform event and an object, that object's handlers of the event
+        (:meth:`_named_objects`); then, with ``named_field_first``, a field named with its
+        object (:meth:`_named_fields`). Empty for most questions."""
+        p, st = self.params, self.state
+        store = st.store
+        ids = store.ids
+        out: list[str] = []
+        if p.spelled_name_first and cues.spelled:
+            out += [
+                ids[s]
+                for s, _, m in st.names.search(cues.spelled, 10, allow=allow, key_of=ids)
+                if m == "exact" and store.kind_of(s) in CODE_KINDS and ids[s]
+            ]
+        if p.named_object_first and not cues.cross_script and (cues.named_events or cues.metadata):
+            out += self._named_objects(cues, allow)
+        if p.named_field_first and not cues.cross_script and not cues.howto and not cues.named_events:
+            out += self._named_fields(cues, allow)
+        return list(dict.fromkeys(out))
+
+    def _named_fields(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """A field the question names together with its object ("где в профиле групп доступа
+        перечислены роли" -> ``ПрофилиГруппДоступа``'s ``Роли``): for each of the first
+        :data:`NAMED_OBJECTS` objects of :data:`DATA_TYPES` (or of the types the question
+        names) named by all of their name words, its fields whose name words are all in the
+        question, are not only words of the object's name, and make with it at least
+        :data:`FIELD_OBJECT_WORDS` words; then that object. Most words first. Not for a how-to
+        question or one that names a platform event (both ask for code)."""
+        toks = set(name_words(cues.text))
+        if len(toks) < FIELD_OBJECT_WORDS:
+            return []
+        st = self.state
+        store = st.store
+        ids = store.ids
+        objects = st.meta_names.ensure_objects(store)
+        toks = self._variants(objects, toks)
+        out: list[str] = []
+        for oslot, owner, _ in objects.named(toks, cues.named_types or DATA_TYPES)[:NAMED_OBJECTS]:
+            own = objects.words(oslot) or frozenset()
+            fields = [
+                fs
+                for fs, words in objects.fields(owner, toks)
+                if not words <= own
+                and len(own | words) >= FIELD_OBJECT_WORDS
+                and ids[fs] is not None
+                and (allow is None or (fs < len(allow) and bool(allow[fs])))
+            ]
+            if fields:
+                out += [ids[fs] for fs in fields]
+                if ids[oslot] is not None and (allow is None or (oslot < len(allow) and bool(allow[oslot]))):
+                    out.append(ids[oslot])
+        return out
+
+    def _named_objects(self, cues: QueryCues, allow: np.ndarray | None) -> list[str]:
+        """The objects a question names in words (every word of the object's name or of one
+        of its synonyms: :meth:`daemon.index.metanames.ObjectWords.named`), of the types it
+        names, else of :data:`DATA_TYPES`; an object whose name is one word needs a type word,
+        a metadata question or a platform event next to it. Returns, for a metadata question
+        whose words but for storage and type words are exactly one object's name, of a type in
+        :data:`TABLE_TYPES`, that object; then for each of the first :data:`NAMED_OBJECTS` named
+        objects its handlers of the events the question names (a form's first when the
+        question says "форма", the form it names first)."""
+        toks = set(name_words(cues.text))
+        if not toks:
+            return []
+        st = self.state
+        store = st.store
+        ids = store.ids
+        types = cues.named_types
+        objects = st.meta_names.ensure_objects(store)
+        named = objects.named(self._variants(objects, toks), types or DATA_TYPES)
+        if not types and not (cues.metadata or cues.named_events):
+            named = [t for t in named if t[2] >= 2]
+        named = named[:NAMED_OBJECTS]
+        if not named:
+            return []
+
+        def allowed(slot: int) -> bool:
+            return ids[slot] is not None and (allow is None or (slot < len(allow) and bool(allow[slot])))
+
+        out: list[str] = []
+        if cues.metadata:
+            rest = toks - STORAGE_WORDS - set(name_words(" ".join(types)))
+            exact = [t for t in named if objects.words(t[0]) == rest and t[1].partition(".")[0] in TABLE_TYPES]
+            if len(exact) == 1 and allowed(exact[0][0]):
+                out.append(ids[exact[0][0]])
+        if cues.named_events:
+            out += self._event_handlers(cues, toks, [owner for _, owner, _ in named], allowed)
+        return out
+
+    def _variants(self, objects, toks: set[str]) -> set[str]:
+        """``toks`` with the names' words that are the same words stemmed differently
+        (:meth:`daemon.index.metanames.ObjectWords.expand`), when ``object_word_variants``."""
+        return objects.expand(toks) if self.params.object_word_variants else toks
+
+    def _event_handlers(self, cues: QueryCues, toks: set[str], owners: list[str], allowed) -> list[str]:
+        """Ids of the methods named like an event of ``cues.named_events`` in the modules of
+        each object of ``owners`` (``Тип.Имя``), object by object; a form module's first when
+        the question says "форма"/"form", then the form whose name the question holds."""
+        st = self.state
+        store = st.store
+        slots = np.unique(np.concatenate([st.names.exact_slots(e) for e in cues.named_events]))
+        slots = np.asarray([s for s in slots.tolist() if store.kind_of(s) in CODE_KINDS and allowed(s)], np.int64)
+        if not slots.size:
+            return []
+        owner_names = store.tables["owner"].values
+        kind_names = store.tables["module_kind"].values
+        owner_of = [owner_names[i].split(".") for i in store.col("owner")[slots].tolist()]
+        form_module = [kind_names[i] == "form" for i in store.col("module_kind")[slots].tolist()]
+        form_q = _FORM_WORD.search(fold(cues.text)) is not None
+        out: list[str] = []
+        for owner in owners:
+            mine = [
+                (form_module[i] != form_q, not (len(o) >= 4 and set(name_words(o[3])) <= toks), s)
+                for i, (s, o) in enumerate(zip(slots.tolist(), owner_of, strict=True))
+                if ".".join(o[:2]) == owner
+            ]
+            out += [store.ids[s] for *_, s in sorted(mine)]
+        return out
+
+    def _demote_tests(self, fused: list, tests: TestCode) -> list:
+        """``fused`` with the scores of test code's chunks multiplied by ``test_code_factor``,
+        sorted again as :func:`daemon.ranking.fusion.rrf` sorts (production code that matches
+        a question as well as test code comes first)."""
+        f = self.params.test_code_factor
+        out = [(cid, s * f if tests.is_test(cid.partition("::")[0]) else s, r) for cid, s, r in fused]
+        out.sort(key=lambda t: (-t[1], min(t[2].values()) if t[2] else 0, t[0]))
+        return out
 
     def _hits(
         self, fused: list, slot_by_id: dict[str, int], match: dict[str, str], top_k: int, snippets: bool
@@ -512,7 +748,8 @@ class Ranker:
                 continue
             seen.add(key)
             if len(hits) < top_k:
-                hits.append(_hit(store.get(slot), score, ranks, match.get(cid, ""), snippets))
+                c = store.get(slot)
+                hits.append(_hit(c, score, ranks, match.get(cid, ""), snippets, self.tests.is_test(c.path)))
         return hits, len(seen)
 
     def _roll_up(self, fused: list, slot_by_id: dict[str, int], allow: np.ndarray | None = None) -> list:
@@ -619,7 +856,7 @@ class Ranker:
         return links
 
 
-def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True) -> Hit:
+def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True, test: bool = False) -> Hit:
     return Hit(
         id=c.id,
         path=c.path,
@@ -639,4 +876,5 @@ def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bo
         match=match,
         snippet=snippet(c) if snippets else "",
         anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
+        test=test,
     )

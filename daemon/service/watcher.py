@@ -15,6 +15,8 @@ everywhere. How freshness, storms and fallbacks work, and what was measured: ``d
   ``ignore`` folder (the index folder inside the root) is watched or reported, and neither are
   editor temp files (:data:`TEMP_PATTERNS`). A move reports both ends, each filtered on its own,
   so an atomic save (write ``X.bsl.tmp``, rename it over ``X.bsl``) is a change of ``X.bsl``.
+  Files and folders the root's ``.bsl-lens-ignore`` matches are not reported either (so they are
+  never read again); a change of that file itself asks for a full reconcile with the new rules.
 * **Paths** are relative to the root, ``/``-separated, NFC, never ``..`` nor absolute: the
   spelling of :class:`daemon.sources.files.SourceFile` ``.path``.
 * **Debounce.** A batch is delivered after ``quiet_s`` without a relevant event, or at the
@@ -58,6 +60,7 @@ from watchdog.observers import Observer as NativeObserver
 from watchdog.observers.api import BaseObserver
 from watchdog.observers.polling import PollingObserver, PollingObserverVFS
 
+from ..sources.scan import IGNORE_FILE, IgnoreRules
 from . import inotify
 
 log = logging.getLogger(__name__)
@@ -245,6 +248,7 @@ class Watcher:
         self._real_str = real if real != self._root_str else None
         self._real_prefix = real.rstrip(os.sep) + os.sep
         self._ignore_rel, self._ignore_abs = self._ignore_dirs(ignore)
+        self._rules = IgnoreRules.read(self.root)  # the root's .bsl-lens-ignore
 
         self.mode: str = "off"
         self.degraded: str | None = None
@@ -430,16 +434,25 @@ class Watcher:
         return rel
 
     def _ignored_dir(self, rel: str) -> bool:
-        """True if a relative folder (or any parent of it) is a dot-folder or an ignore folder."""
+        """True if a relative folder (or any parent of it) is a dot-folder, an ignore folder or
+        matched by the root's ``.bsl-lens-ignore``."""
         if any(part.startswith(".") for part in rel.split("/")):
             return True
-        return any(rel == ig or rel.startswith(ig + "/") for ig in self._ignore_rel)
+        if any(rel == ig or rel.startswith(ig + "/") for ig in self._ignore_rel):
+            return True
+        return bool(self._rules) and self._rules.ignored(rel, folder=True)
 
     def _reported_file(self, rel: str) -> bool:
+        if rel == IGNORE_FILE:  # the rules changed: read them again and reconcile everything
+            self._rules = IgnoreRules.read(self.root)
+            self._mark_overflow(f"{IGNORE_FILE} changed")
+            return False
         parent, _, name = rel.rpartition("/")
         if parent and self._ignored_dir(parent):
             return False
-        return name.lower().endswith(REPORTED_SUFFIXES) and not is_temp_name(name)
+        if not name.lower().endswith(REPORTED_SUFFIXES) or is_temp_name(name):
+            return False
+        return not (self._rules and self._rules.ignored(rel))
 
     def _ingest_changes(self, changes: list[tuple[str, bool]]) -> None:
         """Filter one inotify read into the buffer (runs on the inotify reader thread)."""

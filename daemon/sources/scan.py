@@ -23,13 +23,20 @@ import unicodedata
 from collections.abc import Iterable
 from pathlib import Path
 
+import logging
+
 import msgspec
+
+import pathspec
 
 from ..contract import Skip
 
 from ..contract import CONFIGURATION, OBJECT_TYPES, SUB_FOLDERS
+from ..text.folding import split_words
 from .docs import DocsLayout
 from .files import ModuleIdentity, SkipFile, SourceFile, UTF8_BOM, link_detail, open_regular, sniff_binary, special_kind
+
+log = logging.getLogger(__name__)
 
 # ----------------------------------------------------------------------------- structs
 
@@ -220,6 +227,77 @@ def _edt_identity(parts: list[str], fname: str) -> ModuleIdentity | None:
 
 _SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
 
+#: The root's ignore file: gitignore patterns (relative to the root) of files and folders that
+#: are neither indexed nor watched for changes.
+IGNORE_FILE = ".bsl-lens-ignore"
+
+
+class IgnoreRules:
+    """The patterns of the root's :data:`IGNORE_FILE` (gitignore syntax, through
+    :mod:`pathspec`; no file: nothing is ignored). An unreadable file is logged and ignores
+    nothing. Paths are relative to the root, ``/``-separated, NFC; a folder is asked with a
+    trailing ``/``."""
+
+    __slots__ = ("spec", "problem")
+
+    def __init__(self, lines: Iterable[str] = ()) -> None:
+        lines = [ln for ln in lines if ln.strip()]
+        self.spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
+        self.problem = ""
+
+    @classmethod
+    def read(cls, root: Path) -> IgnoreRules:
+        """The rules of ``root``'s ignore file (none when it is missing)."""
+        path = Path(root) / IGNORE_FILE
+        try:
+            text = path.read_text(encoding="utf-8-sig")
+        except FileNotFoundError:
+            return cls()
+        except (OSError, UnicodeDecodeError) as exc:
+            log.warning("cannot read %s, nothing is ignored: %s", path, exc)
+            rules = cls()
+            rules.problem = str(exc)
+            return rules
+        return cls(text.splitlines())
+
+    def __bool__(self) -> bool:
+        return self.spec is not None
+
+    def ignored(self, rel: str, *, folder: bool = False) -> bool:
+        """True if the file (or, with ``folder``, the folder) at ``rel`` is ignored."""
+        return self.spec is not None and self.spec.match_file(rel + "/" if folder else rel)
+
+
+# ----------------------------------------------------------------------------- test code
+
+#: Folder names that hold test code or its fixtures by common convention, at any depth
+#: (YAxUnit's ``tests`` project, a demo configuration under ``fixtures/``).
+TEST_FOLDERS = frozenset(("tests", "test", "fixtures"))
+#: Methods by which a test framework finds a module's tests: a module that declares one is test
+#: code (YAxUnit's ``ИсполняемыеСценарии``; ``ПолучитьСписокТестов`` of xUnitFor1C and
+#: Vanessa-ADD, ``ЗаполнитьНаборТестов`` of xUnitFor1C).
+TEST_REGISTRATION_METHODS = ("ИсполняемыеСценарии", "ПолучитьСписокТестов", "ЗаполнитьНаборТестов")
+#: Words of a configuration's or extension's name that make the whole project test code.
+_TEST_WORDS = frozenset(("test", "tests", "тест", "тесты", "тестов", "тестирование", "testing"))
+
+
+def in_test_folder(path: str) -> bool:
+    """True if a folder of ``path`` (relative, forward slashes; the file name not counted) is
+    one of :data:`TEST_FOLDERS`, case-insensitive."""
+    return any(seg.lower() in TEST_FOLDERS for seg in path.split("/")[:-1])
+
+
+def projects_of_test_code(info: ExportInfo | None) -> tuple[str, ...]:
+    """Folders (relative, ``""`` for the root) of the projects that are test code: a
+    configuration or extension whose name (or EDT project name) has a word such as ``Tests``
+    or ``Тесты`` (``ТестыБСП``, ``tests``). The root project itself never counts."""
+    out = []
+    for p in info.projects if info is not None else ():
+        words = {w.lower() for n in (p.name, p.project_name) for w in split_words(n)}
+        if p.path and words & _TEST_WORDS:
+            out.append(p.path.rstrip("/") + "/")
+    return tuple(out)
+
 
 def _read_head(path: str, limit: int = 64 * 1024) -> str:
     try:
@@ -301,6 +379,7 @@ def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
     found: list[str] = []
     if _is_regular(root, "Configuration", "Configuration.mdo"):
         return [""]
+    ignore = IgnoreRules.read(root)
 
     def walk(d: str, rel: str, depth: int) -> None:
         try:
@@ -311,6 +390,8 @@ def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
             if not e.is_dir(follow_symlinks=False) or e.name in _SKIP_DIRS:
                 continue
             sub = f"{rel}/{e.name}" if rel else e.name
+            if ignore and ignore.ignored(_nfc(sub), folder=True):
+                continue
             if e.name == "src" and _is_regular(e.path, "Configuration", "Configuration.mdo"):
                 found.append(sub)
                 continue  # a project's src holds no further projects
@@ -400,7 +481,9 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
       the root); see :class:`ScanResult`: what was indexed below them must be kept.
 
     Symlinks are never followed, neither to files nor to folders (only ``root`` itself may
-    be one); folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered.
+    be one); folders named ``.git``, ``.bsl-lens``, ``.hg``, ``.svn`` are not entered, and
+    neither are the files and folders the root's ``.bsl-lens-ignore`` matches
+    (:class:`IgnoreRules`, gitignore syntax): they are left out without a skip.
 
     Paths are NFC (:mod:`daemon.contract`); when the name on disk differs (an NFD folder or
     file name), ``SourceFile.disk_path`` holds the on-disk relative path. **Callers must
@@ -559,6 +642,7 @@ class _Walk:
         self.unreadable_dirs: list[str] = []
         self.deps: dict[str, list[str]] = {}  # descriptor -> its Designer form/template descriptors
         self.docs_layout = DocsLayout(root, info)
+        self.ignore = IgnoreRules.read(root)  # the root's .bsl-lens-ignore
 
     def project_of(self, rel: str) -> tuple[str, str] | None:
         """(src prefix, project path) of an EDT path, or None if outside every src."""
@@ -598,6 +682,8 @@ class _Walk:
             except OSError as exc:  # could be a folder: its contents are unknown
                 self.unreadable(_nfc(raw_rel), f"cannot tell what it is: {exc}")
                 continue
+            if self.ignore and self.ignore.ignored(_nfc(raw_rel), folder=is_dir):
+                continue  # .bsl-lens-ignore: neither indexed nor walked
             if is_dir:
                 if recursive and name not in _SKIP_DIRS:
                     subdirs.append((e.path, raw_rel, True, None))

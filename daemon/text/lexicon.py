@@ -188,3 +188,26 @@ def translated_query(query_tokens: list[str], to: str) -> list[str]:
     # the tokens already in the code's script (a name typed into the question) stay
     kept = [t for t in query_tokens if in_script(t, to)]
     return list(dict.fromkeys(kept + default_lexicon().translate(query_tokens, to)))
+
+
+# Latin letters as a Russian writer spells a Latin acronym in Cyrillic ("смс" for SMS, "пдф" for
+# PDF, "фтп" for FTP): consonants only, one Latin letter (or two) each.
+_ACRONYM_LATIN = {
+    "б": "b", "в": "v", "г": "g", "д": "d", "ж": "zh", "з": "z", "й": "j", "к": "k", "л": "l", "м": "m",
+    "н": "n", "п": "p", "р": "r", "с": "s", "т": "t", "ф": "f", "х": "x", "ц": "c", "ч": "ch", "ш": "sh",
+}  # fmt: skip
+
+
+def latin_acronym(word: str) -> str | None:
+    """The Latin spelling of a Latin acronym written in Cyrillic letters: a folded word of 2 to
+    5 Cyrillic consonants (``смс`` -> ``sms``, ``пдф`` -> ``pdf``); None for any other word
+    (a word with a vowel is a word, not a spelled-out acronym)."""
+    if not 2 <= len(word) <= 5:
+        return None
+    out = []
+    for ch in word:
+        lat = _ACRONYM_LATIN.get(ch)
+        if lat is None:
+            return None
+        out.append(lat)
+    return "".join(out)

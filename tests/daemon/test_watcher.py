@@ -673,3 +673,25 @@ def test_root_deleted_and_recreated(export: Path, make_watcher) -> None:
     assert w.mode == "native"
     (export / "Recreated.xml").write_text("<cfg/>")
     c.wait_paths("Recreated.xml")
+
+
+@pytest.mark.parametrize("mode", ["auto", "polling"])
+def test_bsl_lens_ignore_keeps_its_files_quiet_and_its_change_reconciles_everything(
+    export: Path, make_watcher, mode: str
+) -> None:
+    (export / ".bsl-lens-ignore").write_text("# test code\ntests/\n*Черновик*.bsl\n", encoding="utf-8")
+    (export / "tests/Модуль/Ext").mkdir(parents=True)
+    c = Collector()
+    make_watcher(export, c, mode=mode, poll_interval_s=0.1)
+    (export / "tests/Модуль/Ext/Module.bsl").write_text("// ignored", encoding="utf-8")
+    (export / "tests/Новая").mkdir()
+    (export / "CommonModules/Общий/Ext/Черновик1.bsl").write_text("// ignored", encoding="utf-8")
+    sentinel = export / "CommonModules/Общий/Ext/Module.bsl"
+    sentinel.write_text("// sentinel", encoding="utf-8")
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    assert c.paths == {"CommonModules/Общий/Ext/Module.bsl"} and c.dirs == set() and not c.overflow
+    # new rules: a full reconcile, and what they no longer ignore is reported again
+    (export / ".bsl-lens-ignore").write_text("*Черновик*.bsl\n", encoding="utf-8")
+    assert c.wait(lambda: c.overflow)
+    (export / "tests/Модуль/Ext/Module.bsl").write_text("// now watched", encoding="utf-8")
+    c.wait_paths("tests/Модуль/Ext/Module.bsl")

@@ -429,8 +429,13 @@ def _reference_search(live: dict, query: str, k: int) -> list[str]:
                     rows.append(((1, nr, 0) + order(key, name, boost), key))
     else:
         fq, q_humps = fold(q), humps(q)
+        acronym = re.fullmatch(r"[A-ZА-ЯЁ]{2,8}", q) is not None
         for key, (name, _conts, boost) in live.items():
             nr = _ref_name_rank(name, fq, q_humps)
+            # an acronym is first a word: a name holding it as a word part (not at its start)
+            # ranks between the prefix and the CamelHump matches
+            if acronym and len(fq) >= 3 and nr in (2, 3) and any(fold(w) == fq for w in split_words(name)):
+                nr = 1.5
             if nr is not None:
                 rows.append(((0, nr, 0) + order(key, name, boost), key))
     rows.sort()
