@@ -12,7 +12,7 @@ from daemon.ranking.params import RankingParams
 from daemon.ranking.ranker import Ranker
 from daemon.sources.scan import ExportInfo, ProjectInfo, in_test_folder, projects_of_test_code
 
-from test_ranker_unit import ROOT, _rank, _state
+from .test_ranker import ROOT, _rank, _state
 
 TEXT = "Процедура {n}()\n// упаковка результатов прогона в отчет junit\nКонецПроцедуры"
 
@@ -178,7 +178,7 @@ def test_a_question_that_spells_a_method_name_is_answered_by_that_method():
 
 
 def test_the_fan_in_hook_reorders_the_api_channel_only_when_weighted():
-    from test_ranker_unit import CHUNKS, MODULE, SERVICE
+    from .test_ranker import CHUNKS, MODULE, SERVICE
 
     st = _state(CHUNKS)
     q = "курс валюты на дату"
@@ -235,7 +235,7 @@ def test_a_latin_acronym_spelled_in_cyrillic_finds_the_latin_name():
 
 
 def test_a_where_how_question_gets_half_the_uncued_metadata_share_and_no_api_prior():
-    from test_ranker_unit import CHUNKS
+    from .test_ranker import CHUNKS
 
     ranker = Ranker(_state(CHUNKS), root=ROOT)
     where = ranker.cues("где пересчитывается кратность курса")
