@@ -20,10 +20,12 @@ binding whose value is not a method name, is a :class:`~daemon.contract.Skip` wi
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from lxml import etree
 
 from ..contract import Skip
+from .files import SkipFile, read_regular_bytes
 from .references import MODULE_CALLER, FileRefs, file_refs_from_sites, split_method_name
 from .scan import module_identity
 
@@ -31,6 +33,7 @@ __all__ = [
     "BINDING_TYPES",
     "descriptor_references",
     "form_references",
+    "read_form_layout",
     "form_layout_path",
     "form_module_path",
 ]
@@ -316,3 +319,25 @@ def _edt_form(doc, add) -> None:
                 if n is not None:
                     call = _text(_child(act, "calltype"))
                     add("form_command", n, _text(n), cname + (f" ({call})" if call else ""))
+
+
+def read_form_layout(
+    root, src, fmt: str, *, extension: bool = False, max_file_bytes: int = 8 * 2**20
+) -> FileRefs | None:
+    """The bindings of the layout of form module ``src`` (a :class:`daemon.sources.files.SourceFile`),
+    read from disk under ``root``: :func:`form_references` of its ``Form.xml`` / ``Form.form``.
+    None when ``src`` is no form module or its layout does not exist; a layout that cannot be
+    read (a link, too large) is a record with the skip and no site."""
+    layout = form_layout_path(src.path)
+    disk = form_layout_path(src.disk_path) if src.disk_path else layout
+    if layout is None or disk is None:
+        return None
+    try:
+        data = read_regular_bytes(Path(root) / disk, max_file_bytes)
+    except SkipFile as exc:
+        if exc.reason == "unreadable":  # absent: a form module without a layout file
+            return None
+        return FileRefs(
+            path=layout, file_kind="form", module_kind="form", extension=extension, skips=(exc.to_skip(layout),)
+        )
+    return form_references(data, path=layout, fmt=fmt, extension=extension)

@@ -7,7 +7,7 @@ recorded is only what the text says: the calling method, the callee as written, 
 the exact range. Which method a site reaches is decided later, against every module's
 definitions (:mod:`daemon.index.refgraph`), so an edit elsewhere never needs a re-parse here.
 
-Kinds (:data:`REF_KINDS`, each in one group of :data:`REF_GROUPS`):
+Kinds (:data:`daemon.contract.REF_KINDS`, each in one group of :data:`daemon.contract.REF_GROUPS`):
 
 * calls: ``call`` (``Метод(…)``), ``member`` (``Модуль.Метод(…)`` or ``Переменная.Метод(…)``:
   the resolver decides whether the receiver is a common module), ``manager``
@@ -39,9 +39,9 @@ import msgspec
 import numpy as np
 import tree_sitter
 
-from ..contract import METHOD_KINDS, Chunk, Skip, object_type_aliases
+from ..contract import METHOD_KINDS, REF_KINDS, Chunk, Skip, object_type_aliases
 from ..text.folding import fold
-from .bsl import chunk_module, language, parser
+from .bsl import chunk_module_parsed, language, parser
 
 __all__ = [
     "METHOD_DTYPE",
@@ -49,10 +49,7 @@ __all__ = [
     "unpack_sites",
     "unpack_columns",
     "pack_methods",
-    "REF_KINDS",
-    "REF_GROUPS",
     "KIND_CODES",
-    "REASONS",
     "MODULE_CALLER",
     "PLATFORM_EVENTS",
     "SITE_DTYPE",
@@ -61,6 +58,7 @@ __all__ = [
     "SiteView",
     "extract_references",
     "module_references",
+    "chunk_module_with_references",
     "normalize_text",
     "split_method_name",
 ]
@@ -71,42 +69,9 @@ _tls = threading.local()
 # vocabulary
 # ---------------------------------------------------------------------------------------
 
-#: Reference kind -> its group: ``call`` (a call written in code), ``string`` (a method named
-#: by a string or a handler reference), ``metadata`` (a binding in metadata, a platform event
-#: or an extension link), ``dynamic`` (code run from a computed string).
-REF_KINDS: dict[str, str] = {
-    "call": "call",
-    "member": "call",
-    "manager": "call",
-    "this": "call",
-    "proceed": "call",
-    "notify": "string",
-    "idle": "string",
-    "background": "string",
-    "long_operation": "string",
-    "by_name": "string",
-    "handler": "string",
-    "subscription": "metadata",
-    "scheduled_job": "metadata",
-    "form_event": "metadata",
-    "form_item_event": "metadata",
-    "form_command": "metadata",
-    "http_handler": "metadata",
-    "web_operation": "metadata",
-    "platform_event": "metadata",
-    "extension": "metadata",
-    "dynamic": "dynamic",
-}
-#: The groups of :data:`REF_KINDS`, in the order answers count them.
-REF_GROUPS = ("call", "string", "metadata", "dynamic")
-#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`REF_KINDS`).
+#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`daemon.contract.REF_KINDS`).
 KIND_CODES: dict[str, int] = {k: i for i, k in enumerate(REF_KINDS)}
 KIND_NAMES: tuple[str, ...] = tuple(REF_KINDS)
-
-#: Why a site is unresolved: the module (common module, object manager, base configuration)
-#: is not in the index; it has no method of that name; the method is not exported; the
-#: receiver is a variable whose type is unknown (never guessed); the name is computed.
-REASONS = ("unknown_module", "no_such_method", "not_exported", "unknown_variable_type", "dynamic")
 
 #: ``caller`` of a site outside every method (module-level code) or of a binding, which
 #: metadata or the platform makes, not a method.
@@ -1117,6 +1082,28 @@ def _annotation_range(lines: list[str], c: Chunk, target: str) -> tuple[int, int
     return c.name_range[0], c.name_range[1], c.name_range[3]
 
 
+def chunk_module_with_references(
+    text: str,
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    extension: bool = False,
+    max_lines: int = 400,
+) -> tuple[list[Chunk], FileRefs]:
+    """A module's chunks (:func:`daemon.sources.bsl.chunk_module`) and its references
+    (:func:`extract_references`) from one parse: what the chunking pass of the index calls.
+    An empty text gives no chunks and a record without sites."""
+    chunks, data, tree = chunk_module_parsed(
+        text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
+    )
+    ident = dict(path=path, owner=owner, object_type=object_type, module_kind=module_kind, extension=extension)
+    if tree is None:
+        return chunks, FileRefs(**ident)
+    return chunks, extract_references(tree, data, chunks, **ident)
+
+
 def module_references(
     text: str,
     *,
@@ -1128,13 +1115,20 @@ def module_references(
     chunks: Sequence[Chunk] | None = None,
     max_lines: int = 400,
 ) -> FileRefs:
-    """:func:`extract_references` for a module text: normalises and parses it once (and chunks
-    it when ``chunks`` is not given). For tests, tools and until the chunker hands over its tree."""
-    text = normalize_text(text)
+    """:func:`extract_references` for a module text, parsed once: with the chunker's own parse
+    (:func:`chunk_module_with_references`, the index's record exactly) unless ``chunks`` are
+    given (then the text is parsed here). For tests, tools and :func:`daemon.index.refgraph.read_references`."""
     if chunks is None:
-        chunks = chunk_module(
-            text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
-        )
+        return chunk_module_with_references(
+            text,
+            path=path,
+            owner=owner,
+            object_type=object_type,
+            module_kind=module_kind,
+            extension=extension,
+            max_lines=max_lines,
+        )[1]
+    text = normalize_text(text)
     data = text.encode("utf-8")
     tree = parser().parse(data)
     return extract_references(
