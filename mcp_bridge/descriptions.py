@@ -16,6 +16,7 @@ def instructions(roots: str) -> str:
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
         'search for a question in words ("как отправить письмо"), get_method to read a method, '
         "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
+        "find_references before changing a method (who calls it, also through strings and metadata), "
         "search with scope docs and read_document for documentation pages served with the code. "
         "Cite results as path:line. Answers are compact (fields with empty or default values left out); "
         "detail=true gives every field. If an answer says warming, the index is still being built; "
@@ -64,6 +65,23 @@ DESCRIBE_OBJECT = (
     "and resources, enum values, forms, commands, templates and its modules. Name it Тип.Имя "
     '("Справочник.Пользователи", "Catalog.Пользователи"). Use it before code that reads or writes an '
     "object's attributes, so the names and types are real."
+)
+
+FIND_REFERENCES = (
+    "Who calls or names a method (find usages): calls in code, strings naming it (notification and idle "
+    "handlers, long operations, background jobs), metadata (event subscriptions, scheduled jobs, form, item and "
+    "command events, HTTP and web services, platform events, extension annotations). Give Модуль.Метод, a method "
+    "name or a metadata object. Grouped by file: line, kind, caller, the line of code. counts are apart: resolved "
+    "calls, string, metadata; possible: unresolved calls with that name (through variables), listed with "
+    "possible=true; lower_bound: code run by Выполнить/Вычислить may call it too. Call it before changing a "
+    "method's parameters or behaviour."
+)
+
+CALL_GRAPH = (
+    "Callers (what a change affects) or callees (what a method ends up calling) to a bounded depth, at most "
+    "fan_out per method, most sites first. nodes: Модуль.Метод with path:line and depth (bindings and "
+    "module-level code are leaves); edges: src calls dst (node indexes), kind, count of sites; truncated: a cap "
+    "cut it; recursion and mutual calls are walked once (revisited)."
 )
 
 INDEX_STATUS = (
