@@ -81,7 +81,7 @@ class Usages:
         st = self.state
         text = name.strip()
         if "::" in text:
-            return [text] if st.refs.gid(text) is not None else []
+            return [text] if st.refs.gid(text) is not None or not st.refs_complete else []
         owner = self._owner(text)
         if owner is not None:
             return st.refs.owner_methods(owner) or []
@@ -106,6 +106,8 @@ class Usages:
             cid = store.ids[slot]
             if cid is not None:
                 out.add(method_of_chunk(cid))
+        if not st.refs_complete:  # being rebuilt: the graph may not hold the method yet
+            return sorted(out)
         return sorted(m for m in out if st.refs.gid(m) is not None)
 
     def _owner(self, text: str) -> str | None:
@@ -127,7 +129,7 @@ class Usages:
         whose name is there). ``LookupError`` for a name or method id that is not indexed."""
         refs = self.state.refs
         if t.method is not None:
-            if refs.gid(t.method) is None:
+            if refs.gid(t.method) is None and self.state.refs_complete:
                 raise LookupError(f"no indexed method with id {t.method!r}")
             return [t.method], None
         if t.name is not None:

@@ -468,8 +468,12 @@ class _Builder:
             ids = self.ids[key] = (KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail))
         self.at_bytes.append((caller, *ids, start, end))
 
-    def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> np.ndarray:
-        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``)."""
+    def packed(
+        self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=(), headers=()
+    ) -> np.ndarray:
+        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``);
+        ``headers``: ``(line, col)`` of method names, where no local call can be (error recovery
+        in a module with syntax errors may read a header ``Имя(…)`` as one)."""
         parts = []
         if self.placed:
             parts.append(np.array(self.placed, dtype=SITE_DTYPE))
@@ -478,11 +482,15 @@ class _Builder:
         if not parts:
             return np.empty(0, dtype=SITE_DTYPE)
         arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if len(headers):
+            at = arr["line"].astype(np.int64) << 16 | arr["col"]
+            names = np.array([line << 16 | col for line, col in headers], dtype=np.int64)
+            arr = arr[~((arr["kind"] == KIND_CODES["call"]) & np.isin(at, names))]
         return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
 
-    def record(self, path: str, pos=None, spans=None, deleted=(), **fields) -> "FileRefs":
-        """The file's record with these sites."""
-        arr = self.packed(pos, spans, deleted)
+    def record(self, path: str, pos=None, spans=None, deleted=(), headers=(), **fields) -> "FileRefs":
+        """The file's record with these sites (``headers``: see :meth:`packed`)."""
+        arr = self.packed(pos, spans, deleted, headers)
         return FileRefs(
             path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
         )
@@ -1045,18 +1053,20 @@ def extract_references(
         x.execute(node)
     for node in caps.get("handler", ()):
         x.handler(node)
+    broken = tree.root_node.has_error
     return out.record(
         path,
         pos,
         spans,
         deleted,
+        [(m.line, m.col) for m in methods] if broken else (),
         owner=owner,
         object_type=object_type,
         module_kind=module_kind,
         extension=extension,
         names=[m.name for m in methods],
         methods=pack_methods([(m.export, _nth(m.id), m.line, m.col) for m in methods]),
-        partial=tree.root_node.has_error,
+        partial=broken,
     )
 
 
