@@ -68,20 +68,16 @@ DESCRIBE_OBJECT = (
 )
 
 FIND_REFERENCES = (
-    "Who calls or names a method (find usages): calls in code, strings naming it (notification and idle "
-    "handlers, long operations, background jobs), metadata (event subscriptions, scheduled jobs, form, item and "
-    "command events, HTTP and web services, platform events, extension annotations). Give Модуль.Метод, a method "
-    "name or a metadata object. Grouped by file: line, kind, caller, the line of code. counts are apart: resolved "
-    "calls, string, metadata; possible: unresolved calls with that name (through variables), listed with "
-    "possible=true; lower_bound: code run by Выполнить/Вычислить may call it too. Call it before changing a "
-    "method's parameters or behaviour."
+    "Who calls or names a method (find usages), before changing it: calls, strings naming it (notification, idle "
+    "handlers, long operations), metadata (subscriptions, scheduled jobs, form events and commands, services, "
+    "platform events, extensions). Grouped by file: line, kind, caller, code. counts apart; possible: calls of "
+    "that name through variables (possible=true lists them); lower_bound: Выполнить/Вычислить may call it too."
 )
 
 CALL_GRAPH = (
-    "Callers (what a change affects) or callees (what a method ends up calling) to a bounded depth, at most "
-    "fan_out per method, most sites first. nodes: Модуль.Метод with path:line and depth (bindings and "
-    "module-level code are leaves); edges: src calls dst (node indexes), kind, count of sites; truncated: a cap "
-    "cut it; recursion and mutual calls are walked once (revisited)."
+    "Callers (what a change affects) or callees of a method to a bounded depth, at most fan_out per method. "
+    "nodes: Модуль.Метод, path:line, depth; edges: src calls dst (node indexes) in count sites; truncated: a cap "
+    "cut it; recursion is walked once (revisited)."
 )
 
 INDEX_STATUS = (

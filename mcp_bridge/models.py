@@ -284,7 +284,7 @@ class FindReferencesOutput(_Out):
 
     root: str
     targets: list[str] = Field(description="The methods the name stands for: Модуль.Метод path:line")
-    more_targets: int = Field(0, description="Further methods of that name not counted here: qualify the name")
+    more_targets: int = Field(0, description="Further methods the name stands for (detail=true lists them)")
     total: int = Field(description="References in all (resolved, string and metadata)")
     shown: int
     truncated: bool = Field(description="More references than shown: raise limit")
@@ -305,6 +305,8 @@ class GraphNode(_Out):
     path: str
     line: int = Field(0, description="The method's header")
     depth: int = Field(0, description="Calls away from the start (0: the start)")
+    id: str = detail("", "the method id (path::Name), for find_references")
+    module_kind: str = detail("")
 
 
 class GraphEdgeInfo(_Out):

@@ -67,6 +67,9 @@ DAEMON_DOC_REFS = 20
 #: ``text`` lines are cut to this many characters.
 MAX_REFS = 200
 REF_TEXT_CHARS = 100
+#: Methods a name stands for listed in a compact ``find_references`` answer (``detail``: all the
+#: daemon looked at, ``more_targets`` counts the rest); their references are counted all the same.
+TARGETS_SHOWN = 5
 #: ``call_graph`` bounds: levels and neighbours per method (below the daemon's).
 MAX_GRAPH_DEPTH = 5
 MAX_FAN_OUT = 30
@@ -556,8 +559,7 @@ RefName = Annotated[
     str,
     Field(
         min_length=1,
-        description='Модуль.Метод ("ОбщегоНазначения.СообщитьПользователю"), a method name, a metadata object '
-        '("Справочник.Валюты": its modules\' methods) or a method id from an answer',
+        description="Модуль.Метод, a method name, or a metadata object (Справочник.Валюты: its modules' methods)",
     ),
 ]
 
@@ -602,7 +604,7 @@ async def find_references(
     ctx: Context,
     name: RefName,
     limit: Annotated[int, Field(ge=1, le=MAX_REFS, description=f"References to list, 1..{MAX_REFS}")] = 20,
-    possible: Annotated[bool, Field(description="Also list possible callers (unresolved calls of that name)")] = False,
+    possible: Annotated[bool, Field(description="Also list the possible callers")] = False,
     wait_fresh: WaitFresh = 0.0,
     detail: Detail = False,
     root: Root = None,
@@ -621,10 +623,11 @@ async def find_references(
     st = await _status_after(b, link, st, conns)
     warming, note = _ref_note(res, st, wait_fresh)
     c = res.counts
+    shown_targets = res.targets if detail else res.targets[:TARGETS_SHOWN]
     out = FindReferencesOutput(
         root=link.name,
-        targets=[_target_label(m) for m in res.targets],
-        more_targets=res.targets_total - len(res.targets),
+        targets=[_target_label(m) for m in shown_targets],
+        more_targets=res.targets_total - len(shown_targets),
         total=res.total,
         shown=len(res.references),
         truncated=res.truncated,
@@ -646,11 +649,12 @@ async def call_graph(
     ctx: Context,
     name: RefName,
     direction: Annotated[
-        Literal["callers", "callees"], Field(description="callers: who calls it (what a change affects); callees")
+        Literal["callers", "callees"], Field(description="callers (what a change affects) or callees")
     ] = "callers",
     depth: Annotated[int, Field(ge=1, le=MAX_GRAPH_DEPTH, description="Levels to walk")] = 2,
-    fan_out: Annotated[int, Field(ge=1, le=MAX_FAN_OUT, description="Neighbours per method, most sites first")] = 10,
+    fan_out: Annotated[int, Field(ge=1, le=MAX_FAN_OUT, description="Neighbours per method")] = 10,
     wait_fresh: WaitFresh = 0.0,
+    detail: Detail = False,
     root: Root = None,
 ) -> Annotated[CallToolResult, CallGraphOutput]:
     """The ``call_graph`` tool (description: :data:`mcp_bridge.descriptions.CALL_GRAPH`)."""
@@ -668,7 +672,7 @@ async def call_graph(
     st = await _status_after(b, link, st, conns)
     warming, note = _ref_note(g, st, wait_fresh)
     index = {n: i for i, n in enumerate(g.nodes)}
-    nodes = [_graph_node(n, d, g.methods.get(n)) for n, d in g.nodes.items()]
+    nodes = [_graph_node(n, d, g.methods.get(n), detail=detail) for n, d in g.nodes.items()]
     out = CallGraphOutput(
         root=link.name,
         direction=g.direction,
@@ -685,16 +689,19 @@ async def call_graph(
     return answer(out)
 
 
-def _graph_node(node: str, depth: int, m) -> GraphNode:
+def _graph_node(node: str, depth: int, m, *, detail: bool) -> GraphNode:
     """A node of the walk: a method (with its place), a binding (``<path>#<kind>:<detail>``) or
     module-level code (``<path>::<module>``)."""
     if m is not None:
-        return GraphNode(
+        out = GraphNode(
             name=answers.qualified(m.kind or "procedure", m.name, m.owner),
             path=m.path,
             line=m.name_range[0] + 1,
             depth=depth,
         )
+        if detail:
+            out.id, out.module_kind = m.id, m.module_kind
+        return out
     if "::" in node:
         path, _, name = node.rpartition("::")
         return GraphNode(name=name, path=path, depth=depth)
