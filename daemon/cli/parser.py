@@ -294,6 +294,12 @@ def _add_bench_parser(sub) -> None:
     )
     sp.add_argument("--json", action="store_true", help="every figure as one JSON object (the text shows the same)")
     sp.add_argument(
+        "--refs",
+        action="store_true",
+        help="the daemon's find usages through its socket: first index and resolution, RSS, references and "
+        "call_graph latency, edit to updated references (daemon/dev/bench_daemon.py; --scale N replicates ROOT)",
+    )
+    sp.add_argument(
         "--lsp",
         action="store_true",
         help="the LSP round trip: workspace/symbol through `bsl-lens lsp` and the root's daemon "
