@@ -281,3 +281,15 @@ def test_a_broken_binding_is_a_named_skip_and_the_rest_stays(export, tmp_path):
     assert SUBSCRIPTION not in eng.skipped_indexed()  # and not reported stale
     other = "CommonModules/ВариантыОтчетов/Ext/Module.bsl::ПередУдалениемИдентификатораОбъектаМетаданных"
     assert [r.kind for r in eng.references(Target(method=other)).references] == ["subscription"]
+
+
+def test_fan_in_counts_the_sites_in_other_files(export, tmp_path):
+    eng = Engine.open(export, index_dir=tmp_path / "idx")
+    eng.refresh()
+    method = f"{STRINGS}::ПодставитьПараметрыВСтроку"
+    refs = eng.references(Target(method=method), limit=10_000).references
+    foreign = [r for r in refs if r.path != STRINGS]
+    assert len(foreign) > 5
+    chunk = next(c.id for c in eng.file_chunks(STRINGS) if c.name == "ПодставитьПараметрыВСтроку")
+    never = next(c.id for c in eng.file_chunks(FORM) if c.kind == "procedure")
+    assert eng.fan_in([chunk, never, "нет::такого"]) == [len(foreign), 0, 0]
