@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from array import array
 from collections import deque
 from collections.abc import Iterable
@@ -341,14 +342,13 @@ class RefGraph:
         return len(self._pending)
 
     def resolve_pending(self, limit: int | None = None) -> int:
-        """Resolve up to ``limit`` of the deferred files (all when None), in path order; returns
-        how many are left. The owner can resolve a first index in steps, releasing its lock
-        between them: any order gives the graph a full resolution gives."""
+        """Resolve up to ``limit`` of the deferred files (all when None); returns how many are
+        left. The owner can resolve a first index in steps, releasing its lock between them: a
+        file's contribution depends only on the symbols, so any order and any steps give the
+        graph one full resolution gives."""
         if not self._pending:
             return 0
-        todo = sorted(self._pending, key=self._paths.__getitem__)
-        if limit is not None:
-            todo = todo[: max(limit, 1)]
+        todo = list(self._pending) if limit is None else list(itertools.islice(self._pending, max(limit, 1)))
         self._pending.difference_update(todo)
         self._contribute(todo)
         return len(self._pending)
