@@ -93,27 +93,38 @@ def _children(el, designer_name: str, edt_name: str) -> list:
 
 
 class _Lines:
-    """Positions of a value inside the file's lines (lxml gives the element's line only)."""
+    """Positions of a value inside the file's lines (lxml gives the element's line only). The
+    lines are split as bytes and only those asked about are decoded (a form layout runs to
+    megabytes; a few dozen of its lines hold bindings)."""
 
     def __init__(self, data: bytes):
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
-        self.lines = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._raw = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        self._text: dict[int, str] = {}
+
+    def line(self, row: int) -> str:
+        """Line ``row`` (0-based) decoded."""
+        text = self._text.get(row)
+        if text is None:
+            text = self._text[row] = self._raw[row].decode("utf-8", "replace")
+        return text
 
     def find(self, el, value: str) -> tuple[int, int, int]:
         """``(line0, start, end)``: ``value`` inside ``el``'s text on its line (UTF-16 columns)."""
         row = max((el.sourceline or 1) - 1, 0)
-        if row >= len(self.lines):
+        n = len(self._raw)
+        if row >= n:
             return row, 0, 0
-        line = self.lines[row]
+        line = self.line(row)
         k = line.find(">" + value)
         k = k + 1 if k >= 0 else line.find(value)
         if k < 0:
             # the text may start on a later line (pretty-printed long values)
-            for r in range(row + 1, min(row + 4, len(self.lines))):
-                k = self.lines[r].find(value)
+            for r in range(row + 1, min(row + 4, n)):
+                k = self.line(r).find(value)
                 if k >= 0:
-                    row, line = r, self.lines[r]
+                    row, line = r, self.line(r)
                     break
         if k < 0:
             return row, 0, 0

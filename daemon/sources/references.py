@@ -388,7 +388,10 @@ def pack_sites(arr: np.ndarray, nstrings: int) -> bytes:
         if field == "line":
             col = np.diff(col.astype(np.int64), prepend=0)
         cols.append(col.astype(dt).tobytes())
-    return (b"w" if wide else b"n") + zstandard.compress(b"".join(cols), 1)
+    zc = getattr(_tls, "zc", None)
+    if zc is None:
+        zc = _tls.zc = zstandard.ZstdCompressor(level=1)  # what zstandard.compress(…, 1) makes per call
+    return (b"w" if wide else b"n") + zc.compress(b"".join(cols))
 
 
 def unpack_columns(blob: bytes, count: int) -> dict[str, np.ndarray]:
@@ -537,6 +540,9 @@ _RECEIVER_WINDOW = 512
 #: What may stand right before a receiver chain that starts a value: a blank, an operator, an
 #: opening bracket, a separator (not ``.``, ``)``, ``]``: a computed receiver; not ``/``: a comment).
 _CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
+#: Identifier bytes (as :data:`_WORD_B`), and the last identifier before a search's end.
+_ID_BYTES = frozenset(c for c in range(256) if re.fullmatch(rb"[0-9A-Za-z_\x80-\xff]", bytes([c])))
+_LAST_ID_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+$")
 _BLANK_BYTES = frozenset(b" \t\r\n")
 _WS_RE = re.compile(r"\s+")
 _ANNOT_RE = re.compile(
@@ -549,6 +555,8 @@ _DELETE_RE = re.compile(
     r"^[ \t]*#[ \t]*(?P<kw>Удаление|КонецУдаления|Delete|EndDelete)(?!\w)", re.IGNORECASE | re.MULTILINE
 )
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+#: The annotation of a method whose body may hold ``#Удаление``/``#Delete`` blocks (folded).
+_CHANGES = frozenset(("изменениеиконтроль", "changeandvalidate"))
 
 _QUERY_SRC = """
 (method_call) @call
@@ -625,9 +633,11 @@ class _Positions:
         u = np.frombuffer(self.data, dtype=np.uint8)
         hi = int(end.max()) if len(end) else 0
         u = u[:hi]
-        units = ((u & 0xC0) != 0x80).astype(np.int32) + (u >= 0xF0)
-        cum = np.zeros(hi + 1, dtype=np.int64)
-        np.cumsum(units, out=cum[1:])
+        units = (u & 0xC0) != 0x80  # a UTF-8 lead or ASCII byte: one UTF-16 unit
+        cum = np.zeros(hi + 1, dtype=np.int32)
+        np.cumsum(units, out=cum[1:], dtype=np.int32)
+        if hi and int(u.max()) >= 0xF0:  # 4-byte sequences (rare): two units each
+            cum[1:] += np.cumsum(u >= 0xF0, dtype=np.int32)
         col = cum[start] - cum[ls]
         endcol = cum[end] - cum[ls]
         caller = a[:, 0]
@@ -757,6 +767,15 @@ def _compact(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: What an identifier's or a receiver's bytes read as (``name_at``/``word``, ``receiver``) and
+#: folded names: the same for every module, so kept across modules (a worker extracts a whole
+#: export; the same names recur), cleared past :data:`_CACHE_MAX` entries.
+_WORDS: dict[bytes, tuple[str, int, str]] = {}
+_RECEIVERS: dict[bytes, tuple[str, str, str]] = {}
+_FOLDED: dict[str, str] = {}
+_CACHE_MAX = 300_000
+
+
 class _Extractor:
     """One module's extraction state (see :func:`extract_references`)."""
 
@@ -766,9 +785,13 @@ class _Extractor:
         self.spans = spans
         self.instead = instead  # method index -> the adopted name of its &Вместо
         self.out = out
-        self.folded: dict[str, str] = {}
-        self.words: dict[bytes, tuple[str, int, str]] = {}
-        self.receivers: dict[bytes, tuple[str, str, str]] = {}
+        if len(_WORDS) + len(_RECEIVERS) + len(_FOLDED) > _CACHE_MAX:
+            _WORDS.clear()
+            _RECEIVERS.clear()
+            _FOLDED.clear()
+        self.folded = _FOLDED
+        self.words = _WORDS
+        self.receivers = _RECEIVERS
 
     def fold(self, s: str) -> str:
         f = self.folded.get(s)
@@ -793,8 +816,19 @@ class _Extractor:
         over lines, a computed value ``Ф(…).М()`` / ``А[0].М()``) is asked of the tree, whose node
         parent costs a descent from the root. ``None``: no receiver (the dot ended a comment)."""
         data = self.data
+        if sb == dot + 1 and dot > 0 and data[dot - 1] in _ID_BYTES:
+            # the common case, one identifier right before the dot: found by one forward search
+            # of the line up to the dot (the last identifier run)
+            lo = max(data.rfind(b"\n", 0, dot) + 1, dot - _RECEIVER_WINDOW)
+            start = _LAST_ID_B.search(data, lo, dot).start()
+            k = start - 1
+            while k >= 0 and data[k] in b" \t":
+                k -= 1
+            if (k < 0 or data[k] != 0x2E) and dot - start < _RECEIVER_WINDOW:
+                if start == 0 or data[start - 1] in _CHAIN_START_BYTES:
+                    return self.receiver(data[start : dot + 1])
         if b"\n" not in data[dot:sb]:
-            lo = max(0, dot - _RECEIVER_WINDOW)
+            lo = max(0, dot - _RECEIVER_WINDOW, data.rfind(b"\n", max(0, dot - _RECEIVER_WINDOW), dot))
             m = _RECEIVER_REV_B.match(data[lo:dot][::-1])
             if m is not None:
                 start = dot - m.end(1)
@@ -1020,12 +1054,14 @@ def extract_references(
     out = _Builder()
     instead: dict[int, str] = {}
     lines: list[str] | None = None
+    changes = False
     for i, c in enumerate(firsts):
         for a in c.annotations:
             m = _ANNOT_RE.search(a)
             if m is None:
                 continue
             kw, target = m.group("kw"), m.group("name").strip()
+            changes = changes or fold(kw) in _CHANGES
             if not _IDENT_RE.fullmatch(target):
                 continue
             if fold(kw) in _INSTEAD:
@@ -1041,7 +1077,8 @@ def extract_references(
             if ev is not None:
                 out.add(MODULE_CALLER, "platform_event", md.name, "", ev, md.line, md.col, md.col + _width(md.name))
     deleted: list[tuple[int, int]] = []
-    if b"#" in data and _DELETE_RE.search(data.decode("utf-8", "replace")) is not None:
+    # 1C accepts #Удаление only in an &ИзменениеИКонтроль method: other modules are not searched
+    if changes and b"#" in data and _DELETE_RE.search(data.decode("utf-8", "replace")) is not None:
         deleted = _deleted_rows(data.decode("utf-8", "replace"))
     pos = _Positions(data)
     x = _Extractor(data, pos, spans, instead, out)
