@@ -370,8 +370,23 @@ def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
 
 
 def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
-    """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk
-    and tokenize a batch of files; msgpack in and out (cheaper than pickling structs)."""
+    """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk,
+    tokenize and extract the references of a batch of files; msgpack in and out (cheaper than
+    pickling structs). The cyclic GC is off meanwhile (as in the owner's prepare): a batch
+    allocates hundreds of thousands of short-lived objects (tree nodes, tokens, sites) that
+    reference counting frees, and its passes over them cost a few per cent of the work."""
+    import gc
+
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _chunk_batch_gc_off(root, config, fmt, items)
+    finally:
+        if gc_on:
+            gc.enable()
+
+
+def _chunk_batch_gc_off(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
     cfg = msgspec.msgpack.decode(config, type=EngineConfig)
     res = _WorkResult([], [])
     vocab: dict[str, int] = {}
