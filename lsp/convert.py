@@ -44,7 +44,7 @@ from urllib.parse import quote, unquote, urlparse
 
 from lsprotocol import types
 
-from daemon.contract import METHOD_KINDS
+from daemon.contract import METHOD_KINDS, REF_KINDS
 
 SK = types.SymbolKind
 
@@ -485,3 +485,50 @@ __all__ = [
     "workspace_symbol",
     "workspace_symbol_json",
 ]
+
+
+# ------------------------------------------------------------------------------ find usages
+#: What a binding (a reference without a calling method) is in a call hierarchy: metadata (an
+#: event subscription, a scheduled job, a form event ...) an event, module-level code a module.
+_REF_GROUP_KIND = {"metadata": SK.Event}
+
+
+def ref_range(r: Any) -> types.Range:
+    """The LSP range of a daemon ``Reference`` (0-based line, UTF-16 columns)."""
+    return types.Range(
+        start=types.Position(line=r.line, character=r.col), end=types.Position(line=r.line, character=r.end)
+    )
+
+
+def call_item(m: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | None = None) -> types.CallHierarchyItem:
+    """A ``CallHierarchyItem`` of a daemon ``MethodRef``: its whole lines as ``range``, its name
+    as ``selectionRange``, the module as ``detail``; ``data`` names the folder and the method id
+    (what ``callHierarchy/incomingCalls`` and ``outgoingCalls`` ask the daemon about)."""
+    sel = lsp_range(m.name_range)
+    rng = line_range(m.start_line, m.end_line) if m.end_line >= m.start_line else sel
+    if not _contains(rng, sel):
+        rng = sel
+    return types.CallHierarchyItem(
+        name=m.name,
+        kind=symbol_kind(m.kind or "procedure", kinds),
+        uri=uri,
+        range=rng,
+        selection_range=sel,
+        detail=container_name(m),
+        data={"folder": folder_uri, "id": m.id},
+    )
+
+
+def binding_item(r: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | None = None) -> types.CallHierarchyItem:
+    """A ``CallHierarchyItem`` for a reference made by no method: a metadata binding (named by
+    its event or command: ``OnOpen``, ``BeforeWrite``, a scheduled job's name) or module-level
+    code. It has no callers of its own (``data`` carries no method id)."""
+    group = REF_KINDS.get(r.kind, "call")
+    sk = _REF_GROUP_KIND.get(group, SK.Module)
+    if kinds is not None and sk.value not in kinds:
+        sk = _FALLBACK.get(sk, SK.Variable)
+    name = (r.detail or r.kind) if group == "metadata" else "<module>"
+    rng = ref_range(r)
+    return types.CallHierarchyItem(
+        name=name, kind=sk, uri=uri, range=rng, selection_range=rng, detail=r.kind, data={"folder": folder_uri}
+    )

@@ -16,6 +16,10 @@ Requests served (handlers are named after the LSP method):
   range from the daemon's current chunk.
 * ``textDocument/documentSymbol`` for ``.bsl`` files: regions as namespaces holding their
   methods, from the daemon's chunks.
+* find usages, from the daemon's references: ``textDocument/references`` (calls, strings
+  naming the method, metadata bindings), ``textDocument/definition`` (a call or a string
+  naming a method), ``textDocument/prepareCallHierarchy``, ``callHierarchy/incomingCalls``
+  and ``callHierarchy/outgoingCalls``.
 * ``bsl-lens/search`` (custom request): search by meaning for the editors' own UI, since
   a symbol picker re-filters results by name. Params ``{query, mode?, topK?, filters?,
   folder?, freshTimeout?}``; result ``{query, mode, stale, hits: [...], folders: [...]}``
@@ -72,6 +76,8 @@ OWN_LOGGERS = ("lsp", "daemon")
 
 #: Custom request: search by meaning (see the module docstring).
 SEARCH_REQUEST = "bsl-lens/search"
+#: Most references ``textDocument/references`` and ``callHierarchy/incomingCalls`` list.
+REFERENCES_LIMIT = 2000
 #: ``workspace/executeCommand`` commands.
 STATUS_COMMAND = "bsl-lens.status"
 REINDEX_COMMAND = "bsl-lens.reindex"
@@ -430,6 +436,136 @@ class BslLensServer(LanguageServer):
         outline = convert.document_symbols(chunks, kinds=self.document_kinds)
         return outline if self.hierarchical else convert.flat_symbols(outline, uri)
 
+    # ------------------------------------------------------------------ find usages
+    def _at(self, uri: str) -> tuple[Root, str] | None:
+        """The connected folder holding a document and its path there (None: outside every
+        folder, or its daemon is not connected yet)."""
+        path = convert.uri_to_path(uri)
+        found = self.root_of(path) if path is not None else None
+        if found is None or found[0].client is None:
+            return None
+        return found
+
+    async def _usages(self, root: Root, method: str, *args: Any, **kw: Any) -> Any:
+        """One find-usages call to ``root``'s daemon; None when it fails (logged; a name or
+        position the daemon does not know is no error for the editor: no result)."""
+        try:
+            return await getattr(root.client, method)(*args, timeout=self.settings.request_timeout, **kw)
+        except CommandError as exc:
+            if exc.code != NOT_FOUND:
+                log.warning("%s: %s failed: %s", root.name, method, exc.message)
+        except DaemonError as exc:
+            log.warning("%s: %s failed: %s", root.name, method, exc)
+        return None
+
+    async def references(self, params: types.ReferenceParams) -> list[types.Location] | None:
+        """``textDocument/references``: the references of the method whose name, call or naming
+        string is under the cursor (calls, strings, metadata bindings; the declaration too when
+        the client asks for it), from that folder's daemon."""
+        found = self._at(params.text_document.uri)
+        if found is None:
+            return None
+        root, rel = found
+        pos = params.position
+        res = await self._usages(
+            root, "references", path=rel, line=pos.line, character=pos.character, limit=REFERENCES_LIMIT
+        )
+        if res is None:
+            return None
+        out = []
+        if params.context is not None and params.context.include_declaration:
+            out += [
+                types.Location(uri=root.uri_for(m.path), range=convert.lsp_range(m.name_range)) for m in res.targets
+            ]
+        out += [types.Location(uri=root.uri_for(r.path), range=convert.ref_range(r)) for r in res.references]
+        return out
+
+    async def definition(self, params: types.DefinitionParams) -> list[types.Location] | None:
+        """``textDocument/definition`` on a call or a string naming a method
+        (``"Модуль.Метод"``, a notification handler, a form event in a layout): where that
+        method is. None when nothing under the cursor resolves."""
+        found = self._at(params.text_document.uri)
+        if found is None:
+            return None
+        root, rel = found
+        pos = params.position
+        res = await self._usages(root, "definition", rel, pos.line, pos.character)
+        if res is None or not res.targets:
+            return None
+        return [types.Location(uri=root.uri_for(m.path), range=convert.lsp_range(m.name_range)) for m in res.targets]
+
+    async def prepare_call_hierarchy(self, params: types.CallHierarchyPrepareParams):
+        """``textDocument/prepareCallHierarchy``: the method called under the cursor, else the
+        method whose header or body holds it."""
+        found = self._at(params.text_document.uri)
+        if found is None:
+            return None
+        root, rel = found
+        pos = params.position
+        res = await self._usages(root, "definition", rel, pos.line, pos.character)
+        if res is None:
+            return None
+        methods = res.targets or ([res.method] if res.method is not None else [])
+        if not methods:
+            return None
+        return [convert.call_item(m, root.uri_for(m.path), root.folder.uri, kinds=self.symbol_kinds) for m in methods]
+
+    def _item_root(self, item: types.CallHierarchyItem) -> tuple[Root, str] | None:
+        data = plain(item.data)
+        if not isinstance(data, dict) or not data.get("id"):
+            return None
+        root = next((r for r in self.roots if r.folder.uri == data.get("folder") and r.client is not None), None)
+        return (root, data["id"]) if root is not None else None
+
+    async def incoming_calls(self, params: types.CallHierarchyIncomingCallsParams):
+        """``callHierarchy/incomingCalls``: the item's callers, one entry per calling method with
+        the call sites as ``fromRanges``; bindings (subscriptions, jobs, form events ...) and
+        module-level code are entries of their own."""
+        found = self._item_root(params.item)
+        if found is None:
+            return []
+        root, method = found
+        res = await self._usages(root, "references", target=method, limit=REFERENCES_LIMIT, locate=True)
+        if res is None:
+            return []
+        groups: dict[tuple, list] = {}
+        for r in res.references:
+            key = ("m", r.caller) if r.caller else ("b", r.path, r.kind, r.detail)
+            groups.setdefault(key, []).append(r)
+        out = []
+        for key, refs in groups.items():
+            r0 = refs[0]
+            m = res.callers.get(r0.caller) if r0.caller else None
+            uri = root.uri_for(r0.path)
+            item = (
+                convert.call_item(m, uri, root.folder.uri, kinds=self.symbol_kinds)
+                if m is not None
+                else convert.binding_item(r0, uri, root.folder.uri, kinds=self.symbol_kinds)
+            )
+            out.append(types.CallHierarchyIncomingCall(from_=item, from_ranges=[convert.ref_range(r) for r in refs]))
+        return out
+
+    async def outgoing_calls(self, params: types.CallHierarchyOutgoingCallsParams):
+        """``callHierarchy/outgoingCalls``: the methods the item calls or names (resolved only),
+        one entry per callee with the sites in the item's module as ``fromRanges``."""
+        found = self._item_root(params.item)
+        if found is None:
+            return []
+        root, method = found
+        res = await self._usages(root, "callees", target=method, locate=True)
+        if res is None:
+            return []
+        groups: dict[str, list] = {}
+        for r in res.references:
+            if r.target and r.target in res.targets:
+                groups.setdefault(r.target, []).append(r)
+        out = []
+        for target, refs in groups.items():
+            m = res.targets[target]
+            item = convert.call_item(m, root.uri_for(m.path), root.folder.uri, kinds=self.symbol_kinds)
+            out.append(types.CallHierarchyOutgoingCall(to=item, from_ranges=[convert.ref_range(r) for r in refs]))
+        return out
+
     async def search(self, params: Any) -> dict:
         """The ``bsl-lens/search`` request (see :class:`SearchParams`)."""
         p = _search_params(params, self.settings.search_top_k)
@@ -700,6 +836,36 @@ async def workspace_symbol_resolve(ls: BslLensServer, params: types.WorkspaceSym
 async def document_symbol(ls: BslLensServer, params: types.DocumentSymbolParams):
     """Regions and methods of a ``.bsl`` module."""
     return await ls.document_symbols(params.text_document.uri)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_REFERENCES)
+async def references(ls: BslLensServer, params: types.ReferenceParams):
+    """Find usages of the method under the cursor."""
+    return await ls.references(params)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_DEFINITION)
+async def definition(ls: BslLensServer, params: types.DefinitionParams):
+    """Go to the method a call or a string under the cursor names."""
+    return await ls.definition(params)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
+async def prepare_call_hierarchy(ls: BslLensServer, params: types.CallHierarchyPrepareParams):
+    """The call hierarchy's root item: the method under the cursor."""
+    return await ls.prepare_call_hierarchy(params)
+
+
+@SERVER.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
+async def incoming_calls(ls: BslLensServer, params: types.CallHierarchyIncomingCallsParams):
+    """Who calls the item."""
+    return await ls.incoming_calls(params)
+
+
+@SERVER.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
+async def outgoing_calls(ls: BslLensServer, params: types.CallHierarchyOutgoingCallsParams):
+    """What the item calls."""
+    return await ls.outgoing_calls(params)
 
 
 @SERVER.feature(SEARCH_REQUEST)

@@ -16,6 +16,7 @@ def instructions(roots: str) -> str:
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
         'search for a question in words ("как отправить письмо"), get_method to read a method, '
         "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
+        "find_references before changing a method (who calls it, also through strings and metadata), "
         "search with scope docs and read_document for documentation pages served with the code. "
         "Cite results as path:line. Answers are compact (fields with empty or default values left out); "
         "detail=true gives every field. If an answer says warming, the index is still being built; "
@@ -65,6 +66,19 @@ DESCRIBE_OBJECT = (
     "and resources, enum values, forms, commands, templates and its modules. Name it Тип.Имя "
     '("Справочник.Пользователи", "Catalog.Пользователи"). Use it before code that reads or writes an '
     "object's attributes, so the names and types are real."
+)
+
+FIND_REFERENCES = (
+    "Who calls or names a method (find usages), before changing it: calls, strings naming it (notification, idle "
+    "handlers, long operations), metadata (subscriptions, scheduled jobs, form events and commands, services, "
+    "platform events, extensions). Grouped by file: line, kind, caller, code. counts apart; possible: calls of "
+    "that name through variables (possible=true lists them); lower_bound: Выполнить/Вычислить may call it too."
+)
+
+CALL_GRAPH = (
+    "Callers (what a change affects) or callees of a method to a bounded depth, at most fan_out per method. "
+    "nodes: Модуль.Метод, path:line, depth; edges: src calls dst (node indexes) in count sites; truncated: a cap "
+    "cut it; recursion is walked once (revisited)."
 )
 
 INDEX_STATUS = (

@@ -250,6 +250,96 @@ class DocumentOutput(_Out):
     )
 
 
+# ------------------------------------------------------------------------------ find usages
+class RefLine(_Out):
+    """One reference to the method, in the module it is listed under."""
+
+    line: int = Field(description="1-based: cite as path:line")
+    kind: str = Field(
+        "call",
+        description="call, member, manager, this, proceed: a call; notify, idle, background, long_operation, "
+        "by_name, handler: a string or handler naming it; subscription, scheduled_job, form_event, form_item_event, "
+        "form_command, http_handler, web_operation, platform_event, extension: metadata",
+    )
+    caller: str = Field("", description="The calling method; missing: module-level code, metadata or the platform")
+    text: str = Field("", description="The line of code or metadata, cut")
+    callee: str = detail("", "the callee as written")
+    event: str = detail("", "the event, command, helper or annotation")
+    reason: str = detail("", "possible callers: why unresolved")
+
+
+class RefModule(_Out):
+    """The references in one file (a module, a form layout, a descriptor)."""
+
+    path: str
+    refs: list[RefLine]
+
+
+class RefCountsInfo(_Out):
+    """Counted apart, over all references (not only those listed)."""
+
+    resolved: int = Field(0, description="Calls written in code")
+    string: int = Field(0, description="Strings or handler references naming it")
+    metadata: int = Field(0, description="Metadata bindings, platform events, extension annotations")
+    possible: int = Field(0, description="Unresolved calls with the same name (through variables): maybe callers")
+    dynamic: int = Field(0, description="Выполнить/Вычислить sites in the configuration: any may call it")
+
+
+class FindReferencesOutput(_Out):
+    """Who references a method (find usages), grouped by file."""
+
+    root: str
+    targets: list[str] = Field(description="The methods the name stands for: Модуль.Метод path:line")
+    more_targets: int = Field(0, description="Further methods the name stands for (detail=true lists them)")
+    total: int = Field(description="References in all (resolved, string and metadata)")
+    shown: int
+    truncated: bool = Field(description="More references than shown: raise limit")
+    counts: RefCountsInfo
+    lower_bound: bool = Field(False, description="Code run from strings exists (counts.dynamic): total is a minimum")
+    warming: bool = False
+    stale: bool = False
+    note: str = ""
+    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    modules: list[RefModule]
+    possible: list[RefModule] = Field(default_factory=list, description="With possible=true: the possible callers")
+
+
+class GraphNode(_Out):
+    """A method (or a binding, module-level code) reached by the walk."""
+
+    name: str = Field(description="Модуль.Метод; a binding: its kind and event")
+    path: str
+    line: int = Field(0, description="The method's header")
+    depth: int = Field(0, description="Calls away from the start (0: the start)")
+    id: str = detail("", "the method id (path::Name), for find_references")
+    module_kind: str = detail("")
+
+
+class GraphEdgeInfo(_Out):
+    """``src`` calls ``dst`` (indexes into nodes)."""
+
+    src: int
+    dst: int
+    kind: str = "call"
+    count: int = Field(1, description="Sites")
+
+
+class CallGraphOutput(_Out):
+    """Callers or callees of a method, to a bounded depth."""
+
+    root: str
+    direction: str
+    nodes: list[GraphNode]
+    edges: list[GraphEdgeInfo]
+    truncated: bool = Field(False, description="The depth or fan_out cut something")
+    revisited: int = Field(0, description="Edges back to a node already reached (recursion, mutual calls)")
+    lower_bound: bool = Field(False, description="Code run from strings may add callers")
+    other_starts: list[str] = Field(default_factory=list, description="Other methods of that name: qualify it")
+    warming: bool = False
+    stale: bool = False
+    note: str = ""
+
+
 # ------------------------------------------------------------------------------ metadata
 class MetaField(_Out):
     """A field of a metadata object (attribute, tabular section, dimension, resource, enum value, form, ...)."""

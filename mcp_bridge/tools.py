@@ -31,8 +31,15 @@ from . import answers
 from .answers import answer
 from .links import Bridge, RootLink, Starting
 from .models import (
+    CallGraphOutput,
     DocumentOutput,
+    FindReferencesOutput,
     FindSymbolOutput,
+    GraphEdgeInfo,
+    GraphNode,
+    RefCountsInfo,
+    RefLine,
+    RefModule,
     MethodOutput,
     ModuleOutput,
     ModuleRef,
@@ -53,6 +60,16 @@ MAX_READ_CHARS = 60_000
 MAX_METHOD_CHARS = 60_000
 #: ``get_method`` lists at most this many docs sections (``docs_total`` counts them all).
 METHOD_DOCS = 10
+#: Most references ``find_references`` lists in one call (the counts cover all of them); its
+#: ``text`` lines are cut to this many characters.
+MAX_REFS = 200
+REF_TEXT_CHARS = 100
+#: Methods a name stands for listed in a compact ``find_references`` answer (``detail``: all the
+#: daemon looked at, ``more_targets`` counts the rest); their references are counted all the same.
+TARGETS_SHOWN = 5
+#: ``call_graph`` bounds: levels and neighbours per method (below the daemon's).
+MAX_GRAPH_DEPTH = 5
+MAX_FAN_OUT = 30
 #: ``wait_fresh`` of search and find_symbol, seconds: bounded so that a call stays well inside the
 #: bridge's request timeout (``mcp_bridge.links.REQUEST_TIMEOUT``).
 MAX_WAIT_FRESH_S = 10.0
@@ -539,6 +556,161 @@ async def describe_object(
     return answer(out)
 
 
+# ------------------------------------------------------------------------------ find usages
+RefName = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="Модуль.Метод, a method name, or a metadata object (Справочник.Валюты: its modules' methods)",
+    ),
+]
+
+
+def _ref_note(res, st, waited: float) -> tuple[bool, str]:
+    """``(warming, note)`` of a find-usages answer: the index still being built, references
+    still resolving or being read again, stale files, code run from strings."""
+    warming = notes.lexical_warming(st) or bool(res.resolving) or res.building
+    note = []
+    if notes.lexical_warming(st):
+        note.append(notes.lexical_note(st) + "; references in files not indexed yet are missing")
+    if res.resolving:
+        note.append(f"the references of {res.resolving} files are still being resolved: ask again in a moment")
+    if res.building:
+        note.append("the references are being read from the files again: files not read yet are missing")
+    if res.stale:
+        note.append(_stale_note(res, waited))
+    return warming, "; ".join(n for n in note if n)
+
+
+def _target_label(m) -> str:
+    return f"{answers.qualified(m.kind or 'procedure', m.name, m.owner)} {m.path}:{m.name_range[0] + 1}"
+
+
+def _ref_modules(refs, *, detail: bool) -> list[RefModule]:
+    """References grouped by file, in order (they come sorted by path and line)."""
+    out: dict[str, list[RefLine]] = {}
+    for r in refs:
+        line = RefLine(
+            line=r.line + 1,
+            kind=r.kind,
+            caller=r.caller.rpartition("::")[2] if r.caller else "",
+            text=answers.cut(r.context, REF_TEXT_CHARS) if r.context else "",
+        )
+        if detail:
+            line.callee, line.event, line.reason = r.callee, r.detail, r.reason or ""
+        out.setdefault(r.path, []).append(line)
+    return [RefModule(path=p, refs=lines) for p, lines in out.items()]
+
+
+async def find_references(
+    ctx: Context,
+    name: RefName,
+    limit: Annotated[int, Field(ge=1, le=MAX_REFS, description=f"References to list, 1..{MAX_REFS}")] = 20,
+    possible: Annotated[bool, Field(description="Also list the possible callers")] = False,
+    wait_fresh: WaitFresh = 0.0,
+    detail: Detail = False,
+    root: Root = None,
+) -> Annotated[CallToolResult, FindReferencesOutput]:
+    """The ``find_references`` tool (description: :data:`mcp_bridge.descriptions.FIND_REFERENCES`)."""
+    b = _bridge(ctx)
+    link = b.pick(root)
+    st = await _status_or_fail(b, link)
+    conns = link.link.connections
+    res = await _call(
+        b,
+        link,
+        lambda c: c.references(name, limit=limit, possible=possible, context=True, fresh_timeout=wait_fresh),
+        warming=notes.lexical_warming(st),
+    )
+    st = await _status_after(b, link, st, conns)
+    warming, note = _ref_note(res, st, wait_fresh)
+    c = res.counts
+    shown_targets = res.targets if detail else res.targets[:TARGETS_SHOWN]
+    out = FindReferencesOutput(
+        root=link.name,
+        targets=[_target_label(m) for m in shown_targets],
+        more_targets=res.targets_total - len(shown_targets),
+        total=res.total,
+        shown=len(res.references),
+        truncated=res.truncated,
+        counts=RefCountsInfo(
+            resolved=c.resolved, string=c.string, metadata=c.metadata, possible=c.possible, dynamic=c.dynamic
+        ),
+        lower_bound=res.lower_bound,
+        warming=warming,
+        stale=res.stale,
+        note=note,
+        stale_paths=list(res.stale_paths),
+        modules=_ref_modules(res.references, detail=detail),
+        possible=_ref_modules(res.possible, detail=detail),
+    )
+    return answer(out)
+
+
+async def call_graph(
+    ctx: Context,
+    name: RefName,
+    direction: Annotated[
+        Literal["callers", "callees"], Field(description="callers (what a change affects) or callees")
+    ] = "callers",
+    depth: Annotated[int, Field(ge=1, le=MAX_GRAPH_DEPTH, description="Levels to walk")] = 2,
+    fan_out: Annotated[int, Field(ge=1, le=MAX_FAN_OUT, description="Neighbours per method")] = 10,
+    wait_fresh: WaitFresh = 0.0,
+    detail: Detail = False,
+    root: Root = None,
+) -> Annotated[CallToolResult, CallGraphOutput]:
+    """The ``call_graph`` tool (description: :data:`mcp_bridge.descriptions.CALL_GRAPH`)."""
+    b = _bridge(ctx)
+    link = b.pick(root)
+    st = await _status_or_fail(b, link)
+    conns = link.link.connections
+
+    g = await _call(
+        b,
+        link,
+        lambda c: c.call_graph(name, direction=direction, depth=depth, fan_out=fan_out, fresh_timeout=wait_fresh),
+        warming=notes.lexical_warming(st),
+    )
+    st = await _status_after(b, link, st, conns)
+    warming, note = _ref_note(g, st, wait_fresh)
+    index = {n: i for i, n in enumerate(g.nodes)}
+    nodes = [_graph_node(n, d, g.methods.get(n), detail=detail) for n, d in g.nodes.items()]
+    out = CallGraphOutput(
+        root=link.name,
+        direction=g.direction,
+        nodes=nodes,
+        edges=[GraphEdgeInfo(src=index[e.source], dst=index[e.dest], kind=e.kind, count=e.count) for e in g.edges],
+        truncated=g.truncated,
+        revisited=g.revisited,
+        lower_bound=g.lower_bound,
+        other_starts=list(g.starts),
+        warming=warming,
+        stale=g.stale,
+        note=note,
+    )
+    return answer(out)
+
+
+def _graph_node(node: str, depth: int, m, *, detail: bool) -> GraphNode:
+    """A node of the walk: a method (with its place), a binding (``<path>#<kind>:<detail>``) or
+    module-level code (``<path>::<module>``)."""
+    if m is not None:
+        out = GraphNode(
+            name=answers.qualified(m.kind or "procedure", m.name, m.owner),
+            path=m.path,
+            line=m.name_range[0] + 1,
+            depth=depth,
+        )
+        if detail:
+            out.id, out.module_kind = m.id, m.module_kind
+        return out
+    if "::" in node:
+        path, _, name = node.rpartition("::")
+        return GraphNode(name=name, path=path, depth=depth)
+    path, _, binding = node.partition("#")
+    return GraphNode(name=binding, path=path, depth=depth)
+
+
 # ------------------------------------------------------------------------------ index_status
 async def index_status(
     ctx: Context,
@@ -575,4 +747,14 @@ async def _root_status(b: Bridge, link: RootLink, *, detail: bool) -> RootStatus
 
 
 #: Every tool, in the order ``tools/list`` gives them.
-TOOLS = (search, find_symbol, get_method, read_module, read_document, describe_object, index_status)
+TOOLS = (
+    search,
+    find_symbol,
+    get_method,
+    read_module,
+    read_document,
+    describe_object,
+    find_references,
+    call_graph,
+    index_status,
+)

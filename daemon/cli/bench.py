@@ -93,6 +93,12 @@ def cmd_bench(args) -> int:
         from ..dev.bench_lsp import run_lsp_bench
 
         return print_report(run_lsp_bench(args), args.json, bench="lsp", run=run)
+    if getattr(args, "refs", False):
+        from ..dev.bench_daemon import run_refs_bench
+
+        return print_report(
+            run_refs_bench(Path(args.root), scale=args.scale, queries=args.queries), args.json, bench="refs", run=run
+        )
     if args.daemon or getattr(args, "lifecycle", False):
         return _daemon_bench(args, run)
     from ..dev.bench import run_bench

@@ -205,6 +205,53 @@ def _add_search_parser(sub) -> None:
     sp.set_defaults(func=cmd_search)
 
 
+def _ref_limit(value: str) -> int:
+    from ..contract import MAX_REF_LIMIT
+
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if not 1 <= n <= MAX_REF_LIMIT:
+        raise argparse.ArgumentTypeError(f"must be an integer in 1..{MAX_REF_LIMIT}, got {value!r}")
+    return n
+
+
+def _add_refs_parser(sub) -> None:
+    sp = sub.add_parser("refs", help="find usages: who calls a method (or what it calls), with how complete it is")
+    _common(sp)
+    sp.add_argument(
+        "name",
+        metavar="NAME",
+        help="Модуль.Метод, a method name, a metadata object (Справочник.Валюты: every method of its modules) "
+        "or a common module's name",
+    )
+    sp.add_argument("--callees", action="store_true", help="what the method calls instead of who calls it")
+    sp.add_argument(
+        "--json", action="store_true", help="one JSON object: references [{path, line, caller, kind, resolved}]"
+    )
+    sp.add_argument("--limit", type=_ref_limit, default=100, help="references to list (default 100; counts cover all)")
+    sp.add_argument(
+        "--possible", action="store_true", help="also list possible callers: unresolved calls with the same name"
+    )
+    sp.add_argument("--standalone", action="store_true", help="in this process, without the daemon")
+    sp.add_argument("--no-refresh", action="store_true", help="--standalone: do not check the disk for changes first")
+    sp.add_argument(
+        "--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one"
+    )
+    sp.add_argument("--wait", type=float, default=600.0, help="seconds to wait for a first index (default 600)")
+    sp.add_argument(
+        "--fresh",
+        type=_fresh_seconds,
+        nargs="?",
+        const=1.0,
+        default=0.0,
+        metavar="S",
+        help="first wait up to S seconds (default 1) for file changes the daemon has noticed to be indexed",
+    )
+    sp.set_defaults(func=_lazy("cli.refs", "cmd_refs"))
+
+
 def _add_eval_parser(sub) -> None:
     sp = sub.add_parser("eval", help="retrieval quality on a gold set (shared/eval format)")
     _common(sp)
@@ -257,6 +304,12 @@ def _add_bench_parser(sub) -> None:
         "answer and to an armed watcher, at --scale 1 and 3 (or the --scale given); lexical unless --embedder",
     )
     sp.add_argument("--json", action="store_true", help="every figure as one JSON object (the text shows the same)")
+    sp.add_argument(
+        "--refs",
+        action="store_true",
+        help="the daemon's find usages through its socket: first index and resolution, RSS, references and "
+        "call_graph latency, edit to updated references (daemon/dev/bench_daemon.py; --scale N replicates ROOT)",
+    )
     sp.add_argument(
         "--lsp",
         action="store_true",
@@ -457,13 +510,14 @@ def _add_report_parser(sub) -> None:
 
 # ------------------------------------------------------------------------------ the parser
 def build_parser() -> argparse.ArgumentParser:
-    """The ``bsl-lens`` argument parser: index, embed, cache, search, eval, bench, demo, daemon
+    """The ``bsl-lens`` argument parser: index, embed, cache, search, refs, eval, bench, demo, daemon
     (start, stop, restart, run), status, lsp, mcp and report."""
     p = argparse.ArgumentParser(prog="bsl-lens", description="Local search for 1C:Enterprise configuration exports.")
     p.add_argument("--version", action="version", version=f"bsl-lens {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
     _add_index_parsers(sub)
     _add_search_parser(sub)
+    _add_refs_parser(sub)
     _add_eval_parser(sub)
     _add_bench_parser(sub)
     _add_daemon_parsers(sub)

@@ -177,6 +177,79 @@ class _Methods:
         """``list[daemon.contract.Chunk]``: the chunks of one file, in file order."""
         return self._typed("document_symbols", {"path": path}, timeout)
 
+    def references(
+        self,
+        name: str | None = None,
+        *,
+        target: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        character: int | None = None,
+        limit: int = 100,
+        possible: bool = False,
+        locate: bool = False,
+        context: bool = False,
+        fresh_timeout: float = 0.0,
+        timeout: float | None = None,
+    ):
+        """``daemon.contract.References``: who references the methods ``name`` (``Модуль.Метод``,
+        a method name, a metadata object), ``target`` (a method id) or a position (``path``,
+        0-based ``line`` and UTF-16 ``character``) stands for; at most ``limit`` listed,
+        ``possible`` callers listed too, ``locate``: the callers' locations, ``context``: each
+        reference's source line; ``fresh_timeout`` as in :meth:`search`."""
+        params = dict(name=name, target=target, path=path, line=line, character=character, limit=limit)
+        params.update({k: v for k, v in (("possible", possible), ("locate", locate), ("context", context)) if v})
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("references", params, timeout)
+
+    def callees(
+        self,
+        name: str | None = None,
+        *,
+        target: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        character: int | None = None,
+        locate: bool = False,
+        context: bool = False,
+        fresh_timeout: float = 0.0,
+        timeout: float | None = None,
+    ):
+        """``daemon.contract.Callees``: what the method (as in :meth:`references`) references."""
+        params = dict(name=name, target=target, path=path, line=line, character=character)
+        params.update({k: v for k, v in (("locate", locate), ("context", context)) if v})
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("callees", params, timeout)
+
+    def call_graph(
+        self,
+        name: str | None = None,
+        *,
+        target: str | None = None,
+        path: str | None = None,
+        line: int | None = None,
+        character: int | None = None,
+        direction: str = "callers",
+        depth: int = 2,
+        fan_out: int = 10,
+        fresh_timeout: float = 0.0,
+        timeout: float | None = None,
+    ):
+        """``daemon.contract.CallGraph``: callers or callees (``direction``) of the method, to
+        ``depth`` levels, at most ``fan_out`` per node; ``methods``: where each method node is."""
+        params = dict(name=name, target=target, path=path, line=line, character=character)
+        params.update(direction=direction, depth=depth, fan_out=fan_out)
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("call_graph", params, timeout)
+
+    def definition(self, path: str, line: int, character: int, *, timeout: float | None = None):
+        """``daemon.contract.Definition``: the call or string naming a method at a position
+        (0-based line, UTF-16 character) and where that method is."""
+        return self._typed("definition", {"path": path, "line": line, "character": character}, timeout)
+
     def status(self, *, timeout: float | None = None):
         """``StatusResult``: ``.daemon`` (pid, socket, uptime, ...) and ``.service``
         (a :class:`daemon.contract.Status`)."""

@@ -41,9 +41,9 @@ def _link_or_copy(src: Path, dst: Path) -> None:
 def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
     """Replicate a Designer export ``n`` times under ``dest``: copy ``i`` renames every object
     folder and descriptor ``X`` to ``X_<i>`` (copy 1 keeps the names). Only what the engine
-    reads is replicated (descriptors and ``.bsl`` modules); files are hard links where the
-    file system allows (the scanner does not follow symlinks), copies otherwise. Returns
-    ``dest``."""
+    reads is replicated (descriptors, ``.bsl`` modules and the form layouts their references
+    come from); files are hard links where the file system allows (the scanner does not follow
+    symlinks), copies otherwise. Returns ``dest``."""
     dest.mkdir(parents=True, exist_ok=True)
     for entry in root.iterdir():
         if entry.is_file():
@@ -58,8 +58,8 @@ def build_scaled_tree(root: Path, n: int, dest: Path) -> Path:
                 _link_or_copy(desc, dest / type_dir.name / f"{desc.stem}{suffix}.xml")
                 obj = type_dir / desc.stem
                 if obj.is_dir():
-                    for bsl in obj.rglob("*.bsl"):
-                        _link_or_copy(bsl, dest / type_dir.name / f"{desc.stem}{suffix}" / bsl.relative_to(obj))
+                    for f in [*obj.rglob("*.bsl"), *obj.glob("Forms/*/Ext/Form.xml")]:
+                        _link_or_copy(f, dest / type_dir.name / f"{desc.stem}{suffix}" / f.relative_to(obj))
     return dest
 
 
@@ -138,9 +138,14 @@ def _warm_child(
         eng.bm25.search(tokenize_query(q, stem=config.stem), 100, key_of=eng.store.ids)
     gc.collect()
     out["warm_settled_rss_mb"] = round(_rss_mb(), 1)
-    # edit one module -> searchable (the daemon's watcher path: update_paths, journal on)
+    out["warm_refs"] = eng.refs_status().files
+    # edit one module -> searchable (the daemon's watcher path: update_paths, journal on), and
+    # its new method's references answered
+    from ..engine import Target
+
     eng.journal_on = True
     lat = []
+    refs_lat = []
     found = 0
     for i, rel in enumerate(modules):
         path = Path(root) / rel
@@ -153,6 +158,9 @@ def _warm_child(
         res = eng.search(name, mode="lexical", top_k=5)
         lat.append((time.perf_counter() - t) * 1000)
         found += any(h.name == name for h in res.hits)
+        t = time.perf_counter()
+        eng.references(Target(method=f"{rel}::{name}"))  # LookupError if the graph missed the edit
+        refs_lat.append((time.perf_counter() - t) * 1000)
     if lat:
         out["edit_to_searchable_ms"] = {
             "p50": round(_pct(lat, 0.5), 1),
@@ -160,6 +168,7 @@ def _warm_child(
             "n": len(lat),
             "found": found,
         }
+        out["references_after_edit_ms"] = _p50_p95(refs_lat, 2)
     out["warm_peak_rss_mb"] = round(_hwm_mb(), 1)
     return out
 
@@ -224,6 +233,10 @@ def _cold_index(root: Path, idx: Path, config, embedder, args, out: dict):
             eng.pool = None
             pool.shutdown(wait=True)
     out["cold_lexical_index_s"] = round(time.perf_counter() - t, 2)
+    t = time.perf_counter()
+    eng.resolve_references()  # the daemon resolves them after the index is ready
+    out["refs_resolve_s"] = round(time.perf_counter() - t, 2)
+    out["refs"] = eng.refs_status().files
     out["cold_workers"] = workers or 0
     out["cold_worker_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)
     t = time.perf_counter()

@@ -488,3 +488,152 @@ def run_lifecycle_bench(
         out[f"scale_{n}"] = res
     out["load_avg_end"] = [round(x, 2) for x in os.getloadavg()]
     return out
+
+
+# ------------------------------------------------------------------------------ find usages
+def run_refs_bench(root: Path, *, scale: int = 1, queries: int = 200, edits: int = 10) -> dict:
+    """``bsl-lens bench ROOT --refs [--scale N]``: find usages through a lexical daemon on ROOT
+    (replicated ``scale`` times, :func:`daemon.dev.bench.build_scaled_tree`).
+
+    The first index (time to idle, then to resolved references), the daemon's RSS then and after
+    a warm restart; ``references`` latency through the socket over exported common-module
+    methods (as ``find_references`` asks: 20 listed, with their lines of code, and without);
+    ``call_graph`` (callers, depth 2, fan-out 10); an edit that adds a call to a method: until
+    ``references`` lists it, and until ``search`` finds the edited line (the same batch). Times in
+    ms unless the key says s; RSS in MiB."""
+    import random
+    import re
+
+    from ..client import connect, daemon_args
+    from .bench import build_scaled_tree
+
+    out: dict = {"root": str(root), "scale": scale}
+    work = Path(tempfile.mkdtemp(prefix="bsl-lens-refs-"))
+    tree, idx = work / root.name, work / "index"
+    args = daemon_args(embedder="none", watch="auto")
+    client = None
+    try:
+        if scale > 1:
+            build_scaled_tree(root, scale, tree)
+        else:
+            shutil.copytree(root, tree, copy_function=os.link)
+        t0 = time.perf_counter()
+        client = connect(tree, index_dir=idx, args=args, timeout=600, client="bench-refs")
+        if not any(client.wait_idle(3600) for _ in range(2)):
+            raise RuntimeError("the daemon did not finish its first index")
+        out["first_index_s"] = round(time.perf_counter() - t0, 1)
+        while client.status().service.references.resolving:
+            time.sleep(0.05)
+        out["first_index_resolved_s"] = round(time.perf_counter() - t0, 1)
+        st = client.status().service
+        out["references"] = {"files": st.references.files, "sites": st.references.sites}
+        out["rss_cold_mb"] = round(st.rss_bytes / 2**20, 1)
+        _shutdown(client, tree, idx)
+        t0 = time.perf_counter()
+        client = connect(tree, index_dir=idx, args=args, timeout=600, client="bench-refs")
+        client.wait_idle(3600)
+        out["warm_start_to_idle_s"] = round(time.perf_counter() - t0, 1)
+        out["rss_warm_mb"] = round(client.status().service.rss_bytes / 2**20, 1)
+
+        # the exported methods of the common modules (copy 1: every copy calls those)
+        names = []
+        export = re.compile(r"^\s*(?:Функция|Процедура)\s+(\w+)\s*\([^)]*\)\s*Экспорт", re.M | re.I)
+        for mod in sorted((tree / "CommonModules").glob("*/Ext/Module.bsl")):
+            if re.search(r"_\d+$", mod.parent.parent.name):
+                continue
+            text = mod.read_bytes().decode("utf-8-sig", "replace")
+            names += [f"{mod.parent.parent.name}.{m}" for m in export.findall(text)]
+        rng = random.Random(27)
+        sample = rng.sample(names, min(queries, len(names)))
+        for key, kw in (("references_ms", {"limit": 20}), ("references_context_ms", {"limit": 20, "context": True})):
+            lat = []
+            for name in sample:
+                t = time.perf_counter()
+                client.references(name, **kw)
+                lat.append((time.perf_counter() - t) * 1000)
+            out[key] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
+        totals = sorted(client.references(n, limit=1).total for n in sample[:50])
+        out["references_total_max"] = totals[-1] if totals else 0
+        lat = []
+        for name in sample[:50]:
+            t = time.perf_counter()
+            client.call_graph(name, depth=2, fan_out=10)
+            lat.append((time.perf_counter() - t) * 1000)
+        out["call_graph_ms"] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
+
+        # an edit adds a call: until references lists it, until search finds the line
+        target = (
+            "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"
+            if "ОбщегоНазначения.ЗначениеРеквизитаОбъекта" in names
+            else sample[0]
+        )
+        mod = _pick_module(tree, 200_000)
+        refs_ms, search_ms = [], []
+        for i in range(edits):
+            base = client.references(target, limit=1).total
+            token = f"БенчСсылка{os.getpid()}x{i}"
+            data = mod.read_bytes()
+            text = data.decode("utf-8-sig")
+            call = f'{token} = {target}(Неопределено, "Ссылка")'
+            new = _insert_statement(text, call).replace(f"{call} = 1;", f"{call};").encode("utf-8")
+            t0 = time.perf_counter()
+            _atomic_write(mod, (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new)
+            seen_refs = seen_search = None
+            while seen_refs is None or seen_search is None:
+                if seen_refs is None and client.references(target, limit=1).total > base:
+                    seen_refs = time.perf_counter() - t0
+                if seen_search is None and _found(client, token):
+                    seen_search = time.perf_counter() - t0
+                if time.perf_counter() - t0 > 120:
+                    raise RuntimeError("the edit was not seen in 120 s")
+            refs_ms.append(seen_refs * 1000)
+            search_ms.append(seen_search * 1000)
+        out["edit_module"] = {"path": str(mod.relative_to(tree)), "bytes": mod.stat().st_size}
+        out["edit_to_references_ms"] = {"p50": round(_pct(refs_ms, 0.5), 1), "p95": round(_pct(refs_ms, 0.95), 1)}
+        out["edit_to_searchable_ms"] = {"p50": round(_pct(search_ms, 0.5), 1), "p95": round(_pct(search_ms, 0.95), 1)}
+        _shutdown(client, tree, idx)
+        client = None
+        out["warm_load_rss_delta"] = _refs_rss_delta(tree, idx)
+    finally:
+        if client is not None:
+            try:
+                _shutdown(client, tree, idx)
+            except Exception:
+                pass
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _refs_rss_delta(tree: Path, idx: Path) -> dict:
+    """The engine's RSS after a warm load with its references and with the references part set
+    aside (the load of a release without them), each in a fresh process: what the references
+    cost a warm daemon."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    from ..index.snapshot import CURRENT_FILE, LEXICAL_DIR, REFS_FILE
+
+    part = idx / LEXICAL_DIR / (idx / LEXICAL_DIR / CURRENT_FILE).read_text().strip() / REFS_FILE
+    out = {}
+    for key in ("with_refs_mb", "without_refs_mb"):
+        if key == "without_refs_mb":
+            part.rename(part.with_name(REFS_FILE + ".aside"))
+        with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as ex:
+            out[key] = ex.submit(_warm_load_rss, str(tree), str(idx)).result()
+    out["delta_mb"] = round(out["with_refs_mb"] - out["without_refs_mb"], 1)
+    return out
+
+
+def _warm_load_rss(tree: str, idx: str) -> float:
+    """RSS (MiB) of a fresh process after ``Engine.open`` of ``idx`` and a collection."""
+    import gc
+
+    import psutil
+
+    from ..engine import Engine
+
+    eng = Engine.open(Path(tree), index_dir=Path(idx))
+    gc.collect()
+    rss = psutil.Process().memory_info().rss / 2**20
+    del eng
+    return round(rss, 1)

@@ -17,12 +17,20 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import msgspec
 import numpy as np
 
-from ..sources.bsl import chunk_module, live_code
+from ..sources.bindings import (
+    BINDING_TYPES,
+    descriptor_references,
+    form_layout_path,
+    form_module_path,
+    read_form_layout,
+)
+from ..sources.bsl import live_code
+from ..sources.references import FileRefs, chunk_module_with_references
 from ..contract import Chunk, Skip
 from ..sources.metadata import chunk_metadata_bytes
 from ..sources.scan import ExportInfo, scan_export
@@ -103,7 +111,10 @@ class RefreshReport(msgspec.Struct, kw_only=True):
 class FileUpdate(msgspec.Struct):
     """One file's new state, computed by :meth:`Engine.prepare` outside the lock.
     ``chunks`` None: the content is unchanged (a ``touch``), only the stat is refreshed.
-    ``tokens``: BM25 tokens of the chunks that are new or changed (not merely moved)."""
+    ``tokens``: BM25 tokens of the chunks that are new or changed (not merely moved).
+    ``refs``: the file's references (:mod:`daemon.index.refgraph`), read in the same pass: a
+    module's record and, for a form module, its layout's; a binding descriptor's record; None:
+    unchanged (or a file without references: docs pages, other descriptors)."""
 
     path: str
     kind: str
@@ -116,6 +127,14 @@ class FileUpdate(msgspec.Struct):
     deps: str = ""
     ino: int = 0
     ctime_ns: int = 0
+    refs: list[FileRefs] | None = None
+
+
+def refs_paths(path: str) -> tuple[str, ...]:
+    """The reference-graph files one indexed file stands for: itself and, for a form module,
+    its layout (``Form.xml`` / ``Form.form``), read with it."""
+    layout = form_layout_path(path)
+    return (path, layout) if layout else (path,)
 
 
 class ChangeSet(msgspec.Struct, kw_only=True):
@@ -125,7 +144,8 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     removed); otherwise only ``paths`` and the subtrees of ``dirs`` were looked at.
     ``staged``: a first index (or a rebuild of an empty engine) built aside as the results
     arrived (:class:`_Staged`: a chunk store and channels, no chunk held in ``updates``);
-    :meth:`Reconciler.apply` swaps it in whole. Never journaled.
+    :meth:`Reconciler.apply` swaps it in whole. Never journaled. ``refs_rebuilt``: a full
+    reconcile that read the references of every file (they were incomplete).
     """
 
     full: bool
@@ -138,6 +158,13 @@ class ChangeSet(msgspec.Struct, kw_only=True):
     files_seen: int = 0
     seconds: float = 0.0
     staged: Any = None
+    refs_rebuilt: bool = False
+
+
+#: An applied batch with more reference records than this leaves their resolution to
+#: :meth:`daemon.index.refgraph.RefGraph.resolve_pending` (the owner runs it in steps, outside
+#: a long hold of the engine lock): a checkout, a rebuild of the references.
+REFS_DEFER_FILES = 300
 
 
 def same_stat(rec: FileRecord, src: SourceFile) -> bool:
@@ -159,14 +186,28 @@ def symbol_boost(chunk: Chunk) -> float:
     return api_boost(export=chunk.export, module_kind=chunk.module_kind, owner=chunk.owner, region=chunk.region)
 
 
-def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str, fmt: str) -> "FileUpdate | Skip":
-    """Read, hash and chunk one file (a ``.bsl`` module or a descriptor); no tokens.
+def read_source(
+    root: Path,
+    config: EngineConfig,
+    kind: str,
+    src,
+    rec,
+    deps: str,
+    fmt: str,
+    *,
+    extension: bool = False,
+    refs_only: bool = False,
+) -> "FileUpdate | Skip":
+    """Read, hash and chunk one file (a ``.bsl`` module or a descriptor) and read its
+    references in the same pass (:attr:`FileUpdate.refs`); no tokens.
 
     ``rec``: the file's current :class:`FileRecord` (or anything with ``hash``, ``deps``,
     ``encoding``), None if new. Same content and dependencies as ``rec``: a
-    :class:`FileUpdate` with ``chunks=None`` (only the stat changed). Unreadable, binary,
-    undecodable or invalid files: a :class:`Skip` (an invalid descriptor keeps its old
-    chunks: no mass deletion on a half-written XML). Never raises for file content.
+    :class:`FileUpdate` with ``chunks=None`` (only the stat changed), with its references
+    all the same when ``refs_only`` (the references are being rebuilt). ``extension``: the file
+    belongs to a configuration extension. Unreadable, binary, undecodable or invalid files: a
+    :class:`Skip` (an invalid descriptor keeps its old chunks: no mass deletion on a
+    half-written XML). Never raises for file content.
     """
     try:
         # no symlinks, no FIFOs swapped in after the scan; a size cap before reading
@@ -174,12 +215,14 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
     except SkipFile as exc:
         return exc.to_skip(src.path)
     digest = content_hash(data)
-    if rec is not None and rec.hash == digest and rec.deps == deps:
+    unchanged = rec is not None and rec.hash == digest and rec.deps == deps
+    if unchanged and not refs_only:
         enc = rec.encoding or "utf-8"
         return FileUpdate(
             src.path, kind, digest, src.size, src.mtime_ns, enc, None, deps=deps, ino=src.ino, ctime_ns=src.ctime_ns
         )
     encoding = "utf-8"
+    refs: list[FileRefs] | None = None
     if kind == "bsl":
         try:
             if len(data) > config.max_file_bytes:
@@ -188,17 +231,23 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         except SkipFile as exc:
             return Skip(src.path, exc.reason, exc.detail)
         try:
-            chunks = chunk_module(
+            chunks, mod_refs = chunk_module_with_references(
                 text,
                 path=src.path,
                 owner=src.owner,
                 object_type=src.object_type,
                 module_kind=src.module_kind,
+                extension=extension,
                 max_lines=config.max_method_lines,
             )
         except Exception as exc:  # a chunker bug must not stop the index
             log.exception("chunking %s failed", src.path)
             return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
+        refs = [mod_refs]
+        if src.module_kind == "form":
+            layout = read_form_layout(root, src, fmt, extension=extension, max_file_bytes=config.max_file_bytes)
+            if layout is not None:
+                refs.append(layout)
     elif kind == "docs":  # docs: a markdown page (daemon.sources.docs.read_page)
         try:
             chunks = read_page(data, src, config)
@@ -212,8 +261,26 @@ def read_source(root: Path, config: EngineConfig, kind: str, src, rec, deps: str
         if skips and not chunks:
             # invalid or half-written XML: keep what we had (no mass deletion); retried later
             return skips[0]
+        if src.object_type in BINDING_TYPES:
+            bound = descriptor_references(
+                data, path=src.path, owner=src.owner, object_type=src.object_type, extension=extension
+            )
+            refs = [bound] if bound is not None else []
+    if unchanged:  # only the references were asked for
+        chunks = None
+        encoding = rec.encoding or "utf-8"
     return FileUpdate(
-        src.path, kind, digest, src.size, src.mtime_ns, encoding, chunks, deps=deps, ino=src.ino, ctime_ns=src.ctime_ns
+        src.path,
+        kind,
+        digest,
+        src.size,
+        src.mtime_ns,
+        encoding,
+        chunks,
+        deps=deps,
+        ino=src.ino,
+        ctime_ns=src.ctime_ns,
+        refs=refs,
     )
 
 
@@ -224,6 +291,21 @@ class _WorkItem(msgspec.Struct, array_like=True):
     rec_deps: str
     rec_encoding: str
     deps: str
+    extension: bool = False
+    refs_only: bool = False
+
+
+class _Todo(NamedTuple):
+    """One file a reconcile reads: its kind, source, current record (None: new), dependencies'
+    signature, whether it belongs to an extension, and whether only its references are wanted
+    (its stat is unchanged; the references are being rebuilt)."""
+
+    kind: str
+    src: SourceFile
+    rec: FileRecord | None
+    deps: str
+    extension: bool = False
+    refs_only: bool = False
 
 
 class _WorkResult(msgspec.Struct):
@@ -288,14 +370,31 @@ def _chunk_tokens(c: Chunk, stem: bool) -> list[str]:
 
 
 def _chunk_batch(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
-    """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk
-    and tokenize a batch of files; msgpack in and out (cheaper than pickling structs)."""
+    """Worker-process entry (:class:`concurrent.futures.ProcessPoolExecutor`): read, chunk,
+    tokenize and extract the references of a batch of files; msgpack in and out (cheaper than
+    pickling structs). The cyclic GC is off meanwhile (as in the owner's prepare): a batch
+    allocates hundreds of thousands of short-lived objects (tree nodes, tokens, sites) that
+    reference counting frees, and its passes over them cost a few per cent of the work."""
+    import gc
+
+    gc_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _chunk_batch_gc_off(root, config, fmt, items)
+    finally:
+        if gc_on:
+            gc.enable()
+
+
+def _chunk_batch_gc_off(root: str, config: bytes, fmt: str, items: bytes) -> bytes:
     cfg = msgspec.msgpack.decode(config, type=EngineConfig)
     res = _WorkResult([], [])
     vocab: dict[str, int] = {}
     for i, it in enumerate(msgspec.msgpack.decode(items, type=list[_WorkItem])):
         rec = _Rec(it.rec_hash, it.rec_deps, it.rec_encoding) if it.rec_hash else None
-        r = read_source(Path(root), cfg, it.kind, it.src, rec, it.deps, fmt)
+        r = read_source(
+            Path(root), cfg, it.kind, it.src, rec, it.deps, fmt, extension=it.extension, refs_only=it.refs_only
+        )
         if isinstance(r, Skip):
             res.skips.append((i, r))
             continue
@@ -466,23 +565,31 @@ class Reconciler:
             return True, scan_export(self.root, max_file_bytes=self.config.max_file_bytes, docs=self.config.docs)
         return False, scan_paths(self.root, info, paths, dirs, max_file_bytes=self.config.max_file_bytes)
 
-    def _todo(self, scan, named: set[str]) -> tuple[list, list, set[str]]:
+    def _todo(self, scan, named: set[str]) -> tuple[list, list[_Todo], set[str]]:
         """``(sources, todo, seen)``: every file the scan saw as ``(kind, source)``, those whose
-        stat signature (:func:`same_stat`, or their dependencies') changed or that ``named``
-        holds (a watcher event or a request named them: always read again) as ``(kind,
-        source, record, deps)``, and their paths."""
+        stat signature (:func:`same_stat`, or their dependencies': a descriptor's form and
+        template descriptors, a form module's layout) changed or that ``named`` holds (a watcher
+        event or a request named them: always read again) as :class:`_Todo`, and their paths.
+        While the references are incomplete (:attr:`IndexState.refs_complete`: a snapshot
+        without them), the unchanged modules and binding descriptors are read for their
+        references only."""
         sources = [("bsl", s) for s in scan.modules] + [("metadata", s) for s in scan.metadata]
         sources += [("docs", s) for s in scan.docs]  # markdown pages (daemon.sources.docs)
         seen: set[str] = set()
         todo = []
         files = self.state.files
+        rebuild = not self.state.refs_complete
+        extensions = {p.path for p in scan.info.projects if p.is_extension}
         for kind, src in sources:
             seen.add(src.path)
             rec = files.get(src.path)
-            deps = self._deps_sig(src) if kind == "metadata" else ""
+            deps = self._deps_sig(src) if kind != "docs" else ""
+            ext = bool(extensions) and src.project in extensions
             if rec is not None and src.path not in named and same_stat(rec, src) and rec.deps == deps:
+                if rebuild and (kind == "bsl" or src.object_type in BINDING_TYPES):
+                    todo.append(_Todo(kind, src, rec, deps, ext, True))
                 continue
-            todo.append((kind, src, rec, deps))
+            todo.append(_Todo(kind, src, rec, deps, ext))
         return sources, todo, seen
 
     def _removed(self, full: bool, scan, paths: list[str], dirs: list[str], seen: set[str]) -> list[str]:
@@ -508,6 +615,8 @@ class Reconciler:
         t0 = time.perf_counter()
         if paths is not None:
             paths = [unicodedata.normalize("NFC", str(p).replace("\\", "/")).strip("/") for p in paths]
+            # a form layout (Form.xml, Form.form) is read with its form's module
+            paths += [m for m in map(form_module_path, paths) if m is not None and m not in paths]
         dirs = [unicodedata.normalize("NFC", str(d).replace("\\", "/")).strip("/") for d in dirs]
         full, scan = self._scan(paths, dirs)
         paths = paths or []
@@ -525,7 +634,7 @@ class Reconciler:
         if self.pool is not None and len(todo) >= POOL_MIN_FILES:
             results = self._chunk_in_pool(self.pool, todo, fmt, cancel)
         else:  # a few files, or no pool: in this thread
-            results = (self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo)
+            results = (self._read_file(t, fmt) for t in todo)
         done = total - len(todo)
         for n, result in enumerate(results, 1):
             if cancel():
@@ -546,6 +655,7 @@ class Reconciler:
 
             skipped.extend(missing_objects(self.root))
         cs.skipped = skipped
+        cs.refs_rebuilt = full and not st.refs_complete
         if staged is not None:
             staged.finish()
             cs.staged = staged
@@ -553,12 +663,18 @@ class Reconciler:
         return cs
 
     def _deps_sig(self, src) -> str:
-        """Signature (size, mtime, ctime, inode) of a descriptor's form/template descriptors: a change of
-        ``Forms/<F>.xml`` re-chunks its owner object."""
-        if not src.deps:
+        """Signature (size, mtime, ctime, inode) of the files a file's chunks or references read
+        besides itself: a descriptor's form/template descriptors (a change of ``Forms/<F>.xml``
+        re-chunks its owner object) and a form module's layout (a change of ``Form.xml`` or
+        ``Form.form`` re-reads the form's references); "" when there are none."""
+        deps = src.deps
+        if src.module_kind == "form":
+            layout = form_layout_path(src.disk_path or src.path)
+            deps = [layout] if layout else []
+        if not deps:
             return ""
         h = hashlib.blake2b(digest_size=8)
-        for dep in src.deps:
+        for dep in deps:
             try:
                 st = os.stat(self.root / dep, follow_symlinks=False)
                 sig = f"{dep}\0{st.st_size}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0{st.st_ino}\n"
@@ -567,10 +683,12 @@ class Reconciler:
                 h.update(f"{dep}\0-\n".encode("utf-8", "surrogatepass"))
         return h.hexdigest()
 
-    def _read_file(self, kind: str, src, rec: FileRecord | None, deps: str, fmt: str) -> FileUpdate | Skip | None:
+    def _read_file(self, t: _Todo, fmt: str) -> FileUpdate | Skip | None:
         """Read and chunk one file in this thread; BM25 tokens only for chunks that are new
         or changed (what :meth:`apply` needs)."""
-        result = read_source(self.root, self.config, kind, src, rec, deps, fmt)
+        result = read_source(
+            self.root, self.config, t.kind, t.src, t.rec, t.deps, fmt, extension=t.extension, refs_only=t.refs_only
+        )
         if isinstance(result, FileUpdate) and result.chunks is not None:
             self._settle(result, {})
         return result
@@ -607,9 +725,7 @@ class Reconciler:
             b = k // POOL_BATCH
             results = None if self.pool_broken else self._pool_results(batches, b, cancel)
             if results is None:
-                yield from (
-                    self._read_file(kind, src, rec, deps, fmt) for kind, src, rec, deps in todo[k : k + POOL_BATCH]
-                )
+                yield from (self._read_file(t, fmt) for t in todo[k : k + POOL_BATCH])
                 continue
             for r in results:
                 if isinstance(r, FileUpdate) and r.chunks is not None:
@@ -656,7 +772,13 @@ class Reconciler:
             st.format = cs.info.format
         if cs.staged is not None:
             self._swap_in(cs.staged, report)
+        records: list[FileRefs] = []
+        gone: list[str] = []
         for u in cs.updates:
+            if u.refs is not None:
+                records.extend(u.refs)
+                gone.extend(refs_paths(u.path))
+                st.dirty = True
             if u.chunks is None:
                 rec = st.files.get(u.path)
                 if rec is not None:
@@ -668,7 +790,13 @@ class Reconciler:
                 report.files_changed += 1
         for path in cs.removed:
             self._drop_file(st, path, report)
+            gone.extend(refs_paths(path))
             report.files_removed += 1
+        if records or gone:
+            # a file's new records replace its old ones; its paths without one are dropped
+            st.refs.update(records, gone, defer=st.refs.pending > 0 or len(records) > REFS_DEFER_FILES)
+        if cs.refs_rebuilt:
+            st.refs_complete = True
         self._update_skipped(cs)
         report.skipped = list(cs.skipped)
         # write buffered index additions now, not in the first search
@@ -716,6 +844,7 @@ class Reconciler:
             raise RuntimeError("a staged build is only for an empty engine")
         st.store, st.files = new.store, new.files
         st.bm25, st.meta_bm25, st.names = new.bm25, new.meta_bm25, new.names
+        st.refs, st.refs_complete = new.refs, True  # its files' references are resolved later (pending)
         st.stale_vectors = new.stale_vectors
         r = staged.report
         report.files_changed += r.files_changed
@@ -851,9 +980,16 @@ class _PoolBatches:
             i = len(self.futures) * POOL_BATCH
             items = [
                 _WorkItem(
-                    kind, src, rec.hash if rec else "", rec.deps if rec else "", rec.encoding if rec else "", deps
+                    t.kind,
+                    t.src,
+                    t.rec.hash if t.rec else "",
+                    t.rec.deps if t.rec else "",
+                    t.rec.encoding if t.rec else "",
+                    t.deps,
+                    t.extension,
+                    t.refs_only,
                 )
-                for kind, src, rec, deps in self.todo[i : i + POOL_BATCH]
+                for t in self.todo[i : i + POOL_BATCH]
             ]
             self.futures.append(
                 self.pool.submit(_chunk_batch, self.root, self.config, self.fmt, msgspec.msgpack.encode(items))
@@ -877,15 +1013,29 @@ class _Staged:
         self.state.embedded = rec.state.embedded  # read only: which vectors the new texts make stale
         self.state.meta_names = None
         self.report = RefreshReport()
+        self._refs: list[FileRefs] = []
 
     def take(self, u: FileUpdate) -> None:
-        """Index one file's new chunks (``u.chunks`` not None), then drop them from ``u``."""
+        """Index one file's new chunks (``u.chunks`` not None) and take its references (swapped
+        into the graph a batch at a time, resolved later), then drop them from ``u``."""
         if self._rec._apply_file(self.state, u, self.report):
             self.report.files_changed += 1
-        u.chunks, u.tokens = None, {}
+        if u.refs:
+            self._refs.extend(u.refs)
+            if len(self._refs) >= self.REFS_BATCH:
+                self._flush_refs()
+        u.chunks, u.tokens, u.refs = None, {}, None
+
+    #: Reference records swapped into the staged graph at once.
+    REFS_BATCH = 256
+
+    def _flush_refs(self) -> None:
+        self.state.refs.update(self._refs, defer=True)
+        self._refs = []
 
     def finish(self) -> None:
-        """Write the buffered postings and names (outside the engine lock)."""
+        """Write the buffered postings, names and references (outside the engine lock)."""
         self.state.bm25.flush()
         self.state.meta_bm25.flush()
         self.state.names.flush()
+        self._flush_refs()

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import bisect
 import heapq
+import itertools
 from array import array
 from collections import deque
 from collections.abc import Iterable
@@ -42,96 +43,23 @@ from collections.abc import Iterable
 import msgspec
 import numpy as np
 
-from ..contract import Skip, normalize_object_type
+from ..contract import (
+    REASONS,
+    REF_GROUPS,
+    REF_KINDS,
+    CallGraph,
+    GraphEdge,
+    RefAnswer,
+    RefCounts,
+    Reference,
+    Skip,
+    normalize_object_type,
+)
 from ..sources.bindings import form_layout_path, form_module_path
-from ..sources.references import KIND_CODES, KIND_NAMES, REASONS, REF_GROUPS, REF_KINDS, FileRefs
+from ..sources.references import KIND_CODES, KIND_NAMES, FileRefs
 from ..text.folding import fold
 
-__all__ = [
-    "RefGraph",
-    "Reference",
-    "RefCounts",
-    "RefAnswer",
-    "GraphEdge",
-    "CallGraph",
-    "read_references",
-    "read_binding_files",
-]
-
-# ---------------------------------------------------------------------------------------
-# answers
-# ---------------------------------------------------------------------------------------
-
-
-class Reference(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """One reference: where (``path``, 0-based ``line``, UTF-16 ``col``..``end``), from which
-    method (``caller``: a method id; ``None`` for module-level code, metadata or the platform),
-    the ``kind``, the callee as written, the ``detail`` (event, helper, annotation), and what it
-    resolved to (``target``) or why not (``reason``, one of :data:`REASONS`)."""
-
-    path: str
-    line: int
-    col: int
-    end: int
-    caller: str | None = None
-    kind: str
-    callee: str
-    detail: str = ""
-    target: str | None = None
-    reason: str | None = None
-
-
-class RefCounts(msgspec.Struct, kw_only=True):
-    """How complete an answer is, counted apart: ``resolved`` calls, ``string`` references (a
-    method named by a string or a handler reference), ``metadata`` bindings (subscriptions, jobs,
-    forms, services, platform events, extensions), ``possible`` callers (unresolved sites with the
-    same method name), and the configuration's ``dynamic`` sites (``Выполнить``/``Вычислить`` and
-    computed names: any of them may call the method, so the answer is a lower bound when > 0)."""
-
-    resolved: int = 0
-    string: int = 0
-    metadata: int = 0
-    possible: int = 0
-    dynamic: int = 0
-
-
-class RefAnswer(msgspec.Struct, kw_only=True):
-    """Who references ``target``: ``references`` (sorted by path and position, at most ``limit``),
-    ``possible`` (unresolved sites with the same name, on request), the counts, ``total``
-    (references before the cut), ``truncated``, and ``lower_bound`` (dynamic sites exist)."""
-
-    target: str
-    references: list[Reference]
-    possible: list[Reference] = []
-    counts: RefCounts
-    total: int
-    truncated: bool = False
-    lower_bound: bool = False
-
-
-class GraphEdge(msgspec.Struct, array_like=True):
-    """``source`` calls ``dest`` (method ids; for a binding the source is ``<path>#<kind>:<detail>``) in
-    ``count`` sites of ``kind`` (the first site's kind)."""
-
-    source: str
-    dest: str
-    kind: str
-    count: int
-
-
-class CallGraph(msgspec.Struct, kw_only=True):
-    """A bounded walk from ``start``: ``direction`` ``callers`` or ``callees``; ``nodes`` with
-    their depth (the start has 0); ``edges``; ``truncated`` when a fan-out cap or the depth cut
-    something; ``revisited``: edges to a node already reached (recursion, mutual calls, two paths
-    to one method), which the walk does not expand again."""
-
-    start: str
-    direction: str
-    nodes: dict[str, int]
-    edges: list[GraphEdge]
-    truncated: bool = False
-    revisited: int = 0
-
+__all__ = ["RefGraph", "method_of_chunk", "read_references", "read_binding_files"]
 
 # ---------------------------------------------------------------------------------------
 # symbol table
@@ -201,6 +129,13 @@ class _Mod:
         return self.owner, self.kind, self.extension
 
 
+def method_of_chunk(chunk_id: str) -> str:
+    """The method id of a method chunk: its id without a part suffix (``<path>::<Name>#2`` ->
+    ``<path>::<Name>``)."""
+    path, sep, tail = chunk_id.rpartition("::")
+    return f"{path}{sep}{tail.split('#', 1)[0]}" if sep else chunk_id
+
+
 def _owner_key(object_type: str, name: str) -> str:
     return fold(f"{object_type}.{name}")
 
@@ -237,8 +172,9 @@ class _SavedFile(msgspec.Struct, array_like=True):
 class _Saved(msgspec.Struct, array_like=True):
     """What :meth:`RefGraph.to_bytes` writes: one string table (each distinct string once, so a
     load creates no duplicate to intern), the file ids' paths, the records, and the resolved
-    indexes (keys as string ids, reverse index, foreign targets, dynamic counts): a load resolves
-    nothing."""
+    indexes (keys as string ids, reverse index, foreign targets, dynamic counts) of every file
+    but the ``pending`` ones (swapped in by a deferred update, not resolved yet): a load
+    resolves only those."""
 
     version: int
     strings: list[str]
@@ -248,9 +184,10 @@ class _Saved(msgspec.Struct, array_like=True):
     callers: dict[int, bytes]
     targets: dict[int, bytes]
     dyn: dict[int, int]
+    pending: list[int] = []
 
 
-_SAVE_VERSION = 2
+_SAVE_VERSION = 3
 _MAGIC = b"BSLREFS1"
 
 
@@ -281,6 +218,8 @@ class RefGraph:
         self._strings: dict[str, str] = {}
         self._rank: np.ndarray | None = None
         self._pending: set[int] = set()  # files swapped in by a deferred update, not resolved yet
+        self._sites = 0  # sites of every record
+        self._skipped: dict[int, tuple[Skip, ...]] = {}  # fid -> the record's skips (records with some)
 
     def _intern(self, s: str) -> str:
         return self._strings.setdefault(s, s)
@@ -355,9 +294,15 @@ class RefGraph:
             old = self._files.get(fid)
             if old is not None:
                 self._unindex_symbols(fid, old, olds, affected)
+                self._sites -= old.count
+                self._skipped.pop(fid, None)
         for fid in gone:
             del self._files[fid]
         self._files.update(new)
+        for fid, rec in new.items():
+            self._sites += rec.count
+            if rec.skips:
+                self._skipped[fid] = rec.skips
         news: dict[int, _Mod] = {}
         for fid, rec in new.items():
             self._index_symbols(fid, rec, news, affected)
@@ -389,6 +334,24 @@ class RefGraph:
         self._pending = set()
         self._contribute(todo)
         return len(todo)
+
+    @property
+    def pending(self) -> int:
+        """Files swapped in by a deferred update and not resolved yet: answers miss their
+        references until :meth:`resolve_pending` (or an update without ``defer``) ran."""
+        return len(self._pending)
+
+    def resolve_pending(self, limit: int | None = None) -> int:
+        """Resolve up to ``limit`` of the deferred files (all when None); returns how many are
+        left. The owner can resolve a first index in steps, releasing its lock between them: a
+        file's contribution depends only on the symbols, so any order and any steps give the
+        graph one full resolution gives."""
+        if not self._pending:
+            return 0
+        todo = list(self._pending) if limit is None else list(itertools.islice(self._pending, max(limit, 1)))
+        self._pending.difference_update(todo)
+        self._contribute(todo)
+        return len(self._pending)
 
     def _intern_record(self, rec: FileRefs) -> None:
         intern = self._intern
@@ -717,13 +680,9 @@ class RefGraph:
         engine's names channel is the fast way to it)."""
         key = fold(name.strip())
         out: set[str] = set()
-        if key not in self._by_owner and "." not in key and _owner_key(_COMMON, key) in self._by_owner:
-            key = _owner_key(_COMMON, key)  # a bare common module name
-        if key in self._by_owner:
-            for fid in self._by_owner[key]:
-                rec = self._files[fid]
-                out.update(rec.method_id(i) for i in range(len(rec.names)))
-            return sorted(out)
+        owned = self.owner_methods(key)
+        if owned is not None:
+            return owned
         head, dot, fn = key.rpartition(".")
         mods = self._mods.values()
         if dot:
@@ -888,6 +847,72 @@ class RefGraph:
             lower_bound=self._dynamic > 0,
         )
 
+    def method_at(self, path: str, line: int, col: int) -> str | None:
+        """The method id whose name is at the position (0-based line, UTF-16 column) in module
+        ``path``: what LSP "find references" on a method's header asks about."""
+        rec = self.file(path)
+        if rec is None or not rec.names:
+            return None
+        info = rec.method_info()
+        for i in np.flatnonzero(info["line"] == line).tolist():
+            start = int(info["col"][i])
+            name = rec.names[i]
+            width = len(name.encode("utf-16-le", "surrogatepass")) // 2
+            if start <= col <= start + width:
+                return rec.method_id(i)
+        return None
+
+    def fan_in(self, methods: Iterable[str]) -> list[int]:
+        """For each method id, how many sites in other files reach it (calls, strings and
+        metadata bindings, from the reverse index: no file is read). A method's own module and
+        its form layout are not counted; an unknown id counts 0. For ranking priors."""
+        out = []
+        for m in methods:
+            gid = self.gid(m)
+            b = self._callers.get(gid) if gid is not None else None
+            if not b:
+                out.append(0)
+                continue
+            packed = _i64(b) & ((1 << 40) - 1)
+            out.append(int(((packed >> 26) & _M14).sum() + ((packed >> 13) & _M13).sum() + (packed & _M13).sum()))
+        return out
+
+    def skips(self) -> list[Skip]:
+        """What the binding readers could not read (a broken form layout, a binding that names
+        no method), from every record, by path."""
+        out = [k for ks in self._skipped.values() for k in ks]
+        return sorted(out, key=lambda k: (k.path, k.reason))
+
+    @property
+    def dynamic(self) -> int:
+        """Dynamic sites (``Выполнить``/``Вычислить``, computed names) of the resolved files."""
+        return self._dynamic
+
+    def totals(self) -> dict[str, int]:
+        """``files`` with a record, their ``sites``, ``resolving`` (deferred files) and ``dynamic``
+        sites of the resolved files: for ``status``."""
+        return {
+            "files": len(self._files),
+            "sites": self._sites,
+            "resolving": len(self._pending),
+            "dynamic": self._dynamic,
+        }
+
+    def owner_methods(self, owner: str) -> list[str] | None:
+        """The method ids of every module of an owner (``Справочник.Валюты``,
+        ``ОбщийМодуль.X``, a bare common module name), sorted; None when no module has it."""
+        key = fold(owner.strip())
+        if key not in self._by_owner and "." not in key and _owner_key(_COMMON, key) in self._by_owner:
+            key = _owner_key(_COMMON, key)
+        fids = self._by_owner.get(key)
+        if not fids:
+            return None
+        out: set[str] = set()
+        for fid in fids:
+            rec = self._files[fid]
+            out.update(rec.method_id(i) for i in range(len(rec.names)))
+        return sorted(out)
+
     def callees(self, method: str) -> list[Reference]:
         """What the method ``method`` (a method id) references, resolved or not, in file order."""
         gid = self.gid(method)
@@ -982,11 +1007,11 @@ class RefGraph:
 
     def to_bytes(self) -> bytes:
         """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
-        (:meth:`from_bytes` loads it without resolving anything). Resolves deferred files first."""
+        (:meth:`from_bytes` loads it without resolving anything), and which files a deferred
+        update left unresolved (they stay so after a load: :meth:`resolve_pending`). Reads the
+        graph only, so it may run beside queries (never beside an update)."""
         import zstandard
 
-        if self._pending:
-            self.update()
         table: dict[str, int] = {}
 
         def ids(items) -> bytes:
@@ -1014,7 +1039,17 @@ class RefGraph:
                 )
             )
         keys = {table.setdefault(k, len(table)): v for k, v in self._keys.items()}
-        saved = _Saved(_SAVE_VERSION, list(table), self._paths, files, keys, self._callers, self._targets, self._dyn)
+        saved = _Saved(
+            _SAVE_VERSION,
+            list(table),
+            self._paths,
+            files,
+            keys,
+            self._callers,
+            self._targets,
+            self._dyn,
+            sorted(self._pending),
+        )
         return _MAGIC + zstandard.compress(msgspec.msgpack.encode(saved), 1)
 
     @classmethod
@@ -1058,7 +1093,10 @@ class RefGraph:
         g._callers = saved.callers
         g._targets = saved.targets
         g._dyn = saved.dyn
+        g._sites = sum(r.count for r in g._files.values())
+        g._skipped = {f: r.skips for f, r in g._files.items() if r.skips}
         g._dynamic = sum(saved.dyn.values())
+        g._pending = {f for f in saved.pending if f in g._files}
         return g
 
     # ----------------------------------------------------------------- totals and checks
@@ -1162,7 +1200,7 @@ def read_binding_files(root, scan, *, max_file_bytes: int = 8 * 2**20) -> tuple[
     file is a record with its skip (and the skip in the list), never an exception."""
     from pathlib import Path
 
-    from ..sources.bindings import BINDING_TYPES, descriptor_references, form_layout_path, form_references
+    from ..sources.bindings import BINDING_TYPES, descriptor_references, read_form_layout
     from ..sources.files import SkipFile, read_regular_bytes
 
     root = Path(root)
@@ -1173,19 +1211,12 @@ def read_binding_files(root, scan, *, max_file_bytes: int = 8 * 2**20) -> tuple[
     for src in scan.modules:
         if src.module_kind != "form":
             continue
-        layout = form_layout_path(src.path)
-        disk = form_layout_path(src.disk_path) if src.disk_path else layout
-        if layout is None or disk is None:
-            continue
-        try:
-            data = read_regular_bytes(root / disk, max_file_bytes)
-        except SkipFile as exc:
-            if exc.reason != "unreadable":  # absent: a form module without a layout file
-                skips.append(exc.to_skip(layout))
-            continue
-        rec = form_references(data, path=layout, fmt=info.format, extension=src.project in ext_projects)
-        skips.extend(rec.skips)
-        out.append(rec)
+        rec = read_form_layout(
+            root, src, info.format, extension=src.project in ext_projects, max_file_bytes=max_file_bytes
+        )
+        if rec is not None:
+            skips.extend(rec.skips)
+            out.append(rec)
     for src in scan.metadata:
         if src.object_type not in BINDING_TYPES:
             continue

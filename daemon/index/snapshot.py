@@ -26,6 +26,7 @@ from .state import FileRecord, IndexState
 from ..sources.scan import ExportInfo
 from .storage import SnapshotError, atomic_write_bytes, read_msgpack, write_json, write_msgpack
 from .names import SymbolIndex
+from .refgraph import RefGraph
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,10 @@ JOURNAL_MAX_BYTES = 64 * 2**20
 JOURNAL_MAX_FILES = 300
 #: Dense journal: a snapshot of the dense side is due after this many journaled vectors.
 DENSE_JOURNAL_MAX = 4096
+#: The references (find usages) in a lexical generation (:meth:`daemon.index.refgraph.RefGraph.to_bytes`).
+#: A generation without it (written before references existed) loads, and the next full
+#: reconcile reads every file's references again.
+REFS_FILE = "refs.bin"
 
 
 class _DenseMeta(msgspec.Struct):
@@ -184,6 +189,7 @@ class Snapshotter:
         st.store = store
         st.skipped = skipped
         st.bm25, st.meta_bm25, st.names = bm25, meta, names
+        st.refs, st.refs_complete = _load_refs(d / LEXICAL_DIR / gen / REFS_FILE)
         st.format = manifest.get("format", "unknown")
         share = manifest.get("cyrillic_share")
         if isinstance(share, (int, float)):
@@ -338,7 +344,7 @@ class Snapshotter:
 
         ``<index_dir>/lexical/<generation>/``: ``manifest.json``, ``chunks/``
         (:meth:`daemon.index.chunkstore.ChunkStore.save`), ``bm25/``, ``meta_bm25/``, ``names/``,
-        ``files.msgpack``, ``skipped.msgpack``. Written as a stream into ``<generation>.tmp/``
+        ``files.msgpack``, ``skipped.msgpack``, ``refs.bin`` (the references, while complete). Written as a stream into ``<generation>.tmp/``
         (every file fsynced), renamed, then ``lexical/CURRENT`` (atomic replace) names it;
         older generations are deleted after that (a live memory map of a deleted file stays
         valid). A ``kill -9`` at any point leaves the old or the new generation current, each
@@ -409,6 +415,8 @@ class Snapshotter:
         _save_names(st.names, tmp / "names")
         _write_parts_synced(tmp / "files.msgpack", _files_parts(st.files))
         _write_parts_synced(tmp / "skipped.msgpack", (msgspec.msgpack.encode(st.skipped),))
+        if st.refs_complete:  # else left out: the next load reads every file's references again
+            _write_parts_synced(tmp / REFS_FILE, (st.refs.to_bytes(),))
         _write_parts_synced(tmp / "manifest.json", (json.dumps(manifest, ensure_ascii=False, indent=2).encode(),))
         for sub in (tmp / "chunks", tmp / "bm25", tmp / "meta_bm25", tmp / "names", tmp):
             _fsync_dir(sub)
@@ -493,6 +501,24 @@ class Snapshotter:
         st.dense_journal_vectors += len(live)
         if st.dense_journal_vectors > DENSE_JOURNAL_MAX:
             st.dense_compact_due = True
+
+
+def _load_refs(path: Path) -> tuple[RefGraph, bool]:
+    """``(graph, complete)`` from a generation's :data:`REFS_FILE`: an empty graph and False
+    (the next full reconcile reads the references again) when it is missing or unusable (logged)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        log.info("the snapshot holds no references; they are read from the files again")
+        return RefGraph(), False
+    except OSError as exc:
+        log.warning("references unreadable (%s); they are read from the files again", exc)
+        return RefGraph(), False
+    try:
+        return RefGraph.from_bytes(data), True
+    except Exception as exc:  # noqa: BLE001 - any damage (zstd, msgpack, format): rebuilt, never fatal
+        log.warning("references unusable (%s: %s); they are read from the files again", type(exc).__name__, exc)
+        return RefGraph(), False
 
 
 def _check_file_slots(files: dict[str, FileRecord], store: ChunkStore) -> None:

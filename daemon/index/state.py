@@ -20,6 +20,7 @@ from .bm25 import BM25Index
 from .chunkstore import ChunkStore
 from .metanames import MetadataNames
 from .names import SymbolIndex
+from .refgraph import RefGraph, method_of_chunk
 
 
 class FileRecord(msgspec.Struct, kw_only=True):
@@ -51,6 +52,10 @@ class IndexState:
     ``skipped`` (the files the last look at the disk did not index), ``format`` and ``info``
     (the export's, from the last full scan), ``bm25``, ``meta_bm25`` (metadata chunks only),
     ``names`` (the names channel) and ``meta_names`` (built on first use from the store).
+    References (find usages): ``refs`` (:class:`daemon.index.refgraph.RefGraph`: every module's,
+    form layout's and binding descriptor's references, kept per file like the channels) and
+    ``refs_complete`` (False while a loaded snapshot had none: the next full reconcile reads
+    every file's references again).
     Dense side: ``dense`` (None without an embedder), ``cache`` (the local embedding cache,
     loaded with the dense side), ``embedded`` (dense key -> hash of the text its vector was
     made from), ``stale_vectors`` (chunks whose text changed since their vector was made: the
@@ -74,6 +79,8 @@ class IndexState:
         self.meta_bm25 = BM25Index(bm25_k1, bm25_b)
         self.names = SymbolIndex()
         self.meta_names = MetadataNames()
+        self.refs = RefGraph()
+        self.refs_complete = True
         self.dense: Any = None
         if dim is not None:
             from .dense import DenseIndex
@@ -101,6 +108,8 @@ class IndexState:
         self.bm25 = BM25Index(bm25_k1, bm25_b)
         self.meta_bm25 = BM25Index(bm25_k1, bm25_b)
         self.names = SymbolIndex()
+        self.refs = RefGraph()
+        self.refs_complete = True  # every file is read again, references too
         self.files = {}
         self.generation = ""
         self.version += 1
@@ -133,3 +142,11 @@ class IndexState:
         """The names channel's API boost of the entry at ``slot`` (0 without an entry)."""
         e = self.names.get(slot)
         return e[3] if e is not None else 0.0
+
+    def fan_in(self, chunk_ids) -> list[int]:
+        """For each method chunk id (a part's id too), how many places in other files call or
+        name the method: calls, strings and metadata bindings resolved to it
+        (:meth:`daemon.index.refgraph.RefGraph.fan_in`, no file read); 0 for other chunks and
+        while the references are not resolved yet. A prior for the ranking
+        (:class:`daemon.ranking.params.RankingParams`)."""
+        return self.refs.fan_in(method_of_chunk(c) for c in chunk_ids)

@@ -29,16 +29,24 @@ import msgspec
 
 from ..contract import (
     DEFAULT_MODE,
+    DEFAULT_REF_LIMIT,
     DEFAULT_SYMBOL_LIMIT,
     DEFAULT_TOP_K,
+    MAX_GRAPH_DEPTH,
+    MAX_GRAPH_FAN_OUT,
+    MAX_REF_LIMIT,
     MAX_TOP_K,
+    Callees,
+    CallGraph,
     Chunk,
+    Definition,
     DocRef,
     DocumentText,
     Filters,
     MethodInfo,
     ModuleText,
     ObjectDescription,
+    References,
     SearchResult,
     Status,
 )
@@ -263,6 +271,62 @@ class DocumentSymbolsParams(_Params):
     path: str
 
 
+#: A 0-based line or UTF-16 column (an LSP position), and the find-usages bounds.
+Position = Annotated[int, msgspec.Meta(ge=0)]
+RefLimit = Annotated[int, msgspec.Meta(ge=1, le=MAX_REF_LIMIT)]
+GraphDepth = Annotated[int, msgspec.Meta(ge=1, le=MAX_GRAPH_DEPTH)]
+FanOut = Annotated[int, msgspec.Meta(ge=1, le=MAX_GRAPH_FAN_OUT)]
+
+
+class _RefTargetParams(_Params):
+    """What a find-usages question is about, exactly one of: ``name`` (``Модуль.Метод``, a bare
+    method name, a metadata object ``Справочник.Валюты``, a common module's name), ``target`` (a
+    method id, ``<path>::<Name>``), or a position: ``path`` (relative to the root) with 0-based
+    ``line`` and UTF-16 ``character`` (a call or a string naming a method there, else the method
+    whose name is there)."""
+
+    name: str | None = None
+    target: str | None = None
+    path: str | None = None
+    line: Position | None = None
+    character: Position | None = None
+
+
+class ReferencesParams(_RefTargetParams):
+    """``references``: who references the methods of the target (find usages)."""
+
+    limit: RefLimit = DEFAULT_REF_LIMIT  # references listed; the counts cover all of them
+    possible: bool = False  # also list unresolved sites with the same method name
+    locate: bool = False  # callers: where each listed caller method is
+    context: bool = False  # each reference's source line
+    fresh_timeout: FreshSeconds = 0.0  # as in SearchParams
+
+
+class CalleesParams(_RefTargetParams):
+    """``callees``: what the (first) method of the target references, resolved or not."""
+
+    locate: bool = False  # targets: where each resolved callee is
+    context: bool = False
+    fresh_timeout: FreshSeconds = 0.0
+
+
+class CallGraphParams(_RefTargetParams):
+    """``call_graph``: callers or callees of the (first) method of the target, bounded."""
+
+    direction: str = "callers"  # one of contract.GRAPH_DIRECTIONS (ValueError otherwise -> -32602)
+    depth: GraphDepth = 2
+    fan_out: FanOut = 10
+    fresh_timeout: FreshSeconds = 0.0
+
+
+class DefinitionParams(_Params):
+    """``definition``: the call or string naming a method at a position, and where it is."""
+
+    path: str  # relative to the export root
+    line: Position  # 0-based
+    character: Position  # UTF-16, 0-based
+
+
 class StatusParams(_Params):
     """``status``: no parameters."""
 
@@ -361,6 +425,10 @@ METHODS: dict[str, MethodSpec] = {
     "read_document": MethodSpec(ReadDocumentParams, DocumentText),
     "doc_mentions": MethodSpec(DocMentionsParams, dict[str, list[DocRef]]),
     "document_symbols": MethodSpec(DocumentSymbolsParams, list[Chunk]),
+    "references": MethodSpec(ReferencesParams, References),
+    "callees": MethodSpec(CalleesParams, Callees),
+    "call_graph": MethodSpec(CallGraphParams, CallGraph),
+    "definition": MethodSpec(DefinitionParams, Definition),
     "status": MethodSpec(StatusParams, StatusResult),
     "reindex": MethodSpec(ReindexParams, Ack),
     "wait_idle": MethodSpec(WaitIdleParams, WaitIdleResult),

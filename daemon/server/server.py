@@ -537,6 +537,31 @@ class Server:
         """``Lookups.document_symbols`` -> ``list[Chunk]``."""
         return self.service.lookups.document_symbols(p.path)
 
+    def cmd_references(self, p):
+        """``Service.references`` -> ``References`` (find usages)."""
+        return self.service.references(
+            _target(p),
+            limit=p.limit,
+            possible=p.possible,
+            locate=p.locate,
+            context=p.context,
+            fresh_timeout=p.fresh_timeout,
+        )
+
+    def cmd_callees(self, p):
+        """``Service.callees`` -> ``Callees``."""
+        return self.service.callees(_target(p), locate=p.locate, context=p.context, fresh_timeout=p.fresh_timeout)
+
+    def cmd_call_graph(self, p):
+        """``Service.call_graph`` -> ``CallGraph``."""
+        return self.service.call_graph(
+            _target(p), direction=p.direction, depth=p.depth, fan_out=p.fan_out, fresh_timeout=p.fresh_timeout
+        )
+
+    def cmd_definition(self, p):
+        """``Engine.definition`` -> ``Definition``."""
+        return self.service.definition(p.path, p.line, p.character)
+
     def cmd_status(self, p) -> StatusResult:
         """The server's counters (``DaemonInfo``: uptime from ``info.started_at``, open
         connections, requests and error replies since start) plus ``Service.status()``."""
@@ -565,6 +590,13 @@ class Server:
     def cmd_wait_idle(self, p) -> WaitIdleResult:
         """``Service.wait_idle(timeout)``; runs on its own thread, not the bounded pool."""
         return WaitIdleResult(idle=bool(self.service.wait_idle(p.timeout)))
+
+
+def _target(p):
+    """The :class:`daemon.index.usages.Target` of find-usages params (ValueError: not exactly one)."""
+    from ..engine import Target
+
+    return Target(name=p.name, method=p.target, path=p.path, line=p.line, character=p.character)
 
 
 # ------------------------------------------------------------------------------ daemon main

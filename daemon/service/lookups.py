@@ -34,6 +34,8 @@ MAX_READ_LINES = 2000
 #: :meth:`Lookups.translated_objects`: a score from here up is a guess (a shortened or unmatched
 #: word), offered as a suggestion, never taken for the object asked for.
 GUESS = 1000
+#: A reference's ``context`` (its source line) is cut to this many characters.
+CONTEXT_CHARS = 160
 
 _FIELD_GROUPS = {
     "attribute": "attributes",
@@ -203,6 +205,10 @@ class Lookups:
 
     def _read(self, rel: str) -> list[str]:
         """The lines of a file under the root, decoded as the indexer decodes it."""
+        return self._text(rel).splitlines()
+
+    def _text(self, rel: str) -> str:
+        """A file under the root, decoded as the indexer decodes it, without a BOM."""
         known = self.engine.is_indexed(rel)
         try:
             data = read_regular_bytes(self.root / disk_path(self.root, rel), self.max_file_bytes)
@@ -215,7 +221,24 @@ class Lookups:
             raise ValueError(f"{rel}: {exc.reason}: {exc.detail}") from None
         if text.startswith("\ufeff"):
             text = text[1:]
-        return text.splitlines()
+        return text
+
+    def add_context(self, refs: list, limit: int = CONTEXT_CHARS) -> None:
+        """Fill each reference's ``context`` with its source line (stripped, cut to ``limit``
+        characters), reading each file once; lines split as the chunker splits them (``\\r\\n``,
+        ``\\r``, ``\\n``). A file that cannot be read leaves its references without context."""
+        lines_of: dict[str, list[str] | None] = {}
+        for r in refs:
+            if r.path not in lines_of:
+                try:
+                    text = self._text(r.path)
+                    lines_of[r.path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+                except (LookupError, ValueError, OSError):
+                    lines_of[r.path] = None
+            lines = lines_of[r.path]
+            if lines is not None and 0 <= r.line < len(lines):
+                line = lines[r.line].strip()
+                r.context = line if len(line) <= limit else line[: limit - 1] + "…"
 
     def _lines(self, rel: str, start: int, end: int) -> str:
         lines = self._read(rel)

@@ -42,9 +42,14 @@ from ..contract import (
     DEFAULT_EMBEDDER,
     DEFAULT_RECONCILE_INTERVAL,
     DOCS_KINDS,
+    DEFAULT_REF_LIMIT,
     WATCH_MODES,
+    Callees,
+    CallGraph,
+    Definition,
     DenseStatus,
     Latency,
+    References,
     RecentHit,
     RecentQuery,
     Skip,
@@ -237,6 +242,7 @@ class Service:
             self.root, index_dir=self.index_dir, config=self.config, embedder=embedder, load_dense=False
         )
         self.engine.journal_on = True
+        self.engine.resolve_on_demand = False  # resolved by the writer after each job (_resolve_refs)
         self.engine.on_damaged = lambda: self.reindex(full=True)  # a damaged snapshot: rebuild it
         self.engine.log_skips = True  # each skipped file named once in the daemon log
         self.lookups = Lookups(self.engine, max_file_bytes=self.config.max_file_bytes)
@@ -598,6 +604,21 @@ class Service:
             self._set_state("ready")
             log.info("prewarmed the on-demand channels in %.2fs", eng.prewarm())
             self._queue_backlog()
+        self._resolve_refs()
+
+    def _resolve_refs(self) -> None:
+        """Resolve the references a first index, a load or a big batch left pending, in steps
+        (queries run between them and say ``resolving``), once the index is ready: the cold
+        index is not slowed by it. The resolved graph goes into the next snapshot."""
+        eng = self.engine
+        if not eng.state.refs.pending:
+            return
+        t0, n = time.perf_counter(), eng.state.refs.pending
+        left = eng.resolve_references(cancel=self._stop.is_set)
+        if left:
+            return  # stopping: the snapshot keeps them pending, the next start resolves them
+        eng.state.dirty = True  # the snapshot written before held them unresolved
+        log.info("resolved the references of %d files in %.2fs", n, time.perf_counter() - t0)
 
     def _renice_pool(self) -> None:
         """After the first index: replace a normal-priority chunking pool by one at
@@ -960,6 +981,59 @@ class Service:
         mode = "lexical" if cues.identifier or eng.embedder is None else "hybrid"
         return self._stamp(eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues))
 
+    # ------------------------------------------------------------------ find usages
+    def references(
+        self,
+        target,
+        *,
+        limit: int = DEFAULT_REF_LIMIT,
+        possible: bool = False,
+        locate: bool = False,
+        context: bool = False,
+        fresh_timeout: float = 0.0,
+    ) -> References:
+        """:meth:`Engine.references` with the freshness fields (as :meth:`search`) and, with
+        ``context``, each listed reference's source line (:meth:`Lookups.add_context`)."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        res = self._engine().references(target, limit=limit, possible=possible, locate=locate)
+        if context:
+            self.lookups.add_context(res.references + res.possible)
+        return self._stamp_refs(res)
+
+    def callees(self, target, *, locate: bool = False, context: bool = False, fresh_timeout: float = 0.0) -> Callees:
+        """:meth:`Engine.callees` with the freshness fields and, with ``context``, source lines."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        res = self._engine().callees(target, locate=locate)
+        if context:
+            self.lookups.add_context(res.references)
+        return self._stamp_refs(res)
+
+    def call_graph(
+        self, target, *, direction: str = "callers", depth: int = 2, fan_out: int = 10, fresh_timeout: float = 0.0
+    ) -> CallGraph:
+        """:meth:`Engine.call_graph` with the freshness fields."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        res = self._engine().call_graph(target, direction=direction, depth=depth, fan_out=fan_out)
+        return self._stamp_refs(res)
+
+    def definition(self, path: str, line: int, character: int) -> Definition:
+        """:meth:`Engine.definition`: the call or string naming a method at a position."""
+        return self._engine().definition(path, line, character)
+
+    def _stamp_refs(self, res):
+        """The freshness fields of a find-usages answer (:meth:`Freshness.report`)."""
+        from .freshness import ANSWER_STALE_PATHS
+
+        f = self.fresh.report()
+        paths = f.pop("stale_paths")
+        for k, v in f.items():
+            setattr(res, k, v)
+        res.stale_paths = paths[:ANSWER_STALE_PATHS]
+        return res
+
     # ------------------------------------------------------------------ status
     def _index_bytes(self) -> int:
         """Index size on disk, re-measured at most every 10 s (a walk of the index dir)."""
@@ -1026,6 +1100,7 @@ class Service:
             rss_bytes=_rss(),
             index_bytes=self._index_bytes(),
             recent_queries=self._recent_queries(),
+            references=eng.refs_status(),
         )
 
     def _dense_status(self, st: dict) -> DenseStatus:

@@ -66,7 +66,8 @@ from . import inotify
 log = logging.getLogger(__name__)
 
 #: File name suffixes reported in :attr:`ChangeBatch.paths` (compared case-insensitively).
-REPORTED_SUFFIXES = (".bsl", ".xml", ".mdo", ".md", ".markdown")  # .md: docs pages (daemon.sources.docs)
+#: ``.form``: an EDT form layout, read with its form's module (the references of its handlers).
+REPORTED_SUFFIXES = (".bsl", ".xml", ".mdo", ".form", ".md", ".markdown")  # .md: docs pages (daemon.sources.docs)
 
 #: Editor and tool temp files, matched (case-insensitively) against the file name only: Emacs
 #: backups, locks and autosaves, Vim swap files and its ``4913`` write probe, ``*.tmp`` (also

@@ -20,10 +20,12 @@ binding whose value is not a method name, is a :class:`~daemon.contract.Skip` wi
 from __future__ import annotations
 
 import threading
+from pathlib import Path
 
 from lxml import etree
 
 from ..contract import Skip
+from .files import SkipFile, read_regular_bytes
 from .references import MODULE_CALLER, FileRefs, file_refs_from_sites, split_method_name
 from .scan import module_identity
 
@@ -31,6 +33,7 @@ __all__ = [
     "BINDING_TYPES",
     "descriptor_references",
     "form_references",
+    "read_form_layout",
     "form_layout_path",
     "form_module_path",
 ]
@@ -90,27 +93,38 @@ def _children(el, designer_name: str, edt_name: str) -> list:
 
 
 class _Lines:
-    """Positions of a value inside the file's lines (lxml gives the element's line only)."""
+    """Positions of a value inside the file's lines (lxml gives the element's line only). The
+    lines are split as bytes and only those asked about are decoded (a form layout runs to
+    megabytes; a few dozen of its lines hold bindings)."""
 
     def __init__(self, data: bytes):
         if data.startswith(b"\xef\xbb\xbf"):
             data = data[3:]
-        self.lines = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        self._raw = data.replace(b"\r\n", b"\n").replace(b"\r", b"\n").split(b"\n")
+        self._text: dict[int, str] = {}
+
+    def line(self, row: int) -> str:
+        """Line ``row`` (0-based) decoded."""
+        text = self._text.get(row)
+        if text is None:
+            text = self._text[row] = self._raw[row].decode("utf-8", "replace")
+        return text
 
     def find(self, el, value: str) -> tuple[int, int, int]:
         """``(line0, start, end)``: ``value`` inside ``el``'s text on its line (UTF-16 columns)."""
         row = max((el.sourceline or 1) - 1, 0)
-        if row >= len(self.lines):
+        n = len(self._raw)
+        if row >= n:
             return row, 0, 0
-        line = self.lines[row]
+        line = self.line(row)
         k = line.find(">" + value)
         k = k + 1 if k >= 0 else line.find(value)
         if k < 0:
             # the text may start on a later line (pretty-printed long values)
-            for r in range(row + 1, min(row + 4, len(self.lines))):
-                k = self.lines[r].find(value)
+            for r in range(row + 1, min(row + 4, n)):
+                k = self.line(r).find(value)
                 if k >= 0:
-                    row, line = r, self.lines[r]
+                    row, line = r, self.line(r)
                     break
         if k < 0:
             return row, 0, 0
@@ -316,3 +330,25 @@ def _edt_form(doc, add) -> None:
                 if n is not None:
                     call = _text(_child(act, "calltype"))
                     add("form_command", n, _text(n), cname + (f" ({call})" if call else ""))
+
+
+def read_form_layout(
+    root, src, fmt: str, *, extension: bool = False, max_file_bytes: int = 8 * 2**20
+) -> FileRefs | None:
+    """The bindings of the layout of form module ``src`` (a :class:`daemon.sources.files.SourceFile`),
+    read from disk under ``root``: :func:`form_references` of its ``Form.xml`` / ``Form.form``.
+    None when ``src`` is no form module or its layout does not exist; a layout that cannot be
+    read (a link, too large) is a record with the skip and no site."""
+    layout = form_layout_path(src.path)
+    disk = form_layout_path(src.disk_path) if src.disk_path else layout
+    if layout is None or disk is None:
+        return None
+    try:
+        data = read_regular_bytes(Path(root) / disk, max_file_bytes)
+    except SkipFile as exc:
+        if exc.reason == "unreadable":  # absent: a form module without a layout file
+            return None
+        return FileRefs(
+            path=layout, file_kind="form", module_kind="form", extension=extension, skips=(exc.to_skip(layout),)
+        )
+    return form_references(data, path=layout, fmt=fmt, extension=extension)

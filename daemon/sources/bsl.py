@@ -57,7 +57,16 @@ from .bsl_lines import (
     utf16_len,
 )
 
-__all__ = ["chunk_module", "grammar_dir", "language", "live_code", "load_query", "parser", "scan_method_headers"]
+__all__ = [
+    "chunk_module",
+    "chunk_module_parsed",
+    "grammar_dir",
+    "language",
+    "live_code",
+    "load_query",
+    "parser",
+    "scan_method_headers",
+]
 
 # ---------------------------------------------------------------------------------------
 # grammar and queries
@@ -196,8 +205,9 @@ _END_TYPES = frozenset(("ENDPROCEDURE_KEYWORD", "ENDFUNCTION_KEYWORD"))
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
 
 
-def _tree_methods(data: bytes) -> dict[int, tuple[int, bool, object]]:
-    """``{first_row: (end_row, closed, node)}`` for every method definition in the tree.
+def _tree_methods(data: bytes, tree: tree_sitter.Tree | None = None) -> dict[int, tuple[int, bool, object]]:
+    """``{first_row: (end_row, closed, node)}`` for every method definition in the tree of
+    ``data`` (``tree``: that tree, parsed already; None: parsed here).
 
     ``closed`` is true when the definition's last child is a real (not MISSING) end keyword.
     A clean tree is walked through the root's children and, recursively, ``preprocessor``
@@ -206,7 +216,8 @@ def _tree_methods(data: bytes) -> dict[int, tuple[int, bool, object]]:
     cost. A tree with an ERROR anywhere is searched with the ``methods`` query itself, which
     also finds definitions that error recovery tucked into unexpected nodes.
     """
-    tree = parser().parse(data)
+    if tree is None:
+        tree = parser().parse(data)
     root = tree.root_node
     if root.has_error:
         nodes = _query_cursor("methods").captures(root).get("method", [])
@@ -290,9 +301,28 @@ def chunk_module(
     block, when a blank line separates it). Empty or BOM-only text gives ``[]``.
     Never raises on odd input (binary-ish text yields whatever headers can be found).
     """
+    return chunk_module_parsed(
+        text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
+    )[0]
+
+
+def chunk_module_parsed(
+    text: str,
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    max_lines: int = 400,
+) -> tuple[list[Chunk], bytes, tree_sitter.Tree | None]:
+    """:func:`chunk_module`, also handing over what it parsed: ``(chunks, data, tree)``, where
+    ``data`` is the normalised text as UTF-8 (no BOM, ``\\n`` line ends, lone surrogates as
+    U+FFFD) and ``tree`` its tree-sitter tree (None for an empty text), so that the references
+    of the module are read from the same parse
+    (:func:`daemon.sources.references.chunk_module_with_references`)."""
     text = normalize(text)
     if not text.strip():
-        return []
+        return [], b"", None
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
@@ -300,8 +330,10 @@ def chunk_module(
         text = _SURROGATE_RE.sub("\ufffd", text)
         data = text.encode("utf-8")
     scan = LineScan(text)
+    parsed = None
     try:
-        tree = _tree_methods(data)
+        parsed = parser().parse(data)
+        tree = _tree_methods(data, parsed)
     except Exception:  # pragma: no cover - tree-sitter never raises on input text
         tree = {}
     methods = _find_methods(scan, _all_headers(scan, tree), scan.ends(), tree)
@@ -326,7 +358,7 @@ def chunk_module(
     module = _module_chunk(scan.lines, methods, path, owner, object_type, module_kind)
     if module is not None:
         chunks.append(module)
-    return chunks
+    return chunks, data, parsed
 
 
 def _all_headers(scan: LineScan, tree: dict[int, tuple[int, bool, object]]) -> list[Header]:

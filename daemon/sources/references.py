@@ -7,7 +7,7 @@ recorded is only what the text says: the calling method, the callee as written, 
 the exact range. Which method a site reaches is decided later, against every module's
 definitions (:mod:`daemon.index.refgraph`), so an edit elsewhere never needs a re-parse here.
 
-Kinds (:data:`REF_KINDS`, each in one group of :data:`REF_GROUPS`):
+Kinds (:data:`daemon.contract.REF_KINDS`, each in one group of :data:`daemon.contract.REF_GROUPS`):
 
 * calls: ``call`` (``Метод(…)``), ``member`` (``Модуль.Метод(…)`` or ``Переменная.Метод(…)``:
   the resolver decides whether the receiver is a common module), ``manager``
@@ -39,9 +39,9 @@ import msgspec
 import numpy as np
 import tree_sitter
 
-from ..contract import METHOD_KINDS, Chunk, Skip, object_type_aliases
+from ..contract import METHOD_KINDS, REF_KINDS, Chunk, Skip, object_type_aliases
 from ..text.folding import fold
-from .bsl import chunk_module, language, parser
+from .bsl import chunk_module_parsed, language, parser
 
 __all__ = [
     "METHOD_DTYPE",
@@ -49,10 +49,7 @@ __all__ = [
     "unpack_sites",
     "unpack_columns",
     "pack_methods",
-    "REF_KINDS",
-    "REF_GROUPS",
     "KIND_CODES",
-    "REASONS",
     "MODULE_CALLER",
     "PLATFORM_EVENTS",
     "SITE_DTYPE",
@@ -61,6 +58,7 @@ __all__ = [
     "SiteView",
     "extract_references",
     "module_references",
+    "chunk_module_with_references",
     "normalize_text",
     "split_method_name",
 ]
@@ -71,42 +69,9 @@ _tls = threading.local()
 # vocabulary
 # ---------------------------------------------------------------------------------------
 
-#: Reference kind -> its group: ``call`` (a call written in code), ``string`` (a method named
-#: by a string or a handler reference), ``metadata`` (a binding in metadata, a platform event
-#: or an extension link), ``dynamic`` (code run from a computed string).
-REF_KINDS: dict[str, str] = {
-    "call": "call",
-    "member": "call",
-    "manager": "call",
-    "this": "call",
-    "proceed": "call",
-    "notify": "string",
-    "idle": "string",
-    "background": "string",
-    "long_operation": "string",
-    "by_name": "string",
-    "handler": "string",
-    "subscription": "metadata",
-    "scheduled_job": "metadata",
-    "form_event": "metadata",
-    "form_item_event": "metadata",
-    "form_command": "metadata",
-    "http_handler": "metadata",
-    "web_operation": "metadata",
-    "platform_event": "metadata",
-    "extension": "metadata",
-    "dynamic": "dynamic",
-}
-#: The groups of :data:`REF_KINDS`, in the order answers count them.
-REF_GROUPS = ("call", "string", "metadata", "dynamic")
-#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`REF_KINDS`).
+#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`daemon.contract.REF_KINDS`).
 KIND_CODES: dict[str, int] = {k: i for i, k in enumerate(REF_KINDS)}
 KIND_NAMES: tuple[str, ...] = tuple(REF_KINDS)
-
-#: Why a site is unresolved: the module (common module, object manager, base configuration)
-#: is not in the index; it has no method of that name; the method is not exported; the
-#: receiver is a variable whose type is unknown (never guessed); the name is computed.
-REASONS = ("unknown_module", "no_such_method", "not_exported", "unknown_variable_type", "dynamic")
 
 #: ``caller`` of a site outside every method (module-level code) or of a binding, which
 #: metadata or the platform makes, not a method.
@@ -423,7 +388,10 @@ def pack_sites(arr: np.ndarray, nstrings: int) -> bytes:
         if field == "line":
             col = np.diff(col.astype(np.int64), prepend=0)
         cols.append(col.astype(dt).tobytes())
-    return (b"w" if wide else b"n") + zstandard.compress(b"".join(cols), 1)
+    zc = getattr(_tls, "zc", None)
+    if zc is None:
+        zc = _tls.zc = zstandard.ZstdCompressor(level=1)  # what zstandard.compress(…, 1) makes per call
+    return (b"w" if wide else b"n") + zc.compress(b"".join(cols))
 
 
 def unpack_columns(blob: bytes, count: int) -> dict[str, np.ndarray]:
@@ -503,8 +471,12 @@ class _Builder:
             ids = self.ids[key] = (KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail))
         self.at_bytes.append((caller, *ids, start, end))
 
-    def packed(self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=()) -> np.ndarray:
-        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``)."""
+    def packed(
+        self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=(), headers=()
+    ) -> np.ndarray:
+        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``);
+        ``headers``: ``(line, col)`` of method names, where no local call can be (error recovery
+        in a module with syntax errors may read a header ``Имя(…)`` as one)."""
         parts = []
         if self.placed:
             parts.append(np.array(self.placed, dtype=SITE_DTYPE))
@@ -513,11 +485,15 @@ class _Builder:
         if not parts:
             return np.empty(0, dtype=SITE_DTYPE)
         arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
+        if len(headers):
+            at = arr["line"].astype(np.int64) << 16 | arr["col"]
+            names = np.array([line << 16 | col for line, col in headers], dtype=np.int64)
+            arr = arr[~((arr["kind"] == KIND_CODES["call"]) & np.isin(at, names))]
         return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
 
-    def record(self, path: str, pos=None, spans=None, deleted=(), **fields) -> "FileRefs":
-        """The file's record with these sites."""
-        arr = self.packed(pos, spans, deleted)
+    def record(self, path: str, pos=None, spans=None, deleted=(), headers=(), **fields) -> "FileRefs":
+        """The file's record with these sites (``headers``: see :meth:`packed`)."""
+        arr = self.packed(pos, spans, deleted, headers)
         return FileRefs(
             path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
         )
@@ -564,6 +540,9 @@ _RECEIVER_WINDOW = 512
 #: What may stand right before a receiver chain that starts a value: a blank, an operator, an
 #: opening bracket, a separator (not ``.``, ``)``, ``]``: a computed receiver; not ``/``: a comment).
 _CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
+#: Identifier bytes (as :data:`_WORD_B`), and the last identifier before a search's end.
+_ID_BYTES = frozenset(c for c in range(256) if re.fullmatch(rb"[0-9A-Za-z_\x80-\xff]", bytes([c])))
+_LAST_ID_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+$")
 _BLANK_BYTES = frozenset(b" \t\r\n")
 _WS_RE = re.compile(r"\s+")
 _ANNOT_RE = re.compile(
@@ -576,6 +555,8 @@ _DELETE_RE = re.compile(
     r"^[ \t]*#[ \t]*(?P<kw>Удаление|КонецУдаления|Delete|EndDelete)(?!\w)", re.IGNORECASE | re.MULTILINE
 )
 _SURROGATE_RE = re.compile("[\ud800-\udfff]")
+#: The annotation of a method whose body may hold ``#Удаление``/``#Delete`` blocks (folded).
+_CHANGES = frozenset(("изменениеиконтроль", "changeandvalidate"))
 
 _QUERY_SRC = """
 (method_call) @call
@@ -652,9 +633,11 @@ class _Positions:
         u = np.frombuffer(self.data, dtype=np.uint8)
         hi = int(end.max()) if len(end) else 0
         u = u[:hi]
-        units = ((u & 0xC0) != 0x80).astype(np.int32) + (u >= 0xF0)
-        cum = np.zeros(hi + 1, dtype=np.int64)
-        np.cumsum(units, out=cum[1:])
+        units = (u & 0xC0) != 0x80  # a UTF-8 lead or ASCII byte: one UTF-16 unit
+        cum = np.zeros(hi + 1, dtype=np.int32)
+        np.cumsum(units, out=cum[1:], dtype=np.int32)
+        if hi and int(u.max()) >= 0xF0:  # 4-byte sequences (rare): two units each
+            cum[1:] += np.cumsum(u >= 0xF0, dtype=np.int32)
         col = cum[start] - cum[ls]
         endcol = cum[end] - cum[ls]
         caller = a[:, 0]
@@ -784,6 +767,15 @@ def _compact(text: str, limit: int = 80) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+#: What an identifier's or a receiver's bytes read as (``name_at``/``word``, ``receiver``) and
+#: folded names: the same for every module, so kept across modules (a worker extracts a whole
+#: export; the same names recur), cleared past :data:`_CACHE_MAX` entries.
+_WORDS: dict[bytes, tuple[str, int, str]] = {}
+_RECEIVERS: dict[bytes, tuple[str, str, str]] = {}
+_FOLDED: dict[str, str] = {}
+_CACHE_MAX = 300_000
+
+
 class _Extractor:
     """One module's extraction state (see :func:`extract_references`)."""
 
@@ -793,9 +785,13 @@ class _Extractor:
         self.spans = spans
         self.instead = instead  # method index -> the adopted name of its &Вместо
         self.out = out
-        self.folded: dict[str, str] = {}
-        self.words: dict[bytes, tuple[str, int, str]] = {}
-        self.receivers: dict[bytes, tuple[str, str, str]] = {}
+        if len(_WORDS) + len(_RECEIVERS) + len(_FOLDED) > _CACHE_MAX:
+            _WORDS.clear()
+            _RECEIVERS.clear()
+            _FOLDED.clear()
+        self.folded = _FOLDED
+        self.words = _WORDS
+        self.receivers = _RECEIVERS
 
     def fold(self, s: str) -> str:
         f = self.folded.get(s)
@@ -820,8 +816,19 @@ class _Extractor:
         over lines, a computed value ``Ф(…).М()`` / ``А[0].М()``) is asked of the tree, whose node
         parent costs a descent from the root. ``None``: no receiver (the dot ended a comment)."""
         data = self.data
+        if sb == dot + 1 and dot > 0 and data[dot - 1] in _ID_BYTES:
+            # the common case, one identifier right before the dot: found by one forward search
+            # of the line up to the dot (the last identifier run)
+            lo = max(data.rfind(b"\n", 0, dot) + 1, dot - _RECEIVER_WINDOW)
+            start = _LAST_ID_B.search(data, lo, dot).start()
+            k = start - 1
+            while k >= 0 and data[k] in b" \t":
+                k -= 1
+            if (k < 0 or data[k] != 0x2E) and dot - start < _RECEIVER_WINDOW:
+                if start == 0 or data[start - 1] in _CHAIN_START_BYTES:
+                    return self.receiver(data[start : dot + 1])
         if b"\n" not in data[dot:sb]:
-            lo = max(0, dot - _RECEIVER_WINDOW)
+            lo = max(0, dot - _RECEIVER_WINDOW, data.rfind(b"\n", max(0, dot - _RECEIVER_WINDOW), dot))
             m = _RECEIVER_REV_B.match(data[lo:dot][::-1])
             if m is not None:
                 start = dot - m.end(1)
@@ -1047,12 +1054,14 @@ def extract_references(
     out = _Builder()
     instead: dict[int, str] = {}
     lines: list[str] | None = None
+    changes = False
     for i, c in enumerate(firsts):
         for a in c.annotations:
             m = _ANNOT_RE.search(a)
             if m is None:
                 continue
             kw, target = m.group("kw"), m.group("name").strip()
+            changes = changes or fold(kw) in _CHANGES
             if not _IDENT_RE.fullmatch(target):
                 continue
             if fold(kw) in _INSTEAD:
@@ -1068,7 +1077,8 @@ def extract_references(
             if ev is not None:
                 out.add(MODULE_CALLER, "platform_event", md.name, "", ev, md.line, md.col, md.col + _width(md.name))
     deleted: list[tuple[int, int]] = []
-    if b"#" in data and _DELETE_RE.search(data.decode("utf-8", "replace")) is not None:
+    # 1C accepts #Удаление only in an &ИзменениеИКонтроль method: other modules are not searched
+    if changes and b"#" in data and _DELETE_RE.search(data.decode("utf-8", "replace")) is not None:
         deleted = _deleted_rows(data.decode("utf-8", "replace"))
     pos = _Positions(data)
     x = _Extractor(data, pos, spans, instead, out)
@@ -1080,18 +1090,20 @@ def extract_references(
         x.execute(node)
     for node in caps.get("handler", ()):
         x.handler(node)
+    broken = tree.root_node.has_error
     return out.record(
         path,
         pos,
         spans,
         deleted,
+        [(m.line, m.col) for m in methods] if broken else (),
         owner=owner,
         object_type=object_type,
         module_kind=module_kind,
         extension=extension,
         names=[m.name for m in methods],
         methods=pack_methods([(m.export, _nth(m.id), m.line, m.col) for m in methods]),
-        partial=tree.root_node.has_error,
+        partial=broken,
     )
 
 
@@ -1117,6 +1129,28 @@ def _annotation_range(lines: list[str], c: Chunk, target: str) -> tuple[int, int
     return c.name_range[0], c.name_range[1], c.name_range[3]
 
 
+def chunk_module_with_references(
+    text: str,
+    *,
+    path: str,
+    owner: str = "",
+    object_type: str = "",
+    module_kind: str = "other",
+    extension: bool = False,
+    max_lines: int = 400,
+) -> tuple[list[Chunk], FileRefs]:
+    """A module's chunks (:func:`daemon.sources.bsl.chunk_module`) and its references
+    (:func:`extract_references`) from one parse: what the chunking pass of the index calls.
+    An empty text gives no chunks and a record without sites."""
+    chunks, data, tree = chunk_module_parsed(
+        text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
+    )
+    ident = dict(path=path, owner=owner, object_type=object_type, module_kind=module_kind, extension=extension)
+    if tree is None:
+        return chunks, FileRefs(**ident)
+    return chunks, extract_references(tree, data, chunks, **ident)
+
+
 def module_references(
     text: str,
     *,
@@ -1128,13 +1162,20 @@ def module_references(
     chunks: Sequence[Chunk] | None = None,
     max_lines: int = 400,
 ) -> FileRefs:
-    """:func:`extract_references` for a module text: normalises and parses it once (and chunks
-    it when ``chunks`` is not given). For tests, tools and until the chunker hands over its tree."""
-    text = normalize_text(text)
+    """:func:`extract_references` for a module text, parsed once: with the chunker's own parse
+    (:func:`chunk_module_with_references`, the index's record exactly) unless ``chunks`` are
+    given (then the text is parsed here). For tests, tools and :func:`daemon.index.refgraph.read_references`."""
     if chunks is None:
-        chunks = chunk_module(
-            text, path=path, owner=owner, object_type=object_type, module_kind=module_kind, max_lines=max_lines
-        )
+        return chunk_module_with_references(
+            text,
+            path=path,
+            owner=owner,
+            object_type=object_type,
+            module_kind=module_kind,
+            extension=extension,
+            max_lines=max_lines,
+        )[1]
+    text = normalize_text(text)
     data = text.encode("utf-8")
     tree = parser().parse(data)
     return extract_references(

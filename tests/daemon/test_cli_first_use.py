@@ -35,6 +35,7 @@ EMBEDDER_COMMANDS = {
     "cache export": ["cache", "export", "F", "ROOT"],
     "cache import": ["cache", "import", "F", "ROOT"],
     "search": ["search", "ROOT", "query"],
+    "refs": ["refs", "ROOT", "Модуль.Метод"],
     "eval": ["eval", "ROOT", "--gold", "g.jsonl"],
     "bench": ["bench", "ROOT"],
     "demo": ["demo"],

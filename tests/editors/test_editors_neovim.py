@@ -113,7 +113,7 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
             line = lines[rng["start"]["line"]]
             # the sample is all BMP text: UTF-16 columns are str indices
             assert line[rng["start"]["character"] : rng["end"]["character"]] == name, (q, line, rng)
-            assert ("Функция" in line or "Процедура" in line), line
+            assert "Функция" in line or "Процедура" in line, line
 
     assert "no bsl-lens server is running" in res["status_before_any"], res["status_before_any"]
     cmds = res["commands"]
@@ -157,3 +157,82 @@ def test_neovim_workspace_symbols(tmp_path, sample_root, daemons):
     got = cmds["search_from_scratch"]
     assert got["from"] == {"buftype": "nofile", "name": ""}
     assert has_hit(search_hits(got, sample_root))
+
+
+# ------------------------------------------------------------------------------ find usages
+USAGES = Path(__file__).with_name("nvim_find_usages.lua")
+VAT = "CommonModules/РасчетНДС/Ext/Module.bsl"
+SALE = "Documents/РеализацияТоваров/Ext/ObjectModule.bsl"
+TAB = "РассчитатьНДСВТабличнойЧасти"
+
+
+def _position(root: Path, rel: str, needle: str, offset: int = 2) -> dict:
+    """``{uri, line, character}`` inside the first ``needle`` of a module (UTF-16 column)."""
+    lines = (root / rel).read_bytes().decode("utf-8-sig").splitlines()
+    row = next(i for i, t in enumerate(lines) if needle in t)
+    col = len(lines[row][: lines[row].index(needle) + offset].encode("utf-16-le")) // 2
+    return {"uri": (root / rel).as_uri(), "line": row, "character": col}
+
+
+def test_neovim_find_usages(tmp_path, sample_root, daemons):
+    """Neovim's own client asks for references, definition and the call hierarchy; its own
+    handlers fill the quickfix list with the references and jump to the definition."""
+    index_dir = tmp_path / "idx"
+    decl = _position(sample_root, VAT, f"Процедура {TAB}", len("Процедура ") + 3)
+    call = _position(sample_root, SALE, f"РасчетНДС.{TAB}", len("РасчетНДС.") + 3)
+    cases = {
+        "references": decl,
+        "definition": call,
+        "hierarchy": _position(sample_root, SALE, "ПересчитатьСуммыТоваров()"),
+    }
+    env = {
+        **os.environ,
+        "PYTHONPATH": str(REPO),
+        "E2E_CONFIG": str(CONFIG),
+        "E2E_CMD": json.dumps([sys.executable, "-m", "lsp"]),
+        "E2E_INIT": json.dumps({"indexDir": str(index_dir), "embedder": "none", "watch": "off"}),
+        "E2E_FILE": str(sample_root / SALE),
+        "E2E_CASES": json.dumps(cases, ensure_ascii=False),
+        "E2E_OUT": str(tmp_path / "usages.json"),
+        "XDG_STATE_HOME": str(tmp_path / "nvim-state"),
+    }
+    cmd = [NVIM, "--headless", "-u", "NONE", "-i", "NONE", "-n", "-c", f"luafile {USAGES}"]
+    try:
+        proc = subprocess.run(
+            cmd, env=env, cwd=sample_root, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        )
+    finally:
+        daemons.adopt(sample_root, index_dir)
+    out = tmp_path / "usages.json"
+    assert out.is_file(), f"nvim wrote no result (exit {proc.returncode}): {proc.stdout[-2000:]} {proc.stderr[-2000:]}"
+    res = json.loads(out.read_text(encoding="utf-8"))
+    assert res["ok"], res.get("error")
+    got = res["got"]
+    assert got["capabilities"]["references"] and got["capabilities"]["call_hierarchy"]
+    call_line = (sample_root / SALE).read_bytes().decode("utf-8-sig").splitlines()[call["line"]]
+    call_col = len(call_line[: call_line.index(TAB)].encode("utf-16-le")) // 2
+    refs = {
+        (
+            fs_path(r["uri"]).relative_to(sample_root).as_posix(),
+            r["range"]["start"]["line"],
+            r["range"]["start"]["character"],
+        )
+        for r in got["references"]["result"]
+    }
+    assert (SALE, call["line"], call_col) in refs, refs
+    # the definition of the call: the declaration's name range
+    (loc,) = got["definition"]["result"]
+    assert fs_path(loc["uri"]).relative_to(sample_root).as_posix() == VAT
+    vat_line = (sample_root / VAT).read_bytes().decode("utf-8-sig").splitlines()[loc["range"]["start"]["line"]]
+    assert vat_line[loc["range"]["start"]["character"] : loc["range"]["end"]["character"]] == TAB
+    # the call hierarchy of ПересчитатьСуммыТоваров: called in its module, calls РассчитатьНДСВТабличнойЧасти
+    (item,) = got["prepare"]["result"]
+    assert item["name"] == "ПересчитатьСуммыТоваров"
+    assert any(c["from"]["name"] and c["fromRanges"] for c in got["incoming"]["result"])
+    assert TAB in {c["to"]["name"] for c in got["outgoing"]["result"]}
+    # Neovim's handlers: the quickfix list holds the call (1-based line, byte column) and the jump lands
+    qf = {(Path(q["file"]).resolve().relative_to(sample_root.resolve()).as_posix(), q["lnum"]) for q in got["qflist"]}
+    assert (SALE, call["line"] + 1) in qf, got["qflist"]
+    jump = got["jump"]
+    assert Path(jump["file"]).resolve() == (sample_root / VAT).resolve()
+    assert jump["line"] == loc["range"]["start"]["line"] + 1

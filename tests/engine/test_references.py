@@ -348,6 +348,14 @@ def test_a_module_that_does_not_parse_keeps_the_calls_of_the_methods_that_do():
     assert [m.name for m in r.methods_list()] == ["Хорошая", "Сломанная", "ТожеХорошая"]
 
 
+def test_a_header_after_a_broken_method_is_no_call():
+    # error recovery reads "Процедура Целая()" after an unclosed header as a call of Целая
+    src = "Процедура Сломанная(\n\tЕсли Тогда ((\nКонецПроцедуры\n\nПроцедура Целая() Экспорт\n\tДругая();\nКонецПроцедуры\n"
+    r = refs(src)
+    assert r.partial
+    assert [(s.kind, s.name, s.line) for s in r.sites_list()] == [("call", "Другая", 5)]
+
+
 def test_odd_input_never_raises():
     for src in ("", "\ufeff", "\x00\x01", "Процедура", ")))(((", "А.Б.В.", "Новый ОписаниеОповещения(", '"' * 7):
         r = refs(src)

@@ -319,3 +319,34 @@ def test_call_graph_ends_on_real_mutual_recursion(ru):
     assert cg.revisited >= 1  # СкопироватьМассив calls СкопироватьРекурсивно back
     up = ru.call_graph("CommonModules/ОбщегоНазначения/Ext/Module.bsl::СообщитьПользователю", "callers", 3, 5)
     assert up.truncated and max(up.nodes.values()) <= 3
+
+
+# --------------------------------------------------------------------------- the index builds the same graph
+
+
+def _indexed_graph(root: Path, idx: Path, workers: int) -> RefGraph:
+    """The graph the index keeps after a first index (chunked in ``workers`` worker processes,
+    as the daemon's first index; 0: in this process), resolved."""
+    from daemon.engine import Engine, make_pool
+
+    eng = Engine.open(root, index_dir=idx)
+    pool = eng.pool = make_pool(workers) if workers else None
+    try:
+        eng.refresh()
+    finally:
+        if pool is not None:
+            eng.pool = None
+            pool.shutdown(wait=True)
+    eng.resolve_references()
+    return eng.state.refs
+
+
+@pytest.mark.parametrize("corpus,workers", [("ssl_ru", 2), ("yaxunit", 0)])
+def test_the_index_keeps_the_graph_read_references_builds(corpus, workers, request, tmp_path):
+    """The daemon's path (the chunking pass in worker processes, the layouts and descriptors read
+    with their files, extension projects) gives the graph the oracle and binding tests check."""
+    root = request.getfixturevalue(corpus)
+    want = _graph(root)[0]
+    got = _indexed_graph(root, tmp_path / "idx", workers)
+    a, b = got.state(), want.state()
+    assert [k for k in b if a[k] != b[k]] == []

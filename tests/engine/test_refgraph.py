@@ -354,3 +354,25 @@ def test_deferred_updates_resolve_at_the_next_update():
     current = {p: 0 for p in PATHS if p != EXT}
     current[FORM] = 1
     assert g.state() == scratch(current).state()
+
+
+def test_pending_files_resolve_in_steps_and_survive_a_save():
+    g = RefGraph()
+    for p in PATHS:
+        g.update([record(p, 0)], defer=True)
+    assert g.pending == len(PATHS)
+    # saved and loaded while pending: the load keeps them pending, resolves nothing
+    back = RefGraph.from_bytes(g.to_bytes())
+    assert back.pending == len(PATHS)
+    left = [back.resolve_pending(2)]
+    while left[-1]:
+        left.append(back.resolve_pending(2))
+    assert left == sorted(left, reverse=True) and len(left) > 2
+    # an update arriving mid-way defers too, and the steps finish it
+    g.resolve_pending(3)
+    g.update([record(FORM, 1)], defer=True)
+    g.resolve_pending()
+    current = {p: 0 for p in PATHS}
+    assert back.state() == scratch(current).state()
+    current[FORM] = 1
+    assert g.state() == scratch(current).state()

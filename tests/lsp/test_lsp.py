@@ -186,6 +186,7 @@ async def test_capabilities(client: LanguageClient):
     assert caps.workspace_symbol_provider.resolve_provider is True
     assert caps.document_symbol_provider
     assert set(caps.execute_command_provider.commands) == {"bsl-lens.status", "bsl-lens.reindex"}
+    assert caps.references_provider and caps.definition_provider and caps.call_hierarchy_provider
     assert caps.text_document_sync.change == types.TextDocumentSyncKind.None_ and not caps.text_document_sync.open_close
 
 
@@ -329,6 +330,138 @@ async def test_document_symbols_regions_and_methods(client: LanguageClient):
         )
     )
     assert none is None
+
+
+# ------------------------------------------------------------------------------ find usages
+ZNR = "ЗначениеРеквизитаОбъекта"
+USERS_FORM = "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form/Module.bsl"
+USERS_LAYOUT = "Catalogs/Пользователи/Forms/ФормаЭлемента/Ext/Form.xml"
+
+
+def utf16_slice(root: Path, rel: str, rng: types.Range) -> str:
+    """The text of a one-line LSP range, cut by UTF-16 columns (a BOM is not a column)."""
+    line = (root / rel).read_bytes().decode("utf-8-sig").replace("\r\n", "\n").split("\n")[rng.start.line]
+    units = line.encode("utf-16-le")
+    return units[2 * rng.start.character : 2 * rng.end.character].decode("utf-16-le")
+
+
+def qualified_calls(root: Path, module: str, name: str) -> set[tuple[str, int, int]]:
+    """An oracle of its own: ``(uri, line, UTF-16 column of the name)`` of every ``Модуль.Имя(`` on a
+    code line (not a // comment) of every module under ``root``."""
+    pattern = re.compile(rf"(?<![\w.]){module}\s*\.\s*({name})\s*\(")
+    out = set()
+    for p in root.rglob("*.bsl"):
+        for i, line in enumerate(p.read_bytes().decode("utf-8-sig").replace("\r\n", "\n").split("\n")):
+            code = line.split("//", 1)[0]
+            for m in pattern.finditer(code):
+                if code[: m.start()].count('"') % 2 == 0:  # not inside a string
+                    out.add((p.as_uri(), i, len(line[: m.start(1)].encode("utf-16-le")) // 2))
+    return out
+
+
+def text_document_position(root: Path, rel: str, pos: types.Position) -> dict:
+    return {"text_document": types.TextDocumentIdentifier(uri=(root / rel).as_uri()), "position": pos}
+
+
+async def test_references_of_a_method_from_its_declaration(client: LanguageClient):
+    root = client.bsl_root
+    decl = declared_range(root, OBSCH, ZNR)
+    middle = types.Position(decl.start.line, decl.start.character + 5)
+    res = await client.text_document_references_async(
+        types.ReferenceParams(
+            context=types.ReferenceContext(include_declaration=False), **text_document_position(root, OBSCH, middle)
+        )
+    )
+    got = {(loc.uri, loc.range.start.line, loc.range.start.character) for loc in res}
+    want = qualified_calls(root, "ОбщегоНазначения", ZNR)
+    assert len(want) >= 5 and want <= got, sorted(want - got)[:5]
+    for loc in res[:20]:
+        rel = convert_rel(root, loc.uri)
+        assert utf16_slice(root, rel, loc.range) == ZNR, (loc.uri, loc.range)
+    with_decl = await client.text_document_references_async(
+        types.ReferenceParams(
+            context=types.ReferenceContext(include_declaration=True), **text_document_position(root, OBSCH, middle)
+        )
+    )
+    assert types.Location(uri=(root / OBSCH).as_uri(), range=decl) in with_decl
+    assert len(with_decl) == len(res) + 1
+
+
+def convert_rel(root: Path, uri: str) -> str:
+    from lsp.convert import uri_to_path
+
+    return Path(uri_to_path(uri)).relative_to(root).as_posix()
+
+
+async def test_definition_of_a_call_a_string_and_a_form_event(client: LanguageClient):
+    root = client.bsl_root
+    # a call in another module: the exported function
+    uri, line, col = sorted(qualified_calls(root, "ОбщегоНазначения", ZNR))[0]
+    rel = convert_rel(root, uri)
+    res = await client.text_document_definition_async(
+        types.DefinitionParams(**text_document_position(root, rel, types.Position(line, col + 3)))
+    )
+    assert res == [types.Location(uri=(root / OBSCH).as_uri(), range=declared_range(root, OBSCH, ZNR))]
+    # a string naming a handler: Новый ОписаниеОповещения("Имя", ЭтотОбъект)
+    lines = (root / USERS_FORM).read_bytes().decode("utf-8-sig").replace("\r\n", "\n").split("\n")
+    row = next(i for i, t in enumerate(lines) if 'ОписаниеОповещения("ПослеОтветаНаВопросОКопированииПрав"' in t)
+    col = len(lines[row][: lines[row].index('"ПослеОтвета') + 4].encode("utf-16-le")) // 2
+    res = await client.text_document_definition_async(
+        types.DefinitionParams(**text_document_position(root, USERS_FORM, types.Position(row, col)))
+    )
+    want = declared_range(root, USERS_FORM, "ПослеОтветаНаВопросОКопированииПрав")
+    assert res == [types.Location(uri=(root / USERS_FORM).as_uri(), range=want)]
+    # a form event in the layout: the form module's handler
+    xml = (root / USERS_LAYOUT).read_bytes().decode("utf-8-sig").split("\n")
+    row = next(i for i, t in enumerate(xml) if '<Event name="OnOpen">ПриОткрытии</Event>' in t)
+    col = xml[row].index(">ПриОткрытии") + 3
+    res = await client.text_document_definition_async(
+        types.DefinitionParams(**text_document_position(root, USERS_LAYOUT, types.Position(row, col)))
+    )
+    assert res == [
+        types.Location(uri=(root / USERS_FORM).as_uri(), range=declared_range(root, USERS_FORM, "ПриОткрытии"))
+    ]
+    # nothing that names a method: no definition
+    empty = await client.text_document_definition_async(
+        types.DefinitionParams(**text_document_position(root, OBSCH, types.Position(0, 0)))
+    )
+    assert not empty
+
+
+async def test_call_hierarchy_in_and_out(client: LanguageClient):
+    root = client.bsl_root
+    decl = declared_range(root, OBSCH, ZNR)
+    items = await client.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(**text_document_position(root, OBSCH, decl.start))
+    )
+    assert len(items) == 1
+    item = items[0]
+    assert (item.name, item.uri, item.selection_range) == (ZNR, (root / OBSCH).as_uri(), decl)
+    assert item.detail == "ОбщийМодуль.ОбщегоНазначения" and item.range.start.line <= decl.start.line
+    incoming = await client.call_hierarchy_incoming_calls_async(types.CallHierarchyIncomingCallsParams(item=item))
+    sites = {(c.from_.uri, r.start.line, r.start.character) for c in incoming for r in c.from_ranges}
+    assert qualified_calls(root, "ОбщегоНазначения", ZNR) <= sites
+    for call in incoming:
+        assert call.from_.name and call.from_ranges
+        for r in call.from_ranges:  # the site lies inside the caller's item
+            assert call.from_.range.start.line <= r.start.line <= call.from_.range.end.line
+    # outgoing: the caller's item calls ЗначениеРеквизитаОбъекта, among others
+    caller = next(c.from_ for c in incoming if c.from_.data)
+    outgoing = await client.call_hierarchy_outgoing_calls_async(types.CallHierarchyOutgoingCallsParams(item=caller))
+    assert ZNR in {o.to.name for o in outgoing}
+    to = next(o for o in outgoing if o.to.name == ZNR)
+    assert to.to.uri == (root / OBSCH).as_uri() and to.to.selection_range == decl
+    assert all(utf16_slice(root, convert_rel(root, caller.uri), r) == ZNR for r in to.from_ranges)
+    # a form event is an incoming call of its own (a binding, no method)
+    form_items = await client.text_document_prepare_call_hierarchy_async(
+        types.CallHierarchyPrepareParams(
+            **text_document_position(root, USERS_FORM, declared_range(root, USERS_FORM, "ПриОткрытии").start)
+        )
+    )
+    by_form = await client.call_hierarchy_incoming_calls_async(
+        types.CallHierarchyIncomingCallsParams(item=form_items[0])
+    )
+    assert ("OnOpen", (root / USERS_LAYOUT).as_uri()) in {(c.from_.name, c.from_.uri) for c in by_form}
 
 
 # ------------------------------------------------------------------------------ bsl-lens/search

@@ -29,6 +29,8 @@ from daemon_helpers import REPO, TIMEOUT, Daemons, DaemonHandle, run_cli, wait_u
 from daemon.cli.servers import resolve_roots
 from mcp_bridge.links import RootLink, root_names
 from mcp_bridge.models import (
+    CallGraphOutput,
+    FindReferencesOutput,
     FindSymbolOutput,
     MethodOutput,
     ModuleOutput,
@@ -137,6 +139,8 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
         "read_module",
         "read_document",
         "describe_object",
+        "find_references",
+        "call_graph",
         "index_status",
     }
     assert info.name == "bsl-lens"
@@ -539,6 +543,18 @@ def test_answers_are_compact_and_held_to_their_budgets(ssl):
                 "find_symbol": [
                     {"query": q, "limit": 3} for q in ("СообщитьПользователю", "ЗначРекв", "Справочник.Пользователи")
                 ],
+                "find_references": [
+                    {"name": n, "limit": 10}
+                    for n in (
+                        "ОбщегоНазначения.ЗначениеРеквизитаОбъекта",
+                        "СообщитьПользователю",
+                        "Справочник.Пользователи",
+                    )
+                ],
+                "call_graph": [
+                    {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"},
+                    {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "direction": "callees"},
+                ],
             }
             sizes = {"tools/list": [_size(listed)]}
             answers = {}
@@ -565,6 +581,94 @@ def test_answers_are_compact_and_held_to_their_budgets(ssl):
             assert out[key]
             assert not _empty_values(out[key]), (tool, _empty_values(out[key]))
     assert all("index" not in out for out in answers["search"] + answers["find_symbol"])
+
+
+# ------------------------------------------------------------------------------ find usages
+def test_find_references_grouped_counted_and_honest(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            full = ok(
+                await c.call_tool(
+                    "find_references", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "limit": 200}
+                ),
+                FindReferencesOutput,
+            )
+            cut = ok(
+                await c.call_tool("find_references", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "limit": 3}),
+                FindReferencesOutput,
+            )
+            detail = await c.call_tool(
+                "find_references", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "limit": 3, "detail": True}
+            )
+            maybe = ok(
+                await c.call_tool(
+                    "find_references", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "possible": True}
+                ),
+                FindReferencesOutput,
+            )
+            form = ok(
+                await c.call_tool("find_references", {"name": "Пользователи.ПриОткрытии"}),
+                FindReferencesOutput,
+            )
+            unknown = err(await c.call_tool("find_references", {"name": "НетТакого.Метода"}))
+            return full, cut, detail.structured_content, maybe, form, unknown
+
+    full, cut, detail, maybe, form, unknown = run(main())
+    assert full.targets == [f"ОбщегоНазначения.ЗначениеРеквизитаОбъекта {MODULE}:{full.targets[0].rsplit(':', 1)[1]}"]
+    assert full.total == full.shown == sum(len(m.refs) for m in full.modules) and not full.truncated
+    assert full.counts.resolved == full.total and full.total > 3
+    assert full.lower_bound == (full.counts.dynamic > 0)
+    for m in full.modules:  # grouped by file, lines in order, each with its line of code
+        assert [r.line for r in m.refs] == sorted(r.line for r in m.refs)
+        for r in m.refs:
+            assert "ЗначениеРеквизитаОбъекта" in r.text, (m.path, r)
+            assert r.kind in ("call", "member") and r.caller
+    assert len({m.path for m in full.modules}) == len(full.modules) >= 2
+    assert cut.shown == 3 and cut.truncated and cut.total == full.total
+    assert "callee" in json.dumps(detail, ensure_ascii=False) and "callee" not in json.dumps(
+        cut.model_dump(exclude_defaults=True)
+    )
+    assert maybe.counts.possible == sum(len(m.refs) for m in maybe.possible) or maybe.counts.possible > 0
+    # a form's event is a metadata reference from its layout
+    kinds = {(m.path.rsplit("/", 1)[-1], r.kind) for m in form.modules for r in m.refs}
+    assert ("Form.xml", "form_event") in kinds and form.counts.metadata >= 1
+    assert "no indexed method" in unknown
+
+
+def test_call_graph_bounded_and_ending_on_cycles(ssl):
+    async def main():
+        async with session(link_for(ssl)) as c:
+            callers = ok(
+                await c.call_tool("call_graph", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "depth": 2}),
+                CallGraphOutput,
+            )
+            narrow = ok(
+                await c.call_tool(
+                    "call_graph", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "depth": 1, "fan_out": 2}
+                ),
+                CallGraphOutput,
+            )
+            callees = ok(
+                await c.call_tool(
+                    "call_graph",
+                    {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "direction": "callees", "depth": 5},
+                ),
+                CallGraphOutput,
+            )
+            bad = err(
+                await c.call_tool("call_graph", {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "depth": 99})
+            )
+            return callers, narrow, callees, bad
+
+    callers, narrow, callees, bad = run(main())
+    start = callers.nodes[0]
+    assert (start.name, start.depth, start.path) == ("ОбщегоНазначения.ЗначениеРеквизитаОбъекта", 0, MODULE)
+    assert {n.depth for n in callers.nodes} == {0, 1, 2}
+    for e in callers.edges:  # callers: src calls dst, one level further out
+        assert callers.nodes[e.src].depth in (callers.nodes[e.dst].depth + 1, callers.nodes[e.dst].depth)
+    assert len(narrow.nodes) == 3 and narrow.truncated
+    assert callees.direction == "callees" and len(callees.nodes) > 1
+    assert "depth" in bad
 
 
 def test_get_method_gives_the_doc_comment_once(ssl):
@@ -830,7 +934,7 @@ def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
         info, tools, hit, bad = run(main())
     finally:
         daemons.adopt(sample_root, index_dir)
-    assert info.name == "bsl-lens" and len(tools) == 7
+    assert info.name == "bsl-lens" and len(tools) == 9
     assert hit.hits[0].qualified_name == "РаботаСКонтрагентами.ИННСоответствуетТребованиям"
     assert "outside the export root" in bad
 
@@ -989,7 +1093,7 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
     assert no_token.headers["www-authenticate"].startswith("Bearer")
     assert evil.status_code == 403
     assert local.status_code == 200
-    assert len(tools) == 7
+    assert len(tools) == 9
     assert hit.symbols and hit.symbols[0].qualified_name.endswith(".ИННСоответствуетТребованиям")
     assert obj.owner == "Справочник.Контрагенты" and obj.attributes
 
