@@ -39,6 +39,7 @@ from ..contract import (
     MethodInfo,
     ModuleText,
     ObjectDescription,
+    PlatformAnswer,
     SearchResult,
     Status,
 )
@@ -263,6 +264,18 @@ class DocumentSymbolsParams(_Params):
     path: str
 
 
+class PlatformHelpParams(_Params):
+    """``platform_help``: the platform's reference for a name (that entry) or a question
+    (ranked entries), from the version that answers for this root (or ``version``)."""
+
+    query: str
+    mode: str = DEFAULT_MODE  # as SearchParams.mode
+    top_k: TopK = 5
+    kind: str | None = None  # only entries of this kind: function, type, method, property, enum_value, ...
+    version: str | None = None  # an installed version, a prefix of one, or "bundled"; None: the chosen one
+    names_only: bool = False  # only entries the query names exactly (hover): no search for a question
+
+
 class StatusParams(_Params):
     """``status``: no parameters."""
 
@@ -361,6 +374,7 @@ METHODS: dict[str, MethodSpec] = {
     "read_document": MethodSpec(ReadDocumentParams, DocumentText),
     "doc_mentions": MethodSpec(DocMentionsParams, dict[str, list[DocRef]]),
     "document_symbols": MethodSpec(DocumentSymbolsParams, list[Chunk]),
+    "platform_help": MethodSpec(PlatformHelpParams, PlatformAnswer),
     "status": MethodSpec(StatusParams, StatusResult),
     "reindex": MethodSpec(ReindexParams, Ack),
     "wait_idle": MethodSpec(WaitIdleParams, WaitIdleResult),

@@ -87,7 +87,9 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     service's default; ``shared_cache``: the DSN ("" for none) - ``daemon.json`` is 0600 in
     a 0700 index dir, like ``daemon.token``, and the DSN is shown only through
     :func:`daemon.index.shared_cache.mask_dsn`; ``shared_cache_mode``: rw | ro; ``log_file``: a
-    ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir)."""
+    ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir);
+    ``platform_help``: the ``--platform-help`` paths (absolute); ``platform_version``: the
+    ``--platform-version`` given ("" for the configuration's rule)."""
 
     embedder: str = "none"
     watch: str = "auto"
@@ -96,6 +98,8 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     shared_cache: str = ""
     shared_cache_mode: str = "rw"
     log_file: str = ""
+    platform_help: list[str] = []
+    platform_version: str = ""
 
 
 class DaemonState(msgspec.Struct, kw_only=True):

@@ -537,6 +537,12 @@ class Server:
         """``Lookups.document_symbols`` -> ``list[Chunk]``."""
         return self.service.lookups.document_symbols(p.path)
 
+    def cmd_platform_help(self, p):
+        """``Service.platform_help`` -> ``PlatformAnswer``."""
+        return self.service.platform_help(
+            p.query, mode=p.mode, top_k=p.top_k, kind=p.kind, version=p.version, names_only=p.names_only
+        )
+
     def cmd_status(self, p) -> StatusResult:
         """The server's counters (``DaemonInfo``: uptime from ``info.started_at``, open
         connections, requests and error replies since start) plus ``Service.status()``."""
@@ -580,6 +586,8 @@ def run_daemon(
     shared_cache: str | None = None,
     shared_cache_mode: str = "rw",
     docs: list[str] | None = None,
+    platform_help: list[str] | None = None,
+    platform_version: str | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -589,6 +597,8 @@ def run_daemon(
     ``hello`` (logging itself is configured by the CLI). ``reconcile_interval``: seconds between
     the service's full re-checks (None: its default; 0 disables). ``shared_cache``: the team's
     PostgreSQL DSN (:mod:`daemon.index.shared_cache`), ``shared_cache_mode`` rw | ro.
+    ``platform_help``: ``--platform-help`` folders or files, ``platform_version``:
+    ``--platform-version`` (:mod:`daemon.service.platform`).
     ``service_factory`` replaces :class:`daemon.service.service.Service` (same signature) in tests.
 
     Order: the root lock (``/tmp/bsl-lens-<uid>/<key>.lock``, whatever the index dir)
@@ -637,6 +647,10 @@ def run_daemon(
             watch,
         )
         kwargs = _service_options(paths, reconcile_interval, shared_cache, shared_cache_mode, docs)
+        if platform_help:
+            kwargs["platform_help"] = [str(Path(p).resolve()) for p in platform_help]
+        if platform_version:
+            kwargs["platform_version"] = platform_version
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         options = runtime.DaemonOptions(  # in daemon.json: `daemon restart` starts the next daemon the same way
             embedder=emb or NO_EMBEDDER,
@@ -646,6 +660,8 @@ def run_daemon(
             shared_cache=shared_cache or "",
             shared_cache_mode=shared_cache_mode or "rw",
             log_file=str(Path(log_file).resolve()) if log_file else "",
+            platform_help=list(kwargs.get("platform_help", [])),
+            platform_version=platform_version or "",
         )
         asyncio.run(_serve(service, paths, log_path, lock, root_lock, options))
         return 0
