@@ -38,6 +38,8 @@ def daemon_spawn_args(args) -> list[str]:
         verbose=args.verbose,
         reconcile_interval=args.reconcile_interval,
         docs=args.docs or (),
+        platform_help=getattr(args, "platform_help", None) or (),
+        platform_version=getattr(args, "platform_version", None),
     )
 
 
@@ -184,6 +186,12 @@ def restart_options(args, opts) -> list[str]:
     if args.log_file is None and opts.log_file:
         args.log_file = opts.log_file
         kept.append(f"--log-file {opts.log_file}")
+    if not getattr(args, "platform_help", None) and opts.platform_help:
+        args.platform_help = list(opts.platform_help)
+        kept += [f"--platform-help {p}" for p in opts.platform_help]
+    if not getattr(args, "platform_version", None) and opts.platform_version:
+        args.platform_version = opts.platform_version
+        kept.append(f"--platform-version {opts.platform_version}")
     return kept
 
 
@@ -218,6 +226,8 @@ def cmd_daemon_run(args) -> int:
             shared_cache=args.shared_cache,
             shared_cache_mode=args.shared_cache_mode,
             docs=args.docs,
+            platform_help=args.platform_help,
+            platform_version=args.platform_version,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)
