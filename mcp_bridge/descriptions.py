@@ -16,7 +16,8 @@ def instructions(roots: str) -> str:
         "guessing: find_symbol for a name you know (ОбщегоНазначения.СообщитьПользователю, СообщПольз), "
         'search for a question in words ("как отправить письмо"), get_method to read a method, '
         "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
-        "search with scope docs and read_document for documentation pages served with the code. "
+        "search with scope docs and read_document for documentation pages served with the code, "
+        "platform_help for the 1C platform's own functions, types and methods (never invent them). "
         "Cite results as path:line. Answers are compact (fields with empty or default values left out); "
         "detail=true gives every field. If an answer says warming, the index is still being built; "
         "stale: files changed on disk are not indexed yet."
@@ -64,6 +65,14 @@ DESCRIBE_OBJECT = (
     "and resources, enum values, forms, commands, templates and its modules. Name it Тип.Имя "
     '("Справочник.Пользователи", "Catalog.Пользователи"). Use it before code that reads or writes an '
     "object's attributes, so the names and types are real."
+)
+
+PLATFORM_HELP = (
+    "The 1C:Enterprise platform's reference (the syntax assistant), for the platform version the configuration "
+    "targets: a name (СтрНайти, StrFind, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос, КодировкаТекста.UTF8) gives "
+    'that entry with every signature variant, its parameters and result; a question ("как найти подстроку") '
+    "gives the best entries, one line each (exact: false). Check a platform method here before calling it. "
+    "platform names the help that answered (a version, or the bundled data set, which has none)."
 )
 
 INDEX_STATUS = (

@@ -30,9 +30,15 @@ from .tools import MAX_READ_LINES, MAX_TOP_K, TOOLS, root_help
 __all__ = ["MAX_READ_LINES", "MAX_TOP_K", "SIZE_BUDGETS", "argument_errors", "build_server"]
 
 #: The most a client receives, in bytes of compact UTF-8 JSON (structured content and its text copy
-#: together), for: the tool list, ``index_status`` of one root, ``search`` with top_k 5 and
-#: ``find_symbol`` with limit 3, compact answers. Checked by ``tests/mcp/test_mcp.py``.
-SIZE_BUDGETS = {"tools/list": 16_000, "index_status": 3_000, "search": 6_000, "find_symbol": 5_000}
+#: together), for: the tool list, ``index_status`` of one root, ``search`` with top_k 5,
+#: ``find_symbol`` with limit 3 and ``platform_help`` (a name, a question; top_k 5), compact answers. Checked by ``tests/mcp/test_mcp.py``.
+SIZE_BUDGETS = {
+    "tools/list": 16_000,
+    "index_status": 3_000,
+    "search": 6_000,
+    "find_symbol": 5_000,
+    "platform_help": 4_000,
+}
 
 #: Every tool only reads (the destructive and idempotent hints mean something only for tools that write).
 READ_ONLY = ToolAnnotations(read_only_hint=True, open_world_hint=False)
@@ -44,6 +50,7 @@ DESCRIPTIONS = {
     "read_module": descriptions.READ_MODULE,
     "read_document": descriptions.READ_DOCUMENT,
     "describe_object": descriptions.DESCRIBE_OBJECT,
+    "platform_help": descriptions.PLATFORM_HELP,
     "index_status": descriptions.INDEX_STATUS,
 }
 
