@@ -224,9 +224,12 @@ def _platform_lines(p: dict | None, verbose: int = 0) -> list[str]:
     if not p:
         return []
     used = p.get("used") or {}
-    state = f", {used['state']}" if used.get("state", "ready") != "ready" else ""
-    mode = f"; CompatibilityMode {p['compatibility_mode']}" if p.get("compatibility_mode") else ""
-    lines = [f"  platform: {used.get('label', '?')}{state} ({used.get('why', '')}{mode})"]
+    state = f" ({used['state']})" if used.get("state", "ready") != "ready" else ""
+    why = used.get("why", "")
+    mode = p.get("compatibility_mode")
+    if mode and mode not in why:
+        why += f"; CompatibilityMode {mode}"
+    lines = [f"  platform: {used.get('label', '?')}{state} — {why}"]
     for s in p.get("sources") or []:
         name = s.get("version") or "bundled"
         parts = [s.get("state", "?")]

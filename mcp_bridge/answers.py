@@ -196,17 +196,16 @@ def platform_entry(e, hit, *, exact: bool, detail: bool) -> PlatformEntryOut:
     """A daemon ``PlatformEntry`` (with its ``Hit``) as an answer: for a name (``exact``) every
     signature variant with its parameters; for a question one line (the first signature and the
     first sentence); ``detail`` adds the description, example, see also, note and the ranks."""
+    since = e.since + (f"; not recommended since {e.deprecated_since}" if e.deprecated_since else "")
     out = PlatformEntryOut(
         qualified_name=e.qualified,
         name_en=e.qualified_en,
         kind=e.kind,
-        returns=_returns(e),
-        value_type=" | ".join(e.value_types),
-        readonly=e.readonly,
-        summary=_first_sentence(e.description),
+        returns=_returns(e) if exact or detail else "",  # a question's one line: the signature has the type
+        value_type=" | ".join(e.value_types) + (" (read only)" if e.value_types and e.readonly else ""),
+        summary=_first_sentence(e.description, SUMMARY_CHARS if not detail else SUMMARY_CHARS * 2),
         availability=list(e.availability),
-        since=e.since,
-        deprecated_since=e.deprecated_since,
+        since=since.lstrip("; "),
     )
     if exact or detail:
         out.signatures = [
@@ -218,16 +217,16 @@ def platform_entry(e, hit, *, exact: bool, detail: bool) -> PlatformEntryOut:
                         name=p.name,
                         types=list(p.types),
                         optional=p.optional,
-                        default=p.default,
-                        description=p.description if detail else _first_sentence(p.description),
+                        description=(f"default {p.default}. " if p.default else "")
+                        + (p.description if detail else _first_sentence(p.description, SUMMARY_CHARS)),
                     )
                     for p in s.params
                 ],
             )
             for s in e.signatures
         ]
-    else:
-        out.signature = hit.signature if hit is not None else ""
+    elif e.signatures:
+        out.signatures = [PlatformSignatureOut(syntax=_render(e, e.signatures[0]))]
     if detail:
         out.description, out.description_en, out.example = e.description, e.description_en, e.example
         out.see_also, out.note, out.category = list(e.see_also), e.note, e.category
@@ -272,13 +271,9 @@ def platform_info(p) -> PlatformInfo | None:
         name = s.version or "bundled"
         vectors = f", {s.vectors} vectors" if s.vectors else ""
         sources[name] = f"{s.state}: {s.entries} entries{vectors}" + (f" ({s.error})" if s.error else "")
-    return PlatformInfo(
-        answers=p.used.label,
-        state=p.used.state,
-        compatibility_mode=p.compatibility_mode or "",
-        sources=sources,
-        why=p.used.why,
-    )
+    mode = f" (CompatibilityMode {p.compatibility_mode})" if p.compatibility_mode else ""
+    state = f" ({p.used.state})" if p.used.state != "ready" else ""
+    return PlatformInfo(answers=p.used.label + state, sources=sources, why=p.used.why + mode)
 
 
 # ------------------------------------------------------------------------------ index state

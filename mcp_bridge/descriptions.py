@@ -68,11 +68,10 @@ DESCRIBE_OBJECT = (
 )
 
 PLATFORM_HELP = (
-    "The 1C:Enterprise platform's reference (the syntax assistant), for the platform version the configuration "
-    "targets: a name (СтрНайти, StrFind, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос, КодировкаТекста.UTF8) gives "
-    'that entry with every signature variant, its parameters and result; a question ("как найти подстроку") '
-    "gives the best entries, one line each (exact: false). Check a platform method here before calling it. "
-    "platform names the help that answered (a version, or the bundled data set, which has none)."
+    "The 1C:Enterprise platform's reference (syntax assistant) for the version the configuration targets. A name "
+    "(СтрНайти, StrFind, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос) gives its entry: every signature, the "
+    "parameters, the result; a question gives the best entries, one line each. Check platform methods here "
+    "instead of guessing; platform says whose help answered."
 )
 
 INDEX_STATUS = (

@@ -296,8 +296,7 @@ class PlatformParamOut(_Out):
     name: str
     types: list[str] = Field(default_factory=list)
     optional: bool = False
-    default: str = ""
-    description: str = Field("", description="Its first sentence (detail: all of it)")
+    description: str = Field("", description="Its default value and first sentence (detail: all of it)")
 
 
 class PlatformSignatureOut(_Out):
@@ -305,30 +304,27 @@ class PlatformSignatureOut(_Out):
 
     syntax: str = Field(description="Name(Param: Type, Optional?: Type): Result")
     variant: str = Field("", description="The help's name of the variant when there are several")
-    params: list[PlatformParamOut] = Field(default_factory=list)
+    params: list[PlatformParamOut] = Field(default_factory=list, description="Names: every parameter")
 
 
 class PlatformEntryOut(_Out):
     """A platform help entry: a global function or property, type, constructor, method, property,
     system enumeration or its value, event or keyword of 1C:Enterprise."""
 
-    qualified_name: str = Field(
-        description="СтрНайти, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос, КодировкаТекста.UTF8"
-    )
+    qualified_name: str = Field(description="СтрНайти, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос")
     name_en: str = Field("", description="The English twin: StrFind, ValueTable.GroupBy")
     kind: str = Field(
         description="function (global), global_property, type, constructor, method, property, enum (system "
         "enumeration), enum_value, event, keyword"
     )
-    signature: str = Field("", description="Questions: the first way to call it")
-    signatures: list[PlatformSignatureOut] = Field(default_factory=list, description="Names: every variant")
+    signatures: list[PlatformSignatureOut] = Field(
+        default_factory=list, description="A name: every variant with its parameters; a question: the first"
+    )
     returns: str = Field("", description="Result type(s) and what the result is")
-    value_type: str = Field("", description="Properties: the value's type")
-    readonly: bool = False
+    value_type: str = Field("", description="Properties: the value's type (read only when so)")
     summary: str = Field("", description="What it does: the description's first sentence")
     availability: list[str] = Field(default_factory=list, description="server, thin_client, web_client, ...")
-    since: str = Field("", description="The platform version it appeared in")
-    deprecated_since: str = Field("", description="Not recommended since this version")
+    since: str = Field("", description="The platform version it appeared in; when it was deprecated")
     description: str = detail("", "the whole description")
     description_en: str = detail("", "the English help's description")
     example: str = detail("")
@@ -343,11 +339,10 @@ class PlatformOutput(_Out):
     """The platform help's answer: the entries a name names, or the best entries for a question."""
 
     root: str
-    platform: str = Field(description="The help that answered: 1C:Enterprise <version> or the bundled data set")
-    version: str = Field("", description="The platform version (empty for the bundled data set, which has none)")
+    platform: str = Field(description="The help that answered: 1C:Enterprise <version>, or the bundled data set")
     exact: bool = Field(description="The query named these entries; false: they answer it as a question")
     total: int = Field(0, description="Candidates found before the top_k cut")
-    note: str = Field("", description="Why this version answers when it is not the one chosen, or still indexing")
+    note: str = Field("", description="Why this help answers when it is not the one chosen, or still indexing")
     entries: list[PlatformEntryOut]
     why: str = detail("", "how the version was chosen")
 
@@ -383,13 +378,11 @@ class DenseInfo(_Out):
 class PlatformInfo(_Out):
     """Platform help as the daemon has it: the source that answers and every source found."""
 
-    answers: str = Field(description="1C:Enterprise <version>, or the bundled data set")
-    state: str = Field("ready", description="ready, indexing (the bundled data set answers meanwhile), error")
-    compatibility_mode: str = Field("", description="The configuration's CompatibilityMode")
+    answers: str = Field(description="1C:Enterprise <version>, or the bundled data set; (indexing) meanwhile")
     sources: dict[str, str] = Field(
         default_factory=dict, description="source -> state, entries and vectors: 8.3.24.1467, bundled"
     )
-    why: str = detail("", "how the version was chosen")
+    why: str = detail("", "how the version was chosen (the configuration's CompatibilityMode)")
 
 
 class SkippedFile(_Out):

@@ -200,7 +200,7 @@ async def search(
         Scope,
         Field(
             description="workspace (code, metadata, docs), code, metadata (objects, fields), docs (documentation), "
-            "platform (the 1C platform's help) or all (workspace and platform)"
+            "platform (1C platform help) or all"
         ),
     ] = DEFAULT_SCOPE,
     object_type: Annotated[
@@ -566,18 +566,12 @@ async def platform_help(
         str,
         Field(
             min_length=1,
-            description="A name (СтрНайти, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос, КодировкаТекста.UTF8, StrFind) "
-            'or a question ("как найти подстроку в строке")',
+            description="A name (СтрНайти, Тип.Метод, Новый Тип) or a question",
         ),
     ],
-    kind: Annotated[PlatformKind | None, Field(description="Only entries of this kind")] = None,
-    version: Annotated[
-        str | None,
-        Field(description="A platform version (8.3.24) or bundled; default: the one chosen for the configuration"),
-    ] = None,
-    top_k: Annotated[
-        int, Field(ge=1, le=MAX_PLATFORM_TOP_K, description=f"Entries to return, 1..{MAX_PLATFORM_TOP_K}")
-    ] = 5,
+    kind: Annotated[PlatformKind | None, Field(description="Only this kind")] = None,
+    version: Annotated[str | None, Field(description="8.3.24 or bundled; default: the configuration's")] = None,
+    top_k: Annotated[int, Field(ge=1, le=MAX_PLATFORM_TOP_K, description=f"1..{MAX_PLATFORM_TOP_K}")] = 5,
     detail: Detail = False,
     root: Root = None,
 ) -> Annotated[CallToolResult, PlatformOutput]:
@@ -599,7 +593,6 @@ async def platform_help(
     out = PlatformOutput(
         root=link.name,
         platform=used.label,
-        version=used.version,
         exact=res.exact,
         total=res.total,
         note=note,

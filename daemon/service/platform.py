@@ -42,7 +42,7 @@ from ..contract import (
 )
 from ..index.platform_index import PlatformIndex, PlatformIndexError, file_digest, index_key, platform_cache_dir
 from ..ranking.platform import PlatformRanker, entry_hit
-from ..sources.platform.discover import find_help, nearest_version, read_compatibility_mode, version_key
+from ..sources.platform.discover import find_help, mode_version, nearest_version, read_compatibility_mode, version_key
 
 log = logging.getLogger(__name__)
 
@@ -176,8 +176,10 @@ class PlatformHelp:
         if not installed:
             return BUNDLED, "no installed 1C:Enterprise help found (--platform-help names one)"
         v = nearest_version(self.mode, installed) or installed[-1]
-        if self.mode:
+        if mode_version(self.mode) is not None:
             return v, f"CompatibilityMode {self.mode}: the nearest installed version"
+        if self.mode:
+            return v, f"CompatibilityMode {self.mode}: the newest installed version"
         return v, "no CompatibilityMode in the configuration: the newest installed version"
 
     def _match(self, wanted: str) -> str | None:
@@ -291,7 +293,9 @@ class PlatformHelp:
         except OSError as exc:  # a read-only cache: serve it from memory
             log.warning("platform help %s not saved in %s: %s", src.label, self.cache_dir, exc)
             return ix
-        return PlatformIndex.load(final)
+        built = PlatformIndex.load(final)  # served from its files, as a warm start would
+        built.loaded_from_disk = False
+        return built
 
     def _read(self, src: _Source) -> tuple[list[PlatformEntry], list]:
         """The entries and skips of a source: the data set, or the version's help books (the
