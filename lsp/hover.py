@@ -9,9 +9,10 @@ no editor buffers) around a UTF-16 position and says which platform help entry i
   on ``Перечисление`` before a dot: the enumeration;
 * a name with no dot before it: a global function when a ``(`` follows, else a global property
   or function (``ТекущаяДата``, ``Символы``);
-* nothing inside a comment or a string literal (a line starting with ``|`` continues one), after
-  a dot that follows anything but a bare name (``Объект.Записать()`` is an object's method:
-  unknown without types), or on a keyword.
+* nothing inside a comment or a string literal (a line starting with ``|`` continues one), on a
+  member call or after a dot that follows anything but a bare name (``Объект.Записать()``,
+  ``Объект.Поле.Метод``: a value's members, unknown without types), on a keyword, or on the
+  name a ``Процедура``/``Функция``/``Перем`` declaration gives.
 
 :func:`hover_markdown` renders the daemon's entry (:class:`daemon.contract.PlatformEntry`): the
 signature(s) in a ``bsl`` block, the parameters, the result, availability, "since" against the
@@ -40,6 +41,8 @@ _KEYWORDS = frozenset(
         "new async await"
     ).split()
 )
+#: Words after which a name is declared, not used.
+_DECLARING = frozenset(("процедура", "функция", "перем", "procedure", "function", "var"))
 #: Parameters listed in a hover (a longer list ends with "…").
 HOVER_PARAMS = 12
 #: Characters of a description in a hover.
@@ -131,11 +134,11 @@ def hover_target(line: str, character: int) -> HoverTarget | None:
     prev = re.search(r"([^\W\d]\w*)\s*$", before)
     if prev is not None and prev.group(1).lower() in _NEW and not before[: prev.start()].rstrip().endswith("."):
         return HoverTarget(f"Новый {name}", ("constructor",), name, start16, end16)
-    if low in _KEYWORDS:
-        return None
+    if low in _KEYWORDS or (prev is not None and prev.group(1).lower() in _DECLARING):
+        return None  # a keyword, or the name a method or variable declaration gives
     if before.endswith("."):
         owner = re.search(r"(?:^|[^\w.])([^\W\d]\w*)\s*\.$", before)
-        if owner is None:  # a member of an expression (Объект.Реквизит.Метод): its type is unknown
+        if owner is None or after.startswith("("):  # a member of a value (Объект.Метод()): its type is unknown
             return None
         return HoverTarget(f"{owner.group(1)}.{name}", ("enum_value",), name, start16, end16)
     if after.startswith("."):
@@ -188,9 +191,7 @@ def hover_markdown(entry, used) -> str:
     lines = [f"**{e.qualified}**{en} — {_KIND_WORDS.get(e.kind, e.kind)}"]
     sigs = [s for s in e.signatures] if e.kind in ("function", "method", "constructor", "event") else []
     if sigs:
-        lines.append("```bsl")
-        lines.extend(_render(e, s) for s in sigs)
-        lines.append("```")
+        lines.append("\n".join(["```bsl", *(_render(e, s) for s in sigs), "```"]))
     elif e.kind in ("property", "global_property") and e.value_types:
         lines.append(f"Type: {' | '.join(e.value_types)}" + (" (read only)" if e.readonly else ""))
     if e.description:
@@ -200,13 +201,15 @@ def hover_markdown(entry, used) -> str:
             continue
         if len(sigs) > 1:
             lines.append(f"*{s.name or 'variant'}*")
+        items = []
         for p in s.params[:HOVER_PARAMS]:
             types = f": {' | '.join(p.types)}" if p.types else ""
             opt = " (optional" + (f", default {p.default}" if p.default else "") + ")" if p.optional else ""
             desc = f" — {_cut(p.description, 160)}" if p.description else ""
-            lines.append(f"- `{p.name}`{types}{opt}{desc}")
+            items.append(f"- `{p.name}`{types}{opt}{desc}")
         if len(s.params) > HOVER_PARAMS:
-            lines.append("- …")
+            items.append("- …")
+        lines.append("\n".join(items))
     if e.return_types or e.returns:
         ret = " | ".join(e.return_types)
         lines.append("Returns: " + ": ".join(x for x in (ret, _cut(e.returns, 200)) if x))
@@ -227,7 +230,7 @@ def hover_markdown(entry, used) -> str:
 def local_method_markdown(chunk) -> str:
     """The hover of a module's own method that has the name under the cursor (it wins over a
     global function of that name): its header and doc comment."""
-    lines = ["```bsl", chunk.signature or chunk.name, "```"]
+    lines = [f"```bsl\n{chunk.signature or chunk.name}\n```"]
     doc = "\n".join(x.strip().lstrip("/").strip() for x in (chunk.doc or "").splitlines()).strip()
     if doc:
         lines.append(_cut(doc, HOVER_DESCRIPTION))

@@ -616,9 +616,7 @@ def test_platform_help_names_questions_and_the_version(ssl):
             kind = ok(await c.call_tool("platform_help", {"query": "Найти", "kind": "method"}), PlatformOutput)
             bad_kind = err(await c.call_tool("platform_help", {"query": "Найти", "kind": "class"}))
             bad_version = err(await c.call_tool("platform_help", {"query": "Найти", "version": "8.1"}))
-            hits = ok(
-                await c.call_tool("search", {"query": "StrFind", "scope": "platform", "top_k": 3}), SearchOutput
-            )
+            hits = ok(await c.call_tool("search", {"query": "StrFind", "scope": "platform", "top_k": 3}), SearchOutput)
             status = ok(await c.call_tool("index_status", {}), StatusOutput)
             return name, en, ctor, question, full, kind, bad_kind, bad_version, hits, status
 
