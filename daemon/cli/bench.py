@@ -103,11 +103,15 @@ def cmd_bench(args) -> int:
     """Speed and memory on one root (:mod:`daemon.dev.bench`); ``--daemon``/``--lifecycle``:
     :mod:`daemon.dev.bench_daemon`; ``--lsp``: :mod:`daemon.dev.bench_lsp`, the LSP round trip;
     ``--mcp``: :mod:`daemon.dev.bench_mcp`, the size of each MCP answer; ``--dense-synthetic N``:
-    :mod:`daemon.dev.bench_dense`, no root."""
+    :mod:`daemon.dev.bench_dense`, no root; ``--platform``: :mod:`daemon.dev.bench_platform`, no root."""
     if getattr(args, "dense_synthetic", None) is not None:
         return _dense_bench(args)
+    if getattr(args, "platform", False):
+        from ..dev.bench_platform import run_platform_bench
+
+        return print_report(run_platform_bench(args), args.json, bench="platform")
     if args.root is None:
-        raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N)")
+        raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N or --platform)")
     if getattr(args, "mcp", False):
         from ..dev.bench_mcp import run_mcp_bench
 

@@ -287,7 +287,24 @@ def _add_bench_parser(sub) -> None:
         action="store_true",
         help="the size in bytes of each MCP answer through `bsl-lens mcp` over stdio (daemon/dev/bench_mcp.py)",
     )
-    sp.add_argument("--gold", help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl)")
+    sp.add_argument(
+        "--platform",
+        action="store_true",
+        help="platform help, no ROOT: the bundled data set indexed, loaded warm, its memory in a warm process and "
+        "its query latency on the platform gold set, and the largest built help book read and indexed "
+        "(daemon/dev/bench_platform.py)",
+    )
+    sp.add_argument(
+        "--copies",
+        type=int,
+        default=11,
+        help="--platform: copies of the data set's pages in the big help book (11: about 53,000 pages; 0: none)",
+    )
+    sp.add_argument(
+        "--gold",
+        help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl); --platform: the "
+        "platform gold set (default: tests/gold/platform_dev.jsonl)",
+    )
     sp.add_argument("--corpus", help="--lsp: the gold 'corpus' value (default: the root folder's name)")
     sp.add_argument("--rounds", type=int, default=10, help="--lsp: passes over the symbol queries (default 10)")
     _add_dense_bench_args(sp)

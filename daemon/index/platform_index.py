@@ -470,22 +470,24 @@ class PlatformIndex:
         from .embed_cache import EmbeddingCache, text_hash
 
         dense_dir, cache_file = self.dense_paths(embedder.fingerprint)
-        cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
-        dense = None
+        dense, cache = None, None
         if dense_dir.exists():
             try:
                 dense = DenseIndex.load(dense_dir, embedder.dim)
             except DenseIndexError as exc:
                 log.warning("platform dense index %s unusable (%s); rebuilt from its embedding cache", dense_dir, exc)
-        ids, texts = self.dense_texts()
-        if dense is None or len(dense) != len(self):
+        if dense is not None and len(dense) == len(self):  # complete: neither an entry nor the cache is read
+            pending: list[int] = []
+        else:
+            cache = EmbeddingCache.load(cache_file, embedder.fingerprint, embedder.dim)
+            ids, texts = self.dense_texts()
             dense = DenseIndex(embedder.dim, initial_capacity=max(1024, len(self)))
             hashes = [text_hash(t) for t in texts]
             found = cache.get_many(hashes)
             have = [i for i, h in enumerate(hashes) if h in found]
             if have:
                 dense.rebuild_from([ids[i] for i in have], np.stack([found[hashes[i]] for i in have]))
-        pending = [s for s, cid in enumerate(ids) if cid not in dense]
+            pending = [s for s, cid in enumerate(ids) if cid not in dense]
         with self.dense_lock:
             self.dense, self.cache, self.fingerprint = dense, cache, embedder.fingerprint
             self._pending = pending

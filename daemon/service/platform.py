@@ -46,7 +46,7 @@ from ..sources.platform.discover import find_help, mode_version, nearest_version
 
 log = logging.getLogger(__name__)
 
-__all__ = ["BUNDLED", "BUNDLED_LABEL", "ENTRY_KIND_NAMES", "PlatformHelp"]
+__all__ = ["BUNDLED", "BUNDLED_LABEL", "ENTRY_KIND_NAMES", "PlatformHelp", "build_index", "read_entries"]
 
 #: The name of the bundled data set among the sources (``--platform-version bundled`` picks it).
 BUNDLED = "bundled"
@@ -71,6 +71,9 @@ QUERY_EMBED_CHARS = 512
 STATUS_SKIPS = 5
 #: Seconds a request waits for the bundled data set's first build (it takes about one).
 BUNDLED_WAIT_S = 30.0
+#: A saved index of a source no daemon has loaded for this long is removed when another index of
+#: that source is built (30 days).
+PRUNE_AFTER_S = 30 * 86400
 
 _NEW = re.compile(r"^\s*(?:новый|new)\s+([^\W\d][\w.]*)\s*(?:\(\s*\)?)?\s*$", re.IGNORECASE)
 
@@ -129,6 +132,8 @@ class PlatformHelp:
         standard_roots: the install folders searched (None: this system's standard ones; ``[]``:
             only ``help_paths``).
         stem, k1, b: BM25 settings, as the export's index (:class:`daemon.index.reconcile.EngineConfig`).
+        build_in_worker: build an index in a worker process (the daemon: it then holds only the
+            loaded index, not the build's memory); False: in the calling thread.
     """
 
     def __init__(
@@ -142,6 +147,7 @@ class PlatformHelp:
         stem: bool = True,
         k1: float = 1.2,
         b: float = 0.3,
+        build_in_worker: bool = False,
     ) -> None:
         from ..sources.platform.globals_json import DATA_PATH
 
@@ -154,6 +160,9 @@ class PlatformHelp:
         for v, files in found.items():
             self.sources[v] = _Source("installed", v, f"1C:Enterprise {v}", files)
         self.chosen, self.why = self._choose()
+        self.build_in_worker = build_in_worker
+        self.nice = 0
+        self._pools: list = []
         self._thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._dense_checked: set[str] = set()
@@ -209,6 +218,7 @@ class PlatformHelp:
         background thread (``nice``: its priority, Linux). Idempotent."""
         if self._thread is not None:
             return
+        self.nice = nice
 
         def run() -> None:
             if nice:
@@ -222,8 +232,10 @@ class PlatformHelp:
         self._thread.start()
 
     def close(self) -> None:
-        """Stop building (a build in flight ends at its next step) and save vectors not saved."""
+        """Stop building (a worker's build in flight is dropped) and save vectors not saved."""
         self._stop.set()
+        for pool in list(self._pools):
+            pool.shutdown(wait=False, cancel_futures=True)
         for src in self.sources.values():
             ix = src.index
             if ix is not None and ix.dense is not None:
@@ -267,75 +279,51 @@ class PlatformHelp:
         folder = self.cache_dir / key
         if (folder / "meta.json").exists():
             try:
-                return PlatformIndex.load(folder)
+                ix = PlatformIndex.load(folder)
+                _touch(folder)
+                return ix
             except PlatformIndexError as exc:
                 log.warning("%s; building it again", exc)
                 shutil.rmtree(folder, ignore_errors=True)
-        entries, skips = self._read(src)
-        path = f"platform/{src.name}/{src.files[0].name if src.source == BUNDLED else _book_label(src.files)}"
-        ix = PlatformIndex.build(
-            entries,
-            key=key,
-            source=src.source,
-            version=src.version,
-            label=src.label,
-            path=path,
-            books=[f.name for f in src.files],
-            skips=skips,
-            stem=self.stem,
-            k1=self.k1,
-            b=self.b,
-        )
-        if not len(ix):
-            raise PlatformIndexError(f"no entries read from {', '.join(str(f) for f in src.files)}")
-        try:
-            final = ix.save_atomically(self.cache_dir)
-        except OSError as exc:  # a read-only cache: serve it from memory
-            log.warning("platform help %s not saved in %s: %s", src.label, self.cache_dir, exc)
-            return ix
-        built = PlatformIndex.load(final)  # served from its files, as a warm start would
+        self._prune(src.name, keep=key)
+        job = (src.source, src.name, src.version, src.label, [str(f) for f in src.files], key)
+        settings = (str(self.cache_dir), self.stem, self.k1, self.b)
+        if self.build_in_worker:
+            final = self._in_worker(job, settings)
+        else:
+            final = build_index(*job, *settings)
+        if final is None:  # a cache that cannot be written: built here, served from memory
+            log.warning("platform help %s could not be saved in %s; kept in memory", src.label, self.cache_dir)
+            return build_index(*job, *settings, save=False)
+        built = PlatformIndex.load(Path(final))  # served from its files, as a warm start would
         built.loaded_from_disk = False
         return built
 
-    def _read(self, src: _Source) -> tuple[list[PlatformEntry], list]:
-        """The entries and skips of a source: the data set, or the version's help books (the
-        language reference in Russian merged with its English twin, then the language book)."""
-        if src.source == BUNDLED:
-            from ..sources.platform.globals_json import load_globals
+    def _in_worker(self, job: tuple, settings: tuple) -> str | None:
+        """:func:`build_index` in a worker process (niced): reading a help book and indexing
+        it takes hundreds of MB that a daemon would keep; the daemon only loads the result."""
+        from ..index.reconcile import make_pool
 
-            res = load_globals(src.files[0])
-            return list(res.entries), list(res.skips)
-        from ..sources.platform.book import read_book
-        from ..sources.platform.entries import merge_languages
+        pool = make_pool(1, nice=self.nice)
+        self._pools.append(pool)
+        try:
+            return pool.submit(build_index, *job, *settings).result()
+        finally:
+            self._pools.remove(pool)
+            pool.shutdown(wait=True, cancel_futures=True)
 
-        books = {f.name.lower(): f for f in src.files}
-        entries: list[PlatformEntry] = []
-        skips: list = []
-        errors: list[str] = []
-        for base in ("shcntx", "shlang"):
-            parts = []
-            for lang in ("ru", "en"):
-                f = books.pop(f"{base}_{lang}.hbk", None)
-                if f is None or self._stop.is_set():
-                    continue
-                res = read_book(f)
-                skips.extend(res.skips)
-                if res.error:
-                    errors.append(f"{f.name}: {res.error}")
-                parts.append(list(res.entries))
-            if len(parts) == 2:
-                entries.extend(merge_languages(parts[0], parts[1]))
-            elif parts:
-                entries.extend(parts[0])
-        for f in books.values():  # any other book named explicitly
-            res = read_book(f)
-            skips.extend(res.skips)
-            if res.error:
-                errors.append(f"{f.name}: {res.error}")
-            entries.extend(res.entries)
-        if not entries and errors:
-            raise PlatformIndexError("; ".join(errors))
-        return entries, skips
+    def _prune(self, name: str, *, keep: str) -> None:
+        """Remove the saved indexes of source ``name`` other than ``keep`` that no daemon has
+        loaded for :data:`PRUNE_AFTER_S` (a help file or bsl-lens changed since)."""
+        now = time.time()
+        for old in self.cache_dir.glob(f"{name}-*"):
+            try:
+                stale = old.name != keep and now - (old / "meta.json").stat().st_mtime > PRUNE_AFTER_S
+            except OSError:
+                continue
+            if stale:
+                log.info("removing the platform index %s (unused for %d days)", old, PRUNE_AFTER_S // 86400)
+                shutil.rmtree(old, ignore_errors=True)
 
     # ------------------------------------------------------------------ answering
     def answering(self, version: str | None = None) -> tuple[_Source, PlatformUsed]:
@@ -550,6 +538,100 @@ class PlatformHelp:
     def entry_counts(self) -> dict[str, int]:
         """``{source name: entries}`` of the ready sources (logs, the bench)."""
         return {n: len(s.index) for n, s in self.sources.items() if s.index is not None}
+
+
+def read_entries(source: str, files: Sequence[Path]) -> tuple[list[PlatformEntry], list]:
+    """The entries and skips of a source (``bundled``: the data set; else a version's help
+    books: the language reference in Russian merged with its English twin, then the language
+    book, then any other book named). ``PlatformIndexError`` when every book failed."""
+    if source == BUNDLED:
+        from ..sources.platform.globals_json import load_globals
+
+        res = load_globals(Path(files[0]))
+        return list(res.entries), list(res.skips)
+    from ..sources.platform.book import read_book
+    from ..sources.platform.entries import merge_languages
+
+    books = {Path(f).name.lower(): Path(f) for f in files}
+    entries: list[PlatformEntry] = []
+    skips: list = []
+    errors: list[str] = []
+    for base in ("shcntx", "shlang"):
+        parts = []
+        for lang in ("ru", "en"):
+            f = books.pop(f"{base}_{lang}.hbk", None)
+            if f is None:
+                continue
+            res = read_book(f)
+            skips.extend(res.skips)
+            if res.error:
+                errors.append(f"{f.name}: {res.error}")
+            parts.append(list(res.entries))
+        if len(parts) == 2:
+            entries.extend(merge_languages(parts[0], parts[1]))
+        elif parts:
+            entries.extend(parts[0])
+    for f in books.values():  # any other book named explicitly
+        res = read_book(f)
+        skips.extend(res.skips)
+        if res.error:
+            errors.append(f"{f.name}: {res.error}")
+        entries.extend(res.entries)
+    if not entries and errors:
+        raise PlatformIndexError("; ".join(errors))
+    return entries, skips
+
+
+def build_index(
+    source: str,
+    name: str,
+    version: str,
+    label: str,
+    files: Sequence[str],
+    key: str,
+    cache_dir: str,
+    stem: bool,
+    k1: float,
+    b: float,
+    *,
+    save: bool = True,
+):
+    """Read a source (:func:`read_entries`), index it (:meth:`PlatformIndex.build`) and save it
+    under ``cache_dir`` (:meth:`PlatformIndex.save_atomically`): the folder, as a string (what a
+    worker process returns), or None when it cannot be saved; ``save=False``: the index itself.
+    ``PlatformIndexError`` when the source gives no entry."""
+    paths = [Path(f) for f in files]
+    entries, skips = read_entries(source, paths)
+    where = paths[0].name if source == BUNDLED else _book_label(paths)
+    ix = PlatformIndex.build(
+        entries,
+        key=key,
+        source=source,
+        version=version,
+        label=label,
+        path=f"platform/{name}/{where}",
+        books=[p.name for p in paths],
+        skips=skips,
+        stem=stem,
+        k1=k1,
+        b=b,
+    )
+    if not len(ix):
+        raise PlatformIndexError(f"no entries read from {', '.join(files)}")
+    if not save:
+        return ix
+    try:
+        return str(ix.save_atomically(Path(cache_dir)))
+    except OSError:
+        return None
+
+
+def _touch(folder: Path) -> None:
+    """Mark a saved index as in use (its ``meta.json``'s mtime; :meth:`PlatformHelp._prune`)."""
+    try:
+        (folder / "meta.json").touch()
+    except OSError:
+        pass
 
 
 def _used(src: _Source, why: str) -> PlatformUsed:

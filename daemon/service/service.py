@@ -281,6 +281,7 @@ class Service:
                 stem=self.config.stem,
                 k1=self.config.bm25_k1,
                 b=self.config.bm25_b,
+                build_in_worker=True,  # the daemon keeps the loaded index, not the build's memory
             )
             log.info("platform help: %s answers (%s)", self.platform.chosen, self.platform.why)
         except Exception as exc:

