@@ -177,3 +177,21 @@ def test_scope_all_puts_the_platform_entry_a_name_names_first_then_code_names():
     hits, _ = fuse_all([_hit("b"), _hit("c")], [_hit("Q", "platform_method")], 3)
     assert [h.id for h in hits] == ["Q", "b", "c"]  # a question: plain RRF, one vote each (ties by id)
     assert all(h.score > 0 for h in hits)
+
+
+def test_an_entrys_qualified_name_gives_it_first(bundled):
+    """The names target on the data set itself (questions nobody wrote): every fourth entry's
+    qualified Russian and English name (``Тип.Метод``, ``Type.Method``, a global name) puts that
+    entry first (all 9,682 names do: docs/platform-help.md, "Quality")."""
+    from daemon.index.names import is_identifier_query
+
+    r = PlatformRanker(bundled)
+    asked = misses = 0
+    for slot in range(0, len(bundled), 4):
+        e = bundled.entry(slot)
+        for q in (e.qualified, e.qualified_en):
+            if q and is_identifier_query(q):
+                asked += 1
+                hits, _, _ = r.rank(r.cues(q, translate=False), "lexical", 1, snippets=False)
+                misses += not hits or hits[0].symbol != e.qualified
+    assert asked > 2000 and misses == 0
