@@ -69,7 +69,7 @@ def _demo_platform(args, root: Path, embedder) -> None:
     if embedder is not None and src.index is not None:
         src.index.load_dense(embedder)
         mode = "hybrid" if not src.index.dense_pending() else "lexical"
-    print(f"Platform help: {src.label} ({ph.why}); {len(src.index)} entries, {mode}\n")
+    print(f"Platform help: {src.label} — {ph.why}; {len(src.index)} entries, {mode}\n")
     for q in DEMO_PLATFORM_QUERIES:
         ans = ph.help(q, mode=mode, top_k=3, version=src.name, embedder=embedder if mode == "hybrid" else None)
         print(f"» {q}" + ("  (a name)" if ans.exact else ""))

@@ -183,7 +183,7 @@ class PlatformHelp:
             v = nearest_version(self.mode, installed) or installed[-1]
             return v, why + f"; the nearest to the compatibility mode answers ({v})"
         if not installed:
-            return BUNDLED, "no installed 1C:Enterprise help found (--platform-help names one)"
+            return BUNDLED, "no installed 1C:Enterprise help found; --platform-help names one"
         v = nearest_version(self.mode, installed) or installed[-1]
         if mode_version(self.mode) is not None:
             return v, f"CompatibilityMode {self.mode}: the nearest installed version"

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
+import time
 
 import pytest
 from daemon_helpers import REPO
@@ -100,6 +101,18 @@ def test_markdown_names_the_version_and_a_newer_entry():
 
 
 # ------------------------------------------------------------------------------ through the server
+async def _wait_ready(lsp, timeout: float = 120.0) -> None:
+    """Poll ``bsl-lens.status`` until the folder's daemon is connected and ready."""
+    deadline = time.monotonic() + timeout
+    while True:
+        st = await lsp.workspace_execute_command_async(types.ExecuteCommandParams(command="bsl-lens.status"))
+        f = st["folders"][0]
+        if f["state"] == "ready" and (f.get("daemon") or {}).get("state") == "ready":
+            return
+        assert time.monotonic() < deadline, f"the folder's daemon is not ready after {timeout:g} s: {f}"
+        await asyncio.sleep(0.1)
+
+
 @pytest.mark.asyncio
 async def test_hover_on_platform_names_and_a_local_method_wins(daemons, sample_root):
     from pytest_lsp.client import make_test_lsp_client
@@ -127,9 +140,7 @@ async def test_hover_on_platform_names_and_a_local_method_wins(daemons, sample_r
             )
         )
         assert res.capabilities.hover_provider
-        from test_lsp import wait_ready
-
-        await wait_ready(lsp)
+        await _wait_ready(lsp)
         h = await hover(1, "СтрНайти")
         assert h.contents.kind == types.MarkupKind.Markdown
         md = h.contents.value

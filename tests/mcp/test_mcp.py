@@ -884,7 +884,7 @@ def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
         info, tools, hit, bad = run(main())
     finally:
         daemons.adopt(sample_root, index_dir)
-    assert info.name == "bsl-lens" and len(tools) == 7
+    assert info.name == "bsl-lens" and len(tools) == 8
     assert hit.hits[0].qualified_name == "РаботаСКонтрагентами.ИННСоответствуетТребованиям"
     assert "outside the export root" in bad
 
@@ -1043,7 +1043,7 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
     assert no_token.headers["www-authenticate"].startswith("Bearer")
     assert evil.status_code == 403
     assert local.status_code == 200
-    assert len(tools) == 7
+    assert len(tools) == 8
     assert hit.symbols and hit.symbols[0].qualified_name.endswith(".ИННСоответствуетТребованиям")
     assert obj.owner == "Справочник.Контрагенты" and obj.attributes
 
