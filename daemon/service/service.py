@@ -987,8 +987,10 @@ class Service:
         return res
 
     def _platform(self) -> PlatformHelp:
+        """The platform help; ``ValueError`` (a request the daemon cannot answer) when it could not
+        be set up at start (the reason is in ``status``' last error and the log)."""
         if self.platform is None:
-            raise RuntimeError("platform help is off in this daemon (see its log)")
+            raise ValueError("platform help is off in this daemon (see its status and log)")
         return self.platform
 
     def _platform_search(self, query: str, *, mode: str, top_k: int) -> SearchResult:
@@ -1020,6 +1022,8 @@ class Service:
 
         t0 = time.perf_counter()
         code = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
+        if self.platform is None:  # platform help is off: the export's answer alone
+            return code
         plat = self._platform_search(query, mode=mode, top_k=top_k)
         hits, total = fuse_all(code.hits, plat.hits, top_k)
         return msgspec.structs.replace(
