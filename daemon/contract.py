@@ -7,7 +7,8 @@ but ``msgspec`` and ``unicodedata`` (no numpy, tree-sitter or lxml; ``tests/unit
 checks that the front ends load none of the engine).
 
 * vocabularies: :data:`SEARCH_MODES`, :data:`SCOPES`, :data:`WATCH_MODES`,
-  :data:`CODE_KINDS`, :data:`METHOD_KINDS`, :data:`METADATA_KINDS`, :data:`MODULE_KINDS`,
+  :data:`CODE_KINDS`, :data:`METHOD_KINDS`, :data:`METADATA_KINDS`, :data:`PLATFORM_KINDS`,
+  :data:`MODULE_KINDS`,
   the metadata object types (:data:`OBJECT_TYPES` and every spelling of them:
   :func:`normalize_object_type`, :func:`english_type`, :func:`type_folder`);
 * bounds and defaults: :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
@@ -24,6 +25,8 @@ checks that the front ends load none of the engine).
   default :data:`DEFAULT_SYMBOL_LIMIT`) and the MCP symbol tool's ``limit``. All are 1..:data:`MAX_TOP_K` (MCP lower);
 * records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
 * query messages: :class:`Filters`, :class:`Hit`, :class:`SearchResult`;
+* platform help: :class:`PlatformEntry` (with :class:`PlatformSignature`, :class:`PlatformParam`),
+  :class:`PlatformAnswer`, :class:`PlatformUsed`, :class:`PlatformSource`, :class:`PlatformStatus`;
 * lookups: :class:`MethodInfo`, :class:`ModuleText`, :class:`Field`, :class:`ObjectDescription`;
 * find usages: the vocabularies :data:`REF_KINDS`, :data:`REF_GROUPS`, :data:`REASONS`, and
   :class:`Reference`, :class:`RefCounts`, :class:`MethodRef`, :class:`References`,
@@ -59,9 +62,13 @@ import msgspec
 # ------------------------------------------------------------------------------ vocabularies
 #: Search modes: RRF of every channel; BM25 and the names channel only; dense only.
 SEARCH_MODES = ("hybrid", "lexical", "vector")
-#: ``Filters.scope``: everything, BSL chunks only, metadata chunks only, documentation
-#: sections only (markdown pages: :mod:`daemon.sources.docs`).
-SCOPES = ("all", "code", "metadata", "docs")
+#: ``Filters.scope``: the export root's chunks (the default: code, metadata and docs),
+#: BSL chunks only, metadata chunks only, documentation sections only (markdown pages:
+#: :mod:`daemon.sources.docs`), the platform's help only (the chosen version's entries:
+#: ``docs/platform-help.md``), or the export root and the platform's help fused by RRF.
+SCOPES = ("workspace", "code", "metadata", "docs", "platform", "all")
+#: The default scope: everything the export root holds, no platform help.
+DEFAULT_SCOPE = "workspace"
 #: File watching: native events falling back to polling; native only; polling; none
 #: (periodic reconcile and ``reindex`` only).
 WATCH_MODES = ("auto", "native", "polling", "off")
@@ -163,6 +170,23 @@ METADATA_KINDS = (
 #: Chunk kinds produced by the markdown chunker (:mod:`daemon.sources.markdown`): one per section
 #: (a heading and its text up to the next heading), or a part of a long one.
 DOCS_KINDS = ("section",)
+
+#: Chunk kinds of platform help entries (:mod:`daemon.sources.platform.entries`, whose
+#: ``ENTRY_KINDS`` they are with the prefix ``platform_``): global function, global property,
+#: event, type, constructor, method, property, system enumeration, enumeration value, keyword.
+#: They live in the platform indexes only, never in an export root's index.
+PLATFORM_KINDS = (
+    "platform_function",
+    "platform_global_property",
+    "platform_event",
+    "platform_type",
+    "platform_constructor",
+    "platform_method",
+    "platform_property",
+    "platform_enum",
+    "platform_enum_value",
+    "platform_keyword",
+)
 
 #: Module kinds (``Chunk.module_kind`` of code chunks).
 MODULE_KINDS = (
@@ -393,7 +417,7 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
 
     id: str
     path: str
-    kind: str  # one of CODE_KINDS or METADATA_KINDS
+    kind: str  # one of CODE_KINDS, METADATA_KINDS, DOCS_KINDS or PLATFORM_KINDS
     name: str  # method name / object name / field name (for "Реквизит:Роли.Роль": "Роль")
     owner: str = ""  # "ОбщийМодуль.ОбщегоНазначения", "Справочник.Пользователи"
     object_type: str = ""  # Russian singular type of the owner: "ОбщийМодуль", "Справочник"
@@ -432,9 +456,14 @@ class Chunk(msgspec.Struct, kw_only=True, omit_defaults=True):
         return self.kind in DOCS_KINDS
 
     @property
+    def is_platform(self) -> bool:
+        """True for platform help entries (:data:`PLATFORM_KINDS`)."""
+        return self.kind in PLATFORM_KINDS
+
+    @property
     def is_metadata(self) -> bool:
-        """True for metadata chunks (objects and their fields): neither code nor docs."""
-        return self.kind not in CODE_KINDS and self.kind not in DOCS_KINDS
+        """True for metadata chunks (objects and their fields): neither code, docs nor platform help."""
+        return self.kind not in CODE_KINDS and self.kind not in DOCS_KINDS and self.kind not in PLATFORM_KINDS
 
 
 class Skip(msgspec.Struct, frozen=True):
@@ -460,11 +489,13 @@ PARTIAL_SKIPS = frozenset({"bad_binding"})
 
 
 class Filters(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """Search filters. ``object_type`` accepts Russian, English or folder names
-    (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is relative to the root.
+    """Search filters. ``scope``: one of :data:`SCOPES`; ``object_type`` accepts Russian,
+    English or folder names (``Справочник``, ``Catalog``, ``Catalogs``); ``path_prefix`` is
+    relative to the root. The other filters apply to the export root's chunks only (platform
+    help entries have no object type, module or path under the root).
     """
 
-    scope: str = "all"
+    scope: str = DEFAULT_SCOPE
     object_type: str | None = None
     module_kind: str | None = None
     path_prefix: str | None = None
@@ -531,6 +562,164 @@ class SearchResult(msgspec.Struct, kw_only=True):
     full_reconcile_pending: bool = False
     unread_events: bool = False
     stale_reason: str | None = None
+    #: the platform help that took part (scope ``platform`` or ``all``), else None
+    platform: PlatformUsed | None = None
+
+
+# ------------------------------------------------------------------------------ platform help
+class PlatformParam(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """One parameter of a platform help signature: its name, type(s) as the help names them,
+    whether it may be left out, its default value when the help states one, and its description."""
+
+    name: str
+    types: list[str] = []
+    optional: bool = False
+    default: str = ""
+    description: str = ""
+
+
+class PlatformSignature(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """One way to call a platform help entry. ``name`` is the help's variant name (``ПоИмени``,
+    ``По умолчанию``; empty for the only one), ``syntax`` the call as the source writes it."""
+
+    name: str = ""
+    syntax: str = ""
+    params: list[PlatformParam] = []
+    description: str = ""
+
+
+class PlatformEntry(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
+    """One platform help entry: a global function, global property, event, type, constructor,
+    method, property, system enumeration, enumeration value or language keyword of
+    1C:Enterprise (the model of :mod:`daemon.sources.platform.entries`, which names it
+    ``Entry``). ``kind`` is one of its ``ENTRY_KINDS`` (:data:`PLATFORM_KINDS` without the
+    ``platform_`` prefix).
+
+    ``return_types``/``returns``: a function's or method's result types and what the result
+    means; ``value_types``/``readonly``: a property's type and access; ``availability``: where
+    it runs (codes: ``thin_client``, ``server``, ...; an unknown label is kept as written,
+    lowercased); ``since`` / ``deprecated_since``: platform versions as the help states them
+    (``8.3.6``; empty where the source has none); ``category``: the help's group (``Функции
+    работы со значениями типа Строка``); ``source``: the file it came from
+    (``bslGlobals.json``, ``shcntx_ru.hbk``); ``page``: the help page inside a book;
+    ``description_en``: the English book's description when the two books were merged."""
+
+    kind: str
+    name: str
+    name_en: str = ""
+    owner: str = ""
+    owner_en: str = ""
+    signatures: list[PlatformSignature] = []
+    return_types: list[str] = []
+    returns: str = ""
+    value_types: list[str] = []
+    readonly: bool = False
+    description: str = ""
+    description_en: str = ""
+    availability: list[str] = []
+    since: str = ""
+    deprecated_since: str = ""
+    category: str = ""
+    example: str = ""
+    note: str = ""
+    see_also: list[str] = []
+    source: str = ""
+    page: str = ""
+
+    @property
+    def qualified(self) -> str:
+        """``Тип.Метод`` for members, ``Новый Тип`` for a constructor, the name for the rest."""
+        if self.kind == "constructor":
+            return f"Новый {self.owner or self.name}"
+        return f"{self.owner}.{self.name}" if self.owner else self.name
+
+    @property
+    def qualified_en(self) -> str:
+        """The English twin of :attr:`qualified` (``ValueTable.Insert``, ``New ValueTable``);
+        empty when the source has no English name."""
+        if self.kind == "constructor":
+            owner = self.owner_en or self.name_en
+            return f"New {owner}" if owner else ""
+        if not self.name_en:
+            return ""
+        if self.owner:
+            return f"{self.owner_en}.{self.name_en}" if self.owner_en else ""
+        return self.name_en
+
+    @property
+    def key(self) -> str:
+        """Unique within one source: ``<kind>:<qualified>`` (a type and its constructor, or a
+        global function and a type of the same name, differ by kind)."""
+        return f"{self.kind}:{self.qualified}"
+
+
+class PlatformUsed(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The platform help an answer comes from. ``source``: ``installed`` (a platform's help
+    books) or ``bundled`` (the open data set shipped with bsl-lens, which has no versions);
+    ``version``: the installed platform's version (``8.3.24.1467``; empty for the bundled data
+    set); ``label``: both in words, what a front end prints; ``why``: how it was chosen
+    (``--platform-version``, the configuration's compatibility mode, no platform installed);
+    ``state``: ``ready``, or ``indexing`` (the answer is empty or from the bundled data set
+    until it is built)."""
+
+    source: str
+    version: str = ""
+    label: str
+    why: str = ""
+    state: str = "ready"
+
+
+class PlatformAnswer(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """The ``platform_help`` answer. ``exact``: the query named entries (``СтрНайти``,
+    ``ТаблицаЗначений.Свернуть``, ``Новый HTTPЗапрос``, ``КодировкаТекста.UTF8``, in Russian or
+    English, case- and ``ё``-insensitive) and ``entries`` are they; else ``entries`` are the
+    ranked answers to a question. ``hits[i]`` is ``entries[i]`` as a search hit (kind,
+    signature, snippet, channel ranks). ``total``: candidates before the cut."""
+
+    query: str
+    platform: PlatformUsed
+    exact: bool = False
+    entries: list[PlatformEntry] = []
+    hits: list[Hit] = []
+    total: int = 0
+    took_ms: float = 0.0
+
+
+class PlatformSource(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """One platform help source as ``status`` shows it: the bundled data set, or one installed
+    platform version (its help books). ``state``: ``ready``, ``indexing``, ``available`` (found,
+    not loaded: only the chosen version is), ``error`` (``error`` says why; the bundled data
+    set answers instead). ``entries`` by ``kinds`` (entry kinds); ``vectors``: entries embedded
+    for the dense channel; ``skipped``: pages or records left out, ``skips`` the first of them;
+    ``build_s``: seconds the last build (read and lexical index) took, ``loaded_from_disk``:
+    the index was built earlier (by any daemon of this machine) and loaded."""
+
+    source: str
+    version: str = ""
+    label: str
+    path: str = ""
+    books: list[str] = []
+    chosen: bool = False
+    state: str = "available"
+    entries: int = 0
+    kinds: dict[str, int] = {}
+    vectors: int = 0
+    skipped: int = 0
+    skips: list[Skip] = []
+    build_s: float | None = None
+    loaded_from_disk: bool = False
+    error: str | None = None
+
+
+class PlatformStatus(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """Platform help in ``status``: the configuration's ``CompatibilityMode`` as written (None
+    when it has none), the ``--platform-version`` asked for, the source that answers
+    (:class:`PlatformUsed`) and every source found (:class:`PlatformSource`)."""
+
+    compatibility_mode: str | None = None
+    requested: str = ""
+    used: PlatformUsed
+    sources: list[PlatformSource] = []
 
 
 # ------------------------------------------------------------------------------ lookups and status
@@ -700,6 +889,7 @@ class Status(msgspec.Struct, kw_only=True):
     index_bytes: int = 0
     recent_queries: list[RecentQuery] = []  # the last daemon.service.service.RECENT_QUERIES searches, oldest first
     references: RefsStatus | None = None  # find usages: None from a daemon without them
+    platform: PlatformStatus | None = None  # platform help: sources, versions, counts (None: a daemon without it)
 
 
 class DocRef(msgspec.Struct, kw_only=True, omit_defaults=True):

@@ -32,10 +32,12 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
+import msgspec
 import numpy as np
 
 from .contract import (
     DEFAULT_REF_LIMIT,
+    DEFAULT_SCOPE,
     MAX_TOP_K,
     SEARCH_MODES,
     Callees,
@@ -114,6 +116,7 @@ __all__ = [
     "SearchResult",
     "Skip",
     "Target",
+    "export_filters",
     "make_pool",
     "read_source",
     "snippet",
@@ -133,6 +136,22 @@ def _state_attr(name: str, doc: str) -> property:
     return property(
         lambda self: getattr(self.state, name), lambda self, value: setattr(self.state, name, value), doc=doc
     )
+
+
+def export_filters(filters: Filters | None) -> Filters | None:
+    """``filters`` as the export's index reads them: the scopes ``workspace`` (the default)
+    and ``all`` are every chunk of the export (the platform's part of ``all`` is the daemon's,
+    :mod:`daemon.service.platform`), spelled ``all`` as the ranking knows it, and None when
+    nothing else is filtered. ``ValueError`` for ``platform``: the export's index holds no
+    platform help."""
+    if filters is None:
+        return None
+    if filters.scope == "platform":
+        raise ValueError("scope platform is answered by the daemon's platform help, not by the export's index")
+    if filters.scope in (DEFAULT_SCOPE, "all"):
+        filters = msgspec.structs.replace(filters, scope="all")
+        return None if filters == Filters(scope="all") else filters
+    return filters
 
 
 def _clean_query(query: str, mode: str, top_k: int) -> str:
@@ -535,6 +554,7 @@ class Engine:
         translation for the *dense_tr* channel unless ``lexical``). ``ValueError`` as
         :meth:`search`."""
         text = _clean_query(query, mode, 1)
+        filters = export_filters(filters)
         with self.lock:
             cues = self.ranker.cues(text, filters)
         if mode != "lexical" and self.embedder is not None:
@@ -572,6 +592,7 @@ class Engine:
         files turn out damaged (the lexical side is then rebuilt).
         """
         text = _clean_query(query, mode, top_k)
+        filters = export_filters(filters)
         t0 = time.perf_counter()
         if cues is None or cues.text != text:
             cues = self.query_cues(text, filters, mode=mode)

@@ -223,6 +223,41 @@ def _dense_lines(dense: dict) -> list[str]:
     return lines
 
 
+def _platform_lines(p: dict | None, verbose: int = 0) -> list[str]:
+    """``platform:`` (the help that answers, and why) and one line per source found:
+    ``bundled: ready, 4880 entries, 4880 vectors``, ``8.3.24.1467: indexing``."""
+    if not p:
+        return []
+    used = p.get("used") or {}
+    state = f" ({used['state']})" if used.get("state", "ready") != "ready" else ""
+    why = used.get("why", "")
+    mode = p.get("compatibility_mode")
+    if mode and mode not in why:
+        why += f"; CompatibilityMode {mode}"
+    lines = [f"  platform: {used.get('label', '?')}{state} — {why}"]
+    for s in p.get("sources") or []:
+        name = s.get("version") or "bundled"
+        parts = [s.get("state", "?")]
+        if s.get("entries"):
+            parts.append(f"{s['entries']} entries")
+        if s.get("vectors"):
+            parts.append(f"{s['vectors']} vectors")
+        if s.get("skipped"):
+            parts.append(f"{s['skipped']} skipped")
+        if s.get("error"):
+            parts.append(f"error: {s['error']}")
+        where = f" in {s['path']}" if verbose and s.get("path") else ""
+        chosen = " (answers)" if s.get("chosen") else ""
+        lines.append(f"    {name}{chosen}: {', '.join(parts)}{where}")
+        if verbose:
+            kinds = s.get("kinds") or {}
+            if kinds:
+                lines.append("      " + ", ".join(f"{k} {v}" for k, v in kinds.items()))
+            for k in s.get("skips") or []:
+                lines.append(f"      skipped {k.get('path')}: {k.get('reason')} {k.get('detail', '')}".rstrip())
+    return lines
+
+
 def _watcher_line(d: dict) -> str:
     watcher = d.get("watcher") or {}
     mode = watcher.get("mode", "?")
@@ -316,6 +351,7 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
     if prog.get("stage"):
         lines.append("  " + format_progress(prog, first=not g("chunks")))
     lines += _dense_lines(g("dense") or {})
+    lines += _platform_lines(g("platform"), verbose)
     lines.append(_watcher_line(d))
     lines += _freshness_lines(d)
     lines += _docs_lines(d, verbose)

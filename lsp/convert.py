@@ -449,7 +449,9 @@ def search_hit(hit: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | N
         "location": {
             "uri": uri,
             "range": {"start": {"line": r[0], "character": r[1]}, "end": {"line": r[2], "character": r[3]}},
-        },
+        }
+        if uri
+        else None,  # a platform help entry (scope platform or all) has no file
         "startLine": hit.start_line,
         "endLine": hit.end_line,
         "moduleKind": hit.module_kind,

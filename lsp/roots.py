@@ -140,6 +140,8 @@ class Root:
                 shared_cache=s.shared_cache,
                 shared_cache_mode=s.shared_cache_mode,
                 docs=s.docs,
+                platform_help=s.platform_help,
+                platform_version=s.platform_version,
             ),
             spawn_timeout=s.spawn_timeout,
             request_timeout=s.request_timeout,

@@ -20,6 +20,9 @@ Requests served (handlers are named after the LSP method):
   naming the method, metadata bindings), ``textDocument/definition`` (a call or a string
   naming a method), ``textDocument/prepareCallHierarchy``, ``callHierarchy/incomingCalls``
   and ``callHierarchy/outgoingCalls``.
+* ``textDocument/hover`` in ``.bsl`` files: the platform help entry (:mod:`lsp.hover`) of a
+  global function, ``Новый <Тип>`` or a system enumeration's value under the cursor, from the
+  version the daemon chose for the configuration; a method of the module of that name wins.
 * ``bsl-lens/search`` (custom request): search by meaning for the editors' own UI, since
   a symbol picker re-filters results by name. Params ``{query, mode?, topK?, filters?,
   folder?, freshTimeout?}``; result ``{query, mode, stale, hits: [...], folders: [...]}``
@@ -61,7 +64,7 @@ from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError
-from daemon.contract import MAX_TOP_K, SEARCH_MODES
+from daemon.contract import DEFAULT_SCOPE, MAX_TOP_K, SEARCH_MODES
 from daemon.server.protocol import NOT_FOUND
 
 from . import convert
@@ -566,13 +569,51 @@ class BslLensServer(LanguageServer):
             out.append(types.CallHierarchyOutgoingCall(to=item, from_ranges=[convert.ref_range(r) for r in refs]))
         return out
 
+    async def hover(self, uri: str, line: int, character: int) -> types.Hover | None:
+        """``textDocument/hover`` in a ``.bsl`` file: the platform help entry of the name under
+        the cursor (:func:`lsp.hover.hover_target`: a global function, ``Новый <Тип>``, a system
+        enumeration's value), read from the file's text as the daemon has it; a method of the
+        module with that name wins (its header and doc comment). None for anything else, files
+        outside the folders and during warm-up."""
+        from .hover import hover_markdown, hover_target, local_method_markdown
+
+        path = convert.uri_to_path(uri)
+        if path is None or not path.lower().endswith(".bsl"):
+            return None
+        found = self.root_of(path)
+        if found is None or found[0].client is None:
+            return None
+        root, rel = found
+        text = await self._call(root, "read_module", rel, line + 1, line + 1)
+        if text is None or not text.text:
+            return None
+        target = hover_target(text.text.splitlines()[0] if text.text else "", character)
+        if target is None:
+            return None
+        rng = types.Range(start=types.Position(line, target.start), end=types.Position(line, target.end))
+        if target.local:
+            chunks = await self._call(root, "document_symbols", rel) or []
+            key = target.name.casefold().replace("ё", "е")
+            for c in chunks:
+                if c.kind in ("procedure", "function") and c.name.casefold().replace("ё", "е") == key:
+                    return types.Hover(contents=_markdown(local_method_markdown(c)), range=rng)
+        ans = await self._call(root, "platform_help", target.query, top_k=5, names_only=True)
+        if ans is None:
+            return None
+        entry = next((e for e in ans.entries if e.kind in target.kinds), None)
+        if entry is None:
+            return None
+        return types.Hover(contents=_markdown(hover_markdown(entry, ans.platform)), range=rng)
+
     async def search(self, params: Any) -> dict:
         """The ``bsl-lens/search`` request (see :class:`SearchParams`)."""
         p = _search_params(params, self.settings.search_top_k)
         roots = self.ready_roots(p.folder)
         filters = None
         if p.filters is not None:  # the daemon's Filters: snake_case, defaults left out
-            filters = {k: v for k, v in msgspec.structs.asdict(p.filters).items() if v not in (None, False, "all")}
+            filters = {
+                k: v for k, v in msgspec.structs.asdict(p.filters).items() if v not in (None, False, DEFAULT_SCOPE)
+            }
         fresh = {"fresh_timeout": p.fresh_timeout} if p.fresh_timeout else {}
         results = await asyncio.gather(
             *(
@@ -584,7 +625,7 @@ class BslLensServer(LanguageServer):
         hits = []
         for ri, hit in merged:
             root = roots[ri]
-            uri = root.uri_for(hit.path)
+            uri = "" if hit.kind.startswith("platform_") else root.uri_for(hit.path)  # platform help: no file
             hits.append(convert.search_hit(hit, uri, root.folder.uri, kinds=self.symbol_kinds))
         folders = []
         for r in self.roots:
@@ -682,7 +723,7 @@ class SymbolsAnswer(msgspec.Struct, kw_only=True):
 class SearchFilters(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
     """``filters`` of ``bsl-lens/search`` (the daemon's ``Filters``, camelCase)."""
 
-    scope: str = "all"  # all | code | metadata | docs
+    scope: str = DEFAULT_SCOPE  # workspace | code | metadata | docs | platform | all
     object_type: str | None = None  # Справочник | Catalog | Catalogs
     module_kind: str | None = None  # common | object | manager | form | ...
     path_prefix: str | None = None  # relative to the folder
@@ -702,6 +743,10 @@ class SearchParams(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_
     filters: SearchFilters | None = None
     folder: str | None = None
     fresh_timeout: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
+
+
+def _markdown(text: str) -> types.MarkupContent:
+    return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
 
 
 def plain(value: Any) -> Any:
@@ -866,6 +911,13 @@ async def incoming_calls(ls: BslLensServer, params: types.CallHierarchyIncomingC
 async def outgoing_calls(ls: BslLensServer, params: types.CallHierarchyOutgoingCallsParams):
     """What the item calls."""
     return await ls.outgoing_calls(params)
+
+
+@SERVER.feature(types.TEXT_DOCUMENT_HOVER)
+async def hover(ls: BslLensServer, params: types.HoverParams) -> types.Hover | None:
+    """Platform help on the global function, ``Новый <Тип>`` or system enumeration value under
+    the cursor (a method of the module with the same name wins)."""
+    return await ls.hover(params.text_document.uri, params.position.line, params.position.character)
 
 
 @SERVER.feature(SEARCH_REQUEST)

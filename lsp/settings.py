@@ -65,6 +65,10 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     * ``docs``: documentation folders inside the folder (markdown pages; relative or
       absolute) a spawned daemon serves next to the code (``--docs``; ``scope: "docs"``
       in ``bsl-lens/search``).
+    * ``platform_help``: installed 1C:Enterprise help folders or ``.hbk`` files for a spawned
+      daemon (``--platform-help``; hover and ``scope: "platform"``); ``platform_version``: the
+      version whose help answers (``--platform-version``; default: the configuration's
+      ``CompatibilityMode`` picks the nearest installed one).
     * ``spawn``: start a daemon when none runs for the folder (default true); false: only
       use a running one, retrying every few seconds.
     * ``spawn_timeout``: seconds to wait for a spawned daemon to answer (default 60).
@@ -85,6 +89,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     shared_cache: Annotated[str, msgspec.Meta(min_length=1)] | None = None
     shared_cache_mode: Literal["rw", "ro"] | None = None
     docs: list[str] = []
+    platform_help: list[str] = []
+    platform_version: str | None = None
     spawn: bool = True
     spawn_timeout: Annotated[float, msgspec.Meta(gt=0, le=3600)] = 60.0
     max_symbols: Annotated[int, msgspec.Meta(ge=1, le=MAX_TOP_K)] = DEFAULT_SYMBOL_LIMIT

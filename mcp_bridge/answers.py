@@ -16,13 +16,17 @@ import msgspec
 from mcp_types import CallToolResult, TextContent
 
 from daemon import notes
-from daemon.contract import CODE_KINDS, DOCS_KINDS
+from daemon.contract import CODE_KINDS, DOCS_KINDS, PLATFORM_KINDS
 
 from .models import (
     DenseInfo,
     DocMention,
     IndexInfo,
     MetaField,
+    PlatformEntryOut,
+    PlatformInfo,
+    PlatformParamOut,
+    PlatformSignatureOut,
     RootStatus,
     SearchHit,
     SharedCacheInfo,
@@ -52,7 +56,12 @@ def answer(out: _Out) -> CallToolResult:
 # ------------------------------------------------------------------------------ names
 def qualified(kind: str, name: str, owner: str) -> str:
     """``Модуль.Метод`` for code, the owner for an object, ``owner.name`` for a field (the
-    ``name`` a model passes back to ``get_method`` or ``describe_object``)."""
+    ``name`` a model passes back to ``get_method`` or ``describe_object``), ``Тип.Метод``,
+    ``Новый Тип`` or the name for a platform help entry (``platform_help``)."""
+    if kind in PLATFORM_KINDS:
+        if kind == "platform_constructor":
+            return f"Новый {owner or name}"
+        return f"{owner}.{name}" if owner else name
     if kind == "object":
         return owner
     if kind in CODE_KINDS:
@@ -111,6 +120,8 @@ def cut(text: str, limit: int) -> str:
 
 
 def _hit_summary(h) -> str:
+    if h.kind in PLATFORM_KINDS:
+        return cut(h.snippet, SUMMARY_CHARS)  # the entry's first sentence
     if h.kind in CODE_KINDS:
         return doc_summary(h.snippet)
     if h.kind in DOCS_KINDS:
@@ -180,6 +191,91 @@ def symbol_def(h, chunk, mentions: list, query: str, *, detail: bool) -> SymbolD
         s.start_line, s.doc = h.start_line, doc
         s.region = list(chunk.region) if chunk else []
     return s
+
+
+# ------------------------------------------------------------------------------ platform help
+def platform_entry(e, hit, *, exact: bool, detail: bool) -> PlatformEntryOut:
+    """A daemon ``PlatformEntry`` (with its ``Hit``) as an answer: for a name (``exact``) every
+    signature variant with its parameters; for a question one line (the first signature and the
+    first sentence); ``detail`` adds the description, example, see also, note and the ranks."""
+    since = e.since + (f"; not recommended since {e.deprecated_since}" if e.deprecated_since else "")
+    out = PlatformEntryOut(
+        qualified_name=e.qualified,
+        name_en=e.qualified_en,
+        kind=e.kind,
+        returns=_returns(e) if exact or detail else "",  # a question's one line: the signature has the type
+        value_type=" | ".join(e.value_types) + (" (read only)" if e.value_types and e.readonly else ""),
+        summary=_first_sentence(e.description, SUMMARY_CHARS if not detail else SUMMARY_CHARS * 2),
+        availability=list(e.availability),
+        since=since.lstrip("; "),
+    )
+    if exact or detail:
+        out.signatures = [
+            PlatformSignatureOut(
+                syntax=_render(e, s),
+                variant=s.name if len(e.signatures) > 1 else "",
+                params=[
+                    PlatformParamOut(
+                        name=p.name,
+                        types=list(p.types),
+                        optional=p.optional,
+                        description=(f"default {p.default}. " if p.default else "")
+                        + (p.description if detail else _first_sentence(p.description, SUMMARY_CHARS)),
+                    )
+                    for p in s.params
+                ],
+            )
+            for s in e.signatures
+        ]
+    elif e.signatures:
+        out.signatures = [PlatformSignatureOut(syntax=_render(e, e.signatures[0]))]
+    if detail:
+        out.description, out.description_en, out.example = e.description, e.description_en, e.example
+        out.see_also, out.note, out.category = list(e.see_also), e.note, e.category
+        if hit is not None and not exact:
+            out.score, out.ranks = hit.score, dict(hit.ranks)
+    return out
+
+
+def _render(e, sig) -> str:
+    """One line for a signature: ``СтрНайти(Строка: Строка, НачальнаяПозиция?: Число): Число``
+    (as ``daemon.sources.platform.entries.render_signature``, which the front end does not load)."""
+    params = ", ".join(
+        p.name + ("?" if p.optional else "") + (": " + "|".join(p.types) if p.types else "") for p in sig.params
+    )
+    head = f"Новый {e.owner or e.name}" if e.kind == "constructor" else e.name
+    ret = ": " + "|".join(e.return_types) if e.return_types and e.kind != "constructor" else ""
+    return f"{head}({params}){ret}"
+
+
+def _returns(e) -> str:
+    types = " | ".join(e.return_types)
+    meaning = _first_sentence(e.returns)
+    return f"{types}: {meaning}" if types and meaning else types or meaning
+
+
+def _first_sentence(text: str, limit: int = SUMMARY_CHARS * 2) -> str:
+    flat = " ".join((text or "").split())
+    for end in _SENTENCE_END.finditer(flat):
+        word = flat[: end.start()].rsplit(" ", 1)[-1]
+        if len(word) > 3:
+            return cut(flat[: end.start() + 1], limit)
+    return cut(flat, limit)
+
+
+def platform_info(p) -> PlatformInfo | None:
+    """The platform help block of a root's status (``Status.platform``; None from a daemon
+    without it)."""
+    if p is None:
+        return None
+    sources = {}
+    for s in p.sources:
+        name = s.version or "bundled"
+        vectors = f", {s.vectors} vectors" if s.vectors else ""
+        sources[name] = f"{s.state}: {s.entries} entries{vectors}" + (f" ({s.error})" if s.error else "")
+    mode = f" (CompatibilityMode {p.compatibility_mode})" if p.compatibility_mode else ""
+    state = f" ({p.used.state})" if p.used.state != "ready" else ""
+    return PlatformInfo(answers=p.used.label + state, sources=sources, why=p.used.why + mode)
 
 
 # ------------------------------------------------------------------------------ index state
@@ -256,6 +352,7 @@ def root_status(link: RootLink, res, *, detail: bool) -> RootStatus:
             eta_s=d.eta_s if d.done < d.total else None,
             shared_cache=_shared_info(d.shared_cache),
         ),
+        platform=platform_info(getattr(st, "platform", None)),
         watcher=st.watcher.mode,
         stale_count=st.stale_count,
         skipped_count=st.skipped_count,
@@ -272,4 +369,6 @@ def root_status(link: RootLink, res, *, detail: bool) -> RootStatus:
         out.skipped_files = [SkippedFile(path=k.path, reason=k.reason, detail=k.detail) for k in st.skipped_files]
         out.pid, out.uptime_s, out.index_dir, out.log = st.pid, st.uptime_s, st.index_dir, res.daemon.log
         out.summary = notes.format_status(data)
+    elif out.platform is not None:
+        out.platform.why = ""
     return out

@@ -17,7 +17,8 @@ def instructions(roots: str) -> str:
         'search for a question in words ("как отправить письмо"), get_method to read a method, '
         "describe_object for a metadata object's attributes and types, read_module for surrounding lines, "
         "find_references before changing a method (who calls it, also through strings and metadata), "
-        "search with scope docs and read_document for documentation pages served with the code. "
+        "search with scope docs and read_document for documentation pages served with the code, "
+        "platform_help for the 1C platform's own functions, types and methods (never invent them). "
         "Cite results as path:line. Answers are compact (fields with empty or default values left out); "
         "detail=true gives every field. If an answer says warming, the index is still being built; "
         "stale: files changed on disk are not indexed yet."
@@ -79,6 +80,13 @@ CALL_GRAPH = (
     "Callers (what a change affects) or callees of a method to a bounded depth, at most fan_out per method. "
     "nodes: Модуль.Метод, path:line, depth; edges: src calls dst (node indexes) in count sites; truncated: a cap "
     "cut it; recursion is walked once (revisited)."
+)
+
+PLATFORM_HELP = (
+    "The 1C:Enterprise platform's reference (syntax assistant) for the version the configuration targets. A name "
+    "(СтрНайти, StrFind, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос) gives its entry: every signature, the "
+    "parameters, the result; a question gives the best entries, one line each. Check platform methods here "
+    "instead of guessing; platform says whose help answered."
 )
 
 INDEX_STATUS = (

@@ -81,7 +81,8 @@ class SearchHit(_Out):
     line: int = Field(description="The method's header or the object's name: cite as path:line")
     kind: str = Field(
         description="procedure, function, module (module-level code); object, attribute, tabular_section, "
-        "dimension, resource, enum_value, form, command, template (metadata); section (docs)"
+        "dimension, resource, enum_value, form, command, template (metadata); section (docs); platform_* "
+        "(platform help, scope platform or all: see platform_help)"
     )
     qualified_name: str = Field(
         description="Модуль.Метод (pass it to get_method), Тип.Имя (describe_object), Тип.Имя.Поле"
@@ -384,6 +385,64 @@ class ObjectOutput(_Out):
     warming: bool = False
 
 
+# ------------------------------------------------------------------------------ platform help
+class PlatformParamOut(_Out):
+    """A parameter of a platform method or function."""
+
+    name: str
+    types: list[str] = Field(default_factory=list)
+    optional: bool = False
+    description: str = Field("", description="Its default value and first sentence (detail: all of it)")
+
+
+class PlatformSignatureOut(_Out):
+    """One way to call it (a variant of a constructor or a method)."""
+
+    syntax: str = Field(description="Name(Param: Type, Optional?: Type): Result")
+    variant: str = Field("", description="The help's name of the variant when there are several")
+    params: list[PlatformParamOut] = Field(default_factory=list, description="Names: every parameter")
+
+
+class PlatformEntryOut(_Out):
+    """A platform help entry: a global function or property, type, constructor, method, property,
+    system enumeration or its value, event or keyword of 1C:Enterprise."""
+
+    qualified_name: str = Field(description="СтрНайти, ТаблицаЗначений.Свернуть, Новый HTTPЗапрос")
+    name_en: str = Field("", description="The English twin: StrFind, ValueTable.GroupBy")
+    kind: str = Field(
+        description="function (global), global_property, type, constructor, method, property, enum (system "
+        "enumeration), enum_value, event, keyword"
+    )
+    signatures: list[PlatformSignatureOut] = Field(
+        default_factory=list, description="A name: every variant with its parameters; a question: the first"
+    )
+    returns: str = Field("", description="Result type(s) and what the result is")
+    value_type: str = Field("", description="Properties: the value's type (read only when so)")
+    summary: str = Field("", description="What it does: the description's first sentence")
+    availability: list[str] = Field(default_factory=list, description="server, thin_client, web_client, ...")
+    since: str = Field("", description="The platform version it appeared in; when it was deprecated")
+    description: str = detail("", "the whole description")
+    description_en: str = detail("", "the English help's description")
+    example: str = detail("")
+    see_also: list[str] = detail(factory=list)
+    note: str = detail("")
+    category: str = detail("", "the help's group")
+    score: float = detail(0.0, "fused score of a question's answer")
+    ranks: dict[str, int] = detail(description="rank in each retrieval channel that found it", factory=dict)
+
+
+class PlatformOutput(_Out):
+    """The platform help's answer: the entries a name names, or the best entries for a question."""
+
+    root: str
+    platform: str = Field(description="The help that answered: 1C:Enterprise <version>, or the bundled data set")
+    exact: bool = Field(description="The query named these entries; false: they answer it as a question")
+    total: int = Field(0, description="Candidates found before the top_k cut")
+    note: str = Field("", description="Why this help answers when it is not the one chosen, or still indexing")
+    entries: list[PlatformEntryOut]
+    why: str = detail("", "how the version was chosen")
+
+
 # ------------------------------------------------------------------------------ status
 class SharedCacheInfo(_Out):
     """The team's shared embedding cache (PostgreSQL + pgvector) as the daemon sees it."""
@@ -411,6 +470,16 @@ class DenseInfo(_Out):
     shared_cache: SharedCacheInfo | None = Field(None, description="With --shared-cache")
     embedder: str | None = detail(None)
     model: str | None = detail(None)
+
+
+class PlatformInfo(_Out):
+    """Platform help as the daemon has it: the source that answers and every source found."""
+
+    answers: str = Field(description="1C:Enterprise <version>, or the bundled data set; (indexing) meanwhile")
+    sources: dict[str, str] = Field(
+        default_factory=dict, description="source -> state, entries and vectors: 8.3.24.1467, bundled"
+    )
+    why: str = detail("", "how the version was chosen (the configuration's CompatibilityMode)")
 
 
 class SkippedFile(_Out):
@@ -443,6 +512,7 @@ class RootStatus(_Out):
     docs_sections: int = Field(0, description="Searched with scope='docs'")
     chunks: int = 0
     dense: DenseInfo | None = None
+    platform: PlatformInfo | None = Field(None, description="The platform help that answers platform_help")
     watcher: str = Field("", description="native, polling or off")
     stale_count: int = Field(0, description="Files changed on disk and not re-indexed yet")
     skipped_count: int = Field(0, description="Files left out of the index (detail lists them)")

@@ -53,6 +53,18 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="for a spawned daemon: full re-check interval (default 120; 0 disables)",
     )
+    p.add_argument(
+        "--platform-help",
+        action="append",
+        metavar="DIR|FILE",
+        help="for a spawned daemon: an installed 1C:Enterprise's help folder or .hbk file (repeatable)",
+    )
+    p.add_argument(
+        "--platform-version",
+        metavar="VERSION",
+        help="for a spawned daemon: the platform version whose help answers (default: the configuration's "
+        "CompatibilityMode picks the nearest installed one)",
+    )
     p.add_argument("--http", action="store_true", help="serve streamable HTTP at http://HOST:PORT/mcp instead of stdio")
     p.add_argument("--host", default="127.0.0.1", help="HTTP bind address (default 127.0.0.1; any other needs --token)")
     p.add_argument(

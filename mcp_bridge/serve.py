@@ -182,6 +182,8 @@ def spawn_args(args) -> list[str]:
         shared_cache=args.shared_cache,
         shared_cache_mode=args.shared_cache_mode if args.shared_cache else None,
         docs=getattr(args, "docs", None) or (),
+        platform_help=getattr(args, "platform_help", None) or (),
+        platform_version=getattr(args, "platform_version", None),
     )
 
 

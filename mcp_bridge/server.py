@@ -31,16 +31,17 @@ __all__ = ["MAX_READ_LINES", "MAX_TOP_K", "SIZE_BUDGETS", "argument_errors", "bu
 
 #: The most a client receives, in bytes of compact UTF-8 JSON (structured content and its text copy
 #: together), for: the tool list, ``index_status`` of one root, ``search`` with top_k 5,
-#: ``find_symbol`` with limit 3, ``find_references`` with limit 10 and ``call_graph`` at its
-#: defaults (depth 2, fan_out 10), compact answers. Checked by ``tests/mcp/test_mcp.py``. (The tool
-#: list was 16,000 with seven tools; find_references and call_graph add about 4,500.)
+#: ``find_symbol`` with limit 3, ``find_references`` with limit 10, ``call_graph`` at its defaults
+#: (depth 2, fan_out 10) and ``platform_help`` (a name, a question; top_k 5), compact answers.
+#: Checked by ``tests/mcp/test_mcp.py``.
 SIZE_BUDGETS = {
-    "tools/list": 20_000,
+    "tools/list": 22_000,
     "index_status": 3_000,
     "search": 6_000,
     "find_symbol": 5_000,
     "find_references": 6_000,
     "call_graph": 8_000,
+    "platform_help": 5_000,
 }
 
 #: Every tool only reads (the destructive and idempotent hints mean something only for tools that write).
@@ -55,6 +56,7 @@ DESCRIPTIONS = {
     "describe_object": descriptions.DESCRIBE_OBJECT,
     "find_references": descriptions.FIND_REFERENCES,
     "call_graph": descriptions.CALL_GRAPH,
+    "platform_help": descriptions.PLATFORM_HELP,
     "index_status": descriptions.INDEX_STATUS,
 }
 

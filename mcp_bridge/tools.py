@@ -24,7 +24,7 @@ from pydantic import Field
 
 from daemon import notes
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.contract import MODULE_KINDS, SCOPES, SEARCH_MODES, english_type, object_type_list
+from daemon.contract import DEFAULT_SCOPE, MODULE_KINDS, SCOPES, SEARCH_MODES, english_type, object_type_list
 from daemon.server.protocol import INVALID_PARAMS, NOT_FOUND
 
 from . import answers
@@ -44,6 +44,7 @@ from .models import (
     ModuleOutput,
     ModuleRef,
     ObjectOutput,
+    PlatformOutput,
     RootStatus,
     SearchOutput,
     StatusOutput,
@@ -73,10 +74,28 @@ MAX_FAN_OUT = 30
 #: ``wait_fresh`` of search and find_symbol, seconds: bounded so that a call stays well inside the
 #: bridge's request timeout (``mcp_bridge.links.REQUEST_TIMEOUT``).
 MAX_WAIT_FRESH_S = 10.0
+#: Most entries ``platform_help`` returns in one call.
+MAX_PLATFORM_TOP_K = 20
+#: Entry kinds ``platform_help`` may be narrowed to (``daemon.service.platform.ENTRY_KIND_NAMES``).
+PLATFORM_KINDS = (
+    "function",
+    "global_property",
+    "type",
+    "constructor",
+    "method",
+    "property",
+    "enum",
+    "enum_value",
+    "event",
+    "keyword",
+)
 
 # ------------------------------------------------------------------------------ arguments
 SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
 Scope = Literal[SCOPES]  # type: ignore[valid-type]
+#: find_symbol looks up definitions in the export: platform help has its own tool
+SymbolScope = Literal[tuple(s for s in SCOPES if s not in ("platform", "all"))]  # type: ignore[valid-type]
+PlatformKind = Literal[PLATFORM_KINDS]  # type: ignore[valid-type]
 ModuleKind = Literal[MODULE_KINDS]  # type: ignore[valid-type]
 Root = Annotated[str | None, Field(description="Export root (its name or path)")]
 WaitFresh = Annotated[
@@ -198,8 +217,11 @@ async def search(
     top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Hits to return, 1..{MAX_TOP_K}")] = 10,
     scope: Annotated[
         Scope,
-        Field(description="code, metadata (objects, fields), docs (documentation) or all"),
-    ] = "all",
+        Field(
+            description="workspace (code, metadata, docs), code, metadata (objects, fields), docs (documentation), "
+            "platform (1C platform help) or all"
+        ),
+    ] = DEFAULT_SCOPE,
     object_type: Annotated[
         str | None,
         Field(description="Only this metadata type and its modules: Справочник, Catalog, ..."),
@@ -235,7 +257,7 @@ async def search(
         "path_prefix": path_prefix,
         "export_only": export_only,
     }
-    filters = {k: v for k, v in filters.items() if v not in (None, False, "all")}
+    filters = {k: v for k, v in filters.items() if v not in (None, False, DEFAULT_SCOPE)}
     conns = link.link.connections
     res = await _call(
         b, link, lambda c: c.search(query, mode=mode, top_k=top_k, filters=filters or None, fresh_timeout=wait_fresh)
@@ -274,7 +296,7 @@ async def find_symbol(
         ),
     ],
     limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Definitions to return, 1..{MAX_TOP_K}")] = 10,
-    scope: Annotated[Scope, Field(description="code, metadata, docs or all")] = "all",
+    scope: Annotated[SymbolScope, Field(description="workspace (all of it), code, metadata or docs")] = DEFAULT_SCOPE,
     export_only: Annotated[bool, Field(description="Only exported methods (Экспорт)")] = False,
     wait_fresh: WaitFresh = 0.0,
     detail: Detail = False,
@@ -291,7 +313,7 @@ async def find_symbol(
         )
         out.index = answers.starting_info(link) if detail else None
         return answer(out)
-    filters = {k: v for k, v in {"scope": scope, "export_only": export_only}.items() if v not in (False, "all")}
+    filters = {k: v for k, v in {"scope": scope, "export_only": export_only}.items() if v not in (False, DEFAULT_SCOPE)}
     conns = link.link.connections
     res = await _call(
         b, link, lambda c: c.symbols(query, limit=limit, filters=filters or None, fresh_timeout=wait_fresh)
@@ -691,6 +713,52 @@ async def call_graph(
     return answer(out)
 
 
+# ------------------------------------------------------------------------------ platform_help
+async def platform_help(
+    ctx: Context,
+    query: Annotated[
+        str,
+        Field(
+            min_length=1,
+            description="A name (СтрНайти, Тип.Метод, Новый Тип) or a question",
+        ),
+    ],
+    kind: Annotated[PlatformKind | None, Field(description="Only this kind")] = None,
+    version: Annotated[str | None, Field(description="8.3.24 or bundled; default: the configuration's")] = None,
+    top_k: Annotated[int, Field(ge=1, le=MAX_PLATFORM_TOP_K, description=f"1..{MAX_PLATFORM_TOP_K}")] = 5,
+    detail: Detail = False,
+    root: Root = None,
+) -> Annotated[CallToolResult, PlatformOutput]:
+    """The ``platform_help`` tool (description: :data:`mcp_bridge.descriptions.PLATFORM_HELP`)."""
+    b = _bridge(ctx)
+    link = b.pick(root)
+    mode = "hybrid"
+    try:
+        st = await _status(b, link)
+        if not st.dense.enabled:
+            mode = "lexical"
+    except Starting as exc:
+        raise ToolError(str(exc)) from None
+    res = await _call(b, link, lambda c: c.platform_help(query, mode=mode, top_k=top_k, kind=kind, version=version))
+    used = res.platform
+    note = used.why if used.state != "ready" or (version and used.version != version) else ""
+    if not res.entries and not note:
+        note = "nothing found; try another wording, a name (СтрНайти) or Тип.Метод"
+    out = PlatformOutput(
+        root=link.name,
+        platform=used.label,
+        exact=res.exact,
+        total=res.total,
+        note=note,
+        why=used.why if detail else "",
+        entries=[
+            answers.platform_entry(e, h, exact=res.exact, detail=detail)
+            for e, h in zip(res.entries, res.hits, strict=True)
+        ],
+    )
+    return answer(out)
+
+
 def _graph_node(node: str, depth: int, m, *, detail: bool) -> GraphNode:
     """A node of the walk: a method (with its place), a binding (``<path>#<kind>:<detail>``) or
     module-level code (``<path>::<module>``)."""
@@ -756,5 +824,6 @@ TOOLS = (
     describe_object,
     find_references,
     call_graph,
+    platform_help,
     index_status,
 )

@@ -21,6 +21,8 @@ DEMO_QUERIES = (
     "загрузка выписки из банка",
     "how are exchange rates loaded",
 )
+#: What ``demo`` asks the platform help (bundled when no 1C:Enterprise is installed): a name and a question.
+DEMO_PLATFORM_QUERIES = ("СтрНайти", "как найти подстроку в строке")
 
 
 def sample_export_dir() -> Path:
@@ -50,7 +52,34 @@ def cmd_demo(args) -> int:
             ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
             print(f"   {i}. {h.owner} · {h.symbol or h.name}  ({h.path}:{h.name_range[0] + 1}; {ranks})")
         print()
+    _demo_platform(args, root, eng.embedder)
     return 0
+
+
+def _demo_platform(args, root: Path, embedder) -> None:
+    """The demo's platform help: a name and a question, from the help that answers for the
+    sample export (the bundled data set on a machine without 1C:Enterprise). Hybrid when the
+    platform's vectors are there already (a daemon embeds them in the background), else lexical."""
+    from .index import platform_help_of
+
+    ph = platform_help_of(args, str(root))
+    src = ph.ensure(ph.sources[ph.chosen])
+    if src.state != "ready":
+        src = ph.ensure(ph.sources["bundled"])
+    mode = "lexical"
+    if embedder is not None and src.index is not None:
+        src.index.load_dense(embedder)
+        mode = "hybrid" if not src.index.dense_pending() else "lexical"
+    print(f"Platform help: {src.label} — {ph.why}; {len(src.index)} entries, {mode}\n")
+    for q in DEMO_PLATFORM_QUERIES:
+        ans = ph.help(q, mode=mode, top_k=3, version=src.name, embedder=embedder if mode == "hybrid" else None)
+        print(f"» {q}" + ("  (a name)" if ans.exact else ""))
+        for i, (entry, h) in enumerate(zip(ans.entries, ans.hits, strict=True), 1):
+            ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
+            print(f"   {i}. {h.signature or entry.qualified}  [{entry.kind}]" + (f"  ({ranks})" if ranks else ""))
+            if h.snippet:
+                print(f"      {h.snippet}")
+        print()
 
 
 def print_report(out: dict, as_json: bool, *, bench: str = "engine", run: dict | None = None) -> int:
@@ -79,12 +108,16 @@ def cmd_bench(args) -> int:
     """Speed and memory on one root (:mod:`daemon.dev.bench`); ``--daemon``/``--lifecycle``:
     :mod:`daemon.dev.bench_daemon`; ``--lsp``: :mod:`daemon.dev.bench_lsp`, the LSP round trip;
     ``--mcp``: :mod:`daemon.dev.bench_mcp`, the size of each MCP answer; ``--dense-synthetic N``:
-    :mod:`daemon.dev.bench_dense`, no root."""
+    :mod:`daemon.dev.bench_dense`, no root; ``--platform``: :mod:`daemon.dev.bench_platform`, no root."""
     run = run_started()
     if getattr(args, "dense_synthetic", None) is not None:
         return _dense_bench(args, run)
+    if getattr(args, "platform", False):
+        from ..dev.bench_platform import run_platform_bench
+
+        return print_report(run_platform_bench(args), args.json, bench="platform", run=run)
     if args.root is None:
-        raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N)")
+        raise SystemExit("bsl-lens bench: ROOT is required (except with --dense-synthetic N or --platform)")
     if getattr(args, "mcp", False):
         from ..dev.bench_mcp import run_mcp_bench
 

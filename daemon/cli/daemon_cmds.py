@@ -39,6 +39,8 @@ def daemon_spawn_args(args) -> list[str]:
         reconcile_interval=args.reconcile_interval,
         docs=args.docs or (),
         transport=args.transport,
+        platform_help=getattr(args, "platform_help", None) or (),
+        platform_version=getattr(args, "platform_version", None),
     )
 
 
@@ -188,6 +190,12 @@ def restart_options(args, opts) -> list[str]:
     if "transport" not in explicit and opts.transport and opts.transport != args.transport:
         args.transport = opts.transport
         kept.append(f"--transport {opts.transport}")
+    if not getattr(args, "platform_help", None) and opts.platform_help:
+        args.platform_help = list(opts.platform_help)
+        kept += [f"--platform-help {p}" for p in opts.platform_help]
+    if not getattr(args, "platform_version", None) and opts.platform_version:
+        args.platform_version = opts.platform_version
+        kept.append(f"--platform-version {opts.platform_version}")
     return kept
 
 
@@ -223,6 +231,8 @@ def cmd_daemon_run(args) -> int:
             shared_cache_mode=args.shared_cache_mode,
             docs=args.docs,
             transport=args.transport,
+            platform_help=args.platform_help,
+            platform_version=args.platform_version,
         )
     except AlreadyRunning as exc:
         log.warning("%s", exc)

@@ -158,6 +158,11 @@ def cmd_eval(args) -> int:
     from .run_info import run_finished, run_started
 
     run = run_started()
+    if getattr(args, "scope", None) == "platform":
+        return _eval_platform(args)
+    if not args.root:
+        print("bsl-lens: error: eval needs ROOT (or --scope platform)", file=sys.stderr)
+        return 2
     corpus = args.corpus or Path(args.root).resolve().name
     try:
         folds = fold_of(load_gold(Path(args.gold))) if args.fold else {}
@@ -193,6 +198,89 @@ def cmd_eval(args) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     _print_eval(args, corpus, entries, st, results)
+    return 0
+
+
+def platform_help_of(args, root: str | None = None):
+    """The :class:`daemon.service.platform.PlatformHelp` of the in-process commands: ROOT's
+    compatibility mode (none without ROOT), ``--platform-help``, ``--platform-version``,
+    ``--no-stem``."""
+    from ..service.platform import PlatformHelp
+
+    return PlatformHelp(
+        Path(root or args.root or "."),
+        help_paths=getattr(args, "platform_help", None) or (),
+        version=getattr(args, "platform_version", None),
+        stem=getattr(args, "stem", True),
+    )
+
+
+def _eval_platform(args) -> int:
+    """``eval --scope platform``: the platform gold set (``tests/gold/platform_dev.jsonl``,
+    corpus ``platform``) against the platform help that answers for ROOT (the bundled data set
+    when no platform is installed), per mode; a hit's key is its entry kind and qualified name
+    (:func:`daemon.dev.evaluate.platform_key`)."""
+    from ..dev.evaluate import evaluate, fold_of, fold_results, load_gold, platform_key
+    from ..index.embed import embedder_for
+
+    try:
+        entries = load_gold(Path(args.gold), args.corpus or "platform")
+        folds = fold_of(entries) if args.fold else {}
+    except (OSError, ValueError) as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return 1
+    if args.fold in ("A", "B"):
+        entries = [e for e in entries if folds[str(e.get("id") or e["query"])] == args.fold]
+    if not entries:
+        print(f"no gold entries for corpus {args.corpus or 'platform'!r} in {args.gold}", file=sys.stderr)
+        return 1
+    modes = args.modes.split(",")
+    problem = _eval_modes_problem(modes, args.embedder)
+    if problem:
+        print(f"bsl-lens: error: {problem}", file=sys.stderr)
+        return 1
+    ph = platform_help_of(args)
+    src = ph.ensure(ph.sources[ph.chosen])
+    if src.state != "ready":
+        src = ph.ensure(ph.sources["bundled"])
+    emb = embedder_for(args.embedder) if any(m != "lexical" for m in modes) else None
+    if emb is not None:
+        ph.fill_dense(emb, progress=lambda d, t: progress("embed platform", d, t))
+        progress_done()
+    results = {}
+    for mode in modes:
+        lat: list[float] = []
+
+        def run(q, mode=mode, lat=lat):
+            t = time.perf_counter()
+            hits = ph.search(q, mode=mode, top_k=10, version=src.name, embedder=emb, snippets=False)[0]
+            lat.append((time.perf_counter() - t) * 1000)
+            return [platform_key(h.kind, h.symbol or h.name) for h in hits]
+
+        r = evaluate(entries, run)
+        r["latency_ms"] = p50_p95(lat, 3)
+        if args.fold == "both":
+            r["folds"] = fold_results(r, folds)
+        results[mode] = r
+    st = {"source": src.label, "entries": len(src.index), "vectors": len(src.index.dense or ()) if emb else 0}
+    if args.json:
+        if not args.per_query:
+            for r in results.values():
+                r.pop("per_query", None)
+        out = {"corpus": "platform", "gold": str(args.gold), "fold": args.fold or "all", "stats": st, "modes": results}
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+        return 0
+    print(f"platform help {st['source']}: {len(entries)} queries, {st['entries']} entries, {st['vectors']} vectors")
+    print(format_eval_table(results))
+    if args.fold == "both":
+        for f in ("A", "B"):
+            sub = {m: {**r["folds"][f], "latency_ms": r["latency_ms"]} for m, r in results.items()}
+            print(f"\nfold {f}: {sub[next(iter(sub))]['n']} queries (latency: all queries)")
+            print(format_eval_table(sub))
+    if args.per_query:
+        for mode, r in results.items():
+            for row in r["per_query"]:
+                print(f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['query']}")
     return 0
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 
 from .. import __version__
-from ..contract import DEFAULT_TOP_K, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, WATCH_MODES
+from ..contract import DEFAULT_SCOPE, DEFAULT_TOP_K, MAX_TOP_K, MODULE_KINDS, SCOPES, SEARCH_MODES, WATCH_MODES
 from ..options import (
     EMBEDDER_HELP,
     ENV_VARS,
@@ -45,6 +45,15 @@ DOCS_HELP = (
     "code. A root with markdown and no configuration is a docs root without it"
 )
 ROOT_HELP = "export root: a Designer dump (Configuration.xml) or EDT project(s)"
+#: ``--platform-help`` and ``--platform-version`` (daemon, search, eval, bench; LSP and MCP too).
+PLATFORM_HELP_HELP = (
+    "an installed 1C:Enterprise's help: a version folder (with its bin/*.hbk), a folder of version folders, or "
+    "one .hbk file (repeatable); the standard install folders are searched as well"
+)
+PLATFORM_VERSION_HELP = (
+    "the platform version whose help answers (an installed version such as 8.3.24.1467, a prefix of one, or "
+    "'bundled'); default: the configuration's CompatibilityMode picks the nearest installed version"
+)
 
 
 # ------------------------------------------------------------------------------ argument types
@@ -129,6 +138,12 @@ def _common(sp, root: bool | str = True) -> None:
     sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
 
 
+def _platform_args(sp) -> None:
+    """``--platform-help`` and ``--platform-version`` (daemon, search, eval, bench; LSP and MCP too)."""
+    sp.add_argument("--platform-help", action="append", metavar="DIR|FILE", help=PLATFORM_HELP_HELP)
+    sp.add_argument("--platform-version", metavar="VERSION", help=PLATFORM_VERSION_HELP)
+
+
 def _shared_cache_args(sp) -> None:
     sp.add_argument("--shared-cache", type=shared_cache_arg, metavar="DSN", help=SHARED_CACHE_HELP)
     sp.add_argument("--shared-cache-mode", type=shared_cache_mode_arg, metavar="rw|ro", help=SHARED_CACHE_MODE_HELP)
@@ -175,7 +190,15 @@ def _add_search_parser(sub) -> None:
         "--top-k", type=_top_k, default=DEFAULT_TOP_K, help=f"hits to show, 1..{MAX_TOP_K} (default {DEFAULT_TOP_K})"
     )
     sp.add_argument("--json", action="store_true", help="machine-readable hits")
-    sp.add_argument("--scope", choices=SCOPES, default="all")
+    sp.add_argument(
+        "--scope",
+        choices=SCOPES,
+        default=DEFAULT_SCOPE,
+        help="workspace: the export root's code, metadata and docs (default); code, metadata, docs: one of them; "
+        "platform: the 1C platform's help (the version chosen for ROOT); all: the export root and the platform "
+        "fused, with the kind on every hit",
+    )
+    _platform_args(sp)
     sp.add_argument(
         "--object-type",
         type=_object_type,
@@ -254,7 +277,14 @@ def _add_refs_parser(sub) -> None:
 
 def _add_eval_parser(sub) -> None:
     sp = sub.add_parser("eval", help="retrieval quality on a gold set (shared/eval format)")
-    _common(sp)
+    _common(sp, root="optional")
+    sp.add_argument(
+        "--scope",
+        choices=("workspace", "platform"),
+        help="platform: score a platform gold set (tests/gold/platform_dev.jsonl) against the platform help that "
+        "answers for ROOT (ROOT may be left out: the bundled data set); default: the export root",
+    )
+    _platform_args(sp)
     sp.add_argument("--gold", required=True, help="gold JSONL file")
     sp.add_argument("--corpus", help="gold 'corpus' value to use (default: the root folder's name)")
     sp.add_argument("--modes", default="lexical,vector,hybrid")
@@ -321,7 +351,24 @@ def _add_bench_parser(sub) -> None:
         action="store_true",
         help="the size in bytes of each MCP answer through `bsl-lens mcp` over stdio (daemon/dev/bench_mcp.py)",
     )
-    sp.add_argument("--gold", help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl)")
+    sp.add_argument(
+        "--platform",
+        action="store_true",
+        help="platform help, no ROOT: the bundled data set indexed, loaded warm, its memory in a warm process and "
+        "its query latency on the platform gold set, and the largest built help book read and indexed "
+        "(daemon/dev/bench_platform.py)",
+    )
+    sp.add_argument(
+        "--copies",
+        type=int,
+        default=11,
+        help="--platform: copies of the data set's pages in the big help book (11: about 53,000 pages; 0: none)",
+    )
+    sp.add_argument(
+        "--gold",
+        help="--lsp: gold JSONL with the symbol queries (default: ../shared/eval/gold_dev.jsonl); --platform: the "
+        "platform gold set (default: tests/gold/platform_dev.jsonl)",
+    )
     sp.add_argument("--corpus", help="--lsp: the gold 'corpus' value (default: the root folder's name)")
     sp.add_argument("--rounds", type=int, default=10, help="--lsp: passes over the symbol queries (default 10)")
     _add_dense_bench_args(sp)
@@ -385,6 +432,7 @@ def _daemon_opts(sp, *, spawn: bool = True, restart: bool = False) -> None:
     sp.add_argument("--log-file", help="daemon log (default: daemon.log in the index dir)")
     sp.add_argument("--transport", type=transport_arg, metavar="unix|tcp", help=TRANSPORT_HELP)
     sp.add_argument("--docs", action="append", metavar="DIR", help=DOCS_HELP)
+    _platform_args(sp)
     sp.add_argument(
         "--reconcile-interval",
         type=float,

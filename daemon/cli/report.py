@@ -436,6 +436,7 @@ def _root_section(st: dict, idx: int, now: float) -> str:
     )
     out += _freshness_lists(st)
     out += _docs_block(st)
+    out += _platform_block(st.get("platform"))
     out += _skipped_block(st)
     out.append(_recent_section(st.get("recent_queries"), now))
     out.append("</section>")
@@ -582,6 +583,38 @@ def _docs_block(st: dict) -> list[str]:
         f"<h3>Docs pages read with a problem <small>{_num(n)}</small>{more}</h3>",
         f'<table class="grid docs-problems"><tr><th>page</th><th>problem</th></tr>{rows}</table>',
     ]
+def _platform_block(p: Any) -> list[str]:
+    """Platform help: the source that answers and why, then one table row per source found
+    (the bundled data set, each installed version): state, entries, vectors, skips, build time."""
+    if not isinstance(p, dict):
+        return []
+    used = p.get("used") or {}
+    mode = p.get("compatibility_mode")
+    state = used.get("state", "ready")
+    out = [
+        "<h3>Platform help</h3>",
+        f'<p class="platform-used"><b>{e(used.get("label", "?"))}</b> answers'
+        + (f' <span class="warn">({e(state)})</span>' if state != "ready" else "")
+        + f" · {e(used.get('why', ''))}"
+        + (f" · CompatibilityMode <code>{e(mode)}</code>" if mode else "")
+        + "</p>",
+    ]
+    rows = []
+    for s in p.get("sources") or []:
+        err = f' <span class="warn">{e(s["error"])}</span>' if s.get("error") else ""
+        build = f"{s['build_s']:.2f} s" if isinstance(s.get("build_s"), (int, float)) else "-"
+        loaded = " (loaded)" if s.get("loaded_from_disk") else ""
+        rows.append(
+            f"<tr><td>{e(s.get('version') or 'bundled')}{' ✓' if s.get('chosen') else ''}</td>"
+            f"<td>{e(s.get('state', '?'))}{err}</td><td>{_num(s.get('entries', 0))}</td>"
+            f"<td>{_num(s.get('vectors', 0))}</td><td>{_num(s.get('skipped', 0))}</td>"
+            f"<td>{e(build)}{loaded}</td><td class=path>{e(', '.join(s.get('books') or []))}</td></tr>"
+        )
+    out.append(
+        '<table class="grid platform"><tr><th>source</th><th>state</th><th>entries</th><th>vectors</th>'
+        "<th>skipped</th><th>build</th><th>books</th></tr>" + "".join(rows) + "</table>"
+    )
+    return out
 
 
 def _skipped_block(st: dict) -> list[str]:

@@ -61,14 +61,55 @@ def _search_standalone(args):
     if problem:
         print(f"bsl-lens: error: {problem}", file=sys.stderr)
         return None
+    if args.scope == "platform":
+        return _platform_standalone(args, None)
     eng = open_engine(args, embedder=args.mode != "lexical")
     if not args.no_refresh:
         eng.refresh()
         eng.save()
-    return eng.search(args.query, mode=args.mode, top_k=args.top_k, filters=filters(args))
+    res = eng.search(args.query, mode=args.mode, top_k=args.top_k, filters=filters(args))
+    if args.scope == "all":
+        from ..ranking.platform import fuse_all
+
+        plat = _platform_standalone(args, eng.embedder)
+        hits, total = fuse_all(res.hits, plat.hits, args.top_k)
+        res = msgspec.structs.replace(res, hits=hits, total=res.total + plat.total, platform=plat.platform)
+    return res
+
+
+def _platform_standalone(args, embedder):
+    """``--standalone --scope platform``: the platform help that answers for ROOT, in this
+    process (its index is built or loaded from the platform cache; the dense channel only
+    with ``embedder`` and vectors already made by a daemon)."""
+    from ..contract import SearchResult
+    from .index import platform_help_of
+
+    t0 = time.perf_counter()
+    ph = platform_help_of(args)
+    ph.ensure(ph.sources[ph.chosen])
+    if embedder is not None:
+        src = ph.sources[ph.chosen] if ph.sources[ph.chosen].state == "ready" else ph.sources["bundled"]
+        if src.index is not None:
+            src.index.load_dense(embedder)
+    hits, _, total, used, src = ph.search(args.query, mode=args.mode, top_k=args.top_k, embedder=embedder)
+    ix = src.index
+    return SearchResult(
+        query=args.query.strip(),
+        mode=args.mode,
+        hits=hits,
+        total=total,
+        dense_done=len(ix.dense) if ix.dense is not None else 0,
+        dense_total=len(ix) if embedder is not None else 0,
+        took_ms=(time.perf_counter() - t0) * 1000,
+        platform=used,
+    )
 
 
 def _print_notes(args, res) -> None:
+    if res.platform is not None:
+        p = res.platform
+        state = f", {p.state}" if p.state != "ready" else ""
+        print(f"(platform help: {p.label}{state}; {p.why})", file=sys.stderr)
     if res.stale:
         print(stale_note(res, waited=args.fresh), file=sys.stderr)
     if res.dense_total and res.dense_done < res.dense_total and args.mode != "lexical":
@@ -77,11 +118,17 @@ def _print_notes(args, res) -> None:
 
 
 def _print_hits(args, res) -> None:
+    kinds = args.scope in ("platform", "all")  # hits of several sources: each says what it is
     for i, h in enumerate(res.hits, 1):
         what = h.symbol or h.name
         ranks = " ".join(f"{k}#{v}" for k, v in sorted(h.ranks.items()))
         test = "  test" if h.test else ""
-        print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]{test}  ({ranks})")
+        if kinds and h.kind.startswith("platform_"):
+            print(f"{i:2}. {h.kind}  {h.signature or what}  [{h.path}]  ({ranks})")
+        elif kinds:
+            print(f"{i:2}. {h.kind}  {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]{test}  ({ranks})")
+        else:
+            print(f"{i:2}. {h.path}:{h.name_range[0] + 1}  {what}  [{h.owner}]{test}  ({ranks})")
         if h.page_problem:
             print(f"      page problem: {h.page_problem}")
         if args.snippets and h.snippet:
@@ -175,7 +222,13 @@ def _connect(args):
                 args.root,
                 index_dir=args.index_dir,
                 spawn=True,
-                args=daemon_args(embedder=args.embedder, verbose=args.verbose, docs=args.docs or ()),
+                args=daemon_args(
+                    embedder=args.embedder,
+                    verbose=args.verbose,
+                    docs=args.docs or (),
+                    platform_help=args.platform_help or (),
+                    platform_version=args.platform_version,
+                ),
                 client="cli",
             )
     except DaemonError as exc:

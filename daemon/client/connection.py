@@ -250,6 +250,25 @@ class _Methods:
         (0-based line, UTF-16 character) and where that method is."""
         return self._typed("definition", {"path": path, "line": line, "character": character}, timeout)
 
+    def platform_help(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 5,
+        kind: str | None = None,
+        version: str | None = None,
+        names_only: bool = False,
+        timeout: float | None = None,
+    ):
+        """``daemon.contract.PlatformAnswer``: the platform help entries ``query`` names, else
+        the ranked entries for it as a question (``names_only``: only named ones); ``kind``
+        an entry kind, ``version`` an installed version or ``"bundled"`` (None: the chosen one)."""
+        params = {"query": query, "mode": mode, "top_k": top_k, "kind": kind, "version": version}
+        if names_only:
+            params["names_only"] = True
+        return self._typed("platform_help", params, timeout)
+
     def status(self, *, timeout: float | None = None):
         """``StatusResult``: ``.daemon`` (pid, socket, uptime, ...) and ``.service``
         (a :class:`daemon.contract.Status`)."""

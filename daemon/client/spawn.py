@@ -47,6 +47,8 @@ def daemon_args(
     shared_cache_mode: str | None = None,
     docs: Iterable[str] = (),
     transport: str | None = None,
+    platform_help: Iterable[str] = (),
+    platform_version: str | None = None,
 ) -> list[str]:
     """Extra ``daemon run`` arguments for a spawned daemon (None = the daemon's default):
     ``embedder`` spec or "none", ``watch`` mode, ``log_file``, ``verbose`` count,
@@ -55,10 +57,16 @@ def daemon_args(
     command line: :func:`daemon.server.runtime.spawn_daemon` moves it into the child's environment),
     ``docs``: documentation folders inside the root (``--docs``, :mod:`daemon.sources.docs`),
     ``transport``: unix | tcp (None: the spawned daemon's default, which follows
-    ``BSL_LENS_TRANSPORT`` in the environment it inherits)."""
+    ``BSL_LENS_TRANSPORT`` in the environment it inherits);
+    ``platform_help``: help folders or ``.hbk`` files (``--platform-help``, made absolute) and
+    ``platform_version`` (``--platform-version``; :mod:`daemon.service.platform`)."""
     args: list[str] = []
     for d in docs or ():
         args += ["--docs", str(d)]
+    for h in platform_help or ():
+        args += ["--platform-help", str(Path(h).resolve())]
+    if platform_version:
+        args += ["--platform-version", platform_version]
     if embedder is not None:
         args += ["--embedder", embedder]
     if shared_cache:

@@ -34,6 +34,9 @@ CALLS: tuple[tuple[str, str, dict], ...] = (
     ("find_symbol 3 hits detail", "find_symbol", {"query": "СообщитьПользователю", "limit": 3, "detail": True}),
     ("get_method", "get_method", {"name": "ОбщегоНазначения.СообщитьПользователю"}),
     ("describe_object", "describe_object", {"name": "Справочник.Пользователи"}),
+    ("platform_help (name)", "platform_help", {"query": "СтрНайти"}),
+    ("platform_help top 5 (question)", "platform_help", {"query": "как найти подстроку в строке"}),
+    ("platform_help detail", "platform_help", {"query": "СтрНайти", "detail": True}),
 )
 
 

@@ -89,6 +89,7 @@ def load_gold(path: Path, corpus: str | None = None) -> list[dict]:
             except json.JSONDecodeError as exc:
                 raise ValueError(f"{path}:{n}: not JSON: {exc}") from exc
             _heading_as_symbol(entry)
+            _platform_item_keys(entry)
             problem = _entry_problem(entry)
             if problem:
                 raise ValueError(f"{path}:{n}: {problem}")
@@ -105,6 +106,32 @@ def _heading_as_symbol(entry) -> None:
         for r in entry["relevant"]:
             if isinstance(r, dict) and "heading" in r and "symbol" not in r:
                 r["symbol"] = r["heading"]
+
+
+#: The ``path`` of every platform gold item and hit key (:func:`platform_key`): a platform entry
+#: has no file, its identity is its kind and qualified name.
+PLATFORM_PATH = "platform"
+
+
+def platform_key(kind: str, qualified: str) -> tuple[str, str]:
+    """The gold key of a platform entry: ``("platform", "<entry kind>:<qualified name>")``
+    (``function:СтрНайти``, ``constructor:Новый ТаблицаЗначений``); ``kind`` with or without the
+    chunk prefix ``platform_``."""
+    return PLATFORM_PATH, f"{kind.removeprefix('platform_')}:{qualified}"
+
+
+def _platform_item_keys(entry) -> None:
+    """The platform gold set (``tests/gold/platform_dev.jsonl``) names each answer by ``name``
+    (the qualified Russian name) and ``kind``; the score reads it as :func:`platform_key`."""
+    if isinstance(entry, dict) and isinstance(entry.get("relevant"), list):
+        for r in entry["relevant"]:
+            if isinstance(r, dict) and "name" in r and "kind" in r and "path" not in r:
+                r["path"], r["symbol"] = platform_key(str(r["kind"]), str(r["name"]))
+
+
+def is_platform_entry(entry: dict) -> bool:
+    """True for an entry of the platform gold set (every item keyed by :func:`platform_key`)."""
+    return bool(entry.get("relevant")) and all(r.get("path") == PLATFORM_PATH for r in entry["relevant"])
 
 
 def is_docs_entry(entry: dict) -> bool:

@@ -47,6 +47,7 @@ from ..contract import (
     ModuleText,
     ObjectDescription,
     References,
+    PlatformAnswer,
     SearchResult,
     Status,
 )
@@ -327,6 +328,18 @@ class DefinitionParams(_Params):
     character: Position  # UTF-16, 0-based
 
 
+class PlatformHelpParams(_Params):
+    """``platform_help``: the platform's reference for a name (that entry) or a question
+    (ranked entries), from the version that answers for this root (or ``version``)."""
+
+    query: str
+    mode: str = DEFAULT_MODE  # as SearchParams.mode
+    top_k: TopK = 5
+    kind: str | None = None  # only entries of this kind: function, type, method, property, enum_value, ...
+    version: str | None = None  # an installed version, a prefix of one, or "bundled"; None: the chosen one
+    names_only: bool = False  # only entries the query names exactly (hover): no search for a question
+
+
 class StatusParams(_Params):
     """``status``: no parameters."""
 
@@ -429,6 +442,7 @@ METHODS: dict[str, MethodSpec] = {
     "callees": MethodSpec(CalleesParams, Callees),
     "call_graph": MethodSpec(CallGraphParams, CallGraph),
     "definition": MethodSpec(DefinitionParams, Definition),
+    "platform_help": MethodSpec(PlatformHelpParams, PlatformAnswer),
     "status": MethodSpec(StatusParams, StatusResult),
     "reindex": MethodSpec(ReindexParams, Ack),
     "wait_idle": MethodSpec(WaitIdleParams, WaitIdleResult),

@@ -105,7 +105,9 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     a 0700 index dir, like ``daemon.token``, and the DSN is shown only through
     :func:`daemon.index.shared_cache.mask_dsn`; ``shared_cache_mode``: rw | ro; ``log_file``: a
     ``--log-file`` given explicitly ("" for the default ``daemon.log`` in the index dir);
-    ``transport``: unix | tcp ("" in a file of an older daemon)."""
+    ``transport``: unix | tcp ("" in a file of an older daemon);
+    ``platform_help``: the ``--platform-help`` paths (absolute); ``platform_version``: the
+    ``--platform-version`` given ("" for the configuration's rule)."""
 
     embedder: str = "none"
     watch: str = "auto"
@@ -115,6 +117,8 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     shared_cache_mode: str = "rw"
     log_file: str = ""
     transport: str = ""
+    platform_help: list[str] = []
+    platform_version: str = ""
 
 
 class DaemonState(msgspec.Struct, kw_only=True):

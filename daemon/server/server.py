@@ -562,6 +562,12 @@ class Server:
         """``Engine.definition`` -> ``Definition``."""
         return self.service.definition(p.path, p.line, p.character)
 
+    def cmd_platform_help(self, p):
+        """``Service.platform_help`` -> ``PlatformAnswer``."""
+        return self.service.platform_help(
+            p.query, mode=p.mode, top_k=p.top_k, kind=p.kind, version=p.version, names_only=p.names_only
+        )
+
     def cmd_status(self, p) -> StatusResult:
         """The server's counters (``DaemonInfo``: uptime from ``info.started_at``, open
         connections, requests and error replies since start) plus ``Service.status()``."""
@@ -613,6 +619,8 @@ def run_daemon(
     shared_cache_mode: str = "rw",
     docs: list[str] | None = None,
     transport: str | None = None,
+    platform_help: list[str] | None = None,
+    platform_version: str | None = None,
 ) -> int:
     """Run the daemon for ``root`` in this process until it is told to stop. Returns 0.
 
@@ -622,6 +630,8 @@ def run_daemon(
     ``hello`` (logging itself is configured by the CLI). ``reconcile_interval``: seconds between
     the service's full re-checks (None: its default; 0 disables). ``shared_cache``: the team's
     PostgreSQL DSN (:mod:`daemon.index.shared_cache`), ``shared_cache_mode`` rw | ro.
+    ``platform_help``: ``--platform-help`` folders or files, ``platform_version``:
+    ``--platform-version`` (:mod:`daemon.service.platform`).
     ``service_factory`` replaces :class:`daemon.service.service.Service` (same signature) in tests.
     ``transport``: unix | tcp, None for :func:`daemon.server.runtime.daemon_transport`'s default
     (tcp on Windows, else ``$BSL_LENS_TRANSPORT``, else unix).
@@ -673,6 +683,10 @@ def run_daemon(
             watch,
         )
         kwargs = _service_options(paths, reconcile_interval, shared_cache, shared_cache_mode, docs)
+        if platform_help:
+            kwargs["platform_help"] = [str(Path(p).resolve()) for p in platform_help]
+        if platform_version:
+            kwargs["platform_version"] = platform_version
         service = service_factory(paths.root, index_dir=paths.index_dir, embedder=emb, watch=watch, **kwargs)
         options = runtime.DaemonOptions(  # in daemon.json: `daemon restart` starts the next daemon the same way
             embedder=emb or NO_EMBEDDER,
@@ -683,6 +697,8 @@ def run_daemon(
             shared_cache_mode=shared_cache_mode or "rw",
             log_file=str(Path(log_file).resolve()) if log_file else "",
             transport=transport,
+            platform_help=list(kwargs.get("platform_help", [])),
+            platform_version=platform_version or "",
         )
         asyncio.run(_serve(service, paths, log_path, lock, root_lock, options))
         return 0

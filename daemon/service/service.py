@@ -32,7 +32,7 @@ import queue
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -40,6 +40,7 @@ import msgspec
 from .. import __version__
 from ..contract import (
     DEFAULT_EMBEDDER,
+    DEFAULT_SCOPE,
     DEFAULT_RECONCILE_INTERVAL,
     DOCS_KINDS,
     DEFAULT_REF_LIMIT,
@@ -50,6 +51,7 @@ from ..contract import (
     DenseStatus,
     Latency,
     References,
+    PlatformAnswer,
     RecentHit,
     RecentQuery,
     Skip,
@@ -62,6 +64,7 @@ from ..options import embedder_or_none
 from ..stats import percentile
 from .freshness import ANSWER_SETTLE_S, Freshness
 from .lookups import Lookups
+from .platform import PlatformHelp
 from .sweep import DEFAULT_SWEEP_INTERVAL_S, HashSweep
 
 log = logging.getLogger(__name__)
@@ -140,6 +143,8 @@ class Service:
         hash_sweep_interval: seconds between content-hash sweeps (0 disables; :mod:`daemon.service.sweep`).
         shared_cache: the team's PostgreSQL DSN (:mod:`daemon.index.shared_cache`; None: none);
             ``shared_cache_mode``: ``rw`` (look up and write back) or ``ro`` (look up only).
+        platform_help: ``--platform-help`` folders or ``.hbk`` files; ``platform_version``:
+            ``--platform-version`` (:mod:`daemon.service.platform`).
     """
 
     def __init__(
@@ -154,6 +159,8 @@ class Service:
         hash_sweep_interval: float = DEFAULT_SWEEP_INTERVAL_S,
         shared_cache: str | None = None,
         shared_cache_mode: str = "rw",
+        platform_help: Sequence[str] = (),
+        platform_version: str | None = None,
     ) -> None:
         root = Path(root)
         if not root.is_dir():
@@ -171,8 +178,11 @@ class Service:
         self.hash_sweep_interval = hash_sweep_interval
         self.shared_cache_dsn = shared_cache or None
         self.shared_cache_mode = shared_cache_mode
+        self.platform_help_paths = list(platform_help or ())
+        self.platform_version = platform_version or None
         self.engine: Engine | None = None
         self.lookups: Lookups | None = None  # the read-only questions, once started
+        self.platform: PlatformHelp | None = None  # platform help, once started
         self.watcher = None
         self.sweep: HashSweep | None = None
         self.state = "loading"
@@ -204,6 +214,8 @@ class Service:
         self._first_reconcile_done = threading.Event()
         self._passage_embedder = None
         self._dense_inflight = 0
+        self._platform_turn = False
+        self._platform_dense_off = False
         self._backlog_due = False
         self._job_progress: dict[str, str | int] = {}
         self._pool_nice = BACKGROUND_NICE
@@ -246,6 +258,7 @@ class Service:
         self.engine.on_damaged = lambda: self.reindex(full=True)  # a damaged snapshot: rebuild it
         self.engine.log_skips = True  # each skipped file named once in the daemon log
         self.lookups = Lookups(self.engine, max_file_bytes=self.config.max_file_bytes)
+        self._open_platform()
         from ..engine import make_pool
 
         # big reconciles are chunked in a worker process, so the daemon's GIL stays free for
@@ -266,12 +279,32 @@ class Service:
         if not self.defer_background:
             self.start_background()
 
+    def _open_platform(self) -> None:
+        """Find the platform help sources and pick the version (:class:`PlatformHelp`; cheap:
+        no index is read here). A failure leaves the daemon without platform help, logged."""
+        try:
+            self.platform = PlatformHelp(
+                self.root,
+                help_paths=self.platform_help_paths,
+                version=self.platform_version,
+                stem=self.config.stem,
+                k1=self.config.bm25_k1,
+                b=self.config.bm25_b,
+                build_in_worker=True,  # the daemon keeps the loaded index, not the build's memory
+            )
+            log.info("platform help: %s answers (%s)", self.platform.chosen, self.platform.why)
+        except Exception as exc:
+            log.exception("platform help is off")
+            self.last_error = f"platform help: {type(exc).__name__}: {exc}"
+
     def start_background(self) -> None:
         """Start the writer (it arms the watcher, then reconciles with the disk), the dense
-        thread and the hash sweep. Called by :meth:`start`, or by the daemon once it answers
-        (:attr:`defer_background`). Idempotent."""
+        thread, the hash sweep and the platform help's build. Called by :meth:`start`, or by
+        the daemon once it answers (:attr:`defer_background`). Idempotent."""
         if self._threads or self._stop.is_set():
             return
+        if self.platform is not None:
+            self.platform.start(nice=BACKGROUND_NICE)
         self._jobs.put(_Job(full=True, reason="start"))
         self._spawn(self._writer_loop, "bsl-lens-writer")
         if self.engine.embedder is not None:
@@ -371,6 +404,8 @@ class Service:
                 )
         if self.engine is not None:
             self._final_save()
+        if self.platform is not None:
+            self.platform.close()
 
     def _final_save(self) -> None:
         """Save what changed: a batch being applied, a snapshot being written or an embedding
@@ -809,8 +844,14 @@ class Service:
         while not self._stop.is_set():
             if self._backlog_due:
                 self._fill_backlog()
+            # platform help takes turns with the export's backlog; changed chunks go first
+            self._platform_turn = not self._platform_turn and not self._dense_priority
+            if self._platform_turn and self._embed_platform():
+                continue
             ids = self._next_dense_ids()
             if not ids:
+                if self._embed_platform():
+                    continue
                 if eng.dense_unsaved and (eng.dense_compact_due or time.monotonic() - last_vector >= COMPACT_IDLE_S):
                     self._save_dense()
                 if eng.shared_cache is not None and eng.shared_cache.unsent_count:
@@ -855,6 +896,23 @@ class Service:
         self._passage_embedder = _Counting(second, self.counters)
         self._attach_shared_cache()
         return True
+
+    def _embed_platform(self) -> int:
+        """One batch of platform help entries without a vector (:meth:`PlatformHelp.embed_next`);
+        0 when none is pending. A failure turns the platform's dense side off, logged."""
+        ph = self.platform
+        if ph is None or self._platform_dense_off or self._passage_embedder is None:
+            return 0
+        try:
+            with self._dense_lock:
+                if self._stop.is_set():
+                    return 0
+                return ph.embed_next(self._passage_embedder, batch=DENSE_BATCH, shared=self.engine.shared_cache)
+        except Exception as exc:
+            log.exception("embedding platform help failed; its dense side is off")
+            self.last_error = f"platform embedding: {type(exc).__name__}: {exc}"
+            self._platform_dense_off = True
+            return 0
 
     def _fill_backlog(self) -> None:
         eng = self.engine
@@ -941,7 +999,13 @@ class Service:
         kept for ``status.recent_queries`` (:class:`RecentQuery`)."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
-        res = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
+        scope = filters.scope if filters is not None else DEFAULT_SCOPE
+        if scope == "platform":
+            res = self._platform_search(query, mode=mode, top_k=top_k)
+        elif scope == "all":
+            res = self._search_all(query, mode=mode, top_k=top_k, filters=filters)
+        else:
+            res = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
         if not remember:
             return res
         rq = RecentQuery(
@@ -958,6 +1022,76 @@ class Service:
         with self._recent_lock:
             self._recent.append(rq)
         return res
+
+    def _platform(self) -> PlatformHelp:
+        """The platform help; ``ValueError`` (a request the daemon cannot answer) when it could not
+        be set up at start (the reason is in ``status``' last error and the log)."""
+        if self.platform is None:
+            raise ValueError("platform help is off in this daemon (see its status and log)")
+        return self.platform
+
+    def _platform_search(self, query: str, *, mode: str, top_k: int) -> SearchResult:
+        """``scope: "platform"``: the platform help that answers (:meth:`PlatformHelp.search`),
+        as a :class:`SearchResult` naming it (``platform``)."""
+        from ..engine import MAX_QUERY_CHARS
+
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+        t0 = time.perf_counter()
+        eng = self._engine()
+        hits, _, total, used, src = self._platform().search(query, mode=mode, top_k=top_k, embedder=eng.embedder)
+        ix = src.index
+        return SearchResult(
+            query=query.strip(),
+            mode=mode,
+            hits=hits,
+            total=total,
+            dense_done=len(ix.dense) if ix.dense is not None else 0,
+            dense_total=len(ix) if eng.embedder is not None else 0,
+            took_ms=(time.perf_counter() - t0) * 1000,
+            platform=used,
+        )
+
+    def _search_all(self, query: str, *, mode: str, top_k: int, filters: Filters | None) -> SearchResult:
+        """``scope: "all"``: the export's hits and the platform's fused
+        (:func:`daemon.ranking.platform.fuse_all`); the freshness fields are the export's."""
+        from ..ranking.platform import fuse_all
+
+        t0 = time.perf_counter()
+        code = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
+        if self.platform is None:  # platform help is off: the export's answer alone
+            return code
+        plat = self._platform_search(query, mode=mode, top_k=top_k)
+        hits, total = fuse_all(code.hits, plat.hits, top_k)
+        return msgspec.structs.replace(
+            code,
+            hits=hits,
+            total=code.total + plat.total,
+            took_ms=(time.perf_counter() - t0) * 1000,
+            platform=plat.platform,
+        )
+
+    def platform_help(
+        self,
+        query: str,
+        *,
+        mode: str = "hybrid",
+        top_k: int = 5,
+        kind: str | None = None,
+        version: str | None = None,
+        names_only: bool = False,
+    ) -> PlatformAnswer:
+        """The ``platform_help`` answer (:meth:`PlatformHelp.help`): the entries a name names,
+        else the ranked entries for a question. ``ValueError`` for a bad mode, kind, top_k or
+        version."""
+        from ..engine import MAX_QUERY_CHARS
+
+        if len(query) > MAX_QUERY_CHARS:
+            raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
+        eng = self._engine()
+        return self._platform().help(
+            query, mode=mode, top_k=top_k, kind=kind, version=version, names_only=names_only, embedder=eng.embedder
+        )
 
     def symbols(
         self,
@@ -1101,6 +1235,7 @@ class Service:
             index_bytes=self._index_bytes(),
             recent_queries=self._recent_queries(),
             references=eng.refs_status(),
+            platform=self.platform.status() if self.platform is not None else None,
         )
 
     def _dense_status(self, st: dict) -> DenseStatus:

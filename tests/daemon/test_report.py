@@ -67,6 +67,22 @@ def test_render_escapes_user_strings_and_tolerates_missing_fields():
         "skipped_files": [{"path": "M/<img src=x>.bsl", "reason": "binary", "detail": "NUL at 3"}],
         "pending_files": ['P/"q".bsl'],
         "last_error": "boom <br>",
+        "platform": {
+            "compatibility_mode": "Version8_3_24",
+            "used": {"source": "bundled", "label": "bundled data set (no version)", "why": "v<9>", "state": "error"},
+            "sources": [
+                {"source": "bundled", "label": "b", "chosen": False, "state": "ready", "entries": 4880, "build_s": 0.5},
+                {
+                    "source": "installed",
+                    "version": "8.3.24.1",
+                    "label": "x",
+                    "chosen": True,
+                    "state": "error",
+                    "error": "cut <short>",
+                    "books": ["shcntx_ru.hbk"],
+                },
+            ],
+        },
         "recent_queries": [
             {
                 "at": time.time(),
@@ -99,6 +115,8 @@ def test_render_escapes_user_strings_and_tolerates_missing_fields():
         "semantic<x>",
         "c<1>",
         "weird<ch>",
+        "v<9>",
+        "cut <short>",
     ):
         assert raw not in page, raw
         assert html.escape(raw) in page, raw
@@ -106,6 +124,7 @@ def test_render_escapes_user_strings_and_tolerates_missing_fields():
     assert "default-src 'none'" in page  # and the CSP would block it anyway
     assert 'data-state="starting"' in page and 'data-state="not running"' in page
     assert html.escape('P/"q".bsl') in page and "NUL at 3" in page
+    assert '<table class="grid platform">' in page and "<td>8.3.24.1 ✓</td>" in page and "4 880" in page
     assert "this daemon does not report its recent searches" in page  # the sparse one
     assert page.count('<figure class="chart" data-mode=') == 2 and 'data-chart="by-intent"' in page
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "") and "https://" not in page
@@ -345,6 +364,7 @@ def test_report_page_in_headless_chromium(tmp_path, daemons):
     assert "<i>" not in dom and "<script" not in dom.lower()
     assert html.escape(HOSTILE, quote=False) in dom  # the query is shown as text
     assert "change → searchable</th><td>p50 " in dom
+    assert '<table class="grid platform">' in dom and "bundled data set (no version)</b> answers" in dom
     assert f"{st['dense']['total']}/{st['dense']['total']} embedded (100%); complete" in dom
     # charts: per intent across modes, and one per mode (lexical twice: eval.json and the gold run)
     assert dom.count('data-chart="by-intent"><svg') == 2

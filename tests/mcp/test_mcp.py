@@ -35,6 +35,7 @@ from mcp_bridge.models import (
     MethodOutput,
     ModuleOutput,
     ObjectOutput,
+    PlatformOutput,
     SearchOutput,
     StatusOutput,
 )
@@ -141,6 +142,7 @@ def test_tools_have_schemas_descriptions_and_are_read_only(ssl):
         "describe_object",
         "find_references",
         "call_graph",
+        "platform_help",
         "index_status",
     }
     assert info.name == "bsl-lens"
@@ -555,6 +557,10 @@ def test_answers_are_compact_and_held_to_their_budgets(ssl):
                     {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"},
                     {"name": "ОбщегоНазначения.ЗначениеРеквизитаОбъекта", "direction": "callees"},
                 ],
+                "platform_help": [
+                    {"query": q}
+                    for q in ("Новый HTTPЗапрос", "СтрНайти", "как найти подстроку в строке", "ТаблицаЗначений")
+                ],
             }
             sizes = {"tools/list": [_size(listed)]}
             answers = {}
@@ -575,8 +581,13 @@ def test_answers_are_compact_and_held_to_their_budgets(ssl):
         assert max(sizes[what]) <= budget, (what, sizes[what], budget)
     for tool, small in detail.items():
         assert small > sizes[tool][0], (tool, small, sizes[tool][0])  # detail on request costs more
-    # compact: no empty or default field inside a hit, a definition or the status of a root
-    for tool, key in (("search", "hits"), ("find_symbol", "symbols"), ("index_status", "roots")):
+    # compact: no empty or default field inside a hit, a definition, an entry or the status of a root
+    for tool, key in (
+        ("search", "hits"),
+        ("find_symbol", "symbols"),
+        ("index_status", "roots"),
+        ("platform_help", "entries"),
+    ):
         for out in answers[tool]:
             assert out[key]
             assert not _empty_values(out[key]), (tool, _empty_values(out[key]))
@@ -691,6 +702,52 @@ def test_an_unknown_tool_is_answered_with_the_tools(ssl):
     text = run(main())
     assert "unknown tool 'search_code'" in text
     assert all(name in text for name in ("search", "find_symbol", "get_method", "describe_object", "index_status"))
+
+
+# ------------------------------------------------------------------------------ platform help
+def test_platform_help_names_questions_and_the_version(ssl):
+    """A name gives its entry with every variant, parameters and result; a question the best
+    entries, one line each; the answer names the help (the bundled data set: no platform is
+    installed here); search with scope platform and index_status know it too."""
+
+    async def main():
+        async with session(link_for(ssl)) as c:
+            name = ok(await c.call_tool("platform_help", {"query": "СтрНайти"}), PlatformOutput)
+            en = ok(await c.call_tool("platform_help", {"query": "ValueTable.GroupBy"}), PlatformOutput)
+            ctor = ok(await c.call_tool("platform_help", {"query": "Новый HTTPЗапрос"}), PlatformOutput)
+            question = ok(
+                await c.call_tool("platform_help", {"query": "как найти подстроку в строке", "top_k": 3}),
+                PlatformOutput,
+            )
+            full = ok(await c.call_tool("platform_help", {"query": "СтрНайти", "detail": True}), PlatformOutput)
+            kind = ok(await c.call_tool("platform_help", {"query": "Найти", "kind": "method"}), PlatformOutput)
+            bad_kind = err(await c.call_tool("platform_help", {"query": "Найти", "kind": "class"}))
+            bad_version = err(await c.call_tool("platform_help", {"query": "Найти", "version": "8.1"}))
+            hits = ok(await c.call_tool("search", {"query": "StrFind", "scope": "platform", "top_k": 3}), SearchOutput)
+            status = ok(await c.call_tool("index_status", {}), StatusOutput)
+            return name, en, ctor, question, full, kind, bad_kind, bad_version, hits, status
+
+    name, en, ctor, question, full, kind, bad_kind, bad_version, hits, status = run(main())
+    assert name.exact and name.platform == "bundled data set (no version)"
+    e = name.entries[0]
+    assert (e.qualified_name, e.name_en, e.kind) == ("СтрНайти", "StrFind", "function")
+    assert e.signatures[0].syntax.startswith("СтрНайти(Строка: Строка, ПодстрокаПоиска: Строка")
+    assert [p.name for p in e.signatures[0].params][:2] == ["Строка", "ПодстрокаПоиска"]
+    assert e.signatures[0].params[2].optional and e.returns.startswith("Число: ")
+    assert e.summary and not e.description  # the description is a detail
+    assert en.entries[0].qualified_name == "ТаблицаЗначений.Свернуть"
+    assert ctor.entries[0].kind == "constructor" and len(ctor.entries[0].signatures) >= 2
+    assert all(s.variant for s in ctor.entries[0].signatures)
+    assert not question.exact and len(question.entries) == 3 and question.total > 3
+    assert all(len(x.signatures) == 1 and not x.signatures[0].params for x in question.entries)  # one line each
+    assert "СтрНайти" in [x.qualified_name for x in question.entries]
+    assert full.entries[0].description and full.why
+    assert kind.entries and all(x.kind == "method" for x in kind.entries)
+    assert "kind" in bad_kind and "method" in bad_kind
+    assert "8.1" in bad_version and "bundled" in bad_version
+    assert hits.hits[0].qualified_name == "СтрНайти" and hits.hits[0].kind == "platform_function"
+    assert status.roots[0].platform.answers == "bundled data set (no version)"
+    assert status.roots[0].platform.sources["bundled"].startswith("ready: 4880 entries")
 
 
 # ------------------------------------------------------------------------------ several roots
@@ -934,7 +991,7 @@ def test_stdio_session_with_the_sdk_client(daemons, sample_root, tmp_path):
         info, tools, hit, bad = run(main())
     finally:
         daemons.adopt(sample_root, index_dir)
-    assert info.name == "bsl-lens" and len(tools) == 9
+    assert info.name == "bsl-lens" and len(tools) == 10
     assert hit.hits[0].qualified_name == "РаботаСКонтрагентами.ИННСоответствуетТребованиям"
     assert "outside the export root" in bad
 
@@ -1093,7 +1150,7 @@ def test_streamable_http_session_origin_and_token(daemons, sample_root, tmp_path
     assert no_token.headers["www-authenticate"].startswith("Bearer")
     assert evil.status_code == 403
     assert local.status_code == 200
-    assert len(tools) == 9
+    assert len(tools) == 10
     assert hit.symbols and hit.symbols[0].qualified_name.endswith(".ИННСоответствуетТребованиям")
     assert obj.owner == "Справочник.Контрагенты" and obj.attributes
 

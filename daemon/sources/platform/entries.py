@@ -16,7 +16,7 @@ import re
 
 import msgspec
 
-from daemon.contract import Chunk
+from daemon.contract import PLATFORM_KINDS, Chunk, PlatformEntry, PlatformParam, PlatformSignature
 
 __all__ = [
     "AVAILABILITY",
@@ -50,10 +50,9 @@ ENTRY_KINDS = (
     "enum_value",
     "keyword",
 )
-#: Chunk kinds of platform entries are the entry kinds with this prefix (``platform_method``).
+#: Chunk kinds of platform entries are the entry kinds with this prefix (``platform_method``):
+#: :data:`daemon.contract.PLATFORM_KINDS`, in :data:`ENTRY_KINDS` order.
 CHUNK_PREFIX = "platform_"
-#: The chunk kinds :func:`to_chunk` produces, in :data:`ENTRY_KINDS` order.
-PLATFORM_KINDS = tuple(CHUNK_PREFIX + k for k in ENTRY_KINDS)
 
 #: Where an entry can run, as the help's "Доступность" names it -> a stable code.
 AVAILABILITY: dict[str, str] = {
@@ -94,86 +93,11 @@ _KIND_WORDS = {
 }
 
 
-class Param(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """One parameter of a signature: its name, type(s) as the help names them, whether it may
-    be left out, its default value when the help states one, and its description."""
-
-    name: str
-    types: list[str] = []
-    optional: bool = False
-    default: str = ""
-    description: str = ""
-
-
-class Signature(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """One way to call an entry. ``name`` is the help's variant name (``ПоИмени``, ``По
-    умолчанию``; empty for the only one), ``syntax`` the call as the source writes it."""
-
-    name: str = ""
-    syntax: str = ""
-    params: list[Param] = []
-    description: str = ""
-
-
-class Entry(msgspec.Struct, kw_only=True, omit_defaults=True, gc=False):
-    """One platform help entry (see the module doc). ``kind`` is one of :data:`ENTRY_KINDS`.
-
-    ``return_types``/``returns``: a function's or method's result types and what the result
-    means; ``value_types``/``readonly``: a property's type and access; ``availability``: codes
-    of :data:`AVAILABILITY` (an unknown label is kept as written, lowercased); ``since`` /
-    ``deprecated_since``: platform versions as the help states them (``8.3.6``; empty where
-    the source has none); ``category``: the help's group (``Функции работы со значениями типа
-    Строка``); ``source``: the file it came from (``bslGlobals.json``, ``shcntx_ru.hbk``);
-    ``page``: the help page inside a book; ``description_en``: the English book's description
-    when :func:`merge_languages` joined the two books."""
-
-    kind: str
-    name: str
-    name_en: str = ""
-    owner: str = ""
-    owner_en: str = ""
-    signatures: list[Signature] = []
-    return_types: list[str] = []
-    returns: str = ""
-    value_types: list[str] = []
-    readonly: bool = False
-    description: str = ""
-    description_en: str = ""
-    availability: list[str] = []
-    since: str = ""
-    deprecated_since: str = ""
-    category: str = ""
-    example: str = ""
-    note: str = ""
-    see_also: list[str] = []
-    source: str = ""
-    page: str = ""
-
-    @property
-    def qualified(self) -> str:
-        """``Тип.Метод`` for members, ``Новый Тип`` for a constructor, the name for the rest."""
-        if self.kind == "constructor":
-            return f"Новый {self.owner or self.name}"
-        return f"{self.owner}.{self.name}" if self.owner else self.name
-
-    @property
-    def qualified_en(self) -> str:
-        """The English twin of :attr:`qualified` (``ValueTable.Insert``, ``New ValueTable``);
-        empty when the source has no English name."""
-        if self.kind == "constructor":
-            owner = self.owner_en or self.name_en
-            return f"New {owner}" if owner else ""
-        if not self.name_en:
-            return ""
-        if self.owner:
-            return f"{self.owner_en}.{self.name_en}" if self.owner_en else ""
-        return self.name_en
-
-    @property
-    def key(self) -> str:
-        """Unique within one source: ``<kind>:<qualified>`` (a type and its constructor, or a
-        global function and a type of the same name, differ by kind)."""
-        return f"{self.kind}:{self.qualified}"
+#: The entry model is the contract's (the daemon sends entries to its clients as they are):
+#: :class:`daemon.contract.PlatformEntry`, its signatures and their parameters.
+Param = PlatformParam
+Signature = PlatformSignature
+Entry = PlatformEntry
 
 
 def split_top(text: str, sep: str = ",") -> list[str]:
