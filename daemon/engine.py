@@ -247,17 +247,14 @@ class Engine:
 
     @property
     def params(self) -> RankingParams:
-        """The ranking's tuned numbers. Setting them replaces the ranker (its caches too; its
-        :attr:`Ranker.fan_in` source is kept)."""
+        """The ranking's tuned numbers. Setting them replaces the ranker (its caches too)."""
         return self._params
 
     @params.setter
     def params(self, params: RankingParams) -> None:
         with self.lock:
             self._params = params
-            fan_in = self.ranker.fan_in
             self.ranker = Ranker(self.state, root=self.root, params=params, stem=self.config.stem)
-            self.ranker.fan_in = fan_in
 
     @property
     def pool(self):

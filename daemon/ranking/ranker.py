@@ -217,9 +217,6 @@ class Ranker:
         # the linked objects of the metadata roll-up for one store version
         self._links: tuple = (None, None, {})
         self.tests = TestCode()
-        #: ``fan_in(slot)``: how many places call the method at ``slot`` (the code graph's
-        #: references), for the api channel's ``api_fanin_weight`` term; None: not known.
-        self.fan_in: Callable[[int], int] | None = None
 
     # ------------------------------------------------------------------ filters
     def allow(self, f: Filters | None) -> np.ndarray | None:
@@ -522,8 +519,8 @@ class Ranker:
     def _api_channel(self, out: Channels, cues: QueryCues) -> None:
         """*api*: the top ``api_prior_depth`` candidates of the voting bm25, dense and
         dense_tr channels, ordered by the names channel's public-API boost, ties by their
-        best rank (plus ``api_fanin_weight`` times ln(1 + callers) when :attr:`fan_in` is
-        set); a where/how question (:attr:`QueryCues.where_how`) keeps
+        best rank (plus ``api_fanin_weight`` times ln(1 + callers), the callers from the
+        reference graph: :meth:`daemon.index.state.IndexState.fan_in`); a where/how question (:attr:`QueryCues.where_how`) keeps
         ``api_where_how_share`` of the weight (it asks for the code that does a thing, API or
         not)."""
         depth = int(self.params.api_prior_depth)
@@ -537,12 +534,11 @@ class Ranker:
         st = self.state
         slot_of = st.store.slot_of
         boosts = {k: st.name_boost(s) if (s := slot_of.get(k)) is not None else 0.0 for k in best}
-        w, fan_in = self.params.api_fanin_weight, self.fan_in
-        if w and fan_in is not None:  # the prior's fan-in term: how many places call the method
-            for k in boosts:
-                s = slot_of.get(k)
-                if s is not None:
-                    boosts[k] += w * math.log1p(fan_in(s))
+        w = self.params.api_fanin_weight
+        if w and boosts:  # the prior's fan-in term: how many places call the method
+            keys = list(boosts)
+            for k, n in zip(keys, st.fan_in(keys), strict=True):
+                boosts[k] += w * math.log1p(n)
         out.lists["api"] = sorted(best, key=lambda k: (-boosts[k], best[k], k))
         p = self.params
         out.weights["api"] = p.api_prior_weight * (p.api_where_how_share if cues.where_how else 1.0)

@@ -177,7 +177,7 @@ def test_a_question_that_spells_a_method_name_is_answered_by_that_method():
     assert _rank(Ranker(st, root=ROOT), q)[0].name == "ЗначениеРеквизитаОбъекта"
 
 
-def test_the_fan_in_hook_reorders_the_api_channel_only_when_weighted():
+def test_fan_in_reorders_the_api_channel_only_when_weighted():
     from .test_ranker import CHUNKS, MODULE, SERVICE
 
     st = _state(CHUNKS)
@@ -185,11 +185,10 @@ def test_the_fan_in_hook_reorders_the_api_channel_only_when_weighted():
     plain = Ranker(st, root=ROOT)
     by_id = {h.id: h.ranks.get("api") for h in _rank(plain, q)}
     assert by_id[f"{MODULE}::КурсВалюты"] == 1
-    callers = {st.store.slot_of[f"{SERVICE}::КурсВалютыНаДату"]: 1000}
-    plain.fan_in = lambda slot: callers.get(slot, 0)
-    assert {h.id: h.ranks.get("api") for h in _rank(plain, q)} == by_id  # weight 0: the hook is off
+    callers = {f"{SERVICE}::КурсВалютыНаДату": 1000}
+    st.fan_in = lambda ids: [callers.get(i, 0) for i in ids]  # what the reference graph would count
+    assert {h.id: h.ranks.get("api") for h in _rank(plain, q)} == by_id  # weight 0: fan-in is not asked
     weighted = Ranker(st, root=ROOT, params=replace(RankingParams(), api_fanin_weight=1.0))
-    weighted.fan_in = plain.fan_in
     assert {h.id: h.ranks.get("api") for h in _rank(weighted, q)}[f"{SERVICE}::КурсВалютыНаДату"] == 1
 
 
