@@ -144,7 +144,8 @@ def check_shared_cache(dsn: str) -> str:
             raise ValueError(f"the shared cache is PostgreSQL: a postgresql:// URL or key=value DSN, not {scheme}://")
         if any(ch.isspace() for ch in s):
             raise ValueError(
-                "the shared cache DSN cannot be parsed: it has unencoded spaces (in a postgresql:// URL write a space as %20)"
+                "the shared cache DSN cannot be parsed: it has unencoded spaces "
+                "(in a postgresql:// URL write a space as %20)"
             )
         authority = s.split("://", 1)[1].split("/", 1)[0].split("?", 1)[0].rpartition("@")[2]
         for host in authority.split(","):

@@ -88,7 +88,8 @@ class PgServer:
         pwfile.unlink()
         with open(self.pgdata / "postgresql.conf", "a") as fh:
             fh.write(
-                f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\nunix_socket_directories = '{self.pgdata}'\nfsync = off\n"
+                f"\nlisten_addresses = '127.0.0.1'\nport = {self.port}\n"
+                f"unix_socket_directories = '{self.pgdata}'\nfsync = off\n"
             )
 
     def _run(self, exe: str, *args: str, timeout: float = WAIT_S) -> subprocess.CompletedProcess:

@@ -170,7 +170,7 @@ def name_pairs(ru_root: Path, en_root: Path) -> list[tuple[str, str]]:
                 for i in range(block.size):
                     (_, rn, rp), (_, en_, ep) = rm[block.a + i], em[block.b + i]
                     pairs.append((en_, rn))
-                    pairs.extend(zip(ep, rp))
+                    pairs.extend(zip(ep, rp, strict=False))
     return pairs
 
 

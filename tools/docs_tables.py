@@ -109,6 +109,18 @@ def _row(label: str, part: dict, intents: list[str], levels: list[str]) -> str:
     return "| " + " | ".join(cells) + " |"
 
 
+def _index_caption(stats: dict) -> str:
+    """The index part of a quality table's caption: chunks, the dense side, vectors, embedder."""
+    parts = [f"{_int(stats['chunks'])} chunks"] if "chunks" in stats else []
+    if "dense_total" in stats:
+        parts.append(f"dense side {_int(stats.get('dense_done', 0))} / {_int(stats['dense_total'])} chunks")
+    if "dense_vectors" in stats:
+        parts.append(f"{_int(stats['dense_vectors'])} vectors")
+    if stats.get("embedder"):
+        parts.append(f"embedder `{stats['embedder']}`")
+    return ", ".join(parts)
+
+
 def render_quality(data: dict, source: str | None = None, *, latency: bool = False) -> str:
     """The region body for one ``bsl-lens eval --fold both --json`` output: a caption (corpus,
     gold file name, index, :func:`provenance`) and one table, a row per mode and set (the full set,
@@ -129,16 +141,9 @@ def render_quality(data: dict, source: str | None = None, *, latency: bool = Fal
     gold = Path(str(data.get("gold", "?"))).name
     lines = []
     caption = f"Corpus `{data.get('corpus', '?')}`, gold set `{gold}`, {first_mode['n']} queries"
-    if stats:
-        parts = [f"{_int(stats['chunks'])} chunks"] if "chunks" in stats else []
-        if "dense_total" in stats:
-            parts.append(f"dense side {_int(stats.get('dense_done', 0))} / {_int(stats['dense_total'])} chunks")
-        if "dense_vectors" in stats:
-            parts.append(f"{_int(stats['dense_vectors'])} vectors")
-        if stats.get("embedder"):
-            parts.append(f"embedder `{stats['embedder']}`")
-        if parts:
-            caption += "; index: " + ", ".join(parts)
+    index = _index_caption(stats)
+    if index:
+        caption += "; index: " + index
     measured = provenance(data, source)
     if measured:
         caption += f"; {measured}"

@@ -173,8 +173,8 @@ def format_table(rows: list[Row], markdown: bool = True) -> str:
         out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
         out += ["| " + " | ".join(c) + " |" for c in body]
         return "\n".join(out)
-    widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths)) for line in [head, *body])
+    widths = [max(len(x) for x in col) for col in zip(head, *body, strict=True)]
+    return "\n".join("  ".join(c.rjust(w) for c, w in zip(line, widths, strict=True)) for line in [head, *body])
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -220,20 +220,13 @@ def _eval_platform(args) -> int:
     corpus ``platform``) against the platform help that answers for ROOT (the bundled data set
     when no platform is installed), per mode; a hit's key is its entry kind and qualified name
     (:func:`daemon.dev.evaluate.platform_key`)."""
-    from ..dev.evaluate import evaluate, fold_of, fold_results, load_gold, platform_key
+    from ..dev.evaluate import evaluate, fold_results, platform_key
     from ..index.embed import embedder_for
 
-    try:
-        entries = load_gold(Path(args.gold), args.corpus or "platform")
-        folds = fold_of(entries) if args.fold else {}
-    except (OSError, ValueError) as exc:
-        print(f"bsl-lens: error: {exc}", file=sys.stderr)
-        return 1
-    if args.fold in ("A", "B"):
-        entries = [e for e in entries if folds[str(e.get("id") or e["query"])] == args.fold]
-    if not entries:
-        print(f"no gold entries for corpus {args.corpus or 'platform'!r} in {args.gold}", file=sys.stderr)
-        return 1
+    gold = _platform_gold(args)
+    if isinstance(gold, int):
+        return gold
+    entries, folds = gold
     modes = args.modes.split(",")
     problem = _eval_modes_problem(modes, args.embedder)
     if problem:
@@ -263,14 +256,39 @@ def _eval_platform(args) -> int:
             r["folds"] = fold_results(r, folds)
         results[mode] = r
     st = {"source": src.label, "entries": len(src.index), "vectors": len(src.index.dense or ()) if emb else 0}
+    _print_platform_eval(args, len(entries), results, st)
+    return 0
+
+
+def _platform_gold(args) -> tuple[list[dict], dict] | int:
+    """The platform gold set's entries of ``--fold`` and the fold of each, or an exit code
+    after printing why there are none."""
+    from ..dev.evaluate import fold_of, load_gold
+
+    try:
+        entries = load_gold(Path(args.gold), args.corpus or "platform")
+        folds = fold_of(entries) if args.fold else {}
+    except (OSError, ValueError) as exc:
+        print(f"bsl-lens: error: {exc}", file=sys.stderr)
+        return 1
+    if args.fold in ("A", "B"):
+        entries = [e for e in entries if folds[str(e.get("id") or e["query"])] == args.fold]
+    if not entries:
+        print(f"no gold entries for corpus {args.corpus or 'platform'!r} in {args.gold}", file=sys.stderr)
+        return 1
+    return entries, folds
+
+
+def _print_platform_eval(args, n: int, results: dict, st: dict) -> None:
+    """The platform eval's output: JSON (``--json``) or the tables per mode and fold."""
     if args.json:
         if not args.per_query:
             for r in results.values():
                 r.pop("per_query", None)
         out = {"corpus": "platform", "gold": str(args.gold), "fold": args.fold or "all", "stats": st, "modes": results}
         print(json.dumps(out, ensure_ascii=False, indent=2))
-        return 0
-    print(f"platform help {st['source']}: {len(entries)} queries, {st['entries']} entries, {st['vectors']} vectors")
+        return
+    print(f"platform help {st['source']}: {n} queries, {st['entries']} entries, {st['vectors']} vectors")
     print(format_eval_table(results))
     if args.fold == "both":
         for f in ("A", "B"):
@@ -281,7 +299,6 @@ def _eval_platform(args) -> int:
         for mode, r in results.items():
             for row in r["per_query"]:
                 print(f"{mode}\t{row['id']}\t{row['intent']}\t{row['symbol']['ndcg@10']:.3f}\t{row['query']}")
-    return 0
 
 
 def _eval_modes_problem(modes: list[str], embedder: str | None) -> str | None:

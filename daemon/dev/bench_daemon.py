@@ -502,7 +502,6 @@ def run_refs_bench(root: Path, *, scale: int = 1, queries: int = 200, edits: int
     ``references`` lists it, and until ``search`` finds the edited line (the same batch). Times in
     ms unless the key says s; RSS in MiB."""
     import random
-    import re
 
     from ..client import connect, daemon_args
     from .bench import build_scaled_tree
@@ -535,32 +534,9 @@ def run_refs_bench(root: Path, *, scale: int = 1, queries: int = 200, edits: int
         out["warm_start_to_idle_s"] = round(time.perf_counter() - t0, 1)
         out["rss_warm_mb"] = round(client.status().service.rss_bytes / 2**20, 1)
 
-        # the exported methods of the common modules (copy 1: every copy calls those)
-        names = []
-        export = re.compile(r"^\s*(?:Функция|Процедура)\s+(\w+)\s*\([^)]*\)\s*Экспорт", re.M | re.I)
-        for mod in sorted((tree / "CommonModules").glob("*/Ext/Module.bsl")):
-            if re.search(r"_\d+$", mod.parent.parent.name):
-                continue
-            text = mod.read_bytes().decode("utf-8-sig", "replace")
-            names += [f"{mod.parent.parent.name}.{m}" for m in export.findall(text)]
-        rng = random.Random(27)
-        sample = rng.sample(names, min(queries, len(names)))
-        for key, kw in (("references_ms", {"limit": 20}), ("references_context_ms", {"limit": 20, "context": True})):
-            lat = []
-            for name in sample:
-                t = time.perf_counter()
-                client.references(name, **kw)
-                lat.append((time.perf_counter() - t) * 1000)
-            out[key] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
-        totals = sorted(client.references(n, limit=1).total for n in sample[:50])
-        out["references_total_max"] = totals[-1] if totals else 0
-        lat = []
-        for name in sample[:50]:
-            t = time.perf_counter()
-            client.call_graph(name, depth=2, fan_out=10)
-            lat.append((time.perf_counter() - t) * 1000)
-        out["call_graph_ms"] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
-
+        names = _exported_common_methods(tree)
+        sample = random.Random(27).sample(names, min(queries, len(names)))
+        out.update(_refs_latency(client, sample))
         # an edit adds a call: until references lists it, until search finds the line
         target = (
             "ОбщегоНазначения.ЗначениеРеквизитаОбъекта"
@@ -568,26 +544,7 @@ def run_refs_bench(root: Path, *, scale: int = 1, queries: int = 200, edits: int
             else sample[0]
         )
         mod = _pick_module(tree, 200_000)
-        refs_ms, search_ms = [], []
-        for i in range(edits):
-            base = client.references(target, limit=1).total
-            token = f"БенчСсылка{os.getpid()}x{i}"
-            data = mod.read_bytes()
-            text = data.decode("utf-8-sig")
-            call = f'{token} = {target}(Неопределено, "Ссылка")'
-            new = _insert_statement(text, call).replace(f"{call} = 1;", f"{call};").encode("utf-8")
-            t0 = time.perf_counter()
-            _atomic_write(mod, (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new)
-            seen_refs = seen_search = None
-            while seen_refs is None or seen_search is None:
-                if seen_refs is None and client.references(target, limit=1).total > base:
-                    seen_refs = time.perf_counter() - t0
-                if seen_search is None and _found(client, token):
-                    seen_search = time.perf_counter() - t0
-                if time.perf_counter() - t0 > 120:
-                    raise RuntimeError("the edit was not seen in 120 s")
-            refs_ms.append(seen_refs * 1000)
-            search_ms.append(seen_search * 1000)
+        refs_ms, search_ms = _refs_edits(client, mod, target, edits)
         out["edit_module"] = {"path": str(mod.relative_to(tree)), "bytes": mod.stat().st_size}
         out["edit_to_references_ms"] = {"p50": round(_pct(refs_ms, 0.5), 1), "p95": round(_pct(refs_ms, 0.95), 1)}
         out["edit_to_searchable_ms"] = {"p50": round(_pct(search_ms, 0.5), 1), "p95": round(_pct(search_ms, 0.95), 1)}
@@ -602,6 +559,69 @@ def run_refs_bench(root: Path, *, scale: int = 1, queries: int = 200, edits: int
                 pass
         shutil.rmtree(work, ignore_errors=True)
     return out
+
+
+def _exported_common_methods(tree: Path) -> list[str]:
+    """``Модуль.Метод`` of every exported method of the common modules of the first copy of a
+    scaled tree (every copy calls those)."""
+    import re
+
+    names = []
+    export = re.compile(r"^\s*(?:Функция|Процедура)\s+(\w+)\s*\([^)]*\)\s*Экспорт", re.M | re.I)
+    for mod in sorted((tree / "CommonModules").glob("*/Ext/Module.bsl")):
+        if re.search(r"_\d+$", mod.parent.parent.name):
+            continue
+        text = mod.read_bytes().decode("utf-8-sig", "replace")
+        names += [f"{mod.parent.parent.name}.{m}" for m in export.findall(text)]
+    return names
+
+
+def _refs_latency(client, sample: list[str]) -> dict:
+    """``references`` (20 listed, with and without their lines of code) and ``call_graph``
+    (depth 2, fan-out 10) latency over ``sample``, ms; the most references of one name."""
+    out: dict = {}
+    for key, kw in (("references_ms", {"limit": 20}), ("references_context_ms", {"limit": 20, "context": True})):
+        lat = []
+        for name in sample:
+            t = time.perf_counter()
+            client.references(name, **kw)
+            lat.append((time.perf_counter() - t) * 1000)
+        out[key] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
+    totals = sorted(client.references(n, limit=1).total for n in sample[:50])
+    out["references_total_max"] = totals[-1] if totals else 0
+    lat = []
+    for name in sample[:50]:
+        t = time.perf_counter()
+        client.call_graph(name, depth=2, fan_out=10)
+        lat.append((time.perf_counter() - t) * 1000)
+    out["call_graph_ms"] = {"p50": round(_pct(lat, 0.5), 2), "p95": round(_pct(lat, 0.95), 2), "n": len(lat)}
+    return out
+
+
+def _refs_edits(client, mod: Path, target: str, edits: int) -> tuple[list[float], list[float]]:
+    """``edits`` edits of ``mod`` that each add a call of ``target``: ms until ``references``
+    lists it and until ``search`` finds the edited line. RuntimeError past 120 s."""
+    refs_ms, search_ms = [], []
+    for i in range(edits):
+        base = client.references(target, limit=1).total
+        token = f"БенчСсылка{os.getpid()}x{i}"
+        data = mod.read_bytes()
+        text = data.decode("utf-8-sig")
+        call = f'{token} = {target}(Неопределено, "Ссылка")'
+        new = _insert_statement(text, call).replace(f"{call} = 1;", f"{call};").encode("utf-8")
+        t0 = time.perf_counter()
+        _atomic_write(mod, (b"\xef\xbb\xbf" if data.startswith(b"\xef\xbb\xbf") else b"") + new)
+        seen_refs = seen_search = None
+        while seen_refs is None or seen_search is None:
+            if seen_refs is None and client.references(target, limit=1).total > base:
+                seen_refs = time.perf_counter() - t0
+            if seen_search is None and _found(client, token):
+                seen_search = time.perf_counter() - t0
+            if time.perf_counter() - t0 > 120:
+                raise RuntimeError("the edit was not seen in 120 s")
+        refs_ms.append(seen_refs * 1000)
+        search_ms.append(seen_search * 1000)
+    return refs_ms, search_ms
 
 
 def _refs_rss_delta(tree: Path, idx: Path) -> dict:

@@ -273,6 +273,16 @@ def with_syntax(entry: Entry, lang: str = "ru") -> Entry:
 def render_page(entry: Entry, *, lang: str = "ru", charset: str = "utf-8") -> bytes:
     """A syntax-assistant page for ``entry`` in the markup the public readers document."""
     c = _CHAPTERS[lang]
+    out = _page_head(entry, c, lang, charset) + _page_signatures(entry, c, lang) + _page_tail(entry, c, lang)
+    out.append(
+        '<HR><p>&nbsp;&nbsp;&nbsp;&nbsp; <a href=http://www.1centerprise.com/devlinks target="_blank">'
+        "Методическая информация</a></p></body></html>"
+    )
+    return "".join(out).encode(charset, "xmlcharrefreplace")
+
+
+def _page_head(entry: Entry, c: dict, lang: str, charset: str) -> list[str]:
+    """The page's head, title, owner, heading, version boxes and a property's usage."""
     if entry.kind == "constructor":
         qualified = f"{entry.owner}.{entry.name}"
     else:
@@ -297,6 +307,12 @@ def render_page(entry: Entry, *, lang: str = "ru", charset: str = "utf-8") -> by
         out.append(f'<div class="__SINCE_SHOW_STYLE__"><p class="not_used">{c["since"].format(entry.since)}</p></div>')
     if entry.kind in ("property", "global_property"):
         out.append(f'<p class="V8SH_chapter">{c["usage"]}</p>{c["readonly"] if entry.readonly else c["readwrite"]}')
+    return out
+
+
+def _page_signatures(entry: Entry, c: dict, lang: str) -> list[str]:
+    """Each signature's variant title, syntax, parameters and description."""
+    out: list[str] = []
     for sig in entry.signatures:
         if len(entry.signatures) > 1 or sig.name:
             out.append(f'<p class="V8SH_chapter">{_e(c["variant"] + sig.name)}</p>')
@@ -316,6 +332,12 @@ def render_page(entry: Entry, *, lang: str = "ru", charset: str = "utf-8") -> by
                     out.append(body)
         if sig.description and entry.kind != "constructor":
             out.append(f'<p class="V8SH_chapter">Описание варианта метода:</p>{_e(sig.description)}')
+    return out
+
+
+def _page_tail(entry: Entry, c: dict, lang: str) -> list[str]:
+    """The returns, description, availability, example, see-also and version chapters."""
+    out: list[str] = []
     if entry.return_types or entry.returns:
         types = f"{c['type']}: {_type_links(entry.return_types)}. <br>" if entry.return_types else ""
         out.append(f'<p class="V8SH_chapter">{c["returns"]}</p>{types}{_e(entry.returns)}')
@@ -346,11 +368,7 @@ def render_page(entry: Entry, *, lang: str = "ru", charset: str = "utf-8") -> by
         if entry.deprecated_since:
             out.append(f'<p class="V8SH_versionInfo">{c["deprecated"].format(entry.deprecated_since)}</p>')
         out.append('<p class="V8SH_versionInfo">Описание изменено в версии 8.3.24.</p>')
-    out.append(
-        '<HR><p>&nbsp;&nbsp;&nbsp;&nbsp; <a href=http://www.1centerprise.com/devlinks target="_blank">'
-        "Методическая информация</a></p></body></html>"
-    )
-    return "".join(out).encode(charset, "xmlcharrefreplace")
+    return out
 
 
 def _availability_text(codes: list[str], lang: str) -> str:
@@ -443,23 +461,24 @@ def book_from_entries(
                     g = b.add(tnode, t(group, en))
                     for m in items:
                         page(g, m, f"{tbase}/{sub}")
-            ctor = ctors.get(e.name)
-            if ctor is not None:
-                g = b.add(tnode, t("Конструкторы", "Constructors"))
-                for k, sig in enumerate(ctor.signatures, 1):
-                    one = msgspec.structs.replace(
-                        ctor, name=sig.name, name_en="", signatures=[msgspec.structs.replace(sig, name="")]
-                    )
-                    b.add(
-                        g,
-                        t(sig.name, sig.name),
-                        f"{tbase}/ctors/ctor{k}.html",
-                        render_page(one, lang=lang, charset=charset),
-                    )
-                expected.append(
-                    msgspec.structs.replace(with_syntax(ctor, lang), page=f"{tbase}/ctors/ctor1.html", category=cat)
-                )
+            expected += _add_constructors(b, tnode, t, ctors.get(e.name), tbase, cat, lang=lang, charset=charset)
     return b, expected
+
+
+def _add_constructors(
+    b: BookBuilder, tnode: int, t, ctor: Entry | None, tbase: str, category: str, *, lang: str, charset: str
+) -> list[Entry]:
+    """A type's Конструкторы node under ``tnode`` with one page per variant of ``ctor`` (``t``:
+    a node's title in both languages); the entry a reader should find, none without ``ctor``."""
+    if ctor is None:
+        return []
+    group = b.add(tnode, t("Конструкторы", "Constructors"))
+    for k, sig in enumerate(ctor.signatures, 1):
+        one = msgspec.structs.replace(
+            ctor, name=sig.name, name_en="", signatures=[msgspec.structs.replace(sig, name="")]
+        )
+        b.add(group, t(sig.name, sig.name), f"{tbase}/ctors/ctor{k}.html", render_page(one, lang=lang, charset=charset))
+    return [msgspec.structs.replace(with_syntax(ctor, lang), page=f"{tbase}/ctors/ctor1.html", category=category)]
 
 
 def _file(en: str, ru: str) -> str:

@@ -344,7 +344,8 @@ class Snapshotter:
 
         ``<index_dir>/lexical/<generation>/``: ``manifest.json``, ``chunks/``
         (:meth:`daemon.index.chunkstore.ChunkStore.save`), ``bm25/``, ``meta_bm25/``, ``names/``,
-        ``files.msgpack``, ``skipped.msgpack``, ``refs.bin`` (the references, while complete). Written as a stream into ``<generation>.tmp/``
+        ``files.msgpack``, ``skipped.msgpack``, ``refs.bin`` (the references, while complete).
+        Written as a stream into ``<generation>.tmp/``
         (every file fsynced), renamed, then ``lexical/CURRENT`` (atomic replace) names it;
         older generations are deleted after that (a live memory map of a deleted file stays
         valid). A ``kill -9`` at any point leaves the old or the new generation current, each

@@ -520,9 +520,9 @@ class Ranker:
         """*api*: the top ``api_prior_depth`` candidates of the voting bm25, dense and
         dense_tr channels, ordered by the names channel's public-API boost, ties by their
         best rank (plus ``api_fanin_weight`` times ln(1 + callers), the callers from the
-        reference graph: :meth:`daemon.index.state.IndexState.fan_in`); a where/how question (:attr:`QueryCues.where_how`) keeps
-        ``api_where_how_share`` of the weight (it asks for the code that does a thing, API or
-        not)."""
+        reference graph: :meth:`daemon.index.state.IndexState.fan_in`); a where/how question
+        (:attr:`QueryCues.where_how`) keeps ``api_where_how_share`` of the weight (it asks for
+        the code that does a thing, API or not)."""
         depth = int(self.params.api_prior_depth)
         best: dict[str, int] = {}
         for name in ("bm25", "dense", "dense_tr"):

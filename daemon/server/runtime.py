@@ -295,7 +295,7 @@ def make_private(d: Path) -> None:
     """Make the index dir ``d`` owner-only: 0700 for it and the folders under it, 0600 for
     its files (an index made by an older version, or by ``bsl-lens index`` with a loose
     umask, is repaired). Errors are logged at debug level and skipped."""
-    for dirpath, dirnames, filenames in os.walk(d):
+    for dirpath, _dirnames, filenames in os.walk(d):
         try:
             os.chmod(dirpath, 0o700)
         except OSError as exc:

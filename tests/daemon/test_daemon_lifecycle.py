@@ -194,10 +194,10 @@ def test_kill_9_mid_reconcile_leaves_no_process(daemons, big_root):
 @pytest.mark.parametrize("how", ["stop", "sigterm"])
 def test_stop_mid_first_index_drops_it_and_the_next_start_resumes(how, daemons, big_root, tmp_path):
     idx = tmp_path / f"idx-{how}"
-    for attempt in range(3):  # the first index of 900 small modules is short: retry if missed
+    for _attempt in range(3):  # the first index of 900 small modules is short: retry if missed
         d = daemons.start(big_root, *LEXICAL, index_dir=idx)
         try:
-            wait_until(lambda: _mid_chunk(d) or _ready(d), TIMEOUT, "the first index")
+            wait_until(lambda d=d: _mid_chunk(d) or _ready(d), TIMEOUT, "the first index")
         except AssertionError:
             pass
         caught = _mid_chunk(d)
@@ -208,8 +208,8 @@ def test_stop_mid_first_index_drops_it_and_the_next_start_resumes(how, daemons, 
             assert "sending SIG" not in r.stderr  # it obeyed the request, no signal needed
         else:
             os.kill(d.pid, signal.SIGTERM)
-        wait_until(lambda: not d.alive(), TIMEOUT, "the daemon to exit")
-        wait_until(lambda: not _alive(children), TIMEOUT, "its children to exit")
+        wait_until(lambda d=d: not d.alive(), TIMEOUT, "the daemon to exit")
+        wait_until(lambda ch=children: not _alive(ch), TIMEOUT, "its children to exit")
         if caught:
             break
     else:
@@ -291,7 +291,7 @@ def test_index_dir_and_daemon_files_are_private(daemons, sample_root, tmp_path):
         c.search("ИНН", mode="lexical", top_k=1)
     d.stop()  # the final save writes the snapshot too
     modes = {}
-    for dirpath, dirnames, filenames in os.walk(idx):
+    for dirpath, _dirnames, filenames in os.walk(idx):
         modes[dirpath] = os.stat(dirpath).st_mode & 0o777
         for f in filenames:
             modes[os.path.join(dirpath, f)] = os.stat(os.path.join(dirpath, f)).st_mode & 0o777

@@ -79,7 +79,7 @@ def test_round_trip_halfvec_read_only_and_other_model(pg_server):
     got = ro.lookup(keys + _keys(5, "absent"))
     assert len(got) == 300
     # halfvec: 11-bit mantissas (relative error <= 2^-11 a component): dot with the original > 0.999
-    sims = [float(np.dot(got[k], v)) for k, v in zip(keys, vecs)]
+    sims = [float(np.dot(got[k], v)) for k, v in zip(keys, vecs, strict=True)]
     assert min(sims) > 0.999
     assert ro.store(keys, vecs) == 0  # read-only: nothing sent
     assert (ro.status().hits, ro.status().misses, ro.status().written) == (300, 5, 0)
@@ -314,7 +314,7 @@ def test_unsent_journal_is_drained_at_start_and_survives_a_damaged_tail(pg_serve
     assert second.status().written == 30 and not journal_file.exists()
     assert pg_server.sql("SELECT count(*) FROM bsl_lens_embeddings", db=db)[0][0] == 30
     got = second.lookup(keys)
-    assert min(float(np.dot(got[k], v)) for k, v in zip(keys, vecs)) > 0.999
+    assert min(float(np.dot(got[k], v)) for k, v in zip(keys, vecs, strict=True)) > 0.999
     # read-only clients neither keep nor send an unsent journal
     ro = SharedCache(down, fingerprint=FP, dim=DIM, mode="ro", connect_timeout_s=1, unsent=journal_file)
     assert ro.store(keys, vecs) == 0 and ro.status().unsent == 0 and not journal_file.exists()

@@ -350,7 +350,10 @@ def test_a_module_that_does_not_parse_keeps_the_calls_of_the_methods_that_do():
 
 def test_a_header_after_a_broken_method_is_no_call():
     # error recovery reads "Процедура Целая()" after an unclosed header as a call of Целая
-    src = "Процедура Сломанная(\n\tЕсли Тогда ((\nКонецПроцедуры\n\nПроцедура Целая() Экспорт\n\tДругая();\nКонецПроцедуры\n"
+    src = (
+        "Процедура Сломанная(\n\tЕсли Тогда ((\nКонецПроцедуры\n\n"
+        "Процедура Целая() Экспорт\n\tДругая();\nКонецПроцедуры\n"
+    )
     r = refs(src)
     assert r.partial
     assert [(s.kind, s.name, s.line) for s in r.sites_list()] == [("call", "Другая", 5)]

@@ -60,7 +60,7 @@ def _hump_match(query: str, name: str) -> bool:
     if len(q) < 2:
         return False
     for words in ([_f(w) for w in humps(name)], [_f(w) for w in split_words(name)]):
-        if len(words) >= len(q) and all(w.startswith(h) for w, h in zip(words, q)):
+        if len(words) >= len(q) and all(w.startswith(h) for w, h in zip(words, q, strict=False)):
             return True
     return False
 

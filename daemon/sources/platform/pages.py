@@ -355,32 +355,39 @@ def parse_page(html: str) -> Page:
             current().params = _params(events)
         elif kind == "variant_description":
             current().description = _flat(_text(events))
-        elif kind == "returns":
-            page.return_types, rest = _types(_text(events))
-            page.returns = _flat(rest)
-        elif kind == "description":
-            text = _text(events)
-            page.value_types, rest = _types(text)
-            page.description = _flat(rest if page.value_types else text)
-        elif kind == "usage":
-            usage = _flat(_text(events)).lower()
-            page.readonly = usage.startswith(("только чтение", "read only", "read-only"))
-        elif kind == "availability":
-            page.availability = availability_codes(_text(events))
-        elif kind == "example":
-            page.example = _text(events, keep_lines=True)
-        elif kind == "see_also":
-            page.see_also = [ev[1] for ev in events if ev[0] == "link"]
-        elif kind == "note":
-            page.note = _flat(_text(events))
-        elif kind == "version":
-            versions.extend(ev[1] for ev in events if ev[0] in ("ver", "t") and ev[1].strip())
-        elif kind == "value" and not page.description:
-            page.description = _flat(_text(events))
+        elif kind is not None:
+            _page_chapter(page, kind, events, versions)
     page.signatures = [s for s in sigs if s.syntax or s.params or s.name]
     for line in versions + col.boxes:
         _version_note(page, line)
     return page
+
+
+def _page_chapter(page: Page, kind: str, events: list, versions: list[str]) -> None:
+    """Fill the page-level part a chapter of ``kind`` holds (its returns, description, usage,
+    availability, example, see also, note, value); a version chapter's lines go to ``versions``."""
+    if kind == "returns":
+        page.return_types, rest = _types(_text(events))
+        page.returns = _flat(rest)
+    elif kind == "description":
+        text = _text(events)
+        page.value_types, rest = _types(text)
+        page.description = _flat(rest if page.value_types else text)
+    elif kind == "usage":
+        usage = _flat(_text(events)).lower()
+        page.readonly = usage.startswith(("только чтение", "read only", "read-only"))
+    elif kind == "availability":
+        page.availability = availability_codes(_text(events))
+    elif kind == "example":
+        page.example = _text(events, keep_lines=True)
+    elif kind == "see_also":
+        page.see_also = [ev[1] for ev in events if ev[0] == "link"]
+    elif kind == "note":
+        page.note = _flat(_text(events))
+    elif kind == "version":
+        versions.extend(ev[1] for ev in events if ev[0] in ("ver", "t") and ev[1].strip())
+    elif kind == "value" and not page.description:
+        page.description = _flat(_text(events))
 
 
 def _version_note(page: Page, line: str) -> None:
