@@ -583,6 +583,8 @@ def _docs_block(st: dict) -> list[str]:
         f"<h3>Docs pages read with a problem <small>{_num(n)}</small>{more}</h3>",
         f'<table class="grid docs-problems"><tr><th>page</th><th>problem</th></tr>{rows}</table>',
     ]
+
+
 def _platform_block(p: Any) -> list[str]:
     """Platform help: the source that answers and why, then one table row per source found
     (the bundled data set, each installed version): state, entries, vectors, skips, build time."""

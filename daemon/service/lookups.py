@@ -373,9 +373,8 @@ class Lookups:
         same = {fold(n): owner for owner, n in names.items() if in_script(n, "ru") == cyrillic}
         near = [same[k] for k in difflib.get_close_matches(fold(obj), list(same), n=5, cutoff=0.0)]
         if near:
-            return (
-                f"{text}; nothing close by name; nearest in spelling of the {len(names)} of that type: "
-                + ", ".join(near)
+            return f"{text}; nothing close by name; nearest in spelling of the {len(names)} of that type: " + ", ".join(
+                near
             )
         return (
             f"{text}; no object of that type is named like it, in either language; "
