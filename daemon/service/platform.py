@@ -602,7 +602,7 @@ def build_index(
     ``PlatformIndexError`` when the source gives no entry."""
     paths = [Path(f) for f in files]
     entries, skips = read_entries(source, paths)
-    where = paths[0].name if source == BUNDLED else _book_label(paths)
+    where = paths[0].name.removesuffix(".gz") if source == BUNDLED else _book_label(paths)
     ix = PlatformIndex.build(
         entries,
         key=key,
