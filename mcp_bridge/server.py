@@ -35,7 +35,7 @@ __all__ = ["MAX_READ_LINES", "MAX_TOP_K", "SIZE_BUDGETS", "argument_errors", "bu
 #: (depth 2, fan_out 10) and ``platform_help`` (a name, a question; top_k 5), compact answers.
 #: Checked by ``tests/mcp/test_mcp.py``.
 SIZE_BUDGETS = {
-    "tools/list": 24_000,  # ten tools, about 2,240 bytes each (22,372 measured)
+    "tools/list": 24_000,  # ten tools (docs/frontends.md has the measured size)
     "index_status": 3_000,
     "search": 6_000,
     "find_symbol": 5_000,
