@@ -275,7 +275,7 @@ class SymbolTable:
     # ----------------------------------------------------------------- resolution
 
     def spec(self, rec: FileRefs, kind: str, qual: str) -> tuple:
-        """What a site looks up, from its kind and qualifier alone (see :meth:`_lookup`)."""
+        """What a site looks up, from its kind and qualifier alone (see :meth:`lookup`)."""
         if kind in _OWN_ONLY or (kind == "notify" and not qual):
             return (_OWN,)
         if kind in _OWN_THEN_GLOBAL and not qual:
