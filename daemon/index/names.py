@@ -211,8 +211,7 @@ class SymbolIndex:
 
     def _remove_slot(self, slot: int) -> None:
         t = self._table
-        t.remove_slot(slot)
-        if t.needs_compaction():
+        if t.remove_slot(slot):
             self._table = table_from_state(state_of(t))
 
     def get(self, key: int) -> tuple[str, tuple[str, ...], str, float] | None:

@@ -10,7 +10,7 @@ text is duplicated) and the trigram postings of the folded names are what a sear
 Additions are buffered and merged by :meth:`NameTable.flush` (one sort for a bulk load,
 ``insort``-like inserts for a few; the trigrams of a bulk load in one numpy pass over the code
 points); a removal marks the id dead (searches skip it). The owner compacts the table when dead
-ids exceed half the live ones (:meth:`NameTable.needs_compaction`).
+ids exceed half the live ones (:meth:`NameTable.remove_slot` says when).
 """
 
 from __future__ import annotations
@@ -322,16 +322,14 @@ class NameTable:
             self.cont_cache[c] = info
         return info
 
-    def remove_slot(self, slot: int) -> None:
-        """Mark the live entry at ``slot`` dead: O(1), its sorted-array rows go stale and are skipped."""
+    def remove_slot(self, slot: int) -> bool:
+        """Mark the live entry at ``slot`` dead: O(1), its sorted-array rows go stale and are skipped.
+        True when dead entries now exceed half the live ones (and 1,024): time to rebuild compactly."""
         eid = self.eid_of[slot]
         self.eid_of[slot] = -1
         self.n_live -= 1
         self.alive[eid] = 0
         self.dead += 1
-
-    def needs_compaction(self) -> bool:
-        """True when dead entries exceed half the live ones (and 1,024): time to rebuild compactly."""
         return self.dead > _COMPACT_MIN_DEAD and self.dead > self.n_live // 2
 
     def flush(self) -> None:
