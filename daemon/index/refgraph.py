@@ -18,14 +18,8 @@ key whose entries changed (a method added, removed, exported or not; a module ad
 made global): the graph after any sequence of updates equals one built from scratch
 (``tests/engine/test_refgraph.py`` checks it on random edits).
 
-Resolution (:meth:`RefGraph.resolve_site`): a local call -> the same module, else an exported
-method of a global common module; ``Модуль.Метод`` -> that common module's exported method (a
-receiver that is no common module is a variable of unknown type: never guessed);
-``Справочники.X.Метод`` -> the object's manager module; ``ЭтотОбъект.Метод`` -> the same module;
-strings ``"М.Метод"``, ``"Справочники.X.Метод"``, ``"Обработка.X.МодульОбъекта.Метод"`` -> the
-common module, the manager, the object module; bindings -> the module they name or belong to;
-``&Вместо``/``ПродолжитьВызов`` -> the same module of the base configuration. Ties (an extension
-adopting a module) go to the base configuration's module, then the first path.
+The symbol table and the resolution rules: :mod:`daemon.index.refgraph_symbols`; the saved form
+(:meth:`RefGraph.to_bytes`): :mod:`daemon.index.refgraph_files`.
 
 Memory: records keep their sites compressed; indexes are ``bytes`` of packed ``int64`` per key or
 target, rebuilt once per key per update (an update touching many files filters each key once).
@@ -33,100 +27,36 @@ target, rebuilt once per key per update (an update touching many files filters e
 
 from __future__ import annotations
 
-import bisect
 import heapq
 import itertools
-from array import array
 from collections import deque
 from collections.abc import Iterable
 
-import msgspec
 import numpy as np
 
-from ..contract import (
-    REASONS,
-    REF_GROUPS,
-    REF_KINDS,
-    CallGraph,
-    GraphEdge,
-    RefAnswer,
-    RefCounts,
-    Reference,
-    Skip,
-    normalize_object_type,
-)
+from ..contract import REASONS, REF_GROUPS, REF_KINDS, CallGraph, GraphEdge, RefAnswer, RefCounts, Reference, Skip
 from ..sources.bindings import form_layout_path, form_module_path
-from ..sources.references import KIND_CODES, KIND_NAMES, FileRefs
+from ..sources.references import KIND_NAMES, FileRefs
 from ..text.folding import fold
+from .refgraph_files import GraphParts, decode_graph, encode_graph
+from .refgraph_symbols import (
+    COMMON,
+    DYNAMIC,
+    FID_SHIFT,
+    GROUP_OF,
+    METHOD_MASK,
+    ModuleSymbols,
+    SymbolTable,
+    changed_names,
+    distinct_sites,
+    owner_key,
+)
 
 __all__ = ["RefGraph", "method_of_chunk", "read_references", "read_binding_files"]
 
-# ---------------------------------------------------------------------------------------
-# symbol table
-# ---------------------------------------------------------------------------------------
-
-_OBJECT_MODULE = frozenset(("модульобъекта", "objectmodule"))
-_COMMON = "ОбщийМодуль"
-#: Binding kinds whose qualifier is the owner of the module holding the method, and the
-#: module kind there (export not required).
-_OWNER_KINDS = {
-    "form_event": "form",
-    "form_item_event": "form",
-    "form_command": "form",
-    "http_handler": "http_service",
-    "web_operation": "web_service",
-}
-#: Kinds resolved in the same module only (``ЭтотОбъект``, a platform event).
-_OWN_ONLY = frozenset(("this", "platform_event"))
-#: Kinds resolved in the same module, else a global common module.
-_OWN_THEN_GLOBAL = frozenset(("call", "idle", "handler"))
-#: Kinds whose one-part qualifier may be a variable (else: a common module's name in a string).
-_RECEIVER_KINDS = frozenset(("member", "notify", "handler"))
-_REASON = {r: i + 1 for i, r in enumerate(REASONS)}
-_DYNAMIC = KIND_CODES["dynamic"]
-#: Group of a kind code: 0 call, 1 string, 2 metadata.
-_GROUP_OF = [REF_GROUPS.index(REF_KINDS[k]) for k in KIND_NAMES]
-_FID_SHIFT = 20  # a method gid is fid << 20 | method index
-_M20 = (1 << 20) - 1
 _M13 = (1 << 13) - 1
 _M14 = (1 << 14) - 1
 _M32 = (1 << 32) - 1
-
-# Lookup specs (symbol-independent: from the site's kind and qualifier only)
-_OWN, _OWN_GLOBAL, _BASE, _MODS, _FAIL = range(5)
-
-
-class _Mod:
-    """A module in the symbol table: its file id, folded owner, kind, extension flag, and its
-    methods as sorted folded names with ``method index << 1 | export`` beside them (the first
-    of a repeated name)."""
-
-    __slots__ = ("fid", "owner", "kind", "extension", "names", "info")
-
-    def __init__(self, fid: int, rec: FileRefs, intern):
-        self.fid = fid
-        self.owner = intern(fold(rec.owner))
-        self.kind = rec.module_kind
-        self.extension = rec.extension
-        exports = rec.method_info()["export"].tolist() if rec.names else []
-        first: dict[str, int] = {}
-        for i, n in enumerate(rec.names):
-            first.setdefault(intern(fold(n)), i << 1 | exports[i])
-        self.names = sorted(first)
-        self.info = array("i", [first[n] for n in self.names])
-
-    def get(self, fname: str) -> int:
-        """``method index << 1 | export`` of a folded name, -1 if the module has none."""
-        k = bisect.bisect_left(self.names, fname)
-        if k < len(self.names) and self.names[k] == fname:
-            return self.info[k]
-        return -1
-
-    def defs(self) -> dict[str, int]:
-        return dict(zip(self.names, self.info))
-
-    def identity(self) -> tuple[str, str, bool]:
-        return self.owner, self.kind, self.extension
 
 
 def method_of_chunk(chunk_id: str) -> str:
@@ -136,10 +66,6 @@ def method_of_chunk(chunk_id: str) -> str:
     return f"{path}{sep}{tail.split('#', 1)[0]}" if sep else chunk_id
 
 
-def _owner_key(object_type: str, name: str) -> str:
-    return fold(f"{object_type}.{name}")
-
-
 def _pack_group(counts: list[int]) -> int:
     """Sites per group (call, string, metadata) -> ``call << 26 | string << 13 | metadata``, saturated."""
     return min(counts[0], _M14) << 26 | min(counts[1], _M13) << 13 | min(counts[2], _M13)
@@ -147,48 +73,6 @@ def _pack_group(counts: list[int]) -> int:
 
 def _i64(b: bytes) -> np.ndarray:
     return np.frombuffer(b, dtype=np.int64)
-
-
-class _SavedFile(msgspec.Struct, array_like=True):
-    """One record in :class:`_Saved`: its strings (owner, method names, the sites' table) as
-    ``uint32`` ids into the saved string table, everything else as in :class:`FileRefs`."""
-
-    fid: int
-    file_kind: str
-    owner: int
-    object_type: str
-    module_kind: str
-    extension: bool
-    names: bytes
-    methods: bytes
-    strings: bytes
-    sites: bytes
-    count: int
-    global_module: bool
-    partial: bool
-    skips: tuple[Skip, ...]
-
-
-class _Saved(msgspec.Struct, array_like=True):
-    """What :meth:`RefGraph.to_bytes` writes: one string table (each distinct string once, so a
-    load creates no duplicate to intern), the file ids' paths, the records, and the resolved
-    indexes (keys as string ids, reverse index, foreign targets, dynamic counts) of every file
-    but the ``pending`` ones (swapped in by a deferred update, not resolved yet): a load
-    resolves only those."""
-
-    version: int
-    strings: list[str]
-    paths: list[str | None]
-    files: list[_SavedFile]
-    keys: dict[int, bytes]
-    callers: dict[int, bytes]
-    targets: dict[int, bytes]
-    dyn: dict[int, int]
-    pending: list[int] = []
-
-
-_SAVE_VERSION = 3
-_MAGIC = b"BSLREFS1"
 
 
 # ---------------------------------------------------------------------------------------
@@ -206,10 +90,7 @@ class RefGraph:
         self._paths: list[str | None] = []
         self._fid: dict[str, int] = {}
         self._files: dict[int, FileRefs] = {}
-        self._mods: dict[int, _Mod] = {}
-        self._by_owner: dict[str, list[int]] = {}
-        self._global_desc: dict[str, set[int]] = {}  # owner key -> descriptors saying Global
-        self._global_names: dict[str, list[int]] = {}  # folded name -> global modules exporting it
+        self._symbols = SymbolTable(self._paths, self._intern)
         self._callers: dict[int, bytes] = {}  # target gid -> int64[fid << 40 | group counts]
         self._keys: dict[str, bytes] = {}  # key -> int64[fid << 32 | unresolved sites]
         self._targets: dict[int, bytes] = {}  # fid -> int64[foreign target gids]
@@ -251,7 +132,7 @@ class RefGraph:
 
     def method_id(self, gid: int) -> str:
         """The method id (chunk id) of a target gid."""
-        return self._files[gid >> _FID_SHIFT].method_id(gid & _M20)
+        return self._files[gid >> FID_SHIFT].method_id(gid & METHOD_MASK)
 
     def gid(self, method: str) -> int | None:
         """The gid of a method id (``<path>::<Name>[@n]``), ``None`` if the graph has no such method."""
@@ -264,11 +145,11 @@ class RefGraph:
         info = rec.method_info()
         for i, n in enumerate(rec.names):
             if n == name and int(info[i]["nth"]) == want:
-                return self._fid[path] << _FID_SHIFT | i
+                return self._fid[path] << FID_SHIFT | i
         fname = fold(name)
         for i, n in enumerate(rec.names):
             if fold(n) == fname and int(info[i]["nth"]) == want:
-                return self._fid[path] << _FID_SHIFT | i
+                return self._fid[path] << FID_SHIFT | i
         return None
 
     # ----------------------------------------------------------------- updates
@@ -288,12 +169,27 @@ class RefGraph:
         gone = [self._fid[p] for p in removed if p in self and self._fid[p] not in new]
         changed = set(new) | set(gone)
         self._retract({f for f in changed if f in self._files and f not in self._pending})
+        affected = self._swap(new, gone, changed)
+        self._mark_pending(affected, changed)
+        self._pending.update(new)
+        self._pending.difference_update(gone)
+        if defer:
+            return 0
+        todo = sorted(self._pending, key=self._paths.__getitem__)
+        self._pending = set()
+        self._contribute(todo)
+        return len(todo)
+
+    def _swap(self, new: dict[int, FileRefs], gone: list[int], changed: set[int]) -> set[str]:
+        """Replace the changed files' records and their symbols; returns the keys whose
+        symbol-table entries changed (their readers must be resolved again)."""
+        symbols = self._symbols
         affected: set[str] = set()
-        olds: dict[int, _Mod] = {}
+        olds: dict[int, ModuleSymbols] = {}
         for fid in changed:
             old = self._files.get(fid)
             if old is not None:
-                self._unindex_symbols(fid, old, olds, affected)
+                symbols.unindex(fid, old, olds, affected)
                 self._sites -= old.count
                 self._skipped.pop(fid, None)
         for fid in gone:
@@ -303,21 +199,14 @@ class RefGraph:
             self._sites += rec.count
             if rec.skips:
                 self._skipped[fid] = rec.skips
-        news: dict[int, _Mod] = {}
+        news: dict[int, ModuleSymbols] = {}
         for fid, rec in new.items():
-            self._index_symbols(fid, rec, news, affected)
-        for fid in set(olds) | set(news):
-            a, b = olds.get(fid), news.get(fid)
-            if a is None or b is None or a.identity() != b.identity():
-                for m in (a, b):
-                    if m is not None:
-                        affected.update(m.names)
-                        affected.add(m.owner)
-            else:
-                da, db = a.defs(), b.defs()
-                for n in set(da) | set(db):
-                    if da.get(n) != db.get(n):
-                        affected.add(n)
+            symbols.index(fid, rec, news, affected)
+        changed_names(olds, news, affected)
+        return affected
+
+    def _mark_pending(self, affected: set[str], changed: set[int]) -> None:
+        """Retract the unchanged files that read an ``affected`` key and mark them pending."""
         dependents: set[int] = set()
         for k in affected:
             b = self._keys.get(k)
@@ -326,14 +215,6 @@ class RefGraph:
         dependents = {f for f in dependents if f not in changed and f not in self._pending}
         self._retract(dependents)
         self._pending.update(dependents)
-        self._pending.update(new)
-        self._pending.difference_update(gone)
-        if defer:
-            return 0
-        todo = sorted(self._pending, key=self._paths.__getitem__)
-        self._pending = set()
-        self._contribute(todo)
-        return len(todo)
 
     @property
     def pending(self) -> int:
@@ -359,82 +240,6 @@ class RefGraph:
         rec.names = [intern(x) for x in rec.names]
         rec.owner = intern(rec.owner)
 
-    def _unindex_symbols(self, fid: int, rec: FileRefs, olds: dict, affected: set[str]) -> None:
-        """Take a record's symbols out (the modules replaced go to ``olds``)."""
-        if rec.file_kind == "bsl":
-            mod = self._mods.pop(fid, None)
-            if mod is None:
-                return
-            olds[fid] = mod
-            lst = self._by_owner.get(mod.owner)
-            if lst is not None:
-                lst.remove(fid)
-                if not lst:
-                    del self._by_owner[mod.owner]
-            if self._is_global(mod):
-                self._drop_global(mod)
-        elif rec.global_module:
-            key = self._intern(fold(rec.owner))
-            s = self._global_desc.get(key)
-            if s is not None:
-                s.discard(fid)
-                if not s:
-                    del self._global_desc[key]
-                    self._regloball(key, False, affected)
-
-    def _index_symbols(self, fid: int, rec: FileRefs, news: dict, affected: set[str]) -> None:
-        if rec.file_kind == "bsl":
-            mod = _Mod(fid, rec, self._intern)
-            self._mods[fid] = mod
-            news[fid] = mod
-            lst = self._by_owner.setdefault(mod.owner, [])
-            lst.append(fid)
-            lst.sort(key=self._order)
-            if self._is_global(mod):
-                self._add_global(mod)
-        elif rec.global_module:
-            key = self._intern(fold(rec.owner))
-            s = self._global_desc.setdefault(key, set())
-            s.add(fid)
-            if len(s) == 1:
-                self._regloball(key, True, affected)
-
-    def _order(self, fid: int) -> tuple[bool, str]:
-        return self._mods[fid].extension, self._paths[fid]  # type: ignore[return-value]
-
-    def _is_global(self, mod: _Mod) -> bool:
-        return mod.kind == "common" and bool(self._global_desc.get(mod.owner))
-
-    def _add_global(self, mod: _Mod) -> None:
-        for n, v in zip(mod.names, mod.info):
-            if v & 1:
-                lst = self._global_names.setdefault(n, [])
-                lst.append(mod.fid)
-                lst.sort(key=self._order)
-
-    def _drop_global(self, mod: _Mod) -> None:
-        for n, v in zip(mod.names, mod.info):
-            if v & 1:
-                lst = self._global_names.get(n)
-                if lst is not None and mod.fid in lst:
-                    lst.remove(mod.fid)
-                    if not lst:
-                        del self._global_names[n]
-
-    def _regloball(self, owner_key: str, now_global: bool, affected: set[str]) -> None:
-        """A common module owner became global (or stopped being): its exports enter (leave) the
-        global names; every name it defines and the owner are affected."""
-        for fid in self._by_owner.get(owner_key, ()):
-            mod = self._mods[fid]
-            if mod.kind != "common":
-                continue
-            if now_global:
-                self._add_global(mod)
-            else:
-                self._drop_global(mod)
-            affected.update(mod.names)
-        affected.add(owner_key)
-
     # ----------------------------------------------------------------- per-file contributions
 
     def _local(self, fid: int) -> tuple[int, int]:
@@ -455,7 +260,7 @@ class RefGraph:
             rec = self._files.get(fid)
             if rec is None:
                 continue
-            for k in self._file_keys(rec):
+            for k in self._symbols.file_keys(rec):
                 by_key.setdefault(k, []).append(fid)
             t = self._targets.pop(fid, None)
             if t:
@@ -492,7 +297,7 @@ class RefGraph:
             rec = self._files.get(fid)
             if rec is None:
                 continue
-            keys, targets, dynamic = self._resolve_file(fid, rec)
+            keys, targets, dynamic = self._symbols.resolve_file(fid, rec, self._local(fid))
             for k, n in keys.items():
                 add_keys.setdefault(k, []).append(fid << 32 | min(n, _M32))
             if targets:
@@ -507,157 +312,12 @@ class RefGraph:
         for g, lst in add_callers.items():
             self._callers[g] = self._callers.get(g, b"") + np.array(lst, dtype=np.int64).tobytes()
 
-    def _distinct(self, rec: FileRefs) -> list[tuple[int, int, int, int]]:
-        """The record's distinct ``(kind, name, qualifier)`` with their site counts."""
-        v = rec.columns()
-        if not len(v):
-            return []
-        key = (v["kind"].astype(np.uint64) << 56) | (v["name"].astype(np.uint64) << 28) | v["qual"].astype(np.uint64)
-        uniq, counts = np.unique(key, return_counts=True)
-        return [
-            (u >> 56, (u >> 28) & ((1 << 28) - 1), u & ((1 << 28) - 1), n)
-            for u, n in zip(uniq.tolist(), counts.tolist())
-        ]
-
-    def _file_keys(self, rec: FileRefs) -> set[str]:
-        """The keys a record's resolution reads (independent of the symbol table)."""
-        out: set[str] = set()
-        strings = rec.strings
-        names: set[int] = set()
-        quals: set[tuple[int, int]] = set()
-        for kind, ni, qi, _n in self._distinct(rec):
-            if kind != _DYNAMIC:
-                names.add(ni)
-                quals.add((kind, qi))
-        for ni in names:
-            out.add(self._intern(fold(strings[ni])))
-        for kind, qi in quals:
-            spec = self._spec(rec, KIND_NAMES[kind], strings[qi])
-            if spec[0] in (_BASE, _MODS):
-                out.add(spec[1])
-        return out
-
-    def _resolve_file(self, fid: int, rec: FileRefs):
-        """``(keys -> unresolved sites, foreign target gid -> sites per group, dynamic sites)``."""
-        keys: dict[str, int] = {}
-        targets: dict[int, list[int]] = {}
-        dynamic = 0
-        strings = rec.strings
-        local = self._local(fid)
-        specs: dict[tuple[int, int], tuple] = {}
-        folded: dict[int, str] = {}
-        for kind, ni, qi, n in self._distinct(rec):
-            if kind == _DYNAMIC:
-                dynamic += n
-                continue
-            fname = folded.get(ni)
-            if fname is None:
-                fname = folded[ni] = self._intern(fold(strings[ni]))
-            spec = specs.get((kind, qi))
-            if spec is None:
-                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], strings[qi])
-            if spec[0] in (_BASE, _MODS):
-                keys.setdefault(spec[1], 0)
-            gid, _reason = self._lookup(fid, rec, spec, fname)
-            if gid < 0:
-                keys[fname] = keys.get(fname, 0) + n
-                continue
-            keys.setdefault(fname, 0)
-            if gid >> _FID_SHIFT not in local:
-                targets.setdefault(gid, [0, 0, 0])[_GROUP_OF[kind]] += n
-        return keys, targets, dynamic
-
-    # ----------------------------------------------------------------- resolution
-
-    def _spec(self, rec: FileRefs, kind: str, qual: str) -> tuple:
-        """What a site looks up, from its kind and qualifier alone (see :meth:`_lookup`)."""
-        if kind in _OWN_ONLY or (kind == "notify" and not qual):
-            return (_OWN,)
-        if kind in _OWN_THEN_GLOBAL and not qual:
-            return (_OWN_GLOBAL,)
-        if kind in ("proceed", "extension"):
-            return (_BASE, self._intern(fold(rec.owner)), rec.module_kind)
-        mk = _OWNER_KINDS.get(kind)
-        if mk is not None:
-            return (_MODS, self._intern(fold(qual)), mk, False, _REASON["unknown_module"])
-        if kind == "manager":
-            coll, _, obj = qual.partition(".")
-            t = normalize_object_type(coll)
-            if t is None or not obj:
-                return (_FAIL, _REASON["unknown_variable_type"])
-            return (_MODS, self._intern(_owner_key(t, obj)), "manager", True, _REASON["unknown_module"])
-        if not qual or qual[0] == "?":
-            return (_FAIL, _REASON["unknown_variable_type"])
-        parts = qual.split(".")
-        if len(parts) == 1:
-            miss = "unknown_variable_type" if kind in _RECEIVER_KINDS else "unknown_module"
-            return (_MODS, self._intern(_owner_key(_COMMON, parts[0])), "common", True, _REASON[miss])
-        if kind == "member":  # a deeper chain in code: a property of something
-            return (_FAIL, _REASON["unknown_variable_type"])
-        t = normalize_object_type(parts[0])
-        if t is None:
-            return (_FAIL, _REASON["unknown_module"])
-        if len(parts) == 2:
-            mk = "common" if t == _COMMON else "manager"
-            return (_MODS, self._intern(_owner_key(t, parts[1])), mk, True, _REASON["unknown_module"])
-        if len(parts) == 3 and fold(parts[2]) in _OBJECT_MODULE:
-            return (_MODS, self._intern(_owner_key(t, parts[1])), "object", True, _REASON["unknown_module"])
-        return (_FAIL, _REASON["unknown_module"])
-
-    def _lookup(self, fid: int, rec: FileRefs, spec: tuple, fname: str) -> tuple[int, int]:
-        """``(target gid, 0)`` or ``(-1, reason code)``."""
-        op = spec[0]
-        if op == _OWN or op == _OWN_GLOBAL:
-            mod = self._mods.get(fid)
-            v = mod.get(fname) if mod is not None else -1
-            if v >= 0:
-                return fid << _FID_SHIFT | v >> 1, 0
-            if op == _OWN_GLOBAL:
-                for g in self._global_names.get(fname, ()):
-                    return g << _FID_SHIFT | self._mods[g].get(fname) >> 1, 0
-            return -1, _REASON["no_such_method"]
-        if op == _FAIL:
-            return -1, spec[1]
-        if op == _BASE:
-            found = False
-            for g in self._by_owner.get(spec[1], ()):
-                mod = self._mods[g]
-                if g == fid or mod.extension or mod.kind != spec[2]:
-                    continue
-                found = True
-                v = mod.get(fname)
-                if v >= 0:
-                    return g << _FID_SHIFT | v >> 1, 0
-            return -1, _REASON["no_such_method" if found else "unknown_module"]
-        _op, owner, mk, export, miss = spec
-        found = hidden = False
-        for g in self._by_owner.get(owner, ()):
-            mod = self._mods[g]
-            if mod.kind != mk:
-                continue
-            found = True
-            v = mod.get(fname)
-            if v < 0:
-                continue
-            if export and not v & 1:
-                hidden = True
-                continue
-            return g << _FID_SHIFT | v >> 1, 0
-        if not found:
-            return -1, miss
-        return -1, _REASON["not_exported" if hidden else "no_such_method"]
-
-    def _resolve(self, fid: int, rec: FileRefs, kind: str, name: str, qual: str) -> tuple[int, int]:
-        if kind == "dynamic":
-            return -1, _REASON["dynamic"]
-        return self._lookup(fid, rec, self._spec(rec, kind, qual), fold(name))
-
     def resolve_site(self, path: str, index: int) -> tuple[str | None, str | None]:
         """``(target method id, None)`` or ``(None, reason)`` for site ``index`` of ``path``."""
         fid = self._fid[path]
         rec = self._files[fid]
         s = rec.site(index)
-        gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+        gid, reason = self._symbols.resolve(fid, rec, s.kind, s.name, s.qualifier)
         return (self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1])
 
     def resolve_all(self, path: str) -> list[tuple[str | None, str | None]]:
@@ -666,7 +326,7 @@ class RefGraph:
         rec = self._files[fid]
         out = []
         for s in rec.sites_list():
-            gid, reason = self._resolve(fid, rec, s.kind, s.name, s.qualifier)
+            gid, reason = self._symbols.resolve(fid, rec, s.kind, s.name, s.qualifier)
             out.append((self.method_id(gid), None) if gid >= 0 else (None, REASONS[reason - 1]))
         return out
 
@@ -684,11 +344,11 @@ class RefGraph:
         if owned is not None:
             return owned
         head, dot, fn = key.rpartition(".")
-        mods = self._mods.values()
+        mods = self._symbols.mods.values()
         if dot:
-            own = self._by_owner.get(_owner_key(_COMMON, head), [])
-            mods = [self._mods[f] for f in own] or [
-                m for m in self._mods.values() if m.owner == head or m.owner.endswith("." + head)
+            own = self._symbols.by_owner.get(owner_key(COMMON, head), [])
+            mods = [self._symbols.mods[f] for f in own] or [
+                m for m in self._symbols.mods.values() if m.owner == head or m.owner.endswith("." + head)
             ]
         for mod in mods:
             v = mod.get(fn)
@@ -759,17 +419,17 @@ class RefGraph:
         specs: dict[tuple[int, int], tuple] = {}
         for i in self._sites_named(rec, fname, v, spelling):
             kind = int(v["kind"][i])
-            if kind == _DYNAMIC:
+            if kind == DYNAMIC:
                 continue
             qi = int(v["qual"][i])
             spec = specs.get((kind, qi))
             if spec is None:
-                spec = specs[(kind, qi)] = self._spec(rec, KIND_NAMES[kind], rec.strings[qi])
-            g, _r = self._lookup(fid, rec, spec, fname)
+                spec = specs[(kind, qi)] = self._symbols.spec(rec, KIND_NAMES[kind], rec.strings[qi])
+            g, _r = self._symbols.lookup(fid, spec, fname)
             if g != gid:
                 continue
             found += 1
-            counts[_GROUP_OF[kind]] += 1
+            counts[GROUP_OF[kind]] += 1
             if len(out) < limit:
                 target = target or self.method_id(gid)
                 out.append(self._reference(rec, i, v, target, None))
@@ -788,8 +448,8 @@ class RefGraph:
         name = target.rpartition("::")[2].split("@", 1)[0]
         fname = fold(name)
         if gid is not None:
-            own = gid >> _FID_SHIFT
-            name = self._files[own].names[gid & _M20]
+            own = gid >> FID_SHIFT
+            name = self._files[own].names[gid & METHOD_MASK]
             entries = _i64(self._callers.get(gid, b""))
             packed = entries & ((1 << 40) - 1)
             counts = [
@@ -801,7 +461,11 @@ class RefGraph:
             for fid in sorted(set(self._local(own)), key=self._paths.__getitem__):
                 self._refs_in(fid, gid, fname, limit, listed, counts)
             expected = dict(
-                zip((entries >> 40).tolist(), (packed >> 26 & _M14) + (packed >> 13 & _M13) + (packed & _M13))
+                zip(
+                    (entries >> 40).tolist(),
+                    (packed >> 26 & _M14) + (packed >> 13 & _M13) + (packed & _M13),
+                    strict=True,
+                )
             )
             foreign: list[Reference] = []
             ignore = [0, 0, 0]
@@ -831,7 +495,7 @@ class RefGraph:
                     v = rec.columns()
                     for i in self._sites_named(rec, fname, v):
                         kind = KIND_NAMES[int(v["kind"][i])]
-                        g, r = self._resolve(
+                        g, r = self._symbols.resolve(
                             fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])]
                         )
                         if g < 0 and kind != "dynamic" and len(maybe) < limit:
@@ -902,9 +566,9 @@ class RefGraph:
         """The method ids of every module of an owner (``Справочник.Валюты``,
         ``ОбщийМодуль.X``, a bare common module name), sorted; None when no module has it."""
         key = fold(owner.strip())
-        if key not in self._by_owner and "." not in key and _owner_key(_COMMON, key) in self._by_owner:
-            key = _owner_key(_COMMON, key)
-        fids = self._by_owner.get(key)
+        if key not in self._symbols.by_owner and "." not in key and owner_key(COMMON, key) in self._symbols.by_owner:
+            key = owner_key(COMMON, key)
+        fids = self._symbols.by_owner.get(key)
         if not fids:
             return None
         out: set[str] = set()
@@ -918,13 +582,13 @@ class RefGraph:
         gid = self.gid(method)
         if gid is None:
             return []
-        fid, idx = gid >> _FID_SHIFT, gid & _M20
+        fid, idx = gid >> FID_SHIFT, gid & METHOD_MASK
         rec = self._files[fid]
         v = rec.columns()
         out: list[Reference] = []
         for i in np.flatnonzero(v["caller"] == idx).tolist():
             kind = KIND_NAMES[int(v["kind"][i])]
-            g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+            g, r = self._symbols.resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
             t = self.method_id(g) if g >= 0 else None
             out.append(self._reference(rec, i, v, t, None if g >= 0 else REASONS[r - 1]))
         return out
@@ -942,7 +606,7 @@ class RefGraph:
             return None
         i = int(hit[0])
         kind = KIND_NAMES[int(v["kind"][i])]
-        g, r = self._resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
+        g, r = self._symbols.resolve(fid, rec, kind, rec.strings[int(v["name"][i])], rec.strings[int(v["qual"][i])])
         return self._reference(rec, i, v, self.method_id(g) if g >= 0 else None, None if g >= 0 else REASONS[r - 1])
 
     def call_graph(self, start: str, direction: str = "callers", depth: int = 3, fan_out: int = 20) -> CallGraph:
@@ -1009,94 +673,34 @@ class RefGraph:
         """The whole graph as zstd-compressed msgpack: paths, records and the resolved indexes
         (:meth:`from_bytes` loads it without resolving anything), and which files a deferred
         update left unresolved (they stay so after a load: :meth:`resolve_pending`). Reads the
-        graph only, so it may run beside queries (never beside an update)."""
-        import zstandard
-
-        table: dict[str, int] = {}
-
-        def ids(items) -> bytes:
-            return np.fromiter((table.setdefault(x, len(table)) for x in items), dtype="<u4").tobytes()
-
-        files = []
-        for fid in sorted(self._files):
-            r = self._files[fid]
-            files.append(
-                _SavedFile(
-                    fid,
-                    r.file_kind,
-                    table.setdefault(r.owner, len(table)),
-                    r.object_type,
-                    r.module_kind,
-                    r.extension,
-                    ids(r.names),
-                    r.methods,
-                    ids(r.strings),
-                    r.sites,
-                    r.count,
-                    r.global_module,
-                    r.partial,
-                    r.skips,
-                )
+        graph only, so it may run beside queries (never beside an update). The format:
+        :mod:`daemon.index.refgraph_files`."""
+        return encode_graph(
+            GraphParts(
+                self._paths, self._files, self._keys, self._callers, self._targets, self._dyn, sorted(self._pending)
             )
-        keys = {table.setdefault(k, len(table)): v for k, v in self._keys.items()}
-        saved = _Saved(
-            _SAVE_VERSION,
-            list(table),
-            self._paths,
-            files,
-            keys,
-            self._callers,
-            self._targets,
-            self._dyn,
-            sorted(self._pending),
         )
-        return _MAGIC + zstandard.compress(msgspec.msgpack.encode(saved), 1)
 
     @classmethod
     def from_bytes(cls, data: bytes) -> "RefGraph":
         """A graph from :meth:`to_bytes`; ``ValueError`` for another format or version,
         ``msgspec.DecodeError`` or ``zstandard.ZstdError`` for damaged data."""
-        import zstandard
-
-        if not data.startswith(_MAGIC):
-            raise ValueError("not a saved reference graph")
-        saved = msgspec.msgpack.decode(zstandard.decompress(data[len(_MAGIC) :]), type=_Saved)
-        if saved.version != _SAVE_VERSION:
-            raise ValueError(f"reference graph format {saved.version}, expected {_SAVE_VERSION}")
         g = cls()
-        table = [g._intern(x) for x in saved.strings]
-        get = table.__getitem__
-        g._paths = saved.paths
-        g._fid = {p: f for f, p in enumerate(saved.paths) if p is not None}
-        for f in saved.files:
-            g._files[f.fid] = FileRefs(
-                path=saved.paths[f.fid],
-                file_kind=f.file_kind,
-                owner=table[f.owner],
-                object_type=f.object_type,
-                module_kind=f.module_kind,
-                extension=f.extension,
-                names=list(map(get, np.frombuffer(f.names, dtype="<u4").tolist())),
-                methods=f.methods,
-                strings=list(map(get, np.frombuffer(f.strings, dtype="<u4").tolist())),
-                sites=f.sites,
-                count=f.count,
-                global_module=f.global_module,
-                partial=f.partial,
-                skips=f.skips,
-            )
-        del saved.files[:]
+        parts = decode_graph(data, g._intern)
+        g._paths.extend(parts.paths)  # the symbol table holds this list
+        g._fid = {p: f for f, p in enumerate(parts.paths) if p is not None}
+        g._files = parts.files
         ignore: set[str] = set()
         for fid, rec in g._files.items():
-            g._index_symbols(fid, rec, {}, ignore)
-        g._keys = {table[k]: v for k, v in saved.keys.items()}
-        g._callers = saved.callers
-        g._targets = saved.targets
-        g._dyn = saved.dyn
+            g._symbols.index(fid, rec, {}, ignore)
+        g._keys = parts.keys
+        g._callers = parts.callers
+        g._targets = parts.targets
+        g._dyn = parts.dyn
         g._sites = sum(r.count for r in g._files.values())
         g._skipped = {f: r.skips for f, r in g._files.items() if r.skips}
-        g._dynamic = sum(saved.dyn.values())
-        g._pending = {f for f in saved.pending if f in g._files}
+        g._dynamic = sum(parts.dyn.values())
+        g._pending = {f for f in parts.pending if f in g._files}
         return g
 
     # ----------------------------------------------------------------- totals and checks
@@ -1104,8 +708,8 @@ class RefGraph:
     def stats(self) -> dict[str, int]:
         """Totals: files, modules, methods, sites; resolved sites by group; unresolved sites by
         reason; modules with syntax errors (``partial``). Resolves every site: for reports and tests."""
-        out = {"files": len(self._files), "modules": len(self._mods), "sites": 0, "partial": 0}
-        out["methods"] = sum(len(m.names) for m in self._mods.values())
+        out = {"files": len(self._files), "modules": len(self._symbols.mods), "sites": 0, "partial": 0}
+        out["methods"] = sum(len(m.names) for m in self._symbols.mods.values())
         for g in REF_GROUPS[:3]:
             out[f"resolved_{g}"] = 0
         for r in REASONS:
@@ -1115,15 +719,15 @@ class RefGraph:
             out["partial"] += rec.partial
             strings = rec.strings
             specs: dict = {}
-            for kind, ni, qi, n in self._distinct(rec):
+            for kind, ni, qi, n in distinct_sites(rec):
                 name = KIND_NAMES[kind]
-                if kind == _DYNAMIC:
+                if kind == DYNAMIC:
                     out["unresolved_dynamic"] += n
                     continue
                 spec = specs.get((kind, qi))
                 if spec is None:
-                    spec = specs[(kind, qi)] = self._spec(rec, name, strings[qi])
-                g, r = self._lookup(fid, rec, spec, fold(strings[ni]))
+                    spec = specs[(kind, qi)] = self._symbols.spec(rec, name, strings[qi])
+                g, r = self._symbols.lookup(fid, spec, fold(strings[ni]))
                 if g >= 0:
                     out[f"resolved_{REF_KINDS[name]}"] += n
                 else:
@@ -1141,8 +745,8 @@ class RefGraph:
         return {
             "callers": dict(sorted((self.method_id(g), entries(b, 40)) for g, b in self._callers.items())),
             "keys": {k: entries(b, 32) for k, b in sorted(self._keys.items())},
-            "by_owner": {k: [path(f) for f in v] for k, v in sorted(self._by_owner.items())},
-            "global_names": {k: [path(f) for f in v] for k, v in sorted(self._global_names.items())},
+            "by_owner": {k: [path(f) for f in v] for k, v in sorted(self._symbols.by_owner.items())},
+            "global_names": {k: [path(f) for f in v] for k, v in sorted(self._symbols.global_names.items())},
             "dynamic": self._dynamic,
             "files": self.paths(),
             "resolved": {p: self.resolve_all(p) for p in self.paths()},

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import msgspec
 
 from ..index.metanames import spelled_name
-from ..index.names import is_acronym, is_identifier_query
+from ..index.names_words import is_acronym, is_identifier_query
 from ..text.folding import fold
 from ..text.lexicon import default_lexicon
 
@@ -288,7 +288,7 @@ class QueryCues:
     """What one query is, read once per search (:func:`read_cues`) and handed down.
 
     ``text``: the query as searched (stripped; ``""`` when it has no letter or digit).
-    ``identifier``: a name, not natural language (:func:`daemon.index.names.is_identifier_query`).
+    ``identifier``: a name, not natural language (:func:`daemon.index.names_words.is_identifier_query`).
     ``cross_script``: written in the other script than the code's names (its share of Cyrillic
     letters differs from theirs by more than a half). ``to``: the language of the code's names,
     ``ru`` or ``en`` (where a cross-script query's words are carried). ``intent``: the metadata

@@ -17,19 +17,12 @@ import numpy as np
 import pytest
 
 from daemon.text.folding import fold, split_words
-from daemon.index import names as symbols_mod
 from daemon.dev.evaluate import score
-from daemon.index.names import (
-    BOOST_RESOLUTION,
-    MATCH_KINDS,
-    STATE_LAYOUT,
-    SymbolError,
-    SymbolIndex,
-    SymbolState,
-    api_boost,
-    humps,
-    is_identifier_query,
-)
+from daemon.index.names import SymbolError, SymbolIndex, SymbolState, api_boost
+from daemon.index.names_files import STATE_LAYOUT
+from daemon.index.names_match import MATCH_KINDS
+from daemon.index.names_table import BOOST_RESOLUTION, composite, composites
+from daemon.index.names_words import humps, is_identifier_query, word_splits
 
 from shared_paths import EVAL_DIR
 
@@ -586,7 +579,7 @@ def _round_trip(idx: Keyed, mmap: bool = True) -> Keyed:
     with tempfile.TemporaryDirectory() as tmp:
         idx.idx.save(tmp)
         restored = Keyed(SymbolIndex.load(tmp, mmap=mmap, verify=True), idx.ids)
-    assert restored.idx._state() == idx.idx._state()
+    assert restored.idx.to_state() == idx.idx.to_state()
     return restored
 
 
@@ -626,15 +619,17 @@ def test_bulk_trigrams_equal_one_by_one():
         single.add(f"k{i}", name)
         single.flush()  # one at a time: the Python path
     bulk.flush()
-    assert {t: list(p) for t, p in bulk.idx._tri.items()} == {t: list(p) for t, p in single.idx._tri.items()}
+    assert {t: list(p) for t, p in bulk.idx._table.tri.items()} == {
+        t: list(p) for t, p in single.idx._table.tri.items()
+    }
 
 
 def test_composites_match_one_by_one():
     rng = random.Random(2)
     boosts = [rng.choice([0.0, 0.0005, 0.0015, -0.0025, 1.5, 1e12, -1e12, rng.uniform(-5, 5)]) for _ in range(300)]
     fnames = ["x" * rng.randint(1, 5000) for _ in boosts]
-    got = symbols_mod._composites(np.asarray(boosts), fnames).tolist()
-    assert got == [symbols_mod._composite(b, len(f)) for b, f in zip(boosts, fnames, strict=True)]
+    got = composites(np.asarray(boosts), fnames).tolist()
+    assert got == [composite(b, len(f)) for b, f in zip(boosts, fnames, strict=True)]
 
 
 def test_old_or_damaged_state_is_rejected():
@@ -939,9 +934,7 @@ def test_camelhump_over_many_repeated_names_equals_brute_force():
             s
             for s, n in entries.items()
             if not fold(n).startswith(fold(q))
-            and any(
-                rx.match("\x00".join(fold(w) for w in ws)) for ws in (split_words(n), symbols_mod._word_splits(n)[0])
-            )
+            and any(rx.match("\x00".join(fold(w) for w in ws)) for ws in (split_words(n), word_splits(n)[0]))
         }
         got = {s for s, _, m in idx.search(q, len(entries)) if m == "camelhump"}
         assert got == want, q

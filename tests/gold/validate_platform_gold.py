@@ -40,7 +40,7 @@ REPO = Path(__file__).resolve().parents[2]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from daemon.index.names import humps  # noqa: E402
+from daemon.index.names_words import humps  # noqa: E402
 from daemon.sources.platform.entries import ENTRY_KINDS, Entry  # noqa: E402
 from daemon.sources.platform.globals_json import load_globals  # noqa: E402
 from daemon.text.folding import fold, split_words  # noqa: E402

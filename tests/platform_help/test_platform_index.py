@@ -183,7 +183,7 @@ def test_an_entrys_qualified_name_gives_it_first(bundled):
     """The names target on the data set itself (questions nobody wrote): every fourth entry's
     qualified Russian and English name (``Тип.Метод``, ``Type.Method``, a global name) puts that
     entry first (all 9,682 names do: docs/platform-help.md, "Quality")."""
-    from daemon.index.names import is_identifier_query
+    from daemon.index.names_words import is_identifier_query
 
     r = PlatformRanker(bundled)
     asked = misses = 0
