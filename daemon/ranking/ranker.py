@@ -338,9 +338,34 @@ class Ranker:
 
     # ------------------------------------------------------------------ names
     def name_hits(self, cues: QueryCues, k: int, allow: np.ndarray | None) -> list[tuple[int, float, str]]:
-        """The names channel's best ``k`` entries for a name query: ``[(slot, score, match kind)]``."""
+        """The names channel's best ``k`` entries for a name query: ``[(slot, score, match kind)]``;
+        with ``names_fanin_weight``, each match kind's run in the fan-in order (:meth:`_by_fan_in`)."""
         st = self.state
-        return st.names.search(cues.text, k, allow=allow, key_of=st.store.ids)
+        hits = st.names.search(cues.text, k, allow=allow, key_of=st.store.ids)
+        w = self.params.names_fanin_weight
+        if w and len(hits) > 1 and "." not in cues.text:
+            hits = self._by_fan_in(hits, w)
+        return hits
+
+    def _by_fan_in(self, hits: list[tuple[int, float, str]], weight: float) -> list[tuple[int, float, str]]:
+        """The names channel's ``hits`` of an unqualified name with each match kind's run
+        ordered by the API boost plus ``weight`` times ln(1 + callers) (the callers from the
+        reference graph: :meth:`daemon.index.state.IndexState.fan_in`), ties in the channel's
+        own order (the shorter name first). A qualified name keeps the channel's order: its
+        container's match kind comes before the boost and is not in the hits."""
+        st = self.state
+        ids = st.store.ids
+        callers = st.fan_in([ids[s] for s, _, _ in hits])
+        if not any(callers):  # no graph yet (or nobody calls them): the channel's order
+            return hits
+        key = [st.name_boost(s) + weight * math.log1p(n) for (s, _, _), n in zip(hits, callers, strict=True)]
+        out: list[tuple[int, float, str]] = []
+        start = 0
+        for end in range(1, len(hits) + 1):
+            if end == len(hits) or hits[end][2] != hits[start][2]:
+                out.extend(hits[i] for i in sorted(range(start, end), key=lambda i: (-key[i], i)))
+                start = end
+        return out
 
     @staticmethod
     def names_fill(hits: list[tuple[int, float, str]], top_k: int) -> bool:

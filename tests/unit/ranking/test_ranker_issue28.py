@@ -245,3 +245,45 @@ def test_a_where_how_question_gets_half_the_uncued_metadata_share_and_no_api_pri
     p = RankingParams()
     assert w_where["meta"] == w_noun["meta"] * p.where_how_uncued_share
     assert w_where["api"] == p.api_prior_weight * p.api_where_how_share and w_noun["api"] == p.api_prior_weight
+
+
+def test_fan_in_orders_a_name_querys_equal_matches_only_when_weighted():
+    from daemon.sources.references import chunk_module_with_references
+
+    fn = "Функция Представление() Экспорт\n\tВозврат 1;\nКонецФункции\n"
+    modules = {  # two equal public copies; the longer path is the one the export calls
+        "CommonModules/Т/Module.bsl": ("Т", fn),
+        "CommonModules/Общий/Module.bsl": ("Общий", fn),
+        "CommonModules/Клиент/Module.bsl": (
+            "Клиент",
+            "Процедура Показать() Экспорт\n\tА = Общий.Представление();\n\tБ = Общий.Представление();\nКонецПроцедуры\n",
+        ),
+    }
+    chunks, records = [], []
+    for path, (name, text) in modules.items():
+        got, refs = chunk_module_with_references(
+            text, path=path, owner=f"ОбщийМодуль.{name}", object_type="ОбщийМодуль", module_kind="common"
+        )
+        chunks += got
+        records.append(refs)
+    st = _state(chunks)
+    st.refs.update(records)
+    called = "CommonModules/Общий/Module.bsl::Представление"
+    assert st.fan_in([called, "CommonModules/Т/Module.bsl::Представление"]) == [2, 0]
+    asked = []
+    real = st.fan_in
+    st.fan_in = lambda ids: asked.append(list(ids)) or real(ids)
+
+    def order(ranker: Ranker, q: str) -> list[str]:
+        return [st.store.ids[s] for s, _, _ in ranker.name_hits(ranker.cues(q, None), 10, None)]
+
+    plain = Ranker(st, root=ROOT, params=replace(RankingParams(), names_fanin_weight=0.0))
+    assert order(plain, "Представление")[0] == "CommonModules/Т/Module.bsl::Представление"  # the shorter key
+    assert asked == []  # weight 0: the graph is not asked
+    weighted = Ranker(st, root=ROOT, params=replace(RankingParams(), names_fanin_weight=0.1))
+    assert order(weighted, "Представление")[0] == called
+    assert _rank(weighted, "Представление")[0].id == called
+    # a qualified name keeps the channel's order (its container's match kind is not in the hits)
+    asked.clear()
+    assert order(weighted, "Т.Представление") == order(plain, "Т.Представление")
+    assert asked == []
