@@ -54,6 +54,7 @@ from ..contract import (
 from ..engine import Engine, EngineConfig, Filters, SearchResult
 from ..index.storage import default_index_dir
 from ..options import embedder_or_none
+from ..ranking.query import MAX_QUERY_CHARS
 from . import status as parts
 from .background import BACKGROUND_NICE, nice_this_thread
 from .dense_thread import DenseThread
@@ -528,8 +529,6 @@ class Service:
     def _platform_search(self, query: str, *, mode: str, top_k: int) -> SearchResult:
         """``scope: "platform"``: the platform help that answers (:meth:`PlatformHelp.search`),
         as a :class:`SearchResult` naming it (``platform``)."""
-        from ..engine import MAX_QUERY_CHARS
-
         if len(query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         t0 = time.perf_counter()
@@ -579,8 +578,6 @@ class Service:
         """The ``platform_help`` answer (:meth:`PlatformHelp.help`): the entries a name names,
         else the ranked entries for a question. ``ValueError`` for a bad mode, kind, top_k or
         version."""
-        from ..engine import MAX_QUERY_CHARS
-
         if len(query) > MAX_QUERY_CHARS:
             raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
         eng = self._engine()
