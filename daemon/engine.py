@@ -15,31 +15,27 @@ The engine is a facade over parts that each take what they need in their constru
 * :class:`daemon.ranking.ranker.Ranker`: a query's channels, RRF fusion and hits, with the
   tuned numbers of :class:`daemon.ranking.params.RankingParams`;
 * :class:`daemon.index.usages.Usages`: find usages (references, callees, call graph,
-  definition) over the reference graph the reconcile keeps with the chunks.
+  definition) over the reference graph the reconcile keeps with the chunks;
+* :class:`daemon.index.counts.IndexCounts`: the counts of ``status``;
+  :mod:`daemon.index.metadata_objects`: a metadata object with its fields and modules.
 
-A query's path: :meth:`Engine.search` reads the query's cues once
-(:class:`daemon.ranking.cues.QueryCues`), embeds it outside the lock when a dense channel needs
-it, then ranks under the lock.
+A query's path: :meth:`Engine.search` checks it (:mod:`daemon.ranking.query`), reads its cues
+once (:class:`daemon.ranking.cues.QueryCues`), embeds it outside the lock when a dense channel
+needs it, then ranks under the lock.
 """
 
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
-import unicodedata
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-import msgspec
 import numpy as np
 
 from .contract import (
     DEFAULT_REF_LIMIT,
-    DEFAULT_SCOPE,
-    MAX_TOP_K,
-    SEARCH_MODES,
     Callees,
     CallGraph,
     Chunk,
@@ -52,7 +48,9 @@ from .contract import (
     Skip,
 )
 from .index.chunkstore import ChunkStore, ChunksView
+from .index.counts import IndexCounts
 from .index.dense_upkeep import FIRST_FILL_MIN, DenseUpkeep
+from .index.metadata_objects import metadata_object, object_names
 from .index.reconcile import (
     POOL_BATCH,
     POOL_MIN_FILES,
@@ -82,7 +80,9 @@ from .index.storage import default_index_dir
 from .index.usages import Target, Usages
 from .ranking.cues import QueryCues
 from .ranking.params import RankingParams
+from .ranking.query import QUERY_EMBED_CHARS, clean_query, export_filters
 from .ranking.ranker import NAME_TIER, IndexDamaged, Ranker, snippet
+from .sources.files import confine
 
 __all__ = [
     "CURRENT_FILE",
@@ -92,11 +92,9 @@ __all__ = [
     "JOURNAL_MAX_BYTES",
     "JOURNAL_MAX_FILES",
     "LEXICAL_DIR",
-    "MAX_QUERY_CHARS",
     "NAME_TIER",
     "POOL_BATCH",
     "POOL_MIN_FILES",
-    "QUERY_EMBED_CHARS",
     "SCHEMA_VERSION",
     "SNAPSHOT_FILE",
     "Cancelled",
@@ -116,7 +114,6 @@ __all__ = [
     "SearchResult",
     "Skip",
     "Target",
-    "export_filters",
     "make_pool",
     "read_source",
     "snippet",
@@ -125,46 +122,12 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Longest query accepted (characters), and the part of it that is embedded: the model reads a
-#: few hundred tokens, and a very long query would hold the query embedder for seconds.
-MAX_QUERY_CHARS = 4096
-QUERY_EMBED_CHARS = 512
-
 
 def _state_attr(name: str, doc: str) -> property:
     """A property of the engine that reads and writes ``self.state.<name>``."""
     return property(
         lambda self: getattr(self.state, name), lambda self, value: setattr(self.state, name, value), doc=doc
     )
-
-
-def export_filters(filters: Filters | None) -> Filters | None:
-    """``filters`` as the export's index reads them: the scopes ``workspace`` (the default)
-    and ``all`` are every chunk of the export (the platform's part of ``all`` is the daemon's,
-    :mod:`daemon.service.platform`), spelled ``all`` as the ranking knows it, and None when
-    nothing else is filtered. ``ValueError`` for ``platform``: the export's index holds no
-    platform help."""
-    if filters is None:
-        return None
-    if filters.scope == "platform":
-        raise ValueError("scope platform is answered by the daemon's platform help, not by the export's index")
-    if filters.scope in (DEFAULT_SCOPE, "all"):
-        filters = msgspec.structs.replace(filters, scope="all")
-        return None if filters == Filters(scope="all") else filters
-    return filters
-
-
-def _clean_query(query: str, mode: str, top_k: int) -> str:
-    """The query as searched: stripped, ``""`` when it has no letter or digit. ``ValueError``
-    for a bad mode, a query over :data:`MAX_QUERY_CHARS` or a ``top_k`` out of range."""
-    if mode not in SEARCH_MODES:
-        raise ValueError(f"mode must be one of {SEARCH_MODES}, got {mode!r}")
-    if len(query) > MAX_QUERY_CHARS:
-        raise ValueError(f"query is {len(query)} characters long; at most {MAX_QUERY_CHARS}")
-    if not 1 <= int(top_k) <= MAX_TOP_K:
-        raise ValueError(f"top_k must be in 1..{MAX_TOP_K}, got {top_k}")
-    query = query.strip()
-    return query if any(ch.isalnum() for ch in query) else ""
 
 
 class Engine:
@@ -242,8 +205,7 @@ class Engine:
         #: (in-process use); the daemon resolves it in the background instead (resolve_references)
         #: and answers meanwhile with ``resolving`` set
         self.resolve_on_demand = True
-        self._counts: tuple = (None, 0, 0, 0)
-        self._docs_problems: tuple = (None, {})  # (index version, docs_problems())
+        self.counts = IndexCounts(self.state)
 
     @property
     def params(self) -> RankingParams:
@@ -550,7 +512,7 @@ class Engine:
         :meth:`search`. ``mode``: the search they are for (a cross-script question gets its
         translation for the *dense_tr* channel unless ``lexical``). ``ValueError`` as
         :meth:`search`."""
-        text = _clean_query(query, mode, 1)
+        text = clean_query(query, mode, 1)
         filters = export_filters(filters)
         with self.lock:
             cues = self.ranker.cues(text, filters)
@@ -585,10 +547,10 @@ class Engine:
 
         Returns a :class:`SearchResult`; ``dense_done``/``dense_total`` tell how complete the
         dense side was for this answer. Raises ``ValueError`` for a bad mode, top_k, filter
-        value or a query over :data:`MAX_QUERY_CHARS`; :class:`IndexDamaged` when the index
+        value or a query over :data:`daemon.ranking.query.MAX_QUERY_CHARS`; :class:`IndexDamaged` when the index
         files turn out damaged (the lexical side is then rebuilt).
         """
-        text = _clean_query(query, mode, top_k)
+        text = clean_query(query, mode, top_k)
         filters = export_filters(filters)
         t0 = time.perf_counter()
         if cues is None or cues.text != text:
@@ -623,7 +585,7 @@ class Engine:
 
     def _query_vector(self, cues: QueryCues, mode: str, top_k: int, filters: Filters | None) -> tuple:
         """``(qvec, tvec, names)``: the query's vector for the dense channels, or its
-        translation's for *dense_tr* (the model reads at most :data:`QUERY_EMBED_CHARS`),
+        translation's for *dense_tr* (the model reads at most :data:`daemon.ranking.query.QUERY_EMBED_CHARS`),
         embedded outside the lock; none in lexical mode, without an embedder or dense vectors.
         A name query in hybrid mode is looked up in the names channel first: when that alone
         fills ``top_k`` with first-tier matches, nothing is embedded. ``names``: that lookup as
@@ -739,16 +701,9 @@ class Engine:
                 return 0
 
     def refs_status(self) -> RefsStatus:
-        """The references for ``status``: files, sites, files resolving, being rebuilt, dynamic sites."""
+        """The references for ``status`` (:meth:`daemon.index.usages.Usages.status`)."""
         with self.lock:
-            t = self.state.refs.totals()
-            return RefsStatus(
-                files=t["files"],
-                sites=t["sites"],
-                resolving=t["resolving"],
-                building=not self.state.refs_complete,
-                dynamic=t["dynamic"],
-            )
+            return self.usages.status()
 
     def fan_in(self, chunk_ids: Iterable[str]) -> list[int]:
         """How many places in other files reach each method chunk (:meth:`daemon.index.state.IndexState.fan_in`)."""
@@ -775,65 +730,23 @@ class Engine:
             return [k.path for k in self.skipped if k.path in self.files]
 
     def docs_problems(self) -> dict[str, str]:
-        """``{path: what is wrong}`` of the docs pages read with a problem, in path order: a code
-        fence never closed (the rest of the page, its headings included, is one code block), broken
-        UTF-8, a page or heading cut (the notes :func:`daemon.sources.markdown.chunk_markdown` keeps
-        on a page's first chunk). Read again only after a batch changed the index."""
+        """``{path: what is wrong}`` of the docs pages read with a problem, in path order
+        (:meth:`daemon.index.counts.IndexCounts.docs_problems`)."""
         with self.lock:
-            key = (id(self.store), self.version)
-            if self._docs_problems[0] != key:
-                out = {}
-                for r in self.files.values():
-                    if r.kind == "docs" and r.slots:
-                        first = self.store.get(r.slot_list()[0])
-                        note = first.properties.get("notes") if first is not None else None
-                        if note:
-                            out[r.path] = note
-                self._docs_problems = (key, dict(sorted(out.items())))
-            return self._docs_problems[1]
+            return self.counts.docs_problems()
 
     def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
-        """The metadata object ``<object_type>.<name>`` (Russian singular type; the name is
-        matched case- and ``ё``-insensitively): its ``object`` chunk, its field chunks (in
-        index order) and its modules (path -> module kind, the object's own and those of
-        its forms and commands). Read in one batch under the lock. ``LookupError`` if no
-        such object is indexed; the message lists up to 10 similar names."""
-        from .text.folding import fold
-
-        owner_key = fold(f"{object_type}.{name}")
+        """The metadata object ``<object_type>.<name>``: its ``object`` chunk, its field chunks
+        and its modules, read in one batch under the lock (:func:`daemon.index.metadata_objects.metadata_object`).
+        ``LookupError`` if no such object is indexed; the message lists up to 10 similar names."""
         with self.lock:
-            store = self.store
-            objects = [store.get(s) for s in store.slots_where(kind="object", object_type=object_type).tolist()]
-            match = [c for c in objects if fold(c.owner) == owner_key]
-            if not match:
-                close = sorted(c.owner for c in objects if fold(name) in fold(c.name))[:10]
-                hint = f"; similar: {', '.join(close)}" if close else ""
-                raise LookupError(f"no metadata object {object_type}.{name} in the index{hint}")
-            o = match[0]
-            rec = self.files.get(o.path)
-            fields = [store.get(s) for s in (rec.slot_list() if rec else []) if store.ids[s] not in (None, o.id)]
-            prefix = o.owner + "."
-            modules = {}
-            owners, kinds = store.tables["owner"].values, store.tables["module_kind"].values
-            owner_col, kind_col = store.col("owner"), store.col("module_kind")
-            for r in self.files.values():
-                if r.kind != "bsl" or not r.slots:
-                    continue
-                first = r.slot_list()[0]
-                if store.ids[first] is None:
-                    continue
-                owner = owners[owner_col[first]]
-                if owner == o.owner or owner.startswith(prefix):
-                    modules[r.path] = kinds[kind_col[first]]
-        return o, fields, modules
+            return metadata_object(self.state, object_type, name)
 
     def object_names(self, object_type: str) -> dict[str, str]:
         """``{owner: name}`` of every indexed metadata object of ``object_type`` (Russian
         singular), in index order: what a lookup that found nothing picks its suggestions from."""
         with self.lock:
-            store = self.store
-            objects = [store.get(s) for s in store.slots_where(kind="object", object_type=object_type).tolist()]
-        return {c.owner: c.name for c in objects if c is not None}
+            return object_names(self.state, object_type)
 
     def similar_objects(self, name: str, limit: int = 5) -> list[str]:
         """Metadata objects whose names are closest to an unknown ``Тип.Имя`` (or a bare
@@ -869,61 +782,18 @@ class Engine:
         return found[:limit]
 
     def confine(self, path: str) -> str:
-        """A user-given path as an NFC path relative to the root (the spelling of
-        :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an
-        absolute path outside the root, ``..``, or a symlink that leaves the root. The one
-        path rule of every lookup (the daemon's ``get_method``, ``read_module``,
-        ``document_symbols``)."""
-        p = str(path).replace("\\", "/").strip()
-        if not p:
-            raise ValueError("empty path")
-        if os.path.isabs(p):
-            try:
-                p = Path(p).resolve().relative_to(self.root).as_posix()
-            except ValueError:
-                raise ValueError(f"path {path!r} is outside the export root {self.root}") from None
-        parts = [x for x in p.split("/") if x not in ("", ".")]
-        if ".." in parts:
-            raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
-        rel = unicodedata.normalize("NFC", "/".join(parts))
-        full = (self.root / rel).resolve()
-        try:
-            full.relative_to(self.root)
-        except ValueError:
-            raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
-        return rel
+        """A user-given path as an NFC path relative to the root (:func:`daemon.sources.files.confine`):
+        the one path rule of every lookup (the daemon's ``get_method``, ``read_module``,
+        ``document_symbols``). ``ValueError`` for a path that is empty or leaves the root."""
+        return confine(self.root, path)
 
     def stats(self) -> dict:
-        """Counts for ``status``: files, modules, methods, metadata chunks, docs pages and
-        sections, BM25 terms, dense. ``format`` is the export's (designer, edt, unknown), or
-        ``docs`` for a root that holds markdown pages only (:mod:`daemon.sources.docs`). The
-        per-chunk counts are recounted only after a batch changed the index."""
+        """Counts for ``status``: :meth:`daemon.index.counts.IndexCounts.numbers` (files, modules,
+        methods, metadata chunks, docs pages and sections, the format), BM25 terms and dense."""
         with self.lock:
-            store = self.store
-            key = (id(store), store.version, self.version)
-            if self._counts[0] != key:
-                live = store.mask()
-                kinds = store.col("kind")
-                method = np.zeros(len(store.tables["kind"]) + 1, dtype=bool)
-                for k in ("procedure", "function"):
-                    if store.tables["kind"].find(k) >= 0:
-                        method[store.tables["kind"].find(k)] = True
-                methods = int((live & method[kinds] & (store.col("part") <= 1)).sum())
-                meta = int(store.mask(scope="metadata").sum())
-                docs = int(store.mask(scope="docs").sum())  # docs: sections
-                self._counts = (key, methods, meta, docs)
-            _, methods, meta, docs = self._counts
-            pages = sum(1 for r in self.files.values() if r.kind == "docs")
             return {
                 "root": str(self.root),
-                # a root of markdown pages only (no configuration, no .bsl) is a docs root
-                "format": "docs" if self.format == "unknown" and pages and pages == len(self.files) else self.format,
-                "files": len(self.files),
-                "modules": sum(1 for r in self.files.values() if r.kind == "bsl"),
-                "methods": methods,
-                "metadata_chunks": meta,
-                "docs_pages": pages,
-                "docs_sections": docs,
+                **self.counts.numbers(),
                 "chunks": len(self.chunks),
                 "bm25_terms": self.bm25.n_terms,
                 "dense_done": self.dense_done(),

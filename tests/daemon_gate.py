@@ -48,10 +48,17 @@ def main(root: str, index_dir: str, gate: str, mode: str, watch: str = "off") ->
                 _wait_for(gate_path)
             super().start()
 
-        def _run_job(self, job):
-            if mode == "index" and job.full and not self._first_reconcile_done.is_set():
-                _wait_for(gate_path)
-            return super()._run_job(job)
+        def start_background(self) -> None:
+            if mode == "index":
+                run_job = self.writer.run_job
+
+                def gated(job):
+                    if job.full and not self.writer.first_done.is_set():
+                        _wait_for(gate_path)
+                    return run_job(job)
+
+                self.writer.run_job = gated
+            super().start_background()
 
         def _start_watcher(self) -> None:
             if mode == "arm":

@@ -222,7 +222,7 @@ def _cold_index(root: Path, idx: Path, config, embedder, args, out: dict):
     pool = workers = None
     if not getattr(args, "in_process", False):
         from ..engine import make_pool
-        from ..service.service import FIRST_INDEX_WORKERS
+        from ..service.writer import FIRST_INDEX_WORKERS
 
         workers = FIRST_INDEX_WORKERS
         pool = eng.pool = make_pool(workers)

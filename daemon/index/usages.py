@@ -25,6 +25,7 @@ from ..contract import (
     RefCounts,
     Reference,
     References,
+    RefsStatus,
     normalize_object_type,
 )
 from ..text.folding import fold
@@ -244,6 +245,17 @@ class Usages:
         out.resolving = self.state.refs.pending
         out.building = not self.state.refs_complete
         return out
+
+    def status(self) -> RefsStatus:
+        """The references for ``status``: files, sites, files resolving, being rebuilt, dynamic sites."""
+        t = self.state.refs.totals()
+        return RefsStatus(
+            files=t["files"],
+            sites=t["sites"],
+            resolving=t["resolving"],
+            building=not self.state.refs_complete,
+            dynamic=t["dynamic"],
+        )
 
     # ------------------------------------------------------------------ where methods are
     def _enclosing(self, path: str, line: int) -> str | None:

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from ..contract import SearchResult
+from ..contract import Callees, CallGraph, References, SearchResult
 
 #: An answer names at most this many stale paths (``SearchResult.stale_paths``); the count is
 #: always complete.
@@ -161,11 +161,7 @@ class Freshness:
     def stamp(self, res: SearchResult) -> SearchResult:
         """Fill ``res``'s freshness fields (:meth:`report`), and ``stale`` on each hit whose file
         is among the stale paths (or under a stale folder)."""
-        f = self.report()
-        paths = f.pop("stale_paths")
-        for k, v in f.items():
-            setattr(res, k, v)
-        res.stale_paths = paths[:ANSWER_STALE_PATHS]
+        paths = self._fill(res)
         if paths:
             files = set(paths)
             dirs = tuple(p for p in paths if p.endswith("/"))
@@ -173,3 +169,19 @@ class Freshness:
                 if h.path in files or (dirs and h.path.startswith(dirs)):
                     h.stale = True
         return res
+
+    def stamp_usages(self, res: References | Callees | CallGraph) -> References | Callees | CallGraph:
+        """Fill the freshness fields of a find-usages answer (:meth:`report`), as :meth:`stamp`
+        does a search's (its references carry no ``stale`` mark of their own)."""
+        self._fill(res)
+        return res
+
+    def _fill(self, res) -> list[str]:
+        """Set :meth:`report`'s fields on ``res``, the stale paths cut to
+        :data:`ANSWER_STALE_PATHS`; returns them all."""
+        f = self.report()
+        paths = f.pop("stale_paths")
+        for k, v in f.items():
+            setattr(res, k, v)
+        res.stale_paths = paths[:ANSWER_STALE_PATHS]
+        return paths

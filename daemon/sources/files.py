@@ -1,6 +1,7 @@
 """Reading one file of an export: what a file to index is (:class:`SourceFile`), how its
 bytes are read (regular files only, no symlink followed, size-capped), decoded (UTF-8 with
-or without a BOM, UTF-16 with a BOM, cp1251) and when it is skipped (:class:`SkipFile`)."""
+or without a BOM, UTF-16 with a BOM, cp1251) and when it is skipped (:class:`SkipFile`); and
+the one rule a user-given path is read by (:func:`confine`)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import errno
 import hashlib
 import os
 import stat
+import unicodedata
 from pathlib import Path
 
 import msgspec
@@ -255,3 +257,27 @@ def special_kind(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
     except OSError as exc:
         return "unreadable", str(exc)
     return "not_regular", _not_regular_detail(mode)
+
+
+def confine(root: Path, path: str) -> str:
+    """A user-given path as an NFC path relative to ``root`` (resolved; the spelling of
+    :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an absolute
+    path outside the root, ``..``, or a symlink that leaves the root."""
+    p = str(path).replace("\\", "/").strip()
+    if not p:
+        raise ValueError("empty path")
+    if os.path.isabs(p):
+        try:
+            p = Path(p).resolve().relative_to(root).as_posix()
+        except ValueError:
+            raise ValueError(f"path {path!r} is outside the export root {root}") from None
+    parts = [x for x in p.split("/") if x not in ("", ".")]
+    if ".." in parts:
+        raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
+    rel = unicodedata.normalize("NFC", "/".join(parts))
+    full = (root / rel).resolve()
+    try:
+        full.relative_to(root)
+    except ValueError:
+        raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
+    return rel

@@ -361,16 +361,16 @@ def test_skipped_files_are_logged_once_and_listed_by_status_and_mcp(daemons, sam
 
 def test_the_status_sample_keeps_every_reason():
     from daemon.contract import Skip
-    from daemon.service.service import _skip_sample
+    from daemon.service.status import skip_sample
 
     skips = [Skip(f"Catalogs/X{i:03}.xml", "missing_on_disk") for i in range(136)] + [
         Skip("A.bsl", "binary"),
         Skip("B.bsl", "too_large"),
     ]
-    got = _skip_sample(skips, 50)
+    got = skip_sample(skips, 50)
     assert len(got) == 50
     assert {k.reason for k in got} == {"missing_on_disk", "binary", "too_large"}
-    assert _skip_sample(skips[:3], 50) == sorted(skips[:3], key=lambda k: (k.reason, k.path))
+    assert skip_sample(skips[:3], 50) == sorted(skips[:3], key=lambda k: (k.reason, k.path))
 
 
 def test_search_fresh_option_parses():

@@ -1,5 +1,5 @@
 """The contract's platform vocabulary and the scopes: what the export's index reads for each
-scope (``daemon.engine.export_filters``), so that code search answers as before."""
+scope (``daemon.ranking.query.export_filters``), so that code search answers as before."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from daemon.contract import (
     Filters,
     PlatformEntry,
 )
-from daemon.engine import export_filters
+from daemon.ranking.query import export_filters
 from daemon.server.protocol import WireFilters
 from daemon.sources.platform.entries import ENTRY_KINDS, Entry
 

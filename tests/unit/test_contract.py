@@ -48,7 +48,8 @@ def test_one_top_k_bound_for_the_wire_and_the_engine():
 
 def test_the_engine_and_the_service_reuse_the_contract_types():
     from daemon import engine
-    from daemon.service import lookups, service
+    from daemon.service import lookups, service, status
 
     assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
     assert service.Status is contract.Status and lookups.MethodInfo is contract.MethodInfo
+    assert status.DenseStatus is contract.DenseStatus and status.WatchStatus is contract.WatchStatus
