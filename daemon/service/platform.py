@@ -42,6 +42,7 @@ from ..contract import (
 )
 from ..index.platform_index import PlatformIndex, PlatformIndexError, file_digest, index_key, platform_cache_dir
 from ..ranking.platform import PlatformRanker, entry_hit
+from ..ranking.query import QUERY_EMBED_CHARS
 from ..sources.platform.discover import find_help, mode_version, nearest_version, read_compatibility_mode, version_key
 
 log = logging.getLogger(__name__)
@@ -65,8 +66,6 @@ ENTRY_KIND_NAMES = (
     "enum_value",
     "keyword",
 )
-#: Longest query embedded (characters), as the code engine's.
-QUERY_EMBED_CHARS = 512
 #: Skips a source shows in ``status``.
 STATUS_SKIPS = 5
 #: Seconds a request waits for the bundled data set's first build (it takes about one).
