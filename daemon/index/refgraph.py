@@ -56,7 +56,7 @@ from ..contract import (
     normalize_object_type,
 )
 from ..sources.bindings import form_layout_path, form_module_path
-from ..sources.references import KIND_CODES, KIND_NAMES, FileRefs
+from ..sources.ref_record import KIND_CODES, KIND_NAMES, FileRefs
 from ..text.folding import fold
 
 __all__ = ["RefGraph", "method_of_chunk", "read_references", "read_binding_files"]

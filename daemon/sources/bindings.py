@@ -26,7 +26,8 @@ from lxml import etree
 
 from ..contract import Skip
 from .files import SkipFile, read_regular_bytes
-from .references import MODULE_CALLER, FileRefs, file_refs_from_sites, split_method_name
+from .ref_record import MODULE_CALLER, FileRefs, file_refs_from_sites
+from .ref_strings import split_method_name
 from .scan import module_identity
 
 __all__ = [

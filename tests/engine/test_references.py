@@ -7,15 +7,8 @@ import numpy as np
 import pytest
 
 from daemon.sources.bsl import chunk_module, parser
-from daemon.sources.references import (
-    MODULE_CALLER,
-    SITE_DTYPE,
-    extract_references,
-    module_references,
-    normalize_text,
-    pack_sites,
-    unpack_sites,
-)
+from daemon.sources.ref_record import MODULE_CALLER, SITE_DTYPE, pack_sites, unpack_sites
+from daemon.sources.references import extract_references, module_references, normalize_text
 
 PATH = "CommonModules/М/Ext/Module.bsl"
 
