@@ -12,7 +12,6 @@ a method named by a string, also for the metadata bindings (:mod:`daemon.sources
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from ..text.folding import fold
 from .ref_record import SiteBuilder
@@ -150,24 +149,26 @@ def _arg_text(data: bytes, arg) -> str:
 class StringRefs:
     """One module's methods named by a string or a handler reference: the sites go into ``out``.
 
-    ``data``: the module's parsed UTF-8 bytes; ``fold`` and ``name_at``: the extraction's cached
-    folding and identifier reading (:func:`daemon.sources.references.extract_references`). A
-    ``caller`` of -1 is placed by the method spans when the sites are converted.
+    ``data``: the module's parsed UTF-8 bytes; ``folded``: the extraction's cache of folded names
+    (:func:`daemon.sources.references.extract_references`; shared, never the extractor itself: a
+    reference back to it would make a cycle that keeps every module's state alive while the
+    chunking pass runs with the cyclic GC off). A ``caller`` of -1 is placed by the method spans
+    when the sites are converted.
     """
 
-    __slots__ = ("data", "out", "fold", "name_at")
+    __slots__ = ("data", "out", "folded")
 
-    def __init__(
-        self,
-        data: bytes,
-        out: SiteBuilder,
-        fold: Callable[[str], str],
-        name_at: Callable[[int], tuple[str, int, str]],
-    ) -> None:
+    def __init__(self, data: bytes, out: SiteBuilder, folded: dict[str, str]) -> None:
         self.data = data
         self.out = out
-        self.fold = fold
-        self.name_at = name_at
+        self.folded = folded
+
+    def fold(self, s: str) -> str:
+        """``fold(s)``, cached."""
+        f = self.folded.get(s)
+        if f is None:
+            f = self.folded[s] = fold(s)
+        return f
 
     def string_ref(self, caller: int, kind: str, arg, module_arg, detail: str, at: tuple[int, int]) -> None:
         """A method named by the string ``arg`` (a dynamic site when it is not a literal name)."""
@@ -226,23 +227,14 @@ class StringRefs:
         if len(args) > 3 and args[3] is not None:
             self.string_ref(caller, "notify", args[3], args[4] if len(args) > 4 else None, type_name, (sb, eb))
 
-    def new(self, node) -> None:
-        """A ``new_expression``: its handlers when it makes an ``ОписаниеОповещения``."""
-        for ch in node.children:
-            if ch.type == "identifier":
-                name, eb, fname = self.name_at(ch.start_byte)
-                if fname in NOTIFY_NAMES:
-                    self.new_notify(node, -1, name, ch.start_byte, eb)
-                return
-
-    def handler(self, node) -> None:
-        """``ДобавитьОбработчик Источник.Событие, Обработчик``: the handler is a method reference."""
+    def handler(self, node, keyword: str, keb: int) -> None:
+        """``ДобавитьОбработчик Источник.Событие, Обработчик`` (``keyword`` as written, ending at
+        byte ``keb``): the handler is a method reference."""
         exprs = [ch for ch in node.children if ch.type == "expression"]
         if len(exprs) < 2:
             return
         h = exprs[1]
         data = self.data
-        keyword, keb, _f = self.name_at(node.start_byte)
         text = data[h.start_byte : h.end_byte].decode("utf-8", "replace").strip()
         if not DOTTED_RE.fullmatch(text):
             self.out.add_bytes(-1, "dynamic", keyword, "", keyword, node.start_byte, keb)

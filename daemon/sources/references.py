@@ -372,7 +372,7 @@ class _Extractor:
         self.folded = _FOLDED
         self.words = _WORDS
         self.receivers = _RECEIVERS
-        self.strings = StringRefs(data, out, self.fold, self.name_at)  # methods named by a string
+        self.strings = StringRefs(data, out, _FOLDED)  # methods named by a string
 
     def fold(self, s: str) -> str:
         f = self.folded.get(s)
@@ -520,6 +520,21 @@ class _Extractor:
         if fname in HELPER_NAMES:
             self.strings.helper_call(node, caller, (fqual if kind == "member" else "", fname), name, qual, sb, eb)
 
+    def new(self, node) -> None:
+        """A ``new_expression``: its handlers when it makes an ``ОписаниеОповещения``."""
+        for ch in node.children:
+            if ch.type == "identifier":
+                name, eb, fname = self.name_at(ch.start_byte)
+                if fname in NOTIFY_NAMES:
+                    self.strings.new_notify(node, -1, name, ch.start_byte, eb)
+                return
+
+    def handler(self, node) -> None:
+        """``ДобавитьОбработчик``/``УдалитьОбработчик``: its handler, a method reference
+        (:meth:`daemon.sources.ref_strings.StringRefs.handler`)."""
+        keyword, keb, _f = self.name_at(node.start_byte)
+        self.strings.handler(node, keyword, keb)
+
     def execute(self, node) -> None:
         """``Выполнить(…)``: code nobody can resolve, a ``dynamic`` site."""
         name, eb, _f = self.name_at(node.start_byte)
@@ -585,11 +600,11 @@ def extract_references(
     caps = tree_sitter.QueryCursor(_query_obj()).captures(tree.root_node)
     x.calls(caps.get("call", ()))
     for node in caps.get("new", ()):
-        x.strings.new(node)
+        x.new(node)
     for node in caps.get("exec", ()):
         x.execute(node)
     for node in caps.get("handler", ()):
-        x.strings.handler(node)
+        x.handler(node)
     broken = tree.root_node.has_error
     return out.record(
         path,

@@ -364,6 +364,31 @@ def test_the_chunker_tree_gives_the_same_record_as_the_text():
     assert direct.sites_list() == refs(src).sites_list()
 
 
+def test_extraction_leaves_no_reference_cycles():
+    """The chunking pass runs with the cyclic GC off: a module's extraction state (its text, the
+    positions, the sites being built) must be freed by reference counting alone."""
+    import gc
+
+    src = (
+        "Процедура А() Экспорт\n"
+        '\tО = Новый ОписаниеОповещения("Б", ЭтотОбъект);\n'
+        '\tДлительныеОперации.ВыполнитьФункцию(П, "М.В", 1);\n'
+        "\tДобавитьОбработчик Объект.ПриИзменении, Б;\n"
+        "\tМ.Г(1).Д();\n"
+        "КонецПроцедуры\n"
+    )
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            assert refs(src).count
+        assert gc.collect() == 0
+    finally:
+        if was_on:
+            gc.enable()
+
+
 @pytest.mark.parametrize("n", [0, 1, 7, 70_000])
 def test_site_packing_round_trips(n):
     rng = np.random.default_rng(n)
