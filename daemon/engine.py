@@ -51,19 +51,10 @@ from .index.chunkstore import ChunkStore, ChunksView
 from .index.counts import IndexCounts
 from .index.dense_upkeep import FIRST_FILL_MIN, DenseUpkeep
 from .index.metadata_objects import metadata_object, object_names
-from .index.reconcile import (
-    POOL_BATCH,
-    POOL_MIN_FILES,
-    Cancelled,
-    ChangeSet,
-    EngineConfig,
-    FileUpdate,
-    Reconciler,
-    RefreshReport,
-    make_pool,
-    read_source,
-    symbol_boost,
-)
+from .index.apply import symbol_boost
+from .index.changes import Cancelled, ChangeSet, EngineConfig, FileUpdate, RefreshReport
+from .index.chunking import make_pool, read_source
+from .index.reconcile import POOL_BATCH, POOL_MIN_FILES, Reconciler
 from .index.snapshot import (
     CURRENT_FILE,
     DENSE_JOURNAL_MAX,

@@ -154,7 +154,7 @@ def run(root: Path, scale: int = 1) -> dict:
     out["sites"] = sum(len(r) for r in records)
     import msgspec
 
-    from ..sources.references import FileRefs
+    from ..sources.ref_record import FileRefs
 
     gc.collect()
     rss0 = _rss_mb()

@@ -1,6 +1,6 @@
 """The reference graph: every file's sites resolved against every module's methods, kept per file.
 
-Input: one :class:`~daemon.sources.references.FileRefs` per file (a module's calls and string
+Input: one :class:`~daemon.sources.ref_record.FileRefs` per file (a module's calls and string
 references, a descriptor's or a form layout's bindings), as the chunking pass extracts them.
 :meth:`RefGraph.update` swaps files in and out; the graph keeps
 
@@ -36,7 +36,7 @@ import numpy as np
 
 from ..contract import REASONS, REF_GROUPS, REF_KINDS, CallGraph, GraphEdge, RefAnswer, RefCounts, Reference, Skip
 from ..sources.bindings import form_layout_path, form_module_path
-from ..sources.references import KIND_NAMES, FileRefs
+from ..sources.ref_record import KIND_NAMES, FileRefs
 from ..text.folding import fold
 from .refgraph_files import GraphParts, decode_graph, encode_graph
 from .refgraph_symbols import (

@@ -16,7 +16,7 @@ import msgspec
 import numpy as np
 
 from ..contract import Skip
-from ..sources.references import FileRefs
+from ..sources.ref_record import FileRefs
 
 
 class _SavedFile(msgspec.Struct, array_like=True):

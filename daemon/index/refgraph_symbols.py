@@ -27,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..contract import REASONS, REF_GROUPS, REF_KINDS, normalize_object_type
-from ..sources.references import KIND_CODES, KIND_NAMES, FileRefs
+from ..sources.ref_record import KIND_CODES, KIND_NAMES, FileRefs
 from ..text.folding import fold
 
 _OBJECT_MODULE = frozenset(("модульобъекта", "objectmodule"))

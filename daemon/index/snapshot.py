@@ -21,7 +21,7 @@ from .. import __version__
 from .bm25 import BM25Index
 from .chunkstore import ChunkStore, ChunkStoreError
 from ..contract import Skip
-from .reconcile import ChangeSet, EngineConfig
+from .changes import ChangeSet, EngineConfig
 from .state import FileRecord, IndexState
 from ..sources.scan import ExportInfo
 from .storage import SnapshotError, atomic_write_bytes, read_msgpack, write_json, write_msgpack

@@ -8,7 +8,7 @@ was measured and what the alternatives scored: ``docs/ranking.md`` (one section 
 
 Numbers that are limits rather than tuning (the longest query, cache sizes) stay constants
 where they are used; numbers baked into the index when it is built (BM25 ``k1``/``b`` of
-:class:`daemon.index.reconcile.EngineConfig`, the names channel's API boost) live with the
+:class:`daemon.index.changes.EngineConfig`, the names channel's API boost) live with the
 index, since changing them needs a rebuild.
 """
 

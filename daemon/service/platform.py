@@ -130,7 +130,7 @@ class PlatformHelp:
         cache_dir: where indexes are saved (default :func:`daemon.index.platform_index.platform_cache_dir`).
         standard_roots: the install folders searched (None: this system's standard ones; ``[]``:
             only ``help_paths``).
-        stem, k1, b: BM25 settings, as the export's index (:class:`daemon.index.reconcile.EngineConfig`).
+        stem, k1, b: BM25 settings, as the export's index (:class:`daemon.index.changes.EngineConfig`).
         build_in_worker: build an index in a worker process (the daemon: it then holds only the
             loaded index, not the build's memory); False: in the calling thread.
     """
@@ -301,7 +301,7 @@ class PlatformHelp:
     def _in_worker(self, job: tuple, settings: tuple) -> str | None:
         """:func:`build_index` in a worker process (niced): reading a help book and indexing
         it takes hundreds of MB that a daemon would keep; the daemon only loads the result."""
-        from ..index.reconcile import make_pool
+        from ..index.chunking import make_pool
 
         pool = make_pool(1, nice=self.nice)
         self._pools.append(pool)

@@ -26,7 +26,8 @@ from lxml import etree
 
 from ..contract import Skip
 from .files import SkipFile, read_regular_bytes
-from .references import MODULE_CALLER, FileRefs, file_refs_from_sites, split_method_name
+from .ref_record import MODULE_CALLER, FileRefs, file_refs_from_sites
+from .ref_strings import split_method_name
 from .scan import module_identity
 
 __all__ = [
@@ -152,6 +153,83 @@ def _object(doc):
     return doc
 
 
+class _MethodRefs:
+    """The bindings of one descriptor as they are read: sites and the skips of values that name
+    no method."""
+
+    def __init__(self, path: str, lines: _Lines) -> None:
+        self.path = path
+        self.lines = lines
+        self.sites: list[tuple] = []
+        self.skips: list[Skip] = []
+
+    def add(self, kind: str, el, detail: str, qual_default: str | None) -> None:
+        """The method element ``el`` names, a site of ``kind``: ``Модуль.Метод`` (a value without
+        the module is a skip) or, given ``qual_default`` (the service's own module), ``Метод``.
+        An empty value is no binding."""
+        value = _text(el)
+        if not value:
+            return
+        named = split_method_name(value)
+        if named is None or (qual_default is None and not named[0]):
+            self.skips.append(
+                Skip(self.path, "bad_binding", f"<{el.tag.rpartition('}')[2]}> {value!r} names no method")
+            )
+            return
+        qual, name = named
+        if qual_default is not None and not qual:
+            qual = qual_default
+        row, col, end = self.lines.find(el, value)
+        # the range covers the method name, the last part of the value
+        start = end - len(name.encode("utf-16-le", "surrogatepass")) // 2
+        self.sites.append((MODULE_CALLER, kind, name, qual, detail, row, start, end))
+
+
+def _subscription(obj, props, owner: str, refs: _MethodRefs) -> None:
+    """An event subscription's ``Handler`` (``CommonModule.X.Метод``), with its ``Event``."""
+    h = _child(props, "handler")
+    if h is not None:
+        refs.add("subscription", h, _text(_child(props, "event")), None)
+
+
+def _scheduled_job(obj, props, owner: str, refs: _MethodRefs) -> None:
+    """A scheduled job's ``MethodName``, with the job's name."""
+    h = _child(props, "methodname")
+    if h is not None:
+        refs.add("scheduled_job", h, _text(_child(props, "name")), None)
+
+
+def _http_service(obj, props, owner: str, refs: _MethodRefs) -> None:
+    """Every URL-template method's ``Handler`` (a method of the service's module), with
+    ``<template>.<HTTP method>``."""
+    for tmpl in _children(obj, "urltemplate", "urltemplates"):
+        tname = _text(_child(_props(tmpl), "name"))
+        for meth in _children(tmpl, "method", "methods"):
+            mp = _props(meth)
+            h = _child(mp, "handler")
+            if h is not None:
+                verb = _text(_child(mp, "httpmethod")) or _text(_child(mp, "name"))
+                refs.add("http_handler", h, f"{tname}.{verb}" if verb else tname, owner)
+
+
+def _web_service(obj, props, owner: str, refs: _MethodRefs) -> None:
+    """Every operation's ``ProcedureName`` (a method of the service's module), with the operation's name."""
+    for op in _children(obj, "operation", "operations"):
+        opp = _props(op)
+        h = _child(opp, "procedurename")
+        if h is not None:
+            refs.add("web_operation", h, _text(_child(opp, "name")), owner)
+
+
+#: Object type -> the reader of its descriptor's bindings (a common module has none, only ``Global``).
+_DESCRIPTOR_READERS = {
+    "ПодпискаНаСобытие": _subscription,
+    "РегламентноеЗадание": _scheduled_job,
+    "HTTPСервис": _http_service,
+    "WebСервис": _web_service,
+}
+
+
 def descriptor_references(
     data: bytes, *, path: str, owner: str, object_type: str, extension: bool = False
 ) -> FileRefs | None:
@@ -170,54 +248,14 @@ def descriptor_references(
     obj = _object(doc)
     if obj is None:
         return FileRefs(path=path, skips=(Skip(path, "not_metadata", "no object element"),), **base)
-    lines = _Lines(data)
     props = _props(obj)
-    sites: list[tuple] = []
-    skips: list[Skip] = []
+    refs = _MethodRefs(path, _Lines(data))
     global_module = False
-
-    def method_ref(kind: str, el, detail: str, qual_default: str | None) -> None:
-        value = _text(el)
-        if not value:
-            return
-        named = split_method_name(value)
-        if named is None or (qual_default is None and not named[0]):
-            skips.append(Skip(path, "bad_binding", f"<{el.tag.rpartition('}')[2]}> {value!r} names no method"))
-            return
-        qual, name = named
-        if qual_default is not None and not qual:
-            qual = qual_default
-        row, col, end = lines.find(el, value)
-        # the range covers the method name, the last part of the value
-        start = end - len(name.encode("utf-16-le", "surrogatepass")) // 2
-        sites.append((MODULE_CALLER, kind, name, qual, detail, row, start, end))
-
     if object_type == "ОбщийМодуль":
         global_module = _text(_child(props, "global")).lower() == "true"
-    elif object_type == "ПодпискаНаСобытие":
-        h = _child(props, "handler")
-        if h is not None:
-            method_ref("subscription", h, _text(_child(props, "event")), None)
-    elif object_type == "РегламентноеЗадание":
-        h = _child(props, "methodname")
-        if h is not None:
-            method_ref("scheduled_job", h, _text(_child(props, "name")), None)
-    elif object_type == "HTTPСервис":
-        for tmpl in _children(obj, "urltemplate", "urltemplates"):
-            tname = _text(_child(_props(tmpl), "name"))
-            for meth in _children(tmpl, "method", "methods"):
-                mp = _props(meth)
-                h = _child(mp, "handler")
-                if h is not None:
-                    verb = _text(_child(mp, "httpmethod")) or _text(_child(mp, "name"))
-                    method_ref("http_handler", h, f"{tname}.{verb}" if verb else tname, owner)
-    elif object_type == "WebСервис":
-        for op in _children(obj, "operation", "operations"):
-            opp = _props(op)
-            h = _child(opp, "procedurename")
-            if h is not None:
-                method_ref("web_operation", h, _text(_child(opp, "name")), owner)
-    return file_refs_from_sites(path, sites, global_module=global_module, skips=tuple(skips), **base)
+    else:
+        _DESCRIPTOR_READERS[object_type](obj, props, owner, refs)
+    return file_refs_from_sites(path, refs.sites, global_module=global_module, skips=tuple(refs.skips), **base)
 
 
 def form_module_path(layout_path: str) -> str | None:

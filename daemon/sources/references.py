@@ -1,4 +1,4 @@
-"""References in BSL: one record per call site of a parsed module, and the vocabulary of reference kinds.
+"""References in BSL: the sites of one parsed module, and what each reference kind means.
 
 A module's references are extracted from the tree-sitter tree the chunker already parsed
 (:func:`extract_references`, given that tree and the chunker's chunks for the method spans)
@@ -6,6 +6,8 @@ or, standalone, from the text (:func:`module_references`, which parses once itse
 recorded is only what the text says: the calling method, the callee as written, the kind and
 the exact range. Which method a site reaches is decided later, against every module's
 definitions (:mod:`daemon.index.refgraph`), so an edit elsewhere never needs a re-parse here.
+This module finds the calls; the methods named by a string or a handler reference are read by
+:mod:`daemon.sources.ref_strings`, and the record they go into is :mod:`daemon.sources.ref_record`.
 
 Kinds (:data:`daemon.contract.REF_KINDS`, each in one group of :data:`daemon.contract.REF_GROUPS`):
 
@@ -32,66 +34,29 @@ a string reference's range is the text inside the quotes; a platform event's is 
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-import msgspec
 import numpy as np
 import tree_sitter
 
-from ..contract import METHOD_KINDS, REF_KINDS, Chunk, Skip, object_type_aliases
+from ..contract import METHOD_KINDS, Chunk, object_type_aliases
 from ..text.folding import fold
 from .bsl import chunk_module_parsed, language, parser
+from .ref_record import KIND_CODES, MODULE_CALLER, SITE_DTYPE, FileRefs, MethodDef, SiteBuilder, pack_methods
+from .ref_strings import DOTTED_RE, HELPER_NAMES, IDENT_RE, NOTIFY_NAMES, THIS_NAMES, StringRefs, compact
 
 __all__ = [
-    "METHOD_DTYPE",
-    "pack_sites",
-    "unpack_sites",
-    "unpack_columns",
-    "pack_methods",
-    "KIND_CODES",
-    "MODULE_CALLER",
+    "MANAGER_COLLECTIONS",
     "PLATFORM_EVENTS",
-    "SITE_DTYPE",
-    "MethodDef",
-    "FileRefs",
-    "SiteView",
     "extract_references",
     "module_references",
     "chunk_module_with_references",
     "normalize_text",
-    "split_method_name",
 ]
-
-_tls = threading.local()
 
 # ---------------------------------------------------------------------------------------
 # vocabulary
 # ---------------------------------------------------------------------------------------
-
-#: Kind -> the ``uint8`` code stored in :data:`SITE_DTYPE` (the order of :data:`daemon.contract.REF_KINDS`).
-KIND_CODES: dict[str, int] = {k: i for i, k in enumerate(REF_KINDS)}
-KIND_NAMES: tuple[str, ...] = tuple(REF_KINDS)
-
-#: ``caller`` of a site outside every method (module-level code) or of a binding, which
-#: metadata or the platform makes, not a method.
-MODULE_CALLER = 0xFFFF
-
-#: One site, packed: the caller (index into :attr:`FileRefs.methods` or :data:`MODULE_CALLER`),
-#: the kind code, the callee name, qualifier and detail (indices into :attr:`FileRefs.strings`;
-#: 0 is ``""``), and the range (0-based line, UTF-16 start and end columns, capped at 65535).
-SITE_DTYPE = np.dtype(
-    [
-        ("caller", "<u2"),
-        ("kind", "u1"),
-        ("name", "<u4"),
-        ("qual", "<u4"),
-        ("detail", "<u4"),
-        ("line", "<u4"),
-        ("col", "<u2"),
-        ("end", "<u2"),
-    ]
-)
 
 #: Module kind -> {folded handler name: event} for the handlers the platform calls by their
 #: name (forms are bound by their layout instead: :mod:`daemon.sources.bindings`). The event is
@@ -159,9 +124,7 @@ PLATFORM_EVENTS: dict[str, dict[str, str]] = {
     kind: {fold(n): en for ru, en in pairs for n in (ru, en)} for kind, pairs in _EVENT_PAIRS.items()
 }
 
-_THIS = frozenset(fold(w) for w in ("ЭтотОбъект", "ThisObject", "ЭтаФорма", "ThisForm"))
 _PROCEED = frozenset(fold(w) for w in ("ПродолжитьВызов", "ProceedWithCall"))
-_NOTIFY = frozenset(fold(w) for w in ("ОписаниеОповещения", "NotifyDescription", "CallbackDescription"))
 _EVAL = frozenset(fold(w) for w in ("Вычислить", "Eval"))
 
 
@@ -180,359 +143,15 @@ def _plural_collections() -> frozenset[str]:
 #: is a manager call.
 MANAGER_COLLECTIONS = _plural_collections()
 
-
-def _pairs(*items: tuple[str, str, str, str, str, int, int]) -> dict[tuple[str, str], tuple[str, int, int]]:
-    """Helper table rows ``(kind, qualifier ru, qualifier en, method ru, method en, arg, module arg)``
-    keyed by the folded ``(qualifier, method)`` in both languages."""
-    out: dict[tuple[str, str], tuple[str, int, int]] = {}
-    for kind, q_ru, q_en, m_ru, m_en, arg, mod in items:
-        for q in {q_ru, q_en}:
-            for m in (m_ru, m_en):
-                out[(fold(q), fold(m))] = (kind, arg, mod)
-    return out
-
-
-#: Calls that name a method by a string: folded ``(qualifier, method)`` -> ``(kind, index of the
-#: name argument, index of the module argument or -1)``. A qualifier ``""`` is a global function.
-#: A literal name gives a site of that kind; a computed one a ``dynamic`` site.
-STRING_HELPERS: dict[tuple[str, str], tuple[str, int, int]] = _pairs(
-    ("idle", "", "", "ПодключитьОбработчикОжидания", "AttachIdleHandler", 0, -1),
-    ("idle", "", "", "ОтключитьОбработчикОжидания", "DetachIdleHandler", 0, -1),
-    ("background", "ФоновыеЗадания", "BackgroundJobs", "Выполнить", "Execute", 0, -1),
-    ("long_operation", "ДлительныеОперации", "TimeConsumingOperations", "ВыполнитьФункцию", "ExecuteFunction", 1, -1),
-    (
-        "long_operation",
-        "ДлительныеОперации",
-        "TimeConsumingOperations",
-        "ВыполнитьПроцедуру",
-        "ExecuteProcedure",
-        1,
-        -1,
-    ),
-    ("long_operation", "ДлительныеОперации", "TimeConsumingOperations", "ВыполнитьВФоне", "ExecuteInBackground", 0, -1),
-    (
-        "long_operation",
-        "ДлительныеОперации",
-        "TimeConsumingOperations",
-        "ВыполнитьФункциюВНесколькоПотоков",
-        "ExecuteFunctionInMultipleThreads",
-        0,
-        -1,
-    ),
-    (
-        "long_operation",
-        "ДлительныеОперации",
-        "TimeConsumingOperations",
-        "ВыполнитьПроцедуруВНесколькоПотоков",
-        "ExecuteProcedureinMultipleThreads",
-        0,
-        -1,
-    ),
-    ("by_name", "ОбщегоНазначения", "Common", "ВыполнитьМетодКонфигурации", "ExecuteConfigurationMethod", 0, -1),
-    ("by_name", "ОбщегоНазначения", "Common", "ВызватьФункциюКонфигурации", "CallConfigurationFunction", 0, -1),
-    ("by_name", "ОбщегоНазначения", "Common", "ВыполнитьМетодОбъекта", "ExecuteObjectMethod", 1, 0),
-    ("by_name", "ОбщегоНазначения", "Common", "ВызватьФункциюОбъекта", "CallObjectFunction", 1, 0),
-    ("dynamic", "ОбщегоНазначения", "Common", "ВыполнитьВБезопасномРежиме", "ExecuteInSafeMode", -1, -1),
-    ("dynamic", "ОбщегоНазначения", "Common", "ВычислитьВБезопасномРежиме", "CalculateInSafeMode", -1, -1),
-)
-
-# ---------------------------------------------------------------------------------------
-# records
-# ---------------------------------------------------------------------------------------
-
-
-class MethodDef(msgspec.Struct, array_like=True, frozen=True):
-    """A method a module defines: ``name`` as written, ``id`` its chunk id without a part
-    suffix (``<path>::<Name>``, ``@2`` for a repeated name), ``export``, and the name's
-    position (0-based line, UTF-16 column)."""
-
-    name: str
-    id: str
-    export: bool
-    line: int
-    col: int
-
-
-#: A module's methods, packed beside their names: export flag, ``nth`` (1 for the first
-#: method of that folded name, 2 for the second: the chunk id's ``@2``), the name's position.
-METHOD_DTYPE = np.dtype([("export", "u1"), ("nth", "<u2"), ("line", "<u4"), ("col", "<u2")])
-
-
-class FileRefs(msgspec.Struct, kw_only=True, array_like=True):
-    """What one file says about calls: the methods it defines and its sites (packed).
-
-    * ``file_kind``: ``bsl`` (a module), ``descriptor`` (an object descriptor: subscriptions,
-      scheduled jobs, HTTP and web services, a common module's ``Global`` flag) or ``form``
-      (a form layout: ``Form.xml`` / ``Form.form``);
-    * ``owner`` / ``object_type`` / ``module_kind``: the module identity (:mod:`daemon.contract`;
-      a form layout has its form's owner and ``module_kind`` ``form``);
-    * ``extension``: the file belongs to a configuration extension (its ``&Вместо`` methods link
-      to the base configuration's);
-    * ``names`` / ``methods``: the methods it defines, names as written and :data:`METHOD_DTYPE`
-      records (:meth:`method`, :meth:`method_id`);
-    * ``strings``: the sites' string table (``strings[0] == ""``); ``sites``: ``count`` sites
-      (:data:`SITE_DTYPE`, in file order) stored column by column and compressed (:meth:`view`);
-    * ``global_module``: a common module's descriptor says ``Global``;
-    * ``partial``: the module has syntax errors: the calls of its broken part may be missing
-      (those of the methods that parse are there);
-    * ``skips``: what could not be read (a broken form layout or descriptor, with the reason).
-    """
-
-    path: str
-    file_kind: str = "bsl"
-    owner: str = ""
-    object_type: str = ""
-    module_kind: str = ""
-    extension: bool = False
-    names: list[str] = []
-    methods: bytes = b""
-    strings: list[str] = msgspec.field(default_factory=lambda: [""])
-    sites: bytes = b""
-    count: int = 0
-    global_module: bool = False
-    partial: bool = False
-    skips: tuple[Skip, ...] = ()
-
-    def view(self) -> np.ndarray:
-        """The sites as a structured array (:data:`SITE_DTYPE`), decompressed."""
-        return unpack_sites(self.sites, self.count)
-
-    def columns(self) -> dict[str, np.ndarray]:
-        """The sites column by column (cheaper than :meth:`view` when a few columns are read)."""
-        return unpack_columns(self.sites, self.count)
-
-    def __len__(self) -> int:
-        return self.count
-
-    def method_info(self) -> np.ndarray:
-        """The methods' :data:`METHOD_DTYPE` records."""
-        return np.frombuffer(self.methods, dtype=METHOD_DTYPE)
-
-    def method_id(self, i: int, nth: int | None = None) -> str:
-        """The id of method ``i``: its chunk id without a part suffix."""
-        if nth is None:
-            nth = int(self.method_info()[i]["nth"])
-        return f"{self.path}::{self.names[i]}" + (f"@{nth}" if nth > 1 else "")
-
-    def method(self, i: int) -> MethodDef:
-        """Method ``i`` unpacked."""
-        r = self.method_info()[i]
-        return MethodDef(
-            self.names[i], self.method_id(i, int(r["nth"])), bool(r["export"]), int(r["line"]), int(r["col"])
-        )
-
-    def methods_list(self) -> list[MethodDef]:
-        """Every method unpacked, in file order."""
-        return [self.method(i) for i in range(len(self.names))]
-
-    def site(self, i: int, view=None) -> "SiteView":
-        """Site ``i`` unpacked (``view``: :meth:`view` or :meth:`columns` already read, to reuse)."""
-        v = self.columns() if view is None else view
-        s = self.strings
-        c = int(v["caller"][i])
-        return SiteView(
-            index=i,
-            caller=None if c == MODULE_CALLER else self.method_id(c),
-            kind=KIND_NAMES[int(v["kind"][i])],
-            name=s[int(v["name"][i])],
-            qualifier=s[int(v["qual"][i])],
-            detail=s[int(v["detail"][i])],
-            line=int(v["line"][i]),
-            col=int(v["col"][i]),
-            end=int(v["end"][i]),
-        )
-
-    def sites_list(self) -> list["SiteView"]:
-        """Every site unpacked, in file order."""
-        v = self.columns()
-        return [self.site(i, v) for i in range(self.count)]
-
-
-class SiteView(msgspec.Struct, kw_only=True, frozen=True):
-    """One site unpacked: ``caller`` (a method id, ``None`` for module-level code or a
-    binding), ``kind``, the callee ``name`` and ``qualifier`` as written (``callee``), the
-    ``detail`` (the event, the helper, the annotation) and the range."""
-
-    index: int
-    caller: str | None
-    kind: str
-    name: str
-    qualifier: str
-    detail: str
-    line: int
-    col: int
-    end: int
-
-    @property
-    def callee(self) -> str:
-        """The callee as written: ``Модуль.Метод`` or ``Метод``."""
-        return f"{self.qualifier}.{self.name}" if self.qualifier else self.name
-
-
-_NARROW = ("<u2", "u1", "<u2", "<u2", "<u2", "<i4", "<u2", "<u2")
-_WIDE = ("<u2", "u1", "<u4", "<u4", "<u4", "<i4", "<u2", "<u2")
-
-
-def pack_sites(arr: np.ndarray, nstrings: int) -> bytes:
-    """:data:`SITE_DTYPE` records -> bytes: one format byte, then the columns one after the other
-    (line as the difference from the previous site's), zstd-compressed (about 4x smaller than
-    the records: the graph keeps every site of an export in memory)."""
-    if not len(arr):
-        return b""
-    import zstandard
-
-    wide = nstrings > 0xFFFF
-    cols = []
-    for field, dt in zip(SITE_DTYPE.names, _WIDE if wide else _NARROW):
-        col = arr[field]
-        if field == "line":
-            col = np.diff(col.astype(np.int64), prepend=0)
-        cols.append(col.astype(dt).tobytes())
-    zc = getattr(_tls, "zc", None)
-    if zc is None:
-        zc = _tls.zc = zstandard.ZstdCompressor(level=1)  # what zstandard.compress(…, 1) makes per call
-    return (b"w" if wide else b"n") + zc.compress(b"".join(cols))
-
-
-def unpack_columns(blob: bytes, count: int) -> dict[str, np.ndarray]:
-    """The columns of :func:`pack_sites` (field name -> array; read-only views but ``line``)."""
-    if not count:
-        return {f: np.empty(0, dtype=SITE_DTYPE[f]) for f in SITE_DTYPE.names}
-    zd = getattr(_tls, "zd", None)
-    if zd is None:
-        import zstandard
-
-        zd = _tls.zd = zstandard.ZstdDecompressor()
-    raw = zd.decompress(blob[1:])
-    out: dict[str, np.ndarray] = {}
-    pos = 0
-    for field, dt in zip(SITE_DTYPE.names, _WIDE if blob[:1] == b"w" else _NARROW):
-        d = np.dtype(dt)
-        col = np.frombuffer(raw, dtype=d, count=count, offset=pos)
-        pos += d.itemsize * count
-        out[field] = np.cumsum(col, dtype=np.int64) if field == "line" else col
-    return out
-
-
-def unpack_sites(blob: bytes, count: int) -> np.ndarray:
-    """The inverse of :func:`pack_sites`: :data:`SITE_DTYPE` records."""
-    out = np.empty(count, dtype=SITE_DTYPE)
-    for field, col in unpack_columns(blob, count).items():
-        out[field] = col
-    return out
-
-
-def pack_methods(rows: list[tuple[bool, int, int, int]]) -> bytes:
-    """``[(export, nth, line, col)]`` -> :data:`METHOD_DTYPE` bytes."""
-    return np.array(rows, dtype=METHOD_DTYPE).tobytes() if rows else b""
-
-
-class _Builder:
-    """Accumulates the sites of one file: the string table and two kinds of rows, placed
-    (line and columns known) and byte-positioned (converted in one vectorised pass)."""
-
-    __slots__ = ("strings", "index", "placed", "at_bytes", "ids")
-
-    def __init__(self) -> None:
-        self.strings: list[str] = [""]
-        self.index: dict[str, int] = {"": 0}
-        self.ids: dict[tuple[str, str, str, str], tuple[int, int, int, int]] = {}
-        self.placed: list[tuple[int, int, int, int, int, int, int, int]] = []
-        self.at_bytes: list[tuple[int, int, int, int, int, int, int]] = []
-
-    def s(self, text: str) -> int:
-        i = self.index.get(text)
-        if i is None:
-            i = self.index[text] = len(self.strings)
-            self.strings.append(text)
-        return i
-
-    def add(self, caller: int, kind: str, name: str, qual: str, detail: str, line: int, col: int, end: int) -> None:
-        """A site whose position is known (0-based line, UTF-16 columns)."""
-        self.placed.append(
-            (
-                caller,
-                KIND_CODES[kind],
-                self.s(name),
-                self.s(qual),
-                self.s(detail),
-                line,
-                min(col, 0xFFFF),
-                min(end, 0xFFFF),
-            )
-        )
-
-    def add_bytes(self, caller: int, kind: str, name: str, qual: str, detail: str, start: int, end: int) -> None:
-        """A site at UTF-8 byte offsets ``start``..``end`` of the parsed text; ``caller`` -1: the
-        method whose span holds the line."""
-        key = (kind, name, qual, detail)
-        ids = self.ids.get(key)
-        if ids is None:
-            ids = self.ids[key] = (KIND_CODES[kind], self.s(name), self.s(qual), self.s(detail))
-        self.at_bytes.append((caller, *ids, start, end))
-
-    def packed(
-        self, pos: "_Positions | None" = None, spans: "_Spans | None" = None, deleted=(), headers=()
-    ) -> np.ndarray:
-        """The sites as :data:`SITE_DTYPE` records sorted by position (byte rows need ``pos``);
-        ``headers``: ``(line, col)`` of method names, where no local call can be (error recovery
-        in a module with syntax errors may read a header ``Имя(…)`` as one)."""
-        parts = []
-        if self.placed:
-            parts.append(np.array(self.placed, dtype=SITE_DTYPE))
-        if self.at_bytes and pos is not None:
-            parts.append(pos.convert(self.at_bytes, spans, deleted))
-        if not parts:
-            return np.empty(0, dtype=SITE_DTYPE)
-        arr = np.concatenate(parts) if len(parts) > 1 else parts[0]
-        if len(headers):
-            at = arr["line"].astype(np.int64) << 16 | arr["col"]
-            names = np.array([line << 16 | col for line, col in headers], dtype=np.int64)
-            arr = arr[~((arr["kind"] == KIND_CODES["call"]) & np.isin(at, names))]
-        return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
-
-    def record(self, path: str, pos=None, spans=None, deleted=(), headers=(), **fields) -> "FileRefs":
-        """The file's record with these sites (``headers``: see :meth:`packed`)."""
-        arr = self.packed(pos, spans, deleted, headers)
-        return FileRefs(
-            path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
-        )
-
-
-def file_refs_from_sites(
-    path: str,
-    sites: Iterable[tuple[int, str, str, str, str, int, int, int]],
-    **fields,
-) -> FileRefs:
-    """A :class:`FileRefs` from unpacked sites ``(caller, kind, name, qualifier, detail, line, col, end)``
-    (the binding readers and tests build records this way)."""
-    b = _Builder()
-    for caller, kind, name, qual, detail, line, col, end in sites:
-        b.add(caller, kind, name, qual, detail, line, col, end)
-    return b.record(path, **fields)
-
-
-def split_method_name(text: str) -> tuple[str, str] | None:
-    """A method named by a string (``"Модуль.Метод"``, ``"Справочники.X.Метод"``, ``"Имя"``):
-    ``(qualifier, name)`` with blanks removed, or ``None`` if it is not a dotted identifier."""
-    parts = [p.strip() for p in text.split(".")]
-    if not parts or not all(_IDENT_RE.fullmatch(p) for p in parts):
-        return None
-    return ".".join(parts[:-1]), parts[-1]
-
-
 # ---------------------------------------------------------------------------------------
 # text and positions
 # ---------------------------------------------------------------------------------------
 
-_IDENT_RE = re.compile(r"[^\W\d]\w*")
-_DOTTED_RE = re.compile(r"[^\W\d]\w*(?:\s*\.\s*[^\W\d]\w*)*")
 #: An identifier's bytes at a node start: ASCII word bytes and any non-ASCII byte (the decoded
 #: text is trimmed to ``\w``). Both grammars end identifiers at ``ё``: the name is re-read from
 #: the source, never from the node.
 _WORD_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+")
 _WORD_RE = re.compile(r"\w+")
-_STRING_B = re.compile(rb'\s*"([^"\n]*)"\s*')
 #: A receiver chain on one line read backwards (the bytes before a call's dot, reversed): blanks,
 #: then identifiers joined by dots. Group 1 ends where the chain starts in the source.
 _RECEIVER_REV_B = re.compile(rb"[ \t]*((?:[0-9A-Za-z_\x80-\xff]+[ \t]*\.[ \t]*)*[0-9A-Za-z_\x80-\xff]+)")
@@ -544,7 +163,6 @@ _CHAIN_START_BYTES = frozenset(b" \t\n(=,;+-*<>?[!&|%")
 _ID_BYTES = frozenset(c for c in range(256) if re.fullmatch(rb"[0-9A-Za-z_\x80-\xff]", bytes([c])))
 _LAST_ID_B = re.compile(rb"[0-9A-Za-z_\x80-\xff]+$")
 _BLANK_BYTES = frozenset(b" \t\r\n")
-_WS_RE = re.compile(r"\s+")
 _ANNOT_RE = re.compile(
     r"&\s*(?P<kw>Перед|После|Вместо|ИзменениеИКонтроль|Before|After|Instead|ChangeAndValidate)"
     r'\s*\(\s*"(?P<name>[^"]*)"',
@@ -729,44 +347,6 @@ def _deleted_rows(text: str) -> list[tuple[int, int]]:
     return out
 
 
-def _arguments(node) -> list:
-    """The argument nodes of a call (``None`` for an omitted one)."""
-    args_node = None
-    for ch in node.children:
-        if ch.type == "arguments":
-            args_node = ch
-            break
-    if args_node is None:
-        return []
-    out: list = []
-    for ch in args_node.children:
-        t = ch.type
-        if t == "expression":
-            out.append(ch)
-        elif t == "omitted_argument":
-            out.append(None)
-    return out
-
-
-def _literal(data: bytes, arg) -> tuple[str, int, int] | None:
-    """A one-line string literal argument: ``(text, start byte of the text, end byte)``."""
-    if arg is None:
-        return None
-    m = _STRING_B.fullmatch(data, arg.start_byte, arg.end_byte)
-    if m is None:
-        return None
-    return m.group(1).decode("utf-8", "replace"), m.start(1), m.end(1)
-
-
-def _arg_text(data: bytes, arg) -> str:
-    return "" if arg is None else data[arg.start_byte : arg.end_byte].decode("utf-8", "replace").strip()
-
-
-def _compact(text: str, limit: int = 80) -> str:
-    text = _WS_RE.sub(" ", text).strip()
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 #: What an identifier's or a receiver's bytes read as (``name_at``/``word``, ``receiver``) and
 #: folded names: the same for every module, so kept across modules (a worker extracts a whole
 #: export; the same names recur), cleared past :data:`_CACHE_MAX` entries.
@@ -779,7 +359,7 @@ _CACHE_MAX = 300_000
 class _Extractor:
     """One module's extraction state (see :func:`extract_references`)."""
 
-    def __init__(self, data: bytes, pos: _Positions, spans: _Spans, instead: dict[int, str], out: _Builder):
+    def __init__(self, data: bytes, pos: _Positions, spans: _Spans, instead: dict[int, str], out: SiteBuilder):
         self.data = data
         self.pos = pos
         self.spans = spans
@@ -792,6 +372,7 @@ class _Extractor:
         self.folded = _FOLDED
         self.words = _WORDS
         self.receivers = _RECEIVERS
+        self.strings = StringRefs(data, out, _FOLDED)  # methods named by a string
 
     def fold(self, s: str) -> str:
         f = self.folded.get(s)
@@ -847,39 +428,18 @@ class _Extractor:
             return got
         text = raw.decode("utf-8", "replace").rstrip()
         recv = text[:-1].rstrip() if text.endswith(".") else ""
-        if recv and _DOTTED_RE.fullmatch(recv):
+        if recv and DOTTED_RE.fullmatch(recv):
             parts = [p.strip() for p in recv.split(".")]
             if len(parts) == 1:
-                kind, qual = ("this" if self.fold(parts[0]) in _THIS else "member", parts[0])
+                kind, qual = ("this" if self.fold(parts[0]) in THIS_NAMES else "member", parts[0])
             elif len(parts) == 2 and self.fold(parts[0]) in MANAGER_COLLECTIONS:
                 kind, qual = ("manager", f"{parts[0]}.{parts[1]}")
             else:
                 kind, qual = ("member", ".".join(parts))
         else:
-            kind, qual = ("member", "?" + _compact(recv or text, 60))
+            kind, qual = ("member", "?" + compact(recv or text, 60))
         got = self.receivers[raw] = (kind, qual, self.fold(qual))
         return got
-
-    def string_ref(self, caller: int, kind: str, arg, module_arg, detail: str, at: tuple[int, int]) -> None:
-        """A method named by the string ``arg`` (a dynamic site when it is not a literal name)."""
-        data = self.data
-        lit = _literal(data, arg)
-        named = split_method_name(lit[0]) if lit else None
-        if named is None:
-            q, _, n = detail.rpartition(".")
-            self.out.add_bytes(caller, "dynamic", n, q, detail, *at)
-            return
-        qual, name = named
-        if module_arg is not None or kind == "notify":
-            mod = _arg_text(data, module_arg)
-            if not qual:
-                if not mod or self.fold(mod) in _THIS:
-                    qual = ""
-                elif _IDENT_RE.fullmatch(mod):
-                    qual = mod
-                else:
-                    qual = "?" + _compact(mod, 60)
-        self.out.add_bytes(caller, kind, name, qual, detail, lit[1], lit[2])
 
     def calls(self, nodes) -> None:
         """Every ``method_call`` node: the common cases (a plain call, a call on a receiver) in a
@@ -888,7 +448,7 @@ class _Extractor:
         match = _WORD_B.match
         words = self.words
         blank = _BLANK_BYTES
-        special = _SPECIAL_LOCAL | _HELPER_NAMES
+        special = _SPECIAL_LOCAL | HELPER_NAMES
         append = self.out.at_bytes.append
         ids = self.out.ids
         plain: dict[bytes, tuple] = {}
@@ -951,82 +511,37 @@ class _Extractor:
             if fname in _PROCEED and caller in self.instead:
                 self.out.add_bytes(caller, "proceed", self.instead[caller], "", name, sb, eb)
                 return
-            if fname in _NOTIFY:  # `Новый ОписаниеОповещения(...)` that error recovery split
-                self.new_notify(node, caller, name, sb, eb)
+            if fname in NOTIFY_NAMES:  # `Новый ОписаниеОповещения(...)` that error recovery split
+                self.strings.new_notify(node, caller, name, sb, eb)
                 return
             if fname in _EVAL:
                 self.out.add_bytes(caller, "dynamic", name, "", name, sb, eb)
         self.out.add_bytes(caller, kind, name, qual, "", sb, eb)
-        if fname not in _HELPER_NAMES:
-            return
-        helper = STRING_HELPERS.get((fqual if kind == "member" else "", fname))
-        if helper is None:
-            return
-        hkind, arg_i, mod_i = helper
-        detail = f"{qual}.{name}" if qual else name
-        if hkind == "dynamic":
-            self.out.add_bytes(caller, "dynamic", name, qual, detail, sb, eb)
-            return
-        args = _arguments(node)
-        arg = args[arg_i] if arg_i < len(args) else None
-        mod = (args[mod_i] if mod_i < len(args) else None) if mod_i >= 0 else None
-        if hkind == "by_name" and mod_i >= 0:
-            # a method of an object passed in: the receiver's type is unknown
-            lit = _literal(data, arg)
-            named = split_method_name(lit[0]) if lit else None
-            if named is None or named[0]:
-                self.string_ref(caller, hkind, arg, None, detail, (sb, eb))
-                return
-            text = _arg_text(data, mod) or "?"
-            self.out.add_bytes(caller, hkind, named[1], "?" + _compact(text, 60), detail, lit[1], lit[2])
-            return
-        self.string_ref(caller, hkind, arg, mod, detail, (sb, eb))
-
-    def new_notify(self, node, caller: int, type_name: str, sb: int, eb: int) -> None:
-        """``Новый ОписаниеОповещения("Имя", Модуль, …, "ИмяОшибки", МодульОшибки)``: up to two handlers."""
-        args = _arguments(node)
-        first = args[0] if args else None
-        self.string_ref(caller, "notify", first, args[1] if len(args) > 1 else None, type_name, (sb, eb))
-        if len(args) > 3 and args[3] is not None:
-            self.string_ref(caller, "notify", args[3], args[4] if len(args) > 4 else None, type_name, (sb, eb))
+        if fname in HELPER_NAMES:
+            self.strings.helper_call(node, caller, (fqual if kind == "member" else "", fname), name, qual, sb, eb)
 
     def new(self, node) -> None:
+        """A ``new_expression``: its handlers when it makes an ``ОписаниеОповещения``."""
         for ch in node.children:
             if ch.type == "identifier":
                 name, eb, fname = self.name_at(ch.start_byte)
-                if fname in _NOTIFY:
-                    self.new_notify(node, -1, name, ch.start_byte, eb)
+                if fname in NOTIFY_NAMES:
+                    self.strings.new_notify(node, -1, name, ch.start_byte, eb)
                 return
 
+    def handler(self, node) -> None:
+        """``ДобавитьОбработчик``/``УдалитьОбработчик``: its handler, a method reference
+        (:meth:`daemon.sources.ref_strings.StringRefs.handler`)."""
+        keyword, keb, _f = self.name_at(node.start_byte)
+        self.strings.handler(node, keyword, keb)
+
     def execute(self, node) -> None:
+        """``Выполнить(…)``: code nobody can resolve, a ``dynamic`` site."""
         name, eb, _f = self.name_at(node.start_byte)
         self.out.add_bytes(-1, "dynamic", name, "", name, node.start_byte, eb)
 
-    def handler(self, node) -> None:
-        """``ДобавитьОбработчик Источник.Событие, Обработчик``: the handler is a method reference."""
-        exprs = [ch for ch in node.children if ch.type == "expression"]
-        if len(exprs) < 2:
-            return
-        h = exprs[1]
-        data = self.data
-        keyword, keb, _f = self.name_at(node.start_byte)
-        text = data[h.start_byte : h.end_byte].decode("utf-8", "replace").strip()
-        if not _DOTTED_RE.fullmatch(text):
-            self.out.add_bytes(-1, "dynamic", keyword, "", keyword, node.start_byte, keb)
-            return
-        parts = [p.strip() for p in text.split(".")]
-        qual = ".".join(parts[:-1])
-        if qual and self.fold(qual) in _THIS:
-            qual = ""
-        name = parts[-1]
-        raw = name.encode()
-        last = data.rfind(raw, h.start_byte, h.end_byte)
-        start = last if last >= 0 else h.start_byte
-        self.out.add_bytes(-1, "handler", name, qual, keyword, start, start + len(raw))
 
-
-_SPECIAL_LOCAL = _PROCEED | _NOTIFY | _EVAL
-_HELPER_NAMES = frozenset(m for _q, m in STRING_HELPERS)
+_SPECIAL_LOCAL = _PROCEED | NOTIFY_NAMES | _EVAL
 _CALL_CODE = KIND_CODES["call"]
 
 
@@ -1051,7 +566,7 @@ def extract_references(
     ``partial`` says the module has syntax errors. Never raises on odd input.
     """
     methods, firsts, spans = _methods_from_chunks(chunks)
-    out = _Builder()
+    out = SiteBuilder()
     instead: dict[int, str] = {}
     lines: list[str] | None = None
     changes = False
@@ -1062,7 +577,7 @@ def extract_references(
                 continue
             kw, target = m.group("kw"), m.group("name").strip()
             changes = changes or fold(kw) in _CHANGES
-            if not _IDENT_RE.fullmatch(target):
+            if not IDENT_RE.fullmatch(target):
                 continue
             if fold(kw) in _INSTEAD:
                 instead[i] = target
@@ -1093,9 +608,7 @@ def extract_references(
     broken = tree.root_node.has_error
     return out.record(
         path,
-        pos,
-        spans,
-        deleted,
+        pos.convert(out.at_bytes, spans, deleted) if out.at_bytes else None,
         [(m.line, m.col) for m in methods] if broken else (),
         owner=owner,
         object_type=object_type,

@@ -7,15 +7,8 @@ import numpy as np
 import pytest
 
 from daemon.sources.bsl import chunk_module, parser
-from daemon.sources.references import (
-    MODULE_CALLER,
-    SITE_DTYPE,
-    extract_references,
-    module_references,
-    normalize_text,
-    pack_sites,
-    unpack_sites,
-)
+from daemon.sources.ref_record import MODULE_CALLER, SITE_DTYPE, pack_sites, unpack_sites
+from daemon.sources.references import extract_references, module_references, normalize_text
 
 PATH = "CommonModules/М/Ext/Module.bsl"
 
@@ -372,6 +365,31 @@ def test_the_chunker_tree_gives_the_same_record_as_the_text():
     data = text.encode("utf-8")
     direct = extract_references(parser().parse(data), data, chunks, path=PATH, module_kind="common")
     assert direct.sites_list() == refs(src).sites_list()
+
+
+def test_extraction_leaves_no_reference_cycles():
+    """The chunking pass runs with the cyclic GC off: a module's extraction state (its text, the
+    positions, the sites being built) must be freed by reference counting alone."""
+    import gc
+
+    src = (
+        "Процедура А() Экспорт\n"
+        '\tО = Новый ОписаниеОповещения("Б", ЭтотОбъект);\n'
+        '\tДлительныеОперации.ВыполнитьФункцию(П, "М.В", 1);\n'
+        "\tДобавитьОбработчик Объект.ПриИзменении, Б;\n"
+        "\tМ.Г(1).Д();\n"
+        "КонецПроцедуры\n"
+    )
+    gc.collect()
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        for _ in range(3):
+            assert refs(src).count
+        assert gc.collect() == 0
+    finally:
+        if was_on:
+            gc.enable()
 
 
 @pytest.mark.parametrize("n", [0, 1, 7, 70_000])

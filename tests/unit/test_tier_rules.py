@@ -49,7 +49,7 @@ def test_multiprocessing_is_refused(unit_tier):
 
 
 def test_the_chunking_pool_is_refused(unit_tier):
-    from daemon.index.reconcile import make_pool
+    from daemon.index.chunking import make_pool
 
     with unit_tier.expected(), pytest.raises(UnitTierViolation, match="starts a process"):
         pool = make_pool(1)

@@ -298,7 +298,7 @@ def test_a_damaged_current_pointer_is_a_logged_rebuild_and_unfinished_snapshots_
 
 
 def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sample_root, tmp_path, monkeypatch):
-    """A first index is built aside and swapped in (daemon.index.reconcile._Staged); the same
+    """A first index is built aside and swapped in (daemon.index.apply.StagedIndex); the same
     export applied as one ChangeSet of every file (the path before, and of every later
     reconcile) gives the same chunks, slots, BM25 column files and rankings. Cancelled half
     way, the engine stays empty."""
@@ -307,11 +307,11 @@ def test_a_staged_first_index_equals_the_batch_apply_and_is_all_or_nothing(sampl
 
     staged = Engine.open(sample_root, index_dir=tmp_path / "a")
     rep_s = staged.refresh()
-    real = reconcile._Staged
-    monkeypatch.setattr(reconcile, "_Staged", lambda reconciler: None)
+    real = reconcile.StagedIndex
+    monkeypatch.setattr(reconcile, "StagedIndex", lambda config, index_dir, embedded: None)
     batch = Engine.open(sample_root, index_dir=tmp_path / "b")
     rep_b = batch.refresh()
-    monkeypatch.setattr(reconcile, "_Staged", real)
+    monkeypatch.setattr(reconcile, "StagedIndex", real)
     assert (rep_s.chunks_added, rep_s.files_changed, sorted(rep_s.changed_ids)) == (
         rep_b.chunks_added,
         rep_b.files_changed,
