@@ -199,11 +199,14 @@ class Reconciler:
             rec = files.get(src.path)
             deps = self._deps_sig(src) if kind != "docs" else ""
             ext = bool(extensions) and src.project in extensions
+            # while the references are rebuilt, every file that has some is read for them, also
+            # one whose stat changed but whose text did not (the hash check skips its chunks)
+            refs = rebuild and (kind == "bsl" or src.object_type in BINDING_TYPES)
             if rec is not None and src.path not in named and same_stat(rec, src) and rec.deps == deps:
-                if rebuild and (kind == "bsl" or src.object_type in BINDING_TYPES):
+                if refs:
                     todo.append(_Todo(kind, src, rec, deps, ext, True))
                 continue
-            todo.append(_Todo(kind, src, rec, deps, ext))
+            todo.append(_Todo(kind, src, rec, deps, ext, refs))
         return sources, todo, seen
 
     def _removed(self, full: bool, scan, paths: list[str], dirs: list[str], seen: set[str]) -> list[str]:

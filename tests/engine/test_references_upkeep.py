@@ -270,6 +270,26 @@ def test_a_snapshot_without_references_is_rebuilt_by_the_next_reconcile(export, 
     same(damaged, export, "rebuilt after a damaged part")
 
 
+def test_a_rebuild_reads_the_references_of_files_touched_but_not_changed(export, tmp_path):
+    """While the references are rebuilt, a file whose stat changed but whose text did not (a
+    copy of the export, a checkout) is read for its references too: the graph is whole."""
+    idx = tmp_path / "idx"
+    eng = Engine.open(export, index_dir=idx)
+    eng.refresh()
+    eng.save()
+    gen = (idx / LEXICAL_DIR / CURRENT_FILE).read_text().strip()
+    (idx / LEXICAL_DIR / gen / REFS_FILE).unlink()  # a generation without references
+    later = os.stat(export).st_mtime + 100
+    for p in export.rglob("*"):
+        if p.is_file():
+            os.utime(p, (later, later))
+    old = Engine.open(export, index_dir=idx)
+    report = old.refresh()
+    assert report.files_changed == 0  # the same texts: no chunk changed
+    assert not old.refs_status().building
+    same(old, export, "rebuilt with every file touched")
+
+
 def test_a_broken_binding_is_a_named_skip_and_the_rest_stays(export, tmp_path):
     p = export / SUBSCRIPTION
     write(p, read(p).replace("CommonModule.ВариантыОтчетов.ПриУдаленииПользователя", "это не метод!"))
