@@ -546,6 +546,9 @@ class Engine:
         t0 = time.perf_counter()
         if cues is None or cues.text != text:
             cues = self.query_cues(text, filters, mode=mode)
+        if self.params.names_fanin_weight or self.params.api_fanin_weight:
+            with self.lock:
+                self._refs_resolved()  # the fan-in terms count resolved references only
         qvec, tvec, names = self._query_vector(cues, mode, top_k, filters)
         with self.lock:
             if names is not None and names[0] != self.state.content_key():

@@ -98,6 +98,7 @@ def cmd_index(args) -> int:
         return 1
     if eng.format == "unknown" and any(r.kind != "docs" for r in eng.files.values()):
         print("warning: neither a Designer dump nor an EDT project; indexing the .bsl files found", file=sys.stderr)
+    eng.resolve_references()  # saved resolved: a load need not resolve every file again
     eng.save()
     print(
         f"lexical: {rep.files_changed} files (re)chunked, {rep.files_removed} removed, "

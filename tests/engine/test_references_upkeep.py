@@ -290,6 +290,16 @@ def test_a_rebuild_reads_the_references_of_files_touched_but_not_changed(export,
     same(old, export, "rebuilt with every file touched")
 
 
+def test_an_in_process_search_resolves_the_pending_references_its_fan_in_reads(export, tmp_path):
+    eng = Engine.open(export, index_dir=tmp_path / "idx")
+    eng.refresh()
+    assert eng.state.refs.pending  # a first index leaves the resolution for later
+    eng.search("ПодставитьПараметрыВСтроку", mode="lexical", top_k=3)
+    assert eng.state.refs.pending == 0  # names_fanin_weight orders equal matches by resolved callers
+    eng.save()
+    assert Engine.open(export, index_dir=tmp_path / "idx").state.refs.pending == 0  # saved resolved
+
+
 def test_a_broken_binding_is_a_named_skip_and_the_rest_stays(export, tmp_path):
     p = export / SUBSCRIPTION
     write(p, read(p).replace("CommonModule.ВариантыОтчетов.ПриУдаленииПользователя", "это не метод!"))
