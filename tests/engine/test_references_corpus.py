@@ -125,7 +125,7 @@ def test_qualified_calls_of_exported_common_module_methods_match_the_oracle(ssl_
     got = set()
     for path in ru.paths():
         rec = ru.file(path)
-        for s, (target, _reason) in zip(rec.sites_list(), ru.resolve_all(path)):
+        for s, (target, _reason) in zip(rec.sites_list(), ru.resolve_all(path), strict=True):
             if s.kind == "member" and target and target.startswith("CommonModules/"):
                 got.add((path, s.line + 1, fold(s.qualifier), fold(s.name)))
     hit = len(got & expected)

@@ -256,7 +256,8 @@ def test_fan_in_orders_a_name_querys_equal_matches_only_when_weighted():
         "CommonModules/Общий/Module.bsl": ("Общий", fn),
         "CommonModules/Клиент/Module.bsl": (
             "Клиент",
-            "Процедура Показать() Экспорт\n\tА = Общий.Представление();\n\tБ = Общий.Представление();\nКонецПроцедуры\n",
+            "Процедура Показать() Экспорт\n\tА = Общий.Представление();\n"
+            "\tБ = Общий.Представление();\nКонецПроцедуры\n",
         ),
     }
     chunks, records = [], []
