@@ -12,6 +12,7 @@ Why these choices (sizes, speeds, why not a memory map): ``docs/internals.md``, 
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import lz4.block
@@ -120,11 +121,16 @@ class BlobCodec:
     until then; a store that never gets that many keeps LZ4). The dictionary is saved with
     the store (``zdict.bin``) and serves every later blob of it. ``zdict``: the trained
     dictionary, ``b""`` when training failed or is not wanted (LZ4 for good), None while the
-    samples are collected."""
+    samples are collected.
+
+    Blobs are compressed by the one thread that writes the store; they are decoded by any
+    thread (queries under the engine's lock, the writer's prepare without it), and a zstd
+    decompressor must not be used by two threads at once, so each thread has its own."""
 
     def __init__(self, zdict: bytes | None = None) -> None:
         self.zdict = zdict
-        self._zc = self._zd = None  # the compressor / decompressor, made on first use
+        self._zc = None  # the compressor, made on first use
+        self._local = threading.local()  # .zd: this thread's decompressor, made on first use
         self._samples: list[bytes] = []  # blob bodies for the training
 
     @property
@@ -170,11 +176,13 @@ class BlobCodec:
         ``head_len`` bytes and whose body carries ``flags``."""
         body = raw[head_len:]
         if flags & FLAG_ZSTD:
-            if self._zd is None:
+            zd = getattr(self._local, "zd", None)
+            if zd is None:
                 import zstandard
 
-                self._zd = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(self.zdict or b""))
-            body = self._zd.decompress(body)
+                zd = zstandard.ZstdDecompressor(dict_data=zstandard.ZstdCompressionDict(self.zdict or b""))
+                self._local.zd = zd
+            body = zd.decompress(body)
         elif flags & FLAG_LZ4:
             body = lz4.block.decompress(body)
         return _dec_head.decode(raw[:head_len]), _dec.decode(body)
