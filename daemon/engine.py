@@ -72,7 +72,8 @@ from .index.usages import Target, Usages
 from .ranking.cues import QueryCues
 from .ranking.params import RankingParams
 from .ranking.query import QUERY_EMBED_CHARS, clean_query, export_filters
-from .ranking.ranker import NAME_TIER, IndexDamaged, Ranker, snippet
+from .ranking.hits import snippet
+from .ranking.ranker import NAME_TIER, IndexDamaged, Ranker
 from .sources.files import confine
 
 __all__ = [

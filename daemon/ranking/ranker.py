@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Chunk, Filters, Hit
+from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Filters, Hit
 from ..index.embed import vector_chunk
 from ..text.folding import fold
 from ..text.lexicon import latin_acronym, name_words, translated_query
@@ -35,6 +35,7 @@ from ..text.tokenize import tokenize_query
 from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
+from .hits import chunk_hit
 from .params import RankingParams
 from .testcode import TestCode
 
@@ -166,16 +167,6 @@ def _bsl_chunk(chunk_id: str) -> bool:
     id -> slot lookup."""
     path = chunk_id.partition("::")[0]
     return path[-4:].lower() == ".bsl"
-
-
-def snippet(c: Chunk, max_chars: int = 300) -> str:
-    """A short preview: doc comment and signature first for methods, the description for
-    metadata; at most ``max_chars`` characters."""
-    if c.is_code and c.kind != "module":
-        body = "\n".join(x for x in (c.doc, c.signature) if x)
-    else:
-        body = c.text
-    return body if len(body) <= max_chars else body[: max_chars - 1] + "…"
 
 
 class _RecordingIds:
@@ -770,7 +761,7 @@ class Ranker:
             seen.add(key)
             if len(hits) < top_k:
                 c = store.get(slot)
-                hits.append(_hit(c, score, ranks, match.get(cid, ""), snippets, self.tests.is_test(c.path)))
+                hits.append(chunk_hit(c, score, ranks, match.get(cid, ""), snippets, self.tests.is_test(c.path)))
         return hits, len(seen)
 
     def _roll_up(self, fused: list, slot_by_id: dict[str, int], allow: np.ndarray | None = None) -> list:
@@ -875,27 +866,3 @@ class Ranker:
         links = {k: tuple(sorted(v)) for k, v in pairs.items()}
         self._links = (weakref.ref(store), (store.version, store.capacity), links)
         return links
-
-
-def _hit(c: Chunk, score: float, ranks: dict[str, int], match: str, snippets: bool = True, test: bool = False) -> Hit:
-    return Hit(
-        id=c.id,
-        path=c.path,
-        symbol=(c.symbol if c.kind != "module" else None),
-        kind=c.kind,
-        name=c.name,
-        owner=c.owner,
-        object_type=c.object_type,
-        module_kind=c.module_kind,
-        export=c.export,
-        signature=c.signature,
-        start_line=c.start_line,
-        end_line=c.end_line,
-        name_range=c.name_range,
-        score=round(score, 6),
-        ranks=ranks,
-        match=match,
-        snippet=snippet(c) if snippets else "",
-        anchor=c.properties.get("anchor", "") if c.is_docs else "",  # docs: path#anchor link
-        test=test,
-    )
