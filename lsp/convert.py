@@ -6,7 +6,7 @@ normalisation can spell two ways. Conventions they rely on (``daemon.contract``)
 * ``path`` is relative to the export root, forward slashes, NFC.
 * ``name_range`` is already an LSP range: 0-based line, columns in UTF-16 code units, a
   BOM not counted. It is passed through untouched, so the server must speak UTF-16
-  positions (it always negotiates ``utf-16``, see ``lsp.server``).
+  positions (it always negotiates ``utf-16``, see ``lsp.wire``).
 * lines (``start_line``/``end_line``) are 1-based and inclusive.
 
 Symbol kinds (LSP ``SymbolKind``), chosen so that editors' icons and kind filters make
@@ -534,3 +534,16 @@ def binding_item(r: Any, uri: str, folder_uri: str, *, kinds: frozenset[int] | N
     return types.CallHierarchyItem(
         name=name, kind=sk, uri=uri, range=rng, selection_range=rng, detail=r.kind, data={"folder": folder_uri}
     )
+
+
+# ------------------------------------------------------------------------------ params
+def plain(value: Any) -> Any:
+    """JSON values as plain dicts and lists: pygls hands the params of a custom request
+    (and ``LSPAny`` members) over as nested namedtuples."""
+    if hasattr(value, "_asdict"):
+        return {k: plain(v) for k, v in value._asdict().items()}
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    return value

@@ -16,30 +16,27 @@ Requests served (handlers are named after the LSP method):
   range from the daemon's current chunk.
 * ``textDocument/documentSymbol`` for ``.bsl`` files: regions as namespaces holding their
   methods, from the daemon's chunks.
-* find usages, from the daemon's references: ``textDocument/references`` (calls, strings
-  naming the method, metadata bindings), ``textDocument/definition`` (a call or a string
-  naming a method), ``textDocument/prepareCallHierarchy``, ``callHierarchy/incomingCalls``
-  and ``callHierarchy/outgoingCalls``.
+* find usages, from the daemon's references (:mod:`lsp.usages`): ``textDocument/references``
+  (calls, strings naming the method, metadata bindings), ``textDocument/definition`` (a call or
+  a string naming a method), ``textDocument/prepareCallHierarchy``,
+  ``callHierarchy/incomingCalls`` and ``callHierarchy/outgoingCalls``.
 * ``textDocument/hover`` in ``.bsl`` files: the platform help entry (:mod:`lsp.hover`) of a
   global function, ``Новый <Тип>`` or a system enumeration's value under the cursor, from the
   version the daemon chose for the configuration; a method of the module of that name wins.
-* ``bsl-lens/search`` (custom request): search by meaning for the editors' own UI, since
-  a symbol picker re-filters results by name. Params ``{query, mode?, topK?, filters?,
-  folder?, freshTimeout?}``; result ``{query, mode, stale, hits: [...], folders: [...]}``
-  (hit fields in :func:`lsp.convert.search_hit`; ``stale``: some folder's daemon has noticed
-  file changes it has not indexed yet, named per folder in ``stalePaths``/``staleCount``;
-  ``freshTimeout`` seconds, at most 10: wait that long first for them).
-* ``workspace/executeCommand``: ``bsl-lens.status`` and ``bsl-lens.reindex``.
+* ``bsl-lens/search`` (custom request, :mod:`lsp.search`): search by meaning for the editors'
+  own UI, since a symbol picker re-filters results by name.
+* ``workspace/executeCommand`` (:mod:`lsp.commands`): ``bsl-lens.status`` and ``bsl-lens.reindex``.
 
 Nothing is cached here: every answer comes from the daemons, which watch the files.
-Positions are always UTF-16 (the daemon computes them so; the server negotiates
-``utf-16`` even when a client offers UTF-8 first). ``$/cancelRequest`` cancels the
-request's task; its pending daemon call is abandoned (the daemon's late answer is
-dropped), so a burst of keystrokes leaves nothing queued behind the last one.
+Positions are always UTF-16 (the daemon computes them so; the server negotiates ``utf-16``
+even when a client offers UTF-8 first: :class:`lsp.wire.BslLensProtocol`).
+``$/cancelRequest`` cancels the request's task; its pending daemon call is abandoned (the
+daemon's late answer is dropped), so a burst of keystrokes leaves nothing queued behind the
+last one.
 
-stdout is the protocol's alone: :func:`claim_stdout` moves the wire to a private file
-descriptor and points fd 1 (and ``sys.stdout``) at stderr before anything else runs, so a
-stray ``print``, a C library or a child process cannot corrupt it. Logs go to stderr,
+stdout is the protocol's alone: :func:`lsp.wire.claim_stdout` moves the wire to a private
+file descriptor and points fd 1 (and ``sys.stdout``) at stderr before anything else runs, so
+a stray ``print``, a C library or a child process cannot corrupt it. Logs go to stderr,
 ``--log-file`` and, from ``logLevel`` up, ``window/logMessage``.
 """
 
@@ -47,139 +44,39 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import enum
 import itertools
 import logging
 import os
 import sys
 import threading
-from typing import Annotated, Any, BinaryIO
+from typing import Any, BinaryIO
 
 import msgspec
 from lsprotocol import types
-from pygls.exceptions import JsonRpcInternalError, JsonRpcInvalidParams
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import run_async
 from pygls.lsp.server import LanguageServer
-from pygls.protocol import LanguageServerProtocol, default_converter, lsp_method
 
 from daemon import __version__
 from daemon.client import CommandError, DaemonError
-from daemon.contract import DEFAULT_SCOPE, MAX_TOP_K, SEARCH_MODES
 from daemon.server.protocol import NOT_FOUND
 
-from . import convert
+from . import commands, convert, search, usages
 from .options import add_arguments
 from .roots import Root
 from .settings import Folder, Settings, parse_options
+from .wire import BslLensProtocol, WireWriter, claim_stdout, encode, open_reader
 
 log = logging.getLogger(__name__)
 #: The logger trees of this process's own modules (each logs to ``getLogger(__name__)``):
 #: forwarded to the window log, levelled by ``-v`` and the ``logLevel`` setting.
 OWN_LOGGERS = ("lsp", "daemon")
 
-#: Custom request: search by meaning (see the module docstring).
-SEARCH_REQUEST = "bsl-lens/search"
-#: Most references ``textDocument/references`` and ``callHierarchy/incomingCalls`` list.
-REFERENCES_LIMIT = 2000
-#: ``workspace/executeCommand`` commands.
-STATUS_COMMAND = "bsl-lens.status"
-REINDEX_COMMAND = "bsl-lens.reindex"
 _LOG_TYPES = {
     logging.ERROR: types.MessageType.Error,
     logging.WARNING: types.MessageType.Warning,
     logging.INFO: types.MessageType.Info,
     logging.DEBUG: types.MessageType.Log,
 }
-
-
-# ------------------------------------------------------------------------------ protocol
-class BslLensProtocol(LanguageServerProtocol):
-    """pygls' protocol with two changes to ``initialize``, a faster writer and a fix to
-    ``shutdown``. ``initialize``:
-
-    * the position encoding is always UTF-16: the daemon's ranges are UTF-16 and every
-      client must accept it (pygls would otherwise pick the client's first choice, e.g.
-      Neovim 0.11's ``utf-8``, and Cyrillic columns would be wrong);
-    * no text document sync: the server reads files through the daemon, never the
-      editor's buffers, so clients need not send them.
-    """
-
-    @lsp_method(types.INITIALIZE)
-    def lsp_initialize(self, params: types.InitializeParams):
-        """pygls' ``initialize`` with UTF-16 positions and no document sync (see the class)."""
-        general = params.capabilities.general
-        offered = general.position_encodings if general is not None else None
-        if offered:
-            general.position_encodings = [types.PositionEncodingKind.Utf16]
-        try:
-            result = yield from super().lsp_initialize(params)
-        finally:
-            if offered:
-                general.position_encodings = offered
-        result.capabilities.position_encoding = types.PositionEncodingKind.Utf16
-        result.capabilities.text_document_sync = types.TextDocumentSyncOptions(
-            open_close=False, change=types.TextDocumentSyncKind.None_
-        )
-        return result
-
-    @lsp_method(types.SHUTDOWN)
-    def lsp_shutdown(self, *args):
-        """pygls' shutdown, iterating over a copy of the pending requests while it cancels
-        them (a cancelled generator-handled request, e.g. a command, removes itself from
-        the dict at once, and pygls' own loop then fails with "dictionary changed size").
-        Upstream limitation pinned by ``tests/test_framework_overrides.py``: drop this
-        override when pygls iterates over a copy."""
-        if (user_handler := self.fm.features.get(types.SHUTDOWN)) is not None:
-            yield user_handler, args, None
-        current_id = self.msg_id
-        for msg_id, future in list(self._request_futures.items()):
-            if msg_id != current_id and not future.done():
-                future.cancel()
-        self._shutdown = True
-        return None
-
-    def _send_data(self, data: Any) -> None:
-        """pygls' writer, with msgspec's JSON encoder instead of ``json.dumps`` (ten times faster on a
-        full ``workspace/symbol`` answer: ``docs/frontends.md``) and UTF-8 bodies; ``Content-Length`` counts
-        bytes. Anything msgspec cannot encode goes the pygls way. pygls has no public hook for
-        the encoder, hence the override of a private method (pinned by
-        ``tests/test_framework_overrides.py``)."""
-        if getattr(self.writer, "closed", False):
-            return
-        if not data or self.writer is None or not self._include_headers:
-            return super()._send_data(data)
-        try:
-            result = getattr(data, "result", None)
-            if isinstance(result, msgspec.Raw):  # a handler's JSON, encoded already
-                obj: Any = {"jsonrpc": data.jsonrpc, "id": data.id, "result": result}
-            elif hasattr(data, "__attrs_attrs__"):
-                obj = self._converter.unstructure(data)
-            else:
-                obj = data
-            body = _encoder.encode(obj)
-        except Exception:  # noqa: BLE001 - e.g. an object only json.dumps' default knows
-            return super()._send_data(data)
-        header = f"Content-Length: {len(body)}\r\nContent-Type: {self.CONTENT_TYPE}; charset={self.CHARSET}\r\n\r\n"
-        try:
-            self.writer.write(header.encode("ascii") + body)
-        except BrokenPipeError:
-            log.error("the client closed the connection")
-            raise
-        except Exception as exc:  # noqa: BLE001 - as pygls: report, keep serving
-            log.exception("sending a message failed")
-            self._server._report_server_error(exc, JsonRpcInternalError)
-
-
-def _enc_hook(obj: Any) -> Any:
-    if isinstance(obj, enum.Enum):
-        return obj.value
-    if hasattr(obj, "__attrs_attrs__"):
-        return _converter.unstructure(obj)
-    raise TypeError(f"cannot encode {type(obj).__name__}")
-
-
-_converter = default_converter()
-_encoder = msgspec.json.Encoder(enc_hook=_enc_hook)
 
 
 # ------------------------------------------------------------------------------ server
@@ -314,7 +211,7 @@ class BslLensServer(LanguageServer):
             roots = [r for r in roots if folder in (r.folder.uri, r.folder.path)]
         return roots
 
-    async def _call(self, root: Root, method: str, *args: Any, serial: bool = False, **kw: Any) -> Any:
+    async def call_daemon(self, root: Root, method: str, *args: Any, serial: bool = False, **kw: Any) -> Any:
         """One daemon call for a request; None (logged) if the daemon fails it. A lost
         connection is noticed and re-made by the root itself.
 
@@ -372,7 +269,9 @@ class BslLensServer(LanguageServer):
             return []
         cap = self.settings.max_symbols
         try:
-            results = await asyncio.gather(*(self._call(r, "symbols", query, limit=cap, serial=True) for r in roots))
+            results = await asyncio.gather(
+                *(self.call_daemon(r, "symbols", query, limit=cap, serial=True) for r in roots)
+            )
         except asyncio.CancelledError:
             self.cancelled += 1
             raise
@@ -393,7 +292,7 @@ class BslLensServer(LanguageServer):
         """``workspaceSymbol/resolve``: the range of a URI-only location, read from the
         daemon's current chunk (so an edit since the search is seen), falling back to the
         range the search saw."""
-        data = plain(symbol.data)
+        data = convert.plain(symbol.data)
         if not isinstance(data, dict):
             data = {}
         loc = symbol.location
@@ -402,7 +301,7 @@ class BslLensServer(LanguageServer):
         rng = data.get("range") or [0, 0, 0, 0]
         root = next((r for r in self.roots if r.folder.uri == data.get("folder")), None)
         if root is not None and data.get("id"):
-            chunk = await self._call(root, "get_chunk", data["id"])
+            chunk = await self.call_daemon(root, "get_chunk", data["id"])
             if chunk is not None:
                 rng = list(chunk.name_range)
         symbol.location = types.Location(uri=loc.uri, range=convert.lsp_range(rng))
@@ -439,136 +338,6 @@ class BslLensServer(LanguageServer):
         outline = convert.document_symbols(chunks, kinds=self.document_kinds)
         return outline if self.hierarchical else convert.flat_symbols(outline, uri)
 
-    # ------------------------------------------------------------------ find usages
-    def _at(self, uri: str) -> tuple[Root, str] | None:
-        """The connected folder holding a document and its path there (None: outside every
-        folder, or its daemon is not connected yet)."""
-        path = convert.uri_to_path(uri)
-        found = self.root_of(path) if path is not None else None
-        if found is None or found[0].client is None:
-            return None
-        return found
-
-    async def _usages(self, root: Root, method: str, *args: Any, **kw: Any) -> Any:
-        """One find-usages call to ``root``'s daemon; None when it fails (logged; a name or
-        position the daemon does not know is no error for the editor: no result)."""
-        try:
-            return await getattr(root.client, method)(*args, timeout=self.settings.request_timeout, **kw)
-        except CommandError as exc:
-            if exc.code != NOT_FOUND:
-                log.warning("%s: %s failed: %s", root.name, method, exc.message)
-        except DaemonError as exc:
-            log.warning("%s: %s failed: %s", root.name, method, exc)
-        return None
-
-    async def references(self, params: types.ReferenceParams) -> list[types.Location] | None:
-        """``textDocument/references``: the references of the method whose name, call or naming
-        string is under the cursor (calls, strings, metadata bindings; the declaration too when
-        the client asks for it), from that folder's daemon."""
-        found = self._at(params.text_document.uri)
-        if found is None:
-            return None
-        root, rel = found
-        pos = params.position
-        res = await self._usages(
-            root, "references", path=rel, line=pos.line, character=pos.character, limit=REFERENCES_LIMIT
-        )
-        if res is None:
-            return None
-        out = []
-        if params.context is not None and params.context.include_declaration:
-            out += [
-                types.Location(uri=root.uri_for(m.path), range=convert.lsp_range(m.name_range)) for m in res.targets
-            ]
-        out += [types.Location(uri=root.uri_for(r.path), range=convert.ref_range(r)) for r in res.references]
-        return out
-
-    async def definition(self, params: types.DefinitionParams) -> list[types.Location] | None:
-        """``textDocument/definition`` on a call or a string naming a method
-        (``"Модуль.Метод"``, a notification handler, a form event in a layout): where that
-        method is. None when nothing under the cursor resolves."""
-        found = self._at(params.text_document.uri)
-        if found is None:
-            return None
-        root, rel = found
-        pos = params.position
-        res = await self._usages(root, "definition", rel, pos.line, pos.character)
-        if res is None or not res.targets:
-            return None
-        return [types.Location(uri=root.uri_for(m.path), range=convert.lsp_range(m.name_range)) for m in res.targets]
-
-    async def prepare_call_hierarchy(self, params: types.CallHierarchyPrepareParams):
-        """``textDocument/prepareCallHierarchy``: the method called under the cursor, else the
-        method whose header or body holds it."""
-        found = self._at(params.text_document.uri)
-        if found is None:
-            return None
-        root, rel = found
-        pos = params.position
-        res = await self._usages(root, "definition", rel, pos.line, pos.character)
-        if res is None:
-            return None
-        methods = res.targets or ([res.method] if res.method is not None else [])
-        if not methods:
-            return None
-        return [convert.call_item(m, root.uri_for(m.path), root.folder.uri, kinds=self.symbol_kinds) for m in methods]
-
-    def _item_root(self, item: types.CallHierarchyItem) -> tuple[Root, str] | None:
-        data = plain(item.data)
-        if not isinstance(data, dict) or not data.get("id"):
-            return None
-        root = next((r for r in self.roots if r.folder.uri == data.get("folder") and r.client is not None), None)
-        return (root, data["id"]) if root is not None else None
-
-    async def incoming_calls(self, params: types.CallHierarchyIncomingCallsParams):
-        """``callHierarchy/incomingCalls``: the item's callers, one entry per calling method with
-        the call sites as ``fromRanges``; bindings (subscriptions, jobs, form events ...) and
-        module-level code are entries of their own."""
-        found = self._item_root(params.item)
-        if found is None:
-            return []
-        root, method = found
-        res = await self._usages(root, "references", target=method, limit=REFERENCES_LIMIT, locate=True)
-        if res is None:
-            return []
-        groups: dict[tuple, list] = {}
-        for r in res.references:
-            key = ("m", r.caller) if r.caller else ("b", r.path, r.kind, r.detail)
-            groups.setdefault(key, []).append(r)
-        out = []
-        for key, refs in groups.items():
-            r0 = refs[0]
-            m = res.callers.get(r0.caller) if r0.caller else None
-            uri = root.uri_for(r0.path)
-            item = (
-                convert.call_item(m, uri, root.folder.uri, kinds=self.symbol_kinds)
-                if m is not None
-                else convert.binding_item(r0, uri, root.folder.uri, kinds=self.symbol_kinds)
-            )
-            out.append(types.CallHierarchyIncomingCall(from_=item, from_ranges=[convert.ref_range(r) for r in refs]))
-        return out
-
-    async def outgoing_calls(self, params: types.CallHierarchyOutgoingCallsParams):
-        """``callHierarchy/outgoingCalls``: the methods the item calls or names (resolved only),
-        one entry per callee with the sites in the item's module as ``fromRanges``."""
-        found = self._item_root(params.item)
-        if found is None:
-            return []
-        root, method = found
-        res = await self._usages(root, "callees", target=method, locate=True)
-        if res is None:
-            return []
-        groups: dict[str, list] = {}
-        for r in res.references:
-            if r.target and r.target in res.targets:
-                groups.setdefault(r.target, []).append(r)
-        out = []
-        for target, refs in groups.items():
-            m = res.targets[target]
-            item = convert.call_item(m, root.uri_for(m.path), root.folder.uri, kinds=self.symbol_kinds)
-            out.append(types.CallHierarchyOutgoingCall(to=item, from_ranges=[convert.ref_range(r) for r in refs]))
-        return out
-
     async def hover(self, uri: str, line: int, character: int) -> types.Hover | None:
         """``textDocument/hover`` in a ``.bsl`` file: the platform help entry of the name under
         the cursor (:func:`lsp.hover.hover_target`: a global function, ``Новый <Тип>``, a system
@@ -584,7 +353,7 @@ class BslLensServer(LanguageServer):
         if found is None or found[0].client is None:
             return None
         root, rel = found
-        text = await self._call(root, "read_module", rel, line + 1, line + 1)
+        text = await self.call_daemon(root, "read_module", rel, line + 1, line + 1)
         if text is None or not text.text:
             return None
         target = hover_target(text.text.splitlines()[0] if text.text else "", character)
@@ -592,106 +361,18 @@ class BslLensServer(LanguageServer):
             return None
         rng = types.Range(start=types.Position(line, target.start), end=types.Position(line, target.end))
         if target.local:
-            chunks = await self._call(root, "document_symbols", rel) or []
+            chunks = await self.call_daemon(root, "document_symbols", rel) or []
             key = target.name.casefold().replace("ё", "е")
             for c in chunks:
                 if c.kind in ("procedure", "function") and c.name.casefold().replace("ё", "е") == key:
                     return types.Hover(contents=_markdown(local_method_markdown(c)), range=rng)
-        ans = await self._call(root, "platform_help", target.query, top_k=5, names_only=True)
+        ans = await self.call_daemon(root, "platform_help", target.query, top_k=5, names_only=True)
         if ans is None:
             return None
         entry = next((e for e in ans.entries if e.kind in target.kinds), None)
         if entry is None:
             return None
         return types.Hover(contents=_markdown(hover_markdown(entry, ans.platform)), range=rng)
-
-    async def search(self, params: Any) -> dict:
-        """The ``bsl-lens/search`` request (see :class:`SearchParams`)."""
-        p = _search_params(params, self.settings.search_top_k)
-        roots = self.ready_roots(p.folder)
-        filters = None
-        if p.filters is not None:  # the daemon's Filters: snake_case, defaults left out
-            filters = {
-                k: v for k, v in msgspec.structs.asdict(p.filters).items() if v not in (None, False, DEFAULT_SCOPE)
-            }
-        fresh = {"fresh_timeout": p.fresh_timeout} if p.fresh_timeout else {}
-        results = await asyncio.gather(
-            *(
-                self._call(r, "search", p.query, mode=p.mode, top_k=p.top_k, filters=filters, serial=True, **fresh)
-                for r in roots
-            )
-        )
-        merged = convert.merge_ranked([res.hits if res is not None else [] for res in results], p.top_k)
-        hits = []
-        for ri, hit in merged:
-            root = roots[ri]
-            uri = "" if hit.kind.startswith("platform_") else root.uri_for(hit.path)  # platform help: no file
-            hits.append(convert.search_hit(hit, uri, root.folder.uri, kinds=self.symbol_kinds))
-        folders = []
-        for r in self.roots:
-            if p.folder and p.folder not in (r.folder.uri, r.folder.path):
-                continue
-            entry: dict[str, Any] = {"folder": r.folder.uri, "name": r.name, "state": r.state}
-            if r in roots:
-                res = results[roots.index(r)]
-                if res is not None:
-                    entry.update(
-                        denseDone=res.dense_done,
-                        denseTotal=res.dense_total,
-                        total=res.total,
-                        tookMs=round(res.took_ms, 3),
-                    )
-                    entry.update(stale=res.stale, stalePaths=list(res.stale_paths), staleCount=res.stale_count)
-                else:
-                    entry["error"] = "the daemon did not answer (see the log)"
-            elif r.error:
-                entry["error"] = r.error
-            folders.append(entry)
-        stale = any(res is not None and res.stale for res in results)
-        return {"query": p.query, "mode": p.mode, "stale": stale, "hits": hits, "folders": folders}
-
-    async def status(self) -> dict:
-        """The ``bsl-lens.status`` command: the server and every folder with its daemon's
-        status when connected (``daemon``: the service's ``Status`` fields as ``bsl-lens
-        status --json`` shows them; ``process``: pid, socket, log, connections, requests
-        answered)."""
-        folders = []
-        for r in self.roots:
-            entry = r.describe()
-            res = await self._call(r, "status") if r.client is not None else None
-            if res is not None:
-                entry["daemon"] = msgspec.to_builtins(res.service)
-                entry["process"] = msgspec.to_builtins(res.daemon)
-            folders.append(entry)
-        return {
-            "version": __version__,
-            "pid": os.getpid(),
-            "inflight": self.inflight,
-            "requests": self.requests,
-            "cancelled": self.cancelled,
-            "settings": msgspec.to_builtins(self.settings),
-            "folders": folders,
-        }
-
-    async def reindex(self, args: tuple) -> dict:
-        """The ``bsl-lens.reindex`` command. Argument (optional): ``{"folder": uri,
-        "full": bool, "paths": [relative paths]}`` or a folder URI. Default: a full re-check
-        by content hash of every folder (only changed files are re-read)."""
-        arg = plain(args[0]) if args else {}
-        if isinstance(arg, str):
-            arg = {"folder": arg}
-        if not isinstance(arg, dict):
-            raise JsonRpcInvalidParams.of(ValueError("bsl-lens.reindex takes {folder?, full?, paths?} or a folder URI"))
-        paths = arg.get("paths")
-        if paths is not None and not (isinstance(paths, list) and all(isinstance(x, str) for x in paths)):
-            raise JsonRpcInvalidParams.of(ValueError("paths must be a list of paths relative to the folder"))
-        full = bool(arg.get("full", not paths))
-        roots = self.ready_roots(arg.get("folder"))
-        queued = []
-        for r in roots:
-            if await self._call(r, "reindex", full=full, paths=paths) is not None:
-                queued.append(r.folder.uri)
-        return {"queued": queued, "full": full}
 
 
 class SymbolHit(msgspec.Struct, kw_only=True):
@@ -720,60 +401,8 @@ class SymbolsAnswer(msgspec.Struct, kw_only=True):
     dense_total: int = 0
 
 
-class SearchFilters(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True, omit_defaults=True):
-    """``filters`` of ``bsl-lens/search`` (the daemon's ``Filters``, camelCase)."""
-
-    scope: str = DEFAULT_SCOPE  # workspace | code | metadata | docs | platform | all
-    object_type: str | None = None  # Справочник | Catalog | Catalogs
-    module_kind: str | None = None  # common | object | manager | form | ...
-    path_prefix: str | None = None  # relative to the folder
-    export_only: bool = False
-
-
-class SearchParams(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
-    """Params of ``bsl-lens/search``: ``query``; ``mode`` hybrid (default) | lexical |
-    vector; ``topK`` 1..1000 (default: the ``searchTopK`` setting); ``filters``;
-    ``folder``: a workspace folder URI or path to search alone (default: all);
-    ``freshTimeout``: seconds (0..10) to wait first for file changes the daemons have
-    noticed to be indexed."""
-
-    query: str
-    mode: str = "hybrid"
-    top_k: int | None = None
-    filters: SearchFilters | None = None
-    folder: str | None = None
-    fresh_timeout: Annotated[float, msgspec.Meta(ge=0, le=10)] = 0.0
-
-
 def _markdown(text: str) -> types.MarkupContent:
     return types.MarkupContent(kind=types.MarkupKind.Markdown, value=text)
-
-
-def plain(value: Any) -> Any:
-    """JSON values as plain dicts and lists: pygls hands the params of a custom request
-    (and ``LSPAny`` members) over as nested namedtuples."""
-    if hasattr(value, "_asdict"):
-        return {k: plain(v) for k, v in value._asdict().items()}
-    if isinstance(value, dict):
-        return {k: plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [plain(v) for v in value]
-    return value
-
-
-def _search_params(params: Any, default_top_k: int) -> SearchParams:
-    params = plain(params) if params is not None else {}
-    try:
-        p = msgspec.convert(params, SearchParams)
-    except msgspec.ValidationError as exc:
-        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: {exc}")) from None
-    if p.mode not in SEARCH_MODES:
-        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: mode must be one of {', '.join(SEARCH_MODES)}"))
-    if p.top_k is None:
-        p.top_k = default_top_k
-    if not 1 <= p.top_k <= MAX_TOP_K:
-        raise JsonRpcInvalidParams.of(ValueError(f"{SEARCH_REQUEST}: topK must be in 1..{MAX_TOP_K}"))
-    return p
 
 
 def _kinds(sk: types.ClientSymbolKindOptions | None) -> frozenset[int] | None:
@@ -867,8 +496,8 @@ def shutdown(ls: BslLensServer, params: None) -> None:
 @SERVER.feature(types.WORKSPACE_SYMBOL)
 async def workspace_symbol(ls: BslLensServer, params: types.WorkspaceSymbolParams) -> msgspec.Raw:
     """Symbols by name (and by meaning for several words) over every ready folder; the
-    ``WorkspaceSymbol[]`` JSON, encoded here (see ``BslLensProtocol._send_data``)."""
-    return msgspec.Raw(_encoder.encode(await ls.workspace_symbols(params.query)))
+    ``WorkspaceSymbol[]`` JSON, encoded here (see :meth:`lsp.wire.BslLensProtocol._send_data`)."""
+    return msgspec.Raw(encode(await ls.workspace_symbols(params.query)))
 
 
 @SERVER.feature(types.WORKSPACE_SYMBOL_RESOLVE)
@@ -886,31 +515,31 @@ async def document_symbol(ls: BslLensServer, params: types.DocumentSymbolParams)
 @SERVER.feature(types.TEXT_DOCUMENT_REFERENCES)
 async def references(ls: BslLensServer, params: types.ReferenceParams):
     """Find usages of the method under the cursor."""
-    return await ls.references(params)
+    return await usages.references(ls, params)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_DEFINITION)
 async def definition(ls: BslLensServer, params: types.DefinitionParams):
     """Go to the method a call or a string under the cursor names."""
-    return await ls.definition(params)
+    return await usages.definition(ls, params)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_PREPARE_CALL_HIERARCHY)
 async def prepare_call_hierarchy(ls: BslLensServer, params: types.CallHierarchyPrepareParams):
     """The call hierarchy's root item: the method under the cursor."""
-    return await ls.prepare_call_hierarchy(params)
+    return await usages.prepare_call_hierarchy(ls, params)
 
 
 @SERVER.feature(types.CALL_HIERARCHY_INCOMING_CALLS)
 async def incoming_calls(ls: BslLensServer, params: types.CallHierarchyIncomingCallsParams):
     """Who calls the item."""
-    return await ls.incoming_calls(params)
+    return await usages.incoming_calls(ls, params)
 
 
 @SERVER.feature(types.CALL_HIERARCHY_OUTGOING_CALLS)
 async def outgoing_calls(ls: BslLensServer, params: types.CallHierarchyOutgoingCallsParams):
     """What the item calls."""
-    return await ls.outgoing_calls(params)
+    return await usages.outgoing_calls(ls, params)
 
 
 @SERVER.feature(types.TEXT_DOCUMENT_HOVER)
@@ -920,91 +549,25 @@ async def hover(ls: BslLensServer, params: types.HoverParams) -> types.Hover | N
     return await ls.hover(params.text_document.uri, params.position.line, params.position.character)
 
 
-@SERVER.feature(SEARCH_REQUEST)
-async def search(ls: BslLensServer, params: Any) -> dict:
-    """Search by meaning (custom request, see the module docstring)."""
-    return await ls.search(params)
+@SERVER.feature(search.SEARCH_REQUEST)
+async def search_request(ls: BslLensServer, params: Any) -> dict:
+    """Search by meaning (custom request, :mod:`lsp.search`)."""
+    return await search.search(ls, params)
 
 
-@SERVER.command(STATUS_COMMAND)
+@SERVER.command(commands.STATUS_COMMAND)
 async def status_command(ls: BslLensServer, *args: Any) -> dict:
     """Status of the server and of every folder's daemon."""
-    return await ls.status()
+    return await commands.status(ls)
 
 
-@SERVER.command(REINDEX_COMMAND)
+@SERVER.command(commands.REINDEX_COMMAND)
 async def reindex_command(ls: BslLensServer, *args: Any) -> dict:
-    """Ask the daemons to re-check their files (see :meth:`BslLensServer.reindex`)."""
-    return await ls.reindex(args)
+    """Ask the daemons to re-check their files (see :func:`lsp.commands.reindex`)."""
+    return await commands.reindex(ls, args)
 
 
 # ------------------------------------------------------------------------------ running
-def claim_stdout() -> BinaryIO:
-    """Take stdout for the protocol: returns a binary stream on a duplicate of fd 1, then
-    points fd 1 and ``sys.stdout`` at stderr. After this, anything else that writes to
-    "stdout" (``print``, C code, child processes inheriting fd 1) lands on stderr."""
-    try:
-        sys.stdout.flush()
-    except (OSError, ValueError):
-        pass
-    wire_fd = os.dup(1)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return os.fdopen(wire_fd, "wb")
-
-
-class WireWriter(StdoutWriter):
-    """pygls' stdout writer that drops what is written after ``close`` (pygls closes the
-    wire on ``exit``; a late log line or progress report must not raise)."""
-
-    closed = False
-
-    def close(self) -> None:
-        """Close the wire; later writes are dropped."""
-        self.closed = True
-        super().close()
-
-    def write(self, data: bytes) -> None:
-        """Write and flush one frame (nothing once closed)."""
-        if not self.closed:
-            super().write(data)
-
-
-class PipeReader:
-    """stdin read on the event loop itself (``connect_read_pipe``), for pygls' message
-    loop: no worker-thread hop per header line and body as with pygls' own stdin reader,
-    which a burst of keystrokes (a request and a ``$/cancelRequest`` each) pays for."""
-
-    def __init__(self, reader: asyncio.StreamReader) -> None:
-        self._reader = reader
-
-    async def readline(self) -> bytes:
-        """One header line (``b""`` at the end of input)."""
-        return await self._reader.readline()
-
-    async def readexactly(self, n: int) -> bytes:
-        """A body of ``n`` bytes (shorter only at the end of input)."""
-        try:
-            return await self._reader.readexactly(n)
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial
-
-
-async def _open_reader(server: BslLensServer, stdin: BinaryIO):
-    """A :class:`PipeReader` on ``stdin``, or pygls' threaded reader when stdin is not a
-    pipe, socket or character device (a regular file) and on Windows."""
-    if sys.platform == "win32":  # the proactor loop cannot read an inherited stdin pipe
-        return StdinAsyncReader(stdin, server.thread_pool)
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=1 << 26, loop=loop)
-    try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader, loop=loop), stdin)
-    except (ValueError, OSError) as exc:
-        log.debug("stdin is not a pipe (%s): threaded reader", exc)
-        return StdinAsyncReader(stdin, server.thread_pool)
-    return PipeReader(reader)
-
-
 def serve_stdio(server: BslLensServer, stdin: BinaryIO, wire: BinaryIO) -> int:
     """Serve LSP on ``stdin``/``wire`` until ``exit`` or end of input; returns the exit
     code (0 after ``shutdown`` + ``exit`` or at end of input, 1 for ``exit`` without
@@ -1022,7 +585,7 @@ def serve_stdio(server: BslLensServer, stdin: BinaryIO, wire: BinaryIO) -> int:
     code = 0
 
     async def main() -> None:
-        reader = await _open_reader(server, stdin)
+        reader = await open_reader(server, stdin)
         await run_async(
             stop_event=stop,
             reader=reader,
@@ -1099,4 +662,4 @@ def configure_logging(verbose: int, log_file: str | None, *, configured: bool = 
         logging.getLogger(name).setLevel(level)
 
 
-__all__ = ["SERVER", "BslLensServer", "claim_stdout", "main", "serve_args", "serve_stdio"]
+__all__ = ["SERVER", "BslLensServer", "main", "serve_args", "serve_stdio"]

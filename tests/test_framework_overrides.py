@@ -15,7 +15,7 @@ from pygls.server import JsonRPCServer
 
 
 def test_pygls_shutdown_still_iterates_the_live_dict():
-    # lsp.server.BslLensProtocol.lsp_shutdown: pygls cancels pending requests while iterating
+    # lsp.wire.BslLensProtocol.lsp_shutdown: pygls cancels pending requests while iterating
     # over _request_futures itself; a cancelled generator-handled request removes itself at
     # once ("dictionary changed size during iteration"). Upstream fixed -> drop the override.
     src = inspect.getsource(LanguageServerProtocol.lsp_shutdown)
@@ -25,7 +25,7 @@ def test_pygls_shutdown_still_iterates_the_live_dict():
 
 
 def test_pygls_writer_is_still_json_dumps():
-    # lsp.server.BslLensProtocol._send_data: pygls encodes every message with json.dumps
+    # lsp.wire.BslLensProtocol._send_data: pygls encodes every message with json.dumps
     # (~10x slower than msgspec for a 128-symbol answer) and has no hook for another encoder.
     src = inspect.getsource(JsonRPCProtocol._send_data)
     assert "json.dumps(" in src

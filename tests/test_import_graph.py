@@ -29,7 +29,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("daemon.cli",),  # the command line, on top of everything
 )
 
-#: What the front ends may import of the daemon package (they load none of the engine).
+#: What the front ends may import of the daemon package (they load none of the engine). Packages
+#: count as their face: ``daemon.contract`` and ``daemon.client``, never a module inside them.
 FRONT_END_ALLOWED = (
     "daemon",
     "daemon.contract",
@@ -154,6 +155,18 @@ def test_the_front_ends_load_none_of_the_engine():
         if name.startswith(("lsp", "mcp_bridge")):
             bad = [d for d in deps if d.startswith("daemon") and d not in FRONT_END_ALLOWED]
             assert not bad, f"{name} imports {bad}"
+
+
+def test_the_contract_is_imported_through_its_package_face():
+    # daemon/contract/ is one home with one face (its __init__ re-exports every public name)
+    inside = [
+        f"{name} imports {dep}"
+        for name, deps in _graph().items()
+        if not name.startswith("daemon.contract")
+        for dep in deps
+        if dep.startswith("daemon.contract.")
+    ]
+    assert not inside, "\n".join(inside)
 
 
 def test_the_checks_can_fail():

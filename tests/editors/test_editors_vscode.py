@@ -17,7 +17,7 @@ import re
 import msgspec
 from daemon_helpers import REPO
 
-from lsp import server
+from lsp import commands, search
 from lsp.settings import Settings
 
 VSCODE = REPO / "editors" / "vscode"
@@ -67,8 +67,8 @@ def test_coexists_with_other_bsl_extensions():
 
 
 def test_server_names_match():
-    assert server.STATUS_COMMAND in EXTENSION_TS and server.REINDEX_COMMAND in EXTENSION_TS
-    assert f'"{server.SEARCH_REQUEST}"' in (VSCODE / "src" / "search.ts").read_text(encoding="utf-8")
+    assert commands.STATUS_COMMAND in EXTENSION_TS and commands.REINDEX_COMMAND in EXTENSION_TS
+    assert f'"{search.SEARCH_REQUEST}"' in (VSCODE / "src" / "search.ts").read_text(encoding="utf-8")
 
 
 def test_package_has_readme_and_no_placeholder_repository():

@@ -13,7 +13,7 @@ from daemon_helpers import REPO
 def test_claim_stdout_sends_strays_to_stderr():
     code = (
         "import os, sys\n"
-        "from lsp.server import claim_stdout\n"
+        "from lsp.wire import claim_stdout\n"
         "wire = claim_stdout()\n"
         "print('stray print')\n"
         "os.system('echo child process')\n"

@@ -1,4 +1,4 @@
-"""The contract module (daemon/contract.py): one home for the wire types, light to import (that the
+"""The contract package (daemon/contract/): one home for the wire types, light to import (that the
 front ends load none of the engine is checked in fresh interpreters:
 tests/daemon/test_front_end_imports.py)."""
 
@@ -17,14 +17,31 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def test_the_contract_imports_only_msgspec_and_the_standard_library():
-    tree = ast.parse((REPO / "daemon" / "contract.py").read_text(encoding="utf-8"))
+    package = REPO / "daemon" / "contract"
+    own = {"." + p.stem for p in package.glob("*.py") if p.stem != "__init__"}
     imported = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            imported |= {a.name for a in node.names}
-        elif isinstance(node, ast.ImportFrom):
-            imported.add("." * node.level + (node.module or ""))
-    assert imported == {"__future__", "msgspec", "unicodedata"}
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                imported |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                imported.add("." * node.level + (node.module or ""))
+    assert own and own <= imported  # the package face imports its submodules
+    assert imported - own == {"__future__", "msgspec", "unicodedata"}
+
+
+def test_the_package_face_exports_every_public_name_of_the_submodules():
+    import importlib
+
+    for path in (REPO / "daemon" / "contract").glob("*.py"):
+        if path.stem == "__init__":
+            continue
+        module = importlib.import_module(f"daemon.contract.{path.stem}")
+        for name, value in vars(module).items():
+            if name.startswith("_") or getattr(value, "__module__", module.__name__) != module.__name__:
+                continue  # private, or imported from elsewhere (msgspec, a sibling)
+            if isinstance(value, type) or callable(value) or name.isupper():
+                assert getattr(contract, name) is value and name in contract.__all__, name
 
 
 def test_result_types_are_the_contract_structs():

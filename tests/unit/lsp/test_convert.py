@@ -1,7 +1,7 @@
 """The language server's pure parts, without processes: lsp/convert.py (symbol kinds, container
-names, workspace symbols, merge order, the outline, file URIs), and lsp/server.py's wire writer,
-search parameters and the one-call-at-a-time rule for cancelled requests (with a fake daemon
-client, so the order of events is exact). Settings: test_settings.py; the process on stdio:
+names, workspace symbols, merge order, the outline, file URIs), lsp/wire.py's writer,
+lsp/search.py's parameters and lsp/server.py's one-call-at-a-time rule for cancelled requests
+(with a fake daemon client, so the order of events is exact). Settings: test_settings.py; the process on stdio:
 tests/lsp/test_lsp_stdio.py."""
 
 from __future__ import annotations
@@ -399,7 +399,8 @@ def test_superseded_requests_never_reach_the_daemon():
 def test_search_params_validation():
     from pygls.exceptions import JsonRpcInvalidParams
 
-    from lsp.server import SearchParams, _search_params, plain
+    from lsp.convert import plain
+    from lsp.search import SearchParams, _search_params
 
     Obj = __import__("collections").namedtuple("Object", ["query", "filters"])
     Flt = __import__("collections").namedtuple("Object", ["scope", "exportOnly"])
