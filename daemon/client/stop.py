@@ -61,7 +61,13 @@ def stop_daemon(paths: runtime.Paths, timeout: float, *, note: Callable[[str], N
             asked = True
     except DaemonError as exc:
         say(f"the daemon does not answer ({exc}); stopping it by signal")
-    if not asked or not runtime.wait_lock_free(paths.root_lock, timeout):
+    if asked and pid is not None and _replaced(paths, pid, timeout):
+        # it exited and a client (an editor's language server, an agent's bridge) started a
+        # new daemon for the root at once: the one asked to stop did stop; the new one's
+        # files are not stale
+        say(f"pid {pid} stopped; pid {runtime.lock_holder(paths.root_lock) or '?'} serves the root now")
+        return Stopped(was_running=True, pid=pid)
+    if not asked or runtime.lock_is_held(paths.root_lock):
         holder = runtime.lock_holder(paths.root_lock)
         if holder is None and not runtime.lock_is_held(paths.root_lock):
             pass  # it exited meanwhile
@@ -87,3 +93,32 @@ def stop_daemon(paths: runtime.Paths, timeout: float, *, note: Callable[[str], N
                 raise StopError(f"pid {pid} still holds {paths.root_lock}")
     runtime.clean_stale(paths)
     return Stopped(was_running=True, pid=pid)
+
+
+def _replaced(paths: runtime.Paths, pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for the daemon ``pid`` to release the root lock. True
+    when another process holds the lock by then while ``pid`` is gone (a client started a new
+    daemon right after this one exited); False when the lock is free or still ``pid``'s."""
+    import time
+
+    deadline = time.monotonic() + timeout
+    delay = 0.01
+    while runtime.lock_is_held(paths.root_lock):
+        holder = runtime.lock_holder(paths.root_lock)
+        if holder is not None and holder != pid and not _alive(pid):
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(delay)
+        delay = min(delay * 2, 0.2)
+    return False
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process ``pid`` exists (a zombie counts as gone)."""
+    import psutil
+
+    try:
+        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
