@@ -695,6 +695,11 @@ class Engine:
             if not left:
                 return 0
 
+    def source_lines(self, rel: str, lines: set[int]) -> dict[int, str]:
+        """Indexed lines of a module (:meth:`daemon.index.usages.Usages.source_lines`)."""
+        with self.lock:
+            return self.usages.source_lines(rel, lines)
+
     def refs_status(self) -> RefsStatus:
         """The references for ``status`` (:meth:`daemon.index.usages.Usages.status`)."""
         with self.lock:

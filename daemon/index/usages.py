@@ -11,6 +11,8 @@ column (LSP).
 
 from __future__ import annotations
 
+import numpy as np
+
 from ..contract import (
     GRAPH_DIRECTIONS,
     MAX_GRAPH_DEPTH,
@@ -75,6 +77,39 @@ class Usages:
 
     def __init__(self, state: IndexState) -> None:
         self.state = state
+
+    # ------------------------------------------------------------------ source lines
+    def source_lines(self, rel: str, lines: set[int]) -> dict[int, str]:
+        """The indexed text of ``lines`` (0-based) of the module ``rel``, from the chunk store:
+        each from the narrowest method chunk that holds it and whose text is the file's lines
+        one for one (a method split into parts repeats its header in each part: not used).
+        A line no such chunk holds is left out (the caller reads the file). No file is read,
+        and the lines are those the references were read from."""
+        rec = self.state.files.get(rel)
+        if rec is None or rec.kind != "bsl" or not lines:
+            return {}
+        store = self.state.store
+        slots = np.asarray([s for s in rec.slot_list() if store.ids[s] is not None], dtype=np.int64)
+        if not len(slots):
+            return {}
+        starts = store.col("start_line")[slots].astype(np.int64)  # 1-based, inclusive
+        ends = store.col("end_line")[slots].astype(np.int64)
+        out: dict[int, str] = {}
+        texts: dict[int, list[str] | None] = {}
+        for line in sorted(lines):
+            held = np.flatnonzero((starts <= line + 1) & (ends >= line + 1))
+            for i in held[np.argsort(ends[held] - starts[held], kind="stable")].tolist():
+                slot = int(slots[i])
+                if slot not in texts:
+                    c = store.get(slot)
+                    split = c.text.split("\n")
+                    exact = c.kind in METHOD_KINDS and len(split) == c.end_line - c.start_line + 1
+                    texts[slot] = split if exact else None
+                text = texts[slot]
+                if text is not None:
+                    out[line] = text[line + 1 - int(starts[i])]
+                    break
+        return out
 
     # ------------------------------------------------------------------ targets
     def methods_named(self, name: str) -> list[str]:

@@ -225,20 +225,29 @@ class Lookups:
 
     def add_context(self, refs: list, limit: int = CONTEXT_CHARS) -> None:
         """Fill each reference's ``context`` with its source line (stripped, cut to ``limit``
-        characters), reading each file once; lines split as the chunker splits them (``\\r\\n``,
-        ``\\r``, ``\\n``). A file that cannot be read leaves its references without context."""
-        lines_of: dict[str, list[str] | None] = {}
+        characters): from the indexed method that holds it (no file read), else from the file,
+        read once, its lines split as the chunker splits them (``\\r\\n``, ``\\r``, ``\\n``). A
+        file that cannot be read leaves those references without context."""
+        wanted: dict[str, set[int]] = {}
         for r in refs:
-            if r.path not in lines_of:
-                try:
-                    text = self._text(r.path)
-                    lines_of[r.path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
-                except (LookupError, ValueError, OSError):
-                    lines_of[r.path] = None
-            lines = lines_of[r.path]
-            if lines is not None and 0 <= r.line < len(lines):
-                line = lines[r.line].strip()
-                r.context = line if len(line) <= limit else line[: limit - 1] + "…"
+            wanted.setdefault(r.path, set()).add(r.line)
+        found = {path: self.engine.source_lines(path, want) for path, want in wanted.items()}
+        lines_of: dict[str, list[str] | None] = {}  # files read for the lines no method chunk holds
+        for r in refs:
+            line = found[r.path].get(r.line)
+            if line is None:
+                if r.path not in lines_of:
+                    try:
+                        text = self._text(r.path)
+                        lines_of[r.path] = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+                    except (LookupError, ValueError, OSError):
+                        lines_of[r.path] = None
+                lines = lines_of[r.path]
+                if lines is None or not 0 <= r.line < len(lines):
+                    continue
+                line = lines[r.line]
+            line = line.strip()
+            r.context = line if len(line) <= limit else line[: limit - 1] + "…"
 
     def _lines(self, rel: str, start: int, end: int) -> str:
         lines = self._read(rel)

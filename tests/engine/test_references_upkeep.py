@@ -300,6 +300,21 @@ def test_an_in_process_search_resolves_the_pending_references_its_fan_in_reads(e
     assert Engine.open(export, index_dir=tmp_path / "idx").state.refs.pending == 0  # saved resolved
 
 
+def test_the_lines_of_code_from_the_index_are_the_files_lines(export, tmp_path):
+    """A reference's line of code comes from the indexed method that holds it (no file read):
+    every line given is the file's line, and most lines of a module are given."""
+    eng = Engine.open(export, index_dir=tmp_path / "idx")
+    eng.refresh()
+    given = total = 0
+    for rel in sorted(p for p in eng.files if p.endswith(".bsl")):
+        text = (export / rel).read_bytes().decode("utf-8-sig")
+        lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+        got = eng.source_lines(rel, set(range(len(lines) + 3)))
+        assert all(got[i] == lines[i] for i in got), rel
+        given, total = given + len(got), total + len(lines)
+    assert total > 1000 and given > total // 2, (given, total)
+
+
 def test_a_broken_binding_is_a_named_skip_and_the_rest_stays(export, tmp_path):
     p = export / SUBSCRIPTION
     write(p, read(p).replace("CommonModule.ВариантыОтчетов.ПриУдаленииПользователя", "это не метод!"))
