@@ -341,6 +341,12 @@ def _add_bench_parser(sub) -> None:
         "call_graph latency, edit to updated references (daemon/dev/bench_daemon.py; --scale N replicates ROOT)",
     )
     sp.add_argument(
+        "--no-references",
+        dest="references",
+        action="store_false",
+        help="the engine bench without reading the references (find usages) in the chunking pass: what they cost",
+    )
+    sp.add_argument(
         "--lsp",
         action="store_true",
         help="the LSP round trip: workspace/symbol through `bsl-lens lsp` and the root's daemon "

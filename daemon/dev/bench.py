@@ -354,7 +354,7 @@ def run_bench(args) -> dict:
     try:
         root = _mirror(src_root, args, work, out)
         embedder = None if args.scale > 1 else embedder_for(args.embedder)
-        config = EngineConfig(stem=args.stem)
+        config = EngineConfig(stem=args.stem, references=getattr(args, "references", True))
         idx = work / "index"
         out["scan_ms"] = _scan_ms(root)
         eng = _cold_index(root, idx, config, embedder, args, out)

@@ -35,6 +35,8 @@ class EngineConfig(msgspec.Struct, kw_only=True):
     * ``embed_max_chars``: size of the embedded method head (characters).
     * ``bm25_k1``, ``bm25_b``: BM25 Okapi parameters; ``b`` below the usual 0.75, since long
       methods are long because they do the work a question asks about.
+    * ``references``: read the references (find usages) in the chunking pass; False only for
+      measuring what they cost (``bsl-lens bench --no-references``): find usages then knows none.
 
     Why these values: ``docs/ranking.md``, "Index settings".
     """
@@ -46,11 +48,13 @@ class EngineConfig(msgspec.Struct, kw_only=True):
     embed_max_chars: int = 400
     bm25_k1: float = 1.2
     bm25_b: float = 0.3
+    references: bool = True
 
     def lexical_fingerprint(self) -> str:
         """The settings that change the lexical index; a mismatch with the saved manifest
         means a lexical rebuild."""
-        return f"lines={self.max_method_lines};stem={self.stem};k1={self.bm25_k1};b={self.bm25_b}"
+        fp = f"lines={self.max_method_lines};stem={self.stem};k1={self.bm25_k1};b={self.bm25_b}"
+        return fp if self.references else fp + ";refs=0"
 
 
 class RefreshReport(msgspec.Struct, kw_only=True):

@@ -21,7 +21,7 @@ import numpy as np
 
 from ..contract import Chunk, Skip
 from ..sources.bindings import BINDING_TYPES, descriptor_references, read_form_layout
-from ..sources.bsl import live_code
+from ..sources.bsl import chunk_module, live_code
 from ..sources.docs import docs_tokens, read_page
 from ..sources.files import SkipFile, SourceFile, content_hash, decode_bytes, read_regular_bytes
 from ..sources.metadata import chunk_metadata_bytes
@@ -33,6 +33,25 @@ from .changes import EngineConfig, FileUpdate
 __all__ = ["WorkItem", "WorkResult", "chunk_batch", "chunk_tokens", "make_pool", "read_source"]
 
 log = logging.getLogger(__name__)
+
+
+def _module_chunks(
+    root: Path, src: SourceFile, fmt: str, text: str, config: EngineConfig, extension: bool
+) -> tuple[list, list[FileRefs]]:
+    """A BSL module's chunks and its references (with a form module's layout), from one parse;
+    no references when ``config.references`` is off. Raises what the chunker raises."""
+    where = {"path": src.path, "owner": src.owner, "object_type": src.object_type, "module_kind": src.module_kind}
+    if not config.references:
+        return chunk_module(text, **where, max_lines=config.max_method_lines), []
+    chunks, mod_refs = chunk_module_with_references(
+        text, **where, extension=extension, max_lines=config.max_method_lines
+    )
+    refs = [mod_refs]
+    if src.module_kind == "form":
+        layout = read_form_layout(root, src, fmt, extension=extension, max_file_bytes=config.max_file_bytes)
+        if layout is not None:
+            refs.append(layout)
+    return chunks, refs
 
 
 def read_source(
@@ -80,23 +99,10 @@ def read_source(
         except SkipFile as exc:
             return Skip(src.path, exc.reason, exc.detail)
         try:
-            chunks, mod_refs = chunk_module_with_references(
-                text,
-                path=src.path,
-                owner=src.owner,
-                object_type=src.object_type,
-                module_kind=src.module_kind,
-                extension=extension,
-                max_lines=config.max_method_lines,
-            )
+            chunks, refs = _module_chunks(root, src, fmt, text, config, extension)
         except Exception as exc:  # a chunker bug must not stop the index
             log.exception("chunking %s failed", src.path)
             return Skip(src.path, "parse_failed", f"{type(exc).__name__}: {exc}")
-        refs = [mod_refs]
-        if src.module_kind == "form":
-            layout = read_form_layout(root, src, fmt, extension=extension, max_file_bytes=config.max_file_bytes)
-            if layout is not None:
-                refs.append(layout)
     elif kind == "docs":  # docs: a markdown page (daemon.sources.docs.read_page)
         try:
             chunks = read_page(data, src, config)
@@ -110,7 +116,7 @@ def read_source(
         if skips and not chunks:
             # invalid or half-written XML: keep what we had (no mass deletion); retried later
             return skips[0]
-        if src.object_type in BINDING_TYPES:
+        if config.references and src.object_type in BINDING_TYPES:
             bound = descriptor_references(
                 data, path=src.path, owner=src.owner, object_type=src.object_type, extension=extension
             )

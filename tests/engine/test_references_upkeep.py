@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from daemon.engine import Engine, Target
+from daemon.engine import Engine, EngineConfig, Target
 from daemon.index.refgraph import RefGraph, read_references
 from daemon.index.snapshot import CURRENT_FILE, LEXICAL_DIR, REFS_FILE
 
@@ -313,6 +313,19 @@ def test_the_lines_of_code_from_the_index_are_the_files_lines(export, tmp_path):
         assert all(got[i] == lines[i] for i in got), rel
         given, total = given + len(got), total + len(lines)
     assert total > 1000 and given > total // 2, (given, total)
+
+
+def test_the_cost_switch_leaves_the_chunks_and_reads_no_references(export, tmp_path):
+    """``EngineConfig(references=False)`` (``bench --no-references``): the same chunks, no
+    references read; a different lexical fingerprint, so such an index is never mistaken for one
+    with references."""
+    with_refs = Engine.open(export, index_dir=tmp_path / "a")
+    with_refs.refresh()
+    without = Engine.open(export, index_dir=tmp_path / "b", config=EngineConfig(references=False))
+    without.refresh()
+    assert sorted(without.chunks) == sorted(with_refs.chunks)
+    assert with_refs.refs_status().sites > 0 and without.refs_status().sites == 0
+    assert EngineConfig(references=False).lexical_fingerprint() != EngineConfig().lexical_fingerprint()
 
 
 def test_a_broken_binding_is_a_named_skip_and_the_rest_stays(export, tmp_path):
