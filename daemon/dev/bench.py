@@ -158,9 +158,10 @@ def _warm_child(
         res = eng.search(name, mode="lexical", top_k=5)
         lat.append((time.perf_counter() - t) * 1000)
         found += any(h.name == name for h in res.hits)
-        t = time.perf_counter()
-        eng.references(Target(method=f"{rel}::{name}"))  # LookupError if the graph missed the edit
-        refs_lat.append((time.perf_counter() - t) * 1000)
+        if config.references:
+            t = time.perf_counter()
+            eng.references(Target(method=f"{rel}::{name}"))  # LookupError if the graph missed the edit
+            refs_lat.append((time.perf_counter() - t) * 1000)
     if lat:
         out["edit_to_searchable_ms"] = {
             "p50": round(_pct(lat, 0.5), 1),
