@@ -164,7 +164,9 @@ class Status(msgspec.Struct, kw_only=True):
     skipped_count: int = 0
     full_reconcile_pending: bool = False  # events were lost (overflow, storm): the whole export is re-checked
     last_index: dict[str, float | int] = {}
-    counters: dict[str, int] = {}  # jobs, full_reconciles, storms, vectors_embedded (by the model) since start
+    # since start: jobs, full_reconciles, storms, vectors_embedded (the export's, by the model),
+    # platform_vectors_embedded (platform help's entries)
+    counters: dict[str, int] = {}
     # the running job: {"stage": "chunk", "done": n, "total": m, "elapsed_s": s, "rate_per_s": r,
     # "eta_s": s}; stage scan | chunk (files read and chunked) | apply (into the indexes);
     # rate and ETA over the stage so far (absent until measurable); {} when idle

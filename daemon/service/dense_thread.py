@@ -66,6 +66,7 @@ class DenseThread:
         self._backlog: collections.deque[str] = collections.deque()
         self._rate: collections.deque[tuple[float, int]] = collections.deque(maxlen=120)
         self._passage_embedder = None
+        self._platform_embedder = None
         self._inflight = 0
         self._platform_turn = False
         self._platform_off = False
@@ -166,6 +167,8 @@ class DenseThread:
             log.exception("second embedder instance failed; sharing the query embedder")
             second = eng.embedder
         self._passage_embedder = CountingEmbedder(second, self.counters)
+        # platform help's entries are counted apart: vectors_embedded is the export's
+        self._platform_embedder = CountingEmbedder(second, self.counters, key="platform_vectors_embedded")
         self.attach_shared_cache()
         return True
 
@@ -173,13 +176,13 @@ class DenseThread:
         """One batch of platform help entries without a vector (:meth:`PlatformHelp.embed_next`);
         0 when none is pending. A failure turns the platform's dense side off, logged."""
         ph = self.platform()
-        if ph is None or self._platform_off or self._passage_embedder is None:
+        if ph is None or self._platform_off or self._platform_embedder is None:
             return 0
         try:
             with self.lock:
                 if self.stop.is_set():
                     return 0
-                return ph.embed_next(self._passage_embedder, batch=DENSE_BATCH, shared=self.engine().shared_cache)
+                return ph.embed_next(self._platform_embedder, batch=DENSE_BATCH, shared=self.engine().shared_cache)
         except Exception as exc:
             log.exception("embedding platform help failed; its dense side is off")
             self._on_error(f"platform embedding: {type(exc).__name__}: {exc}")
@@ -254,12 +257,13 @@ class DenseThread:
 
 
 class CountingEmbedder:
-    """An embedder that counts the passages it computes (``counters["vectors_embedded"]``):
-    status shows that a ``touch`` storm or a restart re-embeds nothing."""
+    """An embedder that counts the passages it computes (``counters[key]``, by default
+    ``vectors_embedded``): status shows that a ``touch`` storm or a restart re-embeds nothing."""
 
-    def __init__(self, inner, counters: dict[str, int]) -> None:
+    def __init__(self, inner, counters: dict[str, int], *, key: str = "vectors_embedded") -> None:
         self._inner = inner
         self._counters = counters
+        self._key = key
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -267,5 +271,5 @@ class CountingEmbedder:
     def encode_passages(self, texts: list[str]):
         """The inner model's passages, counted."""
         out = self._inner.encode_passages(texts)
-        self._counters["vectors_embedded"] += len(texts)
+        self._counters[self._key] = self._counters.get(self._key, 0) + len(texts)
         return out

@@ -138,7 +138,13 @@ class Service:
         self.state = "loading"
         self.started_at = time.time()
         self.last_error: str | None = None
-        self.counters = {"jobs": 0, "full_reconciles": 0, "storms": 0, "vectors_embedded": 0}
+        self.counters = {
+            "jobs": 0,
+            "full_reconciles": 0,
+            "storms": 0,
+            "vectors_embedded": 0,
+            "platform_vectors_embedded": 0,
+        }
         #: set by the daemon before :meth:`start`: the background (watcher, reconcile, embedding)
         #: starts only when it calls :meth:`start_background`, once its socket answers, so the
         #: first query never waits behind arming the watcher
