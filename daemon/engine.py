@@ -547,7 +547,8 @@ class Engine:
         t0 = time.perf_counter()
         if cues is None or cues.text != text:
             cues = self.query_cues(text, filters, mode=mode)
-        if self.params.names_fanin_weight or self.params.api_fanin_weight:
+        fan_in = self.params.names_fanin_weight or self.params.api_fanin_weight
+        if fan_in and self.resolve_on_demand and self.state.refs.pending:  # re-checked under the lock
             with self.lock:
                 self._refs_resolved()  # the fan-in terms count resolved references only
         qvec, tvec, names = self._query_vector(cues, mode, top_k, filters)

@@ -209,8 +209,15 @@ def _add_search_parser(sub) -> None:
     sp.add_argument("--path-prefix", help="only paths under this prefix (relative to the root)")
     sp.add_argument("--export-only", action="store_true", help="only exported methods (and metadata)")
     sp.add_argument("--snippets", action="store_true", help="show doc comment and signature")
+    _add_daemon_options(sp)
+    sp.set_defaults(func=cmd_search)
+
+
+def _add_daemon_options(sp) -> None:
+    """How a question reaches the root's daemon (``search``, ``refs``): ``--standalone`` and
+    ``--no-refresh``, ``--no-spawn``, ``--wait``, ``--fresh``."""
+    sp.add_argument("--standalone", action="store_true", help="answer in this process, without the daemon")
     sp.add_argument("--no-refresh", action="store_true", help="--standalone: do not check the disk for changes first")
-    sp.add_argument("--standalone", action="store_true", help="search in this process, without the daemon")
     sp.add_argument(
         "--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one"
     )
@@ -225,7 +232,6 @@ def _add_search_parser(sub) -> None:
         help="first wait up to S seconds (default 1, at most 60) for file changes the daemon has noticed to be "
         "indexed; without it the answer says which changed files it may miss (stale)",
     )
-    sp.set_defaults(func=cmd_search)
 
 
 def _ref_limit(value: str) -> int:
@@ -257,21 +263,7 @@ def _add_refs_parser(sub) -> None:
     sp.add_argument(
         "--possible", action="store_true", help="also list possible callers: unresolved calls with the same name"
     )
-    sp.add_argument("--standalone", action="store_true", help="in this process, without the daemon")
-    sp.add_argument("--no-refresh", action="store_true", help="--standalone: do not check the disk for changes first")
-    sp.add_argument(
-        "--no-spawn", action="store_true", help="fail if no daemon runs for the root instead of starting one"
-    )
-    sp.add_argument("--wait", type=float, default=600.0, help="seconds to wait for a first index (default 600)")
-    sp.add_argument(
-        "--fresh",
-        type=_fresh_seconds,
-        nargs="?",
-        const=1.0,
-        default=0.0,
-        metavar="S",
-        help="first wait up to S seconds (default 1) for file changes the daemon has noticed to be indexed",
-    )
+    _add_daemon_options(sp)
     sp.set_defaults(func=_lazy("cli.refs", "cmd_refs"))
 
 

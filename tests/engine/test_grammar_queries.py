@@ -4,35 +4,9 @@
 from __future__ import annotations
 
 import pytest
-import tree_sitter
 
 from daemon.sources import bsl, bsl_lines
-
-SRC = """// Copyright
-#Если Сервер Тогда
-#Область ПрограммныйИнтерфейс
-// Документация
-&НаСервере
-Асинх Процедура ПолучитьСчёт(А, Б = 1) Экспорт
-	а = 1; // хвост
-КонецПроцедуры
-#Область Вложенная
-&Вместо("Исходная")
-Функция Ф()
-	Возврат 1;
-EndFunction
-#КонецОбласти
-#КонецОбласти
-&AtClient
-Procedure P(X)
-EndProcedure
-#КонецЕсли
-"""
-
-
-def captures(name: str, src: str = SRC) -> dict[str, list[tree_sitter.Node]]:
-    tree = bsl.parser().parse(src.encode("utf-8"))
-    return tree_sitter.QueryCursor(bsl.load_query(name)).captures(tree.root_node)
+from unit.sources.test_grammar_queries import captures  # one parse-and-capture helper for both tiers
 
 
 def test_tree_walk_equals_methods_query(ssl_ru, yaxunit):
