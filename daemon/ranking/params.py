@@ -33,6 +33,8 @@ class RankingParams:
     translated_lexical_weight: float = 2.0
     #: A Latin acronym spelled in Cyrillic ("смс") also searches its Latin spelling ("sms") in BM25.
     latin_acronyms: bool = True
+    #: A Russian question word also searches the stems Snowball misses (перехватывает -> перехват) in BM25.
+    russian_word_forms: bool = True
     #: RRF weight of the metadata BM25 channel, as a factor of the BM25 weight (metadata questions).
     meta_weight: float = 1.0
     #: RRF weight of the metadata-names channel in lexical mode, as a factor of the BM25 weight.

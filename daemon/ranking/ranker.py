@@ -32,6 +32,7 @@ from ..index.embed import vector_chunk
 from ..text.folding import fold
 from ..text.lexicon import latin_acronym, name_words, translated_query
 from ..text.tokenize import tokenize_query
+from ..text.word_forms import extra_stems
 from .cues import QueryCues, read_cues, with_translation
 from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
@@ -433,6 +434,8 @@ class Ranker:
         qtok = tokenize_query(cues.text, stem=self.stem)
         if p.latin_acronyms and not cues.cross_script and not cues.docs:
             qtok = self._with_latin_acronyms(qtok)
+        if p.russian_word_forms and not cues.cross_script and not cues.docs:
+            qtok = self._with_word_forms(qtok)
         weight = p.cross_script_weight if cues.cross_script else 1.0
         if not cues.docs and cues.cross_script:  # the query's words in the code's language
             translated = translated_query(qtok, cues.to)
@@ -442,6 +445,19 @@ class Ranker:
             qtok, factor = docs_query_tokens(qtok, cues.text, self.state.store, p)
             weight *= factor
         return qtok, weight
+
+    def _with_word_forms(self, qtok: list[str]) -> list[str]:
+        """``qtok`` and then the stems its Russian words also stand for
+        (:func:`daemon.text.word_forms.extra_stems`: ``перехватывает`` -> ``перехват``,
+        ``блокировок`` -> ``блокировк``) that the BM25 index has."""
+        out = list(qtok)
+        seen = set(out)
+        for t in qtok:
+            for s in extra_stems(t):
+                if s not in seen and self.state.bm25.df(s):
+                    out.append(s)
+                    seen.add(s)
+        return out
 
     def _with_latin_acronyms(self, qtok: list[str]) -> list[str]:
         """``qtok`` and, after each Latin acronym spelled in Cyrillic (``смс``), its Latin

@@ -68,6 +68,7 @@ __all__ = [
     "STOPWORDS",
     "TOKENIZER_VERSION",
     "clear_caches",
+    "stem_word",
     "tokenize",
     "tokenize_query",
 ]
@@ -132,6 +133,12 @@ def _stem(word: str) -> str:
     if _LATIN_RE.search(word):
         return _STEMMERS["en"].stemWord(word)
     return word
+
+
+def stem_word(word: str) -> str:
+    """The stem BM25 indexes for one folded word part (:func:`_stem`: Snowball Russian for
+    Cyrillic, English for Latin, a mixed-script word as is)."""
+    return _stem(word)
 
 
 def _keep(token: str, stopwords: bool, whole: bool) -> bool:

@@ -288,3 +288,17 @@ def test_fan_in_orders_a_name_querys_equal_matches_only_when_weighted():
     asked.clear()
     assert order(weighted, "Т.Представление") == order(plain, "Т.Представление")
     assert asked == []
+
+
+def test_a_questions_finite_verb_finds_the_name_that_uses_its_noun():
+    catch = "CommonModules/Методы/Module.bsl"
+    st = _state(
+        [
+            _proc(catch, "ОбщийМодуль.Методы", "ВыполнитьСПерехватомОшибки", "Процедура ВыполнитьСПерехватомОшибки()"),
+            _proc("CommonModules/Тесты/Module.bsl", "ОбщийМодуль.Тесты", "ВыполнитьТест", "Процедура ВыполнитьТест()"),
+        ]
+    )
+    q = "где выполняется тест и перехватывает ошибки"
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), russian_word_forms=False))
+    assert _rank(off, q)[0].name == "ВыполнитьТест"
+    assert _rank(Ranker(st, root=ROOT), q)[0].name == "ВыполнитьСПерехватомОшибки"
