@@ -293,6 +293,22 @@ def _docs_lines(d: dict, verbose: int) -> list[str]:
     return [f"  docs:     {pages} ({listed}; -v says what)"]
 
 
+def _references_lines(r: dict | None) -> list[str]:
+    """``references:`` (find usages): files and sites held, and what is not settled yet (files
+    still resolving, a rebuild from the files, dynamic calls that make answers lower bounds);
+    nothing from a daemon without references."""
+    if not r:
+        return []
+    parts = [f"{r.get('files', 0)} files, {r.get('sites', 0)} sites"]
+    if r.get("building"):
+        parts.append("being read from the files again")
+    if r.get("resolving"):
+        parts.append(f"{r['resolving']} files resolving")
+    if r.get("dynamic"):
+        parts.append(f"{r['dynamic']} dynamic calls (Выполнить/Вычислить: answers are lower bounds)")
+    return ["  references: " + "; ".join(parts)]
+
+
 def _freshness_lines(d: dict) -> list[str]:
     lat = d.get("latency") or {}
     if lat.get("samples"):
@@ -352,6 +368,7 @@ def format_status(d: dict, *, verbose: int = 0) -> str:
         lines.append("  " + format_progress(prog, first=not g("chunks")))
     lines += _dense_lines(g("dense") or {})
     lines += _platform_lines(g("platform"), verbose)
+    lines += _references_lines(g("references"))
     lines.append(_watcher_line(d))
     lines += _freshness_lines(d)
     lines += _docs_lines(d, verbose)

@@ -11,6 +11,7 @@ from pathlib import Path
 import msgspec
 
 from .. import notes
+from ..contract import DEFAULT_WATCH
 from ..server.runtime import export_problem
 from .search import follow_index
 
@@ -179,7 +180,7 @@ def restart_options(args, opts) -> list[str]:
             kept.append(f"--shared-cache-mode {opts.shared_cache_mode}")
     if args.watch is None:
         args.watch = opts.watch
-        if opts.watch != "auto":
+        if opts.watch != DEFAULT_WATCH:
             kept.append(f"--watch {opts.watch}")
     if args.reconcile_interval is None and opts.reconcile_interval is not None:
         args.reconcile_interval = opts.reconcile_interval

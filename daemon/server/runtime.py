@@ -59,6 +59,7 @@ from pathlib import Path
 
 import msgspec
 
+from ..contract import DEFAULT_WATCH
 from ..index.storage import atomic_write_bytes, default_index_dir
 
 log = logging.getLogger(__name__)
@@ -110,7 +111,7 @@ class DaemonOptions(msgspec.Struct, kw_only=True):
     ``--platform-version`` given ("" for the configuration's rule)."""
 
     embedder: str = "none"
-    watch: str = "auto"
+    watch: str = DEFAULT_WATCH
     docs: list[str] = []
     reconcile_interval: float | None = None
     shared_cache: str = ""

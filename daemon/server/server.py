@@ -37,7 +37,7 @@ import msgspec
 
 from .. import __version__
 from . import runtime
-from ..contract import DEFAULT_EMBEDDER, NO_EMBEDDER
+from ..contract import DEFAULT_EMBEDDER, DEFAULT_WATCH, NO_EMBEDDER
 from ..options import embedder_or_none
 from .protocol import (
     INTERNAL_ERROR,
@@ -611,7 +611,7 @@ def run_daemon(
     *,
     index_dir: str | os.PathLike | None = None,
     embedder: str | None = DEFAULT_EMBEDDER,
-    watch: str = "auto",
+    watch: str = DEFAULT_WATCH,
     log_file: str | os.PathLike | None = None,
     reconcile_interval: float | None = None,
     service_factory: Callable[..., Any] | None = None,
