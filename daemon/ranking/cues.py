@@ -26,11 +26,11 @@ from ..text.lexicon import default_lexicon
 _TYPE_CUES: list[tuple[re.Pattern[str], tuple[str, ...]]] = [
     (re.compile(p), types)
     for p, types in (
-        (r"\bрегистр\w* сведен", ("РегистрСведений",)),
-        (r"\bрегистр\w* накоплен", ("РегистрНакопления",)),
-        (r"\bрегистр\w* бухгалтер", ("РегистрБухгалтерии",)),
-        (r"\bрегистр\w* расчет", ("РегистрРасчета",)),
-        (r"\bрегистр", ("РегистрСведений", "РегистрНакопления", "РегистрБухгалтерии", "РегистрРасчета")),
+        (r"\bрегистр(?!ац|ир)\w* сведен", ("РегистрСведений",)),
+        (r"\bрегистр(?!ац|ир)\w* накоплен", ("РегистрНакопления",)),
+        (r"\bрегистр(?!ац|ир)\w* бухгалтер", ("РегистрБухгалтерии",)),
+        (r"\bрегистр(?!ац|ир)\w* расчет", ("РегистрРасчета",)),
+        (r"\bрегистр(?!ац|ир)", ("РегистрСведений", "РегистрНакопления", "РегистрБухгалтерии", "РегистрРасчета")),
         (r"\binformation register|\bregister", ("РегистрСведений", "РегистрНакопления")),
         (r"\bсправочник|\bcatalog", ("Справочник",)),
         (r"\bжурнал\w* документ|\bdocument journal", ("ЖурналДокументов",)),
@@ -242,7 +242,7 @@ def _types(q: str) -> tuple[str, ...]:
             for t in names:
                 if t not in types:
                     types.append(t)
-            if rx.pattern.startswith(r"\bрегистр\w* "):  # a specific register kind wins
+            if rx.pattern.startswith(r"\bрегистр(?!ац|ир)\w* "):  # a specific register kind wins
                 break
     for rx, names in _MORE_TYPE_CUES:
         if rx.search(q):

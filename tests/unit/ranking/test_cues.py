@@ -3,7 +3,7 @@ questions, platform events, acronyms and a question that spells a method's name.
 
 from __future__ import annotations
 
-from daemon.ranking.cues import metadata_intent, named_events, read_cues
+from daemon.ranking.cues import MetadataIntent, metadata_intent, named_events, read_cues
 
 
 def test_listed_is_not_the_enum_type_word_and_multi_word_types_are_cues():
@@ -51,3 +51,11 @@ def test_latin_acronyms_spelled_in_cyrillic():
     assert latin_acronym("смс") == "sms" and latin_acronym("пдф") == "pdf" and latin_acronym("фтп") == "ftp"
     assert latin_acronym("эцп") is None  # a vowel: a Russian word or acronym
     assert latin_acronym("с") is None and latin_acronym("клиент") is None
+
+
+def test_registration_is_not_the_register_type_word():
+    # "журнал регистрации" is the event log, "регистрация изменений" an exchange's change registration
+    assert metadata_intent("где записываются события в журнал регистрации") == MetadataIntent()
+    assert not metadata_intent("регистрация изменений для обмена").metadata
+    assert metadata_intent("регистры накопления остатков").object_types == ("РегистрНакопления",)
+    assert "РегистрСведений" in metadata_intent("в каком регистре хранятся курсы валют").object_types
