@@ -7,7 +7,9 @@ the platform's own type and field names in Russian and English (the words a deve
 them), matched on word prefixes after case and ``ё`` folding, so inflected forms match
 (``регистре``, ``справочника``, ``перечислением``). A question with an infinitive ("провести
 пачку документов", "где хранить пароль") or an English how-to opening is a how-to question about
-code, even when it names a metadata type. All functions here are pure and O(len(query)).
+code, even when it names a metadata type; so is one that names a platform event's handler
+("перед удалением справочника") unless it names an event subscription. All functions here are
+pure and O(len(query)).
 """
 
 from __future__ import annotations
@@ -177,6 +179,16 @@ _EVENTS: list[tuple[re.Pattern[str], str, str]] = [
 ]
 
 
+# An event subscription is a metadata object named by an event's words too ("подписка на
+# событие перед записью"): such a question stays a metadata question.
+_SUBSCRIPTION = re.compile(r"\bподписк\w* на событ|\bevent subscription")
+
+
+def _names_handler(folded: str, events: tuple[str, ...]) -> bool:
+    """True when the question names a platform event's handler (code), not an event subscription."""
+    return bool(events) and _SUBSCRIPTION.search(folded) is None
+
+
 def named_events(query: str) -> tuple[str, ...]:
     """The platform event handlers a question names in words, as Russian and English handler
     names (``"обработка проведения документа анкета"`` -> ``("ОбработкаПроведения",
@@ -229,7 +241,7 @@ def metadata_intent(query: str) -> MetadataIntent:
     False
     """
     q = fold(query)
-    if _has_infinitive(q):
+    if _has_infinitive(q) or _names_handler(q, _events(q)):
         return MetadataIntent()
     return _intent(q)
 
@@ -358,9 +370,9 @@ def read_cues(text: str, *, corpus_cyrillic: float, docs: bool) -> QueryCues:
         folded = fold(text)
         howto = _has_infinitive(folded)
         types = _types(folded)
-        intent = MetadataIntent() if howto else _intent(folded, types)
-        where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
         events = _events(folded)
+        intent = MetadataIntent() if howto or _names_handler(folded, events) else _intent(folded, types)
+        where_how = not howto and not cross and _WHERE_HOW.search(folded) is not None
         spelled = spelled_name(text) or ""
     return QueryCues(
         text=text,

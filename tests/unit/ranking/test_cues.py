@@ -59,3 +59,12 @@ def test_registration_is_not_the_register_type_word():
     assert not metadata_intent("регистрация изменений для обмена").metadata
     assert metadata_intent("регистры накопления остатков").object_types == ("РегистрНакопления",)
     assert "РегистрСведений" in metadata_intent("в каком регистре хранятся курсы валют").object_types
+
+
+def test_a_question_naming_an_event_handler_is_about_code_unless_it_names_a_subscription():
+    assert not metadata_intent("обработчик перед удалением справочника").metadata
+    assert not metadata_intent("обработка проведения документов").metadata
+    assert metadata_intent("подписка на событие перед записью").object_types == ("ПодпискаНаСобытие",)
+    cues = read_cues("обработчик перед удалением справочника", corpus_cyrillic=1.0, docs=False)
+    assert not cues.intent.metadata and cues.named_events == ("ПередУдалением", "BeforeDelete")
+    assert cues.named_types == ("Справочник",)  # the type is still known to the handler rules
