@@ -130,24 +130,38 @@ class Channels(NamedTuple):
     match: dict[str, str]
 
 
-def _names_first(fused: list, match: dict[str, str]) -> list:
-    """Order for a name query: hits the names channel matched as exact, prefix or CamelHump
-    come first, in the names channel's own order (match kind, then the API boost); the rest
-    follow by fused score (plain weighted RRF let BM25 lift callers and same-named copies over
-    the definition)."""
-    first = [t for t in fused if match.get(t[0]) in NAME_TIER]
+def _tier_order(first: list, match: dict[str, str], is_test: Callable[[str], bool] | None) -> None:
+    """Sort a name tier in place: the names channel's own order (match kind, then the API
+    boost), test code after the production code of the same match kind (``is_test``: of a
+    chunk id; None keeps the channel's order)."""
     first.sort(key=lambda t: t[2]["names"])
+    if is_test is None:
+        return
+    start = 0
+    for end in range(1, len(first) + 1):  # each run of one match kind: production code first
+        if end == len(first) or match[first[end][0]] != match[first[start][0]]:
+            first[start:end] = sorted(first[start:end], key=lambda t: is_test(t[0]))
+            start = end
+
+
+def _names_first(fused: list, match: dict[str, str], is_test: Callable[[str], bool] | None = None) -> list:
+    """Order for a name query: hits the names channel matched as exact, prefix or CamelHump
+    come first, in the names channel's own order (match kind, then the API boost; test code
+    after production code of the same kind, see :func:`_tier_order`); the rest follow by fused
+    score (plain weighted RRF let BM25 lift callers and same-named copies over the definition)."""
+    first = [t for t in fused if match.get(t[0]) in NAME_TIER]
+    _tier_order(first, match, is_test)
     rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
     return first + rest
 
 
-def _acronym_first(fused: list, match: dict[str, str]) -> list:
+def _acronym_first(fused: list, match: dict[str, str], is_test: Callable[[str], bool] | None = None) -> list:
     """Order for an acronym query (``НДС``): it is first a word. The names that are it, start
-    with it or hold it as a word part (:data:`ACRONYM_TIER`), in the names channel's order;
-    then the chunks whose text holds it (BM25 found them) by fused score; then the rest, its
-    CamelHump expansions among them."""
+    with it or hold it as a word part (:data:`ACRONYM_TIER`), in the names channel's order
+    (:func:`_tier_order`); then the chunks whose text holds it (BM25 found them) by fused
+    score; then the rest, its CamelHump expansions among them."""
     first = [t for t in fused if match.get(t[0]) in ACRONYM_TIER]
-    first.sort(key=lambda t: t[2]["names"])
+    _tier_order(first, match, is_test)
     texts = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" in t[2]]
     rest = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" not in t[2]]
     return first + texts + rest
@@ -615,10 +629,13 @@ class Ranker:
             head = self._first_tier(cues, allow)
             if head:
                 fused = _put_first(fused, head)
+        is_test = None
+        if self.params.test_code_factor != 1.0:
+            is_test = lambda cid: tests.is_test(cid.partition("::")[0])  # noqa: E731
         if match and cues.acronym:
-            fused = _acronym_first(fused, match)
+            fused = _acronym_first(fused, match, is_test)
         elif match:
-            fused = _names_first(fused, match)
+            fused = _names_first(fused, match, is_test)
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)
         return self._hits(fused, slot_by_id, match, top_k, snippets)

@@ -302,3 +302,24 @@ def test_a_questions_finite_verb_finds_the_name_that_uses_its_noun():
     off = Ranker(st, root=ROOT, params=replace(RankingParams(), russian_word_forms=False))
     assert _rank(off, q)[0].name == "ВыполнитьТест"
     assert _rank(Ranker(st, root=ROOT), q)[0].name == "ВыполнитьСПерехватомОшибки"
+
+
+def test_a_name_query_puts_production_code_before_test_code_of_the_same_match_kind():
+    st = _state(
+        [
+            msgspec.structs.replace(
+                _proc(IN_TESTS, "ОбщийМодуль.ОМ_ОтчетJUnit", "ЗаписатьОбъект", "Процедура ЗаписатьОбъект() Экспорт"),
+                export=True,
+            ),
+            _proc(PROD, "ОбщийМодуль.ОтчетJUnit", "ЗаписатьОбъект", "Процедура ЗаписатьОбъект()"),
+            _proc(PROD, "ОбщийМодуль.ОтчетJUnit", "ЗаписатьОбъектыПакетом", "Процедура ЗаписатьОбъектыПакетом()"),
+        ]
+    )
+    off = Ranker(st, root=ROOT, params=replace(RankingParams(), test_code_factor=1.0))
+    assert [h.path for h in _rank(off, "ЗаписатьОбъект")][:2] == [IN_TESTS, PROD]  # the exported copy first
+    hits = _rank(Ranker(st, root=ROOT), "ЗаписатьОбъект")
+    assert [(h.path, h.name) for h in hits] == [
+        (PROD, "ЗаписатьОбъект"),
+        (IN_TESTS, "ЗаписатьОбъект"),  # an exact match still comes before a prefix match
+        (PROD, "ЗаписатьОбъектыПакетом"),
+    ]
