@@ -253,9 +253,13 @@ def _search_via_daemon(args):
             if args.mode == "vector" and not st.dense.enabled:
                 return _no_vectors(args, f"the daemon for {st.root} (pid {c.hello.pid})")
             if st.format == "unknown":
+                from ..sources.scan import IGNORE_FILE
+
+                ignore = Path(st.root) / IGNORE_FILE
+                why = f" (or its {IGNORE_FILE} leaves them out)" if ignore.is_file() else ""
                 print(
                     f"bsl-lens: warning: {st.root} is neither a Designer dump (Configuration.xml) nor EDT project(s) "
-                    "(src/Configuration/Configuration.mdo): owners and metadata are unknown; point it at the "
+                    f"(src/Configuration/Configuration.mdo){why}: owners and metadata are unknown; point it at the "
                     "export's root",
                     file=sys.stderr,
                 )

@@ -83,7 +83,10 @@ class Skip(msgspec.Struct, frozen=True):
     ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
     an image or other file next to the pages, :mod:`daemon.sources.docs`; ``bad_binding``: a
     descriptor or form layout names a handler that is no method name, that binding is left
-    out of the references, the rest of the file is indexed: :data:`PARTIAL_SKIPS`);
+    out of the references, the rest of the file is indexed: :data:`PARTIAL_SKIPS`;
+    ``bad_pattern``: a line of the root's ``.bsl-lens-ignore`` that is no gitignore pattern,
+    left out while the other lines apply; the ignore file's other reasons mean it ignores
+    nothing);
     ``detail`` is a human sentence for logs and ``status``.
     """
 

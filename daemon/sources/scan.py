@@ -34,7 +34,18 @@ from ..contract import Skip
 from ..contract import CONFIGURATION, OBJECT_TYPES, SUB_FOLDERS
 from ..text.folding import split_words
 from .docs import DocsLayout
-from .files import ModuleIdentity, SkipFile, SourceFile, UTF8_BOM, link_detail, open_regular, sniff_binary, special_kind
+from .files import (
+    ModuleIdentity,
+    SkipFile,
+    SourceFile,
+    UTF8_BOM,
+    decode_bytes,
+    link_detail,
+    open_regular,
+    read_regular_bytes,
+    sniff_binary,
+    special_kind,
+)
 
 log = logging.getLogger(__name__)
 
@@ -232,33 +243,55 @@ _SKIP_DIRS = {".git", ".bsl-lens", ".hg", ".svn"}
 IGNORE_FILE = ".bsl-lens-ignore"
 
 
+#: Longest ignore file read, in bytes: a bigger one is reported and ignores nothing (every path
+#: is matched against every pattern; 100,000 patterns took minutes to apply).
+MAX_IGNORE_BYTES = 256 * 1024
+
+
 class IgnoreRules:
     """The patterns of the root's :data:`IGNORE_FILE` (gitignore syntax, through
-    :mod:`pathspec`; no file: nothing is ignored). An unreadable file is logged and ignores
-    nothing. Paths are relative to the root, ``/``-separated, NFC; a folder is asked with a
-    trailing ``/``."""
+    :mod:`pathspec`; no file: nothing is ignored). Paths are relative to the root,
+    ``/``-separated, NFC; a folder is asked with a trailing ``/``.
 
-    __slots__ = ("spec", "problem")
+    Read like a module (:func:`daemon.sources.files.read_regular_bytes` and
+    :func:`~daemon.sources.files.decode_bytes`: UTF-8 or UTF-16 with a BOM, UTF-8, cp1251; no
+    symlink, FIFO or device). ``problems``: :class:`~daemon.contract.Skip` records of the file,
+    which the scan reports with its other skips: a file that cannot be read (``unreadable``,
+    ``symlink``, ``not_regular``, ``too_large`` over :data:`MAX_IGNORE_BYTES`, ``binary``,
+    ``undecodable``) ignores nothing; a line that is no valid pattern (``bad_pattern``) is left
+    out and the other lines apply. Never raises."""
 
-    def __init__(self, lines: Iterable[str] = ()) -> None:
+    __slots__ = ("spec", "problems")
+
+    def __init__(self, lines: Iterable[str] = (), problems: Iterable[Skip] = ()) -> None:
         lines = [ln for ln in lines if ln.strip()]
         self.spec = pathspec.GitIgnoreSpec.from_lines(lines) if lines else None
-        self.problem = ""
+        self.problems: list[Skip] = list(problems)
 
     @classmethod
     def read(cls, root: Path) -> IgnoreRules:
         """The rules of ``root``'s ignore file (none when it is missing)."""
         path = Path(root) / IGNORE_FILE
-        try:
-            text = path.read_text(encoding="utf-8-sig")
-        except FileNotFoundError:
+        if not os.path.lexists(path):
             return cls()
-        except (OSError, UnicodeDecodeError) as exc:
-            log.warning("cannot read %s, nothing is ignored: %s", path, exc)
-            rules = cls()
-            rules.problem = str(exc)
-            return rules
-        return cls(text.splitlines())
+        try:
+            text, _ = decode_bytes(read_regular_bytes(path, MAX_IGNORE_BYTES))
+        except SkipFile as exc:
+            log.warning("%s is not read, nothing is ignored: %s", path, exc.detail)
+            return cls(problems=[Skip(IGNORE_FILE, exc.reason, f"{exc.detail}; nothing is ignored")])
+        lines, problems = [], []
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                pathspec.GitIgnoreSpec.from_lines([line])
+            except ValueError as exc:
+                problems.append(Skip(IGNORE_FILE, "bad_pattern", f"line {n}: {exc}; left out, the other lines apply"))
+                continue
+            lines.append(line)
+        for p in problems:
+            log.warning("%s %s", path, p.detail)
+        return cls(lines, problems)
 
     def __bool__(self) -> bool:
         return self.spec is not None
@@ -643,6 +676,7 @@ class _Walk:
         self.deps: dict[str, list[str]] = {}  # descriptor -> its Designer form/template descriptors
         self.docs_layout = DocsLayout(root, info)
         self.ignore = IgnoreRules.read(root)  # the root's .bsl-lens-ignore
+        self.skipped.extend(self.ignore.problems)
 
     def project_of(self, rel: str) -> tuple[str, str] | None:
         """(src prefix, project path) of an EDT path, or None if outside every src."""

@@ -695,3 +695,20 @@ def test_bsl_lens_ignore_keeps_its_files_quiet_and_its_change_reconciles_everyth
     assert c.wait(lambda: c.overflow)
     (export / "tests/Модуль/Ext/Module.bsl").write_text("// now watched", encoding="utf-8")
     c.wait_paths("tests/Модуль/Ext/Module.bsl")
+
+
+@pytest.mark.parametrize("mode", ["auto", "polling"])
+def test_a_bad_ignore_file_keeps_the_watch_whole_and_its_good_lines_apply(
+    export: Path, make_watcher, mode: str
+) -> None:
+    (export / "tests/Модуль/Ext").mkdir(parents=True)
+    c = Collector()
+    w = make_watcher(export, c, mode=mode, poll_interval_s=0.1)
+    (export / ".bsl-lens-ignore").write_text("fixtures/\n!\ntests/\n", encoding="utf-8")  # "!" is no pattern
+    assert c.wait(lambda: c.overflow)  # the rules changed: a full reconcile (the scan reports the line)
+    (export / "tests/Модуль/Ext/Module.bsl").write_text("// ignored by the good line", encoding="utf-8")
+    sentinel = export / "CommonModules/Общий/Ext/Module.bsl"
+    sentinel.write_text("// sentinel", encoding="utf-8")
+    c.wait_paths("CommonModules/Общий/Ext/Module.bsl")
+    assert "tests/Модуль/Ext/Module.bsl" not in c.paths
+    assert w.problem() is None  # the watch did not fall back or stop

@@ -35,3 +35,48 @@ def test_the_scanner_leaves_ignored_files_out_and_the_engine_drops_them(sample_r
     assert not eng.search("Контрагенты", mode="lexical").hits or all(
         not h.path.startswith("Catalogs/Контрагенты") for h in eng.search("Контрагенты", mode="lexical").hits
     )
+
+
+def _skips(root):
+    return [(k.reason, k.detail) for k in scan_export(root).skipped if k.path == ".bsl-lens-ignore"]
+
+
+def test_a_bad_line_is_left_out_and_named_the_other_lines_apply(sample_root):
+    (sample_root / ".bsl-lens-ignore").write_text("Catalogs/Контрагенты*\n!\n/Documents/\n", encoding="utf-8")
+    rules = IgnoreRules.read(sample_root)
+    assert rules.ignored("Documents", folder=True) and rules.ignored("Catalogs/Контрагенты.xml")
+    [(reason, detail)] = _skips(sample_root)
+    assert reason == "bad_pattern" and detail.startswith("line 2: ") and "other lines apply" in detail
+    found = {f.path for f in scan_export(sample_root).modules}
+    assert found and not any(p.startswith("Documents/") for p in found)
+
+
+def test_the_ignore_file_is_read_in_the_encodings_modules_are(tmp_path):
+    for data in (
+        "tests/\r\nfixtures/\r\n".encode("utf-16"),  # Notepad's "Unicode": a BOM, then UTF-16
+        "# тесты\ntests/\nfixtures/\n".encode("cp1251"),
+        b"\xef\xbb\xbftests/\rfixtures/\r",  # UTF-8 BOM, bare CR
+    ):
+        (tmp_path / ".bsl-lens-ignore").write_bytes(data)
+        rules = IgnoreRules.read(tmp_path)
+        assert not rules.problems and rules.ignored("tests", folder=True) and rules.ignored("fixtures", folder=True)
+
+
+def test_an_ignore_file_that_cannot_be_read_ignores_nothing_and_says_why(tmp_path):
+    import os
+
+    path = tmp_path / ".bsl-lens-ignore"
+    cases = {
+        "binary": lambda: path.write_bytes(b"tests/\n\x00\x01\x02"),
+        "too_large": lambda: path.write_text("# " + "x" * (300 * 1024) + "\ntests/\n"),
+        "symlink": lambda: path.symlink_to(tmp_path / "elsewhere"),
+        "not_regular": lambda: os.mkfifo(path),  # a FIFO: never blocks the scan
+    }
+    (tmp_path / "elsewhere").write_text("tests/\n")
+    for reason, make in cases.items():
+        if path.is_symlink() or path.exists():
+            path.unlink()
+        make()
+        rules = IgnoreRules.read(tmp_path)
+        assert not rules and [p.reason for p in rules.problems] == [reason]
+        assert rules.problems[0].path == ".bsl-lens-ignore" and "nothing is ignored" in rules.problems[0].detail
