@@ -38,6 +38,7 @@ from .docs import docs_query_tokens, docs_weights
 from .fusion import rrf
 from .hits import chunk_hit
 from .params import RankingParams
+from .tiers import NAME_TIER, acronym_first, names_first, put_first
 from .testcode import TestCode
 
 #: Metadata masks kept per store version (one per object-type tuple a query named).
@@ -107,14 +108,6 @@ _FORM_WORD = re.compile(r"\bформ|\bform")
 #: ``Task=Task.X``: the task type of a business process). Both directions are linked.
 LINK_PROPERTIES = {"ФункциональнаяОпция": "Location", "БизнесПроцесс": "Task"}
 
-#: Names-channel match kinds that put a hit in the first tier of a name query ("translated":
-#: the name typed in the other language, :meth:`daemon.index.metanames.MetadataNames.translated_names`;
-#: "part": an acronym that is a word of the name).
-NAME_TIER = ("exact", "prefix", "camelhump", "translated", "part")
-#: The names an acronym query puts first; the texts that hold it (BM25) follow, its CamelHump
-#: expansions after them.
-ACRONYM_TIER = ("exact", "prefix", "part")
-
 
 class IndexDamaged(RuntimeError):
     """A query met index files that cannot be right (the channels raised on the loaded data):
@@ -128,52 +121,6 @@ class Channels(NamedTuple):
     lists: dict[str, list[str]]
     weights: dict[str, float]
     match: dict[str, str]
-
-
-def _tier_order(first: list, match: dict[str, str], is_test: Callable[[str], bool] | None) -> None:
-    """Sort a name tier in place: the names channel's own order (match kind, then the API
-    boost), test code after the production code of the same match kind (``is_test``: of a
-    chunk id; None keeps the channel's order)."""
-    first.sort(key=lambda t: t[2]["names"])
-    if is_test is None:
-        return
-    start = 0
-    for end in range(1, len(first) + 1):  # each run of one match kind: production code first
-        if end == len(first) or match[first[end][0]] != match[first[start][0]]:
-            first[start:end] = sorted(first[start:end], key=lambda t: is_test(t[0]))
-            start = end
-
-
-def _names_first(fused: list, match: dict[str, str], is_test: Callable[[str], bool] | None = None) -> list:
-    """Order for a name query: hits the names channel matched as exact, prefix or CamelHump
-    come first, in the names channel's own order (match kind, then the API boost; test code
-    after production code of the same kind, see :func:`_tier_order`); the rest follow by fused
-    score (plain weighted RRF let BM25 lift callers and same-named copies over the definition)."""
-    first = [t for t in fused if match.get(t[0]) in NAME_TIER]
-    _tier_order(first, match, is_test)
-    rest = [t for t in fused if match.get(t[0]) not in NAME_TIER]
-    return first + rest
-
-
-def _acronym_first(fused: list, match: dict[str, str], is_test: Callable[[str], bool] | None = None) -> list:
-    """Order for an acronym query (``НДС``): it is first a word. The names that are it, start
-    with it or hold it as a word part (:data:`ACRONYM_TIER`), in the names channel's order
-    (:func:`_tier_order`); then the chunks whose text holds it (BM25 found them) by fused
-    score; then the rest, its CamelHump expansions among them."""
-    first = [t for t in fused if match.get(t[0]) in ACRONYM_TIER]
-    _tier_order(first, match, is_test)
-    texts = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" in t[2]]
-    rest = [t for t in fused if match.get(t[0]) not in ACRONYM_TIER and "bm25" not in t[2]]
-    return first + texts + rest
-
-
-def _put_first(fused: list, head: list[str]) -> list:
-    """``fused`` with the ids of ``head`` first, in that order; one that no channel found comes
-    in with the best fused score and no channel ranks."""
-    found = {t[0]: t for t in fused if t[0] in head}
-    top = fused[0][1] if fused else 0.0
-    first = [found.get(k) or (k, top, {}) for k in head]
-    return first + [t for t in fused if t[0] not in found]
 
 
 def _bsl_chunk(chunk_id: str) -> bool:
@@ -376,7 +323,7 @@ class Ranker:
     @staticmethod
     def names_fill(hits: list[tuple[int, float, str]], top_k: int) -> bool:
         """True if the first ``top_k`` of the names channel's ``hits`` are all first-tier
-        (exact, prefix, CamelHump): then they are the whole answer (see :func:`_names_first`)."""
+        (exact, prefix, CamelHump): then they are the whole answer (see :func:`daemon.ranking.tiers.names_first`)."""
         return sum(1 for _, _, m in hits[:top_k] if m in NAME_TIER) >= top_k
 
     # ------------------------------------------------------------------ channels
@@ -628,14 +575,12 @@ class Ranker:
         if mode != "vector" and not cues.docs and not cues.identifier:
             head = self._first_tier(cues, allow)
             if head:
-                fused = _put_first(fused, head)
-        is_test = None
-        if self.params.test_code_factor != 1.0:
-            is_test = lambda cid: tests.is_test(cid.partition("::")[0])  # noqa: E731
+                fused = put_first(fused, head)
+        is_test = self._test_chunk(tests) if self.params.test_code_factor != 1.0 else None
         if match and cues.acronym:
-            fused = _acronym_first(fused, match, is_test)
+            fused = acronym_first(fused, match, is_test)
         elif match:
-            fused = _names_first(fused, match, is_test)
+            fused = names_first(fused, match, is_test)
         elif fused and mode != "vector" and not cues.docs and self.params.object_rollup and cues.metadata:
             fused = self._roll_up(fused, slot_by_id, allow)
         return self._hits(fused, slot_by_id, match, top_k, snippets)
@@ -763,6 +708,11 @@ class Ranker:
             ]
             out += [store.ids[s] for *_, s in sorted(mine)]
         return out
+
+    @staticmethod
+    def _test_chunk(tests: TestCode) -> Callable[[str], bool]:
+        """Whether a chunk id is test code (:meth:`daemon.ranking.testcode.TestCode.is_test` of its path)."""
+        return lambda cid: tests.is_test(cid.partition("::")[0])
 
     def _demote_tests(self, fused: list, tests: TestCode) -> list:
         """``fused`` with the scores of test code's chunks multiplied by ``test_code_factor``,
