@@ -279,6 +279,10 @@ class IgnoreRules:
         except SkipFile as exc:
             log.warning("%s is not read, nothing is ignored: %s", path, exc.detail)
             return cls(problems=[Skip(IGNORE_FILE, exc.reason, f"{exc.detail}; nothing is ignored")])
+        try:
+            return cls(text.splitlines())
+        except ValueError:  # some line is no pattern: find them (a pattern compiles alone or not at all)
+            pass
         lines, problems = [], []
         for n, line in enumerate(text.splitlines(), 1):
             if not line.strip():
