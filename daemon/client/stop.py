@@ -99,19 +99,12 @@ def _replaced(paths: runtime.Paths, pid: int, timeout: float) -> bool:
     """Wait up to ``timeout`` seconds for the daemon ``pid`` to release the root lock. True
     when another process holds the lock by then while ``pid`` is gone (a client started a new
     daemon right after this one exited); False when the lock is free or still ``pid``'s."""
-    import time
 
-    deadline = time.monotonic() + timeout
-    delay = 0.01
-    while runtime.lock_is_held(paths.root_lock):
+    def taken_over() -> bool:
         holder = runtime.lock_holder(paths.root_lock)
-        if holder is not None and holder != pid and not _alive(pid):
-            return True
-        if time.monotonic() >= deadline:
-            return False
-        time.sleep(delay)
-        delay = min(delay * 2, 0.2)
-    return False
+        return holder is not None and holder != pid and not _alive(pid)
+
+    return not runtime.wait_lock_free(paths.root_lock, timeout, give_up=taken_over) and taken_over()
 
 
 def _alive(pid: int) -> bool:

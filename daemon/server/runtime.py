@@ -55,6 +55,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -706,13 +707,14 @@ def _has_bsl(root: Path, limit: int) -> bool:
 
 
 # ------------------------------------------------------------------------------ stopping
-def wait_lock_free(path: Path, timeout: float) -> bool:
+def wait_lock_free(path: Path, timeout: float, *, give_up: Callable[[], bool] | None = None) -> bool:
     """Wait up to ``timeout`` seconds for the lock file ``path`` to be free (polled, backing
-    off from 10 ms to 200 ms). True when it is free, False when the time ran out."""
+    off from 10 ms to 200 ms). True when it is free, False when the time ran out or
+    ``give_up()`` (asked while the lock is held) said there is no point in waiting."""
     deadline = time.monotonic() + timeout
     delay = 0.01
     while lock_is_held(path):
-        if time.monotonic() >= deadline:
+        if (give_up is not None and give_up()) or time.monotonic() >= deadline:
             return False
         time.sleep(delay)
         delay = min(delay * 2, 0.2)

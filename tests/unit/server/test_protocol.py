@@ -116,6 +116,37 @@ def test_file_lock_is_exclusive_and_released(tmp_path):
     b.release()
 
 
+def test_wait_lock_free_waits_for_the_release_or_gives_up(tmp_path):
+    path = tmp_path / "x.lock"
+    held = runtime.FileLock(path)
+    assert held.try_acquire()
+    t0 = time.monotonic()
+    assert not runtime.wait_lock_free(path, 30.0, give_up=lambda: True)
+    assert time.monotonic() - t0 < 5.0  # gave up at the first look, not after 30 s
+    assert not runtime.wait_lock_free(path, 0.05)  # the time ran out
+    threading.Timer(0.2, held.release).start()
+    assert runtime.wait_lock_free(path, 30.0, give_up=lambda: False)
+
+
+def test_a_stopped_daemon_replaced_by_a_new_one_is_told_apart_from_one_still_running(tmp_path, monkeypatch):
+    from daemon.client.stop import _replaced
+
+    paths = _fake_paths(tmp_path, monkeypatch)
+    paths.root_lock.parent.mkdir(parents=True, exist_ok=True)
+    import psutil
+
+    gone = next(p for p in range(4_194_303, 1, -1) if not psutil.pid_exists(p))  # the daemon asked to stop
+    new = runtime.FileLock(paths.root_lock)
+    assert new.try_acquire()  # this process took the root: the new daemon
+    new.write_pid()
+    try:
+        assert _replaced(paths, gone, 30.0)
+        assert not _replaced(paths, os.getpid(), 0.05)  # still the same daemon's when the time ran out
+    finally:
+        new.release()
+    assert not _replaced(paths, gone, 1.0)  # the lock is free: nobody took over
+
+
 def _fake_paths(tmp_path: Path, monkeypatch) -> runtime.Paths:
     sdir = Path(tempfile.mkdtemp(prefix="bl-", dir="/tmp")) / "sock"
     monkeypatch.setattr(runtime, "socket_dir", lambda: sdir)
