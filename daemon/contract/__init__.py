@@ -92,7 +92,6 @@ from .platform import (
 )
 from .records import (
     Chunk,
-    PARTIAL_SKIPS,
     Skip,
 )
 from .search import (
@@ -191,7 +190,6 @@ __all__ = [
     "NO_EMBEDDER",
     "OBJECT_TYPES",
     "ObjectDescription",
-    "PARTIAL_SKIPS",
     "PLATFORM_KINDS",
     "PlatformAnswer",
     "PlatformEntry",

@@ -83,7 +83,7 @@ class Skip(msgspec.Struct, frozen=True):
     ``not_metadata``, ``missing_on_disk``, ``parse_failed``; in docs folders ``not_markdown``:
     an image or other file next to the pages, :mod:`daemon.sources.docs`; ``bad_binding``: a
     descriptor or form layout names a handler that is no method name, that binding is left
-    out of the references, the rest of the file is indexed: :data:`PARTIAL_SKIPS`;
+    out of the references, the rest of the file is indexed and current;
     ``bad_pattern``: a line of the root's ``.bsl-lens-ignore`` that is no gitignore pattern,
     left out while the other lines apply; the ignore file's other reasons mean it ignores
     nothing);
@@ -94,7 +94,3 @@ class Skip(msgspec.Struct, frozen=True):
     reason: str
     detail: str = ""
 
-
-#: Skip reasons that leave out a part of a file, not the file: it is indexed and current
-#: (never reported as stale).
-PARTIAL_SKIPS = frozenset({"bad_binding"})
