@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..contract import NO_EMBEDDER
 from ..server.runtime import export_problem
+from ..sources.scan import IGNORE_FILE
 from ..stats import p50_p95
 
 _PROGRESS = None
@@ -89,15 +90,26 @@ def cmd_index(args) -> int:
     t0 = time.perf_counter()
     rep = eng.refresh(progress=progress)
     progress_done()
+    hidden = [s.path for s in eng.skipped if s.reason == "ignored_project"]
     if not eng.files:
+        why = f" ({IGNORE_FILE} leaves out {', '.join(hidden)})" if hidden else ""
         print(
             f"bsl-lens: error: no 1C export under {eng.root}: no Configuration.xml, no "
-            "src/Configuration/Configuration.mdo and no .bsl modules",
+            f"src/Configuration/Configuration.mdo and no .bsl modules{why}",
             file=sys.stderr,
         )
         return 1
-    if eng.format == "unknown" and any(r.kind != "docs" for r in eng.files.values()):
-        print("warning: neither a Designer dump nor an EDT project; indexing the .bsl files found", file=sys.stderr)
+    if eng.format == "unknown" and hidden:
+        print(
+            f"warning: {IGNORE_FILE} leaves out every EDT project ({', '.join(hidden)}): "
+            "their modules and metadata are not indexed",
+            file=sys.stderr,
+        )
+    elif eng.format == "unknown" and any(r.kind != "docs" for r in eng.files.values()):
+        why = f" (or its {IGNORE_FILE} leaves them out)" if (eng.root / IGNORE_FILE).is_file() else ""
+        print(
+            f"warning: neither a Designer dump nor an EDT project{why}; indexing the .bsl files found", file=sys.stderr
+        )
     eng.resolve_references()  # saved resolved: a load need not resolve every file again
     eng.save()
     print(

@@ -86,7 +86,8 @@ class Skip(msgspec.Struct, frozen=True):
     out of the references, the rest of the file is indexed and current;
     ``bad_pattern``: a line of the root's ``.bsl-lens-ignore`` that is no gitignore pattern,
     left out while the other lines apply; the ignore file's other reasons mean it ignores
-    nothing);
+    nothing; ``ignored_project``: an EDT project's ``src`` folder the ignore file leaves out,
+    named because nothing of that project is indexed);
     ``detail`` is a human sentence for logs and ``status``.
     """
 

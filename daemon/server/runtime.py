@@ -669,10 +669,16 @@ def export_problem(root: str | os.PathLike) -> str | None:
         return f"export root is not a directory: {root} (it does not exist)"
     if not p.is_dir():
         return f"export root is not a directory: {root}"
-    from ..sources.scan import detect_export
+    from ..sources.scan import IGNORE_FILE, detect_export
 
-    if detect_export(p).format != "unknown" or _has_bsl(p, BSL_PROBE_ENTRIES):
+    info = detect_export(p)
+    if info.format != "unknown" or _has_bsl(p, BSL_PROBE_ENTRIES):
         return None
+    if info.hidden:
+        return (
+            f"no 1C export under {p.resolve()} to index: its {IGNORE_FILE} leaves out every EDT project "
+            f"({', '.join(info.hidden)}); take those lines out of it"
+        )
     return (
         f"no 1C export under {p.resolve()}: no Configuration.xml (Designer dump), no "
         "src/Configuration/Configuration.mdo (EDT project), no .bsl modules and no .md pages; "

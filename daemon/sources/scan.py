@@ -82,11 +82,14 @@ class ExportInfo(msgspec.Struct, kw_only=True):
 
     ``docs``: the documentation folders named for this root (``--docs``; relative, NFC);
     in an ``"unknown"`` root (no configuration) every markdown page is documentation
-    anyway (:mod:`daemon.sources.docs`)."""
+    anyway (:mod:`daemon.sources.docs`). ``hidden``: the EDT project ``src`` folders the
+    root's ``.bsl-lens-ignore`` leaves out (relative, NFC): named so that a root whose every
+    project is ignored does not look like an export without a configuration."""
 
     format: str
     projects: list[ProjectInfo] = []
     docs: list[str] = []
+    hidden: list[str] = []
 
 
 class ScanResult(msgspec.Struct, kw_only=True):
@@ -411,11 +414,14 @@ def _edt_project(root: Path, rel_src: str) -> ProjectInfo:
     )
 
 
-def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
-    """Relative ``src`` folders (``"exts/yaxunit/src"``) holding ``Configuration/Configuration.mdo``."""
+def _find_edt_srcs(root: Path, max_depth: int = 6) -> tuple[list[str], list[str]]:
+    """Relative ``src`` folders (``"exts/yaxunit/src"``) holding ``Configuration/Configuration.mdo``:
+    ``(found, hidden)``, hidden the ones the root's ignore file leaves out (as far as the
+    walk got: an ignored folder is not entered)."""
     found: list[str] = []
+    hidden: list[str] = []
     if _is_regular(root, "Configuration", "Configuration.mdo"):
-        return [""]
+        return [""], []
     ignore = IgnoreRules.read(root)
 
     def walk(d: str, rel: str, depth: int) -> None:
@@ -427,16 +433,19 @@ def _find_edt_srcs(root: Path, max_depth: int = 6) -> list[str]:
             if not e.is_dir(follow_symlinks=False) or e.name in _SKIP_DIRS:
                 continue
             sub = f"{rel}/{e.name}" if rel else e.name
+            project = e.name == "src" and _is_regular(e.path, "Configuration", "Configuration.mdo")
             if ignore and ignore.ignored(_nfc(sub), folder=True):
+                if project:
+                    hidden.append(_nfc(sub))
                 continue
-            if e.name == "src" and _is_regular(e.path, "Configuration", "Configuration.mdo"):
+            if project:
                 found.append(sub)
                 continue  # a project's src holds no further projects
             if depth < max_depth and not e.name.startswith("."):
                 walk(e.path, sub, depth + 1)
 
     walk(str(root), "", 0)
-    return sorted(found)
+    return sorted(found), sorted(hidden)
 
 
 def detect_export(root: Path) -> ExportInfo:
@@ -455,10 +464,10 @@ def detect_export(root: Path) -> ExportInfo:
     root = Path(root)
     if _is_regular(root, "Configuration.xml"):
         return ExportInfo(format="designer", projects=[_designer_project(root)])
-    srcs = _find_edt_srcs(root)
+    srcs, hidden = _find_edt_srcs(root)
     if srcs:
-        return ExportInfo(format="edt", projects=[_edt_project(root, s) for s in srcs])
-    return ExportInfo(format="unknown", projects=[])
+        return ExportInfo(format="edt", projects=[_edt_project(root, s) for s in srcs], hidden=hidden)
+    return ExportInfo(format="unknown", projects=[], hidden=hidden)
 
 
 # ----------------------------------------------------------------------------- scanning
@@ -498,8 +507,9 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
     """Walk ``root`` once (``os.scandir``) and classify every file.
 
     * ``modules``: every ``.bsl`` to index, with its :func:`module_identity`. In EDT exports
-      ``.bsl`` files under a ``.settings`` folder are EDT code templates, not modules, and
-      are skipped with reason ``edt_template``; other ``.bsl``
+      (and in a root where no configuration was found) ``.bsl`` files under a ``.settings``
+      folder are EDT code templates, not modules, and are skipped with reason
+      ``edt_template``; other ``.bsl``
       outside a project ``src`` are still indexed (kind ``other``).
     * ``metadata``: top-level object descriptors only: Designer ``<Folder>/<Name>.xml`` and
       nested ``Subsystems/A/Subsystems/B.xml``; EDT ``<src>/<Folder>/<Name>/<Name>.mdo``
@@ -509,7 +519,8 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
       ``path``).
     * ``skipped``: ``too_large`` (size > ``max_file_bytes``), ``binary`` (a ``.bsl`` with a
       NUL in its first 8000 bytes; :func:`read_text` checks the whole file later),
-      ``edt_template``; ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor
+      ``edt_template``; ``ignored_project`` (an EDT project's ``src`` the ignore file hides,
+      :attr:`ExportInfo.hidden`); ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor
       or a folder that is a symbolic link; detail: where it points); ``not_regular`` (a
       FIFO, socket or device with such a name; never opened); ``unreadable`` (a folder
       that could not be listed, completely or part-way, also for ``ENAMETOOLONG``, or a
@@ -681,6 +692,9 @@ class _Walk:
         self.docs_layout = DocsLayout(root, info)
         self.ignore = IgnoreRules.read(root)  # the root's .bsl-lens-ignore
         self.skipped.extend(self.ignore.problems)
+        self.skipped.extend(
+            Skip(src, "ignored_project", f"an EDT project's src folder, left out by {IGNORE_FILE}") for src in info.hidden
+        )
 
     def project_of(self, rel: str) -> tuple[str, str] | None:
         """(src prefix, project path) of an EDT path, or None if outside every src."""
@@ -785,10 +799,12 @@ class _Walk:
         """A ``.bsl`` file: a module to index, or a skip (EDT template, link, FIFO, too
         large, binary)."""
         project = ""
+        if self.fmt != "designer" and ".settings" in rel.split("/")[:-1]:
+            # also in a root with no configuration found (an EDT project whose src the
+            # ignore file hides): Eclipse's .settings never holds modules
+            self.skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
+            return
         if self.fmt == "edt":
-            if ".settings" in rel.split("/")[:-1]:
-                self.skipped.append(Skip(rel, "edt_template", "EDT code template under .settings/, not a module"))
-                return
             po = self.project_of(rel)
             if po is not None:
                 project = po[1]

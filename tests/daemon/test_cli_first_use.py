@@ -333,6 +333,21 @@ def test_no_daemon_and_no_index_dir_for_a_missing_root_or_a_folder_that_is_not_a
     assert not idx.exists()
 
 
+def test_an_ignore_file_that_hides_every_edt_project_is_named(tmp_path):
+    root = tmp_path / "edt"
+    src = root / "main" / "src"
+    (src / "Configuration").mkdir(parents=True)
+    (src / "Configuration" / "Configuration.mdo").write_text("<mdclass:Configuration/>", encoding="utf-8")
+    (root / ".bsl-lens-ignore").write_text("**/src/\n", encoding="utf-8")
+    proc = run_cli("index", str(root), "--no-dense", "--index-dir", str(tmp_path / "idx"))
+    assert proc.returncode == 1 and ".bsl-lens-ignore leaves out every EDT project (main/src)" in proc.stderr
+    (root / "notes.md").write_text("# Заметки\n\nО проекте.\n", encoding="utf-8")  # now a docs root
+    proc = run_cli("index", str(root), "--no-dense", "--index-dir", str(tmp_path / "idx"))
+    assert proc.returncode == 0, proc.stderr
+    assert "warning: .bsl-lens-ignore leaves out every EDT project (main/src)" in proc.stderr
+    assert "1 ignored_project" in proc.stdout + proc.stderr
+
+
 def test_export_problem_accepts_exports_and_loose_modules(tmp_path):
     root = copy_sample(tmp_path / "export")
     assert export_problem(root) is None

@@ -80,3 +80,32 @@ def test_an_ignore_file_that_cannot_be_read_ignores_nothing_and_says_why(tmp_pat
         rules = IgnoreRules.read(tmp_path)
         assert not rules and [p.reason for p in rules.problems] == [reason]
         assert rules.problems[0].path == ".bsl-lens-ignore" and "nothing is ignored" in rules.problems[0].detail
+
+
+def test_ignored_edt_projects_are_named_and_their_templates_stay_templates(tmp_path):
+    """An ignore file that hides every project's ``src`` leaves a root with no configuration:
+    the hidden projects are listed as skips (not silently an empty export) and the EDT code
+    templates under ``.settings`` are not taken for loose modules."""
+    for project in ("main", "tests"):
+        src = tmp_path / project / "src"
+        (src / "Configuration").mkdir(parents=True)
+        (src / "Configuration" / "Configuration.mdo").write_text("<mdclass:Configuration/>")
+        (src / "CommonModules" / "М").mkdir(parents=True)
+        (src / "CommonModules" / "М" / "Module.bsl").write_text("Процедура П() Экспорт\nКонецПроцедуры\n")
+        (tmp_path / project / ".settings" / "templates").mkdir(parents=True)
+        (tmp_path / project / ".settings" / "templates" / "common_module.bsl").write_text("// ${cursor}\n")
+    (tmp_path / "loose.bsl").write_text("Процедура Л()\nКонецПроцедуры\n")
+    (tmp_path / ".bsl-lens-ignore").write_text("tests/src/\n")
+    info = detect_export(tmp_path)
+    assert info.format == "edt" and [p.src for p in info.projects] == ["main/src"] and info.hidden == ["tests/src"]
+    (tmp_path / ".bsl-lens-ignore").write_text("**/src/\n")
+    info = detect_export(tmp_path)
+    assert info.format == "unknown" and info.hidden == ["main/src", "tests/src"]
+    scan = scan_export(tmp_path)
+    assert [m.path for m in scan.modules] == ["loose.bsl"]
+    assert {(s.path, s.reason) for s in scan.skipped} == {
+        ("main/src", "ignored_project"),
+        ("tests/src", "ignored_project"),
+        ("main/.settings/templates/common_module.bsl", "edt_template"),
+        ("tests/.settings/templates/common_module.bsl", "edt_template"),
+    }
