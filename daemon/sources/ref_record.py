@@ -313,17 +313,16 @@ def canonical_sites(strings: list[str], arr: np.ndarray) -> tuple[list[str], np.
     same bytes however the extraction visited them."""
     if not len(arr):
         return [""], arr
-    used = np.unique(np.concatenate((arr["name"], arr["qual"], arr["detail"], [0]))).tolist()
-    texts = [strings[i] for i in used]
-    table = sorted(texts)
-    rank = {t: i for i, t in enumerate(table)}
+    used = np.unique(np.concatenate((arr["name"], arr["qual"], arr["detail"], [0])))
+    texts = [strings[i] for i in used.tolist()]
+    by_text = sorted(range(len(texts)), key=texts.__getitem__)
     remap = np.zeros(len(strings), dtype=np.uint32)
-    remap[used] = [rank[t] for t in texts]
-    arr = arr.copy()
-    for field in ("name", "qual", "detail"):
-        arr[field] = remap[arr[field]]
-    keys = ("detail", "qual", "name", "end", "caller", "kind", "col", "line")  # last is primary
-    return table, arr[np.lexsort(tuple(arr[k] for k in keys))]
+    remap[used[by_text]] = np.arange(len(texts), dtype=np.uint32)
+    name, qual, detail = remap[arr["name"]], remap[arr["qual"]], remap[arr["detail"]]
+    order = np.lexsort((detail, qual, name, arr["end"], arr["caller"], arr["kind"], arr["col"], arr["line"]))
+    out = arr[order]
+    out["name"], out["qual"], out["detail"] = name[order], qual[order], detail[order]
+    return [texts[k] for k in by_text], out
 
 
 def file_refs_from_sites(
