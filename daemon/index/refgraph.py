@@ -674,7 +674,8 @@ class RefGraph:
         (:meth:`from_bytes` loads it without resolving anything), and which files a deferred
         update left unresolved (they stay so after a load: :meth:`resolve_pending`). Reads the
         graph only, so it may run beside queries (never beside an update). The format:
-        :mod:`daemon.index.refgraph_files`."""
+        :mod:`daemon.index.refgraph_files`; the bytes depend on the content only (files
+        numbered by path, every index sorted), not on the order of the updates that made it."""
         return encode_graph(
             GraphParts(
                 self._paths, self._files, self._keys, self._callers, self._targets, self._dyn, sorted(self._pending)

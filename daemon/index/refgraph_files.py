@@ -5,6 +5,10 @@ load creates no duplicate to intern), the paths by file id, every file's record 
 as ids into that table, and the resolved indexes, so that a load resolves nothing but the files a
 deferred update left pending. :func:`encode_graph` and :func:`decode_graph` convert between those
 bytes and :class:`GraphParts`; the graph installs the parts and rebuilds its symbol table.
+
+The bytes are a function of the graph's content alone: :func:`encode_graph` numbers the files by
+path and sorts every index, so the order files arrived in, the file ids of removed files and the
+order of updates leave no trace (a snapshot after edits is the same file as a fresh build's).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ import numpy as np
 
 from ..contract import Skip
 from ..sources.ref_record import FileRefs
+from .refgraph_symbols import FID_SHIFT
 
 
 class _SavedFile(msgspec.Struct, array_like=True):
@@ -76,10 +81,64 @@ class GraphParts(NamedTuple):
     pending: list[int]
 
 
+def canonical_parts(parts: GraphParts) -> GraphParts:
+    """``parts`` renumbered and sorted: the files with a record get ids in path order (the paths
+    of removed files are dropped), gids and index entries follow, the key index is sorted by key,
+    the reverse index by gid, the targets, dynamic counts and pending files by file id, and each
+    packed list by its entries. Equal graphs give equal parts, whatever updates made them."""
+    live = sorted(parts.files, key=parts.paths.__getitem__)
+    new = np.full(len(parts.paths), -1, dtype=np.int64)
+    new[live] = np.arange(len(live), dtype=np.int64)
+    keys = sorted(parts.keys)
+    gids = np.fromiter(parts.callers, dtype=np.int64, count=len(parts.callers))
+    new_gids = _renumber(gids, FID_SHIFT, new)
+    by_gid = np.argsort(new_gids, kind="stable").tolist()
+    old_gids = gids.tolist()
+    callers = [parts.callers[old_gids[i]] for i in by_gid]
+    owners = sorted(parts.targets, key=new.__getitem__)
+    targets = _renumbered([parts.targets[f] for f in owners], FID_SHIFT, new, by=0)  # gids, several per file
+    return GraphParts(
+        paths=[parts.paths[f] for f in live],
+        files={i: parts.files[f] for i, f in enumerate(live)},
+        keys=dict(zip(keys, _renumbered(list(map(parts.keys.__getitem__, keys)), 32, new), strict=True)),
+        callers=dict(zip(new_gids[by_gid].tolist(), _renumbered(callers, 40, new), strict=True)),
+        targets=dict(zip(new[owners].tolist(), targets, strict=True)),
+        dyn={int(new[f]): parts.dyn[f] for f in sorted(parts.dyn, key=new.__getitem__)},
+        pending=sorted(int(new[f]) for f in parts.pending),
+    )
+
+
+def _renumber(a: np.ndarray, shift: int, new: np.ndarray) -> np.ndarray:
+    """Packed ``int64`` values ``fid << shift | low`` with each file id replaced by ``new[fid]``."""
+    return new[a >> shift] << shift | (a & ((1 << shift) - 1))
+
+
+def _renumbered(lists: list[bytes], shift: int, new: np.ndarray, by: int | None = None) -> list[bytes]:
+    """Each packed ``int64`` list (``fid << shift | low``) renumbered by ``new`` and sorted by its
+    values ``>> by`` (default ``shift``: by file id, unique in a list of the key or reverse
+    index); all lists in one vectorised pass (an export has tens of thousands of short ones)."""
+    if not lists:
+        return []
+    lens = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists)) // 8
+    a = _renumber(np.frombuffer(b"".join(lists), dtype=np.int64), shift, new)
+    seg = np.repeat(np.arange(len(lists), dtype=np.int64), lens)
+    v = a >> (shift if by is None else by)
+    span = int(v.max()) + 1 if len(v) else 1
+    if len(lists) * span < 1 << 62:  # one sort of a combined key: lexsort is ~50x slower here
+        order = np.argsort(seg * span + v, kind="stable")
+    else:
+        order = np.lexsort((v, seg))
+    raw = a[order].tobytes()
+    ends = (np.cumsum(lens) * 8).tolist()
+    return [raw[s:e] for s, e in zip([0, *ends[:-1]], ends, strict=True)]
+
+
 def encode_graph(parts: GraphParts) -> bytes:
-    """``parts`` as the saved bytes (records in file id order)."""
+    """``parts`` as the saved bytes, in their canonical form (:func:`canonical_parts`): one
+    content, one file."""
     import zstandard
 
+    parts = canonical_parts(parts)
     table: dict[str, int] = {}
 
     def ids(items) -> bytes:

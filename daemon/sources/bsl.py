@@ -220,7 +220,10 @@ def _tree_methods(data: bytes, tree: tree_sitter.Tree | None = None) -> dict[int
         tree = parser().parse(data)
     root = tree.root_node
     if root.has_error:
-        nodes = _query_cursor("methods").captures(root).get("method", [])
+        # in file order: the captures come through a set, and the first of a row's definitions wins
+        nodes = sorted(
+            _query_cursor("methods").captures(root).get("method", []), key=lambda n: (n.start_byte, n.end_byte)
+        )
     else:
         nodes = []
         stack = [root]

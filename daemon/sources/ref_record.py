@@ -278,8 +278,8 @@ class SiteBuilder:
         self.at_bytes.append((caller, *ids, start, end))
 
     def packed(self, converted: np.ndarray | None = None, headers=()) -> np.ndarray:
-        """The sites as :data:`SITE_DTYPE` records sorted by position: the placed ones and
-        ``converted`` (:attr:`at_bytes` placed by the caller); ``headers``: ``(line, col)`` of
+        """The sites as :data:`SITE_DTYPE` records, in the order they were added: the placed ones
+        and ``converted`` (:attr:`at_bytes` placed by the caller); ``headers``: ``(line, col)`` of
         method names, where no local call can be (error recovery in a module with syntax errors
         may read a header ``Имя(…)`` as one)."""
         parts = []
@@ -294,14 +294,35 @@ class SiteBuilder:
             at = arr["line"].astype(np.int64) << 16 | arr["col"]
             names = np.array([line << 16 | col for line, col in headers], dtype=np.int64)
             arr = arr[~((arr["kind"] == KIND_CODES["call"]) & np.isin(at, names))]
-        return arr[np.lexsort((arr["kind"], arr["col"], arr["line"]))]
+        return arr
 
     def record(self, path: str, converted: np.ndarray | None = None, headers=(), **fields) -> FileRefs:
-        """The file's record with these sites (``converted``, ``headers``: see :meth:`packed`)."""
-        arr = self.packed(converted, headers)
-        return FileRefs(
-            path=path, strings=self.strings, sites=pack_sites(arr, len(self.strings)), count=len(arr), **fields
-        )
+        """The file's record with these sites (``converted``, ``headers``: see :meth:`packed`), in
+        the canonical form of :func:`canonical_sites`: the same sites give the same record in
+        whatever order they were added (tree-sitter hands the extraction its captures in no fixed
+        order)."""
+        strings, arr = canonical_sites(self.strings, self.packed(converted, headers))
+        return FileRefs(path=path, strings=strings, sites=pack_sites(arr, len(strings)), count=len(arr), **fields)
+
+
+def canonical_sites(strings: list[str], arr: np.ndarray) -> tuple[list[str], np.ndarray]:
+    """``(table, sites)``: the strings the sites use, sorted (``""`` first, always there), and the
+    sites (:data:`SITE_DTYPE`, string ids into ``strings``) renumbered into that table and sorted
+    by position (line, column, kind), then by every other field (ties: sites at one position).
+    A pure function of the sites as a multiset, so the saved references of one content are the
+    same bytes however the extraction visited them."""
+    if not len(arr):
+        return [""], arr
+    used = np.unique(np.concatenate((arr["name"], arr["qual"], arr["detail"], [0])))
+    texts = [strings[i] for i in used.tolist()]
+    by_text = sorted(range(len(texts)), key=texts.__getitem__)
+    remap = np.zeros(len(strings), dtype=np.uint32)
+    remap[used[by_text]] = np.arange(len(texts), dtype=np.uint32)
+    name, qual, detail = remap[arr["name"]], remap[arr["qual"]], remap[arr["detail"]]
+    order = np.lexsort((detail, qual, name, arr["end"], arr["caller"], arr["kind"], arr["col"], arr["line"]))
+    out = arr[order]
+    out["name"], out["qual"], out["detail"] = name[order], qual[order], detail[order]
+    return [texts[k] for k in by_text], out
 
 
 def file_refs_from_sites(

@@ -192,6 +192,31 @@ def test_broken_body_never_hides_neighbours(body):
     assert (after.start_line, after.end_line) == (9 + n_body, 11 + n_body)
 
 
+def test_a_broken_module_chunks_the_same_whatever_the_capture_order(monkeypatch):
+    """A broken module's definitions come from a query whose captures arrive in no fixed order
+    (py-tree-sitter collects them in a set); of two definitions starting on one line the first
+    in the file gives the method's end, so the chunks do not depend on that order."""
+    from daemon.sources import bsl
+
+    real = bsl._query_cursor
+    src = "Процедура А() КонецПроцедуры Процедура Б()\n\tа = ((;\nКонецПроцедуры\n"
+    got = []
+    for reverse in (False, True):
+
+        class Ordered:
+            def __init__(self, name, reverse=reverse):
+                self.cursor, self.reverse = real(name), reverse
+
+            def captures(self, node):
+                caps = self.cursor.captures(node)
+                return {k: sorted(v, key=lambda n: n.start_byte, reverse=self.reverse) for k, v in caps.items()}
+
+        monkeypatch.setattr(bsl, "_query_cursor", Ordered)
+        got.append([(c.name, c.start_line, c.end_line) for c in chunk_module(src, path="m.bsl")])
+    assert got[0] == got[1]
+    assert got[0][0] == ("А", 1, 1)
+
+
 def test_grammar_faults_still_present_and_handled():
     """Documents which inputs break which grammar, and that the chunker does not care."""
     cases = {
