@@ -20,23 +20,52 @@ def looks_like_export(path: Path) -> bool:
     return path.is_dir() and detect_export(path).format != "unknown"
 
 
+#: How deep below the current directory an EDT project's ``src`` may lie for ``bsl-lens mcp``
+#: without ROOT to serve it (``exts/yaxunit/src``: 2); deeper, the folder holds exports rather
+#: than being one.
+CWD_PROJECT_DEPTH = 2
+
+
+def _cwd_root(here: Path) -> Path:
+    """The current directory ``here`` as the root ``bsl-lens mcp`` serves without ROOT: only
+    when it is an export itself (a Designer dump, or EDT projects at most
+    :data:`CWD_PROJECT_DEPTH` folders down), never the home folder, the file system's root or
+    the temp folder, where MCP hosts start servers and unrelated projects live. ``ValueError``
+    with a message for the user otherwise."""
+    import tempfile
+
+    from ..sources.scan import detect_export
+
+    hint = (
+        "pass the export root, e.g. bsl-lens mcp /path/to/export (a folder of markdown documentation "
+        "is served when given as ROOT: bsl-lens mcp /path/to/docs)"
+    )
+    shared = {Path("/"), Path.home().resolve(), Path(tempfile.gettempdir()).resolve()}
+    if here in shared:
+        raise ValueError(f"no ROOT given and the current directory {here} is not served by default; {hint}")
+    info = detect_export(here) if here.is_dir() else None
+    near = info is not None and (
+        info.format == "designer" or any(p.src.count("/") <= CWD_PROJECT_DEPTH for p in info.projects)
+    )
+    if not near:
+        raise ValueError(
+            f"no ROOT given and the current directory {here} is not a 1C export (no Configuration.xml, "
+            f"no src/Configuration/Configuration.mdo within {CWD_PROJECT_DEPTH} folders down); {hint}"
+        )
+    return here
+
+
 def resolve_roots(roots: list[str], *, cwd: Path | None = None) -> list[Path]:
     """The export roots ``bsl-lens mcp`` serves, resolved; the current directory when ``roots``
-    is empty and it looks like an export. ``ValueError`` with a message for the user: a root that
-    is not a directory or holds neither an export nor ``.bsl`` modules or markdown pages
-    (:func:`daemon.server.runtime.export_problem`), no root given outside an export, a root given
-    twice. A root with modules but no configuration is served, with a warning in the log."""
+    is empty and it is an export itself (:func:`_cwd_root`). ``ValueError`` with a message for
+    the user: a root that is not a directory or holds neither an export nor ``.bsl`` modules or
+    markdown pages (:func:`daemon.server.runtime.export_problem`), no root given outside an
+    export, a root given twice. A root with modules but no configuration is served, with a
+    warning in the log."""
     from ..server import runtime
 
     if not roots:
-        here = (cwd or Path.cwd()).resolve()
-        if not looks_like_export(here):
-            raise ValueError(
-                f"no ROOT given and the current directory {here} is not a 1C export (no Configuration.xml, "
-                "no src/Configuration/Configuration.mdo): pass the export root, e.g. bsl-lens mcp /path/to/export "
-                "(a folder of markdown documentation is served when given as ROOT: bsl-lens mcp /path/to/docs)"
-            )
-        return [here]
+        return [_cwd_root((cwd or Path.cwd()).resolve())]
     out: list[Path] = []
     for r in roots:
         p = runtime.resolve_root(r)
