@@ -94,4 +94,3 @@ class Skip(msgspec.Struct, frozen=True):
     path: str
     reason: str
     detail: str = ""
-

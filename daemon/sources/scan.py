@@ -692,9 +692,8 @@ class _Walk:
         self.docs_layout = DocsLayout(root, info)
         self.ignore = IgnoreRules.read(root)  # the root's .bsl-lens-ignore
         self.skipped.extend(self.ignore.problems)
-        self.skipped.extend(
-            Skip(src, "ignored_project", f"an EDT project's src folder, left out by {IGNORE_FILE}") for src in info.hidden
-        )
+        why = f"an EDT project's src folder, left out by {IGNORE_FILE}"
+        self.skipped.extend(Skip(src, "ignored_project", why) for src in info.hidden)
 
     def project_of(self, rel: str) -> tuple[str, str] | None:
         """(src prefix, project path) of an EDT path, or None if outside every src."""
