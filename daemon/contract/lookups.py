@@ -99,7 +99,11 @@ class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
+    """A metadata object: synonym, fields by kind, and its modules (path -> module kind).
+
+    ``path`` is the descriptor of its own definition when several projects define it (a
+    configuration's before an extension's adopted copy, then by path); ``also_in``: the other
+    definitions' descriptors."""
 
     owner: str  # "Справочник.Пользователи"
     object_type: str
@@ -118,3 +122,4 @@ class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
     templates: list[Field] = []
     other_fields: list[Field] = []
     modules: dict[str, str] = {}
+    also_in: list[str] = []
