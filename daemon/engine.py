@@ -736,10 +736,12 @@ class Engine:
         with self.lock:
             return self.counts.docs_problems()
 
-    def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str]]:
-        """The metadata object ``<object_type>.<name>``: its ``object`` chunk, its field chunks
-        and its modules, read in one batch under the lock (:func:`daemon.index.metadata_objects.metadata_object`).
-        ``LookupError`` if no such object is indexed; the message lists up to 10 similar names."""
+    def metadata_object(self, object_type: str, name: str) -> tuple[Chunk, list[Chunk], dict[str, str], list[str]]:
+        """The metadata object ``<object_type>.<name>``: its ``object`` chunk, its field chunks,
+        its modules and the paths of its other definitions (an extension's adopted copy), read in
+        one batch under the lock (:func:`daemon.index.metadata_objects.metadata_object`: the own
+        definition first). ``LookupError`` if no such object is indexed; the message lists up to
+        10 similar names."""
         with self.lock:
             return metadata_object(self.state, object_type, name)
 

@@ -182,6 +182,7 @@ def symbol_def(h, chunk, mentions: list, query: str, *, detail: bool) -> SymbolD
         export=h.export,
         docs=[mention(d) for d in (mentions if detail else mentions[:SYMBOL_DOCS])],
         docs_total=len(mentions),
+        stale=h.stale,
     )
     if chunk is not None:
         s.is_async, s.directives, s.annotations = chunk.is_async, list(chunk.directives), list(chunk.annotations)

@@ -165,6 +165,7 @@ class SymbolDef(_Out):
     start_line: int = detail(0, "first line, the doc comment included")
     region: list[str] = detail(description="#Область nesting, outermost first", factory=list)
     doc: str = detail("", "the // comment block above the method, as written")
+    stale: bool = Field(False, description="Changed on disk and not re-indexed yet: re-check with read_module")
 
 
 class FindSymbolOutput(_Out):
@@ -215,6 +216,17 @@ class MethodOutput(_Out):
     )
     docs_total: int = Field(0, description="How many docs sections mention it")
     docs_truncated: bool = Field(False, description="docs lists only some of them")
+    stale: bool = Field(
+        False,
+        description="Files changed on disk are not indexed yet (stale_paths): the answer may be out of date; "
+        "ask again with wait_fresh=1",
+    )
+    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_count: int = 0
+    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    path_stale: bool = Field(
+        False, description="Its module changed on disk and is not re-indexed yet: text and lines may be old"
+    )
 
 
 class ModuleOutput(_Out):
@@ -358,6 +370,7 @@ class ModuleRef(_Out):
 
     path: str
     module_kind: str = Field(description="object, manager, form, command, recordset, value_manager, ...")
+    stale: bool = Field(False, description="Changed on disk and not re-indexed yet")
 
 
 class ObjectOutput(_Out):
@@ -383,6 +396,22 @@ class ObjectOutput(_Out):
     other_fields: list[MetaField] = Field(default_factory=list)
     modules: list[ModuleRef] = Field(default_factory=list, description="Its modules and its forms' and commands'")
     warming: bool = False
+    note: str = Field("", description="What to know about this answer (stale files)")
+    stale: bool = Field(
+        False,
+        description="Files changed on disk are not indexed yet (stale_paths): the answer may be out of date; "
+        "ask again with wait_fresh=1",
+    )
+    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_count: int = 0
+    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    path_stale: bool = Field(
+        False, description="Its descriptor changed on disk and is not re-indexed yet: the fields may be old"
+    )
+    also_in: list[str] = Field(
+        default_factory=list,
+        description="Other descriptors defining the object (an extension's adopted copy); path is its own one",
+    )
 
 
 # ------------------------------------------------------------------------------ platform help

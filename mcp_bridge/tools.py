@@ -399,6 +399,7 @@ async def get_method(
         str | None,
         Field(description='Module path from a search hit: "CommonModules/ОбщегоНазначения/Ext/Module.bsl"'),
     ] = None,
+    wait_fresh: WaitFresh = 0.0,
     root: Root = None,
 ) -> Annotated[CallToolResult, MethodOutput]:
     """The ``get_method`` tool (description: :data:`mcp_bridge.descriptions.GET_METHOD`)."""
@@ -406,8 +407,11 @@ async def get_method(
     link = b.pick(root)
     st = await _status_or_fail(b, link)
     warming = notes.lexical_warming(st)
-    m = await _call(b, link, lambda c: c.get_method(name, path), warming=warming)
+    m = await _call(b, link, lambda c: c.get_method(name, path, fresh_timeout=wait_fresh), warming=warming)
     text, truncated, note = _method_text(m)
+    if m.stale:
+        own = "its module changed on disk and is not indexed yet: the text and lines may be old; "
+        note = "; ".join(n for n in (note, (own if m.stale_own else "") + _stale_note(m, wait_fresh)) if n)
     total = max(m.docs_total, len(m.docs))  # an older daemon sends no total (0)
     docs_truncated = total > min(len(m.docs), METHOD_DOCS)
     out = MethodOutput(
@@ -433,6 +437,8 @@ async def get_method(
         docs=[answers.mention(d) for d in m.docs[:METHOD_DOCS]],
         docs_total=total,
         docs_truncated=docs_truncated,
+        path_stale=bool(m.stale_own),
+        **_freshness(m),
     )
     return answer(out)
 
@@ -535,6 +541,14 @@ async def read_module(
 
 
 # ------------------------------------------------------------------------------ describe_object
+def _object_note(d, own: set[str], waited: float) -> str:
+    """The note of a ``describe_object`` answer: what may be out of date in it."""
+    if not d.stale:
+        return ""
+    what = "its descriptor changed on disk and is not indexed yet: the fields may be old; " if d.path in own else ""
+    return what + _stale_note(d, waited)
+
+
 async def describe_object(
     ctx: Context,
     name: Annotated[
@@ -544,6 +558,7 @@ async def describe_object(
             description='Тип.Имя: "Справочник.Пользователи", "Документ.ЗаказКлиента", "РегистрСведений.КурсыВалют"',
         ),
     ],
+    wait_fresh: WaitFresh = 0.0,
     root: Root = None,
 ) -> Annotated[CallToolResult, ObjectOutput]:
     """The ``describe_object`` tool (description: :data:`mcp_bridge.descriptions.DESCRIBE_OBJECT`)."""
@@ -551,8 +566,11 @@ async def describe_object(
     link = b.pick(root)
     st = await _status_or_fail(b, link)
     # NOT_FOUND names similar and closest objects (the daemon's "did you mean")
-    d = await _call(b, link, lambda c: c.describe_object(name), warming=notes.lexical_warming(st))
+    d = await _call(
+        b, link, lambda c: c.describe_object(name, fresh_timeout=wait_fresh), warming=notes.lexical_warming(st)
+    )
     mf = answers.meta_field
+    own = set(d.stale_own)
     out = ObjectOutput(
         root=link.name,
         owner=d.owner,
@@ -572,8 +590,12 @@ async def describe_object(
         commands=[mf(f) for f in d.commands],
         templates=[mf(f) for f in d.templates],
         other_fields=[mf(f) for f in d.other_fields],
-        modules=[ModuleRef(path=p, module_kind=k) for p, k in d.modules.items()],
+        modules=[ModuleRef(path=p, module_kind=k, stale=p in own) for p, k in d.modules.items()],
         warming=notes.lexical_warming(st),
+        note=_object_note(d, own, wait_fresh),
+        path_stale=d.path in own,
+        also_in=list(d.also_in),
+        **_freshness(d),
     )
     return answer(out)
 

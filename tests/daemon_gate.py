@@ -9,7 +9,9 @@ held at one moment of its life until a gate file appears, for the lifecycle test
   lock but does not answer yet (what a client sees while a big snapshot or the model loads);
 * ``index``: before its first full reconcile, so it answers from the persisted snapshot with
   state ``indexing`` (what a client sees during a first or catch-up index);
-* ``arm``: arming the watcher waits (the daemon already answers from its snapshot).
+* ``arm``: arming the watcher waits (the daemon already answers from its snapshot);
+* ``apply``: every job after the first full index waits before it runs, so a change the
+  watcher noticed stays pending (what a client sees between an edit and its re-index).
 
 Logs go to ``INDEX_DIR/gate.log``. Gives up waiting after 120 s so a forgotten gate never
 leaves an orphan behind.
@@ -28,7 +30,7 @@ from daemon.server.server import run_daemon  # noqa: E402
 from daemon.service.service import Service  # noqa: E402
 
 GIVE_UP_S = 120.0
-MODES = ("start", "index", "arm")
+MODES = ("start", "index", "arm", "apply")
 
 
 def _wait_for(gate: Path) -> None:
@@ -49,11 +51,12 @@ def main(root: str, index_dir: str, gate: str, mode: str, watch: str = "off") ->
             super().start()
 
         def start_background(self) -> None:
-            if mode == "index":
+            if mode in ("index", "apply"):
                 run_job = self.writer.run_job
 
                 def gated(job):
-                    if job.full and not self.writer.first_done.is_set():
+                    first = not self.writer.first_done.is_set()
+                    if (mode == "index" and job.full and first) or (mode == "apply" and not first):
                         _wait_for(gate_path)
                     return run_job(job)
 

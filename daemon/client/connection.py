@@ -153,9 +153,15 @@ class _Methods:
         """The ``daemon.contract.Chunk`` with this id; CommandError code -32001 if unknown."""
         return self._typed("get_chunk", {"chunk_id": chunk_id}, timeout)
 
-    def get_method(self, name: str, path: str | None = None, *, timeout: float | None = None):
-        """``daemon.contract.MethodInfo`` for ``"Модуль.Метод"`` (or ``name`` in ``path``)."""
-        return self._typed("get_method", {"name": name, "path": path}, timeout)
+    def get_method(
+        self, name: str, path: str | None = None, *, fresh_timeout: float = 0.0, timeout: float | None = None
+    ):
+        """``daemon.contract.MethodInfo`` for ``"Модуль.Метод"`` (or ``name`` in ``path``);
+        ``fresh_timeout`` as in :meth:`search`."""
+        params = {"name": name, "path": path}
+        if fresh_timeout:
+            params["fresh_timeout"] = fresh_timeout
+        return self._typed("get_method", params, timeout)
 
     def read_module(self, path: str, start_line: int = 1, end_line: int | None = None, *, timeout: float | None = None):
         """``daemon.contract.ModuleText``: lines ``start_line..end_line`` (1-based, inclusive)."""
@@ -169,9 +175,11 @@ class _Methods:
         """``{method chunk id: [daemon.contract.DocRef]}``: docs sections naming each method."""
         return self._typed("doc_mentions", {"ids": list(ids)}, timeout)
 
-    def describe_object(self, name: str, *, timeout: float | None = None):
-        """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``."""
-        return self._typed("describe_object", {"name": name}, timeout)
+    def describe_object(self, name: str, *, fresh_timeout: float = 0.0, timeout: float | None = None):
+        """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``;
+        ``fresh_timeout`` as in :meth:`search`."""
+        params = {"name": name, **({"fresh_timeout": fresh_timeout} if fresh_timeout else {})}
+        return self._typed("describe_object", params, timeout)
 
     def document_symbols(self, path: str, *, timeout: float | None = None):
         """``list[daemon.contract.Chunk]``: the chunks of one file, in file order."""

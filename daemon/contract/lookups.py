@@ -49,7 +49,11 @@ class DocumentText(msgspec.Struct, kw_only=True, omit_defaults=True):
 class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     """One method with its full text (all parts of a long method joined); ``docs``: the
     documentation sections that mention it (:class:`DocRef`, the first 20), ``docs_total``:
-    how many there are (more than ``len(docs)`` when the list was cut)."""
+    how many there are (more than ``len(docs)`` when the list was cut).
+
+    The text and lines are the index's: the freshness fields (``stale`` … ``stale_reason``, as
+    in :class:`daemon.contract.SearchResult`, filled by the daemon) say what may be newer on
+    disk, and ``stale_own`` is ``[path]`` when the method's own module is among it."""
 
     id: str
     path: str
@@ -70,6 +74,14 @@ class MethodInfo(msgspec.Struct, kw_only=True, omit_defaults=True):
     text: str
     docs: list[DocRef] = []
     docs_total: int = 0
+    stale: bool = False
+    stale_paths: list[str] = []
+    stale_count: int = 0
+    pending_count: int = 0
+    full_reconcile_pending: bool = False
+    unread_events: bool = False
+    stale_reason: str | None = None
+    stale_own: list[str] = []
 
 
 class ModuleText(msgspec.Struct, kw_only=True):
@@ -99,7 +111,12 @@ class Field(msgspec.Struct, kw_only=True, omit_defaults=True):
 
 
 class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
-    """A metadata object: synonym, fields by kind, and its modules (path -> module kind)."""
+    """A metadata object: synonym, fields by kind, and its modules (path -> module kind).
+
+    ``path`` is the descriptor of its own definition when several projects define it (a
+    configuration's before an extension's adopted copy, then by path); ``also_in``: the other
+    definitions' descriptors. Freshness fields as in :class:`MethodInfo`; ``stale_own``: the
+    descriptor and modules among the stale files."""
 
     owner: str  # "Справочник.Пользователи"
     object_type: str
@@ -118,3 +135,12 @@ class ObjectDescription(msgspec.Struct, kw_only=True, omit_defaults=True):
     templates: list[Field] = []
     other_fields: list[Field] = []
     modules: dict[str, str] = {}
+    stale: bool = False
+    stale_paths: list[str] = []
+    stale_count: int = 0
+    pending_count: int = 0
+    full_reconcile_pending: bool = False
+    unread_events: bool = False
+    stale_reason: str | None = None
+    stale_own: list[str] = []
+    also_in: list[str] = []

@@ -237,6 +237,7 @@ class GetMethodParams(_Params):
 
     name: str  # "Модуль.Метод", or a bare method name together with path
     path: str | None = None
+    fresh_timeout: FreshSeconds = 0.0  # as in SearchParams
 
 
 class ReadModuleParams(_Params):
@@ -264,6 +265,7 @@ class DescribeObjectParams(_Params):
     """``describe_object``: a metadata object with its fields and modules."""
 
     name: str  # "Справочник.Пользователи" | "Catalog.Users"
+    fresh_timeout: FreshSeconds = 0.0  # as in SearchParams
 
 
 class DocumentSymbolsParams(_Params):

@@ -514,8 +514,8 @@ class Server:
         return self.service.lookups.get_chunk(p.chunk_id)
 
     def cmd_get_method(self, p):
-        """``Lookups.get_method`` -> ``MethodInfo``."""
-        return self.service.lookups.get_method(p.name, p.path)
+        """``Service.get_method`` -> ``MethodInfo`` (with the freshness fields)."""
+        return self.service.get_method(p.name, p.path, fresh_timeout=p.fresh_timeout)
 
     def cmd_read_module(self, p):
         """``Lookups.read_module`` -> ``ModuleText``."""
@@ -530,8 +530,8 @@ class Server:
         return self.service.lookups.doc_mentions(p.ids)
 
     def cmd_describe_object(self, p):
-        """``Lookups.describe_object`` -> ``ObjectDescription``."""
-        return self.service.lookups.describe_object(p.name)
+        """``Service.describe_object`` -> ``ObjectDescription`` (with the freshness fields)."""
+        return self.service.describe_object(p.name, fresh_timeout=p.fresh_timeout)
 
     def cmd_document_symbols(self, p):
         """``Lookups.document_symbols`` -> ``list[Chunk]``."""

@@ -2,10 +2,11 @@
 may not see changes at all.
 
 A watcher notice marks its file (or folder) pending the moment the event is read; the writer
-clears it once a job that started reading after that notice is applied. Every search and
-symbols answer carries what is pending (:meth:`Freshness.report`), may first wait for it
-(:meth:`Freshness.wait`), and says ``stale`` with a reason whenever the watch itself is off or
-degraded, since then a change may not be noticed at all. docs/freshness.md tells the whole story.
+clears it once a job that started reading after that notice is applied. Every search,
+symbols, find-usages and indexed lookup (a method, a metadata object) answer carries what is
+pending (:meth:`Freshness.report`), may first wait for it (:meth:`Freshness.wait`), and says
+``stale`` with a reason whenever the watch itself is off or degraded, since then a change may
+not be noticed at all. docs/freshness.md tells the whole story.
 """
 
 from __future__ import annotations
@@ -13,9 +14,11 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import Any, TypeVar
 
-from ..contract import Callees, CallGraph, References, SearchResult
+from ..contract import Callees, CallGraph, MethodInfo, ObjectDescription, References, SearchResult
+
+T = TypeVar("T", MethodInfo, ObjectDescription)
 
 #: An answer names at most this many stale paths (``SearchResult.stale_paths``); the count is
 #: always complete.
@@ -176,10 +179,33 @@ class Freshness:
         self._fill(res)
         return res
 
-    def _fill(self, res) -> list[str]:
-        """Set :meth:`report`'s fields on ``res``, the stale paths cut to
-        :data:`ANSWER_STALE_PATHS`; returns them all."""
-        f = self.report()
+    def stamp_lookup(self, res: T, own: Iterable[str], before: dict) -> T:
+        """Fill the freshness fields of a lookup answer (:class:`MethodInfo`,
+        :class:`ObjectDescription`) and its ``stale_own``: those of ``own`` (the files the answer
+        was read from) that are among the stale paths or under a stale folder, all of them.
+        ``before``: :meth:`report` taken before the answer was computed; it counts together with
+        what is pending now, since a change applied meanwhile may or may not be in the answer."""
+        now = self.report(settle=-1)  # the watcher was waited for before the answer was computed
+        pend = set(now["stale_paths"])
+        merged = dict(now)
+        merged["stale_paths"] = now["stale_paths"] + [p for p in before["stale_paths"] if p not in pend]
+        merged["stale_count"] = len(merged["stale_paths"])
+        merged["pending_count"] = max(now["pending_count"], before["pending_count"])
+        for k in ("full_reconcile_pending", "unread_events"):
+            merged[k] = now[k] or before[k]
+        merged["stale_reason"] = now["stale_reason"] or before["stale_reason"]
+        merged["stale"] = now["stale"] or before["stale"]
+        paths = self._fill(res, merged)
+        if paths:
+            files = set(paths)
+            dirs = tuple(p for p in paths if p.endswith("/"))
+            res.stale_own = [p for p in dict.fromkeys(own) if p in files or (dirs and p.startswith(dirs))]
+        return res
+
+    def _fill(self, res, report: dict | None = None) -> list[str]:
+        """Set the fields of ``report`` (default: :meth:`report` now) on ``res``, the stale paths
+        cut to :data:`ANSWER_STALE_PATHS`; returns them all."""
+        f = dict(report) if report is not None else self.report()
         paths = f.pop("stale_paths")
         for k, v in f.items():
             setattr(res, k, v)

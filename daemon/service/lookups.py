@@ -289,7 +289,9 @@ class Lookups:
         (``Справочник``, ``Catalog``, ``Catalogs``; case-insensitive), the name as indexed or in
         the other language than the configuration's names (``Catalog.Users`` finds
         ``Справочник.Пользователи`` on a Russian configuration: :meth:`translated_objects`; the
-        answer's ``owner`` says which object it is). ``ValueError`` for an unknown type or a
+        answer's ``owner`` says which object it is). An object several projects define is
+        described from its own definition (``also_in`` names the others:
+        :func:`daemon.index.metadata_objects.definition_order`). ``ValueError`` for an unknown type or a
         name without one; ``LookupError`` if no such object is indexed, whose message always
         names the closest objects (similar names, the names channel's
         :meth:`Engine.similar_objects`, the translations, else the nearest spellings of that
@@ -304,13 +306,13 @@ class Lookups:
 
             raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
         try:
-            o, fields, modules = eng.metadata_object(ru, obj)  # LookupError naming similar objects
+            o, fields, modules, also_in = eng.metadata_object(ru, obj)  # LookupError naming similar objects
         except LookupError as exc:
             translated = self.translated_objects(ru, obj)
             best = [owner for owner, score in translated if score == translated[0][1] < GUESS]
             if len(best) != 1:
                 raise LookupError(self._not_found(exc, ru, name, [owner for owner, _ in translated])) from None
-            o, fields, modules = eng.metadata_object(ru, best[0].split(".", 1)[1])
+            o, fields, modules, also_in = eng.metadata_object(ru, best[0].split(".", 1)[1])
         desc = ObjectDescription(
             owner=o.owner,
             object_type=o.object_type,
@@ -320,6 +322,7 @@ class Lookups:
             comment=o.comment,
             properties=dict(o.properties),
             modules=dict(sorted(modules.items())),
+            also_in=also_in,
         )
         _group_fields(desc, fields)
         return desc

@@ -45,6 +45,8 @@ from ..contract import (
     Callees,
     CallGraph,
     Definition,
+    MethodInfo,
+    ObjectDescription,
     PlatformAnswer,
     RecentHit,
     RecentQuery,
@@ -612,6 +614,26 @@ class Service:
         cues = eng.query_cues(query, filters, mode="lexical" if eng.embedder is None else "hybrid")
         mode = "lexical" if cues.identifier or eng.embedder is None else "hybrid"
         return self._stamp(eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues))
+
+    # ------------------------------------------------------------------ indexed lookups
+    def get_method(self, name: str, path: str | None = None, *, fresh_timeout: float = 0.0) -> MethodInfo:
+        """:meth:`Lookups.get_method` with the freshness fields and ``stale_own``
+        (:meth:`Freshness.stamp_lookup`: the text and lines are the index's); ``fresh_timeout``
+        as in :meth:`search`."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        before = self.freshness()
+        m = self.lookups.get_method(name, path)
+        return self.fresh.stamp_lookup(m, [m.path], before)
+
+    def describe_object(self, name: str, *, fresh_timeout: float = 0.0) -> ObjectDescription:
+        """:meth:`Lookups.describe_object` with the freshness fields and ``stale_own`` (the
+        descriptor and the modules); ``fresh_timeout`` as in :meth:`search`."""
+        if fresh_timeout > 0:
+            self.wait_fresh(fresh_timeout)
+        before = self.freshness()
+        d = self.lookups.describe_object(name)
+        return self.fresh.stamp_lookup(d, [d.path, *d.modules], before)
 
     # ------------------------------------------------------------------ find usages
     def references(

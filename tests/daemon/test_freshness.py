@@ -68,6 +68,10 @@ def test_a_change_noticed_while_a_job_runs_stays_pending_until_its_own_job(tmp_p
         assert not _found(res, "ПерваяПравка")
         assert res.stale and MODULE in res.stale_paths and res.pending_count >= 1
         assert s.status().queued_paths >= 1 and MODULE in s.status().stale_files
+        m = s.get_method("РаботаСКонтрагентами.ПроверитьКПП")  # the indexed text, said to be stale
+        assert m.stale and m.stale_own == [MODULE] and MODULE in m.stale_paths and m.pending_count >= 1
+        d = s.describe_object("ОбщийМодуль.РаботаСКонтрагентами")
+        assert d.stale and d.stale_own == [MODULE] and d.path not in d.stale_own
 
         _append_method(root, "ВтораяПравка")  # noticed while job 1 is still running
         assert s.watcher.settle(TIMEOUT) is True
@@ -87,6 +91,8 @@ def test_a_change_noticed_while_a_job_runs_stays_pending_until_its_own_job(tmp_p
         res = s.search("ВтораяПравка", mode="lexical")
         assert _found(res, "ВтораяПравка") and not res.stale and res.stale_paths == [] and res.stale_count == 0
         assert not any(h.stale for h in res.hits)
+        m = s.get_method("РаботаСКонтрагентами.ПроверитьКПП")
+        assert not m.stale and m.stale_own == [] and m.stale_paths == [] and m.stale_count == 0
         assert s.status().queued_paths == 0
     finally:
         for _ in range(4):

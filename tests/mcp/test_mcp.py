@@ -804,9 +804,9 @@ def test_root_names_and_resolution(tmp_path, sample_root, monkeypatch):
 
 
 # ------------------------------------------------------------------------------ warming, failures
-def _gated(root: Path, index_dir: Path, gate: Path, mode: str) -> subprocess.Popen:
+def _gated(root: Path, index_dir: Path, gate: Path, mode: str, watch: str = "off") -> subprocess.Popen:
     return subprocess.Popen(
-        [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(root), str(index_dir), str(gate), mode],
+        [sys.executable, str(REPO / "tests" / "daemon_gate.py"), str(root), str(index_dir), str(gate), mode, watch],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -887,6 +887,59 @@ def test_an_indexing_daemon_answers_from_its_snapshot_with_progress(daemons, sam
     assert "may not be indexed yet" in missing
     assert done.roots[0].state == "ready" and not done.roots[0].warming
     assert not after.warming and after.note == "" and [h.path for h in after.hits] == [h.path for h in s.hits]
+
+
+def test_lookups_say_stale_until_the_edit_is_indexed_then_wait_fresh_gives_the_new_text(daemons, sample_root, tmp_path):
+    """10 lines inserted at the top of a module while its re-index is held back (a gated daemon
+    with a native watch): get_method, describe_object and find_symbol answer from the index and
+    say stale with the module named, from the first call on; once the gate opens, get_method
+    with wait_fresh gives the new text and lines, not stale."""
+    rel = "CommonModules/РаботаСКонтрагентами/Ext/Module.bsl"
+    qualified = "РаботаСКонтрагентами.ПроверитьКПП"
+    index_dir, gate = tmp_path / "gated-idx", tmp_path / "gate"
+    proc = _gated(sample_root, index_dir, gate, "apply", watch="native")
+    handle = daemons.adopt(sample_root, index_dir)
+    try:
+        wait_until(handle.alive, TIMEOUT, "the gated daemon to take its lock")
+
+        async def main():
+            link = RootLink(sample_root, "demo", index_dir=index_dir, spawn_args=SPAWN_LEXICAL)
+            async with session(link) as c:
+                await until_status(c, lambda r: r.state == "ready" and not r.warming, "the first index")
+                before = ok(await c.call_tool("get_method", {"name": qualified}), MethodOutput)
+                path = sample_root / rel
+                path.write_text("// правка\n" * 10 + path.read_text(encoding="utf-8-sig"), encoding="utf-8")
+                seen = []
+                deadline = time.monotonic() + TIMEOUT
+                while True:  # every answer is stale at once; the module is named once the watcher read the event
+                    m = ok(await c.call_tool("get_method", {"name": qualified}), MethodOutput)
+                    seen.append(m)
+                    if m.path_stale or time.monotonic() > deadline:
+                        break
+                    await asyncio.sleep(0.05)
+                obj = ok(
+                    await c.call_tool("describe_object", {"name": "ОбщийМодуль.РаботаСКонтрагентами"}), ObjectOutput
+                )
+                sym = ok(await c.call_tool("find_symbol", {"query": qualified}), FindSymbolOutput)
+                gate.touch()
+                fresh = ok(await c.call_tool("get_method", {"name": qualified, "wait_fresh": 10}), MethodOutput)
+                return before, seen, obj, sym, fresh
+
+        before, seen, obj, sym, fresh = run(main())
+    finally:
+        _stop_gated(proc, gate, handle)
+    assert not before.stale and not before.path_stale and before.stale_paths == []
+    for m in seen:  # the index's text, never claimed fresh
+        assert (m.line, m.start_line, m.text) == (before.line, before.start_line, before.text)
+        assert m.stale, m
+    m = seen[-1]
+    assert m.path_stale and rel in m.stale_paths and m.stale_count >= 1, m
+    assert "its module changed on disk" in m.note and "wait_fresh=1" in m.note
+    assert obj.stale and rel in obj.stale_paths and [(r.path, r.stale) for r in obj.modules] == [(rel, True)]
+    assert not obj.path_stale and obj.also_in == []
+    assert sym.stale and sym.symbols[0].path == rel and sym.symbols[0].stale
+    assert fresh.line == before.line + 10 and fresh.start_line == before.start_line + 10, fresh
+    assert fresh.text == before.text and not fresh.stale and not fresh.path_stale and fresh.stale_paths == []
 
 
 def test_a_daemon_that_cannot_start_is_a_protocol_error(sample_root, tmp_path):

@@ -31,8 +31,8 @@ def test_file_chunks_of_a_module_and_of_a_descriptor(eng):
 
 
 def test_metadata_object_reads_fields_and_modules_in_one_batch(eng):
-    o, fields, modules = eng.metadata_object("Документ", "реализациятоваров")  # case-insensitive
-    assert o.owner == "Документ.РеализацияТоваров"
+    o, fields, modules, also_in = eng.metadata_object("Документ", "реализациятоваров")  # case-insensitive
+    assert o.owner == "Документ.РеализацияТоваров" and also_in == []
     assert fields and all(f.path == DOC and f.kind != "object" for f in fields)
     assert modules[OBJECT_MODULE] == "object"
     assert all(p.startswith("Documents/РеализацияТоваров/") for p in modules)
