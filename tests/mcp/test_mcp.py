@@ -682,6 +682,64 @@ def test_call_graph_bounded_and_ending_on_cycles(ssl):
     assert "depth" in bad
 
 
+def test_every_string_argument_is_capped_and_no_error_echoes_a_long_value(ssl):
+    """A 100 KB value in any string argument is one short error that names the argument and the
+    cap; a blank query reads like an empty one; a NUL is named; booleans take no guesses."""
+    big = "Ж" * 100_000
+    calls = [
+        ("search", {"query": big}),
+        ("search", {"query": "x", "object_type": big}),
+        ("search", {"query": "x", "path_prefix": big}),
+        ("find_symbol", {"query": big}),
+        ("get_method", {"name": big}),
+        ("get_method", {"name": "x", "path": big}),
+        ("read_module", {"path": big}),
+        ("read_document", {"path": "a.md", "heading": big}),
+        ("describe_object", {"name": big}),
+        ("find_references", {"name": big}),
+        ("call_graph", {"name": big}),
+        ("platform_help", {"query": big}),
+        ("platform_help", {"query": "x", "version": big}),
+        ("search", {"query": "x", "root": big}),
+        ("search", {"query": "x", big: 1}),
+    ]
+
+    async def main():
+        async with session(link_for(ssl)) as c:
+            capped = [err(await c.call_tool(tool, args)) for tool, args in calls]
+            other = {
+                "blank": err(await c.call_tool("search", {"query": " \t\n "})),
+                "empty": err(await c.call_tool("search", {"query": ""})),
+                "nul_path": err(await c.call_tool("read_module", {"path": "CommonModules/\x00x.bsl"})),
+                "nul_name": err(await c.call_tool("describe_object", {"name": "Справочник.\x00"})),
+                "yes": err(await c.call_tool("search", {"query": "x", "export_only": "yes"})),
+                "one": err(await c.call_tool("find_references", {"name": "x", "possible": 1})),
+                # a long value the daemon itself rejects comes back cut too
+                "daemon": err(await c.call_tool("find_references", {"name": "Нет" * 150})),
+            }
+            fine = ok(await c.call_tool("search", {"query": "пользователь", "top_k": "5"}), SearchOutput)
+            flag = ok(await c.call_tool("search", {"query": "пользователь", "export_only": "true"}), SearchOutput)
+            return capped, other, fine, flag
+
+    capped, other, fine, flag = run(main())
+    for (tool, args), text in zip(calls, capped, strict=True):
+        assert len(text) < 400, (tool, list(args), len(text))
+        assert "ЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖ" not in text, (tool, text)
+    for (tool, args), text in zip(calls[:-1], capped[:-1], strict=True):
+        arg = next(k for k, v in args.items() if v is big)
+        assert f"{arg}: 100000 characters long; at most " in text, (tool, text)
+    assert "unknown argument(s) 'ЖЖЖ" in capped[-1] and "(100000 characters)" in capped[-1]
+    assert other["blank"] == other["empty"] == "invalid arguments for search: query: empty or only spaces"
+    assert other["nul_path"].endswith("path: contains a NUL character"), other["nul_path"]
+    assert other["nul_name"].endswith("name: contains a NUL character"), other["nul_name"]
+    assert "embedded null" not in other["nul_path"] + other["nul_name"]
+    assert other["yes"].endswith("export_only: must be true or false")
+    assert other["one"].endswith("possible: must be true or false")
+    assert len(other["daemon"]) < 400 and "(450 characters)" in other["daemon"], other["daemon"]
+    methods = [h for h in flag.hits if h.kind in ("procedure", "function")]
+    assert fine.shown == 5 and methods and all(h.export for h in methods)  # "5" read as 5, "true" as true
+
+
 def test_get_method_gives_the_doc_comment_once(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
