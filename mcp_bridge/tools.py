@@ -744,6 +744,10 @@ async def call_graph(
     )
     st = await _status_after(b, link, st, conns)
     warming, note = _ref_note(g, st, wait_fresh)
+    if g.possible and direction == "callers" and not any(e.dest == g.start for e in g.edges):
+        # no resolved caller is not "nothing calls it": say so where the agent reads on
+        maybe = f"0 resolved callers, {g.possible} possible by name (chained calls, variables): find_references"
+        note = "; ".join(n for n in (note, f"{maybe} possible=true lists them") if n)
     index = {n: i for i, n in enumerate(g.nodes)}
     nodes = [_graph_node(n, d, g.methods.get(n), detail=detail) for n, d in g.nodes.items()]
     out = CallGraphOutput(
@@ -754,6 +758,7 @@ async def call_graph(
         truncated=g.truncated,
         revisited=g.revisited,
         lower_bound=g.lower_bound,
+        possible=g.possible,
         other_starts=list(g.starts),
         warming=warming,
         stale=g.stale,

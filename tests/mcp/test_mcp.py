@@ -740,6 +740,47 @@ def test_every_string_argument_is_capped_and_no_error_echoes_a_long_value(ssl):
     assert fine.shown == 5 and methods and all(h.export for h in methods)  # "5" read as 5, "true" as true
 
 
+def test_call_graph_counts_the_possible_callers_of_a_fluent_chain(tmp_path):
+    """``А.Б().В()``: the ``В`` is not resolved; call_graph says how many such calls there are
+    (as find_references counts them), instead of one lone node that reads "nobody calls it"."""
+    from daemon_helpers import SAMPLE
+
+    root = tmp_path / "export"
+    shutil.copytree(SAMPLE, root)
+    xml = (root / "CommonModules/РасчетНДС.xml").read_text(encoding="utf-8")
+    modules = {
+        "ЮТТесты": "Функция ДобавитьТест(Имя) Экспорт\n\tВозврат ЮТТесты;\nКонецФункции\n\n"
+        "Функция СПараметрами(Значение) Экспорт\n\tВозврат ЮТТесты;\nКонецФункции\n",
+        "МоиТесты": "Процедура ИсполняемыеСценарии() Экспорт\n"
+        '\tЮТТесты.ДобавитьТест("Первый").СПараметрами(1);\n'
+        '\tЮТТесты.ДобавитьТест("Второй").СПараметрами(2);\nКонецПроцедуры\n',
+    }
+    for name, text in modules.items():
+        (root / f"CommonModules/{name}/Ext").mkdir(parents=True)
+        (root / f"CommonModules/{name}/Ext/Module.bsl").write_text(text, encoding="utf-8-sig")
+        (root / f"CommonModules/{name}.xml").write_text(xml.replace("РасчетНДС", name), encoding="utf-8")
+    ds = Daemons(tmp_path)
+    try:
+        h = ds.start(root, *LEXICAL, wait_idle=True)
+
+        async def main():
+            async with session(link_for(h, "demo")) as c:
+                refs = ok(await c.call_tool("find_references", {"name": "ЮТТесты.СПараметрами"}), FindReferencesOutput)
+                graph = await c.call_tool("call_graph", {"name": "ЮТТесты.СПараметрами"})
+                first = ok(await c.call_tool("call_graph", {"name": "ЮТТесты.ДобавитьТест"}), CallGraphOutput)
+                return refs, ok(graph, CallGraphOutput), graph.structured_content, first
+
+        refs, graph, raw, first = run(main())
+    finally:
+        ds.close()
+    assert refs.total == 0 and refs.counts.possible == 2
+    assert len(graph.nodes) == 1 and not graph.edges and graph.possible == 2 == raw["possible"]
+    assert "0 resolved callers, 2 possible by name" in graph.note and "possible=true" in graph.note
+    # the chain's first call resolves: a caller, and no note about possible ones
+    assert [n.name for n in first.nodes] == ["ЮТТесты.ДобавитьТест", "МоиТесты.ИсполняемыеСценарии"]
+    assert "possible by name" not in first.note
+
+
 def test_get_method_gives_the_doc_comment_once(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
