@@ -154,6 +154,17 @@ def link_detail(path: str | os.PathLike) -> str:
         return "symbolic link; links are not followed"
 
 
+def unfollowed_link(path: str | os.PathLike) -> str | None:
+    """The skip detail of a symbolic link the scanners would otherwise pass over in silence: one to
+    a folder (its files are not indexed), or one that leads nowhere (a missing target, a loop of
+    links). None for a link to anything else (a file the caller judges by its name). Only ``stat``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "dangling " + link_detail(path) + " (its target is missing, or links lead in a loop)"
+    return "folder " + link_detail(path) if stat.S_ISDIR(mode) else None
+
+
 def _not_regular_detail(mode: int) -> str:
     return f"a {_file_kind(mode)}, not a regular file; not opened"
 
