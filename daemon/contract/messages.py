@@ -22,7 +22,7 @@ def shown(value: str) -> str:
     return f"{value[:ECHO_PREFIX]!r}… ({len(value)} characters)"
 
 
-def clip_echoes(message: str, values: list) -> str:
+def clip_echoes(message: str, values: list[object]) -> str:
     """``message`` with every whole echo of a long string among ``values`` (as written or as its
     ``repr``) replaced by :func:`shown`; other values and short strings are left alone. Cheap when
     nothing is long: the usual message comes back as it is."""
