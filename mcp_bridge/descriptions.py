@@ -79,7 +79,7 @@ FIND_REFERENCES = (
 CALL_GRAPH = (
     "Callers (what a change affects) or callees of a method to a bounded depth, at most fan_out per method. "
     "nodes: Модуль.Метод, path:line, depth; edges: src calls dst (node indexes) in count sites; truncated: a cap "
-    "cut it; recursion is walked once (revisited)."
+    "cut it; recursion is walked once (revisited); possible: unresolved calls of the start's name, not walked."
 )
 
 PLATFORM_HELP = (

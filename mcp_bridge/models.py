@@ -347,6 +347,9 @@ class CallGraphOutput(_Out):
     truncated: bool = Field(False, description="The depth or fan_out cut something")
     revisited: int = Field(0, description="Edges back to a node already reached (recursion, mutual calls)")
     lower_bound: bool = Field(False, description="Code run from strings may add callers")
+    possible: int = Field(
+        0, description="Unresolved calls with the start's name (chained, through variables): maybe callers, not walked"
+    )
     other_starts: list[str] = Field(default_factory=list, description="Other methods of that name: qualify it")
     warming: bool = False
     stale: bool = False

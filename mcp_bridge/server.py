@@ -21,6 +21,7 @@ from mcp_types import ToolAnnotations
 from pydantic import ConfigDict, ValidationError, create_model, model_validator
 
 from daemon import __version__
+from daemon.contract import ECHO_CHARS, clip_echoes, shown
 
 from . import descriptions
 from .links import CONNECT_WAIT, Bridge, RootLink
@@ -111,7 +112,7 @@ class _StrictArgs(ArgModelBase):
     def _known_only(cls, data: Any) -> Any:
         if isinstance(data, dict):
             known = [f.alias or n for n, f in cls.model_fields.items()]
-            unknown = sorted(k for k in data if k not in known)
+            unknown = sorted(shown(k) if len(k) > ECHO_CHARS else k for k in data if k not in known)
             if unknown:
                 raise ValueError(f"unknown argument(s) {', '.join(unknown)}; this tool takes: {', '.join(known)}")
         return data
@@ -146,16 +147,21 @@ class _Server(MCPServer):
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Any = None) -> Any:
         """As ``MCPServer.call_tool``; a ``ToolError`` caused by argument validation is raised
         again with :func:`argument_errors`' text (same cause, so the SDK still logs field names
-        only); an unknown ``name`` is a ``ToolError`` that lists the tools."""
+        only); an unknown ``name`` is a ``ToolError`` that lists the tools. Every tool error
+        passes here, so this is where a long argument echoed in its text is cut to a prefix
+        (:func:`daemon.contract.clip_echoes`)."""
         known = [t.name for t in await self.list_tools()]
         if name not in known:
-            raise ToolError(f"unknown tool {name!r}; the tools are: {', '.join(known)}")
+            raise ToolError(f"unknown tool {shown(name)}; the tools are: {', '.join(known)}")
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             cause = exc.__cause__
-            if isinstance(cause, ValidationError):
-                raise ToolError(f"invalid arguments for {name}: {argument_errors(cause)}") from cause
+            invalid = isinstance(cause, ValidationError)
+            message = f"invalid arguments for {name}: {argument_errors(cause)}" if invalid else str(exc)
+            clipped = clip_echoes(message, [*arguments.keys(), *arguments.values()])
+            if invalid or clipped != message:
+                raise ToolError(clipped) from cause
             raise
 
 

@@ -20,11 +20,21 @@ from mcp import MCPError
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import INTERNAL_ERROR, CallToolResult
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from daemon import notes
 from daemon.client import CommandError, DaemonError, DaemonTimeout
-from daemon.contract import DEFAULT_SCOPE, MODULE_KINDS, SCOPES, SEARCH_MODES, english_type, object_type_list
+from daemon.contract import (
+    DEFAULT_SCOPE,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
+    MODULE_KINDS,
+    SCOPES,
+    SEARCH_MODES,
+    english_type,
+    object_type_list,
+)
 from daemon.server.protocol import INVALID_PARAMS, NOT_FOUND
 
 from . import answers
@@ -90,14 +100,52 @@ PLATFORM_KINDS = (
     "keyword",
 )
 
+
 # ------------------------------------------------------------------------------ arguments
+def _text(limit: int, *, required: bool) -> BeforeValidator:
+    """The check of a string argument, before pydantic's (so that its errors read the same for
+    every tool and never repeat the value): at most ``limit`` characters, no NUL character and,
+    when ``required``, not empty or only spaces (one error for both)."""
+
+    def check(value: object) -> object:
+        if isinstance(value, str):
+            if len(value) > limit:
+                raise ValueError(f"{len(value)} characters long; at most {limit}")
+            if "\x00" in value:
+                raise ValueError("contains a NUL character")
+            if required and not value.strip():
+                raise ValueError("empty or only spaces")
+        return value
+
+    return BeforeValidator(check)
+
+
+def _flag(value: object) -> object:
+    """A boolean argument: ``true``/``false``, or those words as a string (a client that sends every
+    value as text); anything else (``"yes"``, ``1``) is an error rather than a guess."""
+    if isinstance(value, bool):
+        return value
+    if value in ("true", "false"):
+        return value == "true"
+    raise ValueError("must be true or false")
+
+
+#: String arguments, bounded (:data:`daemon.contract.MAX_QUERY_CHARS` and the name and path bounds);
+#: integers given as text ("5") are still accepted: pydantic's lax mode, the SDK's for every tool, and
+#: not ambiguous.
+Query = Annotated[str, Field(max_length=MAX_QUERY_CHARS), _text(MAX_QUERY_CHARS, required=True)]
+Name = Annotated[str, Field(max_length=MAX_NAME_CHARS), _text(MAX_NAME_CHARS, required=True)]
+RelPath = Annotated[str, Field(max_length=MAX_PATH_CHARS), _text(MAX_PATH_CHARS, required=True)]
+OptName = Annotated[str | None, Field(max_length=MAX_NAME_CHARS), _text(MAX_NAME_CHARS, required=False)]
+OptPath = Annotated[str | None, Field(max_length=MAX_PATH_CHARS), _text(MAX_PATH_CHARS, required=False)]
+Flag = Annotated[bool, BeforeValidator(_flag)]
 SearchMode = Literal[SEARCH_MODES]  # type: ignore[valid-type]
 Scope = Literal[SCOPES]  # type: ignore[valid-type]
 #: find_symbol looks up definitions in the export: platform help has its own tool
 SymbolScope = Literal[tuple(s for s in SCOPES if s not in ("platform", "all"))]  # type: ignore[valid-type]
 PlatformKind = Literal[PLATFORM_KINDS]  # type: ignore[valid-type]
 ModuleKind = Literal[MODULE_KINDS]  # type: ignore[valid-type]
-Root = Annotated[str | None, Field(description="Export root (its name or path)")]
+Root = Annotated[OptPath, Field(description="Export root (its name or path)")]
 WaitFresh = Annotated[
     float,
     Field(
@@ -106,7 +154,7 @@ WaitFresh = Annotated[
         description="Seconds to wait for changed files to be indexed first (1 after an edit)",
     ),
 ]
-Detail = Annotated[bool, Field(description="true: every field")]
+Detail = Annotated[Flag, Field(description="true: every field")]
 
 
 def root_help(links: list[RootLink], tool: str) -> str:
@@ -204,7 +252,7 @@ def _freshness(res) -> dict:
 async def search(
     ctx: Context,
     query: Annotated[
-        str,
+        Query,
         Field(
             min_length=1,
             description='A name (ОбщегоНазначения.Сообщ) or a question ("как отправить письмо")',
@@ -223,12 +271,12 @@ async def search(
         ),
     ] = DEFAULT_SCOPE,
     object_type: Annotated[
-        str | None,
+        OptName,
         Field(description="Only this metadata type and its modules: Справочник, Catalog, ..."),
     ] = None,
     module_kind: Annotated[ModuleKind | None, Field(description="Only this module kind")] = None,
-    path_prefix: Annotated[str | None, Field(description='Only files under this path: "CommonModules/"')] = None,
-    export_only: Annotated[bool, Field(description="Only exported methods (Экспорт)")] = False,
+    path_prefix: Annotated[OptPath, Field(description='Only files under this path: "CommonModules/"')] = None,
+    export_only: Annotated[Flag, Field(description="Only exported methods (Экспорт)")] = False,
     wait_fresh: WaitFresh = 0.0,
     detail: Detail = False,
     root: Root = None,
@@ -289,7 +337,7 @@ async def search(
 async def find_symbol(
     ctx: Context,
     query: Annotated[
-        str,
+        Query,
         Field(
             min_length=1,
             description='A name or part of one: "ОбщегоНазначения.СообщитьПользователю", "СообщПольз"',
@@ -297,7 +345,7 @@ async def find_symbol(
     ],
     limit: Annotated[int, Field(ge=1, le=MAX_TOP_K, description=f"Definitions to return, 1..{MAX_TOP_K}")] = 10,
     scope: Annotated[SymbolScope, Field(description="workspace (all of it), code, metadata or docs")] = DEFAULT_SCOPE,
-    export_only: Annotated[bool, Field(description="Only exported methods (Экспорт)")] = False,
+    export_only: Annotated[Flag, Field(description="Only exported methods (Экспорт)")] = False,
     wait_fresh: WaitFresh = 0.0,
     detail: Detail = False,
     root: Root = None,
@@ -389,14 +437,14 @@ def _method_text(m) -> tuple[str, bool, str]:
 async def get_method(
     ctx: Context,
     name: Annotated[
-        str,
+        Name,
         Field(
             min_length=1,
             description='Модуль.Метод ("ОбщегоНазначения.СообщитьПользователю"), or a method name with path',
         ),
     ],
     path: Annotated[
-        str | None,
+        OptPath,
         Field(description='Module path from a search hit: "CommonModules/ОбщегоНазначения/Ext/Module.bsl"'),
     ] = None,
     wait_fresh: WaitFresh = 0.0,
@@ -447,10 +495,11 @@ async def get_method(
 async def read_document(
     ctx: Context,
     path: Annotated[
-        str, Field(min_length=1, description='Docs page from a search hit: "features/assertions/assertions-base.md"')
+        RelPath,
+        Field(min_length=1, description='Docs page from a search hit: "features/assertions/assertions-base.md"'),
     ],
     heading: Annotated[
-        str | None,
+        OptPath,
         Field(description="A heading of the page (as written, its anchor, or H1 > H2); default: the whole page"),
     ] = None,
     root: Root = None,
@@ -496,7 +545,7 @@ def _module_note(start_line: int, end_line: int | None, end: int, total: int, wa
 async def read_module(
     ctx: Context,
     path: Annotated[
-        str,
+        RelPath,
         Field(
             min_length=1,
             description='File relative to the export root: "Catalogs/Пользователи.xml"',
@@ -552,7 +601,7 @@ def _object_note(d, own: set[str], waited: float) -> str:
 async def describe_object(
     ctx: Context,
     name: Annotated[
-        str,
+        Name,
         Field(
             min_length=1,
             description='Тип.Имя: "Справочник.Пользователи", "Документ.ЗаказКлиента", "РегистрСведений.КурсыВалют"',
@@ -602,7 +651,7 @@ async def describe_object(
 
 # ------------------------------------------------------------------------------ find usages
 RefName = Annotated[
-    str,
+    Name,
     Field(
         min_length=1,
         description="Модуль.Метод, a method name, or a metadata object (Справочник.Валюты: its modules' methods)",
@@ -650,7 +699,7 @@ async def find_references(
     ctx: Context,
     name: RefName,
     limit: Annotated[int, Field(ge=1, le=MAX_REFS, description=f"References to list, 1..{MAX_REFS}")] = 20,
-    possible: Annotated[bool, Field(description="Also list the possible callers")] = False,
+    possible: Annotated[Flag, Field(description="Also list the possible callers")] = False,
     wait_fresh: WaitFresh = 0.0,
     detail: Detail = False,
     root: Root = None,
@@ -717,6 +766,10 @@ async def call_graph(
     )
     st = await _status_after(b, link, st, conns)
     warming, note = _ref_note(g, st, wait_fresh)
+    if g.possible and direction == "callers" and not any(e.dest == g.start for e in g.edges):
+        # no resolved caller is not "nothing calls it": say so where the agent reads on
+        maybe = f"0 resolved callers, {g.possible} possible by name (chained calls, variables): find_references"
+        note = "; ".join(n for n in (note, f"{maybe} possible=true lists them") if n)
     index = {n: i for i, n in enumerate(g.nodes)}
     nodes = [_graph_node(n, d, g.methods.get(n), detail=detail) for n, d in g.nodes.items()]
     out = CallGraphOutput(
@@ -727,6 +780,7 @@ async def call_graph(
         truncated=g.truncated,
         revisited=g.revisited,
         lower_bound=g.lower_bound,
+        possible=g.possible,
         other_starts=list(g.starts),
         warming=warming,
         stale=g.stale,
@@ -739,14 +793,14 @@ async def call_graph(
 async def platform_help(
     ctx: Context,
     query: Annotated[
-        str,
+        Query,
         Field(
             min_length=1,
             description="A name (СтрНайти, Тип.Метод, Новый Тип) or a question",
         ),
     ],
     kind: Annotated[PlatformKind | None, Field(description="Only this kind")] = None,
-    version: Annotated[str | None, Field(description="8.3.24 or bundled; default: the configuration's")] = None,
+    version: Annotated[OptName, Field(description="8.3.24 or bundled; default: the configuration's")] = None,
     top_k: Annotated[int, Field(ge=1, le=MAX_PLATFORM_TOP_K, description=f"1..{MAX_PLATFORM_TOP_K}")] = 5,
     detail: Detail = False,
     root: Root = None,
@@ -805,7 +859,7 @@ def _graph_node(node: str, depth: int, m, *, detail: bool) -> GraphNode:
 async def index_status(
     ctx: Context,
     detail: Annotated[
-        bool, Field(description="true: also the files left out and why, stale files, pid, index dir, log")
+        Flag, Field(description="true: also the files left out and why, stale files, pid, index dir, log")
     ] = False,
     root: Root = None,
 ) -> Annotated[CallToolResult, StatusOutput]:

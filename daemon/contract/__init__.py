@@ -20,7 +20,8 @@ sources), :mod:`~daemon.contract.lookups`, :mod:`~daemon.contract.usages` (find 
   :data:`MODULE_KINDS`,
   the metadata object types (:data:`OBJECT_TYPES` and every spelling of them:
   :func:`normalize_object_type`, :func:`english_type`, :func:`type_folder`);
-* bounds and defaults: :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
+* bounds and defaults: :data:`MAX_QUERY_CHARS`, :data:`MAX_NAME_CHARS`, :data:`MAX_PATH_CHARS`
+  (the longest query, name and path a front end passes on), :data:`MAX_TOP_K` (one bound for ``search``'s ``top_k`` and
   ``symbols``' ``limit``, on the wire and in the engine), :data:`DEFAULT_TOP_K`,
   :data:`DEFAULT_SYMBOL_LIMIT`, :data:`DEFAULT_MODE`, :data:`DEFAULT_WATCH`,
   :data:`DEFAULT_RECONCILE_INTERVAL`, :data:`DEFAULT_EMBEDDER`, :data:`NO_EMBEDDER`.
@@ -32,6 +33,8 @@ sources), :mod:`~daemon.contract.lookups`, :mod:`~daemon.contract.usages` (find 
   ``Settings.search_top_k``); ``symbols``' ``limit`` is what the LSP sends for
   ``workspace/symbol``, from the ``maxSymbols`` setting (``Settings.max_symbols``,
   default :data:`DEFAULT_SYMBOL_LIMIT`) and the MCP symbol tool's ``limit``. All are 1..:data:`MAX_TOP_K` (MCP lower);
+* error messages: :func:`shown`, :func:`clip_echoes` (:mod:`~daemon.contract.messages`: a user
+  value is echoed only up to :data:`ECHO_CHARS` characters);
 * records: :class:`Chunk`, :class:`Skip` (what the chunkers produce and the indexes key on);
 * query messages: :class:`Filters`, :class:`Hit`, :class:`SearchResult`;
 * platform help: :class:`PlatformEntry` (with :class:`PlatformSignature`, :class:`PlatformParam`),
@@ -71,6 +74,12 @@ from .lookups import (
     MethodInfo,
     ModuleText,
     ObjectDescription,
+)
+from .messages import (
+    ECHO_CHARS,
+    ECHO_PREFIX,
+    clip_echoes,
+    shown,
 )
 from .object_types import (
     CONFIGURATION,
@@ -140,6 +149,9 @@ from .vocabulary import (
     DEFAULT_TOP_K,
     DEFAULT_WATCH,
     DOCS_KINDS,
+    MAX_NAME_CHARS,
+    MAX_PATH_CHARS,
+    MAX_QUERY_CHARS,
     MAX_TOP_K,
     METADATA_KINDS,
     METHOD_KINDS,
@@ -170,6 +182,8 @@ __all__ = [
     "DenseStatus",
     "DocRef",
     "DocumentText",
+    "ECHO_CHARS",
+    "ECHO_PREFIX",
     "Field",
     "Filters",
     "GRAPH_DIRECTIONS",
@@ -180,6 +194,9 @@ __all__ = [
     "MAX_GRAPH_FAN_OUT",
     "MAX_REF_LIMIT",
     "MAX_REF_TARGETS",
+    "MAX_NAME_CHARS",
+    "MAX_PATH_CHARS",
+    "MAX_QUERY_CHARS",
     "MAX_TOP_K",
     "METADATA_KINDS",
     "METHOD_KINDS",
@@ -217,9 +234,11 @@ __all__ = [
     "Status",
     "WATCH_MODES",
     "WatchStatus",
+    "clip_echoes",
     "english_type",
     "normalize_object_type",
     "object_type_aliases",
     "object_type_list",
+    "shown",
     "type_folder",
 ]

@@ -196,7 +196,9 @@ class CallGraph(_RefFreshness, kw_only=True):
     or the depth cut something; ``revisited``: edges to a node already reached (recursion,
     mutual calls, two paths to one method), which the walk does not expand again. Bindings and
     module-level code are leaves. ``starts``: the other methods the name stood for (the walk
-    starts from the first); ``methods``: where each method node is (filled by the daemon)."""
+    starts from the first); ``methods``: where each method node is (filled by the daemon);
+    ``possible``: unresolved calls with the start's name (a chained ``А.Б().В()``, a call through
+    a variable), counted as :class:`RefCounts` ``.possible`` is and not walked."""
 
     start: str
     direction: str
@@ -207,6 +209,7 @@ class CallGraph(_RefFreshness, kw_only=True):
     starts: list[str] = []
     lower_bound: bool = False
     methods: dict[str, MethodRef] = {}
+    possible: int = 0
 
 
 class Definition(msgspec.Struct, kw_only=True, omit_defaults=True):

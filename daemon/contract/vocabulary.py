@@ -23,6 +23,13 @@ WATCH_MODES = ("auto", "native", "polling", "off")
 #: Most hits one ``search`` (``top_k``) or ``symbols`` (``limit``) call returns: the params
 #: structs reject more (-32602) and :meth:`daemon.engine.Engine.search` raises ValueError.
 MAX_TOP_K = 1000
+#: Longest query accepted (characters): a question, not a document. The daemon's search and
+#: symbols calls and every front end reject longer ones.
+MAX_QUERY_CHARS = 4096
+#: Longest name (``Модуль.Метод``, ``Тип.Имя``) and path (relative to the export root, or a docs
+#: heading) a front end passes on, in characters: far above any real one, far below a pasted file.
+MAX_NAME_CHARS = 512
+MAX_PATH_CHARS = 1024
 #: ``search``'s default ``top_k``.
 DEFAULT_TOP_K = 10
 #: ``symbols``' default ``limit`` (an editor's symbol picker shows about this many).

@@ -245,7 +245,8 @@ class Usages:
 
     def call_graph(self, t: Target, *, direction: str = "callers", depth: int = 2, fan_out: int = 10) -> CallGraph:
         """A bounded walk from the (first) method of ``t`` (:meth:`daemon.index.refgraph.RefGraph.call_graph`):
-        recursion and mutual calls end it, ``depth`` and ``fan_out`` cap it."""
+        recursion and mutual calls end it, ``depth`` and ``fan_out`` cap it. ``possible``: the start's
+        unresolved sites by name (as :meth:`references` counts them), which the walk cannot follow."""
         if direction not in GRAPH_DIRECTIONS:
             raise ValueError(f"direction must be one of {', '.join(GRAPH_DIRECTIONS)}, got {direction!r}")
         if not 1 <= depth <= MAX_GRAPH_DEPTH:
@@ -259,6 +260,7 @@ class Usages:
         g = refs.call_graph(ids[0], direction, depth, fan_out)
         g.starts = ids[1:MAX_REF_TARGETS]
         g.lower_bound = refs.dynamic > 0
+        g.possible = refs.possible_count(ids[0])
         g.methods = {n: self.method_ref(n) for n in g.nodes if "::" in n and not n.endswith("::<module>")}
         return self.mark(g)
 

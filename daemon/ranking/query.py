@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import msgspec
 
-from ..contract import DEFAULT_SCOPE, MAX_TOP_K, SEARCH_MODES, Filters
+from ..contract import DEFAULT_SCOPE, MAX_QUERY_CHARS, MAX_TOP_K, SEARCH_MODES, Filters
 
-#: Longest query accepted (characters), and the part of it that is embedded: the model reads a
-#: few hundred tokens, and a very long query would hold the query embedder for seconds.
-MAX_QUERY_CHARS = 4096
+__all__ = ["MAX_QUERY_CHARS", "QUERY_EMBED_CHARS", "clean_query", "export_filters"]
+
+#: The part of a query (at most :data:`daemon.contract.MAX_QUERY_CHARS` characters) that is
+#: embedded: the model reads a few hundred tokens, and a very long query would hold the query
+#: embedder for seconds.
 QUERY_EMBED_CHARS = 512
 
 

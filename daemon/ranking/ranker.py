@@ -27,7 +27,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Filters, Hit
+from ..contract import CODE_KINDS, DOCS_KINDS, MODULE_KINDS, SCOPES, Filters, Hit, shown
 from ..index.embed import vector_chunk
 from ..text.folding import fold
 from ..text.lexicon import latin_acronym, name_words, translated_query
@@ -187,10 +187,10 @@ class Ranker:
             if otype is None:
                 from ..contract import object_type_list
 
-                raise ValueError(f"unknown object type {f.object_type!r}; use one of: {object_type_list()}")
+                raise ValueError(f"unknown object type {shown(f.object_type)}; use one of: {object_type_list()}")
         prefix = self._normalize_prefix(f.path_prefix) if f.path_prefix else None
         if f.module_kind and f.module_kind not in MODULE_KINDS:
-            raise ValueError(f"unknown module kind {f.module_kind!r}; one of {', '.join(MODULE_KINDS)}")
+            raise ValueError(f"unknown module kind {shown(f.module_kind)}; one of {', '.join(MODULE_KINDS)}")
         return self.state.store.mask(
             scope=f.scope,
             object_types=(otype,) if otype else None,
@@ -220,13 +220,13 @@ class Ranker:
             try:
                 p = Path(p).resolve().relative_to(self.root).as_posix()
             except ValueError:
-                raise ValueError(f"path prefix {prefix!r} is outside the export root {self.root}") from None
+                raise ValueError(f"path prefix {shown(prefix)} is outside the export root {self.root}") from None
             if p == ".":
                 p = ""
         while p.startswith("./"):
             p = p[2:]
         if ".." in p.split("/"):
-            raise ValueError(f"path prefix {prefix!r} contains '..'; give a prefix relative to the export root")
+            raise ValueError(f"path prefix {shown(prefix)} contains '..'; give a prefix relative to the export root")
         return unicodedata.normalize("NFC", p)
 
     def is_docs_search(self, filters: Filters | None) -> bool:

@@ -37,7 +37,7 @@ import msgspec
 
 from .. import __version__
 from . import runtime
-from ..contract import DEFAULT_EMBEDDER, DEFAULT_WATCH, NO_EMBEDDER
+from ..contract import DEFAULT_EMBEDDER, DEFAULT_WATCH, NO_EMBEDDER, clip_echoes
 from ..options import embedder_or_none
 from .protocol import (
     INTERNAL_ERROR,
@@ -138,6 +138,23 @@ class _Workers:
                 item[0].cancel()
         for _ in range(64):
             self._q.put(None)
+
+
+def _clipped(message: str, params: Any) -> str:
+    """An error message about ``params`` (a params struct) with long echoes of its strings (and of
+    its filters' and lists' strings) cut (:func:`daemon.contract.clip_echoes`)."""
+    values: list[Any] = []
+    todo = [params]
+    while todo:
+        s = todo.pop()
+        for v in msgspec.structs.astuple(s) if isinstance(s, msgspec.Struct) else ():
+            if isinstance(v, msgspec.Struct):
+                todo.append(v)
+            elif isinstance(v, list | tuple):
+                values.extend(v)
+            else:
+                values.append(v)
+    return clip_echoes(message, values)
 
 
 def _in_thread(fn: Callable[[Any], Any], arg: Any) -> Future:
@@ -462,10 +479,10 @@ class Server:
                 result = await asyncio.wrap_future(self._pool.submit(handler, params))
             line = encode_result(id, result)
         except ValueError as exc:
-            return self._reply_error(conn, id, INVALID_PARAMS, str(exc), {"method": method})
+            return self._reply_error(conn, id, INVALID_PARAMS, _clipped(str(exc), params), {"method": method})
         except LookupError as exc:
             message = exc.args[0] if isinstance(exc, KeyError) and exc.args else str(exc)
-            return self._reply_error(conn, id, NOT_FOUND, str(message), {"method": method})
+            return self._reply_error(conn, id, NOT_FOUND, _clipped(str(message), params), {"method": method})
         except asyncio.CancelledError:
             if self._stopping:  # queued when the pool shut down
                 return self._reply_error(conn, id, SHUTTING_DOWN, "the daemon is shutting down")

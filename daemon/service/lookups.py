@@ -25,6 +25,7 @@ from ..contract import (
     ModuleText,
     ObjectDescription,
     normalize_object_type,
+    shown,
 )
 from ..engine import Engine
 from ..sources.files import SkipFile, decode_bytes, read_regular_bytes
@@ -118,7 +119,7 @@ class Lookups:
             raise LookupError(f"{rel} is not an indexed module")
         parts = [c for c in parts if c.kind in METHOD_KINDS and fold(c.name) == fold(short)]
         if not parts:
-            raise LookupError(f"no method {short!r} in {rel}")
+            raise LookupError(f"no method {shown(short)} in {rel}")
         return parts[0], parts
 
     def _method_by_name(self, name: str) -> tuple[Chunk, list[Chunk]]:
@@ -127,10 +128,10 @@ class Lookups:
         res = eng.search(name, mode="lexical", top_k=20, filters=Filters(scope="code"))
         hits = [h for h in res.hits if h.match == "exact" and h.kind in METHOD_KINDS]
         if not hits:
-            raise LookupError(f"no method named {name!r} (use Модуль.Метод or give the module path)")
+            raise LookupError(f"no method named {shown(name)} (use Модуль.Метод or give the module path)")
         first = eng.get_chunk(hits[0].id)
         if first is None:  # re-indexed away between the search and this read
-            raise LookupError(f"no method named {name!r} (the index changed meanwhile; ask again)")
+            raise LookupError(f"no method named {shown(name)} (the index changed meanwhile; ask again)")
         parts = [
             c
             for c in eng.file_chunks(first.path) or []
@@ -299,12 +300,14 @@ class Lookups:
         eng = self.engine
         typ, _, obj = name.strip().partition(".")
         if not obj:
-            raise ValueError(f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {name!r}")
+            raise ValueError(
+                f"give the object as <Type>.<Name> (Справочник.Пользователи, Catalog.Users), got {shown(name)}"
+            )
         ru = normalize_object_type(typ)
         if ru is None:
             from ..contract import object_type_list
 
-            raise ValueError(f"unknown metadata object type {typ!r}; use one of: {object_type_list()}")
+            raise ValueError(f"unknown metadata object type {shown(typ)}; use one of: {object_type_list()}")
         try:
             o, fields, modules, also_in = eng.metadata_object(ru, obj)  # LookupError naming similar objects
         except LookupError as exc:

@@ -27,7 +27,7 @@ import unicodedata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from ..contract import Chunk, Skip
+from ..contract import Chunk, Skip, shown
 
 if TYPE_CHECKING:
     from ..contract import DocRef
@@ -558,7 +558,7 @@ def read_document(
         if sec is None:
             listed = "; ".join(headings[:40])
             # the argument is echoed only in part: a huge one would flood the caller's answer
-            asked = repr(heading) if len(heading) <= 200 else f"{heading[:200]!r}... ({len(heading)} characters)"
+            asked = shown(heading)
             raise LookupError(f"no heading {asked} in {rel}; its headings: {listed}")
         start, level = sec.start_line, _level(sec)
         nxt = [c for c in sections if c.part <= 1 and c.start_line > start and 0 < _level(c) <= level]

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from ..contract import Skip
+from ..contract import Skip, shown
 
 
 class ModuleIdentity(msgspec.Struct, frozen=True):
@@ -154,6 +154,17 @@ def link_detail(path: str | os.PathLike) -> str:
         return "symbolic link; links are not followed"
 
 
+def unfollowed_link(path: str | os.PathLike) -> str | None:
+    """The skip detail of a symbolic link the scanners would otherwise pass over in silence: one to
+    a folder (its files are not indexed), or one that leads nowhere (a missing target, a loop of
+    links). None for a link to anything else (a file the caller judges by its name). Only ``stat``."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return "dangling " + link_detail(path) + " (its target is missing, or links lead in a loop)"
+    return "folder " + link_detail(path) if stat.S_ISDIR(mode) else None
+
+
 def _not_regular_detail(mode: int) -> str:
     return f"a {_file_kind(mode)}, not a regular file; not opened"
 
@@ -262,22 +273,24 @@ def special_kind(e: os.DirEntry, is_link: bool) -> tuple[str, str]:
 def confine(root: Path, path: str) -> str:
     """A user-given path as an NFC path relative to ``root`` (resolved; the spelling of
     :class:`daemon.contract.Chunk` ``.path``). ``ValueError`` for an empty path, an absolute
-    path outside the root, ``..``, or a symlink that leaves the root."""
+    path outside the root, ``..``, a NUL character, or a symlink that leaves the root."""
     p = str(path).replace("\\", "/").strip()
     if not p:
         raise ValueError("empty path")
+    if "\x00" in p:
+        raise ValueError(f"path {shown(path)} contains a NUL character")
     if os.path.isabs(p):
         try:
             p = Path(p).resolve().relative_to(root).as_posix()
         except ValueError:
-            raise ValueError(f"path {path!r} is outside the export root {root}") from None
+            raise ValueError(f"path {shown(path)} is outside the export root {root}") from None
     parts = [x for x in p.split("/") if x not in ("", ".")]
     if ".." in parts:
-        raise ValueError(f"path {path!r} contains '..'; give a path relative to the export root")
+        raise ValueError(f"path {shown(path)} contains '..'; give a path relative to the export root")
     rel = unicodedata.normalize("NFC", "/".join(parts))
     full = (root / rel).resolve()
     try:
         full.relative_to(root)
     except ValueError:
-        raise ValueError(f"path {path!r} leaves the export root through a symlink") from None
+        raise ValueError(f"path {shown(path)} leaves the export root through a symlink") from None
     return rel

@@ -40,11 +40,11 @@ from .files import (
     SourceFile,
     UTF8_BOM,
     decode_bytes,
-    link_detail,
     open_regular,
     read_regular_bytes,
     sniff_binary,
     special_kind,
+    unfollowed_link,
 )
 
 log = logging.getLogger(__name__)
@@ -520,8 +520,9 @@ def scan_export(root: Path, *, max_file_bytes: int = 8 * 2**20, docs: Iterable[s
     * ``skipped``: ``too_large`` (size > ``max_file_bytes``), ``binary`` (a ``.bsl`` with a
       NUL in its first 8000 bytes; :func:`read_text` checks the whole file later),
       ``edt_template``; ``ignored_project`` (an EDT project's ``src`` the ignore file hides,
-      :attr:`ExportInfo.hidden`); ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor
-      or a folder that is a symbolic link; detail: where it points); ``not_regular`` (a
+      :attr:`ExportInfo.hidden`); ``symlink`` (a ``.bsl``, a descriptor, a form/template descriptor,
+      a docs page, a folder (docs folders' too) that is a symbolic link, or a link that leads
+      nowhere: a missing target or a loop; detail: where it points); ``not_regular`` (a
       FIFO, socket or device with such a name; never opened); ``unreadable`` (a folder
       that could not be listed, completely or part-way, also for ``ENAMETOOLONG``, or a
       file whose ``stat`` failed).
@@ -746,13 +747,18 @@ class _Walk:
         """Classify one entry that is not a folder (``raw_rel``: its on-disk relative path)."""
         lower = e.name.lower()
         is_bsl = lower.endswith(".bsl")
+        code = is_bsl or lower.endswith((".xml", ".mdo"))
+        if is_link and not code:
+            # a linked folder (in a docs folder too) or a link leading nowhere: named, never followed
+            detail = unfollowed_link(e.path)  # stat only, nothing is opened
+            if detail is not None:
+                self.skipped.append(Skip(_nfc(raw_rel), "symlink", detail))
+                return
         docs_dir = self.docs_layout.folder_of(raw_rel)
-        if docs_dir is not None and not (is_bsl or lower.endswith((".xml", ".mdo"))):
+        if docs_dir is not None and not code:
             self.docs_layout.scan_page(e, _nfc(raw_rel), raw_rel, docs_dir, is_file, is_link, self.pages, self.skipped)
             return
-        if not (is_bsl or lower.endswith(".xml") or lower.endswith(".mdo")):
-            if is_link and os.path.isdir(e.path):  # stat only, nothing is opened
-                self.skipped.append(Skip(_nfc(raw_rel), "symlink", "folder " + link_detail(e.path)))
+        if not code:
             return
         rel = _nfc(raw_rel)
         disk = raw_rel if raw_rel != rel else ""

@@ -241,6 +241,7 @@ def test_references_with_counts_both_ways_for_extensions(graph):
     assert (a.counts.resolved, a.counts.string, a.counts.metadata) == (2, 0, 1)
     # the form's bare `Экспортная()` does not resolve: a possible caller, counted and listed
     assert a.counts.possible == 1 and [(r.path, r.reason) for r in a.possible] == [(FORM, "no_such_method")]
+    assert graph.possible_count(f"{COMMON}::Экспортная") == 1  # the same count, for call_graph's start
     assert a.counts.dynamic == 1 and a.lower_bound
     base = graph.references(f"{BASE}::ОбработкаПроведения")
     assert sorted((r.kind, r.caller or "") for r in base.references) == [

@@ -682,6 +682,105 @@ def test_call_graph_bounded_and_ending_on_cycles(ssl):
     assert "depth" in bad
 
 
+def test_every_string_argument_is_capped_and_no_error_echoes_a_long_value(ssl):
+    """A 100 KB value in any string argument is one short error that names the argument and the
+    cap; a blank query reads like an empty one; a NUL is named; booleans take no guesses."""
+    big = "Ж" * 100_000
+    calls = [
+        ("search", {"query": big}),
+        ("search", {"query": "x", "object_type": big}),
+        ("search", {"query": "x", "path_prefix": big}),
+        ("find_symbol", {"query": big}),
+        ("get_method", {"name": big}),
+        ("get_method", {"name": "x", "path": big}),
+        ("read_module", {"path": big}),
+        ("read_document", {"path": "a.md", "heading": big}),
+        ("describe_object", {"name": big}),
+        ("find_references", {"name": big}),
+        ("call_graph", {"name": big}),
+        ("platform_help", {"query": big}),
+        ("platform_help", {"query": "x", "version": big}),
+        ("search", {"query": "x", "root": big}),
+        ("search", {"query": "x", big: 1}),
+    ]
+
+    async def main():
+        async with session(link_for(ssl)) as c:
+            capped = [err(await c.call_tool(tool, args)) for tool, args in calls]
+            other = {
+                "blank": err(await c.call_tool("search", {"query": " \t\n "})),
+                "empty": err(await c.call_tool("search", {"query": ""})),
+                "nul_path": err(await c.call_tool("read_module", {"path": "CommonModules/\x00x.bsl"})),
+                "nul_name": err(await c.call_tool("describe_object", {"name": "Справочник.\x00"})),
+                "yes": err(await c.call_tool("search", {"query": "x", "export_only": "yes"})),
+                "one": err(await c.call_tool("find_references", {"name": "x", "possible": 1})),
+                # a long value the daemon itself rejects comes back cut too
+                "daemon": err(await c.call_tool("find_references", {"name": "Нет" * 150})),
+            }
+            fine = ok(await c.call_tool("search", {"query": "пользователь", "top_k": "5"}), SearchOutput)
+            flag = ok(await c.call_tool("search", {"query": "пользователь", "export_only": "true"}), SearchOutput)
+            return capped, other, fine, flag
+
+    capped, other, fine, flag = run(main())
+    for (tool, args), text in zip(calls, capped, strict=True):
+        assert len(text) < 400, (tool, list(args), len(text))
+        assert "ЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖЖ" not in text, (tool, text)
+    for (tool, args), text in zip(calls[:-1], capped[:-1], strict=True):
+        arg = next(k for k, v in args.items() if v is big)
+        assert f"{arg}: 100000 characters long; at most " in text, (tool, text)
+    assert "unknown argument(s) 'ЖЖЖ" in capped[-1] and "(100000 characters)" in capped[-1]
+    assert other["blank"] == other["empty"] == "invalid arguments for search: query: empty or only spaces"
+    assert other["nul_path"].endswith("path: contains a NUL character"), other["nul_path"]
+    assert other["nul_name"].endswith("name: contains a NUL character"), other["nul_name"]
+    assert "embedded null" not in other["nul_path"] + other["nul_name"]
+    assert other["yes"].endswith("export_only: must be true or false")
+    assert other["one"].endswith("possible: must be true or false")
+    assert len(other["daemon"]) < 400 and "(450 characters)" in other["daemon"], other["daemon"]
+    methods = [h for h in flag.hits if h.kind in ("procedure", "function")]
+    assert fine.shown == 5 and methods and all(h.export for h in methods)  # "5" read as 5, "true" as true
+
+
+def test_call_graph_counts_the_possible_callers_of_a_fluent_chain(tmp_path):
+    """``А.Б().В()``: the ``В`` is not resolved; call_graph says how many such calls there are
+    (as find_references counts them), instead of one lone node that reads "nobody calls it"."""
+    from daemon_helpers import SAMPLE
+
+    root = tmp_path / "export"
+    shutil.copytree(SAMPLE, root)
+    xml = (root / "CommonModules/РасчетНДС.xml").read_text(encoding="utf-8")
+    modules = {
+        "ЮТТесты": "Функция ДобавитьТест(Имя) Экспорт\n\tВозврат ЮТТесты;\nКонецФункции\n\n"
+        "Функция СПараметрами(Значение) Экспорт\n\tВозврат ЮТТесты;\nКонецФункции\n",
+        "МоиТесты": "Процедура ИсполняемыеСценарии() Экспорт\n"
+        '\tЮТТесты.ДобавитьТест("Первый").СПараметрами(1);\n'
+        '\tЮТТесты.ДобавитьТест("Второй").СПараметрами(2);\nКонецПроцедуры\n',
+    }
+    for name, text in modules.items():
+        (root / f"CommonModules/{name}/Ext").mkdir(parents=True)
+        (root / f"CommonModules/{name}/Ext/Module.bsl").write_text(text, encoding="utf-8-sig")
+        (root / f"CommonModules/{name}.xml").write_text(xml.replace("РасчетНДС", name), encoding="utf-8")
+    ds = Daemons(tmp_path)
+    try:
+        h = ds.start(root, *LEXICAL, wait_idle=True)
+
+        async def main():
+            async with session(link_for(h, "demo")) as c:
+                refs = ok(await c.call_tool("find_references", {"name": "ЮТТесты.СПараметрами"}), FindReferencesOutput)
+                graph = await c.call_tool("call_graph", {"name": "ЮТТесты.СПараметрами"})
+                first = ok(await c.call_tool("call_graph", {"name": "ЮТТесты.ДобавитьТест"}), CallGraphOutput)
+                return refs, ok(graph, CallGraphOutput), graph.structured_content, first
+
+        refs, graph, raw, first = run(main())
+    finally:
+        ds.close()
+    assert refs.total == 0 and refs.counts.possible == 2
+    assert len(graph.nodes) == 1 and not graph.edges and graph.possible == 2 == raw["possible"]
+    assert "0 resolved callers, 2 possible by name" in graph.note and "possible=true" in graph.note
+    # the chain's first call resolves: a caller, and no note about possible ones
+    assert [n.name for n in first.nodes] == ["ЮТТесты.ДобавитьТест", "МоиТесты.ИсполняемыеСценарии"]
+    assert "possible by name" not in first.note
+
+
 def test_get_method_gives_the_doc_comment_once(ssl):
     async def main():
         async with session(link_for(ssl)) as c:
@@ -1262,7 +1361,7 @@ def test_docs_search_read_document_and_method_links(tmp_path):
                 )
                 page = ok(await c.call_tool("read_document", {"path": "docs/bank.md"}), DocumentOutput)
                 missing = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "Нет такого"}))
-                huge = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "H" * 1_000_000}))
+                huge = err(await c.call_tool("read_document", {"path": "docs/bank.md", "heading": "H" * 1_000}))
                 method = ok(
                     await c.call_tool("get_method", {"name": "ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"}),
                     MethodOutput,
@@ -1296,7 +1395,8 @@ def test_docs_search_read_document_and_method_links(tmp_path):
     assert section.heading == "Разбор строк" and section.mentions == ["ОбменСБанкомСлужебный.РазобратьСтрокиВыписки"]
     assert page.truncated and "read_module" in page.note and len(page.text) <= 20_000  # bounded, says so
     assert "its headings" in missing
-    assert "its headings" in huge and "1000000 characters" in huge and len(huge) < 2_000  # not the 1 MB argument echoed
+    # under the argument cap: the daemon's answer, which names the heading by a prefix only
+    assert "its headings" in huge and "H" * 100 not in huge and len(huge) < 400
     assert [d.link for d in method.docs] == ["docs/bank.md#разбор-строк"]
     assert (method.docs_total, method.docs_truncated) == (1, False)
     # a method many sections name: the answer says how many and that the list is cut

@@ -70,3 +70,15 @@ def test_the_engine_and_the_service_reuse_the_contract_types():
     assert engine.SearchResult is contract.SearchResult and engine.Filters is contract.Filters
     assert service.Status is contract.Status and lookups.MethodInfo is contract.MethodInfo
     assert status.DenseStatus is contract.DenseStatus and status.WatchStatus is contract.WatchStatus
+
+
+def test_error_messages_echo_a_long_user_value_only_as_a_prefix():
+    from daemon.contract import ECHO_CHARS, clip_echoes, shown
+
+    short, long = "Справочник.Валюты", "Ж" * 100_000
+    assert shown(short) == repr(short)
+    assert shown(long).startswith("'ЖЖЖ") and shown(long).endswith("… (100000 characters)") and len(shown(long)) < 100
+    msg = f"no method named {long!r}; also {long} and {short!r}"
+    clipped = clip_echoes(msg, [long, short, 5, None])
+    assert long[: ECHO_CHARS + 1] not in clipped and repr(short) in clipped and len(clipped) < 300
+    assert clip_echoes("nothing long here", [long]) == "nothing long here"

@@ -361,6 +361,40 @@ def test_scan_never_follows_symlinks(tmp_path):
     assert e.value.reason == "symlink"
 
 
+def test_linked_docs_folders_and_link_loops_are_named_skips_not_silence(tmp_path):
+    """A folder linked into a docs folder is not followed, but listed (``symlink``, naming its
+    target) like a linked folder of code; so is a link that leads nowhere (a loop, a missing target)."""
+    root = tmp_path / "export"
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "page.md").write_text("# Чужая страница\n", encoding="utf-8")
+    root.mkdir()
+    _designer_skeleton(root)
+    docs = root / "documentation/docs"
+    docs.mkdir(parents=True)
+    (docs / "own.md").write_text("# Своя страница\n", encoding="utf-8")
+    os.symlink(elsewhere, docs / "bslls")
+    os.symlink(root / "Ext/B", root / "Ext/A")  # a loop: A -> B -> A
+    os.symlink(root / "Ext/A", root / "Ext/B")
+    os.symlink(tmp_path / "gone", docs / "old")  # a missing target
+
+    scan = scan_export(root, docs=["documentation/docs"])
+    assert [p.path for p in scan.docs] == ["documentation/docs/own.md"]
+    by = {s.path: s for s in scan.skipped}
+    assert {p: by[p].reason for p in ("documentation/docs/bslls", "Ext/A", "Ext/B", "documentation/docs/old")} == {
+        "documentation/docs/bslls": "symlink",
+        "Ext/A": "symlink",
+        "Ext/B": "symlink",
+        "documentation/docs/old": "symlink",
+    }
+    assert (
+        by["documentation/docs/bslls"].detail.startswith("folder ")
+        and str(elsewhere) in by["documentation/docs/bslls"].detail
+    )
+    assert "loop" in by["Ext/A"].detail and str(root / "Ext/B") in by["Ext/A"].detail
+    assert str(tmp_path / "gone") in by["documentation/docs/old"].detail
+
+
 def test_symlinked_configuration_is_not_followed(tmp_path):
     outside = tmp_path / "outside"
     outside.mkdir()
