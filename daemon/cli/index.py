@@ -13,7 +13,6 @@ from pathlib import Path
 
 from ..contract import NO_EMBEDDER
 from ..server.runtime import export_problem
-from ..sources.scan import IGNORE_FILE
 from ..stats import p50_p95
 
 _PROGRESS = None
@@ -90,6 +89,8 @@ def cmd_index(args) -> int:
     t0 = time.perf_counter()
     rep = eng.refresh(progress=progress)
     progress_done()
+    from ..sources.scan import IGNORE_FILE
+
     hidden = [s.path for s in eng.skipped if s.reason == "ignored_project"]
     if not eng.files:
         why = f" ({IGNORE_FILE} leaves out {', '.join(hidden)})" if hidden else ""
