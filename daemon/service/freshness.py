@@ -161,10 +161,10 @@ class Freshness:
                 self._changed.wait(min(left, 0.02))
             return True
 
-    def stamp(self, res: SearchResult) -> SearchResult:
-        """Fill ``res``'s freshness fields (:meth:`report`), and ``stale`` on each hit whose file
-        is among the stale paths (or under a stale folder)."""
-        paths = self._fill(res)
+    def stamp(self, res: SearchResult, before: dict | None = None) -> SearchResult:
+        """Fill ``res``'s freshness fields (:meth:`report`, or :meth:`since` ``before``), and
+        ``stale`` on each hit whose file is among the stale paths (or under a stale folder)."""
+        paths = self._fill(res, None if before is None else self.since(before))
         if paths:
             files = set(paths)
             dirs = tuple(p for p in paths if p.endswith("/"))
@@ -173,19 +173,32 @@ class Freshness:
                     h.stale = True
         return res
 
-    def stamp_usages(self, res: References | Callees | CallGraph) -> References | Callees | CallGraph:
-        """Fill the freshness fields of a find-usages answer (:meth:`report`), as :meth:`stamp`
-        does a search's (its references carry no ``stale`` mark of their own)."""
-        self._fill(res)
+    def stamp_usages(
+        self, res: References | Callees | CallGraph, before: dict | None = None
+    ) -> References | Callees | CallGraph:
+        """Fill the freshness fields of a find-usages answer as :meth:`stamp` does a search's
+        (its references carry no ``stale`` mark of their own)."""
+        self._fill(res, None if before is None else self.since(before))
         return res
 
     def stamp_lookup(self, res: T, own: Iterable[str], before: dict) -> T:
         """Fill the freshness fields of a lookup answer (:class:`MethodInfo`,
-        :class:`ObjectDescription`) and its ``stale_own``: those of ``own`` (the files the answer
-        was read from) that are among the stale paths or under a stale folder, all of them.
-        ``before``: :meth:`report` taken before the answer was computed; it counts together with
-        what is pending now, since a change applied meanwhile may or may not be in the answer."""
-        now = self.report(settle=-1)  # the watcher was waited for before the answer was computed
+        :class:`ObjectDescription`, :meth:`since` ``before``) and its ``stale_own``: those of
+        ``own`` (the files the answer was read from) that are among the stale paths or under a
+        stale folder, all of them."""
+        paths = self._fill(res, self.since(before))
+        if paths:
+            files = set(paths)
+            dirs = tuple(p for p in paths if p.endswith("/"))
+            res.stale_own = [p for p in dict.fromkeys(own) if p in files or (dirs and p.startswith(dirs))]
+        return res
+
+    def since(self, before: dict) -> dict:
+        """:meth:`report` for an answer computed after ``before`` (:meth:`report` taken, with
+        the watcher settled, before the answer was): what is pending now together with what was
+        pending then, since a change applied while the answer was computed may or may not be in
+        it. Never fresher than either report."""
+        now = self.report(settle=-1)  # the watcher was waited for when ``before`` was taken
         pend = set(now["stale_paths"])
         merged = dict(now)
         merged["stale_paths"] = now["stale_paths"] + [p for p in before["stale_paths"] if p not in pend]
@@ -195,12 +208,7 @@ class Freshness:
             merged[k] = now[k] or before[k]
         merged["stale_reason"] = now["stale_reason"] or before["stale_reason"]
         merged["stale"] = now["stale"] or before["stale"]
-        paths = self._fill(res, merged)
-        if paths:
-            files = set(paths)
-            dirs = tuple(p for p in paths if p.endswith("/"))
-            res.stale_own = [p for p in dict.fromkeys(own) if p in files or (dirs and p.startswith(dirs))]
-        return res
+        return merged
 
     def _fill(self, res, report: dict | None = None) -> list[str]:
         """Set the fields of ``report`` (default: :meth:`report` now) on ``res``, the stale paths

@@ -433,10 +433,11 @@ class Service:
         """Wait until every change noticed so far is applied (:meth:`Freshness.wait`)."""
         return self.fresh.wait(timeout)
 
-    def _stamp(self, res: SearchResult) -> SearchResult:
-        """Fill ``res``'s freshness fields (:meth:`Freshness.stamp`) and say on each docs hit
-        what is wrong with its page, if anything (``Hit.page_problem``, :meth:`Engine.docs_problems`)."""
-        res = self.fresh.stamp(res)
+    def _stamp(self, res: SearchResult, before: dict) -> SearchResult:
+        """Fill ``res``'s freshness fields (:meth:`Freshness.stamp`; ``before``: :meth:`freshness`
+        taken before the answer was computed) and say on each docs hit what is wrong with its
+        page, if anything (``Hit.page_problem``, :meth:`Engine.docs_problems`)."""
+        res = self.fresh.stamp(res, before)
         if any(h.kind in DOCS_KINDS for h in res.hits):
             problems = self._engine().docs_problems()
             for h in res.hits:
@@ -509,7 +510,8 @@ class Service:
         elif scope == "all":
             res = self._search_all(query, mode=mode, top_k=top_k, filters=filters)
         else:
-            res = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
+            before = self.freshness()
+            res = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters), before)
         if not remember:
             return res
         rq = RecentQuery(
@@ -560,7 +562,8 @@ class Service:
         from ..ranking.platform import fuse_all
 
         t0 = time.perf_counter()
-        code = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters))
+        before = self.freshness()
+        code = self._stamp(self._engine().search(query, mode=mode, top_k=top_k, filters=filters), before)
         if self.platform is None:  # platform help is off: the export's answer alone
             return code
         plat = self._platform_search(query, mode=mode, top_k=top_k)
@@ -613,7 +616,10 @@ class Service:
         # the query's cues, read once: they pick the mode and go on to the ranking
         cues = eng.query_cues(query, filters, mode="lexical" if eng.embedder is None else "hybrid")
         mode = "lexical" if cues.identifier or eng.embedder is None else "hybrid"
-        return self._stamp(eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues))
+        before = self.freshness()
+        return self._stamp(
+            eng.search(query, mode=mode, top_k=limit, filters=filters, snippets=not slim, cues=cues), before
+        )
 
     # ------------------------------------------------------------------ indexed lookups
     def get_method(self, name: str, path: str | None = None, *, fresh_timeout: float = 0.0) -> MethodInfo:
@@ -650,19 +656,21 @@ class Service:
         ``context``, each listed reference's source line (:meth:`Lookups.add_context`)."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
+        before = self.freshness()
         res = self._engine().references(target, limit=limit, possible=possible, locate=locate)
         if context:
             self.lookups.add_context(res.references + res.possible)
-        return self.fresh.stamp_usages(res)
+        return self.fresh.stamp_usages(res, before)
 
     def callees(self, target, *, locate: bool = False, context: bool = False, fresh_timeout: float = 0.0) -> Callees:
         """:meth:`Engine.callees` with the freshness fields and, with ``context``, source lines."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
+        before = self.freshness()
         res = self._engine().callees(target, locate=locate)
         if context:
             self.lookups.add_context(res.references)
-        return self.fresh.stamp_usages(res)
+        return self.fresh.stamp_usages(res, before)
 
     def call_graph(
         self, target, *, direction: str = "callers", depth: int = 2, fan_out: int = 10, fresh_timeout: float = 0.0
@@ -670,8 +678,9 @@ class Service:
         """:meth:`Engine.call_graph` with the freshness fields."""
         if fresh_timeout > 0:
             self.wait_fresh(fresh_timeout)
+        before = self.freshness()
         res = self._engine().call_graph(target, direction=direction, depth=depth, fan_out=fan_out)
-        return self.fresh.stamp_usages(res)
+        return self.fresh.stamp_usages(res, before)
 
     def definition(self, path: str, line: int, character: int) -> Definition:
         """:meth:`Engine.definition`: the call or string naming a method at a position."""

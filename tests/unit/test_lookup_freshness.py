@@ -41,3 +41,28 @@ def test_own_files_under_a_stale_folder_or_known_stale_are_named_once():
     assert d.stale_paths == ["CommonModules/М/", "Other/Module.bsl", "Catalogs/Т.xml"] and d.pending_count == 2
     m = f.stamp_lookup(_method(), [MODULE], f.report())
     assert m.stale_own == [MODULE]
+
+
+def test_search_and_usages_answers_count_what_was_pending_before_them_too():
+    from daemon.contract import Hit, References, SearchResult
+
+    f = _fresh()
+    f.notice([MODULE], [], False)
+    before = f.report()
+    f.applied(full=False, paths=[MODULE], dirs=[], seq=f.mark())  # applied while the answer was computed
+    hit = Hit(
+        id=f"{MODULE}::Метод", path=MODULE, symbol="Метод", kind="procedure", name="Метод", owner="ОбщийМодуль.М",
+        start_line=1, end_line=3, score=1.0,
+    )  # fmt: skip
+    res = f.stamp(
+        SearchResult(query="метод", mode="lexical", hits=[hit], total=1, dense_done=0, dense_total=0, took_ms=1.0),
+        before,
+    )
+    assert res.stale and res.stale_paths == [MODULE] and res.hits[0].stale
+    refs = f.stamp_usages(References(query="М.Метод"), before)
+    assert refs.stale and refs.stale_paths == [MODULE]
+    now = f.stamp(
+        SearchResult(query="метод", mode="lexical", hits=[], total=0, dense_done=0, dense_total=0, took_ms=1.0),
+        f.report(),
+    )
+    assert not now.stale and now.stale_paths == []
