@@ -14,7 +14,7 @@ the export root that answered (see ``index_status``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +49,18 @@ def compact_schema(schema: dict[str, Any], _cls: type | None = None, *, output: 
             prop.pop("default", None)
         if output:
             prop.pop("description", None)
+
+
+#: The freshness fields the answers share, worded once.
+StalePaths = Annotated[list[str], Field(default_factory=list, description="The first 20 (a folder ends with /)")]
+StaleReason = Annotated[str, Field(description="File watching is off or degraded: changes may go unnoticed")]
+LookupStale = Annotated[
+    bool,
+    Field(
+        description="Files changed on disk are not indexed yet (stale_paths): the answer may be out of date; "
+        "ask again with wait_fresh=1"
+    ),
+]
 
 
 class _Out(BaseModel):
@@ -126,9 +138,9 @@ class SearchOutput(_Out):
     )
     warming: bool = Field(description="The index is still being built or brought up to date: see note and index")
     note: str = Field("", description="What to know about this answer (warming, semantic coverage, stale files)")
-    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_paths: StalePaths
     stale_count: int = 0
-    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    stale_reason: StaleReason = ""
     index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
     mode: str = detail("")
     hits: list[SearchHit]
@@ -181,9 +193,9 @@ class FindSymbolOutput(_Out):
     )
     warming: bool
     note: str = ""
-    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_paths: StalePaths
     stale_count: int = 0
-    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    stale_reason: StaleReason = ""
     index: IndexInfo | None = detail(None, "how complete the index is (index_status tells more)")
     symbols: list[SymbolDef]
 
@@ -216,14 +228,10 @@ class MethodOutput(_Out):
     )
     docs_total: int = Field(0, description="How many docs sections mention it")
     docs_truncated: bool = Field(False, description="docs lists only some of them")
-    stale: bool = Field(
-        False,
-        description="Files changed on disk are not indexed yet (stale_paths): the answer may be out of date; "
-        "ask again with wait_fresh=1",
-    )
-    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale: LookupStale = False
+    stale_paths: StalePaths
     stale_count: int = 0
-    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    stale_reason: StaleReason = ""
     path_stale: bool = Field(
         False, description="Its module changed on disk and is not re-indexed yet: text and lines may be old"
     )
@@ -312,7 +320,7 @@ class FindReferencesOutput(_Out):
     warming: bool = False
     stale: bool = False
     note: str = ""
-    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale_paths: StalePaths
     modules: list[RefModule]
     possible: list[RefModule] = Field(default_factory=list, description="With possible=true: the possible callers")
 
@@ -400,14 +408,10 @@ class ObjectOutput(_Out):
     modules: list[ModuleRef] = Field(default_factory=list, description="Its modules and its forms' and commands'")
     warming: bool = False
     note: str = Field("", description="What to know about this answer (stale files)")
-    stale: bool = Field(
-        False,
-        description="Files changed on disk are not indexed yet (stale_paths): the answer may be out of date; "
-        "ask again with wait_fresh=1",
-    )
-    stale_paths: list[str] = Field(default_factory=list, description="The first 20 (a folder ends with /)")
+    stale: LookupStale = False
+    stale_paths: StalePaths
     stale_count: int = 0
-    stale_reason: str = Field("", description="File watching is off or degraded: changes may go unnoticed")
+    stale_reason: StaleReason = ""
     path_stale: bool = Field(
         False, description="Its descriptor changed on disk and is not re-indexed yet: the fields may be old"
     )
