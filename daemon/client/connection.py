@@ -127,9 +127,13 @@ class _Methods:
         0..60 s: let the daemon first wait that long at most for the changes it noticed to be
         applied (the answer's ``stale`` says whether they were). Give ``timeout`` more than
         ``fresh_timeout``."""
-        params = {"query": query, "mode": mode, "top_k": top_k, "filters": filters}
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params = {
+            "query": query,
+            "mode": mode,
+            "top_k": top_k,
+            "filters": filters,
+            "fresh_timeout": fresh_timeout or None,
+        }
         return self._typed("search", params, timeout)
 
     def symbols(
@@ -144,9 +148,13 @@ class _Methods:
     ):
         """Names-first ``SearchResult`` (for workspace/symbol), at most ``limit`` hits;
         ``slim``: without snippets; ``fresh_timeout`` as in :meth:`search`."""
-        params = {"query": query, "limit": limit, "filters": filters, "slim": slim}
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params = {
+            "query": query,
+            "limit": limit,
+            "filters": filters,
+            "slim": slim,
+            "fresh_timeout": fresh_timeout or None,
+        }
         return self._typed("symbols", params, timeout)
 
     def get_chunk(self, chunk_id: str, *, timeout: float | None = None):
@@ -158,9 +166,7 @@ class _Methods:
     ):
         """``daemon.contract.MethodInfo`` for ``"Модуль.Метод"`` (or ``name`` in ``path``);
         ``fresh_timeout`` as in :meth:`search`."""
-        params = {"name": name, "path": path}
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params = {"name": name, "path": path, "fresh_timeout": fresh_timeout or None}
         return self._typed("get_method", params, timeout)
 
     def read_module(self, path: str, start_line: int = 1, end_line: int | None = None, *, timeout: float | None = None):
@@ -178,7 +184,7 @@ class _Methods:
     def describe_object(self, name: str, *, fresh_timeout: float = 0.0, timeout: float | None = None):
         """``daemon.contract.ObjectDescription`` of ``"Справочник.Пользователи"``/``"Catalog.Users"``;
         ``fresh_timeout`` as in :meth:`search`."""
-        params = {"name": name, **({"fresh_timeout": fresh_timeout} if fresh_timeout else {})}
+        params = {"name": name, "fresh_timeout": fresh_timeout or None}
         return self._typed("describe_object", params, timeout)
 
     def document_symbols(self, path: str, *, timeout: float | None = None):
@@ -207,8 +213,7 @@ class _Methods:
         reference's source line; ``fresh_timeout`` as in :meth:`search`."""
         params = dict(name=name, target=target, path=path, line=line, character=character, limit=limit)
         params.update({k: v for k, v in (("possible", possible), ("locate", locate), ("context", context)) if v})
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params["fresh_timeout"] = fresh_timeout or None
         return self._typed("references", params, timeout)
 
     def callees(
@@ -227,8 +232,7 @@ class _Methods:
         """``daemon.contract.Callees``: what the method (as in :meth:`references`) references."""
         params = dict(name=name, target=target, path=path, line=line, character=character)
         params.update({k: v for k, v in (("locate", locate), ("context", context)) if v})
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params["fresh_timeout"] = fresh_timeout or None
         return self._typed("callees", params, timeout)
 
     def call_graph(
@@ -249,8 +253,7 @@ class _Methods:
         ``depth`` levels, at most ``fan_out`` per node; ``methods``: where each method node is."""
         params = dict(name=name, target=target, path=path, line=line, character=character)
         params.update(direction=direction, depth=depth, fan_out=fan_out)
-        if fresh_timeout:
-            params["fresh_timeout"] = fresh_timeout
+        params["fresh_timeout"] = fresh_timeout or None
         return self._typed("call_graph", params, timeout)
 
     def definition(self, path: str, line: int, character: int, *, timeout: float | None = None):
@@ -294,6 +297,8 @@ class _Methods:
 
 
 def _drop_none(params: dict) -> dict:
+    """``params`` without its None values: an argument left at its default is not sent (a
+    ``fresh_timeout`` of 0 is passed as None, so a daemon that predates it is still asked)."""
     return {k: v for k, v in params.items() if v is not None}
 
 
